@@ -1,0 +1,260 @@
+"""What an operation is: request -> frozen arguments + preview -> revalidate -> execute.
+
+An operation contract defines, together, the small model-facing request, the defaults and derived
+values it resolves, the frozen arguments execution uses, the preview a person sees (built by code
+from the same facts), revalidation against current state, and the executor.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, Generic, Literal, NewType, Protocol, TypeVar
+
+from pydantic import BaseModel, JsonValue, ValidationError
+
+from contracts.frozen import Frozen
+from contracts.outcomes import (
+    NeedsReconciliation,
+    Outcome,
+    RevisionRequired,
+    Succeeded,
+    TerminalFailure,
+)
+
+__all__ = [
+    "ArgType",
+    "Context",
+    "ContractViolation",
+    "EffectFailed",
+    "EffectUncertain",
+    "FieldProblem",
+    "HttpClient",
+    "HttpResponse",
+    "HttpTransportError",
+    "IdempotencyKey",
+    "ModelOperation",
+    "Operation",
+    "Preview",
+    "PreviewField",
+    "Resolved",
+    "RevisionNeeded",
+    "problems_from_validation_error",
+]
+
+#: The types the policy table can put conditions on.
+ArgType = Literal["integer", "number", "string", "boolean"]
+
+#: Sent to the executor; identical on every attempt for the same proposal.
+IdempotencyKey = NewType("IdempotencyKey", str)
+
+
+class PreviewField(Frozen):
+    label: str
+    value: str
+
+
+class Preview(Frozen):
+    """What a person sees before deciding, built by code from the frozen arguments."""
+
+    title: str
+    fields: tuple[PreviewField, ...] = ()
+
+
+ArgsT = TypeVar("ArgsT")
+ReqT = TypeVar("ReqT")
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved(Generic[ArgsT]):
+    arguments: ArgsT
+    preview: Preview
+
+
+class FieldProblem(Frozen):
+    """One thing wrong with one field: ``field`` is a dotted path such as ``request.amount``."""
+
+    field: str
+    message: str
+
+
+class ContractViolation(Exception):
+    """The request does not satisfy the operation's contract."""
+
+    def __init__(self, problems: list[FieldProblem] | tuple[FieldProblem, ...]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(f"{p.field}: {p.message}" for p in self.problems))
+
+
+class RevisionNeeded(Exception):
+    """Raised by an executor: current state no longer matches the preview; nothing happened."""
+
+
+class EffectFailed(Exception):
+    """Raised by an executor: the effect certainly did not happen and retrying will not help."""
+
+
+class EffectUncertain(Exception):
+    """Raised by an executor: the effect may or may not have happened."""
+
+
+# --- what an operation may use from the outside world -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    status: int
+    body: bytes
+    headers: Mapping[str, str]
+
+
+class HttpTransportError(Exception):
+    """No HTTP response. ``maybe_received``: the request may have reached the server."""
+
+    def __init__(self, detail: str, *, maybe_received: bool) -> None:
+        super().__init__(detail)
+        self.maybe_received = maybe_received
+
+
+class HttpClient(Protocol):
+    async def post(
+        self, url: str, *, body: bytes, headers: Mapping[str, str], timeout: float
+    ) -> HttpResponse: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What resolution, revalidation and execution may look at: the clock and the network."""
+
+    now: datetime
+    http: HttpClient
+    correlation_id: str
+
+
+# --- the contract ---------------------------------------------------------------------------------
+
+
+class Operation(ABC, Generic[ReqT, ArgsT]):
+    """One kind of effect an agent may propose."""
+
+    name: str
+    description: str
+
+    @abstractmethod
+    def parse_request(self, data: JsonValue) -> ReqT:
+        """Validate the model-facing request; raise ContractViolation naming each bad field."""
+
+    @abstractmethod
+    def request_schema(self) -> dict[str, Any]:
+        """JSON Schema of the model-facing request."""
+
+    @abstractmethod
+    def argument_types(self) -> Mapping[str, ArgType]:
+        """The frozen arguments' scalar fields, which policy conditions may name."""
+
+    @abstractmethod
+    def dump_arguments(self, arguments: ArgsT) -> dict[str, JsonValue]:
+        """The frozen arguments as JSON, for storage and hashing."""
+
+    @abstractmethod
+    def load_arguments(self, data: Mapping[str, JsonValue]) -> ArgsT:
+        """The inverse of dump_arguments."""
+
+    @abstractmethod
+    async def resolve(self, request: ReqT, ctx: Context) -> Resolved[ArgsT]:
+        """Resolve defaults and derived values; build the preview from the same facts."""
+
+    async def revalidate(self, arguments: ArgsT, ctx: Context) -> RevisionRequired | None:
+        """Check current state just before execution; a RevisionRequired stops it."""
+        return None
+
+    @abstractmethod
+    async def execute(self, arguments: ArgsT, ctx: Context, key: IdempotencyKey) -> Outcome:
+        """Carry out the effect exactly as frozen, passing ``key`` on to whatever performs it."""
+
+
+def problems_from_validation_error(prefix: str, error: ValidationError) -> list[FieldProblem]:
+    problems = []
+    for item in error.errors(include_url=False):
+        path = ".".join(str(part) for part in (prefix, *item["loc"]) if part != "")
+        given = item.get("input")
+        message = item["msg"]
+        if item["type"] != "missing" and isinstance(given, str | int | float | bool):
+            message = f"{message} (got {given!r})"
+        problems.append(FieldProblem(field=path, message=message))
+    return problems
+
+
+_JSON_TYPES: dict[str, ArgType] = {
+    "integer": "integer",
+    "number": "number",
+    "string": "string",
+    "boolean": "boolean",
+}
+
+
+RequestModelT = TypeVar("RequestModelT", bound=BaseModel)
+ArgumentsModelT = TypeVar("ArgumentsModelT", bound=BaseModel)
+ResultModelT = TypeVar("ResultModelT", bound=BaseModel)
+
+
+class ModelOperation(Operation[RequestModelT, ArgumentsModelT], Generic[
+    RequestModelT, ArgumentsModelT, ResultModelT
+]):
+    """An operation written in Python with pydantic models for request, arguments and result.
+
+    Subclasses implement ``resolve``, optionally ``revalidate``, and ``perform``, which returns the
+    typed result or raises RevisionNeeded / EffectFailed / EffectUncertain.
+    """
+
+    request_model: ClassVar[type[BaseModel]]
+    arguments_model: ClassVar[type[BaseModel]]
+    result_model: ClassVar[type[BaseModel]]
+
+    def parse_request(self, data: JsonValue) -> RequestModelT:
+        try:
+            # JSON mode: strict about types, but a JSON string may still become a date, an enum...
+            parsed = self.request_model.model_validate_json(json.dumps(data), strict=True)
+        except ValidationError as error:
+            raise ContractViolation(problems_from_validation_error("request", error)) from None
+        return parsed  # type: ignore[return-value]
+
+    def request_schema(self) -> dict[str, Any]:
+        return self.request_model.model_json_schema()
+
+    def argument_types(self) -> Mapping[str, ArgType]:
+        properties = self.arguments_model.model_json_schema().get("properties", {})
+        return {
+            name: _JSON_TYPES[spec["type"]]
+            for name, spec in properties.items()
+            if spec.get("type") in _JSON_TYPES
+        }
+
+    def dump_arguments(self, arguments: ArgumentsModelT) -> dict[str, JsonValue]:
+        return arguments.model_dump(mode="json")
+
+    def load_arguments(self, data: Mapping[str, JsonValue]) -> ArgumentsModelT:
+        return self.arguments_model.model_validate_json(json.dumps(data))  # type: ignore[return-value]
+
+    @abstractmethod
+    async def perform(
+        self, arguments: ArgumentsModelT, ctx: Context, key: IdempotencyKey
+    ) -> ResultModelT: ...
+
+    async def execute(
+        self, arguments: ArgumentsModelT, ctx: Context, key: IdempotencyKey
+    ) -> Outcome:
+        try:
+            result = await self.perform(arguments, ctx, key)
+        except RevisionNeeded as error:
+            return RevisionRequired(reason=str(error))
+        except EffectFailed as error:
+            return TerminalFailure(detail=str(error), correlation_id=ctx.correlation_id)
+        except Exception as error:  # noqa: BLE001 - unknown means uncertain, never "failed"
+            return NeedsReconciliation(
+                detail=f"{type(error).__name__}: {error}", correlation_id=ctx.correlation_id
+            )
+        return Succeeded(result=result.model_dump(mode="json"))

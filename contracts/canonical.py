@@ -1,0 +1,26 @@
+"""Canonical JSON and the hash that binds a frozen contract to what a human saw."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+__all__ = ["binding_hash", "canonical_json"]
+
+
+def canonical_json(value: Any) -> bytes:
+    """One byte string per JSON value: sorted keys, no spaces, UTF-8, no NaN."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
+
+
+def binding_hash(operation: str, arguments: Any, preview: Any) -> str:
+    """SHA-256 over the operation, its frozen arguments and the preview built from them.
+
+    Stored with the proposal and recomputed before execution: if the stored arguments or preview
+    were altered after a person saw them, the hashes differ and nothing runs.
+    """
+    body = canonical_json({"operation": operation, "arguments": arguments, "preview": preview})
+    return hashlib.sha256(body).hexdigest()

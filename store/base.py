@@ -1,0 +1,218 @@
+"""The Store protocol, the records it keeps, and the errors it raises.
+
+Every backend (SQLite, PostgreSQL) implements :class:`Store` and passes the same conformance suite
+(``tests/store/conformance.py``). Driver exceptions never leave a backend: they are translated
+into the errors below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+from pydantic import JsonValue
+
+from contracts.base import Preview
+from contracts.frozen import Frozen
+from contracts.outcomes import Outcome
+from store.lifecycle import Status
+
+__all__ = [
+    "AlreadyDecided",
+    "AuditEntry",
+    "AuditReport",
+    "IdempotencyConflict",
+    "InvalidTransition",
+    "NewProposal",
+    "NotApprovable",
+    "Proposal",
+    "ProposalNotFound",
+    "Store",
+    "StoreError",
+    "StoreUnavailable",
+    "TransitionResult",
+    "Transitioned",
+]
+
+PolicyDecision = Literal["auto", "ask", "deny"]
+
+
+class NewProposal(Frozen):
+    """A frozen contract as the submission path hands it to the store."""
+
+    id: str  #: opaque public id: 128 random bits, the only thing Slack buttons carry
+    agent: str  #: from the agent's token, never from the body
+    submission_key: str  #: Idempotency-Key header, or derived from agent/run/operation/request
+    submission_fingerprint: str  #: hash of the canonical submission body
+    requested_by: str  #: Slack user id of the accountable human
+    run_id: str | None = None
+    operation: str
+    request: JsonValue  #: the model-facing request as the agent sent it
+    arguments: dict[str, JsonValue]  #: the frozen arguments execution will use
+    preview: Preview
+    binding_hash: str  #: contracts.canonical.binding_hash(operation, arguments, preview)
+    agent_reason: str | None = None  #: the agent's explanation: shown labelled as its words
+    callback_url: str | None = None
+    rule_id: str | None  #: the policy rule that matched; None when no rule matched
+    decision: PolicyDecision
+    policy_note: str  #: why the policy decided so (the matched condition, or the deny reason)
+    approver_roles: tuple[str, ...] = ()
+    channel: str | None = None  #: Slack channel to ask in
+    status: Status  #: one of lifecycle.INITIAL
+    created_at: datetime
+    expires_at: datetime | None = None
+
+
+class Proposal(NewProposal):
+    """A stored proposal: the frozen contract plus everything that happened to it since."""
+
+    slack_channel: str | None = None
+    slack_ts: str | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    decision_note: str | None = None  #: the rejection reason
+    outcome: Outcome | None = None
+    updated_at: datetime
+
+
+class AuditEntry(Frozen):
+    seq: int
+    at: datetime
+    proposal_id: str | None
+    actor: str
+    event: str
+    detail: dict[str, JsonValue]
+    prev_hash: str
+    hash: str
+
+
+class AuditReport(Frozen):
+    ok: bool
+    checked: int
+    first_bad_seq: int | None = None
+    problem: str | None = None
+
+
+# --- answers of the transition verbs ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Transitioned:
+    """You made the transition (for a claim: you, and only you, execute)."""
+
+    proposal: Proposal
+
+
+@dataclass(frozen=True, slots=True)
+class AlreadyDecided:
+    """Someone else decided first; ``proposal`` holds who, when and the stored outcome."""
+
+    proposal: Proposal
+
+
+@dataclass(frozen=True, slots=True)
+class NotApprovable:
+    """Still undecided, but this transition is not allowed now (``reason`` says why)."""
+
+    proposal: Proposal
+    reason: str
+
+
+TransitionResult = Transitioned | AlreadyDecided | NotApprovable
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+class StoreError(Exception):
+    """The store could not do what was asked."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (type(self).__doc__ or "").strip())
+
+
+class ProposalNotFound(StoreError):
+    """No proposal has that id."""
+
+
+class IdempotencyConflict(StoreError):
+    """That idempotency key was already used by this agent for a different submission."""
+
+    def __init__(self, existing: Proposal) -> None:
+        super().__init__()
+        self.existing = existing
+
+
+class InvalidTransition(StoreError):
+    """The proposal is not in a status that allows this transition."""
+
+
+class StoreUnavailable(StoreError):
+    """The database could not be reached or refused the operation."""
+
+
+# --- the protocol ---------------------------------------------------------------------------------
+
+
+class Store(Protocol):
+    async def create_proposal(self, new: NewProposal) -> tuple[Proposal, bool]:
+        """Store a new proposal with its audit entry. Returns (proposal, created).
+
+        When the agent already submitted the same ``submission_key`` with the same fingerprint,
+        returns the stored proposal and False; with another fingerprint, raises
+        IdempotencyConflict. Nothing is stored twice.
+        """
+        ...
+
+    async def get_proposal(self, proposal_id: str) -> Proposal:
+        """Raises ProposalNotFound."""
+        ...
+
+    async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
+        """Remember the Slack message that shows the proposal."""
+        ...
+
+    async def claim_for_execution(
+        self, proposal_id: str, *, actor: str, now: datetime, binding_hash: str
+    ) -> TransitionResult:
+        """pending -> executing, atomically, if unexpired and the binding hash matches."""
+        ...
+
+    async def record_outcome(
+        self, proposal_id: str, outcome: Outcome, *, now: datetime
+    ) -> Proposal:
+        """executing -> the outcome's status. Raises InvalidTransition if not executing."""
+        ...
+
+    async def reject(
+        self, proposal_id: str, *, actor: str, reason: str, now: datetime
+    ) -> TransitionResult:
+        """pending -> rejected, atomically, if unexpired."""
+        ...
+
+    async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        """pending -> expired for up to ``limit`` proposals whose expiry has passed."""
+        ...
+
+    async def record_event(
+        self,
+        proposal_id: str | None,
+        *,
+        actor: str,
+        event: str,
+        detail: dict[str, JsonValue],
+        now: datetime,
+    ) -> AuditEntry:
+        """An audit entry with no transition (a refused click, a failed Slack post...)."""
+        ...
+
+    async def audit_log(self, proposal_id: str | None = None) -> list[AuditEntry]:
+        """Audit entries in chain order, all or for one proposal."""
+        ...
+
+    async def verify_audit(self) -> AuditReport:
+        """Recompute the hash chain; report the first entry that does not verify."""
+        ...
+
+    async def close(self) -> None: ...
