@@ -1,0 +1,1 @@
+"""The edges: Slack app, agent HTTP API, rendering, settings, CLI."""

@@ -1,0 +1,1 @@
+"""The domain: what may be proposed, how it is frozen, checked, executed and reported."""

@@ -1,0 +1,45 @@
+"""The operations this deployment offers, listed explicitly (no import-time registration)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from contracts.base import Operation
+
+__all__ = ["Registry", "UnknownOperation"]
+
+
+class UnknownOperation(LookupError):
+    """No operation of that name is configured."""
+
+    def __init__(self, name: str, known: Iterable[str]) -> None:
+        self.name = name
+        self.known = tuple(sorted(known))
+        super().__init__(
+            f"unknown operation {name!r} (known: {', '.join(self.known) or 'none'})"
+        )
+
+
+class Registry:
+    def __init__(self, operations: Iterable[Operation[Any, Any]]) -> None:
+        self._operations: dict[str, Operation[Any, Any]] = {}
+        for operation in operations:
+            if operation.name in self._operations:
+                raise ValueError(f"operation {operation.name!r} is defined twice")
+            self._operations[operation.name] = operation
+
+    def get(self, name: str) -> Operation[Any, Any]:
+        try:
+            return self._operations[name]
+        except KeyError:
+            raise UnknownOperation(name, self._operations) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._operations
+
+    def __iter__(self) -> Iterator[Operation[Any, Any]]:
+        return iter(self._operations.values())
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._operations)

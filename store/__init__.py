@@ -1,0 +1,1 @@
+"""Durable state: proposals, decisions and the audit log."""
