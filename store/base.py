@@ -169,6 +169,10 @@ class Store(Protocol):
         """Raises ProposalNotFound."""
         ...
 
+    async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
+        """The proposal ``agent`` stored under ``submission_key``, if any."""
+        ...
+
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
         """Remember the Slack message that shows the proposal."""
         ...

@@ -1,0 +1,48 @@
+"""Durations as people write them in configuration: ``"90s"``, ``"30m"``, ``"2h"``, ``"1d"``.
+
+Units may be combined from largest to smallest, each at most once: ``"1h30m"``, ``"1d12h"``.
+Only whole numbers of ASCII digits are accepted; there are no fractions, signs or spaces.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+__all__ = ["format_duration", "parse_duration"]
+
+_DURATION = re.compile(r"(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
+_EXPECTED = (
+    "expected whole numbers with units d, h, m or s, largest first, "
+    "such as '90s', '30m', '2h', '1d' or '1h30m'"
+)
+
+
+def parse_duration(text: str) -> timedelta:
+    """The timedelta ``text`` names; raise ValueError quoting it and the expected form."""
+    if not isinstance(text, str):
+        raise ValueError(f"a duration must be a string, got {text!r}; {_EXPECTED}")
+    match = _DURATION.fullmatch(text)
+    if not text or match is None:
+        raise ValueError(f"invalid duration {text!r}: {_EXPECTED}")
+    days, hours, minutes, seconds = (int(part) if part else 0 for part in match.groups())
+    try:
+        return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    except OverflowError:
+        raise ValueError(f"duration {text!r} is too long") from None
+
+
+def format_duration(duration: timedelta) -> str:
+    """The shortest text :func:`parse_duration` reads back as ``duration`` (whole seconds)."""
+    if duration < timedelta(0):
+        raise ValueError(f"cannot format a negative duration ({duration})")
+    if duration.microseconds:
+        raise ValueError(f"cannot format a duration with a fraction of a second ({duration})")
+    total = duration.days * 86_400 + duration.seconds
+    if total == 0:
+        return "0s"
+    minutes, seconds = divmod(total, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    parts = ((days, "d"), (hours, "h"), (minutes, "m"), (seconds, "s"))
+    return "".join(f"{amount}{unit}" for amount, unit in parts if amount)

@@ -1,0 +1,707 @@
+"""The policy table: for each proposal, run it (auto), ask a person (ask) or refuse it (deny).
+
+Rules are tried in order and the first that matches decides. When no rule matches, the proposal
+is denied: nothing runs unless a rule allows it.
+
+A rule matches when its ``operation`` is the proposal's (or ``"*"``), the agent is one of its
+``agents`` (when it names any), the requester holds one of its ``requester_roles`` (when it names
+any) and every condition in ``when`` holds for the frozen arguments. A missing argument, or one of
+an unexpected type, never satisfies a condition.
+
+Rules for ``"*"`` may not carry conditions: argument names belong to one operation, and a
+condition on a field that some operations lack would quietly never match them. Write one rule per
+operation instead.
+
+:meth:`PolicyTable.load` checks a whole table, as plain data from TOML, against the operation
+registry and the configured roles, and reports every problem at once in one :class:`PolicyError`.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from difflib import get_close_matches
+from typing import Annotated, Any, Final, Literal, Self
+
+from pydantic import Field, JsonValue, model_validator
+
+from contracts.base import ArgType
+from contracts.durations import format_duration, parse_duration
+from contracts.frozen import Frozen
+from contracts.registry import Registry
+
+__all__ = [
+    "ANY_OPERATION",
+    "COMPARISONS",
+    "DEFAULT_EXPIRY",
+    "MAX_EXPIRY",
+    "Ask",
+    "AskRule",
+    "Auto",
+    "AutoRule",
+    "Comparison",
+    "Condition",
+    "Decision",
+    "Deny",
+    "DenyRule",
+    "PolicyError",
+    "PolicyTable",
+    "Rule",
+    "RuleCheck",
+]
+
+#: The ``operation`` of a rule that applies to every operation.
+ANY_OPERATION: Final = "*"
+DEFAULT_EXPIRY: Final = timedelta(hours=1)
+MAX_EXPIRY: Final = timedelta(days=7)
+
+Comparison = Literal["lt", "lte", "gt", "gte", "eq", "in"]
+COMPARISONS: Final[tuple[Comparison, ...]] = ("lt", "lte", "gt", "gte", "eq", "in")
+Scalar = bool | int | float | str
+
+_ORDERINGS: Final[Mapping[str, Callable[[Any, Any], bool]]] = {
+    "lt": operator.lt,
+    "lte": operator.le,
+    "gt": operator.gt,
+    "gte": operator.ge,
+}
+_HOLDS: Final = {"lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "eq": "==", "in": "in"}
+_FAILS: Final = {
+    "lt": "is not <",
+    "lte": "is not <=",
+    "gt": "is not >",
+    "gte": "is not >=",
+    "eq": "!=",
+    "in": "not in",
+}
+_EXPECTED: Final[Mapping[ArgType, str]] = {
+    "integer": "a whole number",
+    "number": "a finite number",
+    "string": "a string",
+    "boolean": "true or false",
+}
+
+
+class PolicyError(ValueError):
+    """The policy table is not valid."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(self.problems) or self.__doc__)
+
+
+# --- rules ----------------------------------------------------------------------------------------
+
+
+class Condition(Frozen):
+    """One test on one frozen argument, such as ``amount_cents <= 5000``."""
+
+    field: str
+    comparison: Comparison
+    value: Scalar | tuple[Scalar, ...]
+
+    @model_validator(mode="after")
+    def _value_fits_comparison(self) -> Self:
+        if self.comparison == "in":
+            if not isinstance(self.value, tuple) or not self.value:
+                raise ValueError("'in' needs a non-empty tuple of values")
+        elif isinstance(self.value, tuple):
+            raise ValueError(f"{self.comparison!r} needs one value, not a list")
+        elif self.comparison != "eq" and not _is_number(self.value):
+            raise ValueError(f"{self.comparison!r} needs a number, got {self.value!r}")
+        return self
+
+    def evaluate(self, arguments: Mapping[str, JsonValue]) -> tuple[bool, str]:
+        """Whether the condition holds, and a sentence saying so with the actual value."""
+        if self.field not in arguments:
+            return False, f"{self.field} is missing"
+        actual = arguments[self.field]
+        if isinstance(self.value, tuple):
+            held = any(_same(actual, option) for option in self.value)
+        elif self.comparison == "eq":
+            held = _same(actual, self.value)
+        elif not _is_number(actual):
+            return False, f"{self.field} is {_show(actual)}, not a number"
+        else:
+            held = _ORDERINGS[self.comparison](actual, self.value)
+        symbol = _HOLDS[self.comparison] if held else _FAILS[self.comparison]
+        return held, f"{self.field} {_show(actual)} {symbol} {_show(self.value)}"
+
+
+class _RuleBase(Frozen):
+    id: str = Field(min_length=1)
+    operation: str = Field(min_length=1)  #: an operation name, or ANY_OPERATION
+    agents: tuple[str, ...] = ()  #: empty: any agent
+    requester_roles: tuple[str, ...] = ()  #: empty: any requester
+    when: tuple[Condition, ...] = ()  #: all must hold
+
+    def evaluate(
+        self,
+        *,
+        operation: str,
+        agent: str,
+        arguments: Mapping[str, JsonValue],
+        requester_roles: Collection[str],
+    ) -> tuple[bool, str]:
+        """Whether the rule matches, and why (every clause that held) or why not (the first
+        that failed)."""
+        if self.operation not in (ANY_OPERATION, operation):
+            return False, f"it is for operation {self.operation!r}, not {operation!r}"
+        clauses = []
+        if self.agents:
+            if agent not in self.agents:
+                return False, f"agent {agent!r} not in {_show(self.agents)}"
+            clauses.append(f"agent {agent!r} in {_show(self.agents)}")
+        if self.requester_roles:
+            held = [role for role in self.requester_roles if role in requester_roles]
+            if not held:
+                return False, f"the requester holds none of the roles {_show(self.requester_roles)}"
+            clauses.append(f"the requester holds {_show(held)}")
+        for condition in self.when:
+            ok, clause = condition.evaluate(arguments)
+            if not ok:
+                return False, clause
+            clauses.append(clause)
+        if not clauses:
+            every = "operation" if self.operation == ANY_OPERATION else self.operation
+            return True, f"rule {self.id!r} matches every {every}"
+        return True, f"rule {self.id!r}: " + " and ".join(clauses)
+
+
+class AutoRule(_RuleBase):
+    """Matching proposals run without asking anyone."""
+
+    decision: Literal["auto"] = "auto"
+
+
+class AskRule(_RuleBase):
+    """Matching proposals wait for a person holding one of ``approvers`` to decide."""
+
+    decision: Literal["ask"] = "ask"
+    approvers: tuple[str, ...] = Field(min_length=1)  #: role names
+    channel: str = Field(min_length=1)  #: Slack channel id to ask in
+    expires_after: timedelta = Field(default=DEFAULT_EXPIRY, gt=timedelta(0), le=MAX_EXPIRY)
+
+
+class DenyRule(_RuleBase):
+    """Matching proposals are refused; ``reason`` is told to the agent."""
+
+    decision: Literal["deny"] = "deny"
+    reason: str = Field(min_length=1)
+
+
+Rule = AutoRule | AskRule | DenyRule
+
+
+# --- decisions ------------------------------------------------------------------------------------
+
+
+class Auto(Frozen):
+    kind: Literal["auto"] = "auto"
+    rule_id: str
+    explanation: str  #: which rule matched and which conditions held, with the actual values
+
+
+class Ask(Frozen):
+    kind: Literal["ask"] = "ask"
+    rule_id: str
+    explanation: str
+    approvers: tuple[str, ...]
+    channel: str
+    expires_after: timedelta
+
+
+class Deny(Frozen):
+    kind: Literal["deny"] = "deny"
+    rule_id: str | None  #: None when no rule matched
+    reason: str  #: for the agent to read
+
+
+Decision = Annotated[Auto | Ask | Deny, Field(discriminator="kind")]
+
+
+class RuleCheck(Frozen):
+    """One line of :meth:`PolicyTable.explain`: how one rule fared against one proposal."""
+
+    rule_id: str
+    decision: Literal["auto", "ask", "deny"]
+    matched: bool
+    decides: bool  #: the first rule that matched: the one whose decision applies
+    detail: str  #: the explanation when it matched, else the first thing that did not hold
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+class PolicyTable:
+    """Ordered rules; the first that matches decides, and no match means deny.
+
+    Build one with :meth:`load`, which checks everything; the constructor trusts its rules.
+    """
+
+    def __init__(
+        self, rules: Iterable[Rule], *, roles: Mapping[str, Collection[str]] | None = None
+    ) -> None:
+        self._rules = tuple(rules)
+        self._roles = {name: frozenset(members) for name, members in (roles or {}).items()}
+        seen: set[str] = set()
+        for rule in self._rules:
+            if rule.id in seen:
+                raise PolicyError([f"policy rule {rule.id!r}: field 'id' is used more than once"])
+            seen.add(rule.id)
+
+    @classmethod
+    def load(
+        cls,
+        rules: Sequence[object],
+        *,
+        registry: Registry,
+        roles: Mapping[str, Collection[str]],
+        agents: Collection[str] | None = None,
+    ) -> PolicyTable:
+        """Check rules given as plain data (as tomllib reads them) and build the table.
+
+        ``roles`` maps each configured role to its members' Slack user ids. When ``agents`` is
+        given, rules may only name those agents. Raises PolicyError listing every problem, one
+        per line, each naming the rule (by id, or by position when it has none) and the field.
+        """
+        if not isinstance(rules, list | tuple):
+            raise PolicyError([f"policy must be a list of rules, got {rules!r}"])
+        context = _Context(registry, frozenset(roles), None if agents is None else set(agents))
+        problems: list[str] = []
+        loaded: list[Rule] = []
+        first_position: dict[str, int] = {}
+        for position, raw in enumerate(rules, start=1):
+            if not isinstance(raw, Mapping):
+                problems.append(f"policy rule #{position}: expected a table of fields, got {raw!r}")
+                continue
+            reader = _RuleReader(raw, position, context)
+            rule = reader.read()
+            problems += reader.problems
+            if reader.id is not None:
+                if reader.id in first_position:
+                    problems.append(
+                        f"{reader.label}: field 'id' is already used by rule "
+                        f"#{first_position[reader.id]} (this is rule #{position}); "
+                        "ids must be unique"
+                    )
+                first_position.setdefault(reader.id, position)
+            if rule is not None:
+                loaded.append(rule)
+        if problems:
+            raise PolicyError(problems)
+        return cls(loaded, roles=roles)
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return self._rules
+
+    @property
+    def roles(self) -> Mapping[str, frozenset[str]]:
+        """Each configured role and the Slack user ids that hold it."""
+        return self._roles
+
+    def roles_of(self, user_id: str) -> frozenset[str]:
+        """The roles ``user_id`` holds, for :meth:`classify`'s ``requester_roles``."""
+        return frozenset(role for role, members in self._roles.items() if user_id in members)
+
+    def classify(
+        self,
+        *,
+        operation: str,
+        agent: str,
+        arguments: Mapping[str, JsonValue],
+        requester_roles: Collection[str],
+    ) -> Decision:
+        """The decision of the first rule that matches; Deny when none does. Never raises."""
+        for rule in self._rules:
+            matched, explanation = rule.evaluate(
+                operation=operation,
+                agent=agent,
+                arguments=arguments,
+                requester_roles=requester_roles,
+            )
+            if matched:
+                return _decide(rule, explanation)
+        return Deny(
+            rule_id=None,
+            reason=(
+                f"no policy rule matched operation {operation!r} from agent {agent!r}; "
+                "nothing runs unless a rule allows it"
+            ),
+        )
+
+    def explain(
+        self,
+        *,
+        operation: str,
+        agent: str,
+        arguments: Mapping[str, JsonValue],
+        requester_roles: Collection[str],
+    ) -> tuple[RuleCheck, ...]:
+        """Every rule in order: whether it matched and why, or why not."""
+        checks = []
+        decided = False
+        for rule in self._rules:
+            matched, detail = rule.evaluate(
+                operation=operation,
+                agent=agent,
+                arguments=arguments,
+                requester_roles=requester_roles,
+            )
+            checks.append(
+                RuleCheck(
+                    rule_id=rule.id,
+                    decision=rule.decision,
+                    matched=matched,
+                    decides=matched and not decided,
+                    detail=detail,
+                )
+            )
+            decided = decided or matched
+        return tuple(checks)
+
+
+def _decide(rule: Rule, explanation: str) -> Decision:
+    if isinstance(rule, AskRule):
+        return Ask(
+            rule_id=rule.id,
+            explanation=explanation,
+            approvers=rule.approvers,
+            channel=rule.channel,
+            expires_after=rule.expires_after,
+        )
+    if isinstance(rule, DenyRule):
+        return Deny(rule_id=rule.id, reason=rule.reason)
+    return Auto(rule_id=rule.id, explanation=explanation)
+
+
+# --- loading --------------------------------------------------------------------------------------
+
+_RULE_FIELDS: Final = (
+    "id",
+    "operation",
+    "agents",
+    "requester_roles",
+    "when",
+    "decision",
+    "approvers",
+    "channel",
+    "expires_after",
+    "reason",
+)
+_ONLY_FOR: Final = {"approvers": "ask", "channel": "ask", "expires_after": "ask", "reason": "deny"}
+_CONDITION_EXAMPLE: Final = '{ field = "amount_cents", lte = 5000 }'
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    registry: Registry
+    roles: frozenset[str]
+    agents: set[str] | None
+
+
+class _RuleReader:
+    """Reads one rule from plain data, recording every problem instead of stopping at the first."""
+
+    def __init__(self, raw: Mapping[Any, Any], position: int, context: _Context) -> None:
+        self._raw = raw
+        self._context = context
+        self.problems: list[str] = []
+        given = raw.get("id")
+        self.id = given if isinstance(given, str) and given.strip() else None
+        self.label = f"policy rule {given!r}" if self.id else f"policy rule #{position}"
+
+    def _problem(self, message: str) -> None:
+        self.problems.append(f"{self.label}: {message}")
+
+    def read(self) -> Rule | None:
+        for key in self._raw:
+            if key not in _RULE_FIELDS:
+                self._problem(
+                    f"field {key!r} is not a rule field{_did_you_mean(key, _RULE_FIELDS)} "
+                    f"(rule fields: {', '.join(_RULE_FIELDS)})"
+                )
+        rule_id = self._text("id", "every rule needs a unique id")
+        operation = self._operation()
+        agents = self._names("agents", "agent", self._context.agents)
+        requester_roles = self._names("requester_roles", "role", self._context.roles)
+        when = self._conditions(operation)
+        decision = self._decision()
+        for key, only_for in _ONLY_FOR.items():
+            if key in self._raw and decision is not None and decision != only_for:
+                self._problem(
+                    f"field {key!r} only applies to decision {only_for!r}, "
+                    f"but this rule's decision is {decision!r}"
+                )
+        approvers: tuple[str, ...] = ()
+        channel = reason = None
+        expires_after = None
+        if decision == "ask":
+            approvers = self._names("approvers", "role", self._context.roles, required=True)
+            channel = self._channel()
+            expires_after = self._expiry()
+        elif decision == "deny":
+            reason = self._text("reason", "a sentence telling the agent why it is refused")
+        if self.problems or rule_id is None or operation is None:
+            return None
+        if decision == "ask" and channel is not None and expires_after is not None:
+            return AskRule(
+                id=rule_id,
+                operation=operation,
+                agents=agents,
+                requester_roles=requester_roles,
+                when=when,
+                approvers=approvers,
+                channel=channel,
+                expires_after=expires_after,
+            )
+        if decision == "deny" and reason is not None:
+            return DenyRule(
+                id=rule_id,
+                operation=operation,
+                agents=agents,
+                requester_roles=requester_roles,
+                when=when,
+                reason=reason,
+            )
+        return AutoRule(
+            id=rule_id,
+            operation=operation,
+            agents=agents,
+            requester_roles=requester_roles,
+            when=when,
+        )
+
+    def _text(self, key: str, meaning: str) -> str | None:
+        value = self._raw.get(key)
+        if value is None:
+            self._problem(f"field {key!r} is missing ({meaning})")
+            return None
+        if not isinstance(value, str) or not value.strip():
+            self._problem(f"field {key!r} must be a non-empty string ({meaning}), got {value!r}")
+            return None
+        return value
+
+    def _operation(self) -> str | None:
+        known = self._context.registry.names()
+        operation = self._text("operation", "an operation name, or '*' for any")
+        if operation is not None and operation != ANY_OPERATION and operation not in known:
+            self._problem(
+                f"field 'operation': unknown operation {operation!r} "
+                f"(known: {', '.join(sorted(known)) or 'none'}; or '*' for any)"
+            )
+        return operation
+
+    def _decision(self) -> str | None:
+        value = self._raw.get("decision")
+        if value is None:
+            self._problem("field 'decision' is missing (expected 'auto', 'ask' or 'deny')")
+            return None
+        if not isinstance(value, str) or value not in ("auto", "ask", "deny"):
+            self._problem(f"field 'decision' is {value!r}; expected 'auto', 'ask' or 'deny'")
+            return None
+        return value
+
+    def _names(
+        self, key: str, noun: str, known: Collection[str] | None, *, required: bool = False
+    ) -> tuple[str, ...]:
+        value = self._raw.get(key)
+        if value is None:
+            if required:
+                self._problem(f"field {key!r} is required for decision 'ask' (a list of {noun}s)")
+            return ()
+        if not isinstance(value, list | tuple):
+            self._problem(f"field {key!r} must be a list of {noun} names, got {value!r}")
+            return ()
+        if required and not value:
+            self._problem(f"field {key!r} must name at least one {noun}")
+        names = []
+        for item in value:
+            if not isinstance(item, str) or not item.strip():
+                self._problem(f"field {key!r}: {item!r} is not a {noun} name")
+            elif known is not None and item not in known:
+                listed = ", ".join(sorted(known)) or "none"
+                self._problem(
+                    f"field {key!r}: unknown {noun} {item!r} (configured {noun}s: {listed})"
+                )
+            else:
+                names.append(item)
+        return tuple(names)
+
+    def _channel(self) -> str | None:
+        channel = self._text("channel", "the Slack channel id to ask in, such as 'C0123ABCD'")
+        if channel is None:
+            return None
+        if channel.startswith("#") or any(char.isspace() for char in channel):
+            self._problem(
+                f"field 'channel' is {channel!r}, which is not a channel id; give the id "
+                "(such as 'C0123ABCD', shown in the channel's details in Slack)"
+            )
+            return None
+        return channel
+
+    def _expiry(self) -> timedelta | None:
+        value = self._raw.get("expires_after")
+        if value is None:
+            return DEFAULT_EXPIRY
+        try:
+            duration = parse_duration(value)
+        except ValueError as error:
+            self._problem(f"field 'expires_after': {error}")
+            return None
+        if duration <= timedelta(0):
+            self._problem(f"field 'expires_after' is {value!r}; it must be longer than zero")
+            return None
+        if duration > MAX_EXPIRY:
+            self._problem(
+                f"field 'expires_after' is {value!r}; "
+                f"at most {format_duration(MAX_EXPIRY)} is allowed"
+            )
+            return None
+        return duration
+
+    def _conditions(self, operation: str | None) -> tuple[Condition, ...]:
+        value = self._raw.get("when")
+        if value is None:
+            return ()
+        if not isinstance(value, list | tuple):
+            self._problem(
+                f"field 'when' must be a list of conditions such as [{_CONDITION_EXAMPLE}], "
+                f"got {value!r}"
+            )
+            return ()
+        if value and operation == ANY_OPERATION:
+            self._problem(
+                "field 'when': a rule for every operation ('*') cannot have conditions, "
+                "because argument names belong to one operation; write one rule per operation"
+            )
+            return ()
+        registry = self._context.registry
+        types = None
+        if operation is not None and operation in registry:
+            types = registry.get(operation).argument_types()
+        conditions = []
+        for index, item in enumerate(value, start=1):
+            condition = self._condition(index, item, operation, types)
+            if condition is not None:
+                conditions.append(condition)
+        return tuple(conditions)
+
+    def _condition(
+        self, index: int, raw: object, operation: str | None, types: Mapping[str, ArgType] | None
+    ) -> Condition | None:
+        where = f"condition #{index} in 'when'"
+        if not isinstance(raw, Mapping):
+            self._problem(f"{where} must be a table such as {_CONDITION_EXAMPLE}, got {raw!r}")
+            return None
+        allowed = ("field", *COMPARISONS)
+        for key in raw:
+            if key not in allowed:
+                self._problem(
+                    f"{where} has unknown key {key!r}{_did_you_mean(key, allowed)} "
+                    f"(expected 'field' and one of {', '.join(COMPARISONS)})"
+                )
+        name = raw.get("field")
+        if not isinstance(name, str) or not name:
+            self._problem(f"{where} needs 'field', the argument to compare, got {name!r}")
+            name = None
+        subject = where if name is None else f"field {name!r}"
+        given = [key for key in COMPARISONS if key in raw]
+        if len(given) != 1:
+            self._problem(
+                f"{subject}: a condition needs exactly one comparison among "
+                f"{', '.join(COMPARISONS)}; it has {', '.join(given) or 'none'}"
+            )
+            return None
+        if name is None or types is None:
+            return None  # an unknown operation is reported once, by _operation
+        if name not in types:
+            self._problem(
+                f"field {name!r} is not an argument of operation {operation!r} "
+                f"(it has: {', '.join(sorted(types)) or 'none'})"
+            )
+            return None
+        comparison = given[0]
+        value = raw[comparison]
+        problems = _value_problems(types[name], comparison, value)
+        for problem in problems:
+            self._problem(f"field {name!r}: {problem}")
+        if problems:
+            return None
+        if comparison == "in":
+            value = tuple(value)
+        return Condition(field=name, comparison=comparison, value=value)
+
+
+def _value_problems(arg_type: ArgType, comparison: Comparison, value: object) -> list[str]:
+    """What is wrong with comparing an argument of ``arg_type`` with ``value``."""
+    if comparison in _ORDERINGS:
+        if arg_type not in ("integer", "number"):
+            return [
+                f"{comparison!r} compares numbers, but it is a {arg_type} argument; "
+                "use 'eq' or 'in'"
+            ]
+        values: Sequence[object] = [value]
+    elif comparison == "in":
+        if not isinstance(value, list | tuple) or not value:
+            return [f"'in' needs a non-empty list of values, got {value!r}"]
+        values = value
+    else:
+        values = [value]
+    return [
+        f"{comparison!r} needs {_EXPECTED[arg_type]} (it is {_article(arg_type)} argument), "
+        f"got {item!r}"
+        for item in values
+        if not _fits(arg_type, item)
+    ]
+
+
+def _fits(arg_type: ArgType, value: object) -> bool:
+    if arg_type == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if arg_type == "number":
+        return (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        )
+    if arg_type == "string":
+        return isinstance(value, str)
+    return isinstance(value, bool)
+
+
+def _article(arg_type: ArgType) -> str:
+    return f"an {arg_type}" if arg_type == "integer" else f"a {arg_type}"
+
+
+def _did_you_mean(word: object, choices: Sequence[str]) -> str:
+    close = get_close_matches(str(word), choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# --- values ---------------------------------------------------------------------------------------
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _same(actual: object, expected: object) -> bool:
+    """Equality that never confuses true with 1 or a string with a number."""
+    if isinstance(actual, bool) or isinstance(expected, bool):
+        return isinstance(actual, bool) and isinstance(expected, bool) and actual == expected
+    if _is_number(actual) and _is_number(expected):
+        return actual == expected
+    return isinstance(actual, str) and isinstance(expected, str) and actual == expected
+
+
+def _show(value: object) -> str:
+    """A value as a sentence quotes it: strings quoted, booleans as TOML writes them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_show(item) for item in value) + "]"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,38 @@
+"""Open the store a database URL names."""
+
+from __future__ import annotations
+
+from store.base import Store, StoreError
+from store.sqlite import SqliteStore
+
+__all__ = ["open_store"]
+
+_SQLITE = "sqlite://"
+_POSTGRES = ("postgresql://", "postgres://")
+_EXAMPLES = "sqlite:///relative/path.sqlite, sqlite:////absolute/path.sqlite or a file path"
+
+
+async def open_store(url: str, *, durable: bool = True) -> Store:
+    """The store at ``url``, opened and migrated.
+
+    ``sqlite:///data/countersign.sqlite`` is relative to the working directory,
+    ``sqlite:////var/lib/countersign.sqlite`` absolute; a URL without a scheme is a file path.
+    """
+    if url.startswith(_POSTGRES):
+        raise StoreError(
+            "store URL: PostgreSQL support is not available yet; "
+            f"use a SQLite database ({_EXAMPLES})"
+        )
+    if url.startswith(_SQLITE):
+        rest = url.removeprefix(_SQLITE)
+        if not rest.startswith("/") or rest == "/":
+            raise StoreError(f"store URL {url!r}: no database path; expected {_EXAMPLES}")
+        path = rest[1:]
+    elif "://" in url:
+        scheme = url.split("://", 1)[0]
+        raise StoreError(f"store URL {url!r}: unknown scheme {scheme!r}; expected {_EXAMPLES}")
+    elif not url:
+        raise StoreError(f"store URL is empty; expected {_EXAMPLES}")
+    else:
+        path = url
+    return await SqliteStore.open(path, durable=durable)

@@ -1,0 +1,130 @@
+"""Where a SQLite row becomes a Proposal or an AuditEntry, and a value becomes a column.
+
+Datetimes are stored as UTC text in one fixed-width format (``2024-05-01T12:00:00.000000Z``), so
+that comparing the text in SQL compares the instants. JSON values are stored as TEXT.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import JsonValue
+
+from contracts.base import Preview
+from contracts.outcomes import OUTCOMES, Outcome
+from store.base import AuditEntry, NewProposal, Proposal
+from store.lifecycle import Status
+
+__all__ = [
+    "audit_entry_from_row",
+    "db_time",
+    "dump_json",
+    "from_db_time",
+    "new_proposal_params",
+    "outcome_json",
+    "proposal_from_row",
+]
+
+
+def db_time(value: datetime, *, field: str = "datetime") -> str:
+    """``value`` as the stored text. Naive datetimes are refused: their instant is unknown."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{field}: got naive datetime {value!r}; expected a timezone-aware one")
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def from_db_time(text: str) -> datetime:
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def _optional_time(text: str | None) -> datetime | None:
+    return None if text is None else from_db_time(text)
+
+
+def dump_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def outcome_json(outcome: Outcome) -> dict[str, JsonValue]:
+    dumped: dict[str, JsonValue] = OUTCOMES.dump_python(outcome, mode="json")
+    return dumped
+
+
+def new_proposal_params(new: NewProposal) -> dict[str, Any]:
+    """The named parameters of the proposal INSERT."""
+    return {
+        "id": new.id,
+        "agent": new.agent,
+        "submission_key": new.submission_key,
+        "submission_fingerprint": new.submission_fingerprint,
+        "requested_by": new.requested_by,
+        "run_id": new.run_id,
+        "operation": new.operation,
+        "request": dump_json(new.request),
+        "arguments": dump_json(new.arguments),
+        "preview": new.preview.model_dump_json(),
+        "binding_hash": new.binding_hash,
+        "agent_reason": new.agent_reason,
+        "callback_url": new.callback_url,
+        "rule_id": new.rule_id,
+        "decision": new.decision,
+        "policy_note": new.policy_note,
+        "approver_roles": dump_json(list(new.approver_roles)),
+        "channel": new.channel,
+        "status": new.status.value,
+        "created_at": db_time(new.created_at, field="created_at"),
+        "expires_at": None
+        if new.expires_at is None
+        else db_time(new.expires_at, field="expires_at"),
+        "updated_at": db_time(new.created_at, field="created_at"),
+    }
+
+
+def proposal_from_row(row: sqlite3.Row) -> Proposal:
+    outcome = row["outcome"]
+    return Proposal(
+        id=row["id"],
+        agent=row["agent"],
+        submission_key=row["submission_key"],
+        submission_fingerprint=row["submission_fingerprint"],
+        requested_by=row["requested_by"],
+        run_id=row["run_id"],
+        operation=row["operation"],
+        request=json.loads(row["request"]),
+        arguments=json.loads(row["arguments"]),
+        preview=Preview.model_validate_json(row["preview"]),
+        binding_hash=row["binding_hash"],
+        agent_reason=row["agent_reason"],
+        callback_url=row["callback_url"],
+        rule_id=row["rule_id"],
+        decision=row["decision"],
+        policy_note=row["policy_note"],
+        approver_roles=tuple(json.loads(row["approver_roles"])),
+        channel=row["channel"],
+        status=Status(row["status"]),
+        created_at=from_db_time(row["created_at"]),
+        expires_at=_optional_time(row["expires_at"]),
+        slack_channel=row["slack_channel"],
+        slack_ts=row["slack_ts"],
+        decided_by=row["decided_by"],
+        decided_at=_optional_time(row["decided_at"]),
+        decision_note=row["decision_note"],
+        outcome=None if outcome is None else OUTCOMES.validate_json(outcome),
+        updated_at=from_db_time(row["updated_at"]),
+    )
+
+
+def audit_entry_from_row(row: sqlite3.Row) -> AuditEntry:
+    return AuditEntry(
+        seq=row["seq"],
+        at=from_db_time(row["at"]),
+        proposal_id=row["proposal_id"],
+        actor=row["actor"],
+        event=row["event"],
+        detail=json.loads(row["detail"]),
+        prev_hash=row["prev_hash"],
+        hash=row["hash"],
+    )

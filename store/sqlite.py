@@ -1,0 +1,473 @@
+"""The SQLite backend of the Store protocol.
+
+One aiosqlite connection per store, WAL journal, ``synchronous=FULL`` unless asked otherwise,
+foreign keys on. Every write is one ``BEGIN IMMEDIATE`` transaction taken under an asyncio lock,
+so transitions and their audit entries commit together and the audit chain stays linear, also
+when several processes share the file. Every transition is a compare-and-set (``UPDATE ... WHERE
+status = ... RETURNING *``); when no row comes back, the proposal is re-read to say why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from pydantic import JsonValue
+
+from contracts.outcomes import Outcome
+from store.audit import GENESIS, entry_hash, verify_chain
+from store.base import (
+    AlreadyDecided,
+    AuditEntry,
+    AuditReport,
+    IdempotencyConflict,
+    InvalidTransition,
+    NewProposal,
+    NotApprovable,
+    Proposal,
+    ProposalNotFound,
+    StoreError,
+    StoreUnavailable,
+    Transitioned,
+    TransitionResult,
+)
+from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
+from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
+from store.rows import (
+    audit_entry_from_row,
+    db_time,
+    dump_json,
+    from_db_time,
+    new_proposal_params,
+    outcome_json,
+    proposal_from_row,
+)
+
+__all__ = ["SqliteStore", "apply_migrations"]
+
+Row = sqlite3.Row
+
+#: Bootstraps the table that records applied migrations (every other table is a migration).
+CREATE_SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+) STRICT
+"""
+
+#: The versions already applied.
+SELECT_APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
+
+#: A new proposal; no row back means the agent already used this submission key.
+INSERT_PROPOSAL = """
+INSERT INTO proposals (
+    id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
+    arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
+    approver_roles, channel, status, created_at, expires_at, updated_at
+) VALUES (
+    :id, :agent, :submission_key, :submission_fingerprint, :requested_by, :run_id, :operation,
+    :request, :arguments, :preview, :binding_hash, :agent_reason, :callback_url, :rule_id,
+    :decision, :policy_note, :approver_roles, :channel, :status, :created_at, :expires_at,
+    :updated_at
+)
+ON CONFLICT (agent, submission_key) DO NOTHING
+RETURNING *
+"""
+
+#: The proposal an agent stored under a submission key.
+SELECT_BY_SUBMISSION_KEY = "SELECT * FROM proposals WHERE agent = ? AND submission_key = ?"
+
+#: One proposal by id.
+SELECT_PROPOSAL = "SELECT * FROM proposals WHERE id = ?"
+
+#: Remember the Slack message showing the proposal (allowed in any status).
+UPDATE_MESSAGE = """
+UPDATE proposals SET slack_channel = ?, slack_ts = ?, updated_at = ? WHERE id = ? RETURNING *
+"""
+
+#: The claim: pending, unexpired and bound to the contract the approver saw -> executing.
+CLAIM = """
+UPDATE proposals SET status = 'executing', decided_by = ?, decided_at = ?, updated_at = ?
+WHERE id = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)
+  AND binding_hash = ?
+RETURNING *
+"""
+
+#: The rejection: pending and unexpired -> rejected, with the reason.
+REJECT = """
+UPDATE proposals
+SET status = 'rejected', decided_by = ?, decided_at = ?, decision_note = ?, updated_at = ?
+WHERE id = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)
+RETURNING *
+"""
+
+#: The outcome of an execution: executing -> the outcome's status.
+RECORD_OUTCOME = """
+UPDATE proposals SET status = ?, outcome = ?, updated_at = ?
+WHERE id = ? AND status = 'executing'
+RETURNING *
+"""
+
+#: The expiry sweep: up to ``limit`` overdue pending proposals -> expired, oldest expiry first.
+EXPIRE_DUE = """
+UPDATE proposals SET status = 'expired', updated_at = :now
+WHERE id IN (
+    SELECT id FROM proposals
+    WHERE status = 'pending' AND expires_at <= :now
+    ORDER BY expires_at, id
+    LIMIT :limit
+) AND status = 'pending'
+RETURNING *
+"""
+
+#: The last entry of the audit chain (seq 0 and the genesis hash when empty).
+SELECT_AUDIT_HEAD = "SELECT seq, hash FROM audit_head WHERE id = 1"
+
+#: Append one audit entry; triggers check it follows the head and move the head.
+INSERT_AUDIT_ENTRY = """
+INSERT INTO audit_log (seq, at, proposal_id, actor, event, detail, prev_hash, hash)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+RETURNING *
+"""
+
+#: The whole audit log in chain order.
+SELECT_AUDIT_LOG = "SELECT * FROM audit_log ORDER BY seq"
+
+#: One proposal's audit entries in chain order.
+SELECT_PROPOSAL_AUDIT_LOG = "SELECT * FROM audit_log WHERE proposal_id = ? ORDER BY seq"
+
+#: Who writes the audit entries that no person or agent caused.
+POLICY_ACTOR = "policy"
+EXPIRY_ACTOR = "expiry"
+EXECUTOR_ACTOR = "executor"
+SLACK_ACTOR = "slack"
+
+#: The audit event the policy's own decision adds to "submitted" (ask adds none).
+_POLICY_EVENT = {Status.EXECUTING: "auto_approved", Status.DENIED: "denied"}
+
+
+async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> list[int]:
+    """Apply the missing ``migrations``, each in one transaction with its record. Returns versions.
+
+    The record is inserted first: when another connection applied the same version meanwhile,
+    its primary key refuses ours and this migration is skipped.
+    """
+    await db.execute(CREATE_SCHEMA_MIGRATIONS)
+    applied = {row[0] for row in await db.execute_fetchall(SELECT_APPLIED_VERSIONS)}
+    done = []
+    for migration in pending_migrations(migrations, applied):
+        name = migration.name.replace("'", "''")  # a SQL string literal
+        record = (
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES "
+            f"({migration.version:d}, '{name}', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));"
+        )
+        try:
+            await db.executescript(f"BEGIN IMMEDIATE;\n{record}\n{migration.sql}\n;COMMIT;")
+        except sqlite3.Error:
+            if db.in_transaction:
+                await db.execute("ROLLBACK")
+            again = {row[0] for row in await db.execute_fetchall(SELECT_APPLIED_VERSIONS)}
+            if migration.version in again:
+                continue
+            raise
+        done.append(migration.version)
+    return done
+
+
+class SqliteStore:
+    """A Store on one SQLite file. Create it with :meth:`open`."""
+
+    def __init__(
+        self, db: aiosqlite.Connection, *, clock: Callable[[], datetime] | None = None
+    ) -> None:
+        self._db = db
+        self._lock = asyncio.Lock()
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        durable: bool = True,
+        busy_timeout_ms: int = 5000,
+        clock: Callable[[], datetime] | None = None,
+    ) -> SqliteStore:
+        """Open (creating if needed) and migrate the database at ``path``.
+
+        ``durable=False`` uses ``synchronous=NORMAL``: faster, and a power cut may lose the last
+        commits (never corrupt the file). ``clock`` stamps the one verb without a ``now``
+        (attach_message).
+        """
+        try:
+            db = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as error:
+            raise StoreUnavailable(f"cannot open SQLite database {str(path)!r}: {error}") from error
+        try:
+            db.row_factory = sqlite3.Row
+            await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms):d}")
+            await db.execute("PRAGMA foreign_keys = ON")
+            [(mode,)] = await db.execute_fetchall("PRAGMA journal_mode = WAL")
+            if mode != "wal" and str(path) != ":memory:":
+                raise StoreUnavailable(
+                    f"SQLite database {str(path)!r}: journal mode is {mode!r}, expected 'wal'"
+                )
+            await db.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+            await apply_migrations(db, load_migrations("sqlite"))
+        except BaseException as error:
+            await db.close()
+            if isinstance(error, sqlite3.Error | MigrationError):
+                raise StoreUnavailable(f"SQLite database {str(path)!r}: {error}") from error
+            raise
+        return cls(db, clock=clock)
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            async with self._lock:
+                await self._db.close()
+
+    # --- transactions -----------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _transaction(self, *, write: bool) -> AsyncIterator[aiosqlite.Connection]:
+        """One transaction, serialized with every other use of the connection.
+
+        Driver errors are translated here: none leaves the store.
+        """
+        async with self._lock:
+            if self._closed:  # checked under the lock: close() may have run while we waited
+                raise StoreUnavailable("the store is closed")
+            try:
+                if self._db.in_transaction:  # left open by a cancelled task: nothing to keep
+                    await self._db.execute("ROLLBACK")
+                await self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield self._db
+                    await self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        await self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.IntegrityError as error:
+                raise StoreError(f"the database refused the change: {error}") from error
+            except sqlite3.Error as error:
+                raise StoreUnavailable(f"SQLite: {error}") from error
+
+    async def _one(self, db: aiosqlite.Connection, sql: str, params: Any) -> Row | None:
+        rows = list(await db.execute_fetchall(sql, params))
+        return rows[0] if rows else None
+
+    async def _existing(self, db: aiosqlite.Connection, proposal_id: str) -> Proposal:
+        row = await self._one(db, SELECT_PROPOSAL, (proposal_id,))
+        if row is None:
+            raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
+        return proposal_from_row(row)
+
+    async def _append(
+        self,
+        db: aiosqlite.Connection,
+        at: datetime,
+        proposal_id: str | None,
+        actor: str,
+        event: str,
+        detail: Mapping[str, JsonValue],
+    ) -> AuditEntry:
+        """Append one entry after the head of the chain, inside the caller's transaction."""
+        head = await self._one(db, SELECT_AUDIT_HEAD, ())
+        if head is None:
+            raise StoreError("the audit head row is missing; the database was altered by hand")
+        seq, prev_hash = head["seq"] + 1, head["hash"]
+        at_text, detail_text = db_time(at, field="now"), dump_json(detail)
+        digest = entry_hash(
+            prev_hash,
+            seq=seq,
+            at=from_db_time(at_text),
+            proposal_id=proposal_id,
+            actor=actor,
+            event=event,
+            detail=json.loads(detail_text),  # hash exactly what is stored
+        )
+        params = (seq, at_text, proposal_id, actor, event, detail_text, prev_hash, digest)
+        row = await self._one(db, INSERT_AUDIT_ENTRY, params)
+        assert row is not None  # RETURNING of an INSERT that did not fail
+        return audit_entry_from_row(row)
+
+    # --- the protocol -----------------------------------------------------------------------
+
+    async def create_proposal(self, new: NewProposal) -> tuple[Proposal, bool]:
+        if new.status not in INITIAL:
+            raise InvalidTransition(
+                f"proposal {new.id!r}: cannot be created with status {new.status.value!r}; "
+                f"expected one of {sorted(s.value for s in INITIAL)}"
+            )
+        params = new_proposal_params(new)
+        async with self._transaction(write=True) as db:
+            row = await self._one(db, INSERT_PROPOSAL, params)
+            if row is None:  # the agent used this submission key before
+                key = (new.agent, new.submission_key)
+                found = await self._one(db, SELECT_BY_SUBMISSION_KEY, key)
+                assert found is not None  # the row whose unique key refused the insert
+                existing = proposal_from_row(found)
+                if existing.submission_fingerprint != new.submission_fingerprint:
+                    raise IdempotencyConflict(existing)
+                return existing, False
+            submitted = {
+                "operation": new.operation,
+                "decision": new.decision,
+                "rule_id": new.rule_id,
+                "status": new.status.value,
+            }
+            await self._append(db, new.created_at, new.id, new.agent, "submitted", submitted)
+            if new.status in _POLICY_EVENT:
+                policy = {"rule_id": new.rule_id, "policy_note": new.policy_note}
+                event = _POLICY_EVENT[new.status]
+                await self._append(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
+            return proposal_from_row(row), True
+
+    async def get_proposal(self, proposal_id: str) -> Proposal:
+        async with self._transaction(write=False) as db:
+            return await self._existing(db, proposal_id)
+
+    async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
+        async with self._transaction(write=False) as db:
+            row = await self._one(db, SELECT_BY_SUBMISSION_KEY, (agent, submission_key))
+            return None if row is None else proposal_from_row(row)
+
+    async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
+        now = self._clock()
+        async with self._transaction(write=True) as db:
+            row = await self._one(db, UPDATE_MESSAGE, (channel, ts, db_time(now), proposal_id))
+            if row is None:
+                raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
+            detail = {"channel": channel, "ts": ts}
+            await self._append(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
+            return proposal_from_row(row)
+
+    async def claim_for_execution(
+        self, proposal_id: str, *, actor: str, now: datetime, binding_hash: str
+    ) -> TransitionResult:
+        at = db_time(now, field="now")
+        async with self._transaction(write=True) as db:
+            row = await self._one(db, CLAIM, (actor, at, at, proposal_id, at, binding_hash))
+            if row is None:
+                return _refusal(await self._existing(db, proposal_id), now, binding_hash)
+            detail = {"binding_hash": binding_hash}
+            await self._append(db, now, proposal_id, actor, "approved", detail)
+            return Transitioned(proposal_from_row(row))
+
+    async def reject(
+        self, proposal_id: str, *, actor: str, reason: str, now: datetime
+    ) -> TransitionResult:
+        at = db_time(now, field="now")
+        async with self._transaction(write=True) as db:
+            row = await self._one(db, REJECT, (actor, at, reason, at, proposal_id, at))
+            if row is None:
+                return _refusal(await self._existing(db, proposal_id), now, None)
+            await self._append(db, now, proposal_id, actor, "rejected", {"reason": reason})
+            return Transitioned(proposal_from_row(row))
+
+    async def record_outcome(
+        self, proposal_id: str, outcome: Outcome, *, now: datetime
+    ) -> Proposal:
+        status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
+        params = (status.value, dump_json(detail), db_time(now, field="now"), proposal_id)
+        async with self._transaction(write=True) as db:
+            row = await self._one(db, RECORD_OUTCOME, params)
+            if row is None:
+                current = await self._existing(db, proposal_id)
+                raise InvalidTransition(
+                    f"proposal {proposal_id!r} is {current.status.value!r}, not 'executing': "
+                    f"an outcome ({outcome.kind!r}) can only be recorded while executing"
+                )
+            await self._append(db, now, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
+            return proposal_from_row(row)
+
+    async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        if limit < 1:  # SQLite reads a negative LIMIT as "no limit"
+            raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
+        params = {"now": db_time(now, field="now"), "limit": limit}
+        async with self._transaction(write=True) as db:
+            rows = await db.execute_fetchall(EXPIRE_DUE, params)
+            expired = sorted(map(proposal_from_row, rows), key=lambda p: (p.expires_at, p.id))
+            for proposal in expired:
+                assert proposal.expires_at is not None  # only proposals with an expiry expire
+                detail = {"expires_at": proposal.expires_at.isoformat()}
+                await self._append(db, now, proposal.id, EXPIRY_ACTOR, "expired", detail)
+            return expired
+
+    async def record_event(
+        self,
+        proposal_id: str | None,
+        *,
+        actor: str,
+        event: str,
+        detail: dict[str, JsonValue],
+        now: datetime,
+    ) -> AuditEntry:
+        async with self._transaction(write=True) as db:
+            return await self._append(db, now, proposal_id, actor, event, detail)
+
+    async def audit_log(self, proposal_id: str | None = None) -> list[AuditEntry]:
+        async with self._transaction(write=False) as db:
+            if proposal_id is None:
+                rows = await db.execute_fetchall(SELECT_AUDIT_LOG)
+            else:
+                rows = await db.execute_fetchall(SELECT_PROPOSAL_AUDIT_LOG, (proposal_id,))
+            return [audit_entry_from_row(row) for row in rows]
+
+    async def verify_audit(self) -> AuditReport:
+        """Check the hash chain, then compare its last entry with the audit head.
+
+        The chain alone shows changed, reordered and missing entries up to its last entry; it
+        cannot show that entries after it were deleted. The head row, moved by the database in
+        the transaction of every append, still names the true last entry, so a log that ends
+        before the head has lost its tail (reported as the first missing entry).
+        """
+        async with self._transaction(write=False) as db:
+            entries = [audit_entry_from_row(r) for r in await db.execute_fetchall(SELECT_AUDIT_LOG)]
+            head = await self._one(db, SELECT_AUDIT_HEAD, ())
+        report = verify_chain(entries)
+        if not report.ok:
+            return report
+        last_seq, last_hash = (entries[-1].seq, entries[-1].hash) if entries else (0, GENESIS)
+        if head is None:
+            bad, problem = last_seq + 1, "the audit head row is missing"
+        elif head["seq"] > last_seq:
+            bad = last_seq + 1
+            problem = (
+                f"entry {bad}: missing; the head of the chain is entry {head['seq']} but the log "
+                f"ends at entry {last_seq} (entries were removed from the end)"
+            )
+        elif head["seq"] < last_seq:
+            bad = head["seq"] + 1
+            problem = f"entry {bad}: beyond the head of the chain, which ends at entry {bad - 1}"
+        elif head["hash"] != last_hash:
+            bad, problem = last_seq, f"entry {last_seq}: its hash differs from the chain's head"
+        else:
+            return report
+        return AuditReport(ok=False, checked=report.checked, first_bad_seq=bad, problem=problem)
+
+
+def _refusal(current: Proposal, now: datetime, binding_hash: str | None) -> TransitionResult:
+    """Why a compare-and-set on a pending proposal found nothing to change."""
+    if current.status is not Status.PENDING:
+        return AlreadyDecided(current)
+    if current.expires_at is not None and current.expires_at <= now:
+        return NotApprovable(current, f"expired at {current.expires_at.isoformat()}")
+    if binding_hash is not None and binding_hash != current.binding_hash:
+        return NotApprovable(
+            current,
+            f"binding hash {binding_hash!r} does not match the stored contract's "
+            f"{current.binding_hash!r}",
+        )
+    return NotApprovable(current, "the proposal changed during the decision; try again")

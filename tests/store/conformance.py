@@ -1,0 +1,645 @@
+"""The behaviour every Store backend must have, written against the Store protocol only.
+
+A backend's test module subclasses :class:`StoreConformance` and provides a ``store`` fixture that
+yields an empty store; everything else here is shared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from contracts.base import Preview, PreviewField
+from contracts.canonical import binding_hash
+from contracts.outcomes import (
+    OUTCOMES,
+    NeedsReconciliation,
+    Outcome,
+    RevisionRequired,
+    Succeeded,
+    TerminalFailure,
+)
+from store.base import (
+    AlreadyDecided,
+    IdempotencyConflict,
+    InvalidTransition,
+    NewProposal,
+    NotApprovable,
+    ProposalNotFound,
+    Store,
+    Transitioned,
+)
+from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
+
+__all__ = ["OUTCOME_EXAMPLES", "StoreConformance", "new_proposal"]
+
+#: One outcome of every kind.
+OUTCOME_EXAMPLES: tuple[Outcome, ...] = (
+    Succeeded(result={"refund_id": "re_123", "amount_cents": 4200, "items": [1, 2.5, None]}),
+    NeedsReconciliation(detail="timeout after the request was sent", correlation_id="corr-1"),
+    RevisionRequired(reason="the payment was already refunded"),
+    TerminalFailure(detail="card processor says: account closed", correlation_id="corr-2"),
+)
+
+
+def new_proposal(now: datetime, **changes: Any) -> NewProposal:
+    """A pending proposal asked of a person, expiring in an hour; ``changes`` override fields."""
+    arguments = {"payment_id": "pay_42", "amount_cents": 4200, "note": "dup charge ✓"}
+    preview = Preview(
+        title="Refund 42.00 EUR",
+        fields=(PreviewField(label="Payment", value="pay_42"), PreviewField(label="€", value="42")),
+    )
+    fields: dict[str, Any] = {
+        "id": secrets.token_hex(16),
+        "agent": "billing-agent",
+        "submission_key": secrets.token_hex(8),
+        "submission_fingerprint": "fp-1",
+        "requested_by": "U0123",
+        "run_id": "run-7",
+        "operation": "payments.refund",
+        "request": {"payment": "pay_42", "amount": "42.00", "tags": ["a", "b"], "flag": True},
+        "arguments": arguments,
+        "preview": preview,
+        "binding_hash": binding_hash("payments.refund", arguments, preview.model_dump(mode="json")),
+        "agent_reason": "The customer was charged twice.",
+        "callback_url": "http://127.0.0.1:9/callback",
+        "rule_id": "refunds-ask",
+        "decision": "ask",
+        "policy_note": "amount_cents > 1000",
+        "approver_roles": ("finance", "support-leads"),
+        "channel": "C0FINANCE",
+        "status": Status.PENDING,
+        "created_at": now,
+        "expires_at": now + timedelta(hours=1),
+    }
+    fields.update(changes)
+    return NewProposal(**fields)
+
+
+async def events(store: Store, proposal_id: str) -> list[str]:
+    return [entry.event for entry in await store.audit_log(proposal_id)]
+
+
+class StoreConformance:
+    """Subclass with a ``store`` fixture yielding an empty store of the backend under test."""
+
+    @pytest.fixture
+    def now(self) -> datetime:
+        return datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
+
+    # --- creating and reading ----------------------------------------------------------------
+
+    async def test_created_proposal_reads_back_with_every_field(
+        self, store: Store, now: datetime
+    ) -> None:
+        # Another offset than UTC: the same instants must come back.
+        local = now.astimezone(timezone(timedelta(hours=5, minutes=30)))
+        new = new_proposal(local, expires_at=local + timedelta(minutes=90))
+
+        created, was_created = await store.create_proposal(new)
+        stored = await store.get_proposal(new.id)
+
+        assert was_created
+        assert stored == created
+        assert stored.model_dump(include=set(NewProposal.model_fields)) == new.model_dump()
+        assert isinstance(stored.preview, Preview)
+        assert stored.approver_roles == ("finance", "support-leads")
+        assert stored.created_at == now
+        assert stored.updated_at == now
+        assert (stored.slack_channel, stored.slack_ts, stored.outcome) == (None, None, None)
+        assert (stored.decided_by, stored.decided_at, stored.decision_note) == (None, None, None)
+
+    async def test_optional_fields_left_empty_read_back_empty(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(
+            now,
+            run_id=None,
+            agent_reason=None,
+            callback_url=None,
+            rule_id=None,
+            approver_roles=(),
+            channel=None,
+            expires_at=None,
+            request=None,
+            arguments={},
+            preview=Preview(title="Nothing to show"),
+        )
+        await store.create_proposal(new)
+
+        stored = await store.get_proposal(new.id)
+
+        assert stored.model_dump(include=set(NewProposal.model_fields)) == new.model_dump()
+
+    @pytest.mark.parametrize("outcome", OUTCOME_EXAMPLES, ids=lambda o: o.kind)
+    async def test_outcome_of_each_kind_reads_back_and_sets_its_status(
+        self, store: Store, now: datetime, outcome: Outcome
+    ) -> None:
+        new = new_proposal(now)
+        await store.create_proposal(new)
+        await store.claim_for_execution(
+            new.id, actor="U0APPROVER", now=now, binding_hash=new.binding_hash
+        )
+
+        returned = await store.record_outcome(new.id, outcome, now=now + timedelta(seconds=3))
+        stored = await store.get_proposal(new.id)
+
+        assert returned == stored
+        assert stored.outcome == outcome
+        assert stored.status is OUTCOME_STATUS[outcome.kind]
+        assert stored.updated_at == now + timedelta(seconds=3)
+        last = (await store.audit_log(new.id))[-1]
+        assert (last.event, last.detail) == ("outcome", OUTCOMES.dump_python(outcome, mode="json"))
+
+    async def test_unknown_id_raises_proposal_not_found_from_every_verb(
+        self, store: Store, now: datetime
+    ) -> None:
+        with pytest.raises(ProposalNotFound, match="nope"):
+            await store.get_proposal("nope")
+        with pytest.raises(ProposalNotFound):
+            await store.attach_message("nope", "C1", "1.2")
+        with pytest.raises(ProposalNotFound):
+            await store.claim_for_execution("nope", actor="U1", now=now, binding_hash="h")
+        with pytest.raises(ProposalNotFound):
+            await store.reject("nope", actor="U1", reason="no", now=now)
+        with pytest.raises(ProposalNotFound):
+            await store.record_outcome("nope", OUTCOME_EXAMPLES[0], now=now)
+        assert await store.audit_log() == []
+
+    @pytest.mark.parametrize("status", sorted(set(Status) - INITIAL))
+    async def test_create_refuses_a_status_that_is_not_initial(
+        self, store: Store, now: datetime, status: Status
+    ) -> None:
+        new = new_proposal(now, status=status)
+
+        with pytest.raises(InvalidTransition, match=status.value):
+            await store.create_proposal(new)
+
+        with pytest.raises(ProposalNotFound):
+            await store.get_proposal(new.id)
+        assert await store.audit_log() == []
+
+    # --- idempotent submission ---------------------------------------------------------------
+
+    async def test_replay_with_same_fingerprint_returns_the_stored_proposal(
+        self, store: Store, now: datetime
+    ) -> None:
+        first = new_proposal(now, submission_key="key-1")
+        replay = new_proposal(now + timedelta(seconds=5), submission_key="key-1")
+        stored, _ = await store.create_proposal(first)
+
+        again, created = await store.create_proposal(replay)
+
+        assert not created
+        assert again == stored
+        with pytest.raises(ProposalNotFound):
+            await store.get_proposal(replay.id)
+        assert await events(store, first.id) == ["submitted"]
+        assert len(await store.audit_log()) == 1
+
+    async def test_replay_with_another_fingerprint_raises_conflict_naming_the_stored_one(
+        self, store: Store, now: datetime
+    ) -> None:
+        first = new_proposal(now, submission_key="key-1")
+        stored, _ = await store.create_proposal(first)
+        other = new_proposal(now, submission_key="key-1", submission_fingerprint="fp-2")
+
+        with pytest.raises(IdempotencyConflict) as raised:
+            await store.create_proposal(other)
+
+        assert raised.value.existing == stored
+        assert len(await store.audit_log()) == 1
+
+    async def test_concurrent_replays_store_one_proposal(self, store: Store, now: datetime) -> None:
+        submissions = [new_proposal(now, submission_key="key-1") for _ in range(10)]
+
+        answers = await asyncio.gather(*(store.create_proposal(s) for s in submissions))
+
+        assert sum(created for _, created in answers) == 1
+        assert len({proposal.id for proposal, _ in answers}) == 1
+        assert len(await store.audit_log()) == 1
+
+    async def test_same_submission_key_of_another_agent_is_another_proposal(
+        self, store: Store, now: datetime
+    ) -> None:
+        await store.create_proposal(new_proposal(now, submission_key="key-1"))
+
+        _, created = await store.create_proposal(
+            new_proposal(now, submission_key="key-1", agent="ops-agent", submission_fingerprint="x")
+        )
+
+        assert created
+
+    async def test_find_submission_finds_only_the_agents_own_key(
+        self, store: Store, now: datetime
+    ) -> None:
+        stored, _ = await store.create_proposal(new_proposal(now, submission_key="key-1"))
+
+        assert await store.find_submission(stored.agent, "key-1") == stored
+        assert await store.find_submission(stored.agent, "key-2") is None
+        assert await store.find_submission("ops-agent", "key-1") is None
+
+    # --- the policy's own decisions ----------------------------------------------------------
+
+    async def test_policy_ask_writes_only_submitted(self, store: Store, now: datetime) -> None:
+        new = new_proposal(now)
+        await store.create_proposal(new)
+
+        [entry] = await store.audit_log(new.id)
+
+        assert (entry.event, entry.actor, entry.at) == ("submitted", "billing-agent", now)
+        assert entry.detail == {
+            "operation": "payments.refund",
+            "decision": "ask",
+            "rule_id": "refunds-ask",
+            "status": "pending",
+        }
+
+    async def test_policy_auto_creates_executing_with_auto_approved_entry(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now, decision="auto", status=Status.EXECUTING, policy_note="small")
+        stored, _ = await store.create_proposal(new)
+
+        entries = await store.audit_log(new.id)
+
+        assert stored.status is Status.EXECUTING
+        assert [e.event for e in entries] == ["submitted", "auto_approved"]
+        assert entries[1].detail == {"rule_id": "refunds-ask", "policy_note": "small"}
+
+    async def test_policy_deny_creates_denied_with_the_policy_note(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now, decision="deny", status=Status.DENIED, policy_note="too large")
+        stored, _ = await store.create_proposal(new)
+
+        entries = await store.audit_log(new.id)
+
+        assert stored.status is Status.DENIED
+        assert [e.event for e in entries] == ["submitted", "denied"]
+        assert entries[1].detail["policy_note"] == "too large"
+
+    # --- claiming ----------------------------------------------------------------------------
+
+    async def test_claim_moves_pending_to_executing_and_records_who_and_when(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now)
+        await store.create_proposal(new)
+        later = now + timedelta(minutes=2)
+
+        result = await store.claim_for_execution(
+            new.id, actor="U0APPROVER", now=later, binding_hash=new.binding_hash
+        )
+
+        assert isinstance(result, Transitioned)
+        assert result.proposal == await store.get_proposal(new.id)
+        assert result.proposal.status is Status.EXECUTING
+        assert (result.proposal.decided_by, result.proposal.decided_at) == ("U0APPROVER", later)
+        last = (await store.audit_log(new.id))[-1]
+        assert (last.event, last.actor, last.at) == ("approved", "U0APPROVER", later)
+
+    async def test_twenty_concurrent_claims_make_exactly_one_executor(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now)
+        await store.create_proposal(new)
+
+        results = await asyncio.gather(
+            *(
+                store.claim_for_execution(
+                    new.id, actor=f"U{i:03d}", now=now, binding_hash=new.binding_hash
+                )
+                for i in range(20)
+            )
+        )
+
+        winners = [r for r in results if isinstance(r, Transitioned)]
+        losers = [r for r in results if isinstance(r, AlreadyDecided)]
+        assert (len(winners), len(losers)) == (1, 19)
+        winner = winners[0].proposal.decided_by
+        assert all(loser.proposal.decided_by == winner for loser in losers)
+        assert await events(store, new.id) == ["submitted", "approved"]
+
+    async def test_claim_after_expiry_is_not_approvable_and_changes_nothing(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now, expires_at=now + timedelta(minutes=5))
+        before, _ = await store.create_proposal(new)
+
+        result = await store.claim_for_execution(
+            new.id, actor="U1", now=now + timedelta(minutes=5), binding_hash=new.binding_hash
+        )
+
+        assert isinstance(result, NotApprovable)
+        assert "expired" in result.reason
+        assert await store.get_proposal(new.id) == before
+        assert await events(store, new.id) == ["submitted"]
+
+    async def test_claim_with_another_binding_hash_is_not_approvable(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now)
+        before, _ = await store.create_proposal(new)
+
+        result = await store.claim_for_execution(new.id, actor="U1", now=now, binding_hash="0" * 64)
+
+        assert isinstance(result, NotApprovable)
+        assert "binding hash" in result.reason
+        assert await store.get_proposal(new.id) == before
+        assert await events(store, new.id) == ["submitted"]
+
+    async def test_claim_of_a_denied_proposal_is_already_decided(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now, decision="deny", status=Status.DENIED)
+        await store.create_proposal(new)
+
+        result = await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash
+        )
+
+        assert isinstance(result, AlreadyDecided)
+        assert result.proposal.status is Status.DENIED
+
+    # --- rejecting ---------------------------------------------------------------------------
+
+    async def test_reject_records_who_when_and_why(self, store: Store, now: datetime) -> None:
+        new = new_proposal(now)
+        await store.create_proposal(new)
+
+        result = await store.reject(new.id, actor="U2", reason="wrong customer", now=now)
+
+        assert isinstance(result, Transitioned)
+        stored = await store.get_proposal(new.id)
+        assert stored == result.proposal
+        assert stored.status is Status.REJECTED
+        assert (stored.decided_by, stored.decided_at, stored.decision_note) == (
+            "U2",
+            now,
+            "wrong customer",
+        )
+        last = (await store.audit_log(new.id))[-1]
+        assert (last.event, last.actor, last.detail) == (
+            "rejected",
+            "U2",
+            {"reason": "wrong customer"},
+        )
+
+    async def test_reject_after_expiry_is_not_approvable(self, store: Store, now: datetime) -> None:
+        new = new_proposal(now, expires_at=now + timedelta(seconds=1))
+        before, _ = await store.create_proposal(new)
+
+        result = await store.reject(new.id, actor="U2", reason="x", now=now + timedelta(hours=1))
+
+        assert isinstance(result, NotApprovable)
+        assert "expired" in result.reason
+        assert await store.get_proposal(new.id) == before
+
+    async def test_reject_after_a_claim_says_who_decided(self, store: Store, now: datetime) -> None:
+        new = new_proposal(now)
+        await store.create_proposal(new)
+        await store.claim_for_execution(new.id, actor="U1", now=now, binding_hash=new.binding_hash)
+
+        result = await store.reject(new.id, actor="U2", reason="late", now=now)
+
+        assert isinstance(result, AlreadyDecided)
+        assert (result.proposal.status, result.proposal.decided_by) == (Status.EXECUTING, "U1")
+        assert await events(store, new.id) == ["submitted", "approved"]
+
+    async def test_reject_and_claim_racing_leave_exactly_one_decision(
+        self, store: Store, now: datetime
+    ) -> None:
+        for round_ in range(6):
+            new = new_proposal(now)
+            await store.create_proposal(new)
+            claim = store.claim_for_execution(
+                new.id, actor="U1", now=now, binding_hash=new.binding_hash
+            )
+            reject = store.reject(new.id, actor="U2", reason="no", now=now)
+            pair = (claim, reject) if round_ % 2 else (reject, claim)
+
+            results = await asyncio.gather(*pair)
+
+            assert sorted(type(r).__name__ for r in results) == ["AlreadyDecided", "Transitioned"]
+            [won] = [r for r in results if isinstance(r, Transitioned)]
+            stored = await store.get_proposal(new.id)
+            assert stored.status is won.proposal.status
+            decisions = [e for e in await events(store, new.id) if e in ("approved", "rejected")]
+            assert decisions == ["approved" if stored.status is Status.EXECUTING else "rejected"]
+
+    # --- outcomes ----------------------------------------------------------------------------
+
+    async def test_outcome_of_a_pending_proposal_is_an_invalid_transition(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now)
+        before, _ = await store.create_proposal(new)
+
+        with pytest.raises(InvalidTransition, match="pending"):
+            await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now)
+
+        assert await store.get_proposal(new.id) == before
+
+    async def test_second_outcome_is_an_invalid_transition_naming_the_first(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now, decision="auto", status=Status.EXECUTING)
+        await store.create_proposal(new)
+        await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now)
+
+        with pytest.raises(InvalidTransition, match="succeeded"):
+            await store.record_outcome(new.id, OUTCOME_EXAMPLES[3], now=now)
+
+        stored = await store.get_proposal(new.id)
+        assert (stored.status, stored.outcome) == (Status.SUCCEEDED, OUTCOME_EXAMPLES[0])
+        assert await events(store, new.id) == ["submitted", "auto_approved", "outcome"]
+
+    # --- expiry ------------------------------------------------------------------------------
+
+    async def test_expire_due_expires_only_overdue_pending_proposals_once(
+        self, store: Store, now: datetime
+    ) -> None:
+        past = now - timedelta(minutes=1)
+        overdue = [new_proposal(now - timedelta(hours=2), expires_at=past) for _ in range(2)]
+        at_deadline = new_proposal(now - timedelta(hours=2), expires_at=now)
+        future = new_proposal(now, expires_at=now + timedelta(seconds=1))
+        never = new_proposal(now, expires_at=None)
+        executing = new_proposal(
+            now - timedelta(hours=2), decision="auto", status=Status.EXECUTING, expires_at=past
+        )
+        rejected = new_proposal(now - timedelta(hours=2), expires_at=past + timedelta(seconds=30))
+        for new in [*overdue, at_deadline, future, never, executing, rejected]:
+            await store.create_proposal(new)
+        await store.reject(rejected.id, actor="U1", reason="no", now=now - timedelta(hours=1))
+
+        expired = await store.expire_due(now=now)
+        again = await store.expire_due(now=now)
+
+        expected = {p.id for p in [*overdue, at_deadline]}
+        assert {p.id for p in expired} == expected
+        assert all(p.status is Status.EXPIRED and p.updated_at == now for p in expired)
+        assert again == []
+        for new in [future, never, executing, rejected]:
+            assert (await store.get_proposal(new.id)).status is not Status.EXPIRED
+        expiry_entries = [e for e in await store.audit_log() if e.event == "expired"]
+        assert sorted(e.proposal_id or "" for e in expiry_entries) == sorted(expected)
+
+    async def test_expire_due_takes_at_most_limit(self, store: Store, now: datetime) -> None:
+        for _ in range(5):
+            await store.create_proposal(new_proposal(now, expires_at=now - timedelta(seconds=1)))
+
+        first = await store.expire_due(now=now, limit=3)
+        rest = await store.expire_due(now=now, limit=3)
+
+        assert (len(first), len(rest)) == (3, 2)
+        assert not {p.id for p in first} & {p.id for p in rest}
+
+    async def test_concurrent_expiry_sweeps_expire_each_proposal_once(
+        self, store: Store, now: datetime
+    ) -> None:
+        for _ in range(8):
+            await store.create_proposal(new_proposal(now, expires_at=now - timedelta(seconds=1)))
+
+        sweeps = await asyncio.gather(*(store.expire_due(now=now) for _ in range(4)))
+
+        expired_ids = [p.id for sweep in sweeps for p in sweep]
+        assert len(expired_ids) == len(set(expired_ids)) == 8
+        assert sum(e.event == "expired" for e in await store.audit_log()) == 8
+
+    async def test_claim_after_the_sweep_is_already_decided(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now, expires_at=now)
+        await store.create_proposal(new)
+        await store.expire_due(now=now)
+
+        result = await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash
+        )
+
+        assert isinstance(result, AlreadyDecided)
+        assert result.proposal.status is Status.EXPIRED
+
+    # --- Slack message and audit log ---------------------------------------------------------
+
+    async def test_attach_message_remembers_the_slack_message(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now)
+        await store.create_proposal(new)
+
+        returned = await store.attach_message(new.id, "C0FINANCE", "1700000000.000100")
+
+        stored = await store.get_proposal(new.id)
+        assert returned == stored
+        assert (stored.slack_channel, stored.slack_ts) == ("C0FINANCE", "1700000000.000100")
+        assert stored.status is Status.PENDING
+        last = (await store.audit_log(new.id))[-1]
+        assert (last.event, last.detail) == (
+            "posted_to_slack",
+            {"channel": "C0FINANCE", "ts": "1700000000.000100"},
+        )
+
+    async def test_every_transition_writes_exactly_one_audit_entry_of_its_event(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now)
+        steps: list[tuple[str, Any]] = [
+            ("submitted", lambda: store.create_proposal(new)),
+            ("posted_to_slack", lambda: store.attach_message(new.id, "C1", "1.1")),
+            (
+                "approved",
+                lambda: store.claim_for_execution(
+                    new.id, actor="U1", now=now, binding_hash=new.binding_hash
+                ),
+            ),
+            ("outcome", lambda: store.record_outcome(new.id, OUTCOME_EXAMPLES[1], now=now)),
+        ]
+        for event, step in steps:
+            before = await store.audit_log()
+
+            await step()
+
+            after = await store.audit_log()
+            assert after[: len(before)] == before
+            assert [(e.event, e.proposal_id) for e in after[len(before) :]] == [(event, new.id)]
+
+    async def test_refused_transitions_write_no_audit_entry(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now, expires_at=now + timedelta(minutes=1))
+        await store.create_proposal(new)
+        late = now + timedelta(minutes=1)
+        before = await store.audit_log()
+
+        await store.claim_for_execution(new.id, actor="U1", now=now, binding_hash="bad")
+        await store.claim_for_execution(new.id, actor="U1", now=late, binding_hash="bad")
+        await store.reject(new.id, actor="U1", reason="x", now=late)
+        with pytest.raises(InvalidTransition):
+            await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now)
+
+        assert await store.audit_log() == before
+
+    async def test_record_event_appends_an_entry_without_a_transition(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now)
+        before, _ = await store.create_proposal(new)
+        detail: dict[str, Any] = {"user": "U9", "why": "not an approver", "n": [1, 2.5, None]}
+
+        entry = await store.record_event(
+            new.id, actor="U9", event="click_refused", detail=detail, now=now
+        )
+        unattached = await store.record_event(
+            None, actor="bot", event="slack_post_failed", detail={}, now=now
+        )
+        unknown = await store.record_event(
+            "no-such-id", actor="U9", event="click_refused", detail={}, now=now
+        )
+
+        assert (entry.event, entry.actor, entry.detail, entry.at) == (
+            "click_refused",
+            "U9",
+            detail,
+            now,
+        )
+        assert (unattached.proposal_id, unknown.proposal_id) == (None, "no-such-id")
+        assert [e.seq for e in await store.audit_log()] == [1, 2, 3, 4]
+        assert await store.get_proposal(new.id) == before
+
+    async def test_audit_log_of_one_proposal_is_in_chain_order(
+        self, store: Store, now: datetime
+    ) -> None:
+        first, second = new_proposal(now), new_proposal(now)
+        await store.create_proposal(first)
+        await store.create_proposal(second)
+        await store.reject(second.id, actor="U1", reason="no", now=now)
+        await store.attach_message(first.id, "C1", "1.1")
+        await store.reject(first.id, actor="U1", reason="no", now=now)
+
+        entries = await store.audit_log(first.id)
+
+        assert [e.event for e in entries] == ["submitted", "posted_to_slack", "rejected"]
+        assert [e.seq for e in entries] == sorted(e.seq for e in entries)
+        assert {e.proposal_id for e in entries} == {first.id}
+
+    async def test_verify_audit_is_ok_on_an_empty_and_on_a_busy_log(
+        self, store: Store, now: datetime
+    ) -> None:
+        empty = await store.verify_audit()
+        new = new_proposal(now)
+        await store.create_proposal(new)
+        await store.attach_message(new.id, "C1", "1.1")
+        await store.claim_for_execution(new.id, actor="U1", now=now, binding_hash=new.binding_hash)
+        await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now)
+        await store.record_event(None, actor="bot", event="note", detail={"x": "é"}, now=now)
+
+        busy = await store.verify_audit()
+
+        assert (empty.ok, empty.checked, empty.first_bad_seq) == (True, 0, None)
+        assert (busy.ok, busy.checked, busy.first_bad_seq) == (True, 5, None)

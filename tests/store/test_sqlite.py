@@ -1,0 +1,359 @@
+"""The SQLite backend: the shared conformance suite on a real file, plus what only SQLite has."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import aiosqlite
+import pytest
+
+from store.audit import GENESIS
+from store.base import AlreadyDecided, StoreError, StoreUnavailable, Transitioned
+from store.lifecycle import TRANSITIONS, Status
+from store.migrate import Migration, load_migrations
+from store.open import open_store
+from store.sqlite import SqliteStore, apply_migrations
+from tests.store.conformance import OUTCOME_EXAMPLES, StoreConformance, new_proposal
+
+NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
+
+
+class TestSqliteStore(StoreConformance):
+    @pytest.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[SqliteStore]:
+        store = await SqliteStore.open(tmp_path / "countersign.sqlite")
+        yield store
+        await store.close()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "countersign.sqlite"
+
+
+@contextmanager
+def raw(path: Path) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection to the file, bypassing the store (autocommit)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+# --- durability and configuration ----------------------------------------------------------------
+
+
+async def test_everything_survives_close_and_reopen(db_path: Path) -> None:
+    store = await SqliteStore.open(db_path)
+    asked, auto = new_proposal(NOW), new_proposal(NOW, decision="auto", status=Status.EXECUTING)
+    await store.create_proposal(asked)
+    await store.create_proposal(auto)
+    await store.attach_message(asked.id, "C1", "1.1")
+    await store.reject(asked.id, actor="U1", reason="no", now=NOW)
+    await store.record_outcome(auto.id, OUTCOME_EXAMPLES[1], now=NOW)
+    before = [await store.get_proposal(p.id) for p in (asked, auto)]
+    log_before = await store.audit_log()
+    await store.close()
+
+    reopened = await SqliteStore.open(db_path)
+    try:
+        assert [await reopened.get_proposal(p.id) for p in (asked, auto)] == before
+        assert await reopened.audit_log() == log_before
+        assert (await reopened.verify_audit()).ok
+        # and the chain goes on where it stopped
+        entry = await reopened.record_event(None, actor="bot", event="note", detail={}, now=NOW)
+        assert (entry.seq, entry.prev_hash) == (len(log_before) + 1, log_before[-1].hash)
+    finally:
+        await reopened.close()
+
+
+@pytest.mark.parametrize(("durable", "synchronous"), [(True, 2), (False, 1)])
+async def test_connection_uses_wal_foreign_keys_and_the_chosen_synchronous(
+    db_path: Path, durable: bool, synchronous: int
+) -> None:
+    store = await SqliteStore.open(db_path, durable=durable, busy_timeout_ms=1234)
+    try:
+        db = store._db  # the store's own connection: these pragmas are per connection
+        for pragma, expected in [
+            ("journal_mode", "wal"),
+            ("synchronous", synchronous),
+            ("foreign_keys", 1),
+            ("busy_timeout", 1234),
+        ]:
+            [(value,)] = await db.execute_fetchall(f"PRAGMA {pragma}")
+            assert value == expected, pragma
+    finally:
+        await store.close()
+
+
+# --- migrations ----------------------------------------------------------------------------------
+
+
+async def test_migrations_are_recorded_once_and_reopening_applies_nothing(db_path: Path) -> None:
+    await (await SqliteStore.open(db_path)).close()
+    await (await SqliteStore.open(db_path)).close()
+
+    with raw(db_path) as db:
+        rows = db.execute("SELECT version, name, applied_at FROM schema_migrations").fetchall()
+
+    expected = [(m.version, m.name) for m in load_migrations("sqlite")]
+    assert [(version, name) for version, name, _ in rows] == expected
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", at) for *_, at in rows)
+
+
+async def test_a_failing_migration_leaves_nothing_behind(db_path: Path) -> None:
+    good = Migration(1, "good", "CREATE TABLE kept (x INTEGER);")
+    bad = Migration(2, "bad", "CREATE TABLE half (x INTEGER);\nINSERT INTO missing VALUES (1);")
+    async with aiosqlite.connect(db_path, isolation_level=None) as db:
+        with pytest.raises(sqlite3.OperationalError, match="missing"):
+            await apply_migrations(db, [good, bad])
+        assert not db.in_transaction
+        tables = {row[0] for row in await db.execute_fetchall("SELECT name FROM sqlite_master")}
+        versions = [
+            row[0] for row in await db.execute_fetchall("SELECT version FROM schema_migrations")
+        ]
+        assert await apply_migrations(db, [good]) == []
+
+    assert "kept" in tables and "half" not in tables
+    assert versions == [1]
+
+
+async def test_a_database_migrated_by_a_newer_version_is_refused(db_path: Path) -> None:
+    await (await SqliteStore.open(db_path)).close()
+    with raw(db_path) as db:
+        db.execute("INSERT INTO schema_migrations VALUES (99, 'future', '2040-01-01T00:00:00Z')")
+
+    with pytest.raises(StoreUnavailable, match=r"\[99\].*upgrade Countersign"):
+        await SqliteStore.open(db_path)
+
+
+# --- what the database itself enforces -----------------------------------------------------------
+
+
+async def test_status_check_lists_exactly_the_lifecycle_statuses(db_path: Path) -> None:
+    await (await SqliteStore.open(db_path)).close()
+    with raw(db_path) as db:
+        [(table_sql,)] = db.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'proposals'"
+        ).fetchall()
+
+    listed = re.search(r"status\s+TEXT NOT NULL CHECK \(status IN \((.*?)\)\)", table_sql, re.S)
+
+    assert listed is not None
+    assert set(re.findall(r"'(\w+)'", listed[1])) == {status.value for status in Status}
+
+
+async def test_database_allows_exactly_the_lifecycle_transitions(db_path: Path) -> None:
+    store = await SqliteStore.open(db_path)
+    await store.create_proposal(new_proposal(NOW, id="p"))
+    await store.close()
+
+    allowed: set[tuple[Status, Status]] = set()
+    trigger_sql = _trigger_sql()
+    with raw(db_path) as db:
+        for source in Status:
+            for target in Status:
+                # Put the row in ``source`` past the trigger, then try the move to ``target``.
+                db.execute("DROP TRIGGER proposals_status_follows_lifecycle")
+                db.execute("UPDATE proposals SET status = ? WHERE id = 'p'", (source.value,))
+                db.execute(trigger_sql)
+                try:
+                    db.execute("UPDATE proposals SET status = ? WHERE id = 'p'", (target.value,))
+                except sqlite3.IntegrityError as error:
+                    assert "not a lifecycle transition" in str(error)
+                else:
+                    if source != target:
+                        allowed.add((source, target))
+
+    expected = {(source, target) for source, targets in TRANSITIONS.items() for target in targets}
+    assert allowed == expected
+
+
+def _trigger_sql() -> str:
+    [migration] = [m for m in load_migrations("sqlite") if m.version == 1]
+    found = re.search(
+        r"CREATE TRIGGER proposals_status_follows_lifecycle.*?END;", migration.sql, re.S
+    )
+    assert found is not None
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("arguments", '{"amount_cents": 1}'), ("binding_hash", "x"), ("expires_at", None)],
+)
+async def test_database_refuses_to_change_the_frozen_contract(
+    db_path: Path, column: str, value: str | None
+) -> None:
+    store = await SqliteStore.open(db_path)
+    await store.create_proposal(new_proposal(NOW, id="p"))
+    await store.close()
+
+    with raw(db_path) as db, pytest.raises(sqlite3.IntegrityError, match="frozen contract"):
+        db.execute(f"UPDATE proposals SET {column} = ? WHERE id = 'p'", (value,))
+
+
+async def test_empty_audit_head_is_the_genesis_of_store_audit(db_path: Path) -> None:
+    await (await SqliteStore.open(db_path)).close()
+
+    with raw(db_path) as db:
+        assert db.execute("SELECT seq, hash FROM audit_head").fetchall() == [(0, GENESIS)]
+
+
+# --- driver errors are translated ----------------------------------------------------------------
+
+
+async def test_a_locked_database_raises_store_unavailable_and_the_store_recovers(
+    db_path: Path,
+) -> None:
+    store = await SqliteStore.open(db_path, busy_timeout_ms=50)
+    with raw(db_path) as blocker:
+        blocker.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(StoreUnavailable, match="locked"):
+            await store.create_proposal(new_proposal(NOW))
+        blocker.execute("ROLLBACK")
+    try:
+        _, created = await store.create_proposal(new_proposal(NOW))
+        assert created
+    finally:
+        await store.close()
+
+
+async def test_a_closed_store_raises_store_unavailable(db_path: Path) -> None:
+    store = await SqliteStore.open(db_path)
+    await store.close()
+
+    with pytest.raises(StoreUnavailable, match="closed"):
+        await store.get_proposal("p")
+
+
+@pytest.fixture
+def not_a_database(db_path: Path) -> Path:
+    db_path.write_bytes(b"these bytes are not a SQLite database" * 100)
+    return db_path
+
+
+async def test_a_file_that_is_not_a_database_raises_store_unavailable(
+    not_a_database: Path,
+) -> None:
+    with pytest.raises(StoreUnavailable, match="not a database"):
+        await SqliteStore.open(not_a_database)
+
+
+async def test_a_naive_now_is_refused_naming_the_argument(db_path: Path) -> None:
+    store = await SqliteStore.open(db_path)
+    try:
+        with pytest.raises(ValueError, match="now: got naive datetime"):
+            await store.expire_due(now=datetime(2031, 1, 1))  # noqa: DTZ001 - the point
+    finally:
+        await store.close()
+
+
+# --- several processes on one file ---------------------------------------------------------------
+
+
+async def test_claims_through_two_connections_to_one_file_make_one_executor(
+    db_path: Path,
+) -> None:
+    first, second = await SqliteStore.open(db_path), await SqliteStore.open(db_path)
+    try:
+        new = new_proposal(NOW)
+        await first.create_proposal(new)
+
+        results = await asyncio.gather(
+            *(
+                store.claim_for_execution(
+                    new.id, actor=f"U{i}", now=NOW, binding_hash=new.binding_hash
+                )
+                for i in range(10)
+                for store in (first, second)
+            )
+        )
+
+        assert sum(isinstance(r, Transitioned) for r in results) == 1
+        assert sum(isinstance(r, AlreadyDecided) for r in results) == 19
+        assert (await second.verify_audit()).ok
+    finally:
+        await first.close()
+        await second.close()
+
+
+# --- open_store ----------------------------------------------------------------------------------
+
+
+async def test_open_store_accepts_relative_absolute_and_plain_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    urls = {
+        "sqlite:///data/relative.sqlite": tmp_path / "data" / "relative.sqlite",
+        f"sqlite:///{tmp_path}/absolute.sqlite": tmp_path / "absolute.sqlite",
+        "plain.sqlite": tmp_path / "plain.sqlite",
+    }
+    for url, expected_file in urls.items():
+        store = await open_store(url)
+        await store.create_proposal(new_proposal(NOW))
+        await store.close()
+        assert expected_file.is_file(), url
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql://countersign@127.0.0.1/countersign", "PostgreSQL support is not available"),
+        ("postgres://127.0.0.1/db", "PostgreSQL support is not available"),
+        ("mysql://127.0.0.1/db", "unknown scheme 'mysql'"),
+        ("sqlite://", "no database path"),
+        ("sqlite:///", "no database path"),
+        ("", "empty"),
+    ],
+)
+async def test_open_store_explains_urls_it_cannot_open(url: str, message: str) -> None:
+    with pytest.raises(StoreError, match=message):
+        await open_store(url)
+
+
+async def test_time_columns_compare_correctly_as_text_across_offsets(db_path: Path) -> None:
+    store = await SqliteStore.open(db_path)
+    try:
+        # 10:00 at +05:00 is 05:00 UTC: overdue at 06:00 UTC, although "10" > "06" as text.
+        plus_five = timezone(timedelta(hours=5))
+        new = new_proposal(NOW, expires_at=datetime(2031, 1, 1, 10, tzinfo=plus_five))
+        await store.create_proposal(new)
+
+        expired = await store.expire_due(now=datetime(2031, 1, 1, 6, tzinfo=UTC))
+
+        assert [p.id for p in expired] == [new.id]
+    finally:
+        await store.close()
+
+
+async def test_expire_due_refuses_a_limit_below_one(db_path: Path) -> None:
+    store = await SqliteStore.open(db_path)
+    try:
+        await store.create_proposal(new_proposal(NOW, expires_at=NOW))
+        with pytest.raises(ValueError, match="limit: got -1"):
+            await store.expire_due(now=NOW, limit=-1)
+        assert (await store.audit_log())[-1].event == "submitted"
+    finally:
+        await store.close()
+
+
+async def test_calls_waiting_while_the_store_closes_raise_store_unavailable(
+    db_path: Path,
+) -> None:
+    store = await SqliteStore.open(db_path)
+    calls = [store.create_proposal(new_proposal(NOW)) for _ in range(5)]
+
+    results = await asyncio.gather(*calls, store.close(), return_exceptions=True)
+
+    failures = [r for r in results if isinstance(r, Exception)]
+    assert failures and all(isinstance(r, StoreUnavailable) for r in failures)
