@@ -23,9 +23,7 @@ def refusal_reason(
     if not approver:
         return "the person who clicked could not be identified"
     if approver == requested_by:
-        return (
-            "you are the person accountable for this request; someone else has to decide it"
-        )
+        return "you are the person accountable for this request; someone else has to decide it"
     if not approver_roles:
         return "the policy rule names no approver role, so nobody can approve it"
     if not any(approver in roles.get(role, ()) for role in approver_roles):

@@ -201,9 +201,9 @@ ArgumentsModelT = TypeVar("ArgumentsModelT", bound=BaseModel)
 ResultModelT = TypeVar("ResultModelT", bound=BaseModel)
 
 
-class ModelOperation(Operation[RequestModelT, ArgumentsModelT], Generic[
-    RequestModelT, ArgumentsModelT, ResultModelT
-]):
+class ModelOperation(
+    Operation[RequestModelT, ArgumentsModelT], Generic[RequestModelT, ArgumentsModelT, ResultModelT]
+):
     """An operation written in Python with pydantic models for request, arguments and result.
 
     Subclasses implement ``resolve``, optionally ``revalidate``, and ``perform``, which returns the
@@ -253,7 +253,7 @@ class ModelOperation(Operation[RequestModelT, ArgumentsModelT], Generic[
             return RevisionRequired(reason=str(error))
         except EffectFailed as error:
             return TerminalFailure(detail=str(error), correlation_id=ctx.correlation_id)
-        except Exception as error:  # noqa: BLE001 - unknown means uncertain, never "failed"
+        except Exception as error:
             return NeedsReconciliation(
                 detail=f"{type(error).__name__}: {error}", correlation_id=ctx.correlation_id
             )

@@ -70,4 +70,6 @@ def verify_chain(entries: Iterable[AuditEntry]) -> AuditReport:
 
 
 def _broken(checked: int, seq: int, problem: str) -> AuditReport:
-    return AuditReport(ok=False, checked=checked, first_bad_seq=seq, problem=f"entry {seq}: {problem}")
+    return AuditReport(
+        ok=False, checked=checked, first_bad_seq=seq, problem=f"entry {seq}: {problem}"
+    )

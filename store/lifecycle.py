@@ -62,6 +62,8 @@ def mermaid_diagram() -> str:
     lines = ["stateDiagram-v2"]
     lines += [f"    [*] --> {status.value}" for status in Status if status in INITIAL]
     for source in Status:
-        lines += [f"    {source.value} --> {target.value}" for target in sorted(TRANSITIONS[source])]
+        lines += [
+            f"    {source.value} --> {target.value}" for target in sorted(TRANSITIONS[source])
+        ]
     lines += [f"    {status.value} --> [*]" for status in Status if status in FINAL]
     return "\n".join(lines)

@@ -1,0 +1,25 @@
+# `make serve` runs Countersign; `make test` runs the tests. Both set everything up first.
+PYTHON ?= python3
+VENV := .venv
+CONFIG ?= $(if $(wildcard countersign.toml),countersign.toml,examples/countersign.toml)
+
+.PHONY: serve test check-config lint
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test,postgres,dev]'
+	touch $@
+
+serve: $(VENV)/.installed
+	$(VENV)/bin/countersign --config $(CONFIG) serve
+
+check-config: $(VENV)/.installed
+	$(VENV)/bin/countersign --config $(CONFIG) check-config
+
+test: $(VENV)/.installed
+	$(VENV)/bin/pytest
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check bot contracts store tests
+	$(VENV)/bin/mypy bot contracts store

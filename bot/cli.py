@@ -1,0 +1,119 @@
+"""``countersign``: serve, check-config, audit verify."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from aiohttp import web
+
+from bot.app import build_app
+from bot.settings import ConfigError, Settings, load_settings
+from store.base import StoreError
+from store.open import open_store
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="countersign", description="Human approval for AI agents' actions."
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="the TOML configuration (default: $COUNTERSIGN_CONFIG or ./countersign.toml)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the Slack app and the agent API")
+    serve.add_argument("--host", default=None, help="override [server].host")
+    serve.add_argument("--port", type=int, default=None, help="override [server].port")
+    commands.add_parser("check-config", help="check the configuration and policy, then exit")
+    audit = commands.add_parser("audit", help="the audit log")
+    audit_commands = audit.add_subparsers(dest="audit_command", required=True)
+    audit_commands.add_parser("verify", help="check the audit log's hash chain")
+    args = parser.parse_args(argv)
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as error:
+        print("The configuration has problems:", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 2
+
+    if args.command == "check-config":
+        return _check_config(settings)
+    if args.command == "audit":
+        return asyncio.run(_audit_verify(settings))
+    return _serve(settings, args.host, args.port)
+
+
+def _check_config(settings: Settings) -> int:
+    print(f"{settings.path}: OK")
+    print(f"  operations: {', '.join(settings.registry.names()) or 'none'}")
+    print(f"  agents: {', '.join(settings.agents) or 'none'}")
+    print(f"  roles: {', '.join(f'{r} ({len(m)})' for r, m in settings.roles.items()) or 'none'}")
+    print(f"  policy rules: {len(settings.policy.rules)} (no match denies)")
+    missing = settings.slack.missing()
+    for problem in missing:
+        print(f"  note: {problem}")
+    return 0
+
+
+async def _audit_verify(settings: Settings) -> int:
+    try:
+        store = await open_store(settings.store.url)
+    except StoreError as error:
+        print(f"cannot open the store {settings.store.url}: {error}", file=sys.stderr)
+        return 2
+    try:
+        report = await store.verify_audit()
+    finally:
+        await store.close()
+    if report.ok:
+        print(f"audit log OK: {report.checked} entries verified")
+        return 0
+    print(
+        f"audit log BROKEN at entry {report.first_bad_seq}: {report.problem} "
+        f"({report.checked} entries verified before it)"
+    )
+    return 1
+
+
+def _serve(settings: Settings, host: str | None, port: int | None) -> int:
+    missing = settings.slack.missing()
+    if missing:
+        print("countersign serve cannot start:", file=sys.stderr)
+        for problem in missing:
+            print(f"  - {problem}", file=sys.stderr)
+        print(
+            "Create the Slack app from manifest.yml (see README), then export these.",
+            file=sys.stderr,
+        )
+        return 2
+
+    async def make() -> web.Application:
+        store = await open_store(settings.store.url, durable=settings.store.durable)
+        app = build_app(settings, store)
+
+        async def close_store(app: web.Application) -> None:
+            await store.close()
+
+        app.on_cleanup.append(close_store)
+        return app
+
+    web.run_app(make(), host=host or settings.server.host, port=port or settings.server.port)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,494 @@
+"""Block Kit for proposals: pure functions of a proposal (and ``now``), no clock, env or I/O.
+
+Everything a person reads is built here by code from typed values. Values that come from an agent
+or an operation's arguments are escaped (``&``, ``<``, ``>``), so they cannot turn into mentions
+such as ``<!channel>`` or links; mrkdwn texts are sent ``verbatim`` so Slack does not add any
+either. Texts are clipped to Block Kit's limits with a visible note.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from pydantic import JsonValue
+
+from contracts.outcomes import (
+    NeedsReconciliation,
+    Outcome,
+    RevisionRequired,
+    Succeeded,
+    TerminalFailure,
+)
+from store.base import Proposal
+from store.lifecycle import Status
+
+__all__ = [
+    "CLIPPED",
+    "already_decided_text",
+    "clip",
+    "escape",
+    "expiry_reply",
+    "outcome_reply",
+    "proposal_message",
+    "refusal_text",
+    "reject_modal",
+    "rejection_reply",
+]
+
+#: Appended wherever a text was cut to fit.
+CLIPPED: Final = "… (clipped)"
+
+# Block Kit limits (https://docs.slack.dev/reference/block-kit/).
+HEADER_MAX: Final = 150
+SECTION_MAX: Final = 3000
+FIELD_MAX: Final = 2000
+FIELDS_PER_SECTION: Final = 10
+BLOCKS_MAX: Final = 50
+BUTTON_MAX: Final = 75
+CONFIRM_TITLE_MAX: Final = 100
+CONFIRM_TEXT_MAX: Final = 300
+MODAL_TITLE_MAX: Final = 24
+#: Ours, not Slack's: the fallback text shows in notifications, where less is more.
+FALLBACK_MAX: Final = 300
+#: The longest rejection reason the modal accepts (Slack allows up to 3000).
+REASON_MAX: Final = 1000
+
+Message = dict[str, Any]
+Blocks = list[dict[str, Any]]
+
+_USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+
+
+# --- text helpers ---------------------------------------------------------------------------------
+
+
+def escape(text: str) -> str:
+    """Escape the three characters Slack treats as markup, so the text shows as written."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` characters; otherwise cut, ending with :data:`CLIPPED`.
+
+    The cut never ends inside an escape (``&amp;``) or a Slack token (``<@U123>``).
+    """
+    if len(text) <= limit:
+        return text
+    cut = text[: max(0, limit - len(CLIPPED))]
+    ampersand = cut.rfind("&")
+    if ampersand != -1 and ";" not in cut[ampersand:]:
+        cut = cut[:ampersand]
+    bracket = cut.rfind("<")
+    if bracket != -1 and ">" not in cut[bracket:]:
+        cut = cut[:bracket]
+    return cut + CLIPPED
+
+
+def _clip_plain(text: str, limit: int) -> str:
+    """Clip a plain_text value (shown as is: no escapes or tokens to respect)."""
+    return text if len(text) <= limit else text[: limit - len(CLIPPED)] + CLIPPED
+
+
+def _code(value: str, limit: int) -> str:
+    """``value`` as inline code on one line; backticks become look-alikes so it cannot break out."""
+    inner = escape(value).replace("`", "\u02cb").replace("\n", " ")
+    return f"`{clip(inner, limit - 2)}`"
+
+
+def _code_block(value: str, limit: int) -> str:
+    inner = escape(value).replace("```", "`\u200b``")
+    return f"```\n{clip(inner, limit - 8)}\n```"
+
+
+def _quote(value: str, limit: int) -> str:
+    """Someone else's words as a block quote, every line marked, so they cannot pose as ours."""
+    text = escape(value.strip())
+    lines = clip(text, limit - text.count("\n") - 1).splitlines() or [""]
+    return "\n".join(f">{line}" for line in lines)
+
+
+def _mention(user_id: str | None) -> str:
+    if user_id is None:
+        return "someone"
+    return f"<@{user_id}>" if _USER_ID.match(user_id) else _code(user_id, 60)
+
+
+def _when(moment: datetime) -> str:
+    """A Slack date token, shown in the reader's time zone (ISO 8601 UTC where unsupported)."""
+    fallback = moment.astimezone(UTC).isoformat(timespec="seconds")
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def _span(seconds: float) -> str:
+    seconds = int(abs(seconds))
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min"
+    return f"{seconds} s"
+
+
+def _remaining(expires_at: datetime, now: datetime) -> str:
+    left = (expires_at - now).total_seconds()
+    return f"in {_span(left)}" if left > 0 else f"{_span(left)} ago"
+
+
+def _short_id(proposal_id: str) -> str:
+    return proposal_id if len(proposal_id) <= 12 else proposal_id[:12]
+
+
+# --- block helpers --------------------------------------------------------------------------------
+
+
+def _mrkdwn(text: str, limit: int = SECTION_MAX) -> dict[str, Any]:
+    return {"type": "mrkdwn", "text": clip(text, limit), "verbatim": True}
+
+
+def _plain(text: str, limit: int) -> dict[str, Any]:
+    return {"type": "plain_text", "text": _clip_plain(text, limit), "emoji": True}
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": _mrkdwn(text)}
+
+
+def _context(*texts: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [_mrkdwn(text, FIELD_MAX) for text in texts]}
+
+
+def _header(title: str) -> dict[str, Any]:
+    return {"type": "header", "text": _plain(title or "(untitled)", HEADER_MAX)}
+
+
+def _field_text(label: str, value: str) -> str:
+    shown_label = clip(escape(label), 200)
+    return f"*{shown_label}*\n{clip(escape(value) or ' ', FIELD_MAX - len(shown_label) - 3)}"
+
+
+def _field_sections(texts: Sequence[str], *, budget: int) -> Blocks:
+    """``texts`` as section fields, ten to a section, in at most ``budget`` sections."""
+    texts = list(texts)
+    capacity = max(budget, 1) * FIELDS_PER_SECTION
+    if len(texts) > capacity:
+        hidden = len(texts) - capacity + 1
+        texts = [*texts[: capacity - 1], f"_{hidden} more not shown_ {CLIPPED}"]
+    return [
+        {
+            "type": "section",
+            "fields": [
+                _mrkdwn(text, FIELD_MAX) for text in texts[start : start + FIELDS_PER_SECTION]
+            ],
+        }
+        for start in range(0, len(texts), FIELDS_PER_SECTION)
+    ]
+
+
+def _message(text: str, blocks: Blocks) -> Message:
+    return {"text": clip(text, FALLBACK_MAX), "blocks": blocks[:BLOCKS_MAX]}
+
+
+# --- the proposal message -------------------------------------------------------------------------
+
+
+def proposal_message(
+    proposal: Proposal, *, now: datetime, agent_display: str | None = None
+) -> Message:
+    """The message that asks for a decision; once decided, the same message showing the result.
+
+    While pending it ends with Approve / Reject buttons whose value is the proposal id and
+    nothing else; in any other status it ends with who decided, when, and what came of it.
+    """
+    agent = escape(agent_display or proposal.agent)
+    asked = f"*Requested by* agent *{agent}* for {_mention(proposal.requested_by)}"
+    if proposal.run_id:
+        asked += f" (run {_code(proposal.run_id, 80)})"
+    rule = _code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+    details: Blocks = [_section(asked)]
+    if proposal.agent_reason:
+        details.append(
+            _section(
+                "*Agent's explanation (unverified)* _the agent's own words:_\n"
+                + _quote(proposal.agent_reason, SECTION_MAX - 80)
+            )
+        )
+    details.append(
+        _section(f"*Why you are asked:* policy rule {rule}\n{escape(proposal.policy_note)}")
+    )
+    context = [
+        f"Operation {_code(proposal.operation, 200)} · id {_code(_short_id(proposal.id), 20)}"
+    ]
+    if proposal.status is Status.PENDING and proposal.expires_at is not None:
+        context.insert(
+            0,
+            f":hourglass_flowing_sand: Expires {_when(proposal.expires_at)}"
+            f" ({_remaining(proposal.expires_at, now)})",
+        )
+    details.append(_context(*context))
+    if proposal.status is Status.PENDING:
+        details.append(_buttons(proposal))
+    else:
+        details.append({"type": "divider"})
+        details.append(_section(_state_line(proposal)))
+    fields = [_field_text(f.label, f.value) for f in proposal.preview.fields]
+    blocks = [
+        _header(proposal.preview.title),
+        *_field_sections(fields, budget=BLOCKS_MAX - 1 - len(details)),
+        *details,
+    ]
+    return _message(f"{_status_word(proposal)}: {escape(proposal.preview.title)}", blocks)
+
+
+def _buttons(proposal: Proposal) -> dict[str, Any]:
+    return {
+        "type": "actions",
+        "block_id": "decision",
+        "elements": [
+            {
+                "type": "button",
+                "action_id": "approve",
+                "text": _plain("Approve", BUTTON_MAX),
+                "style": "primary",
+                "value": proposal.id,
+                "confirm": {
+                    "title": _plain("Approve and execute?", CONFIRM_TITLE_MAX),
+                    "text": _plain(
+                        f"{proposal.operation}: {proposal.preview.title}", CONFIRM_TEXT_MAX
+                    ),
+                    "confirm": _plain("Approve", 30),
+                    "deny": _plain("Cancel", 30),
+                    "style": "primary",
+                },
+            },
+            {
+                "type": "button",
+                "action_id": "reject",
+                "text": _plain("Reject", BUTTON_MAX),
+                "style": "danger",
+                "value": proposal.id,
+            },
+        ],
+    }
+
+
+def _status_word(proposal: Proposal) -> str:
+    return {
+        Status.PENDING: "Approval needed",
+        Status.DENIED: "Denied by policy",
+        Status.REJECTED: "Rejected",
+        Status.EXPIRED: "Expired",
+        Status.EXECUTING: "Approved, executing",
+        Status.SUCCEEDED: "Succeeded",
+        Status.NEEDS_RECONCILIATION: "Outcome unknown",
+        Status.REVISION_REQUIRED: "Revision required",
+        Status.FAILED: "Failed",
+    }[proposal.status]
+
+
+def _approval(proposal: Proposal) -> str:
+    if proposal.decided_by is None:
+        return ":white_check_mark: Approved automatically by the policy"
+    at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    return f":white_check_mark: Approved by {_mention(proposal.decided_by)}{at}"
+
+
+def _state_line(proposal: Proposal) -> str:
+    """The final (or current) state, in place of the buttons."""
+    status = proposal.status
+    if status is Status.REJECTED:
+        at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+        reason = _quote(proposal.decision_note or "(no reason given)", 2000)
+        return (
+            f":x: *Rejected* by {_mention(proposal.decided_by)}{at}. Nothing was executed.\n"
+            f"{reason}"
+        )
+    if status is Status.EXPIRED:
+        at = f" at {_when(proposal.expires_at)}" if proposal.expires_at is not None else ""
+        return f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed."
+    if status is Status.DENIED:
+        return f":no_entry: *Denied by the policy*: {escape(proposal.policy_note)}"
+    if status is Status.EXECUTING:
+        return f"{_approval(proposal)}. :gear: Executing…"
+    summary = _outcome_summary(proposal.outcome) if proposal.outcome else f"Status: {status.value}"
+    return f"{_approval(proposal)}.\n{summary}"
+
+
+def _outcome_summary(outcome: Outcome) -> str:
+    match outcome:
+        case Succeeded():
+            return ":white_check_mark: *Succeeded.*"
+        case NeedsReconciliation(correlation_id=correlation_id):
+            return (
+                ":warning: *Outcome unknown*: the effect may or may not have happened."
+                f" Check before retrying. Correlation id {_code(correlation_id, 100)}"
+            )
+        case RevisionRequired(reason=reason):
+            return (
+                f":leftwards_arrow_with_hook: *Revision required*: {clip(escape(reason), 1000)}"
+                " Nothing was executed."
+            )
+        case TerminalFailure(detail=detail, correlation_id=correlation_id):
+            return (
+                f":x: *Failed*: {clip(escape(detail), 1000)} The effect did not happen."
+                f" Correlation id {_code(correlation_id, 100)}"
+            )
+
+
+# --- thread replies -------------------------------------------------------------------------------
+
+
+def outcome_reply(proposal: Proposal) -> Message:
+    """The thread reply that reports what execution came to, one rendering per outcome kind."""
+    outcome = proposal.outcome
+    if outcome is None:
+        raise ValueError(
+            f"proposal {proposal.id!r} has no outcome yet (status {proposal.status.value!r});"
+            " outcome_reply needs one"
+        )
+    title = escape(proposal.preview.title)
+    match outcome:
+        case Succeeded(result=result):
+            return _message(
+                f"Succeeded: {title}",
+                [_section(f":white_check_mark: *Succeeded*: {title}"), *_result_blocks(result)],
+            )
+        case NeedsReconciliation(detail=detail, correlation_id=correlation_id):
+            return _message(
+                f"Outcome unknown: {title}",
+                [
+                    _section(
+                        f":warning: *Outcome unknown*: {title}\nThe effect *may or may not* have"
+                        " happened. Find out before anyone retries it; it will not be retried"
+                        " automatically."
+                    ),
+                    _section(f"*What went wrong*\n{_code_block(detail, 2000)}"),
+                    _context(f"Correlation id {_code(correlation_id, 200)}"),
+                ],
+            )
+        case RevisionRequired(reason=reason):
+            return _message(
+                f"Revision required: {title}",
+                [
+                    _section(
+                        f":leftwards_arrow_with_hook: *Revision required*: {title}\n"
+                        "Nothing was executed: things changed since the preview was made."
+                        " The agent must propose again."
+                    ),
+                    _section(f"*Why*\n{_quote(reason, 2000)}"),
+                ],
+            )
+        case TerminalFailure(detail=detail, correlation_id=correlation_id):
+            return _message(
+                f"Failed: {title}",
+                [
+                    _section(
+                        f":x: *Failed*: {title}\nThe effect did not happen, and retrying the"
+                        " same arguments will not help."
+                    ),
+                    _section(f"*Detail*\n{_code_block(detail, 2000)}"),
+                    _context(f"Correlation id {_code(correlation_id, 200)}"),
+                ],
+            )
+
+
+def _result_blocks(result: JsonValue) -> Blocks:
+    if result is None or result == {}:
+        return [_context("No result details.")]
+    if isinstance(result, dict):
+        fields = [
+            f"*{clip(escape(key), 200)}*\n{_code(_compact(value), 1000)}"
+            for key, value in result.items()
+        ]
+        return _field_sections(fields, budget=3)
+    return [_section(f"*Result*\n{_code_block(_compact(result), 2500)}")]
+
+
+def _compact(value: JsonValue) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+
+
+def rejection_reply(proposal: Proposal) -> Message:
+    """The thread reply that says who rejected the proposal, when and why."""
+    at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    reason = _quote(proposal.decision_note or "(no reason given)", 2000)
+    return _message(
+        f"Rejected by {_mention(proposal.decided_by)}: {escape(proposal.preview.title)}",
+        [
+            _section(
+                f":x: *Rejected* by {_mention(proposal.decided_by)}{at}. Nothing was executed."
+            ),
+            _section(f"*Reason*\n{reason}"),
+        ],
+    )
+
+
+def expiry_reply(proposal: Proposal) -> Message:
+    """The thread reply that says nobody decided in time."""
+    at = f" at {_when(proposal.expires_at)}" if proposal.expires_at is not None else ""
+    return _message(
+        f"Expired: {escape(proposal.preview.title)}",
+        [
+            _section(
+                f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed;"
+                " the agent has been told it was not approved."
+            )
+        ],
+    )
+
+
+# --- ephemeral texts and the reject modal ---------------------------------------------------------
+
+
+def refusal_text(reason: str) -> str:
+    """What a person who may not do what they clicked sees, only to them."""
+    return clip(f":no_entry_sign: Countersign did not do that: {escape(reason)}", SECTION_MAX)
+
+
+def already_decided_text(proposal: Proposal) -> str:
+    """What a late clicker sees, only to them: who decided first and how it ended."""
+    return clip(
+        f"This proposal was already decided. {_status_word(proposal)}.\n{_state_line(proposal)}",
+        SECTION_MAX,
+    )
+
+
+def reject_modal(proposal: Proposal) -> dict[str, Any]:
+    """The modal that asks for the reason of a rejection; private_metadata is the proposal id."""
+    return {
+        "type": "modal",
+        "callback_id": "reject_reason",
+        "private_metadata": proposal.id,
+        "title": _plain("Reject proposal", MODAL_TITLE_MAX),
+        "submit": _plain("Reject", MODAL_TITLE_MAX),
+        "close": _plain("Cancel", MODAL_TITLE_MAX),
+        "blocks": [
+            _section(
+                f"*{escape(proposal.preview.title)}*\n"
+                f"Operation {_code(proposal.operation, 200)}. Nothing will be executed."
+            ),
+            {
+                "type": "input",
+                "block_id": "reason",
+                "optional": False,
+                "label": _plain("Why do you reject it?", 2000),
+                "hint": _plain("The agent and the channel will see this reason.", 2000),
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": "reason",
+                    "multiline": True,
+                    "max_length": REASON_MAX,
+                    "placeholder": _plain("What should the agent do instead?", 150),
+                },
+            },
+        ],
+    }

@@ -1,0 +1,87 @@
+"""The agent API's request and response bodies."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from contracts.base import Preview
+from contracts.outcomes import Outcome
+from store.base import Proposal
+from store.lifecycle import FINAL, Status
+
+__all__ = ["PolicyOut", "ProposalOut", "SubmitBody"]
+
+SLACK_USER_ID = r"^[UW][A-Z0-9]{2,}$"
+
+
+class SubmitBody(BaseModel):
+    """``POST /v1/proposals``. The agent's identity comes from its token, never from here."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    operation: str = Field(min_length=1, max_length=200)
+    request: dict[str, JsonValue]
+    #: Slack user id of the human accountable for this agent run
+    requested_by: str = Field(pattern=SLACK_USER_ID)
+    run_id: str | None = Field(default=None, min_length=1, max_length=200)
+    #: the agent's explanation, shown in Slack labelled as the agent's words
+    reason: str | None = Field(default=None, max_length=2000)
+    callback_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$", max_length=2000)
+
+
+class PolicyOut(BaseModel):
+    decision: Literal["auto", "ask", "deny"]
+    rule_id: str | None
+    note: str
+
+
+class DecisionOut(BaseModel):
+    by: str | None
+    at: datetime | None
+    reason: str | None
+
+
+class ProposalOut(BaseModel):
+    id: str
+    status: Status
+    final: bool
+    operation: str
+    agent: str
+    requested_by: str
+    run_id: str | None
+    preview: Preview
+    arguments: dict[str, JsonValue]
+    policy: PolicyOut
+    created_at: datetime
+    expires_at: datetime | None
+    decision: DecisionOut | None
+    outcome: Outcome | None
+
+    @classmethod
+    def of(cls, proposal: Proposal) -> ProposalOut:
+        decided = proposal.decided_by is not None or proposal.status is Status.EXPIRED
+        return cls(
+            id=proposal.id,
+            status=proposal.status,
+            final=proposal.status in FINAL,
+            operation=proposal.operation,
+            agent=proposal.agent,
+            requested_by=proposal.requested_by,
+            run_id=proposal.run_id,
+            preview=proposal.preview,
+            arguments=proposal.arguments,
+            policy=PolicyOut(
+                decision=proposal.decision, rule_id=proposal.rule_id, note=proposal.policy_note
+            ),
+            created_at=proposal.created_at,
+            expires_at=proposal.expires_at,
+            decision=DecisionOut(
+                by=proposal.decided_by, at=proposal.decided_at, reason=proposal.decision_note
+            )
+            if decided
+            else None,
+            outcome=proposal.outcome,
+        )

@@ -1,0 +1,327 @@
+"""The proposal flow: submit, ask, decide, execute, expire, and tell everyone who needs to know.
+
+Listeners and HTTP handlers decode their input and call in here; business rules come from
+``contracts`` and state transitions from ``store``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bot import render
+from bot.callbacks import CallbackSender
+from bot.execution import Executor
+from bot.publish import SlackPublisher
+from bot.schemas import SubmitBody
+from bot.settings import AgentSettings, Settings
+from bot.tasks import BackgroundTasks
+from bot.waiters import Waiters
+from contracts.authority import refusal_reason
+from contracts.base import Context, ContractViolation, FieldProblem, HttpClient
+from contracts.canonical import binding_hash, canonical_json
+from contracts.policy import Ask, Auto, Deny
+from contracts.registry import UnknownOperation
+from store.base import (
+    AlreadyDecided,
+    IdempotencyConflict,
+    NewProposal,
+    NotApprovable,
+    Proposal,
+    Store,
+    Transitioned,
+)
+from store.lifecycle import FINAL, Status
+
+__all__ = ["Service", "Submitted", "new_proposal_id"]
+
+log = logging.getLogger(__name__)
+
+
+def new_proposal_id() -> str:
+    """128 random bits, base32: opaque, unguessable, safe in a Slack button value."""
+    return "cs_" + base64.b32encode(secrets.token_bytes(16)).decode().rstrip("=").lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    proposal: Proposal
+    created: bool  #: False when this replays an earlier submission
+
+
+class Service:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        publisher: SlackPublisher,
+        http: HttpClient,
+        clock: Callable[[], datetime],
+        tasks: BackgroundTasks,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.publisher = publisher
+        self.waiters = Waiters()
+        self.tasks = tasks
+        self._clock = clock
+        self._http = http
+        self._executor = Executor(settings.registry, http, clock)
+        self._callbacks = CallbackSender(
+            http, store, clock, attempts=settings.server.callback_attempts
+        )
+
+    # --- submission ---------------------------------------------------------------------------
+
+    async def submit(
+        self, agent: AgentSettings, body: SubmitBody, idempotency_key: str | None
+    ) -> Submitted:
+        """Validate, resolve, classify and store one proposal; run it at once if policy says auto.
+
+        Raises ContractViolation (nothing stored) or IdempotencyConflict.
+        """
+        registry = self.settings.registry
+        try:
+            operation = registry.get(body.operation)
+        except UnknownOperation as error:
+            raise ContractViolation([FieldProblem(field="operation", message=str(error))]) from None
+        if body.callback_url is not None and not agent.allows_callback(body.callback_url):
+            raise ContractViolation(
+                [
+                    FieldProblem(
+                        field="callback_url",
+                        message="must start with one of the prefixes configured for agent "
+                        f"{agent.name!r}: {', '.join(agent.callback_url_prefixes)}",
+                    )
+                ]
+            )
+        body_json = body.model_dump(mode="json")
+        key = idempotency_key or _derived_key(agent.name, body)
+        fingerprint = hashlib.sha256(canonical_json(body_json)).hexdigest()
+
+        earlier = await self.store.find_submission(agent.name, key)
+        if earlier is not None:
+            if earlier.submission_fingerprint != fingerprint:
+                raise IdempotencyConflict(earlier)
+            return Submitted(earlier, created=False)
+
+        now = self._clock()
+        request = operation.parse_request(body.request)
+        ctx = Context(now=now, http=self._http, correlation_id=f"submit.{secrets.token_hex(4)}")
+        resolved = await operation.resolve(request, ctx)
+        arguments = operation.dump_arguments(resolved.arguments)
+        preview = resolved.preview
+        requester_roles = frozenset(
+            role for role, members in self.settings.roles.items() if body.requested_by in members
+        )
+        decision = self.settings.policy.classify(
+            operation=operation.name,
+            agent=agent.name,
+            arguments=arguments,
+            requester_roles=requester_roles,
+        )
+        new = NewProposal(
+            id=new_proposal_id(),
+            agent=agent.name,
+            submission_key=key,
+            submission_fingerprint=fingerprint,
+            requested_by=body.requested_by,
+            run_id=body.run_id,
+            operation=operation.name,
+            request=body_json["request"],
+            arguments=arguments,
+            preview=preview,
+            binding_hash=binding_hash(operation.name, arguments, preview.model_dump(mode="json")),
+            agent_reason=body.reason,
+            callback_url=body.callback_url,
+            **_policy_fields(decision, now),
+            created_at=now,
+        )
+        proposal, created = await self.store.create_proposal(new)
+        if not created:
+            if proposal.submission_fingerprint != fingerprint:
+                raise IdempotencyConflict(proposal)
+            return Submitted(proposal, created=False)
+        if proposal.status is Status.EXECUTING:
+            proposal = await self._execute(proposal)
+        elif proposal.status is Status.PENDING:
+            self.tasks.spawn(self.publisher.post_proposal(proposal), name=f"post {proposal.id}")
+        else:
+            self._announce(proposal, reply=None)
+        return Submitted(proposal, created=True)
+
+    # --- decisions from Slack -----------------------------------------------------------------
+
+    async def approve(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
+        """An Approve click: check the clicker, claim atomically, execute once, report."""
+        proposal = await self._decidable(proposal_id, user=user, channel=channel, verb="approve")
+        if proposal is None:
+            return None
+        operation_hash = binding_hash(
+            proposal.operation, proposal.arguments, proposal.preview.model_dump(mode="json")
+        )
+        result = await self.store.claim_for_execution(
+            proposal.id, actor=user, now=self._clock(), binding_hash=operation_hash
+        )
+        if isinstance(result, Transitioned):
+            return await self._execute(result.proposal)
+        await self._not_claimed(result, user=user, channel=channel)
+        return None
+
+    async def begin_reject(
+        self, proposal_id: str, *, user: str, channel: str | None, trigger_id: str
+    ) -> None:
+        """A Reject click: check the clicker, then ask for a reason in a modal."""
+        proposal = await self._decidable(proposal_id, user=user, channel=channel, verb="reject")
+        if proposal is not None:
+            await self.publisher.open_view(proposal, trigger_id, render.reject_modal(proposal))
+
+    async def reject(self, proposal_id: str, *, user: str, reason: str) -> Proposal | None:
+        """The reason modal was submitted: check the clicker again, then reject atomically."""
+        proposal = await self._decidable(proposal_id, user=user, channel=None, verb="reject")
+        if proposal is None:
+            return None
+        result = await self.store.reject(proposal.id, actor=user, reason=reason, now=self._clock())
+        if isinstance(result, Transitioned):
+            self._announce(result.proposal, reply=render.rejection_reply(result.proposal))
+            return result.proposal
+        await self._not_claimed(result, user=user, channel=None)
+        return None
+
+    async def expire_due(self) -> list[Proposal]:
+        """Expire every overdue pending proposal and tell Slack and the agents."""
+        expired: list[Proposal] = []
+        while batch := await self.store.expire_due(now=self._clock(), limit=100):
+            for proposal in batch:
+                self._announce(proposal, reply=render.expiry_reply(proposal))
+            expired += batch
+        return expired
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    async def _decidable(
+        self, proposal_id: str, *, user: str, channel: str | None, verb: str
+    ) -> Proposal | None:
+        """The proposal if ``user`` may decide it now; otherwise tell them why and audit it."""
+        try:
+            proposal = await self.store.get_proposal(proposal_id)
+        except Exception:
+            log.info("click on unknown proposal %r by %s", proposal_id, user)
+            if channel:
+                await self.publisher.tell(
+                    None, channel, user, render.refusal_text("this proposal does not exist")
+                )
+            return None
+        if proposal.status is not Status.PENDING:
+            await self._tell_decided(proposal, user=user, channel=channel)
+            return None
+        why = refusal_reason(
+            approver=user,
+            requested_by=proposal.requested_by,
+            approver_roles=self._current_approver_roles(proposal),
+            roles=self.settings.roles,
+        )
+        if why is None and proposal.operation not in self.settings.registry:
+            why = f"operation {proposal.operation!r} is no longer configured"
+        if why is None:
+            return proposal
+        await self.store.record_event(
+            proposal.id,
+            actor=user,
+            event=f"{verb}_refused",
+            detail={"user": user, "reason": why},
+            now=self._clock(),
+        )
+        where = channel or proposal.slack_channel
+        if where:
+            await self.publisher.tell(proposal, where, user, render.refusal_text(why))
+        return None
+
+    def _current_approver_roles(self, proposal: Proposal) -> tuple[str, ...]:
+        """The approver roles of the proposal's rule in the policy as configured *now*."""
+        for rule in self.settings.policy.rules:
+            if rule.id == proposal.rule_id:
+                return tuple(rule.approvers) if rule.decision == "ask" else ()
+        return ()
+
+    async def _not_claimed(
+        self, result: AlreadyDecided | NotApprovable, *, user: str, channel: str | None
+    ) -> None:
+        if isinstance(result, AlreadyDecided):
+            await self._tell_decided(result.proposal, user=user, channel=channel)
+            return
+        if result.proposal.expires_at is not None and result.proposal.expires_at <= self._clock():
+            await self.expire_due()
+        where = channel or result.proposal.slack_channel
+        if where:
+            await self.publisher.tell(
+                result.proposal, where, user, render.refusal_text(result.reason)
+            )
+
+    async def _tell_decided(self, proposal: Proposal, *, user: str, channel: str | None) -> None:
+        where = channel or proposal.slack_channel
+        if where:
+            await self.publisher.tell(proposal, where, user, render.already_decided_text(proposal))
+
+    async def _execute(self, proposal: Proposal) -> Proposal:
+        """Run a proposal this process has claimed and record its outcome."""
+        if proposal.slack_ts is not None:  # show "approved, executing" while it runs
+            self.tasks.spawn(self.publisher.show_decision(proposal, None), name="executing")
+        outcome = await self._executor.run(proposal)
+        proposal = await self.store.record_outcome(proposal.id, outcome, now=self._clock())
+        self._announce(proposal, reply=render.outcome_reply(proposal))
+        return proposal
+
+    def _announce(self, proposal: Proposal, *, reply: dict[str, Any] | None) -> None:
+        """Wake long-polls, update Slack, call the agent back: none of it blocks the caller."""
+        self.waiters.notify(proposal.id)
+        if proposal.decision == "ask":
+            self.tasks.spawn(self.publisher.show_decision(proposal, reply), name="show")
+        agent = self.settings.agents.get(proposal.agent)
+        if proposal.status in FINAL and proposal.callback_url and agent is not None:
+            self.tasks.spawn(self._callbacks.deliver(proposal, agent), name="callback")
+
+
+def _derived_key(agent: str, body: SubmitBody) -> str:
+    material = canonical_json(
+        {
+            "agent": agent,
+            "run_id": body.run_id,
+            "operation": body.operation,
+            "request": body.request,
+        }
+    )
+    return "derived:" + hashlib.sha256(material).hexdigest()
+
+
+def _policy_fields(decision: Auto | Ask | Deny, now: datetime) -> dict[str, Any]:
+    if isinstance(decision, Ask):
+        return {
+            "rule_id": decision.rule_id,
+            "decision": "ask",
+            "policy_note": decision.explanation,
+            "approver_roles": tuple(decision.approvers),
+            "channel": decision.channel,
+            "status": Status.PENDING,
+            "expires_at": now + decision.expires_after,
+        }
+    if isinstance(decision, Auto):
+        return {
+            "rule_id": decision.rule_id,
+            "decision": "auto",
+            "policy_note": decision.explanation,
+            "status": Status.EXECUTING,
+        }
+    return {
+        "rule_id": decision.rule_id,
+        "decision": "deny",
+        "policy_note": decision.reason,
+        "status": Status.DENIED,
+    }

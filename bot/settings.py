@@ -1,0 +1,284 @@
+"""Settings: the TOML file (agents, roles, operations, policy) plus secrets from the environment.
+
+Everything is checked when it is loaded, and every problem is reported at once, each naming the
+file, the key and what was expected. Secrets never live in the file: it names the environment
+variables that hold them.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contracts.base import Operation
+from contracts.operations import refund, webhook
+from contracts.policy import PolicyError, PolicyTable
+from contracts.registry import Registry
+
+__all__ = [
+    "DEFAULT_CONFIG_PATH",
+    "AgentSettings",
+    "ConfigError",
+    "ServerSettings",
+    "Settings",
+    "SlackSettings",
+    "load_settings",
+]
+
+DEFAULT_CONFIG_PATH = Path("countersign.toml")
+SLACK_API_DEFAULT = "https://slack.com/api/"
+
+
+class ConfigError(Exception):
+    """The configuration has problems; ``problems`` lists each one."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    #: how often overdue proposals are expired
+    sweep_interval_seconds: float = Field(default=5.0, gt=0, le=3600)
+    #: the longest ``GET /v1/proposals/{id}?wait=`` may hold a request
+    long_poll_max_seconds: float = Field(default=60.0, gt=0, le=600)
+    #: attempts to deliver a callback to an agent before giving up
+    callback_attempts: int = Field(default=6, ge=1, le=20)
+
+
+class StoreSettings(_Section):
+    url: str = "sqlite:///countersign.sqlite"
+    #: fsync every commit (synchronous=FULL); turning it off risks the last commits on power loss
+    durable: bool = True
+
+
+class _AgentSection(_Section):
+    token_env: str = Field(min_length=1)
+    callback_secret_env: str | None = None
+    callback_url_prefixes: tuple[str, ...] = ()
+
+
+class _FileModel(_Section):
+    server: ServerSettings = ServerSettings()
+    store: StoreSettings = StoreSettings()
+    roles: dict[str, tuple[str, ...]] = {}
+    agents: dict[str, _AgentSection] = {}
+    operations: dict[str, dict[str, Any]] = {}
+    policy: list[dict[str, Any]] = []
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    name: str
+    token: str
+    callback_secret: str
+    #: when not empty, a proposal's callback_url must start with one of these
+    callback_url_prefixes: tuple[str, ...] = ()
+
+    def allows_callback(self, url: str) -> bool:
+        return not self.callback_url_prefixes or any(
+            url.startswith(prefix) for prefix in self.callback_url_prefixes
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SlackSettings:
+    bot_token: str | None
+    signing_secret: str | None
+    app_token: str | None
+    api_url: str
+
+    def missing(self) -> list[str]:
+        """What `countersign serve` needs and does not have, with where to get it."""
+        problems = []
+        if not self.bot_token:
+            problems.append(
+                "SLACK_BOT_TOKEN is not set: the Bot User OAuth Token (xoxb-...) from your "
+                "Slack app's 'OAuth & Permissions' page, after installing the app"
+            )
+        if not self.signing_secret:
+            problems.append(
+                "SLACK_SIGNING_SECRET is not set: the Signing Secret from your Slack app's "
+                "'Basic Information' page (Countersign never starts without it: every click "
+                "is verified with it)"
+            )
+        return problems
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    path: Path
+    server: ServerSettings
+    store: StoreSettings
+    slack: SlackSettings
+    roles: Mapping[str, frozenset[str]]
+    agents: Mapping[str, AgentSettings]
+    registry: Registry
+    policy: PolicyTable
+    _agents_by_token: Mapping[str, AgentSettings] = field(default_factory=dict, repr=False)
+
+    def agent_for_token(self, token: str) -> AgentSettings | None:
+        return self._agents_by_token.get(token)
+
+
+def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Read and check the configuration; raise ConfigError listing every problem."""
+    env = os.environ if env is None else env
+    path = Path(path or env.get("COUNTERSIGN_CONFIG") or DEFAULT_CONFIG_PATH)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(
+            [f"{path}: no such file (pass --config PATH or set COUNTERSIGN_CONFIG)"]
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError([f"{path}: cannot be read: {error}"]) from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError([f"{path}: not valid TOML: {error}"]) from None
+
+    try:
+        model = _FileModel.model_validate(raw)
+    except ValidationError as error:
+        raise ConfigError(
+            [_describe(path, item) for item in error.errors(include_url=False)]
+        ) from None
+
+    problems: list[str] = []
+    roles = {name: frozenset(members) for name, members in model.roles.items()}
+    for name, members in model.roles.items():
+        bad = [m for m in members if not _looks_like_user_id(m)]
+        if bad:
+            problems.append(
+                f"{path}: roles.{name}: {bad!r} are not Slack user ids (expected U... or W...)"
+            )
+
+    agents, by_token = _load_agents(path, model, env, problems)
+    operations = _load_operations(path, model, env, problems)
+    try:
+        registry = Registry(operations)
+    except ValueError as error:
+        problems.append(f"{path}: operations: {error}")
+        registry = Registry([])
+
+    policy = PolicyTable.load([], registry=registry, roles=roles)
+    if not problems:
+        try:
+            policy = PolicyTable.load(
+                model.policy, registry=registry, roles=roles, agents=model.agents.keys()
+            )
+        except PolicyError as error:
+            problems += [f"{path}: {line}" for line in str(error).splitlines() if line.strip()]
+    if problems:
+        raise ConfigError(problems)
+
+    slack = SlackSettings(
+        bot_token=env.get("SLACK_BOT_TOKEN") or None,
+        signing_secret=env.get("SLACK_SIGNING_SECRET") or None,
+        app_token=env.get("SLACK_APP_TOKEN") or None,
+        api_url=_with_slash(env.get("SLACK_API_URL") or SLACK_API_DEFAULT),
+    )
+    return Settings(
+        path=path,
+        server=model.server,
+        store=model.store,
+        slack=slack,
+        roles=roles,
+        agents=agents,
+        registry=registry,
+        policy=policy,
+        _agents_by_token=by_token,
+    )
+
+
+def _load_agents(
+    path: Path, model: _FileModel, env: Mapping[str, str], problems: list[str]
+) -> tuple[dict[str, AgentSettings], dict[str, AgentSettings]]:
+    agents: dict[str, AgentSettings] = {}
+    by_token: dict[str, AgentSettings] = {}
+    for name, section in model.agents.items():
+        token = env.get(section.token_env, "")
+        if not token:
+            problems.append(
+                f"{path}: agents.{name}.token_env: environment variable "
+                f"{section.token_env} is not set (it holds the agent's bearer token)"
+            )
+            continue
+        if len(token) < 16:
+            problems.append(
+                f"{path}: agents.{name}.token_env: the token in {section.token_env} is too "
+                "short (at least 16 characters)"
+            )
+            continue
+        secret = token
+        if section.callback_secret_env:
+            secret = env.get(section.callback_secret_env, "")
+            if not secret:
+                problems.append(
+                    f"{path}: agents.{name}.callback_secret_env: environment variable "
+                    f"{section.callback_secret_env} is not set"
+                )
+                continue
+        if token in by_token:
+            problems.append(
+                f"{path}: agents.{name}.token_env: agents {by_token[token].name!r} and "
+                f"{name!r} share a token; each agent needs its own"
+            )
+            continue
+        agent = AgentSettings(name, token, secret, section.callback_url_prefixes)
+        agents[name] = agent
+        by_token[token] = agent
+    return agents, by_token
+
+
+def _load_operations(
+    path: Path, model: _FileModel, env: Mapping[str, str], problems: list[str]
+) -> list[Operation[Any, Any]]:
+    operations: list[Operation[Any, Any]] = []
+    for name, section in model.operations.items():
+        where = f"{path}: operations.{name}"
+        options = {k: v for k, v in section.items() if k != "kind"}
+        kind = section.get("kind")
+        try:
+            if kind == "refund":
+                operations.append(refund.from_config(name, options))
+            elif kind == "webhook":
+                secret_env = options.pop("secret_env", None)
+                secret = env.get(secret_env, "") if isinstance(secret_env, str) else ""
+                if not secret:
+                    problems.append(
+                        f"{where}.secret_env: expected the name of an environment variable "
+                        f"holding the HMAC secret for the target (got {secret_env!r}, "
+                        "which is not set)"
+                    )
+                    continue
+                operations.append(webhook.from_config({"name": name, **options}, secret=secret))
+            else:
+                problems.append(f"{where}.kind: expected 'refund' or 'webhook' (got {kind!r})")
+        except ValueError as error:
+            problems.append(f"{where}: {error}")
+    return operations
+
+
+def _describe(path: Path, item: Any) -> str:
+    location = ".".join(str(part) for part in item["loc"])
+    return f"{path}: {location}: {item['msg']}"
+
+
+def _looks_like_user_id(value: str) -> bool:
+    return len(value) >= 3 and value[0] in "UW" and value[1:].isalnum() and value.isupper()
+
+
+def _with_slash(url: str) -> str:
+    return url if url.endswith("/") else url + "/"

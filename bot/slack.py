@@ -1,0 +1,131 @@
+"""Slack listeners (slack-bolt AsyncApp): acknowledge first, decode, call the service.
+
+Bolt verifies every request's signature with the signing secret before any listener runs; a
+forged, stale or unsigned request gets 401 and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, ValidationError
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.service import Service
+
+__all__ = ["BOLT", "Click", "ReasonSubmitted", "build_bolt", "slack_events"]
+
+log = logging.getLogger(__name__)
+
+BOLT: web.AppKey[AsyncApp] = web.AppKey("bolt", AsyncApp)
+
+REASON_MAX = 1000
+
+
+class Click(BaseModel):
+    """A button click, decoded from a block_actions payload."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    proposal_id: str
+    channel: str | None
+    trigger_id: str
+
+    @classmethod
+    def of(cls, body: dict[str, Any], action: dict[str, Any]) -> Click:
+        return cls(
+            user=body["user"]["id"],
+            proposal_id=action["value"],
+            channel=(body.get("channel") or {}).get("id")
+            or (body.get("container") or {}).get("channel_id"),
+            trigger_id=body["trigger_id"],
+        )
+
+
+class ReasonSubmitted(BaseModel):
+    """The reject modal, submitted."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    proposal_id: str
+    reason: str
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> ReasonSubmitted:
+        view = body["view"]
+        value = view["state"]["values"]["reason"]["reason"].get("value") or ""
+        return cls(
+            user=body["user"]["id"], proposal_id=view["private_metadata"], reason=value.strip()
+        )
+
+
+def build_bolt(*, signing_secret: str, client: AsyncWebClient, service: Service) -> AsyncApp:
+    """The bolt app; ``client`` carries the bot token and the Slack API base URL."""
+    app = AsyncApp(
+        signing_secret=signing_secret,
+        client=client,
+        process_before_response=False,
+        request_verification_enabled=True,
+        logger=logging.getLogger("bot.slack.bolt"),
+    )
+
+    @app.action("approve")
+    async def on_approve(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        click = _decode(Click.of, body, action)
+        if click is not None:
+            await service.approve(click.proposal_id, user=click.user, channel=click.channel)
+
+    @app.action("reject")
+    async def on_reject(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        click = _decode(Click.of, body, action)
+        if click is not None:
+            await service.begin_reject(
+                click.proposal_id,
+                user=click.user,
+                channel=click.channel,
+                trigger_id=click.trigger_id,
+            )
+
+    @app.view("reject_reason")
+    async def on_reason(ack: AsyncAck, body: dict[str, Any]) -> None:
+        submitted = _decode(ReasonSubmitted.of, body)
+        if submitted is None:
+            await ack()
+            return
+        if not submitted.reason:
+            await ack(response_action="errors", errors={"reason": "Say why you reject it."})
+            return
+        if len(submitted.reason) > REASON_MAX:
+            await ack(
+                response_action="errors", errors={"reason": f"At most {REASON_MAX} characters."}
+            )
+            return
+        await ack()
+        await service.reject(submitted.proposal_id, user=submitted.user, reason=submitted.reason)
+
+    return app
+
+
+def _decode(parse: Any, *args: Any) -> Any:
+    """The typed value, or None (logged) when the payload is not what Slack sends."""
+    try:
+        return parse(*args)
+    except (KeyError, TypeError, AttributeError, ValidationError) as error:
+        log.warning("ignored a malformed Slack payload: %s: %s", type(error).__name__, error)
+        return None
+
+
+async def slack_events(request: web.Request) -> web.Response:
+    """``POST /slack/events``: events, interactivity and slash commands, through bolt."""
+    bolt = request.app[BOLT]
+    response = await bolt.async_dispatch(await to_bolt_request(request))
+    return await to_aiohttp_response(response)

@@ -1,0 +1,146 @@
+"""The agent API: submit proposals, read (and long-poll) their state."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from bot.problems import Problem
+from bot.schemas import ProposalOut, SubmitBody
+from bot.service import Service
+from bot.settings import AgentSettings
+from contracts.base import FieldProblem, problems_from_validation_error
+from store.base import Proposal, ProposalNotFound
+from store.lifecycle import Status
+
+__all__ = ["SERVICE", "agent_routes"]
+
+SERVICE: web.AppKey[Service] = web.AppKey("service", Service)
+
+MAX_BODY = 256 * 1024
+_UNSETTLED = {Status.PENDING, Status.EXECUTING}
+
+
+def agent_routes() -> list[web.RouteDef]:
+    return [
+        web.post("/v1/proposals", submit),
+        web.get("/v1/proposals/{id}", read),
+        web.get("/healthz", healthz),
+    ]
+
+
+def _agent(request: web.Request) -> AgentSettings:
+    """The agent is whoever holds the bearer token: never what the body says."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    challenge = {"WWW-Authenticate": 'Bearer realm="countersign"'}
+    if scheme.lower() != "bearer" or not token:
+        raise Problem(
+            401, "Unauthorized", "send 'Authorization: Bearer <agent token>'", headers=challenge
+        )
+    service = request.app[SERVICE]
+    agent = service.settings.agent_for_token(token.strip())
+    # compare_digest on the hit too, so timing does not tell how much of a token matched
+    if agent is None or not hmac.compare_digest(agent.token, token.strip()):
+        raise Problem(401, "Unauthorized", "unknown agent token", headers=challenge)
+    return agent
+
+
+async def submit(request: web.Request) -> web.Response:
+    agent = _agent(request)
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
+    raw = await request.content.read(MAX_BODY + 1)
+    if len(raw) > MAX_BODY:
+        raise Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise Problem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise Problem(400, "Malformed request", "the body must be a JSON object")
+    try:
+        body = SubmitBody.model_validate_json(raw)
+    except ValidationError as error:
+        raise Problem(
+            422,
+            "Invalid proposal",
+            "the proposal body does not match what the API expects",
+            problems=problems_from_validation_error("", error),
+        ) from None
+    key = request.headers.get("Idempotency-Key")
+    if key is not None and not (1 <= len(key) <= 200 and key.isprintable()):
+        raise Problem(
+            422,
+            "Invalid Idempotency-Key",
+            "expected 1 to 200 printable characters",
+            problems=[
+                FieldProblem(field="Idempotency-Key", message="1 to 200 printable characters")
+            ],
+        )
+    submitted = await request.app[SERVICE].submit(agent, body, key)
+    status = 201 if submitted.created else 200
+    headers = {"Location": f"/v1/proposals/{submitted.proposal.id}"}
+    if not submitted.created:
+        headers["Idempotent-Replayed"] = "true"
+    return _json(submitted.proposal, status=status, headers=headers)
+
+
+async def read(request: web.Request) -> web.Response:
+    agent = _agent(request)
+    service = request.app[SERVICE]
+    wait = _wait_seconds(request, service.settings.server.long_poll_max_seconds)
+    proposal = await _own(service, agent, request.match_info["id"])
+    deadline = time.monotonic() + wait
+    while proposal.status in _UNSETTLED and (remaining := deadline - time.monotonic()) > 0:
+        await service.waiters.wait(proposal.id, remaining)
+        proposal = await service.store.get_proposal(proposal.id)
+    return _json(proposal)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"ok": True})
+
+
+async def _own(service: Service, agent: AgentSettings, proposal_id: str) -> Proposal:
+    try:
+        proposal = await service.store.get_proposal(proposal_id)
+    except ProposalNotFound:
+        proposal = None
+    if proposal is None or proposal.agent != agent.name:  # another agent's: same answer
+        raise Problem(404, "Not found", f"no proposal {proposal_id!r} for agent {agent.name!r}")
+    return proposal
+
+
+def _wait_seconds(request: web.Request, ceiling: float) -> float:
+    raw = request.query.get("wait")
+    if raw is None:
+        return 0.0
+    try:
+        wait = float(raw)
+    except ValueError:
+        wait = -1.0
+    if not 0 <= wait <= ceiling:
+        raise Problem(
+            400,
+            "Invalid wait",
+            f"query parameter 'wait' must be a number of seconds from 0 to {ceiling:g} "
+            f"(got {raw!r})",
+            problems=[FieldProblem(field="wait", message=f"a number from 0 to {ceiling:g}")],
+        )
+    return wait
+
+
+def _json(
+    proposal: Proposal, *, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        status=status,
+        body=ProposalOut.of(proposal).model_dump_json().encode(),
+        content_type="application/json",
+        headers=headers,
+    )

@@ -1,0 +1,295 @@
+"""A running Countersign over real HTTP: SQLite file, local Slack, an execution target.
+
+Everything talks over loopback the way it would in production: agents POST to the agent API,
+Slack interactions are real payload bodies signed with the signing secret, Countersign calls
+the local Slack Web API and the webhook target.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import textwrap
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from bot.app import build_app
+from bot.localslack import LocalSlack, running_local_slack
+from bot.settings import load_settings
+from bot.webhook import SERVICE
+from store.sqlite import SqliteStore
+from tests.slack_requests import block_action_body, signed_headers, view_submission_body
+
+SIGNING_SECRET = "e2e-signing-secret-0123456789abcdef"
+BOT_TOKEN = "xoxb-e2e-bot-token"
+AGENT_TOKEN = "agent-token-support-bot-0123456789"
+OTHER_AGENT_TOKEN = "agent-token-ops-bot-9876543210abc"
+WEBHOOK_SECRET = "webhook-secret-for-the-crm-target"
+
+REQUESTER = "U0REQUESTER"  #: accountable human; also holds the finance role
+APPROVER = "U0APPROVER"  #: finance
+APPROVER_2 = "U0APPROVER2"  #: finance
+OUTSIDER = "U0OUTSIDER"  #: holds no approver role
+REFUNDS_CHANNEL = "C0REFUNDS"
+CAMPAIGN_CHANNEL = "C0CAMPAIGNS"
+
+
+class FakeClock:
+    """The app's clock: starts at real time (Slack signatures use it too) and can jump ahead."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+    def advance(self, delta: timedelta) -> None:
+        self.offset += delta
+
+
+@dataclass
+class Target:
+    """The webhook operation's execution target: records requests, answers as scripted."""
+
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    status: int = 200
+    body: dict[str, Any] = field(default_factory=lambda: {"campaign_id": "cmp_1", "queued": True})
+    delay: float = 0.0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        raw = await request.read()
+        self.requests.append({"path": request.path, "headers": dict(request.headers), "body": raw})
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return web.json_response(self.body, status=self.status)
+
+    def executions(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"] == "/campaigns/send"]
+
+
+def config_text(target_url: str) -> str:
+    return textwrap.dedent(
+        f"""
+        [server]
+        sweep_interval_seconds = 0.05
+        long_poll_max_seconds = 30
+        callback_attempts = 3
+
+        [roles]
+        finance = ["{REQUESTER}", "{APPROVER}", "{APPROVER_2}"]
+        support = ["{REQUESTER}"]
+
+        [agents.support-bot]
+        token_env = "E2E_AGENT_TOKEN"
+
+        [agents.ops-bot]
+        token_env = "E2E_OTHER_AGENT_TOKEN"
+
+        [operations."payments.refund"]
+        kind = "refund"
+        payments = [
+          {{ payment_id = "pay_1001", customer = "cus_ada", amount_cents = 4500, currency = "USD" }},
+          {{ payment_id = "pay_1002", customer = "cus_grace", amount_cents = 120000, currency = "USD" }},
+          {{ payment_id = "pay_1003", customer = "cus_alan", amount_cents = 1500, currency = "USD" }},
+          {{ payment_id = "pay_1004", customer = "cus_edsger", amount_cents = 300000, currency = "USD" }},
+        ]
+
+        [operations."crm.send_campaign"]
+        kind = "webhook"
+        description = "Email a campaign to a customer segment"
+        url = "{target_url}/campaigns/send"
+        secret_env = "E2E_WEBHOOK_SECRET"
+        timeout_seconds = 2
+        defaults = {{ send_at = "now" }}
+        request_schema = {{ type = "object", required = ["segment", "template", "recipients"], properties = {{ segment = {{ type = "string", minLength = 1 }}, template = {{ type = "string", pattern = "^tmpl_[a-z0-9_]+$" }}, recipients = {{ type = "integer", minimum = 1 }}, send_at = {{ type = "string" }} }} }}
+        preview = {{ title = "Email {{recipients}} customers in segment {{segment}}", fields = [ {{ label = "Template", value = "{{template}}" }}, {{ label = "Send at", value = "{{send_at}}" }} ] }}
+
+        [[policy]]
+        id = "small-refunds"
+        operation = "payments.refund"
+        when = [{{ field = "amount_cents", lte = 2000 }}]
+        decision = "auto"
+
+        [[policy]]
+        id = "refunds"
+        operation = "payments.refund"
+        when = [{{ field = "amount_cents", lte = 200000 }}]
+        decision = "ask"
+        approvers = ["finance"]
+        channel = "{REFUNDS_CHANNEL}"
+        expires_after = "1h"
+
+        [[policy]]
+        id = "huge-refunds"
+        operation = "payments.refund"
+        decision = "deny"
+        reason = "Refunds over 2,000.00 go through the manual process."
+
+        [[policy]]
+        id = "campaigns"
+        operation = "crm.send_campaign"
+        decision = "ask"
+        approvers = ["finance"]
+        channel = "{CAMPAIGN_CHANNEL}"
+        expires_after = "30m"
+        """
+    )
+
+
+ENV = {
+    "E2E_AGENT_TOKEN": AGENT_TOKEN,
+    "E2E_OTHER_AGENT_TOKEN": OTHER_AGENT_TOKEN,
+    "E2E_WEBHOOK_SECRET": WEBHOOK_SECRET,
+    "SLACK_BOT_TOKEN": BOT_TOKEN,
+    "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+}
+
+
+@dataclass
+class Countersign:
+    url: str
+    slack: LocalSlack
+    target: Target
+    clock: FakeClock
+    store: SqliteStore
+    app: web.Application
+    http: aiohttp.ClientSession
+    db_path: Path
+
+    @property
+    def service(self) -> Any:
+        return self.app[SERVICE]
+
+    # --- the agent's side ----------------------------------------------------------------------
+
+    async def submit(
+        self,
+        body: dict[str, Any] | bytes,
+        *,
+        token: str | None = AGENT_TOKEN,
+        key: str | None = None,
+    ) -> tuple[int, dict[str, Any]]:
+        headers = {"Content-Type": "application/json"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        async with self.http.post(f"{self.url}/v1/proposals", data=data, headers=headers) as r:
+            return r.status, await r.json(content_type=None)
+
+    async def read(
+        self, proposal_id: str, *, wait: float | None = None, token: str = AGENT_TOKEN
+    ) -> tuple[int, dict[str, Any]]:
+        params = {} if wait is None else {"wait": str(wait)}
+        headers = {"Authorization": f"Bearer {token}"}
+        async with self.http.get(
+            f"{self.url}/v1/proposals/{proposal_id}", params=params, headers=headers
+        ) as r:
+            return r.status, await r.json(content_type=None)
+
+    # --- the approver's side -------------------------------------------------------------------
+
+    async def post_slack(self, body: str, headers: dict[str, str] | None = None) -> int:
+        headers = headers if headers is not None else signed_headers(SIGNING_SECRET, body)
+        async with self.http.post(f"{self.url}/slack/events", data=body, headers=headers) as r:
+            await r.read()
+            return r.status
+
+    async def click(self, user: str, action_id: str, proposal_id: str) -> int:
+        proposal = await self.store.get_proposal(proposal_id)
+        assert proposal.slack_channel and proposal.slack_ts, "the proposal was never posted"
+        body = block_action_body(
+            user_id=user,
+            action_id=action_id,
+            value=proposal_id,
+            channel_id=proposal.slack_channel,
+            message_ts=proposal.slack_ts,
+            trigger_id=self.slack.issue_trigger(user),
+        )
+        return await self.post_slack(body)
+
+    async def submit_reason(self, user: str, proposal_id: str, reason: str) -> int:
+        body = view_submission_body(
+            user_id=user,
+            callback_id="reject_reason",
+            private_metadata=proposal_id,
+            values={"reason": {"reason": reason}},
+        )
+        return await self.post_slack(body)
+
+    async def posted(self, proposal_id: str) -> Any:
+        """Wait until the proposal's Slack message exists; return the stored proposal."""
+
+        async def check() -> Any:
+            proposal = await self.store.get_proposal(proposal_id)
+            return proposal if proposal.slack_ts else None
+
+        return await eventually(check)
+
+    async def settled(self) -> None:
+        """Wait for the app's background work (Slack updates, callbacks) to finish."""
+        await eventually(self._idle)
+
+    async def _idle(self) -> bool:
+        return len(self.service.tasks) == 0
+
+
+async def eventually(
+    check: Callable[[], Awaitable[Any]], *, timeout: float = 10.0, interval: float = 0.02
+) -> Any:
+    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        result = await check()
+        if result:
+            return result
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s: {check}")
+        await asyncio.sleep(interval)
+
+
+@asynccontextmanager
+async def running_countersign(
+    tmp_path: Path, *, env: dict[str, str] | None = None
+) -> AsyncIterator[Countersign]:
+    target = Target()
+    target_app = web.Application()
+    target_app.router.add_route("*", "/{tail:.*}", target.handle)
+    target_server = TestServer(target_app, host="127.0.0.1")
+    await target_server.start_server()
+    target_url = str(target_server.make_url("")).rstrip("/")
+    async with running_local_slack(BOT_TOKEN) as (slack, slack_url):
+        config = tmp_path / "countersign.toml"
+        config.write_text(config_text(target_url))
+        settings = load_settings(config, {**ENV, "SLACK_API_URL": slack_url, **(env or {})})
+        db_path = tmp_path / "countersign.sqlite"
+        store = await SqliteStore.open(db_path)
+        clock = FakeClock()
+        app = build_app(settings, store, clock=clock)
+        server = TestServer(app, host="127.0.0.1")
+        await server.start_server()
+        try:
+            async with aiohttp.ClientSession() as http:
+                yield Countersign(
+                    url=str(server.make_url("")).rstrip("/"),
+                    slack=slack,
+                    target=target,
+                    clock=clock,
+                    store=store,
+                    app=app,
+                    http=http,
+                    db_path=db_path,
+                )
+        finally:
+            await server.close()
+            await store.close()
+            await target_server.close()
