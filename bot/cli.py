@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.app import build_app
-from bot.settings import ConfigError, Settings, load_settings
+from bot.settings import ConfigError, Settings, load_settings, slack_settings
 from store.base import StoreError
 from store.open import open_store
 
@@ -48,6 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("The configuration has problems:", file=sys.stderr)
         for problem in error.problems:
             print(f"  - {problem}", file=sys.stderr)
+        if args.command == "serve":
+            # serve needs the Slack secrets too: say so now rather than on the next run
+            _report_missing_slack(slack_settings(os.environ).missing())
         return 2
 
     if args.command == "check-config":
@@ -92,13 +96,7 @@ async def _audit_verify(settings: Settings) -> int:
 def _serve(settings: Settings, host: str | None, port: int | None) -> int:
     missing = settings.slack.missing()
     if missing:
-        print("countersign serve cannot start:", file=sys.stderr)
-        for problem in missing:
-            print(f"  - {problem}", file=sys.stderr)
-        print(
-            "Create the Slack app from manifest.yml (see README), then export these.",
-            file=sys.stderr,
-        )
+        _report_missing_slack(missing)
         return 2
 
     async def make() -> web.Application:
@@ -111,8 +109,24 @@ def _serve(settings: Settings, host: str | None, port: int | None) -> int:
         app.on_cleanup.append(close_store)
         return app
 
-    web.run_app(make(), host=host or settings.server.host, port=port or settings.server.port)
+    web.run_app(
+        make(),
+        host=settings.server.host if host is None else host,
+        port=settings.server.port if port is None else port,
+    )
     return 0
+
+
+def _report_missing_slack(missing: list[str]) -> None:
+    if not missing:
+        return
+    print("countersign serve cannot start:", file=sys.stderr)
+    for problem in missing:
+        print(f"  - {problem}", file=sys.stderr)
+    print(
+        "Create the Slack app from manifest.yml (see README), then export these.",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ __all__ = [
     "Settings",
     "SlackSettings",
     "load_settings",
+    "slack_settings",
 ]
 
 DEFAULT_CONFIG_PATH = Path("countersign.toml")
@@ -173,33 +174,48 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
         registry = Registry([])
 
     policy = PolicyTable.load([], registry=registry, roles=roles)
-    if not problems:
-        try:
-            policy = PolicyTable.load(
-                model.policy, registry=registry, roles=roles, agents=model.agents.keys()
-            )
-        except PolicyError as error:
-            problems += [f"{path}: {line}" for line in str(error).splitlines() if line.strip()]
+    # The policy is checked even when other parts have problems, so one run shows them all. A rule
+    # for an operation that is configured but could not be built is not called unknown: the
+    # operation's own problem is already listed.
+    unbuilt = [name for name in model.operations if name not in registry]
+    try:
+        policy = PolicyTable.load(
+            model.policy, registry=registry, roles=roles, agents=model.agents.keys()
+        )
+    except PolicyError as error:
+        problems += [
+            f"{path}: {problem}"
+            for problem in error.problems
+            if not _names_unbuilt_operation(problem, unbuilt)
+        ]
     if problems:
         raise ConfigError(problems)
 
-    slack = SlackSettings(
-        bot_token=env.get("SLACK_BOT_TOKEN") or None,
-        signing_secret=env.get("SLACK_SIGNING_SECRET") or None,
-        app_token=env.get("SLACK_APP_TOKEN") or None,
-        api_url=_with_slash(env.get("SLACK_API_URL") or SLACK_API_DEFAULT),
-    )
     return Settings(
         path=path,
         server=model.server,
         store=model.store,
-        slack=slack,
+        slack=slack_settings(env),
         roles=roles,
         agents=agents,
         registry=registry,
         policy=policy,
         _agents_by_token=by_token,
     )
+
+
+def slack_settings(env: Mapping[str, str]) -> SlackSettings:
+    """The Slack credentials and API address, from the environment only."""
+    return SlackSettings(
+        bot_token=env.get("SLACK_BOT_TOKEN") or None,
+        signing_secret=env.get("SLACK_SIGNING_SECRET") or None,
+        app_token=env.get("SLACK_APP_TOKEN") or None,
+        api_url=_with_slash(env.get("SLACK_API_URL") or SLACK_API_DEFAULT),
+    )
+
+
+def _names_unbuilt_operation(problem: str, unbuilt: list[str]) -> bool:
+    return any(f"field 'operation': unknown operation {name!r}" in problem for name in unbuilt)
 
 
 def _load_agents(
@@ -272,8 +288,27 @@ def _load_operations(
 
 
 def _describe(path: Path, item: Any) -> str:
-    location = ".".join(str(part) for part in item["loc"])
-    return f"{path}: {location}: {item['msg']}"
+    loc = tuple(str(part) for part in item["loc"])
+    location = ".".join(loc)
+    if item["type"] == "extra_forbidden":
+        allowed = _keys_allowed_at(loc[:-1])
+        expected = f" (expected one of: {', '.join(allowed)})" if allowed else ""
+        return f"{path}: {location}: unknown key{expected}"
+    if item["type"] == "missing":
+        return f"{path}: {location}: {item['msg']}"
+    return f"{path}: {location}: {item['msg']} (got {item['input']!r})"
+
+
+def _keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys a table of the file may hold, for naming them when an unknown one appears."""
+    sections: dict[str, type[BaseModel]] = {"server": ServerSettings, "store": StoreSettings}
+    if not parent:
+        return tuple(_FileModel.model_fields)
+    if len(parent) == 1 and parent[0] in sections:
+        return tuple(sections[parent[0]].model_fields)
+    if len(parent) == 2 and parent[0] == "agents":
+        return tuple(_AgentSection.model_fields)
+    return ()
 
 
 def _looks_like_user_id(value: str) -> bool:

@@ -51,12 +51,12 @@ def test_no_slash_command_is_declared_yet(manifest: dict[str, Any]) -> None:
     assert "commands" not in manifest["oauth_config"]["scopes"]["bot"]
 
 
-def test_slack_posts_events_and_interactions_to_slack_events(manifest: dict[str, Any]) -> None:
+def test_slack_posts_interactions_to_slack_events_and_no_unhandled_events(manifest: dict[str, Any]) -> None:
     settings = manifest["settings"]
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["interactivity"]["request_url"].endswith("/slack/events")
-    assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")
-    assert settings["event_subscriptions"]["bot_events"] == ["app_home_opened"]
+    # every subscribed event needs a listener; the app listens to none yet
+    assert "event_subscriptions" not in settings
 
 
 def test_app_is_an_http_app_with_a_named_bot_user(manifest: dict[str, Any]) -> None:
@@ -66,4 +66,4 @@ def test_app_is_an_http_app_with_a_named_bot_user(manifest: dict[str, Any]) -> N
     assert settings["token_rotation_enabled"] is False
     assert manifest["display_information"]["name"] == "Countersign"
     assert manifest["features"]["bot_user"]["display_name"] == "Countersign"
-    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is False
