@@ -1,0 +1,312 @@
+"""The ``countersign`` command, run in-process: check-config, serve's preflight, audit verify."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from contracts.outcomes import Succeeded
+from store.sqlite import SqliteStore
+from tests.e2e.harness import ENV, config_text
+from tests.store.conformance import new_proposal
+
+#: The trigger in store/sql/sqlite/0001_init.sql that keeps audit entries from being changed.
+AUDIT_UPDATE_TRIGGER = "audit_log_refuses_update"
+SLACK_SECRETS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET")
+
+
+def write_config(tmp_path: Path, text: str | None = None) -> tuple[Path, Path]:
+    """A valid configuration whose store is a SQLite file in tmp_path; returns (config, db)."""
+    db = tmp_path / "data" / "countersign.sqlite"
+    db.parent.mkdir(exist_ok=True)
+    config = tmp_path / "countersign.toml"
+    if text is None:
+        text = config_text("http://127.0.0.1:9")
+    config.write_text(f'{text}\n[store]\nurl = "sqlite:///{db}"\n', encoding="utf-8")
+    return config, db
+
+
+@pytest.fixture
+def environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variables the configuration names, without the Slack secrets."""
+    for name, value in ENV.items():
+        if name not in SLACK_SECRETS:
+            monkeypatch.setenv(name, value)
+
+
+# --- check-config ---------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("environment")
+def test_check_config_on_a_valid_file_prints_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, _ = write_config(tmp_path)
+
+    code = main(["--config", str(config), "check-config"])
+
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"{config}: OK"
+    assert "  operations: payments.refund, crm.send_campaign" in lines
+    assert "  agents: support-bot, ops-bot" in lines
+    assert "  roles: finance (3), support (1)" in lines
+    assert "  policy rules: 4 (no match denies)" in lines
+    # the Slack secrets are not needed to check a file, but their absence is noted
+    notes = [line for line in lines if line.startswith("  note: ")]
+    assert [note.split()[1] for note in notes] == list(SLACK_SECRETS)
+
+
+@pytest.mark.usefixtures("environment")
+def test_check_config_reads_the_path_from_countersign_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, _ = write_config(tmp_path)
+    monkeypatch.setenv("COUNTERSIGN_CONFIG", str(config))
+
+    code = main(["check-config"])
+
+    assert code == 0
+    assert capsys.readouterr().out.startswith(f"{config}: OK\n")
+
+
+@pytest.mark.usefixtures("environment")
+def test_check_config_on_a_broken_file_prints_each_problem_on_its_own_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = config_text("http://127.0.0.1:9").replace('field = "amount_cents"', 'field = "amount"')
+    config, _ = write_config(tmp_path, f"colour = 'blue'\n{text}")
+    monkeypatch.delenv("E2E_WEBHOOK_SECRET")
+
+    code = main(["--config", str(config), "check-config"])
+
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    # the file's shape is checked first: an unknown key stops the rest
+    assert err.splitlines() == [
+        "The configuration has problems:",
+        f"  - {config}: colour: unknown key "
+        "(expected one of: server, store, roles, agents, operations, policy)",
+    ]
+
+    config, _ = write_config(tmp_path, text)
+    code = main(["--config", str(config), "check-config"])
+
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    [header, *problems] = err.splitlines()
+    assert header == "The configuration has problems:"
+    assert len(problems) == 3, problems
+    assert problems[0].startswith(f"  - {config}: operations.crm.send_campaign.secret_env: ")
+    assert "'E2E_WEBHOOK_SECRET', which is not set" in problems[0]
+    for problem, rule in zip(problems[1:], ["small-refunds", "refunds"], strict=True):
+        assert problem.startswith(
+            f"  - {config}: policy rule {rule!r}: field 'amount' is not an argument"
+        )
+
+
+def test_missing_config_file_names_the_path_and_how_to_pass_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    absent = tmp_path / "nowhere" / "countersign.toml"
+
+    code = main(["--config", str(absent), "check-config"])
+
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert f"{absent}: no such file" in err
+    assert "pass --config PATH or set COUNTERSIGN_CONFIG" in err
+
+
+def test_a_command_is_required(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([])
+
+    assert exited.value.code == 2
+    assert "serve" in capsys.readouterr().err
+
+
+# --- serve's preflight ----------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.usefixtures("environment")
+def test_serve_without_slack_secrets_names_both_and_starts_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, db = write_config(tmp_path)
+
+    code = main(["--config", str(config), "serve", "--port", "0"])
+
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "countersign serve cannot start:" in err
+    assert "  - SLACK_BOT_TOKEN is not set: the Bot User OAuth Token" in err
+    assert "'OAuth & Permissions'" in err
+    assert "  - SLACK_SIGNING_SECRET is not set: the Signing Secret" in err
+    assert "'Basic Information'" in err
+    assert "manifest.yml" in err
+    assert "Running on" not in out
+    assert not db.exists()  # the store was never opened
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.usefixtures("environment")
+def test_serve_names_only_the_missing_slack_secret(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, db = write_config(tmp_path)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-present")
+
+    code = main(["--config", str(config), "serve"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "SLACK_SIGNING_SECRET is not set" in err
+    assert "SLACK_BOT_TOKEN" not in err
+    assert not db.exists()
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.usefixtures("environment")
+def test_serve_with_a_broken_config_and_no_slack_secrets_reports_both_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, db = write_config(tmp_path)
+    monkeypatch.delenv("E2E_AGENT_TOKEN")
+
+    code = main(["--config", str(config), "serve"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "The configuration has problems:" in err
+    assert "agents.support-bot.token_env: environment variable E2E_AGENT_TOKEN is not set" in err
+    assert "countersign serve cannot start:" in err
+    assert "SLACK_BOT_TOKEN is not set" in err
+    assert "SLACK_SIGNING_SECRET is not set" in err
+    assert not db.exists()
+
+
+@pytest.mark.usefixtures("environment")
+def test_check_config_with_a_broken_file_does_not_ask_for_slack_secrets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, _ = write_config(tmp_path)
+    monkeypatch.delenv("E2E_AGENT_TOKEN")
+
+    code = main(["--config", str(config), "check-config"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "E2E_AGENT_TOKEN is not set" in err
+    assert "SLACK_" not in err
+
+
+# --- audit verify ---------------------------------------------------------------------------------
+
+
+async def populate(db: Path) -> int:
+    """Two proposals through their lifecycle, written through the store; returns the entry count."""
+    now = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+    store = await SqliteStore.open(db)
+    try:
+        approved = new_proposal(now)
+        await store.create_proposal(approved)
+        await store.attach_message(approved.id, "C0REFUNDS", "1700000000.000100")
+        await store.claim_for_execution(
+            approved.id,
+            actor="U0APPROVER",
+            now=now + timedelta(minutes=1),
+            binding_hash=approved.binding_hash,
+        )
+        await store.record_outcome(
+            approved.id, Succeeded(result={"refund_id": "re_1"}), now=now + timedelta(minutes=2)
+        )
+        rejected = new_proposal(now)
+        await store.create_proposal(rejected)
+        await store.reject(
+            rejected.id, actor="U0APPROVER", reason="not ours", now=now + timedelta(minutes=3)
+        )
+        return len(await store.audit_log())
+    finally:
+        await store.close()
+
+
+def tamper(db: Path, seq: int) -> None:
+    """Rewrite one audit entry's detail the way someone with the database file could."""
+    with sqlite3.connect(db) as connection:
+        connection.execute(f"DROP TRIGGER {AUDIT_UPDATE_TRIGGER}")
+        [(detail,)] = connection.execute("SELECT detail FROM audit_log WHERE seq = ?", (seq,))
+        changed = {**json.loads(detail), "actor_note": "nothing to see here"}
+        connection.execute(
+            "UPDATE audit_log SET detail = ? WHERE seq = ?", (json.dumps(changed), seq)
+        )
+    connection.close()
+
+
+@pytest.mark.usefixtures("environment")
+def test_audit_verify_on_a_fresh_store_is_ok(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, db = write_config(tmp_path)
+
+    code = main(["--config", str(config), "audit", "verify"])
+
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out == "audit log OK: 0 entries verified\n"
+    assert db.exists()
+
+
+@pytest.mark.usefixtures("environment")
+def test_audit_verify_counts_every_entry_of_a_busy_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, db = write_config(tmp_path)
+    entries = asyncio.run(populate(db))
+
+    code = main(["--config", str(config), "audit", "verify"])
+
+    assert entries == 6
+    assert code == 0
+    assert capsys.readouterr().out == f"audit log OK: {entries} entries verified\n"
+
+
+@pytest.mark.usefixtures("environment")
+def test_audit_verify_on_a_tampered_log_names_the_first_bad_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, db = write_config(tmp_path)
+    asyncio.run(populate(db))
+    tamper(db, seq=3)
+
+    code = main(["--config", str(config), "audit", "verify"])
+
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.startswith("audit log BROKEN at entry 3: ")
+    assert out.endswith("(2 entries verified before it)\n")
+
+
+def test_audit_verify_on_an_unusable_store_url_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "countersign.toml"
+    config.write_text('[store]\nurl = "mysql://db/countersign"\n', encoding="utf-8")
+
+    code = main(["--config", str(config), "audit", "verify"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "cannot open the store mysql://db/countersign" in err
+    assert "unknown scheme 'mysql'" in err
