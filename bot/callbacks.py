@@ -45,6 +45,7 @@ class CallbackSender:
         body = ProposalOut.of(proposal).model_dump_json().encode()
         delay = self._first_delay
         last = ""
+        attempt = 0
         for attempt in range(1, self._attempts + 1):
             timestamp = str(int(self._clock().timestamp()))
             headers = {
@@ -70,7 +71,7 @@ class CallbackSender:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 60.0)
         log.warning("callback for %s failed: %s", proposal.id, last)
-        await self._audit(proposal, "callback_failed", self._attempts, last)
+        await self._audit(proposal, "callback_failed", attempt, last)
         return False
 
     async def _audit(

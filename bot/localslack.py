@@ -28,6 +28,8 @@ from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
+from bot.localsocket import LocalSocketMode
+
 __all__ = [
     "DEFAULT_TOKEN",
     "EphemeralMessage",
@@ -728,10 +730,12 @@ async def _handle(request: web.Request) -> web.Response:
     return web.json_response(body, status=status, headers=headers)
 
 
-def build_app(slack: LocalSlack) -> web.Application:
-    """The aiohttp application serving ``slack`` at ``/api/<method>``."""
+def build_app(slack: LocalSlack, socket_mode: LocalSocketMode | None = None) -> web.Application:
+    """The aiohttp application serving ``slack`` at ``/api/<method>`` (and Socket Mode)."""
     app = web.Application()
     app[_LOCAL_SLACK] = slack
+    if socket_mode is not None:
+        socket_mode.install(app)
     app.router.add_route("*", "/api/{method}", _handle)
     return app
 
@@ -743,13 +747,14 @@ async def running_local_slack(
     slack: LocalSlack | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
+    socket_mode: LocalSocketMode | None = None,
 ) -> AsyncIterator[tuple[LocalSlack, str]]:
     """Serve a local Slack on ``host:port`` (0: any free port); yield it and its API base URL.
 
     The base URL ends with ``/api/``, ready for ``AsyncWebClient(base_url=...)``.
     """
     slack = slack if slack is not None else LocalSlack(token=token)
-    runner = web.AppRunner(build_app(slack), access_log=None)
+    runner = web.AppRunner(build_app(slack, socket_mode), access_log=None)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)
@@ -759,4 +764,6 @@ async def running_local_slack(
         yield slack, slack.base_url
     finally:
         slack.base_url = None
+        if socket_mode is not None:
+            await socket_mode.close()
         await runner.cleanup()

@@ -44,9 +44,9 @@ class Problem(Exception):
             "title": self.title,
             "status": self.status,
             "detail": self.detail,
+            # always present ([] when no field is at fault), so clients need not check for it
+            "errors": [p.model_dump() for p in self.problems],
         }
-        if self.problems:
-            body["errors"] = [p.model_dump() for p in self.problems]
         return web.Response(
             status=self.status,
             body=json.dumps(body).encode(),

@@ -109,7 +109,7 @@ class Service:
         earlier = await self.store.find_submission(agent.name, key)
         if earlier is not None:
             if earlier.submission_fingerprint != fingerprint:
-                raise IdempotencyConflict(earlier)
+                raise _conflict(earlier, derived=idempotency_key is None)
             return Submitted(earlier, created=False)
 
         now = self._clock()
@@ -147,7 +147,7 @@ class Service:
         proposal, created = await self.store.create_proposal(new)
         if not created:
             if proposal.submission_fingerprint != fingerprint:
-                raise IdempotencyConflict(proposal)
+                raise _conflict(proposal, derived=idempotency_key is None)
             return Submitted(proposal, created=False)
         if proposal.status is Status.EXECUTING:
             proposal = await self._execute(proposal)
@@ -299,6 +299,23 @@ def _derived_key(agent: str, body: SubmitBody) -> str:
         }
     )
     return "derived:" + hashlib.sha256(material).hexdigest()
+
+
+def _conflict(earlier: Proposal, *, derived: bool) -> Exception:
+    """The error for a resubmission that matches ``earlier``'s key but not its body."""
+    if not derived:
+        return IdempotencyConflict(earlier)
+    # No Idempotency-Key was sent, so naming one would not help: say what the key came from.
+    return ContractViolation(
+        [
+            FieldProblem(
+                field="run_id",
+                message=f"proposal {earlier.id} already has this run_id, operation and request "
+                "with other details (reason, requested_by or callback_url); send another run_id "
+                "or an Idempotency-Key to make a new proposal",
+            )
+        ]
+    )
 
 
 def _policy_fields(decision: Auto | Ask | Deny, now: datetime) -> dict[str, Any]:

@@ -23,6 +23,8 @@ SERVICE: web.AppKey[Service] = web.AppKey("service", Service)
 
 MAX_BODY = 256 * 1024
 _UNSETTLED = {Status.PENDING, Status.EXECUTING}
+#: The longest a long-poll waits for a wake-up before it reads the store again.
+_POLL_SLICE = 1.0
 
 
 def agent_routes() -> list[web.RouteDef]:
@@ -58,14 +60,23 @@ async def submit(request: web.Request) -> web.Response:
     if len(raw) > MAX_BODY:
         raise Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_refuse_constant)
     except (ValueError, UnicodeDecodeError) as error:
         raise Problem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise Problem(400, "Malformed JSON", "the body is nested too deeply") from None
     if not isinstance(data, dict):
         raise Problem(400, "Malformed request", "the body must be a JSON object")
     try:
         body = SubmitBody.model_validate_json(raw)
     except ValidationError as error:
+        unparsed = [
+            e["msg"] for e in error.errors(include_url=False) if e["type"] == "json_invalid"
+        ]
+        if unparsed:  # JSON Python reads but the validator refuses (lone surrogates, depth)
+            raise Problem(
+                400, "Malformed JSON", f"the body could not be parsed: {unparsed[0]}"
+            ) from None
         raise Problem(
             422,
             "Invalid proposal",
@@ -97,7 +108,9 @@ async def read(request: web.Request) -> web.Response:
     proposal = await _own(service, agent, request.match_info["id"])
     deadline = time.monotonic() + wait
     while proposal.status in _UNSETTLED and (remaining := deadline - time.monotonic()) > 0:
-        await service.waiters.wait(proposal.id, remaining)
+        # Re-read at least every slice: a change made by another process, or one that lands
+        # between the read above and the wait starting, is never missed for longer than that.
+        await service.waiters.wait(proposal.id, min(remaining, _POLL_SLICE))
         proposal = await service.store.get_proposal(proposal.id)
     return _json(proposal)
 
@@ -114,6 +127,10 @@ async def _own(service: Service, agent: AgentSettings, proposal_id: str) -> Prop
     if proposal is None or proposal.agent != agent.name:  # another agent's: same answer
         raise Problem(404, "Not found", f"no proposal {proposal_id!r} for agent {agent.name!r}")
     return proposal
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number; send a finite number or a string")
 
 
 def _wait_seconds(request: web.Request, ceiling: float) -> float:

@@ -10,13 +10,15 @@ status = ... RETURNING *``); when no row comes back, the proposal is re-read to 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import aiosqlite
 from pydantic import JsonValue
@@ -182,6 +184,36 @@ async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migrat
     return done
 
 
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+
+
+def _finish_even_if_cancelled(
+    method: Callable[_P, Coroutine[Any, Any, _T]],
+) -> Callable[_P, Coroutine[Any, Any, _T]]:
+    """Run a store call to its end even when the caller is cancelled.
+
+    aiosqlite executes statements in its own thread: a cancelled ``await`` does not stop a
+    BEGIN or COMMIT already queued, so cancelling mid-transaction would leave the connection in a
+    state the next caller trips over. The call runs in a shielded task instead; a cancelled
+    caller gets CancelledError at once while the transaction commits or rolls back on its own.
+    """
+
+    @functools.wraps(method)
+    async def shielded(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        task = asyncio.ensure_future(method(*args, **kwargs))
+        task.add_done_callback(_consume)
+        return await asyncio.shield(task)
+
+    return shielded
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    """Retrieve a shielded call's error when its caller is no longer waiting for it."""
+    if not task.cancelled():
+        task.exception()
+
+
 class SqliteStore:
     """A Store on one SQLite file. Create it with :meth:`open`."""
 
@@ -255,8 +287,12 @@ class SqliteStore:
                     yield self._db
                     await self._db.execute("COMMIT")
                 except BaseException:
+                    # Best effort: after a cancellation during COMMIT the transaction may have
+                    # ended already, and a failing ROLLBACK must not replace the real error
+                    # (least of all a CancelledError, which must reach the task).
                     if self._db.in_transaction:
-                        await self._db.execute("ROLLBACK")
+                        with contextlib.suppress(sqlite3.Error):
+                            await self._db.execute("ROLLBACK")
                     raise
             except sqlite3.IntegrityError as error:
                 raise StoreError(f"the database refused the change: {error}") from error
@@ -304,6 +340,7 @@ class SqliteStore:
 
     # --- the protocol -----------------------------------------------------------------------
 
+    @_finish_even_if_cancelled
     async def create_proposal(self, new: NewProposal) -> tuple[Proposal, bool]:
         if new.status not in INITIAL:
             raise InvalidTransition(
@@ -334,15 +371,18 @@ class SqliteStore:
                 await self._append(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
             return proposal_from_row(row), True
 
+    @_finish_even_if_cancelled
     async def get_proposal(self, proposal_id: str) -> Proposal:
         async with self._transaction(write=False) as db:
             return await self._existing(db, proposal_id)
 
+    @_finish_even_if_cancelled
     async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
         async with self._transaction(write=False) as db:
             row = await self._one(db, SELECT_BY_SUBMISSION_KEY, (agent, submission_key))
             return None if row is None else proposal_from_row(row)
 
+    @_finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
         now = self._clock()
         async with self._transaction(write=True) as db:
@@ -353,6 +393,7 @@ class SqliteStore:
             await self._append(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
             return proposal_from_row(row)
 
+    @_finish_even_if_cancelled
     async def claim_for_execution(
         self, proposal_id: str, *, actor: str, now: datetime, binding_hash: str
     ) -> TransitionResult:
@@ -365,6 +406,7 @@ class SqliteStore:
             await self._append(db, now, proposal_id, actor, "approved", detail)
             return Transitioned(proposal_from_row(row))
 
+    @_finish_even_if_cancelled
     async def reject(
         self, proposal_id: str, *, actor: str, reason: str, now: datetime
     ) -> TransitionResult:
@@ -376,6 +418,7 @@ class SqliteStore:
             await self._append(db, now, proposal_id, actor, "rejected", {"reason": reason})
             return Transitioned(proposal_from_row(row))
 
+    @_finish_even_if_cancelled
     async def record_outcome(
         self, proposal_id: str, outcome: Outcome, *, now: datetime
     ) -> Proposal:
@@ -392,6 +435,7 @@ class SqliteStore:
             await self._append(db, now, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
             return proposal_from_row(row)
 
+    @_finish_even_if_cancelled
     async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
         if limit < 1:  # SQLite reads a negative LIMIT as "no limit"
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
@@ -405,6 +449,7 @@ class SqliteStore:
                 await self._append(db, now, proposal.id, EXPIRY_ACTOR, "expired", detail)
             return expired
 
+    @_finish_even_if_cancelled
     async def record_event(
         self,
         proposal_id: str | None,
@@ -417,6 +462,7 @@ class SqliteStore:
         async with self._transaction(write=True) as db:
             return await self._append(db, now, proposal_id, actor, event, detail)
 
+    @_finish_even_if_cancelled
     async def audit_log(self, proposal_id: str | None = None) -> list[AuditEntry]:
         async with self._transaction(write=False) as db:
             if proposal_id is None:
@@ -425,6 +471,7 @@ class SqliteStore:
                 rows = await db.execute_fetchall(SELECT_PROPOSAL_AUDIT_LOG, (proposal_id,))
             return [audit_entry_from_row(row) for row in rows]
 
+    @_finish_even_if_cancelled
     async def verify_audit(self) -> AuditReport:
         """Check the hash chain, then compare its last entry with the audit head.
 

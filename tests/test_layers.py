@@ -1,4 +1,4 @@
-"""Imports run one way: bot -> contracts, store; store -> contracts; contracts -> nothing of ours."""
+"""Imports run one way: bot -> contracts, store; store -> contracts; contracts -> none of ours."""
 
 from __future__ import annotations
 

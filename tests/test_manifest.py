@@ -51,7 +51,9 @@ def test_no_slash_command_is_declared_yet(manifest: dict[str, Any]) -> None:
     assert "commands" not in manifest["oauth_config"]["scopes"]["bot"]
 
 
-def test_slack_posts_interactions_to_slack_events_and_no_unhandled_events(manifest: dict[str, Any]) -> None:
+def test_slack_posts_interactions_to_slack_events_and_no_unhandled_events(
+    manifest: dict[str, Any],
+) -> None:
     settings = manifest["settings"]
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["interactivity"]["request_url"].endswith("/slack/events")

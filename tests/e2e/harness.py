@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import textwrap
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -18,11 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import aiosqlite
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from slack_sdk.http_retry.builtin_interval_calculators import (
+    FixedValueRetryIntervalCalculator,
+)
 
 from bot.app import build_app
 from bot.localslack import LocalSlack, running_local_slack
+from bot.localsocket import LocalSocketMode
 from bot.settings import load_settings
 from bot.webhook import SERVICE
 from store.sqlite import SqliteStore
@@ -75,7 +80,25 @@ class Target:
         return [r for r in self.requests if r["path"] == "/campaigns/send"]
 
 
-def config_text(target_url: str) -> str:
+def config_text(
+    target_url: str, agent_settings: Mapping[str, Mapping[str, Any]] | None = None
+) -> str:
+    """The e2e configuration; ``agent_settings`` adds keys to agents' tables (name -> key -> value)."""
+    return _with_agent_settings(_base_config_text(target_url), agent_settings or {})
+
+
+def _with_agent_settings(text: str, agent_settings: Mapping[str, Mapping[str, Any]]) -> str:
+    for name, options in agent_settings.items():
+        header = f"[agents.{name}]\n"
+        if header not in text:
+            raise ValueError(f"agent_settings: no agent {name!r} in the e2e configuration")
+        # JSON strings and arrays of strings are valid TOML values
+        lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in options.items())
+        text = text.replace(header, header + lines, 1)
+    return text
+
+
+def _base_config_text(target_url: str) -> str:
     return textwrap.dedent(
         f"""
         [server]
@@ -242,6 +265,53 @@ class Countersign:
     async def _idle(self) -> bool:
         return len(self.service.tasks) == 0
 
+    # --- raw HTTP and inspection -----------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        data: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> Answer:
+        """Any request to the app, sent exactly as given; the whole answer comes back."""
+        async with self.http.request(
+            method, f"{self.url}{path}", data=data, headers=headers, params=params
+        ) as r:
+            return Answer(r.status, r.headers.copy(), await r.read())
+
+    async def proposal_count(self) -> int:
+        """Rows in the proposals table, read through a separate read-only connection."""
+        async with (
+            aiosqlite.connect(f"file:{self.db_path}?mode=ro", uri=True) as db,
+            db.execute("SELECT count(*) FROM proposals") as cursor,
+        ):
+            row = await cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def fast_slack_retries(self, interval: float = 0.01) -> None:
+        """Keep the Slack client's retry counts but shorten its backoff between 5xx retries.
+
+        429 retries still wait for the Retry-After the local Slack sends.
+        """
+        for handler in self.service.publisher.client.retry_handlers:
+            handler.interval_calculator = FixedValueRetryIntervalCalculator(interval)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One HTTP answer: status, headers (case-insensitive), raw body."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
 
 async def eventually(
     check: Callable[[], Awaitable[Any]], *, timeout: float = 10.0, interval: float = 0.02
@@ -259,17 +329,25 @@ async def eventually(
 
 @asynccontextmanager
 async def running_countersign(
-    tmp_path: Path, *, env: dict[str, str] | None = None
+    tmp_path: Path,
+    *,
+    env: dict[str, str] | None = None,
+    agent_settings: Mapping[str, Mapping[str, Any]] | None = None,
+    socket_mode: LocalSocketMode | None = None,
 ) -> AsyncIterator[Countersign]:
+    """The app, the local Slack and the target, running; with ``socket_mode``, Slack
+    interactions go over a WebSocket (``SLACK_APP_TOKEN`` set) instead of ``/slack/events``."""
+    if socket_mode is not None:
+        env = {"SLACK_APP_TOKEN": socket_mode.app_token, **(env or {})}
     target = Target()
     target_app = web.Application()
     target_app.router.add_route("*", "/{tail:.*}", target.handle)
     target_server = TestServer(target_app, host="127.0.0.1")
     await target_server.start_server()
     target_url = str(target_server.make_url("")).rstrip("/")
-    async with running_local_slack(BOT_TOKEN) as (slack, slack_url):
+    async with running_local_slack(BOT_TOKEN, socket_mode=socket_mode) as (slack, slack_url):
         config = tmp_path / "countersign.toml"
-        config.write_text(config_text(target_url))
+        config.write_text(config_text(target_url, agent_settings))
         settings = load_settings(config, {**ENV, "SLACK_API_URL": slack_url, **(env or {})})
         db_path = tmp_path / "countersign.sqlite"
         store = await SqliteStore.open(db_path)

@@ -1,0 +1,137 @@
+"""Slack misbehaving: rate limits, server errors and permanent errors never lose a decision.
+
+The local Slack injects the faults (``fail_next``); the store stays the truth, every failed Slack
+call leaves a ``slack_call_failed`` audit entry, and the agent sees the real state throughout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import (
+    APPROVER,
+    CAMPAIGN_CHANNEL,
+    REQUESTER,
+    Countersign,
+    eventually,
+    running_countersign,
+)
+
+
+@pytest.fixture
+async def cs(tmp_path: Path) -> AsyncIterator[Countersign]:
+    async with running_countersign(tmp_path) as running:
+        yield running
+
+
+CAMPAIGN: dict[str, Any] = {
+    "operation": "crm.send_campaign",
+    "request": {"segment": "churn-risk", "template": "tmpl_winback", "recipients": 1200},
+    "requested_by": REQUESTER,
+    "run_id": "run-1",
+}
+
+
+def _top_level(cs: Countersign) -> list[Any]:
+    return [m for m in cs.slack.messages(CAMPAIGN_CHANNEL) if not m.is_reply]
+
+
+async def _slack_failures(cs: Countersign, proposal_id: str) -> list[Any]:
+    return [e for e in await cs.store.audit_log(proposal_id) if e.event == "slack_call_failed"]
+
+
+async def test_rate_limited_post_waits_for_retry_after_and_posts_once(cs: Countersign) -> None:
+    cs.slack.fail_next("chat.postMessage", status=429, retry_after=1)
+
+    status, created = await cs.submit(CAMPAIGN)
+    proposal = await cs.posted(created["id"])
+
+    assert status == 201
+    refused, accepted = cs.slack.calls("chat.postMessage")
+    assert (refused.status, accepted.status) == (429, 200)
+    assert (accepted.at - refused.at).total_seconds() >= 1  # Retry-After was honoured
+    [message] = _top_level(cs)
+    assert proposal.slack_ts == message.ts
+    assert await _slack_failures(cs, created["id"]) == []
+
+
+async def test_server_errors_three_times_then_ok_posts_once(cs: Countersign) -> None:
+    cs.fast_slack_retries()
+    cs.slack.fail_next("chat.postMessage", status=500, times=3)
+
+    status, created = await cs.submit(CAMPAIGN)
+    proposal = await cs.posted(created["id"])
+
+    assert status == 201
+    assert [c.status for c in cs.slack.calls("chat.postMessage")] == [500, 500, 500, 200]
+    [message] = _top_level(cs)
+    assert proposal.slack_ts == message.ts
+    assert await _slack_failures(cs, created["id"]) == []
+
+
+async def test_server_errors_beyond_the_retry_budget_are_audited_and_leave_it_pending(
+    cs: Countersign,
+) -> None:
+    cs.fast_slack_retries()
+    cs.slack.fail_next("chat.postMessage", status=503, times=4)
+
+    status, created = await cs.submit(CAMPAIGN)
+    [failure] = await eventually(lambda: _slack_failures(cs, created["id"]))
+
+    assert status == 201
+    assert failure.detail["method"] == "chat.postMessage"
+    assert "503" in str(failure.detail["error"])
+    assert len(cs.slack.calls("chat.postMessage")) == 4  # the first try and three retries
+    assert _top_level(cs) == []
+    _, read = await cs.read(created["id"])
+    assert read["status"] == "pending"
+
+
+async def test_failed_message_update_after_approval_keeps_decision_and_outcome(
+    cs: Countersign,
+) -> None:
+    _, created = await cs.submit(CAMPAIGN)
+    await cs.posted(created["id"])
+    cs.slack.fail_next("chat.update", status=200, error="message_not_found", times=5)
+
+    assert await cs.click(APPROVER, "approve", created["id"]) == 200
+    _, final = await cs.read(created["id"], wait=10)
+    await cs.settled()
+
+    assert final["status"] == "succeeded"
+    assert final["decision"]["by"] == APPROVER
+    assert final["outcome"]["result"] == {"campaign_id": "cmp_1", "queued": True}
+    assert len(cs.target.executions()) == 1
+    failures = await _slack_failures(cs, created["id"])
+    assert failures
+    assert {f.detail["method"] for f in failures} == {"chat.update"}
+    assert "message_not_found" in str(failures[0].detail["error"])
+    stored = await cs.store.get_proposal(created["id"])
+    assert stored.status == "succeeded"
+    assert stored.outcome is not None
+    assert (await cs.store.verify_audit()).ok
+
+
+async def test_slack_outage_on_post_leaves_the_proposal_pending_and_audited(
+    cs: Countersign,
+) -> None:
+    cs.slack.fail_next("chat.postMessage", status=200, error="channel_not_found", times=3)
+
+    status, created = await cs.submit(CAMPAIGN)
+    [failure] = await eventually(lambda: _slack_failures(cs, created["id"]))
+    await cs.settled()
+
+    assert status == 201
+    assert created["status"] == "pending"
+    assert failure.detail["method"] == "chat.postMessage"
+    assert "channel_not_found" in str(failure.detail["error"])
+    assert len(cs.slack.calls("chat.postMessage")) == 1  # a permanent error is not retried
+    stored = await cs.store.get_proposal(created["id"])
+    assert (stored.status, stored.slack_ts) == ("pending", None)
+    _, read = await cs.read(created["id"])
+    assert read["status"] == "pending"
+    # Nothing posts it again: nobody sees it before it expires.
