@@ -93,6 +93,8 @@ async def _sweep_forever(service: Service, interval: float) -> None:
             expired = await service.expire_due()
             if expired:
                 log.info("expired %d proposal(s)", len(expired))
+            if await service.repost_unposted():
+                log.info("posting again proposals Slack did not take")
         except Exception:
             log.exception("expiry sweep failed; trying again in %.0f s", interval)
         await asyncio.sleep(interval)

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -50,11 +50,32 @@ class SlackPublisher:
         self._store = store
         self._clock = clock
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._posting: set[str] = set()  #: posts in flight, never started twice
+        self._attempted: dict[str, datetime] = {}  #: last post attempt of unposted proposals
 
     async def post_proposal(self, proposal: Proposal) -> Proposal:
         """Post the interactive message in the rule's channel and remember its ts."""
-        if proposal.channel is None:
+        if proposal.channel is None or proposal.id in self._posting:
             return proposal
+        self._posting.add(proposal.id)
+        self._attempted[proposal.id] = self._clock()
+        try:
+            current = await self._store.get_proposal(proposal.id)  # another task may have posted
+            if current.slack_ts is not None or current.status is not Status.PENDING:
+                return current
+            return await self._post(current)
+        finally:
+            self._posting.discard(proposal.id)
+
+    def due_for_retry(self, proposal: Proposal, *, every: timedelta) -> bool:
+        """Whether an unposted proposal's last post attempt (in this process) is ``every`` ago."""
+        if proposal.id in self._posting:
+            return False
+        last = self._attempted.get(proposal.id)
+        return last is None or self._clock() - last >= every
+
+    async def _post(self, proposal: Proposal) -> Proposal:
+        assert proposal.channel is not None
         message = render.proposal_message(proposal, now=self._clock())
         response = await self._call(
             proposal,
@@ -74,6 +95,7 @@ class SlackPublisher:
         posted = await self._store.attach_message(
             proposal.id, str(response["channel"]), str(response["ts"])
         )
+        self._attempted.pop(proposal.id, None)
         if posted.status is not Status.PENDING:  # decided or expired while the post was in flight
             await self.show_decision(posted, None)
         return posted

@@ -12,7 +12,7 @@ import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot import render
@@ -203,6 +203,19 @@ class Service:
                 self._announce(proposal, reply=render.expiry_reply(proposal))
             expired += batch
         return expired
+
+    async def repost_unposted(self, *, every: timedelta = timedelta(seconds=30)) -> int:
+        """Post again the pending proposals whose Slack post failed; returns how many were tried.
+
+        Each is retried at most once per ``every`` so a channel Slack keeps refusing is not
+        hammered; the failures are audited by the publisher.
+        """
+        tried = 0
+        for proposal in await self.store.unposted(limit=50):
+            if self.publisher.due_for_retry(proposal, every=every):
+                self.tasks.spawn(self.publisher.post_proposal(proposal), name="repost")
+                tried += 1
+        return tried
 
     # --- helpers ----------------------------------------------------------------------------
 

@@ -173,6 +173,10 @@ class Store(Protocol):
         """The proposal ``agent`` stored under ``submission_key``, if any."""
         ...
 
+    async def unposted(self, *, limit: int = 50) -> list[Proposal]:
+        """Pending proposals that should be in Slack but have no message yet, oldest first."""
+        ...
+
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
         """Remember the Slack message that shows the proposal."""
         ...

@@ -87,6 +87,14 @@ RETURNING *
 #: The proposal an agent stored under a submission key.
 SELECT_BY_SUBMISSION_KEY = "SELECT * FROM proposals WHERE agent = ? AND submission_key = ?"
 
+#: Pending proposals meant for Slack whose message was never posted, oldest first.
+SELECT_UNPOSTED = """
+SELECT * FROM proposals
+WHERE status = 'pending' AND channel IS NOT NULL AND slack_ts IS NULL
+ORDER BY created_at, id
+LIMIT ?
+"""
+
 #: One proposal by id.
 SELECT_PROPOSAL = "SELECT * FROM proposals WHERE id = ?"
 
@@ -381,6 +389,12 @@ class SqliteStore:
         async with self._transaction(write=False) as db:
             row = await self._one(db, SELECT_BY_SUBMISSION_KEY, (agent, submission_key))
             return None if row is None else proposal_from_row(row)
+
+    @_finish_even_if_cancelled
+    async def unposted(self, *, limit: int = 50) -> list[Proposal]:
+        async with self._transaction(write=False) as db:
+            rows = await db.execute_fetchall(SELECT_UNPOSTED, (limit,))
+            return [proposal_from_row(row) for row in rows]
 
     @_finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:

@@ -6,7 +6,9 @@ call leaves a ``slack_call_failed`` audit entry, and the agent sees the real sta
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -116,10 +118,10 @@ async def test_failed_message_update_after_approval_keeps_decision_and_outcome(
     assert (await cs.store.verify_audit()).ok
 
 
-async def test_slack_outage_on_post_leaves_the_proposal_pending_and_audited(
+async def test_a_post_slack_refused_is_retried_by_the_sweep_and_shown_once(
     cs: Countersign,
 ) -> None:
-    cs.slack.fail_next("chat.postMessage", status=200, error="channel_not_found", times=3)
+    cs.slack.fail_next("chat.postMessage", status=200, error="channel_not_found", times=1)
 
     status, created = await cs.submit(CAMPAIGN)
     [failure] = await eventually(lambda: _slack_failures(cs, created["id"]))
@@ -134,4 +136,12 @@ async def test_slack_outage_on_post_leaves_the_proposal_pending_and_audited(
     assert (stored.status, stored.slack_ts) == ("pending", None)
     _, read = await cs.read(created["id"])
     assert read["status"] == "pending"
-    # Nothing posts it again: nobody sees it before it expires.
+
+    await asyncio.sleep(0.3)  # several sweeps: none posts again before the retry interval
+    assert len(cs.slack.calls("chat.postMessage")) == 1
+    cs.clock.advance(timedelta(seconds=31))
+
+    posted = await cs.posted(created["id"])
+    await asyncio.sleep(0.3)  # further sweeps must not post it a second time
+    assert len(cs.slack.messages(CAMPAIGN_CHANNEL)) == 1
+    assert cs.slack.messages(CAMPAIGN_CHANNEL)[0].ts == posted.slack_ts

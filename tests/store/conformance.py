@@ -243,6 +243,19 @@ class StoreConformance:
         assert await store.find_submission(stored.agent, "key-2") is None
         assert await store.find_submission("ops-agent", "key-1") is None
 
+    async def test_unposted_lists_pending_proposals_without_a_message_oldest_first(
+        self, store: Store, now: datetime
+    ) -> None:
+        later, _ = await store.create_proposal(new_proposal(now + timedelta(seconds=1)))
+        first, _ = await store.create_proposal(new_proposal(now))
+        posted, _ = await store.create_proposal(new_proposal(now))
+        await store.attach_message(posted.id, "C1", "1.000100")
+        rejected, _ = await store.create_proposal(new_proposal(now))
+        await store.reject(rejected.id, actor="U9", reason="no", now=now)
+
+        assert [p.id for p in await store.unposted()] == [first.id, later.id]
+        assert [p.id for p in await store.unposted(limit=1)] == [first.id]
+
     # --- the policy's own decisions ----------------------------------------------------------
 
     async def test_policy_ask_writes_only_submitted(self, store: Store, now: datetime) -> None:
