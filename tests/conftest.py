@@ -6,6 +6,14 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Timing is not what property tests check: a loaded 2-core machine (CI) must not turn a slow
+# example into a failure. Benchmarks measure speed; these check behaviour.
+settings.register_profile(
+    "countersign", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("countersign")
 
 _SCRUBBED_PREFIXES = ("SLACK_", "COUNTERSIGN_")
 
