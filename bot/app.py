@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
@@ -11,17 +10,21 @@ from datetime import UTC, datetime
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
+from bot.callbacks import CallbackSender
 from bot.http import AiohttpClient
+from bot.outbox import OutboxWorker, RetryPolicy
 from bot.problems import problem_middleware
 from bot.publish import SlackPublisher, make_web_client
 from bot.service import Service
 from bot.settings import Settings
-from bot.slack import BOLT, build_bolt, slack_events
-from bot.tasks import BackgroundTasks
+from bot.slack import BOLT, SIGNING_SECRET, build_bolt, slack_events
 from bot.webhook import SERVICE, agent_routes
 from store.base import Store
+from store.lifecycle import Effect
 
-__all__ = ["build_app", "utc_now"]
+__all__ = ["OUTBOX", "build_app", "utc_now"]
+
+OUTBOX: web.AppKey[OutboxWorker] = web.AppKey("outbox", OutboxWorker)
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +46,37 @@ def build_app(
     assert settings.slack.bot_token is not None and settings.slack.signing_secret is not None
 
     app = web.Application(middlewares=[problem_middleware], client_max_size=1024 * 1024)
-    client = make_web_client(settings.slack.bot_token, settings.slack.api_url)
+    server = settings.server
+    client = make_web_client(
+        settings.slack.bot_token, settings.slack.api_url, timeout=server.slack_timeout_seconds
+    )
+    outbox_client = make_web_client(
+        settings.slack.bot_token,
+        settings.slack.api_url,
+        timeout=server.slack_timeout_seconds,
+        retries=False,
+    )
     http = AiohttpClient()
-    tasks = BackgroundTasks()
+    publisher = SlackPublisher(client, store, clock, outbox_client=outbox_client)
+    callbacks = CallbackSender(http, store, settings.agents, clock)
+    outbox = OutboxWorker(
+        store,
+        {
+            Effect.SLACK_POST: publisher.deliver,
+            Effect.SLACK_UPDATE: publisher.deliver,
+            Effect.SLACK_REPLY: publisher.deliver,
+            Effect.CALLBACK: callbacks.deliver,
+        },
+        clock,
+        policy=RetryPolicy(callback_attempts=server.callback_attempts),
+    )
     service = Service(
         settings=settings,
         store=store,
-        publisher=SlackPublisher(client, store, clock),
+        publisher=publisher,
         http=http,
         clock=clock,
-        tasks=tasks,
+        wake_outbox=outbox.wake,
     )
     bolt = build_bolt(
         signing_secret=settings.slack.signing_secret,
@@ -61,6 +85,8 @@ def build_app(
     )
     app[SERVICE] = service
     app[BOLT] = bolt
+    app[SIGNING_SECRET] = settings.slack.signing_secret
+    app[OUTBOX] = outbox
     app.add_routes(agent_routes())
     if settings.slack.app_token is None:
         app.router.add_post("/slack/events", slack_events)
@@ -71,16 +97,16 @@ def build_app(
             socket = AsyncSocketModeHandler(bolt, settings.slack.app_token)
             await socket.connect_async()  # type: ignore[no-untyped-call]
             log.info("connected to Slack in Socket Mode")
-        sweeper = asyncio.create_task(
-            _sweep_forever(service, settings.server.sweep_interval_seconds), name="sweeper"
-        )
+        workers = [
+            asyncio.create_task(_sweep_forever(service, server.sweep_interval_seconds)),
+            asyncio.create_task(outbox.run()),
+        ]
         yield
-        sweeper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sweeper
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
         if socket is not None:
             await socket.close_async()  # type: ignore[no-untyped-call]
-        await tasks.drain()
         await http.close()
 
     app.cleanup_ctx.append(lifecycle)
@@ -88,13 +114,13 @@ def build_app(
 
 
 async def _sweep_forever(service: Service, interval: float) -> None:
+    """Expire overdue proposals; hand executions whose executor vanished to a person."""
     while True:
         try:
             expired = await service.expire_due()
             if expired:
                 log.info("expired %d proposal(s)", len(expired))
-            if await service.repost_unposted():
-                log.info("posting again proposals Slack did not take")
+            await service.reclaim_abandoned()
         except Exception:
-            log.exception("expiry sweep failed; trying again in %.0f s", interval)
+            log.exception("sweep failed; trying again in %.0f s", interval)
         await asyncio.sleep(interval)

@@ -1,19 +1,21 @@
-"""Signed callbacks to agents: the final state of their proposal, retried with backoff."""
+"""Signed callbacks to agents: the state of their proposal, POSTed to its callback_url.
+
+The outbox calls :meth:`CallbackSender.deliver` once per attempt and retries with backoff; the
+body is the proposal as the agent API shows it, read when the attempt is made.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from pydantic import JsonValue
-
+from bot.publish import DeliveryFailed
 from bot.schemas import ProposalOut
 from bot.settings import AgentSettings
 from contracts.base import HttpClient, HttpTransportError
 from contracts.signing import sign
-from store.base import Proposal, Store
+from store.base import Delivery, Store
 
 __all__ = ["CallbackSender"]
 
@@ -25,65 +27,50 @@ class CallbackSender:
         self,
         http: HttpClient,
         store: Store,
+        agents: Mapping[str, AgentSettings],
         clock: Callable[[], datetime],
         *,
-        attempts: int = 6,
-        first_delay: float = 0.5,
         timeout: float = 10.0,
     ) -> None:
         self._http = http
         self._store = store
+        self._agents = agents
         self._clock = clock
-        self._attempts = attempts
-        self._first_delay = first_delay
         self._timeout = timeout
 
-    async def deliver(self, proposal: Proposal, agent: AgentSettings) -> bool:
-        """POST the proposal's state to its callback_url until a 2xx or attempts run out."""
+    async def deliver(self, delivery: Delivery) -> None:
+        proposal = await self._store.get_proposal(delivery.proposal_id)
+        agent = self._agents.get(proposal.agent)
         if proposal.callback_url is None:
-            return False
+            return
+        if agent is None:
+            raise DeliveryFailed(f"agent {proposal.agent!r} is no longer configured", lasting=True)
         body = ProposalOut.of(proposal).model_dump_json().encode()
-        delay = self._first_delay
-        last = ""
-        attempt = 0
-        for attempt in range(1, self._attempts + 1):
-            timestamp = str(int(self._clock().timestamp()))
-            headers = {
-                "Content-Type": "application/json",
-                "X-Countersign-Timestamp": timestamp,
-                "X-Countersign-Signature": sign(agent.callback_secret, timestamp, body),
-                "X-Countersign-Proposal": proposal.id,
-            }
-            try:
-                response = await self._http.post(
-                    proposal.callback_url, body=body, headers=headers, timeout=self._timeout
-                )
-            except HttpTransportError as error:
-                last = str(error)
-            else:
-                if 200 <= response.status < 300:
-                    await self._audit(proposal, "callback_delivered", attempt, None)
-                    return True
-                last = f"HTTP {response.status}"
-                if 400 <= response.status < 500 and response.status not in (408, 429):
-                    break  # the agent's endpoint refuses it; retrying will not change that
-            if attempt < self._attempts:
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 60.0)
-        log.warning("callback for %s failed: %s", proposal.id, last)
-        await self._audit(proposal, "callback_failed", attempt, last)
-        return False
-
-    async def _audit(
-        self, proposal: Proposal, event: str, attempts: int, error: str | None
-    ) -> None:
-        detail: dict[str, JsonValue] = {"url": proposal.callback_url, "attempts": attempts}
-        if error is not None:
-            detail["error"] = error
+        timestamp = str(int(self._clock().timestamp()))
+        headers = {
+            "Content-Type": "application/json",
+            "X-Countersign-Timestamp": timestamp,
+            "X-Countersign-Signature": sign(agent.callback_secret, timestamp, body),
+            "X-Countersign-Proposal": proposal.id,
+            "X-Countersign-Delivery": str(delivery.id),
+        }
+        try:
+            response = await self._http.post(
+                proposal.callback_url, body=body, headers=headers, timeout=self._timeout
+            )
+        except HttpTransportError as error:
+            raise DeliveryFailed(f"callback: {error}") from error
+        if not 200 <= response.status < 300:
+            refused = 400 <= response.status < 500 and response.status not in (408, 429)
+            raise DeliveryFailed(f"callback: HTTP {response.status}", lasting=refused)
         await self._store.record_event(
             proposal.id,
             actor="countersign",
-            event=event,
-            detail=detail,
+            event="callback_delivered",
+            detail={
+                "url": proposal.callback_url,
+                "attempts": delivery.attempts,
+                "status": delivery.status.value,
+            },
             now=self._clock(),
         )

@@ -1,4 +1,4 @@
-"""``countersign``: serve, check-config, audit verify."""
+"""``countersign``: serve, check-config, audit verify, sandbox."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.app import build_app
+from bot.sandbox import DEFAULT_PORT, run_sandbox
 from bot.settings import ConfigError, Settings, load_settings, slack_settings
 from store.base import StoreError
 from store.open import open_store
@@ -38,11 +39,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     audit = commands.add_parser("audit", help="the audit log")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     audit_commands.add_parser("verify", help="check the audit log's hash chain")
+    sandbox = commands.add_parser(
+        "sandbox", help="try it all in a browser: Countersign, a local Slack and its demo config"
+    )
+    sandbox.add_argument(
+        "--host", default="127.0.0.1", help="where to listen (default: %(default)s)"
+    )
+    sandbox.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="the page's port (default: %(default)s)"
+    )
+    sandbox.add_argument(
+        "--api-port",
+        type=int,
+        default=None,
+        help="Countersign's agent API port (default: --port + 1)",
+    )
+    sandbox.add_argument(
+        "--data-dir", type=Path, default=None, help="keep the store here (default: a temporary one)"
+    )
+    sandbox.add_argument("--demo", action="store_true", help="submit the demo proposals at start")
     args = parser.parse_args(argv)
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if args.command == "sandbox":  # its own demo configuration and secrets, not --config's
+        return run_sandbox(
+            host=args.host,
+            port=args.port,
+            api_port=args.api_port,
+            data_dir=args.data_dir,
+            agent_token=os.environ.get("COUNTERSIGN_SANDBOX_AGENT_TOKEN") or None,
+            demo=args.demo,
+        )
     try:
         settings = load_settings(args.config)
     except ConfigError as error:

@@ -14,6 +14,7 @@ here too.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import deque
@@ -204,7 +205,9 @@ class LocalSlack:
     ``strict_channels``: unknown channel ids are ``channel_not_found`` (otherwise they are created
     on first use). ``strict_users``: unknown user ids are ``user_not_found`` (otherwise they are
     active, full members). ``messages_per_second``: chat.postMessage calls allowed per channel per
-    second before answering 429. ``clock``: seconds, for that rate limit only.
+    second before answering 429. ``clock``: seconds, for that rate limit only. ``wall_clock``:
+    Unix seconds that message timestamps follow (the sandbox shows them as times); by default
+    they count up from a fixed moment, so tests see the same ts on every run.
     """
 
     def __init__(
@@ -220,6 +223,7 @@ class LocalSlack:
         strict_users: bool = False,
         messages_per_second: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] | None = None,
         permalink_base: str = "https://countersign-local.slack.invalid",
     ) -> None:
         self.token = token
@@ -232,10 +236,12 @@ class LocalSlack:
         self.permalink_base = permalink_base
         self.base_url: str | None = None  #: set while served by running_local_slack
         self._clock = clock
+        self._wall_clock = wall_clock
         self._channels: dict[str, _Channel] = {}
         self._users: dict[str, LocalUser] = {}
         self._calls: list[RecordedCall] = []
         self._faults: dict[str, deque[_Fault]] = {}
+        self._stalls: dict[str, deque[float]] = {}
         self._posted_at: dict[str, deque[float]] = {}
         self._ephemeral: list[EphemeralMessage] = []
         self._views: dict[str, OpenedView] = {}
@@ -284,6 +290,18 @@ class LocalSlack:
         fault = _Fault(status, retry_after, error or _FAULT_ERRORS.get(status, "fatal_error"))
         self._faults.setdefault(method, deque()).extend(fault for _ in range(times))
 
+    def stall_after_accepting(self, method: str, *, seconds: float, times: int = 1) -> None:
+        """Do the next ``times`` calls of ``method``, then hold the answer for ``seconds``.
+
+        What a client sees as a timeout although Slack did what was asked: the case where a
+        retried chat.postMessage would show a person the same message twice.
+        """
+        self._stalls.setdefault(method, deque()).extend(seconds for _ in range(times))
+
+    def take_stall(self, method: str) -> float:
+        queued = self._stalls.get(method)
+        return queued.popleft() if queued else 0.0
+
     # --- inspecting -------------------------------------------------------------------------------
 
     def calls(self, method: str | None = None) -> list[RecordedCall]:
@@ -315,6 +333,18 @@ class LocalSlack:
 
     def home_view(self, user_id: str) -> dict[str, Any] | None:
         return self._home.get(user_id)
+
+    def channel_list(self) -> list[dict[str, Any]]:
+        """Every channel as conversations.info describes it, in the order they were added."""
+        return [channel.to_api() for channel in self._channels.values()]
+
+    def users(self) -> list[LocalUser]:
+        """Every user, the bot first."""
+        return list(self._users.values())
+
+    def close_view(self, view_id: str) -> bool:
+        """Close a modal as Slack does after its submission is acknowledged (or it is cancelled)."""
+        return self._views.pop(view_id, None) is not None
 
     # --- answering --------------------------------------------------------------------------------
 
@@ -388,6 +418,8 @@ class LocalSlack:
 
     def _next_ts(self) -> str:
         self._micros += 100
+        if self._wall_clock is not None:
+            self._micros = max(self._micros, int(self._wall_clock() * 1_000_000))
         return f"{self._micros // 1_000_000}.{self._micros % 1_000_000:06d}"
 
     def _channel(self, args: dict[str, Any], key: str = "channel") -> _Channel:
@@ -727,6 +759,9 @@ async def _handle(request: web.Request) -> web.Response:
         )
     else:
         status, body, headers = slack.answer(method, args, authorization)
+        stall = slack.take_stall(method)
+        if stall:
+            await asyncio.sleep(stall)
     return web.json_response(body, status=status, headers=headers)
 
 

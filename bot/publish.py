@@ -1,17 +1,16 @@
-"""Showing proposals in Slack: post, update, reply in the thread, tell one person privately.
+"""Showing proposals in Slack.
 
-Every call goes through slack_sdk's AsyncWebClient with its retry handlers (429 with Retry-After,
-5xx, dropped connections). A Slack failure never undoes a decision: it is logged and audited, and
-the state in the store stays the truth.
+State changes reach Slack through the outbox (bot/outbox.py), which calls :meth:`deliver` for
+each entry and decides from :class:`DeliveryFailed` when to try again. Answers to one person's
+click (a private refusal, the reject modal) are not state changes and go out directly.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import weakref
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -23,141 +22,210 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import render
-from store.base import Proposal, Store
-from store.lifecycle import Status
+from store.base import Delivery, Proposal, Store
+from store.lifecycle import Effect, Status
 
-__all__ = ["SlackPublisher", "make_web_client"]
+__all__ = ["DeliveryFailed", "SlackPublisher", "make_web_client"]
 
 log = logging.getLogger(__name__)
 
+#: What Countersign puts in a proposal message's metadata, to find it again.
+METADATA_EVENT = "countersign_proposal"
 
-def make_web_client(token: str | None, api_url: str) -> AsyncWebClient:
-    return AsyncWebClient(
-        token=token,
-        base_url=api_url,
-        timeout=10,
-        retry_handlers=[
-            AsyncRateLimitErrorRetryHandler(max_retry_count=5),
-            AsyncServerErrorRetryHandler(max_retry_count=3),
+#: Slack errors that will not go away by retrying soon (the channel, the message or the app).
+_LASTING = {
+    "channel_not_found", "not_in_channel", "is_archived", "message_not_found",
+    "cant_update_message", "invalid_auth", "account_inactive", "token_revoked",
+    "missing_scope", "not_authed", "invalid_blocks", "invalid_blocks_format", "msg_too_long",
+    "no_permission", "restricted_action",
+}  # fmt: skip
+
+
+def make_web_client(
+    token: str | None, api_url: str, *, timeout: float = 10.0, retries: bool = True
+) -> AsyncWebClient:
+    """A Slack client; ``retries`` adds slack_sdk's handlers (429, 5xx, dropped connections).
+
+    The outbox's client has none: it reschedules instead, so a rate-limited channel never holds
+    up the delivery of anything else.
+    """
+    handlers = (
+        [
+            AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+            AsyncServerErrorRetryHandler(max_retry_count=2),
             AsyncConnectionErrorRetryHandler(max_retry_count=2),
-        ],
+        ]
+        if retries
+        else []
+    )
+    return AsyncWebClient(
+        token=token, base_url=api_url, timeout=max(1, round(timeout)), retry_handlers=handlers
     )
 
 
+@dataclass(frozen=True, slots=True)
+class DeliveryFailed(Exception):
+    """A delivery did not happen; how the outbox should go on."""
+
+    detail: str
+    retry_after: float | None = None  #: the other side said when (Retry-After)
+    lasting: bool = False  #: retrying soon will not help (few, slow retries, then give up)
+    uncertain: bool = False  #: it may have happened (a timeout after sending)
+
+    def __str__(self) -> str:
+        return self.detail
+
+
 class SlackPublisher:
-    def __init__(self, client: AsyncWebClient, store: Store, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: Store,
+        clock: Callable[[], datetime],
+        *,
+        outbox_client: AsyncWebClient | None = None,
+    ) -> None:
         self.client = client
+        self._outbox_client = outbox_client or client
         self._store = store
         self._clock = clock
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._posting: set[str] = set()  #: posts in flight, never started twice
-        self._attempted: dict[str, datetime] = {}  #: last post attempt of unposted proposals
 
-    async def post_proposal(self, proposal: Proposal) -> Proposal:
-        """Post the interactive message in the rule's channel and remember its ts."""
-        if proposal.channel is None or proposal.id in self._posting:
-            return proposal
-        self._posting.add(proposal.id)
-        self._attempted[proposal.id] = self._clock()
-        try:
-            current = await self._store.get_proposal(proposal.id)  # another task may have posted
-            if current.slack_ts is not None or current.status is not Status.PENDING:
-                return current
-            return await self._post(current)
-        finally:
-            self._posting.discard(proposal.id)
+    # --- the outbox's effects -----------------------------------------------------------------
 
-    def due_for_retry(self, proposal: Proposal, *, every: timedelta) -> bool:
-        """Whether an unposted proposal's last post attempt (in this process) is ``every`` ago."""
-        if proposal.id in self._posting:
-            return False
-        last = self._attempted.get(proposal.id)
-        return last is None or self._clock() - last >= every
+    async def deliver(self, delivery: Delivery) -> None:
+        """Carry out one Slack effect from the current state; raise DeliveryFailed if not done."""
+        proposal = await self._store.get_proposal(delivery.proposal_id)
+        if delivery.effect is Effect.SLACK_POST:
+            await self._post(proposal, search_first=delivery.attempts > 1)
+        elif proposal.slack_channel is None or proposal.slack_ts is None:
+            return  # never posted (or given up on): nothing to update or reply to
+        elif delivery.effect is Effect.SLACK_UPDATE:
+            message = render.proposal_message(proposal, now=self._clock())
+            await self._outbox_call(
+                "chat.update",
+                channel=proposal.slack_channel,
+                ts=proposal.slack_ts,
+                text=message["text"],
+                blocks=message["blocks"],
+            )
+        elif delivery.effect is Effect.SLACK_REPLY:
+            reply = _reply(proposal, delivery.status)
+            if reply is not None:
+                await self._outbox_call(
+                    "chat.postMessage",
+                    channel=proposal.slack_channel,
+                    thread_ts=proposal.slack_ts,
+                    text=reply["text"],
+                    blocks=reply["blocks"],
+                )
+        else:
+            raise ValueError(f"not a Slack effect: {delivery.effect}")
 
-    async def _post(self, proposal: Proposal) -> Proposal:
-        assert proposal.channel is not None
+    async def _post(self, proposal: Proposal, *, search_first: bool) -> None:
+        if proposal.slack_ts is not None or proposal.channel is None:
+            return
+        if proposal.status is not Status.PENDING:
+            return  # decided before it was ever shown: its outcome goes to the agent only
+        if search_first:  # an earlier attempt may have posted it without our knowing
+            found = await self._find_posted(proposal)
+            if found is not None:
+                await self._store.attach_message(proposal.id, proposal.channel, found)
+                return
         message = render.proposal_message(proposal, now=self._clock())
-        response = await self._call(
-            proposal,
+        response = await self._outbox_call(
             "chat.postMessage",
             channel=proposal.channel,
             text=message["text"],
             blocks=message["blocks"],
-            metadata={
-                "event_type": "countersign_proposal",
-                "event_payload": {"proposal_id": proposal.id},
-            },
+            metadata={"event_type": METADATA_EVENT, "event_payload": {"proposal_id": proposal.id}},
             unfurl_links=False,
             unfurl_media=False,
         )
-        if response is None:
-            return proposal
-        posted = await self._store.attach_message(
-            proposal.id, str(response["channel"]), str(response["ts"])
+        await self._store.attach_message(proposal.id, str(response["channel"]), str(response["ts"]))
+
+    async def _find_posted(self, proposal: Proposal) -> str | None:
+        """The ts of a message already carrying this proposal's id in its metadata, if any."""
+        assert proposal.channel is not None
+        response = await self._outbox_call(
+            "conversations.history",
+            channel=proposal.channel,
+            oldest=f"{proposal.created_at.timestamp() - 60:.6f}",
+            include_all_metadata=True,
+            limit=200,
         )
-        self._attempted.pop(proposal.id, None)
-        if posted.status is not Status.PENDING:  # decided or expired while the post was in flight
-            await self.show_decision(posted, None)
-        return posted
+        for message in response.get("messages", []):
+            metadata = message.get("metadata") or {}
+            payload = metadata.get("event_payload") or {}
+            if (
+                metadata.get("event_type") == METADATA_EVENT
+                and payload.get("proposal_id") == proposal.id
+            ):
+                return str(message["ts"])
+        return None
 
-    async def show_decision(self, proposal: Proposal, reply: dict[str, Any] | None) -> None:
-        """Update the original message (buttons gone) and post ``reply`` in its thread.
+    async def _outbox_call(self, method: str, **kwargs: Any) -> Any:
+        try:
+            return await self._outbox_client.api_call(method, json=kwargs)
+        except SlackApiError as error:
+            raise _classify(method, error) from error
+        except (TimeoutError, SlackClientError, OSError) as error:
+            raise DeliveryFailed(
+                f"{method}: {type(error).__name__}: {error}", uncertain=True
+            ) from error
 
-        Updates for one proposal are serialized and each renders the state as stored at that
-        moment, so the message ends showing the latest state whatever order tasks run in.
-        """
-        lock = self._locks.get(proposal.id)
-        if lock is None:
-            lock = self._locks[proposal.id] = asyncio.Lock()
-        async with lock:
-            current = await self._store.get_proposal(proposal.id)
-            if current.slack_channel is None or current.slack_ts is None:
-                return
-            message = render.proposal_message(current, now=self._clock())
-            await self._call(
-                current,
-                "chat.update",
-                channel=current.slack_channel,
-                ts=current.slack_ts,
-                text=message["text"],
-                blocks=message["blocks"],
-            )
-            if reply is not None:
-                await self._call(
-                    current,
-                    "chat.postMessage",
-                    channel=current.slack_channel,
-                    thread_ts=current.slack_ts,
-                    text=reply["text"],
-                    blocks=reply["blocks"],
-                )
+    # --- answers to one person ------------------------------------------------------------------
 
     async def tell(self, proposal: Proposal | None, channel: str, user: str, text: str) -> None:
         """An ephemeral message only ``user`` sees."""
-        await self._call(proposal, "chat.postEphemeral", channel=channel, user=user, text=text)
+        await self._direct(proposal, "chat.postEphemeral", channel=channel, user=user, text=text)
 
     async def open_view(self, proposal: Proposal, trigger_id: str, view: dict[str, Any]) -> bool:
         return (
-            await self._call(proposal, "views.open", trigger_id=trigger_id, view=view) is not None
+            await self._direct(proposal, "views.open", trigger_id=trigger_id, view=view) is not None
         )
 
-    async def _call(self, proposal: Proposal | None, method: str, **kwargs: Any) -> Any:
+    async def _direct(self, proposal: Proposal | None, method: str, **kwargs: Any) -> Any:
         try:
             return await self.client.api_call(method, json=kwargs)
         except (SlackApiError, SlackClientError, OSError, TimeoutError) as error:
             detail = _describe(error)
             log.warning("Slack %s failed for %s: %s", method, proposal and proposal.id, detail)
-            try:
-                await self._store.record_event(
-                    proposal.id if proposal else None,
-                    actor="countersign",
-                    event="slack_call_failed",
-                    detail={"method": method, "error": detail},
-                    now=self._clock(),
-                )
-            except Exception:  # the audit is best effort here; the failure is already logged
-                log.exception("could not audit a failed Slack call")
+            await self._store.record_event(
+                proposal.id if proposal else None,
+                actor="countersign",
+                event="slack_call_failed",
+                detail={"method": method, "error": detail},
+                now=self._clock(),
+            )
             return None
+
+
+def _reply(proposal: Proposal, status: Status) -> dict[str, Any] | None:
+    if status is Status.REJECTED:
+        return render.rejection_reply(proposal)
+    if status is Status.EXPIRED:
+        return render.expiry_reply(proposal)
+    if proposal.outcome is not None:
+        return render.outcome_reply(proposal)
+    return None
+
+
+def _classify(method: str, error: SlackApiError) -> DeliveryFailed:
+    status = error.response.status_code
+    code = str(error.response.get("error") or "")
+    detail = f"{method}: {status} {code}".strip()
+    if status == 429 or code == "ratelimited":
+        retry_after = error.response.headers.get("Retry-After") or error.response.headers.get(
+            "retry-after"
+        )
+        try:
+            seconds = float(retry_after) if retry_after is not None else 1.0
+        except ValueError:
+            seconds = 1.0
+        return DeliveryFailed(detail, retry_after=seconds)
+    if status >= 500:
+        return DeliveryFailed(detail, uncertain=method == "chat.postMessage")
+    return DeliveryFailed(detail, lasting=code in _LASTING or 400 <= status < 500)
 
 
 def _describe(error: Exception) -> str:

@@ -238,6 +238,8 @@ def proposal_message(
     else:
         details.append({"type": "divider"})
         details.append(_section(_state_line(proposal)))
+        if proposal.status is Status.NEEDS_RECONCILIATION:
+            details.append(_reconcile_buttons(proposal))
     fields = [_field_text(f.label, f.value) for f in proposal.preview.fields]
     blocks = [
         _header(proposal.preview.title),
@@ -275,6 +277,41 @@ def _buttons(proposal: Proposal) -> dict[str, Any]:
                 "style": "danger",
                 "value": proposal.id,
             },
+        ],
+    }
+
+
+def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
+    """For an uncertain execution: record what really happened, or retry with the same key."""
+
+    def button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
+        element: dict[str, Any] = {
+            "type": "button",
+            "action_id": action_id,
+            "text": _plain(text, BUTTON_MAX),
+            "value": proposal.id,
+        }
+        if style is not None:
+            element["style"] = style
+        return element
+
+    retry = button("reconcile_retry", "Retry (same idempotency key)")
+    retry["confirm"] = {
+        "title": _plain("Execute again?", CONFIRM_TITLE_MAX),
+        "text": _plain(
+            "Only if the target honours the idempotency key or you checked it did not happen.",
+            CONFIRM_TEXT_MAX,
+        ),
+        "confirm": _plain("Retry", 30),
+        "deny": _plain("Cancel", 30),
+    }
+    return {
+        "type": "actions",
+        "block_id": "reconcile",
+        "elements": [
+            button("reconcile_succeeded", "It happened", "primary"),
+            button("reconcile_failed", "It did not happen", "danger"),
+            retry,
         ],
     }
 

@@ -7,12 +7,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from contracts.base import Preview
+from contracts.base import FieldProblem, Preview
 from contracts.outcomes import Outcome
 from store.base import Proposal
 from store.lifecycle import FINAL, Status
 
-__all__ = ["PolicyOut", "ProposalOut", "SubmitBody"]
+__all__ = ["PolicyOut", "ProblemOut", "ProposalOut", "SubmitBody"]
 
 SLACK_USER_ID = r"^[UW][A-Z0-9]{2,}$"
 
@@ -30,6 +30,19 @@ class SubmitBody(BaseModel):
     #: the agent's explanation, shown in Slack labelled as the agent's words
     reason: str | None = Field(default=None, max_length=2000)
     callback_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$", max_length=2000)
+
+
+class ProblemOut(BaseModel):
+    """Every error answer, as ``application/problem+json`` (RFC 9457; built in bot/problems.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    title: str
+    status: int = Field(ge=400, le=599)
+    detail: str
+    #: each field at fault and what was expected; [] when no single field is to blame
+    errors: list[FieldProblem]
 
 
 class PolicyOut(BaseModel):

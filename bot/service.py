@@ -16,16 +16,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot import render
-from bot.callbacks import CallbackSender
 from bot.execution import Executor
 from bot.publish import SlackPublisher
 from bot.schemas import SubmitBody
 from bot.settings import AgentSettings, Settings
-from bot.tasks import BackgroundTasks
 from bot.waiters import Waiters
 from contracts.authority import refusal_reason
 from contracts.base import Context, ContractViolation, FieldProblem, HttpClient
 from contracts.canonical import binding_hash, canonical_json
+from contracts.outcomes import Outcome, Succeeded, TerminalFailure
 from contracts.policy import Ask, Auto, Deny
 from contracts.registry import UnknownOperation
 from store.base import (
@@ -37,7 +36,7 @@ from store.base import (
     Store,
     Transitioned,
 )
-from store.lifecycle import FINAL, Status
+from store.lifecycle import Status
 
 __all__ = ["Service", "Submitted", "new_proposal_id"]
 
@@ -64,19 +63,17 @@ class Service:
         publisher: SlackPublisher,
         http: HttpClient,
         clock: Callable[[], datetime],
-        tasks: BackgroundTasks,
+        wake_outbox: Callable[[], None],
     ) -> None:
         self.settings = settings
         self.store = store
         self.publisher = publisher
         self.waiters = Waiters()
-        self.tasks = tasks
         self._clock = clock
         self._http = http
+        self._wake_outbox = wake_outbox
         self._executor = Executor(settings.registry, http, clock)
-        self._callbacks = CallbackSender(
-            http, store, clock, attempts=settings.server.callback_attempts
-        )
+        self._lease = timedelta(seconds=settings.server.execution_lease_seconds)
 
     # --- submission ---------------------------------------------------------------------------
 
@@ -141,7 +138,7 @@ class Service:
             binding_hash=binding_hash(operation.name, arguments, preview.model_dump(mode="json")),
             agent_reason=body.reason,
             callback_url=body.callback_url,
-            **_policy_fields(decision, now),
+            **_policy_fields(decision, now, self._lease),
             created_at=now,
         )
         proposal, created = await self.store.create_proposal(new)
@@ -149,12 +146,9 @@ class Service:
             if proposal.submission_fingerprint != fingerprint:
                 raise _conflict(proposal, derived=idempotency_key is None)
             return Submitted(proposal, created=False)
+        self._changed(proposal)
         if proposal.status is Status.EXECUTING:
             proposal = await self._execute(proposal)
-        elif proposal.status is Status.PENDING:
-            self.tasks.spawn(self.publisher.post_proposal(proposal), name=f"post {proposal.id}")
-        else:
-            self._announce(proposal, reply=None)
         return Submitted(proposal, created=True)
 
     # --- decisions from Slack -----------------------------------------------------------------
@@ -167,10 +161,16 @@ class Service:
         operation_hash = binding_hash(
             proposal.operation, proposal.arguments, proposal.preview.model_dump(mode="json")
         )
+        now = self._clock()
         result = await self.store.claim_for_execution(
-            proposal.id, actor=user, now=self._clock(), binding_hash=operation_hash
+            proposal.id,
+            actor=user,
+            now=now,
+            binding_hash=operation_hash,
+            lease_until=now + self._lease,
         )
         if isinstance(result, Transitioned):
+            self._changed(result.proposal)
             return await self._execute(result.proposal)
         await self._not_claimed(result, user=user, channel=channel)
         return None
@@ -190,7 +190,7 @@ class Service:
             return None
         result = await self.store.reject(proposal.id, actor=user, reason=reason, now=self._clock())
         if isinstance(result, Transitioned):
-            self._announce(result.proposal, reply=render.rejection_reply(result.proposal))
+            self._changed(result.proposal)
             return result.proposal
         await self._not_claimed(result, user=user, channel=None)
         return None
@@ -200,27 +200,84 @@ class Service:
         expired: list[Proposal] = []
         while batch := await self.store.expire_due(now=self._clock(), limit=100):
             for proposal in batch:
-                self._announce(proposal, reply=render.expiry_reply(proposal))
+                self._changed(proposal)
             expired += batch
         return expired
 
-    async def repost_unposted(self, *, every: timedelta = timedelta(seconds=30)) -> int:
-        """Post again the pending proposals whose Slack post failed; returns how many were tried.
+    async def reclaim_abandoned(self) -> list[Proposal]:
+        """Executions whose executor vanished (a crash) become needs_reconciliation."""
+        reclaimed: list[Proposal] = []
+        while batch := await self.store.reclaim_abandoned(now=self._clock(), limit=100):
+            for proposal in batch:
+                log.warning("execution of %s was abandoned; a person must reconcile", proposal.id)
+                self._changed(proposal)
+            reclaimed += batch
+        return reclaimed
 
-        Each is retried at most once per ``every`` so a channel Slack keeps refusing is not
-        hammered; the failures are audited by the publisher.
-        """
-        tried = 0
-        for proposal in await self.store.unposted(limit=50):
-            if self.publisher.due_for_retry(proposal, every=every):
-                self.tasks.spawn(self.publisher.post_proposal(proposal), name="repost")
-                tried += 1
-        return tried
+    # --- reconciliation by a person -----------------------------------------------------------
+
+    async def reconcile(
+        self, proposal_id: str, *, user: str, channel: str | None, resolution: str
+    ) -> Proposal | None:
+        """Record what really happened to an uncertain execution: 'succeeded' or 'failed'."""
+        proposal = await self._decidable(
+            proposal_id,
+            user=user,
+            channel=channel,
+            verb="reconcile",
+            expect=Status.NEEDS_RECONCILIATION,
+        )
+        if proposal is None:
+            return None
+        note = f"recorded by <@{user}> after checking the target"
+        outcome: Outcome = (
+            Succeeded(result={"recorded_by": user})
+            if resolution == "succeeded"
+            else TerminalFailure(
+                detail=f"recorded as not having happened by {user}",
+                correlation_id=proposal.id,
+            )
+        )
+        result = await self.store.resolve_reconciliation(
+            proposal.id, actor=user, outcome=outcome, note=note, now=self._clock()
+        )
+        if isinstance(result, Transitioned):
+            self._changed(result.proposal)
+            return result.proposal
+        await self._not_claimed(result, user=user, channel=channel)
+        return None
+
+    async def retry(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
+        """Try an uncertain execution again, with the same idempotency key."""
+        proposal = await self._decidable(
+            proposal_id,
+            user=user,
+            channel=channel,
+            verb="retry",
+            expect=Status.NEEDS_RECONCILIATION,
+        )
+        if proposal is None:
+            return None
+        now = self._clock()
+        result = await self.store.retry_execution(
+            proposal.id, actor=user, now=now, lease_until=now + self._lease
+        )
+        if isinstance(result, Transitioned):
+            self._changed(result.proposal)
+            return await self._execute(result.proposal)
+        await self._not_claimed(result, user=user, channel=channel)
+        return None
 
     # --- helpers ----------------------------------------------------------------------------
 
     async def _decidable(
-        self, proposal_id: str, *, user: str, channel: str | None, verb: str
+        self,
+        proposal_id: str,
+        *,
+        user: str,
+        channel: str | None,
+        verb: str,
+        expect: Status = Status.PENDING,
     ) -> Proposal | None:
         """The proposal if ``user`` may decide it now; otherwise tell them why and audit it."""
         try:
@@ -232,7 +289,7 @@ class Service:
                     None, channel, user, render.refusal_text("this proposal does not exist")
                 )
             return None
-        if proposal.status is not Status.PENDING:
+        if proposal.status is not expect:
             await self._tell_decided(proposal, user=user, channel=channel)
             return None
         why = refusal_reason(
@@ -285,21 +342,15 @@ class Service:
 
     async def _execute(self, proposal: Proposal) -> Proposal:
         """Run a proposal this process has claimed and record its outcome."""
-        if proposal.slack_ts is not None:  # show "approved, executing" while it runs
-            self.tasks.spawn(self.publisher.show_decision(proposal, None), name="executing")
         outcome = await self._executor.run(proposal)
         proposal = await self.store.record_outcome(proposal.id, outcome, now=self._clock())
-        self._announce(proposal, reply=render.outcome_reply(proposal))
+        self._changed(proposal)
         return proposal
 
-    def _announce(self, proposal: Proposal, *, reply: dict[str, Any] | None) -> None:
-        """Wake long-polls, update Slack, call the agent back: none of it blocks the caller."""
+    def _changed(self, proposal: Proposal) -> None:
+        """Its transition wrote its effects to the outbox: wake long-polls and the worker."""
         self.waiters.notify(proposal.id)
-        if proposal.decision == "ask":
-            self.tasks.spawn(self.publisher.show_decision(proposal, reply), name="show")
-        agent = self.settings.agents.get(proposal.agent)
-        if proposal.status in FINAL and proposal.callback_url and agent is not None:
-            self.tasks.spawn(self._callbacks.deliver(proposal, agent), name="callback")
+        self._wake_outbox()
 
 
 def _derived_key(agent: str, body: SubmitBody) -> str:
@@ -331,7 +382,7 @@ def _conflict(earlier: Proposal, *, derived: bool) -> Exception:
     )
 
 
-def _policy_fields(decision: Auto | Ask | Deny, now: datetime) -> dict[str, Any]:
+def _policy_fields(decision: Auto | Ask | Deny, now: datetime, lease: timedelta) -> dict[str, Any]:
     if isinstance(decision, Ask):
         return {
             "rule_id": decision.rule_id,
@@ -348,6 +399,7 @@ def _policy_fields(decision: Auto | Ask | Deny, now: datetime) -> dict[str, Any]
             "decision": "auto",
             "policy_note": decision.explanation,
             "status": Status.EXECUTING,
+            "lease_until": now + lease,
         }
     return {
         "rule_id": decision.rule_id,

@@ -57,6 +57,11 @@ class ServerSettings(_Section):
     long_poll_max_seconds: float = Field(default=60.0, gt=0, le=600)
     #: attempts to deliver a callback to an agent before giving up
     callback_attempts: int = Field(default=6, ge=1, le=20)
+    #: how long an executor may take to record an outcome before the execution is taken for
+    #: abandoned (a crash) and handed to a person as needs_reconciliation
+    execution_lease_seconds: float = Field(default=300, gt=0, le=86400)
+    #: Slack Web API call timeout
+    slack_timeout_seconds: float = Field(default=10, gt=0, le=120)
 
 
 class StoreSettings(_Section):

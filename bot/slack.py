@@ -7,22 +7,27 @@ forged, stale or unsigned request gets 401 and changes nothing.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service import Service
+from bot.slack_gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 
-__all__ = ["BOLT", "Click", "ReasonSubmitted", "build_bolt", "slack_events"]
+__all__ = ["BOLT", "SIGNING_SECRET", "Click", "ReasonSubmitted", "build_bolt", "slack_events"]
 
 log = logging.getLogger(__name__)
 
 BOLT: web.AppKey[AsyncApp] = web.AppKey("bolt", AsyncApp)
+#: The signing secret /slack/events verifies requests with (the one bolt was built with).
+SIGNING_SECRET: web.AppKey[str] = web.AppKey("slack_signing_secret", str)
 
 REASON_MAX = 1000
 
@@ -95,6 +100,35 @@ def build_bolt(*, signing_secret: str, client: AsyncWebClient, service: Service)
                 trigger_id=click.trigger_id,
             )
 
+    @app.action("reconcile_succeeded")
+    async def on_reconciled_succeeded(
+        ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]
+    ) -> None:
+        await ack()
+        click = _decode(Click.of, body, action)
+        if click is not None:
+            await service.reconcile(
+                click.proposal_id, user=click.user, channel=click.channel, resolution="succeeded"
+            )
+
+    @app.action("reconcile_failed")
+    async def on_reconciled_failed(
+        ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]
+    ) -> None:
+        await ack()
+        click = _decode(Click.of, body, action)
+        if click is not None:
+            await service.reconcile(
+                click.proposal_id, user=click.user, channel=click.channel, resolution="failed"
+            )
+
+    @app.action("reconcile_retry")
+    async def on_retry(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        click = _decode(Click.of, body, action)
+        if click is not None:
+            await service.retry(click.proposal_id, user=click.user, channel=click.channel)
+
     @app.view("reject_reason")
     async def on_reason(ack: AsyncAck, body: dict[str, Any]) -> None:
         submitted = _decode(ReasonSubmitted.of, body)
@@ -112,6 +146,23 @@ def build_bolt(*, signing_secret: str, client: AsyncWebClient, service: Service)
         await ack()
         await service.reject(submitted.proposal_id, user=submitted.user, reason=submitted.reason)
 
+    @app.error
+    async def on_error(error: Exception, response: BoltResponse | None) -> BoltResponse | None:
+        if response is None:  # a listener failed after acknowledging: the answer is sent
+            log.error(
+                "a Slack listener failed: %s: %s", type(error).__name__, error, exc_info=error
+            )
+            return None
+        if isinstance(error, PAYLOAD_ERRORS):
+            # Listeners acknowledge first, so an error before the answer is bolt's own reading
+            # of a signed body shaped unlike anything Slack sends: the request is at fault.
+            log.warning(
+                "refused a Slack payload bolt could not read: %s: %s", type(error).__name__, error
+            )
+            return BoltResponse(status=400, body={"error": "malformed request"})
+        log.error("Slack request failed: %s: %s", type(error).__name__, error, exc_info=error)
+        return None
+
     return app
 
 
@@ -125,7 +176,20 @@ def _decode(parse: Any, *args: Any) -> Any:
 
 
 async def slack_events(request: web.Request) -> web.Response:
-    """``POST /slack/events``: events, interactivity and slash commands, through bolt."""
+    """``POST /slack/events``: events, interactivity and slash commands, through bolt.
+
+    The signature is verified before anything reads the body (401, as bolt answers), and a
+    signed body Slack would never send is refused (400) before bolt parses it.
+    """
     bolt = request.app[BOLT]
-    response = await bolt.async_dispatch(await to_bolt_request(request))
+    body = await request.read()
+    secret = request.app[SIGNING_SECRET]
+    if not signature_verifies(secret, body, request.headers, now=time.time()):
+        return web.json_response({"error": "invalid request"}, status=401)
+    try:
+        bolt_req = bolt_request(body, request.query_string, request.headers)
+    except MalformedSlackRequest as error:
+        log.warning("refused a signed Slack request: %s", error)
+        return web.json_response({"error": f"malformed request: {error}"}, status=400)
+    response = await bolt.async_dispatch(bolt_req)
     return await to_aiohttp_response(response)

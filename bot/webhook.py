@@ -9,6 +9,7 @@ import time
 from aiohttp import web
 from pydantic import ValidationError
 
+from bot.openapi import openapi_document
 from bot.problems import Problem
 from bot.schemas import ProposalOut, SubmitBody
 from bot.service import Service
@@ -32,6 +33,7 @@ def agent_routes() -> list[web.RouteDef]:
         web.post("/v1/proposals", submit),
         web.get("/v1/proposals/{id}", read),
         web.get("/healthz", healthz),
+        web.get("/v1/openapi.json", openapi),
     ]
 
 
@@ -117,6 +119,17 @@ async def read(request: web.Request) -> web.Response:
 
 async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"ok": True})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    """The OpenAPI document of this API and its configured operations (no token needed)."""
+    settings = request.app[SERVICE].settings
+    document = openapi_document(
+        settings.registry,
+        long_poll_max_seconds=settings.server.long_poll_max_seconds,
+        max_body_bytes=MAX_BODY,
+    )
+    return web.json_response(document)
 
 
 async def _own(service: Service, agent: AgentSettings, proposal_id: str) -> Proposal:

@@ -8,7 +8,7 @@ into the errors below.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from pydantic import JsonValue
@@ -16,12 +16,13 @@ from pydantic import JsonValue
 from contracts.base import Preview
 from contracts.frozen import Frozen
 from contracts.outcomes import Outcome
-from store.lifecycle import Status
+from store.lifecycle import Effect, Status
 
 __all__ = [
     "AlreadyDecided",
     "AuditEntry",
     "AuditReport",
+    "Delivery",
     "IdempotencyConflict",
     "InvalidTransition",
     "NewProposal",
@@ -62,6 +63,9 @@ class NewProposal(Frozen):
     status: Status  #: one of lifecycle.INITIAL
     created_at: datetime
     expires_at: datetime | None = None
+    #: while executing: the time by which the executor must record an outcome (policy auto
+    #: creates proposals executing, so they carry one from the start)
+    lease_until: datetime | None = None
 
 
 class Proposal(NewProposal):
@@ -74,6 +78,17 @@ class Proposal(NewProposal):
     decision_note: str | None = None  #: the rejection reason
     outcome: Outcome | None = None
     updated_at: datetime
+
+
+class Delivery(Frozen):
+    """One outbox entry handed to a worker: an effect of a transition, to deliver once."""
+
+    id: int
+    proposal_id: str
+    effect: Effect
+    status: Status  #: the status the proposal entered when this was written
+    attempts: int  #: including the one this delivery is
+    created_at: datetime
 
 
 class AuditEntry(Frozen):
@@ -173,18 +188,44 @@ class Store(Protocol):
         """The proposal ``agent`` stored under ``submission_key``, if any."""
         ...
 
-    async def unposted(self, *, limit: int = 50) -> list[Proposal]:
-        """Pending proposals that should be in Slack but have no message yet, oldest first."""
-        ...
-
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
         """Remember the Slack message that shows the proposal."""
         ...
 
     async def claim_for_execution(
-        self, proposal_id: str, *, actor: str, now: datetime, binding_hash: str
+        self,
+        proposal_id: str,
+        *,
+        actor: str,
+        now: datetime,
+        binding_hash: str,
+        lease_until: datetime,
     ) -> TransitionResult:
-        """pending -> executing, atomically, if unexpired and the binding hash matches."""
+        """pending -> executing, atomically, if unexpired and the binding hash matches.
+
+        The executor must record an outcome before ``lease_until``; after it, the proposal is
+        taken for abandoned (reclaim_abandoned).
+        """
+        ...
+
+    async def retry_execution(
+        self, proposal_id: str, *, actor: str, now: datetime, lease_until: datetime
+    ) -> TransitionResult:
+        """needs_reconciliation -> executing: a person asks to try again with the same key."""
+        ...
+
+    async def resolve_reconciliation(
+        self, proposal_id: str, *, actor: str, outcome: Outcome, note: str, now: datetime
+    ) -> TransitionResult:
+        """needs_reconciliation -> succeeded or failed, as a person found out.
+
+        ``outcome`` is Succeeded or TerminalFailure; anything else raises ValueError.
+        """
+        ...
+
+    async def reclaim_abandoned(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        """executing past its lease -> needs_reconciliation: the executor is gone, and whether
+        the effect happened is unknown. Never executed again without a person."""
         ...
 
     async def record_outcome(
@@ -221,6 +262,33 @@ class Store(Protocol):
 
     async def verify_audit(self) -> AuditReport:
         """Recompute the hash chain; report the first entry that does not verify."""
+        ...
+
+    # --- the outbox --------------------------------------------------------------------------
+
+    async def claim_deliveries(
+        self, *, now: datetime, limit: int, lease: timedelta
+    ) -> list[Delivery]:
+        """Due outbox entries, leased to the caller until ``now + lease``.
+
+        An entry is due when its next attempt time has come, it is not leased, and every earlier
+        entry of the same proposal and lane was delivered or abandoned. Several workers (in
+        several processes) never receive the same entry while its lease holds.
+        """
+        ...
+
+    async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None: ...
+
+    async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
+        """Release the lease; try again at ``at``."""
+        ...
+
+    async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
+        """Give up on an entry (audited as delivery_abandoned); later entries may proceed."""
+        ...
+
+    async def pending_deliveries(self) -> int:
+        """How many outbox entries are neither delivered nor abandoned."""
         ...
 
     async def close(self) -> None: ...

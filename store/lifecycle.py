@@ -9,7 +9,17 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
-__all__ = ["FINAL", "INITIAL", "OUTCOME_STATUS", "TRANSITIONS", "Status", "mermaid_diagram"]
+__all__ = [
+    "EFFECTS",
+    "FINAL",
+    "INITIAL",
+    "OUTCOME_STATUS",
+    "SETTLED",
+    "TRANSITIONS",
+    "Effect",
+    "Status",
+    "mermaid_diagram",
+]
 
 
 class Status(StrEnum):
@@ -41,12 +51,44 @@ TRANSITIONS: Final[dict[Status, frozenset[Status]]] = {
     Status.REJECTED: frozenset(),
     Status.EXPIRED: frozenset(),
     Status.SUCCEEDED: frozenset(),
-    Status.NEEDS_RECONCILIATION: frozenset(),
+    # a person finds out what happened and records it, or retries with the same idempotency key
+    Status.NEEDS_RECONCILIATION: frozenset({Status.SUCCEEDED, Status.FAILED, Status.EXECUTING}),
     Status.REVISION_REQUIRED: frozenset(),
     Status.FAILED: frozenset(),
 }
 
 FINAL: Final = frozenset(status for status, nexts in TRANSITIONS.items() if not nexts)
+
+#: Decided, with nothing running: what an agent waiting for an answer waits for. Needs
+#: reconciliation is settled for the agent (a person takes over) though not final.
+SETTLED: Final = FINAL | {Status.NEEDS_RECONCILIATION}
+
+
+class Effect(StrEnum):
+    """What a transition must cause outside the database, delivered through the outbox."""
+
+    SLACK_POST = "slack.post"  #: post the interactive message in the rule's channel
+    SLACK_UPDATE = "slack.update"  #: re-render the message from the current state
+    SLACK_REPLY = "slack.reply"  #: a reply in the message's thread for the new status
+    CALLBACK = "callback"  #: a signed POST of the state to the agent's callback_url
+
+
+_ANNOUNCED = (Effect.SLACK_UPDATE, Effect.SLACK_REPLY, Effect.CALLBACK)
+
+#: The effects of entering each status. Slack effects apply to proposals that ask in a channel,
+#: callbacks to proposals that gave a callback_url; the store writes them in the transaction of
+#: the transition itself, so a change of state is never lost on its way out.
+EFFECTS: Final[dict[Status, tuple[Effect, ...]]] = {
+    Status.PENDING: (Effect.SLACK_POST,),
+    Status.DENIED: (Effect.CALLBACK,),
+    Status.EXECUTING: (Effect.SLACK_UPDATE,),
+    Status.REJECTED: _ANNOUNCED,
+    Status.EXPIRED: _ANNOUNCED,
+    Status.SUCCEEDED: _ANNOUNCED,
+    Status.NEEDS_RECONCILIATION: _ANNOUNCED,
+    Status.REVISION_REQUIRED: _ANNOUNCED,
+    Status.FAILED: _ANNOUNCED,
+}
 
 #: The status an outcome ``kind`` moves an executing proposal to.
 OUTCOME_STATUS: Final[dict[str, Status]] = {

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from store.base import Store, StoreError
+from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
 
 __all__ = ["open_store"]
 
 _SQLITE = "sqlite://"
 _POSTGRES = ("postgresql://", "postgres://")
-_EXAMPLES = "sqlite:///relative/path.sqlite, sqlite:////absolute/path.sqlite or a file path"
+_EXAMPLES = (
+    "sqlite:///relative/path.sqlite, sqlite:////absolute/path.sqlite, a file path, "
+    "or postgresql://user@host:5432/database"
+)
 
 
 async def open_store(url: str, *, durable: bool = True) -> Store:
@@ -17,12 +21,10 @@ async def open_store(url: str, *, durable: bool = True) -> Store:
 
     ``sqlite:///data/countersign.sqlite`` is relative to the working directory,
     ``sqlite:////var/lib/countersign.sqlite`` absolute; a URL without a scheme is a file path.
+    ``postgresql://`` and ``postgres://`` URLs (libpq's form) open the PostgreSQL store.
     """
     if url.startswith(_POSTGRES):
-        raise StoreError(
-            "store URL: PostgreSQL support is not available yet; "
-            f"use a SQLite database ({_EXAMPLES})"
-        )
+        return await PostgresStore.open(url, durable=durable)
     if url.startswith(_SQLITE):
         rest = url.removeprefix(_SQLITE)
         if not rest.startswith("/") or rest == "/":

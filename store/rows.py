@@ -15,12 +15,13 @@ from pydantic import JsonValue
 
 from contracts.base import Preview
 from contracts.outcomes import OUTCOMES, Outcome
-from store.base import AuditEntry, NewProposal, Proposal
-from store.lifecycle import Status
+from store.base import AuditEntry, Delivery, NewProposal, Proposal
+from store.lifecycle import Effect, Status
 
 __all__ = [
     "audit_entry_from_row",
     "db_time",
+    "delivery_from_row",
     "dump_json",
     "from_db_time",
     "new_proposal_params",
@@ -80,6 +81,9 @@ def new_proposal_params(new: NewProposal) -> dict[str, Any]:
         if new.expires_at is None
         else db_time(new.expires_at, field="expires_at"),
         "updated_at": db_time(new.created_at, field="created_at"),
+        "lease_until": None
+        if new.lease_until is None
+        else db_time(new.lease_until, field="lease_until"),
     }
 
 
@@ -114,6 +118,18 @@ def proposal_from_row(row: sqlite3.Row) -> Proposal:
         decision_note=row["decision_note"],
         outcome=None if outcome is None else OUTCOMES.validate_json(outcome),
         updated_at=from_db_time(row["updated_at"]),
+        lease_until=_optional_time(row["lease_until"]),
+    )
+
+
+def delivery_from_row(row: sqlite3.Row) -> Delivery:
+    return Delivery(
+        id=row["id"],
+        proposal_id=row["proposal_id"],
+        effect=Effect(row["effect"]),
+        status=Status(row["status"]),
+        attempts=row["attempts"],
+        created_at=from_db_time(row["created_at"]),
     )
 
 

@@ -16,19 +16,20 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import aiosqlite
 from pydantic import JsonValue
 
-from contracts.outcomes import Outcome
+from contracts.outcomes import NeedsReconciliation, Outcome
 from store.audit import GENESIS, entry_hash, verify_chain
 from store.base import (
     AlreadyDecided,
     AuditEntry,
     AuditReport,
+    Delivery,
     IdempotencyConflict,
     InvalidTransition,
     NewProposal,
@@ -40,11 +41,13 @@ from store.base import (
     Transitioned,
     TransitionResult,
 )
-from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
+from store.effects import effects_of, lane_of
+from store.lifecycle import FINAL, INITIAL, OUTCOME_STATUS, Status
 from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
 from store.rows import (
     audit_entry_from_row,
     db_time,
+    delivery_from_row,
     dump_json,
     from_db_time,
     new_proposal_params,
@@ -73,12 +76,12 @@ INSERT_PROPOSAL = """
 INSERT INTO proposals (
     id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
     arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
-    approver_roles, channel, status, created_at, expires_at, updated_at
+    approver_roles, channel, status, created_at, expires_at, updated_at, lease_until
 ) VALUES (
     :id, :agent, :submission_key, :submission_fingerprint, :requested_by, :run_id, :operation,
     :request, :arguments, :preview, :binding_hash, :agent_reason, :callback_url, :rule_id,
     :decision, :policy_note, :approver_roles, :channel, :status, :created_at, :expires_at,
-    :updated_at
+    :updated_at, :lease_until
 )
 ON CONFLICT (agent, submission_key) DO NOTHING
 RETURNING *
@@ -86,14 +89,6 @@ RETURNING *
 
 #: The proposal an agent stored under a submission key.
 SELECT_BY_SUBMISSION_KEY = "SELECT * FROM proposals WHERE agent = ? AND submission_key = ?"
-
-#: Pending proposals meant for Slack whose message was never posted, oldest first.
-SELECT_UNPOSTED = """
-SELECT * FROM proposals
-WHERE status = 'pending' AND channel IS NOT NULL AND slack_ts IS NULL
-ORDER BY created_at, id
-LIMIT ?
-"""
 
 #: One proposal by id.
 SELECT_PROPOSAL = "SELECT * FROM proposals WHERE id = ?"
@@ -105,9 +100,36 @@ UPDATE proposals SET slack_channel = ?, slack_ts = ?, updated_at = ? WHERE id = 
 
 #: The claim: pending, unexpired and bound to the contract the approver saw -> executing.
 CLAIM = """
-UPDATE proposals SET status = 'executing', decided_by = ?, decided_at = ?, updated_at = ?
+UPDATE proposals
+SET status = 'executing', decided_by = ?, decided_at = ?, updated_at = ?, lease_until = ?
 WHERE id = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)
   AND binding_hash = ?
+RETURNING *
+"""
+
+#: A person retries an uncertain execution: needs_reconciliation -> executing, with a new lease.
+RETRY = """
+UPDATE proposals SET status = 'executing', updated_at = ?, lease_until = ?
+WHERE id = ? AND status = 'needs_reconciliation'
+RETURNING *
+"""
+
+#: A person records what really happened: needs_reconciliation -> succeeded or failed.
+RESOLVE = """
+UPDATE proposals SET status = ?, outcome = ?, updated_at = ?
+WHERE id = ? AND status = 'needs_reconciliation'
+RETURNING *
+"""
+
+#: Executions whose executor did not record an outcome in time -> needs_reconciliation.
+RECLAIM_ABANDONED = """
+UPDATE proposals SET status = 'needs_reconciliation', outcome = :outcome, updated_at = :now
+WHERE id IN (
+    SELECT id FROM proposals
+    WHERE status = 'executing' AND lease_until <= :now
+    ORDER BY lease_until, id
+    LIMIT :limit
+) AND status = 'executing'
 RETURNING *
 """
 
@@ -148,6 +170,49 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING *
 """
 
+#: One effect of a transition, to be delivered by the outbox worker.
+INSERT_OUTBOX = """
+INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at)
+VALUES (?, ?, ?, ?, ?, ?)
+"""
+
+#: Lease up to :limit due entries, each the first undelivered one of its proposal and lane.
+CLAIM_DELIVERIES = """
+UPDATE outbox SET leased_until = :lease, attempts = attempts + 1
+WHERE id IN (
+    SELECT o.id FROM outbox AS o
+    WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
+      AND o.next_attempt_at <= :now
+      AND (o.leased_until IS NULL OR o.leased_until <= :now)
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox AS e
+          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
+            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
+    ORDER BY o.next_attempt_at, o.id
+    LIMIT :limit
+)
+RETURNING *
+"""
+
+#: Delivered.
+COMPLETE_DELIVERY = "UPDATE outbox SET delivered_at = ?, leased_until = NULL WHERE id = ?"
+
+#: Not delivered this time: release the lease and say when to try again.
+RETRY_DELIVERY = """
+UPDATE outbox SET next_attempt_at = ?, leased_until = NULL, last_error = ? WHERE id = ?
+"""
+
+#: Given up.
+ABANDON_DELIVERY = """
+UPDATE outbox SET abandoned_at = ?, leased_until = NULL, last_error = ? WHERE id = ?
+RETURNING proposal_id, effect, attempts
+"""
+
+#: Entries still to deliver.
+COUNT_PENDING_DELIVERIES = (
+    "SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND abandoned_at IS NULL"
+)
+
 #: The whole audit log in chain order.
 SELECT_AUDIT_LOG = "SELECT * FROM audit_log ORDER BY seq"
 
@@ -159,6 +224,7 @@ POLICY_ACTOR = "policy"
 EXPIRY_ACTOR = "expiry"
 EXECUTOR_ACTOR = "executor"
 SLACK_ACTOR = "slack"
+OUTBOX_ACTOR = "outbox"
 
 #: The audit event the policy's own decision adds to "submitted" (ask adds none).
 _POLICY_EVENT = {Status.EXECUTING: "auto_approved", Status.DENIED: "denied"}
@@ -346,6 +412,15 @@ class SqliteStore:
         assert row is not None  # RETURNING of an INSERT that did not fail
         return audit_entry_from_row(row)
 
+    async def _enqueue(self, db: aiosqlite.Connection, row: Row, now: datetime) -> Proposal:
+        """Write the outbox entries of the status ``row`` just entered; return the proposal."""
+        proposal = proposal_from_row(row)
+        at = db_time(now, field="now")
+        for effect in effects_of(proposal):
+            params = (proposal.id, effect.value, lane_of(effect), proposal.status.value, at, at)
+            await db.execute(INSERT_OUTBOX, params)
+        return proposal
+
     # --- the protocol -----------------------------------------------------------------------
 
     @_finish_even_if_cancelled
@@ -354,6 +429,11 @@ class SqliteStore:
             raise InvalidTransition(
                 f"proposal {new.id!r}: cannot be created with status {new.status.value!r}; "
                 f"expected one of {sorted(s.value for s in INITIAL)}"
+            )
+        if (new.status is Status.EXECUTING) != (new.lease_until is not None):
+            raise ValueError(
+                f"proposal {new.id!r}: lease_until is required exactly when it is created "
+                f"executing (status {new.status.value!r}, lease_until {new.lease_until!r})"
             )
         params = new_proposal_params(new)
         async with self._transaction(write=True) as db:
@@ -377,7 +457,7 @@ class SqliteStore:
                 policy = {"rule_id": new.rule_id, "policy_note": new.policy_note}
                 event = _POLICY_EVENT[new.status]
                 await self._append(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
-            return proposal_from_row(row), True
+            return await self._enqueue(db, row, new.created_at), True
 
     @_finish_even_if_cancelled
     async def get_proposal(self, proposal_id: str) -> Proposal:
@@ -389,12 +469,6 @@ class SqliteStore:
         async with self._transaction(write=False) as db:
             row = await self._one(db, SELECT_BY_SUBMISSION_KEY, (agent, submission_key))
             return None if row is None else proposal_from_row(row)
-
-    @_finish_even_if_cancelled
-    async def unposted(self, *, limit: int = 50) -> list[Proposal]:
-        async with self._transaction(write=False) as db:
-            rows = await db.execute_fetchall(SELECT_UNPOSTED, (limit,))
-            return [proposal_from_row(row) for row in rows]
 
     @_finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
@@ -409,16 +483,77 @@ class SqliteStore:
 
     @_finish_even_if_cancelled
     async def claim_for_execution(
-        self, proposal_id: str, *, actor: str, now: datetime, binding_hash: str
+        self,
+        proposal_id: str,
+        *,
+        actor: str,
+        now: datetime,
+        binding_hash: str,
+        lease_until: datetime,
     ) -> TransitionResult:
-        at = db_time(now, field="now")
+        at, lease = db_time(now, field="now"), db_time(lease_until, field="lease_until")
         async with self._transaction(write=True) as db:
-            row = await self._one(db, CLAIM, (actor, at, at, proposal_id, at, binding_hash))
+            params = (actor, at, at, lease, proposal_id, at, binding_hash)
+            row = await self._one(db, CLAIM, params)
             if row is None:
                 return _refusal(await self._existing(db, proposal_id), now, binding_hash)
             detail = {"binding_hash": binding_hash}
             await self._append(db, now, proposal_id, actor, "approved", detail)
-            return Transitioned(proposal_from_row(row))
+            return Transitioned(await self._enqueue(db, row, now))
+
+    @_finish_even_if_cancelled
+    async def retry_execution(
+        self, proposal_id: str, *, actor: str, now: datetime, lease_until: datetime
+    ) -> TransitionResult:
+        at, lease = db_time(now, field="now"), db_time(lease_until, field="lease_until")
+        async with self._transaction(write=True) as db:
+            row = await self._one(db, RETRY, (at, lease, proposal_id))
+            if row is None:
+                return _not_reconcilable(await self._existing(db, proposal_id))
+            await self._append(db, now, proposal_id, actor, "retry_approved", {})
+            return Transitioned(await self._enqueue(db, row, now))
+
+    @_finish_even_if_cancelled
+    async def resolve_reconciliation(
+        self, proposal_id: str, *, actor: str, outcome: Outcome, note: str, now: datetime
+    ) -> TransitionResult:
+        if outcome.kind not in ("succeeded", "terminal_failure"):
+            raise ValueError(
+                f"outcome: got {outcome.kind!r}; a person resolves an uncertain execution as "
+                "'succeeded' or 'terminal_failure'"
+            )
+        status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
+        params = (status.value, dump_json(detail), db_time(now, field="now"), proposal_id)
+        async with self._transaction(write=True) as db:
+            row = await self._one(db, RESOLVE, params)
+            if row is None:
+                return _not_reconcilable(await self._existing(db, proposal_id))
+            audit: dict[str, JsonValue] = {"outcome": detail, "note": note}
+            await self._append(db, now, proposal_id, actor, "reconciled", audit)
+            return Transitioned(await self._enqueue(db, row, now))
+
+    @_finish_even_if_cancelled
+    async def reclaim_abandoned(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        if limit < 1:
+            raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
+        outcome = NeedsReconciliation(
+            detail="the process executing it stopped before recording an outcome; the effect "
+            "may or may not have happened",
+            correlation_id="lease-expired",
+        )
+        params = {
+            "now": db_time(now, field="now"),
+            "limit": limit,
+            "outcome": dump_json(outcome_json(outcome)),
+        }
+        async with self._transaction(write=True) as db:
+            rows = await db.execute_fetchall(RECLAIM_ABANDONED, params)
+            reclaimed = []
+            for row in sorted(rows, key=lambda r: (r["lease_until"], r["id"])):
+                detail = {"lease_until": row["lease_until"]}
+                await self._append(db, now, row["id"], EXPIRY_ACTOR, "execution_abandoned", detail)
+                reclaimed.append(await self._enqueue(db, row, now))
+            return reclaimed
 
     @_finish_even_if_cancelled
     async def reject(
@@ -430,7 +565,7 @@ class SqliteStore:
             if row is None:
                 return _refusal(await self._existing(db, proposal_id), now, None)
             await self._append(db, now, proposal_id, actor, "rejected", {"reason": reason})
-            return Transitioned(proposal_from_row(row))
+            return Transitioned(await self._enqueue(db, row, now))
 
     @_finish_even_if_cancelled
     async def record_outcome(
@@ -447,7 +582,7 @@ class SqliteStore:
                     f"an outcome ({outcome.kind!r}) can only be recorded while executing"
                 )
             await self._append(db, now, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
-            return proposal_from_row(row)
+            return await self._enqueue(db, row, now)
 
     @_finish_even_if_cancelled
     async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
@@ -456,12 +591,58 @@ class SqliteStore:
         params = {"now": db_time(now, field="now"), "limit": limit}
         async with self._transaction(write=True) as db:
             rows = await db.execute_fetchall(EXPIRE_DUE, params)
-            expired = sorted(map(proposal_from_row, rows), key=lambda p: (p.expires_at, p.id))
-            for proposal in expired:
+            expired = []
+            for row in sorted(rows, key=lambda r: (r["expires_at"], r["id"])):
+                proposal = await self._enqueue(db, row, now)
                 assert proposal.expires_at is not None  # only proposals with an expiry expire
                 detail = {"expires_at": proposal.expires_at.isoformat()}
                 await self._append(db, now, proposal.id, EXPIRY_ACTOR, "expired", detail)
+                expired.append(proposal)
             return expired
+
+    @_finish_even_if_cancelled
+    async def claim_deliveries(
+        self, *, now: datetime, limit: int, lease: timedelta
+    ) -> list[Delivery]:
+        if limit < 1:
+            raise ValueError(f"limit: got {limit}; expected a positive number of entries")
+        params = {
+            "now": db_time(now, field="now"),
+            "lease": db_time(now + lease, field="now"),
+            "limit": limit,
+        }
+        async with self._transaction(write=True) as db:
+            rows = await db.execute_fetchall(CLAIM_DELIVERIES, params)
+            return sorted((delivery_from_row(row) for row in rows), key=lambda d: d.id)
+
+    @_finish_even_if_cancelled
+    async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
+        async with self._transaction(write=True) as db:
+            await db.execute(COMPLETE_DELIVERY, (db_time(now, field="now"), delivery_id))
+
+    @_finish_even_if_cancelled
+    async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
+        async with self._transaction(write=True) as db:
+            await db.execute(RETRY_DELIVERY, (db_time(at, field="at"), error[:2000], delivery_id))
+
+    @_finish_even_if_cancelled
+    async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
+        async with self._transaction(write=True) as db:
+            params = (db_time(now, field="now"), error[:2000], delivery_id)
+            row = await self._one(db, ABANDON_DELIVERY, params)
+            if row is not None:
+                detail = {"effect": row["effect"], "attempts": row["attempts"], "error": error}
+                proposal_id = row["proposal_id"]
+                await self._append(
+                    db, now, proposal_id, OUTBOX_ACTOR, "delivery_abandoned", detail
+                )
+
+    @_finish_even_if_cancelled
+    async def pending_deliveries(self) -> int:
+        async with self._transaction(write=False) as db:
+            row = await self._one(db, COUNT_PENDING_DELIVERIES, ())
+            assert row is not None
+            return int(row[0])
 
     @_finish_even_if_cancelled
     async def record_event(
@@ -517,6 +698,17 @@ class SqliteStore:
         else:
             return report
         return AuditReport(ok=False, checked=report.checked, first_bad_seq=bad, problem=problem)
+
+
+def _not_reconcilable(current: Proposal) -> TransitionResult:
+    """Why a reconciliation found the proposal not waiting for one."""
+    if current.status in FINAL:
+        return AlreadyDecided(current)
+    if current.status is Status.EXECUTING:
+        return NotApprovable(current, "it is being executed right now")
+    return NotApprovable(
+        current, f"it does not need reconciliation (it is {current.status.value})"
+    )
 
 
 def _refusal(current: Proposal, now: datetime, binding_hash: str | None) -> TransitionResult:

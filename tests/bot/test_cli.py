@@ -14,7 +14,7 @@ from bot.cli import main
 from contracts.outcomes import Succeeded
 from store.sqlite import SqliteStore
 from tests.e2e.harness import ENV, config_text
-from tests.store.conformance import new_proposal
+from tests.store.conformance import LEASE, new_proposal
 
 #: The trigger in store/sql/sqlite/0001_init.sql that keeps audit entries from being changed.
 AUDIT_UPDATE_TRIGGER = "audit_log_refuses_update"
@@ -228,6 +228,7 @@ async def populate(db: Path) -> int:
             actor="U0APPROVER",
             now=now + timedelta(minutes=1),
             binding_hash=approved.binding_hash,
+            lease_until=now + timedelta(minutes=1) + LEASE,
         )
         await store.record_outcome(
             approved.id, Succeeded(result={"refund_id": "re_1"}), now=now + timedelta(minutes=2)

@@ -372,7 +372,9 @@ def test_refusal_text_escapes_the_reason() -> None:
 # --- decided messages -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("status", [s for s in Status if s is not Status.PENDING])
+@pytest.mark.parametrize(
+    "status", [s for s in Status if s not in (Status.PENDING, Status.NEEDS_RECONCILIATION)]
+)
 def test_decided_message_has_no_buttons_and_is_valid(status: Status) -> None:
     kind = next((k for k, s in OUTCOME_STATUS.items() if s is status), None)
     proposal = decided(status, OUTCOMES[kind] if kind else None)
@@ -380,6 +382,19 @@ def test_decided_message_has_no_buttons_and_is_valid(status: Status) -> None:
     assert_valid_message(message)
     assert buttons(message) == {}
     assert ":hourglass_flowing_sand: Expires" not in all_text(message)
+
+
+def test_uncertain_outcome_offers_only_reconciliation_buttons_carrying_the_id() -> None:
+    outcome = OUTCOMES["needs_reconciliation"]
+    proposal = decided(Status.NEEDS_RECONCILIATION, outcome)
+    message = render.proposal_message(proposal, now=NOW)
+
+    assert_valid_message(message)
+    assert {action: element["value"] for action, element in buttons(message).items()} == {
+        "reconcile_succeeded": proposal.id,
+        "reconcile_failed": proposal.id,
+        "reconcile_retry": proposal.id,
+    }
 
 
 def test_executing_message_says_who_approved_and_when() -> None:
@@ -414,7 +429,8 @@ def test_auto_approved_message_credits_the_policy() -> None:
 @pytest.mark.parametrize("kind", sorted(OUTCOMES))
 def test_final_message_summarises_the_outcome(kind: str) -> None:
     proposal = decided(OUTCOME_STATUS[kind], OUTCOMES[kind])
-    last = render.proposal_message(proposal, now=NOW)["blocks"][-1]["text"]["text"]
+    sections = [b for b in render.proposal_message(proposal, now=NOW)["blocks"] if "text" in b]
+    last = sections[-1]["text"]["text"]
     expected = {
         "succeeded": "*Succeeded.*",
         "needs_reconciliation": "may or may not have happened",

@@ -25,7 +25,7 @@ from slack_sdk.http_retry.builtin_interval_calculators import (
     FixedValueRetryIntervalCalculator,
 )
 
-from bot.app import build_app
+from bot.app import OUTBOX, build_app
 from bot.localslack import LocalSlack, running_local_slack
 from bot.localsocket import LocalSocketMode
 from bot.settings import load_settings
@@ -103,6 +103,7 @@ def _base_config_text(target_url: str) -> str:
         f"""
         [server]
         sweep_interval_seconds = 0.05
+        slack_timeout_seconds = 1
         long_poll_max_seconds = 30
         callback_attempts = 3
 
@@ -263,7 +264,9 @@ class Countersign:
         await eventually(self._idle)
 
     async def _idle(self) -> bool:
-        return len(self.service.tasks) == 0
+        """Nothing in the outbox is due now, and no delivery is under way."""
+        outbox = self.app[OUTBOX]
+        return await outbox.run_once() == 0 and outbox.in_flight == 0
 
     # --- raw HTTP and inspection -----------------------------------------------------------------
 
@@ -293,12 +296,13 @@ class Countersign:
         return int(row[0])
 
     def fast_slack_retries(self, interval: float = 0.01) -> None:
-        """Keep the Slack client's retry counts but shorten its backoff between 5xx retries.
+        """Shorten the backoff between retries of transient failures (Slack 5xx, callbacks).
 
         429 retries still wait for the Retry-After the local Slack sends.
         """
         for handler in self.service.publisher.client.retry_handlers:
             handler.interval_calculator = FixedValueRetryIntervalCalculator(interval)
+        self.app[OUTBOX].policy.base_delay = interval
 
 
 @dataclass(frozen=True)

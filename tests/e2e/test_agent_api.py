@@ -651,19 +651,19 @@ async def test_callback_is_retried_until_the_receiver_accepts(cs: Countersign) -
     assert len(receiver.received) == 3
     assert delivered.detail["attempts"] == 3
     assert {state["status"] for state in receiver.bodies()} == {"succeeded"}
-    assert await _events(cs, created["id"], "callback_failed") == []
+    assert await _events(cs, created["id"], "delivery_abandoned") == []
 
 
-async def test_callback_that_keeps_failing_is_audited_as_callback_failed(cs: Countersign) -> None:
+async def test_callback_that_keeps_failing_is_given_up_and_audited(cs: Countersign) -> None:
     async with receiving(500, 500, 500, 500) as receiver:
         _, created = await cs.submit({**AUTO_REFUND, "callback_url": receiver.url})
 
-        [failed] = await eventually(lambda: _events(cs, created["id"], "callback_failed"))
+        [failed] = await eventually(lambda: _events(cs, created["id"], "delivery_abandoned"))
 
     assert len(receiver.received) == 3  # callback_attempts = 3 in the harness configuration
     assert failed.detail["attempts"] == 3
+    assert failed.detail["effect"] == "callback"
     assert "500" in str(failed.detail["error"])
-    assert failed.detail["url"] == receiver.url
     assert (await cs.store.get_proposal(created["id"])).status == "succeeded"
 
 
@@ -671,7 +671,7 @@ async def test_callback_refused_with_a_client_error_is_not_retried(cs: Countersi
     async with receiving(404) as receiver:
         _, created = await cs.submit({**AUTO_REFUND, "callback_url": receiver.url})
 
-        [failed] = await eventually(lambda: _events(cs, created["id"], "callback_failed"))
+        [failed] = await eventually(lambda: _events(cs, created["id"], "delivery_abandoned"))
 
     assert len(receiver.received) == 1
     assert failed.detail["attempts"] == 1  # what happened, not the configured maximum

@@ -33,9 +33,9 @@ from store.base import (
     Store,
     Transitioned,
 )
-from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
+from store.lifecycle import INITIAL, OUTCOME_STATUS, Effect, Status
 
-__all__ = ["OUTCOME_EXAMPLES", "StoreConformance", "new_proposal"]
+__all__ = ["LEASE", "OUTCOME_EXAMPLES", "StoreConformance", "new_proposal"]
 
 #: One outcome of every kind.
 OUTCOME_EXAMPLES: tuple[Outcome, ...] = (
@@ -44,6 +44,10 @@ OUTCOME_EXAMPLES: tuple[Outcome, ...] = (
     RevisionRequired(reason="the payment was already refunded"),
     TerminalFailure(detail="card processor says: account closed", correlation_id="corr-2"),
 )
+
+
+#: How long a claim in these tests lets its executor take.
+LEASE = timedelta(minutes=5)
 
 
 def new_proposal(now: datetime, **changes: Any) -> NewProposal:
@@ -77,6 +81,8 @@ def new_proposal(now: datetime, **changes: Any) -> NewProposal:
         "expires_at": now + timedelta(hours=1),
     }
     fields.update(changes)
+    if fields["status"] is Status.EXECUTING and "lease_until" not in changes:
+        fields["lease_until"] = fields["created_at"] + LEASE
     return NewProposal(**fields)
 
 
@@ -142,7 +148,11 @@ class StoreConformance:
         new = new_proposal(now)
         await store.create_proposal(new)
         await store.claim_for_execution(
-            new.id, actor="U0APPROVER", now=now, binding_hash=new.binding_hash
+            new.id,
+            actor="U0APPROVER",
+            now=now,
+            binding_hash=new.binding_hash,
+            lease_until=now + LEASE,
         )
 
         returned = await store.record_outcome(new.id, outcome, now=now + timedelta(seconds=3))
@@ -163,7 +173,9 @@ class StoreConformance:
         with pytest.raises(ProposalNotFound):
             await store.attach_message("nope", "C1", "1.2")
         with pytest.raises(ProposalNotFound):
-            await store.claim_for_execution("nope", actor="U1", now=now, binding_hash="h")
+            await store.claim_for_execution(
+                "nope", actor="U1", now=now, binding_hash="h", lease_until=now + LEASE
+            )
         with pytest.raises(ProposalNotFound):
             await store.reject("nope", actor="U1", reason="no", now=now)
         with pytest.raises(ProposalNotFound):
@@ -243,19 +255,6 @@ class StoreConformance:
         assert await store.find_submission(stored.agent, "key-2") is None
         assert await store.find_submission("ops-agent", "key-1") is None
 
-    async def test_unposted_lists_pending_proposals_without_a_message_oldest_first(
-        self, store: Store, now: datetime
-    ) -> None:
-        later, _ = await store.create_proposal(new_proposal(now + timedelta(seconds=1)))
-        first, _ = await store.create_proposal(new_proposal(now))
-        posted, _ = await store.create_proposal(new_proposal(now))
-        await store.attach_message(posted.id, "C1", "1.000100")
-        rejected, _ = await store.create_proposal(new_proposal(now))
-        await store.reject(rejected.id, actor="U9", reason="no", now=now)
-
-        assert [p.id for p in await store.unposted()] == [first.id, later.id]
-        assert [p.id for p in await store.unposted(limit=1)] == [first.id]
-
     # --- the policy's own decisions ----------------------------------------------------------
 
     async def test_policy_ask_writes_only_submitted(self, store: Store, now: datetime) -> None:
@@ -306,7 +305,11 @@ class StoreConformance:
         later = now + timedelta(minutes=2)
 
         result = await store.claim_for_execution(
-            new.id, actor="U0APPROVER", now=later, binding_hash=new.binding_hash
+            new.id,
+            actor="U0APPROVER",
+            now=later,
+            binding_hash=new.binding_hash,
+            lease_until=later + LEASE,
         )
 
         assert isinstance(result, Transitioned)
@@ -325,7 +328,11 @@ class StoreConformance:
         results = await asyncio.gather(
             *(
                 store.claim_for_execution(
-                    new.id, actor=f"U{i:03d}", now=now, binding_hash=new.binding_hash
+                    new.id,
+                    actor=f"U{i:03d}",
+                    now=now,
+                    binding_hash=new.binding_hash,
+                    lease_until=now + LEASE,
                 )
                 for i in range(20)
             )
@@ -345,7 +352,11 @@ class StoreConformance:
         before, _ = await store.create_proposal(new)
 
         result = await store.claim_for_execution(
-            new.id, actor="U1", now=now + timedelta(minutes=5), binding_hash=new.binding_hash
+            new.id,
+            actor="U1",
+            now=now + timedelta(minutes=5),
+            binding_hash=new.binding_hash,
+            lease_until=now + timedelta(minutes=5) + LEASE,
         )
 
         assert isinstance(result, NotApprovable)
@@ -359,7 +370,9 @@ class StoreConformance:
         new = new_proposal(now)
         before, _ = await store.create_proposal(new)
 
-        result = await store.claim_for_execution(new.id, actor="U1", now=now, binding_hash="0" * 64)
+        result = await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash="0" * 64, lease_until=now + LEASE
+        )
 
         assert isinstance(result, NotApprovable)
         assert "binding hash" in result.reason
@@ -373,7 +386,7 @@ class StoreConformance:
         await store.create_proposal(new)
 
         result = await store.claim_for_execution(
-            new.id, actor="U1", now=now, binding_hash=new.binding_hash
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
         )
 
         assert isinstance(result, AlreadyDecided)
@@ -416,7 +429,9 @@ class StoreConformance:
     async def test_reject_after_a_claim_says_who_decided(self, store: Store, now: datetime) -> None:
         new = new_proposal(now)
         await store.create_proposal(new)
-        await store.claim_for_execution(new.id, actor="U1", now=now, binding_hash=new.binding_hash)
+        await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
+        )
 
         result = await store.reject(new.id, actor="U2", reason="late", now=now)
 
@@ -431,7 +446,7 @@ class StoreConformance:
             new = new_proposal(now)
             await store.create_proposal(new)
             claim = store.claim_for_execution(
-                new.id, actor="U1", now=now, binding_hash=new.binding_hash
+                new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
             )
             reject = store.reject(new.id, actor="U2", reason="no", now=now)
             pair = (claim, reject) if round_ % 2 else (reject, claim)
@@ -532,7 +547,7 @@ class StoreConformance:
         await store.expire_due(now=now)
 
         result = await store.claim_for_execution(
-            new.id, actor="U1", now=now, binding_hash=new.binding_hash
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
         )
 
         assert isinstance(result, AlreadyDecided)
@@ -568,7 +583,11 @@ class StoreConformance:
             (
                 "approved",
                 lambda: store.claim_for_execution(
-                    new.id, actor="U1", now=now, binding_hash=new.binding_hash
+                    new.id,
+                    actor="U1",
+                    now=now,
+                    binding_hash=new.binding_hash,
+                    lease_until=now + LEASE,
                 ),
             ),
             ("outcome", lambda: store.record_outcome(new.id, OUTCOME_EXAMPLES[1], now=now)),
@@ -590,8 +609,12 @@ class StoreConformance:
         late = now + timedelta(minutes=1)
         before = await store.audit_log()
 
-        await store.claim_for_execution(new.id, actor="U1", now=now, binding_hash="bad")
-        await store.claim_for_execution(new.id, actor="U1", now=late, binding_hash="bad")
+        await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash="bad", lease_until=now + LEASE
+        )
+        await store.claim_for_execution(
+            new.id, actor="U1", now=late, binding_hash="bad", lease_until=late + LEASE
+        )
         await store.reject(new.id, actor="U1", reason="x", now=late)
         with pytest.raises(InvalidTransition):
             await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now)
@@ -648,7 +671,9 @@ class StoreConformance:
         new = new_proposal(now)
         await store.create_proposal(new)
         await store.attach_message(new.id, "C1", "1.1")
-        await store.claim_for_execution(new.id, actor="U1", now=now, binding_hash=new.binding_hash)
+        await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
+        )
         await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now)
         await store.record_event(None, actor="bot", event="note", detail={"x": "é"}, now=now)
 
@@ -656,3 +681,198 @@ class StoreConformance:
 
         assert (empty.ok, empty.checked, empty.first_bad_seq) == (True, 0, None)
         assert (busy.ok, busy.checked, busy.first_bad_seq) == (True, 5, None)
+
+    # --- the outbox ------------------------------------------------------------------------
+
+    async def test_a_pending_proposal_queues_its_slack_post_in_the_same_transaction(
+        self, store: Store, now: datetime
+    ) -> None:
+        new, _ = await store.create_proposal(new_proposal(now))
+
+        [delivery] = await store.claim_deliveries(now=now, limit=10, lease=LEASE)
+
+        assert (delivery.proposal_id, delivery.effect) == (new.id, Effect.SLACK_POST)
+        assert (delivery.status, delivery.attempts) == (Status.PENDING, 1)
+        assert await store.pending_deliveries() == 1
+
+    async def test_a_leased_delivery_goes_to_no_one_else_until_its_lease_ends(
+        self, store: Store, now: datetime
+    ) -> None:
+        await store.create_proposal(new_proposal(now))
+        [first] = await store.claim_deliveries(now=now, limit=10, lease=LEASE)
+
+        assert await store.claim_deliveries(now=now + LEASE / 2, limit=10, lease=LEASE) == []
+        [again] = await store.claim_deliveries(now=now + LEASE, limit=10, lease=LEASE)
+        assert (again.id, again.attempts) == (first.id, 2)
+
+    async def test_concurrent_workers_never_share_a_delivery(
+        self, store: Store, now: datetime
+    ) -> None:
+        for _ in range(30):
+            await store.create_proposal(new_proposal(now))
+
+        batches = await asyncio.gather(
+            *(store.claim_deliveries(now=now, limit=4, lease=LEASE) for _ in range(10))
+        )
+
+        ids = [d.id for batch in batches for d in batch]
+        assert len(ids) == len(set(ids)) == 30
+
+    async def test_slack_effects_of_a_proposal_are_delivered_in_order_callbacks_apart(
+        self, store: Store, now: datetime
+    ) -> None:
+        new, _ = await store.create_proposal(new_proposal(now))
+        [post] = await store.claim_deliveries(now=now, limit=10, lease=LEASE)
+        await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
+        )
+        await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now)
+        later = now + timedelta(seconds=1)  # the post's lease still holds
+
+        # the post is still out: no Slack update may overtake it, the callback may go
+        [callback] = await store.claim_deliveries(now=later, limit=10, lease=LEASE)
+        assert (callback.effect, callback.status) == (Effect.CALLBACK, Status.SUCCEEDED)
+        await store.complete_delivery(post.id, now=later)
+        await store.complete_delivery(callback.id, now=later)
+
+        order = []
+        while batch := await store.claim_deliveries(now=later, limit=10, lease=LEASE):
+            assert len(batch) == 1  # one at a time: each waits for the one before
+            order.append((batch[0].effect, batch[0].status))
+            await store.complete_delivery(batch[0].id, now=later)
+        assert order == [
+            (Effect.SLACK_UPDATE, Status.EXECUTING),
+            (Effect.SLACK_UPDATE, Status.SUCCEEDED),
+            (Effect.SLACK_REPLY, Status.SUCCEEDED),
+        ]
+        assert await store.pending_deliveries() == 0
+
+    async def test_a_retried_delivery_waits_for_its_time(self, store: Store, now: datetime) -> None:
+        await store.create_proposal(new_proposal(now))
+        [delivery] = await store.claim_deliveries(now=now, limit=10, lease=LEASE)
+
+        await store.retry_delivery(delivery.id, at=now + timedelta(seconds=30), error="429")
+
+        assert (
+            await store.claim_deliveries(now=now + timedelta(seconds=29), limit=9, lease=LEASE)
+            == []
+        )
+        [again] = await store.claim_deliveries(
+            now=now + timedelta(seconds=30), limit=9, lease=LEASE
+        )
+        assert again.id == delivery.id
+
+    async def test_an_abandoned_delivery_is_audited_and_lets_later_ones_go(
+        self, store: Store, now: datetime
+    ) -> None:
+        new, _ = await store.create_proposal(new_proposal(now))
+        [post] = await store.claim_deliveries(now=now, limit=10, lease=LEASE)
+        await store.reject(new.id, actor="U1", reason="no", now=now)
+
+        await store.abandon_delivery(post.id, now=now, error="channel_not_found")
+
+        effects = [d.effect for d in await store.claim_deliveries(now=now, limit=10, lease=LEASE)]
+        assert effects == [Effect.SLACK_UPDATE, Effect.CALLBACK]
+        [abandoned] = [e for e in await store.audit_log(new.id) if e.event == "delivery_abandoned"]
+        assert abandoned.detail["effect"] == "slack.post"
+        assert abandoned.detail["error"] == "channel_not_found"
+
+    async def test_effects_follow_the_policy_decision_and_the_callback_url(
+        self, store: Store, now: datetime
+    ) -> None:
+        await store.create_proposal(
+            new_proposal(now, decision="deny", status=Status.DENIED, channel=None, expires_at=None)
+        )
+        await store.create_proposal(
+            new_proposal(
+                now,
+                decision="auto",
+                status=Status.EXECUTING,
+                channel=None,
+                expires_at=None,
+                callback_url=None,
+            )
+        )
+
+        [denied] = await store.claim_deliveries(now=now, limit=10, lease=LEASE)
+        assert (denied.effect, denied.status) == (Effect.CALLBACK, Status.DENIED)
+
+    # --- leases and reconciliation ---------------------------------------------------------
+
+    async def test_an_execution_past_its_lease_needs_reconciliation_and_says_so(
+        self, store: Store, now: datetime
+    ) -> None:
+        new, _ = await store.create_proposal(new_proposal(now))
+        await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
+        )
+
+        assert await store.reclaim_abandoned(now=now + LEASE / 2) == []
+        [reclaimed] = await store.reclaim_abandoned(now=now + LEASE)
+
+        assert reclaimed.status is Status.NEEDS_RECONCILIATION
+        assert reclaimed.outcome is not None and reclaimed.outcome.kind == "needs_reconciliation"
+        assert (await events(store, new.id))[-1] == "execution_abandoned"
+        with pytest.raises(InvalidTransition):  # the lost executor can no longer record
+            await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now + LEASE)
+
+    async def test_a_person_resolves_an_uncertain_execution_once(
+        self, store: Store, now: datetime
+    ) -> None:
+        new, _ = await store.create_proposal(new_proposal(now))
+        await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
+        )
+        await store.record_outcome(
+            new.id, NeedsReconciliation(detail="timeout", correlation_id="c"), now=now
+        )
+        found = Succeeded(result={"checked": "ledger"})
+
+        first, second = await asyncio.gather(
+            store.resolve_reconciliation(new.id, actor="U2", outcome=found, note="seen", now=now),
+            store.resolve_reconciliation(new.id, actor="U3", outcome=found, note="too", now=now),
+        )
+
+        assert sorted(type(r).__name__ for r in (first, second)) == [
+            "AlreadyDecided",
+            "Transitioned",
+        ]
+        stored = await store.get_proposal(new.id)
+        assert (stored.status, stored.outcome) == (Status.SUCCEEDED, found)
+        [entry] = [e for e in await store.audit_log(new.id) if e.event == "reconciled"]
+        assert entry.actor in ("U2", "U3")
+
+    async def test_reconciliation_accepts_only_succeeded_or_failed(
+        self, store: Store, now: datetime
+    ) -> None:
+        with pytest.raises(ValueError, match="succeeded"):
+            await store.resolve_reconciliation(
+                "x", actor="U1", outcome=RevisionRequired(reason="r"), note="", now=now
+            )
+
+    async def test_a_retry_claims_the_uncertain_execution_for_exactly_one_executor(
+        self, store: Store, now: datetime
+    ) -> None:
+        new, _ = await store.create_proposal(new_proposal(now))
+        pending, _ = await store.create_proposal(new_proposal(now))
+        await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
+        )
+        await store.record_outcome(
+            new.id, NeedsReconciliation(detail="timeout", correlation_id="c"), now=now
+        )
+
+        results = await asyncio.gather(
+            *(
+                store.retry_execution(new.id, actor="U2", now=now, lease_until=now + LEASE)
+                for _ in range(5)
+            )
+        )
+
+        assert sum(isinstance(r, Transitioned) for r in results) == 1
+        assert (await store.get_proposal(new.id)).status is Status.EXECUTING
+        refused = await store.retry_execution(
+            pending.id, actor="U2", now=now, lease_until=now + LEASE
+        )
+        assert isinstance(refused, NotApprovable)
+        assert "does not need reconciliation" in refused.reason

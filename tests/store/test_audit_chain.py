@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from store.base import AuditReport
 from store.lifecycle import Status
 from store.sqlite import SqliteStore
-from tests.store.conformance import OUTCOME_EXAMPLES, new_proposal
+from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, new_proposal
 
 NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 COLUMNS = ("seq", "at", "proposal_id", "actor", "event", "detail", "prev_hash", "hash")
@@ -35,7 +35,11 @@ async def _fill(path: Path) -> int:
             await store.create_proposal(asked)
             await store.attach_message(asked.id, "C1", f"{minute}.1")
             await store.claim_for_execution(
-                asked.id, actor="U1", now=now, binding_hash=asked.binding_hash
+                asked.id,
+                actor="U1",
+                now=now,
+                binding_hash=asked.binding_hash,
+                lease_until=now + LEASE,
             )
             await store.record_outcome(asked.id, OUTCOME_EXAMPLES[minute], now=now)
         await store.create_proposal(new_proposal(NOW, decision="deny", status=Status.DENIED))

@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from store.lifecycle import FINAL, INITIAL, OUTCOME_STATUS, TRANSITIONS, Status, mermaid_diagram
+from store.lifecycle import (
+    EFFECTS,
+    FINAL,
+    INITIAL,
+    OUTCOME_STATUS,
+    SETTLED,
+    TRANSITIONS,
+    Status,
+    mermaid_diagram,
+)
 
 README = Path(__file__).parents[2] / "README.md"
 
@@ -24,9 +33,16 @@ def test_every_status_has_a_row_and_final_statuses_lead_nowhere() -> None:
     assert Status.PENDING not in FINAL and Status.EXECUTING not in FINAL
 
 
-def test_every_outcome_kind_ends_execution_in_a_final_status() -> None:
+def test_every_outcome_kind_ends_execution_in_a_settled_status() -> None:
     assert set(OUTCOME_STATUS.values()) == TRANSITIONS[Status.EXECUTING]
-    assert set(OUTCOME_STATUS.values()) <= FINAL
+    assert set(OUTCOME_STATUS.values()) <= SETTLED
+    # only an uncertain outcome leads anywhere: to a person's resolution or a retry
+    assert set(OUTCOME_STATUS.values()) - FINAL == {Status.NEEDS_RECONCILIATION}
+
+
+def test_every_status_but_final_ones_has_effects_and_every_status_is_listed() -> None:
+    assert set(EFFECTS) == set(Status)
+    assert all(EFFECTS[status] for status in Status)
 
 
 def test_every_status_is_reachable_from_an_initial_one() -> None:

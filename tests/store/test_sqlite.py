@@ -19,7 +19,7 @@ from store.lifecycle import TRANSITIONS, Status
 from store.migrate import Migration, load_migrations
 from store.open import open_store
 from store.sqlite import SqliteStore, apply_migrations
-from tests.store.conformance import OUTCOME_EXAMPLES, StoreConformance, new_proposal
+from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
 
 NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 
@@ -177,12 +177,15 @@ async def test_database_allows_exactly_the_lifecycle_transitions(db_path: Path) 
 
 
 def _trigger_sql() -> str:
-    [migration] = [m for m in load_migrations("sqlite") if m.version == 1]
-    found = re.search(
-        r"CREATE TRIGGER proposals_status_follows_lifecycle.*?END;", migration.sql, re.S
-    )
-    assert found is not None
-    return found[0]
+    """The transitions trigger as the newest migration that (re)creates it defines it."""
+    pattern = r"CREATE TRIGGER proposals_status_follows_lifecycle.*?END;"
+    found = [
+        match[0]
+        for migration in load_migrations("sqlite")
+        if (match := re.search(pattern, migration.sql, re.S))
+    ]
+    assert found
+    return found[-1]
 
 
 @pytest.mark.parametrize(
@@ -270,7 +273,11 @@ async def test_claims_through_two_connections_to_one_file_make_one_executor(
         results = await asyncio.gather(
             *(
                 store.claim_for_execution(
-                    new.id, actor=f"U{i}", now=NOW, binding_hash=new.binding_hash
+                    new.id,
+                    actor=f"U{i}",
+                    now=NOW,
+                    binding_hash=new.binding_hash,
+                    lease_until=NOW + LEASE,
                 )
                 for i in range(10)
                 for store in (first, second)
@@ -308,8 +315,8 @@ async def test_open_store_accepts_relative_absolute_and_plain_paths(
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("postgresql://countersign@127.0.0.1/countersign", "PostgreSQL support is not available"),
-        ("postgres://127.0.0.1/db", "PostgreSQL support is not available"),
+        ("postgresql://postgres@127.0.0.1:1/test", "cannot open PostgreSQL database"),
+        ("postgres://postgres@127.0.0.1:1/test", "cannot open PostgreSQL database"),
         ("mysql://127.0.0.1/db", "unknown scheme 'mysql'"),
         ("sqlite://", "no database path"),
         ("sqlite:///", "no database path"),

@@ -1,0 +1,29 @@
+"""Which outbox entries a transition writes: lifecycle.EFFECTS, applied to one proposal."""
+
+from __future__ import annotations
+
+from store.base import Proposal
+from store.lifecycle import EFFECTS, Effect
+
+__all__ = ["effects_of", "lane_of"]
+
+_SLACK = {Effect.SLACK_POST, Effect.SLACK_UPDATE, Effect.SLACK_REPLY}
+
+
+def effects_of(proposal: Proposal) -> list[Effect]:
+    """The effects of ``proposal`` having just entered its current status.
+
+    Slack effects only for proposals that ask in a channel; callbacks only when the agent gave a
+    callback_url.
+    """
+    return [
+        effect
+        for effect in EFFECTS[proposal.status]
+        if (effect in _SLACK and proposal.channel is not None)
+        or (effect is Effect.CALLBACK and proposal.callback_url is not None)
+    ]
+
+
+def lane_of(effect: Effect) -> str:
+    """Entries of one proposal are delivered in order within a lane, lanes independently."""
+    return "slack" if effect in _SLACK else "callback"

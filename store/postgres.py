@@ -1,0 +1,695 @@
+"""The PostgreSQL backend of the Store protocol, for several instances sharing one database.
+
+An asyncpg connection pool per store. Every write is one transaction (READ COMMITTED) that
+changes its proposal with a compare-and-set (``UPDATE ... WHERE status = ... RETURNING *``) and
+appends its audit entry; when no row comes back, the proposal is re-read to say why. Appends lock
+the single ``audit_head`` row first (``SELECT ... FOR UPDATE``), so entries written by any number
+of connections and processes form one linear hash chain. The expiry sweep takes its rows with
+``FOR UPDATE SKIP LOCKED``: sweeps in several instances at once never expire a proposal twice,
+nor wait for each other. Lock order is always proposal rows first, then the audit head, so
+writers never deadlock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Literal, TypeAlias
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+from pydantic import JsonValue
+
+from contracts.outcomes import NeedsReconciliation, Outcome
+from store.audit import entry_hash, verify_chain
+from store.base import (
+    AuditEntry,
+    AuditReport,
+    Delivery,
+    IdempotencyConflict,
+    InvalidTransition,
+    NewProposal,
+    Proposal,
+    ProposalNotFound,
+    StoreError,
+    StoreUnavailable,
+    Transitioned,
+    TransitionResult,
+)
+from store.effects import effects_of, lane_of
+from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
+from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
+from store.pg_errors import DRIVER_ERRORS, translate
+from store.pg_rows import (
+    audit_entry_from_record,
+    aware,
+    delivery_from_record,
+    new_proposal_args,
+    proposal_from_record,
+)
+from store.rows import dump_json, outcome_json
+from store.shield import finish_even_if_cancelled
+from store.verdicts import check_head, not_reconcilable, refusal
+
+__all__ = ["PostgresStore", "apply_migrations", "redacted"]
+
+if TYPE_CHECKING:  # the stubs make these generic; at run time they are plain classes
+    from asyncpg.pool import PoolConnectionProxy
+
+    Connection: TypeAlias = asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]
+
+#: Serializes migrating per schema: instances starting at once apply each migration once.
+LOCK_MIGRATIONS = """
+SELECT pg_advisory_xact_lock(
+    hashtext('countersign schema migrations'), hashtext(coalesce(current_schema(), '')))
+"""
+
+#: Bootstraps the table that records applied migrations (every other table is a migration).
+CREATE_SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+
+#: Whether the bootstrap already ran (CREATE ... IF NOT EXISTS would send a notice each time).
+HAS_SCHEMA_MIGRATIONS = "SELECT to_regclass('schema_migrations') IS NOT NULL"
+
+#: The versions already applied.
+SELECT_APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
+
+#: Record one applied migration, in the migration's own transaction.
+INSERT_MIGRATION = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)"
+
+#: A new proposal; no row back means the agent already used this submission key.
+INSERT_PROPOSAL = """
+INSERT INTO proposals (
+    id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
+    arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
+    approver_roles, channel, status, created_at, expires_at, updated_at, lease_until
+) VALUES (
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+    $21, $22, $23
+)
+ON CONFLICT (agent, submission_key) DO NOTHING
+RETURNING *
+"""
+
+#: The proposal an agent stored under a submission key.
+SELECT_BY_SUBMISSION_KEY = "SELECT * FROM proposals WHERE agent = $1 AND submission_key = $2"
+
+#: One proposal by id.
+SELECT_PROPOSAL = "SELECT * FROM proposals WHERE id = $1"
+
+#: Remember the Slack message showing the proposal (allowed in any status).
+UPDATE_MESSAGE = """
+UPDATE proposals SET slack_channel = $2, slack_ts = $3, updated_at = $4 WHERE id = $1
+RETURNING *
+"""
+
+#: The claim: pending, unexpired and bound to the contract the approver saw -> executing.
+CLAIM = """
+UPDATE proposals
+SET status = 'executing', decided_by = $2, decided_at = $3, updated_at = $3, lease_until = $5
+WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)
+  AND binding_hash = $4
+RETURNING *
+"""
+
+#: A person retries an uncertain execution: needs_reconciliation -> executing, with a new lease.
+RETRY = """
+UPDATE proposals SET status = 'executing', updated_at = $2, lease_until = $3
+WHERE id = $1 AND status = 'needs_reconciliation'
+RETURNING *
+"""
+
+#: A person records what really happened: needs_reconciliation -> succeeded or failed.
+RESOLVE = """
+UPDATE proposals SET status = $2, outcome = $3, updated_at = $4
+WHERE id = $1 AND status = 'needs_reconciliation'
+RETURNING *
+"""
+
+#: Executions whose executor did not record an outcome in time -> needs_reconciliation.
+#: Rows another transaction holds (an outcome being recorded, another instance's sweep) are
+#: skipped, not awaited.
+RECLAIM_ABANDONED = """
+WITH abandoned AS (
+    SELECT id FROM proposals
+    WHERE status = 'executing' AND lease_until <= $1
+    ORDER BY lease_until, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE proposals AS p SET status = 'needs_reconciliation', outcome = $3, updated_at = $1
+FROM abandoned
+WHERE p.id = abandoned.id AND p.status = 'executing'
+RETURNING p.*
+"""
+
+#: The rejection: pending and unexpired -> rejected, with the reason.
+REJECT = """
+UPDATE proposals
+SET status = 'rejected', decided_by = $2, decided_at = $3, decision_note = $4, updated_at = $3
+WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)
+RETURNING *
+"""
+
+#: The outcome of an execution: executing -> the outcome's status.
+RECORD_OUTCOME = """
+UPDATE proposals SET status = $2, outcome = $3, updated_at = $4
+WHERE id = $1 AND status = 'executing'
+RETURNING *
+"""
+
+#: The expiry sweep: up to ``limit`` overdue pending proposals -> expired, oldest expiry first.
+#: Rows another transaction holds (a claim, another instance's sweep) are skipped, not awaited.
+EXPIRE_DUE = """
+WITH due AS (
+    SELECT id FROM proposals
+    WHERE status = 'pending' AND expires_at <= $1
+    ORDER BY expires_at, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE proposals AS p SET status = 'expired', updated_at = $1
+FROM due
+WHERE p.id = due.id AND p.status = 'pending'
+RETURNING p.*
+"""
+
+#: The last entry of the audit chain, locked until the transaction ends: appends queue here.
+LOCK_AUDIT_HEAD = "SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE"
+
+#: The last entry of the audit chain, read only.
+SELECT_AUDIT_HEAD = "SELECT seq, hash FROM audit_head WHERE id = 1"
+
+#: Append one audit entry; a trigger checks it follows the head and moves the head.
+INSERT_AUDIT_ENTRY = """
+INSERT INTO audit_log (seq, at, proposal_id, actor, event, detail, prev_hash, hash)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING *
+"""
+
+#: One effect of a transition, to be delivered by the outbox worker.
+INSERT_OUTBOX = """
+INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at)
+VALUES ($1, $2, $3, $4, $5, $5)
+"""
+
+#: Lease up to $3 due entries, each the first undelivered one of its proposal and lane. Entries
+#: another worker is leasing right now are skipped; the outer WHERE re-checks each locked row.
+CLAIM_DELIVERIES = """
+WITH due AS (
+    SELECT o.id FROM outbox AS o
+    WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
+      AND o.next_attempt_at <= $1
+      AND (o.leased_until IS NULL OR o.leased_until <= $1)
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox AS e
+          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
+            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
+    ORDER BY o.next_attempt_at, o.id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox AS o SET leased_until = $2, attempts = o.attempts + 1
+FROM due
+WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+  AND (o.leased_until IS NULL OR o.leased_until <= $1)
+RETURNING o.*
+"""
+
+#: Delivered.
+COMPLETE_DELIVERY = "UPDATE outbox SET delivered_at = $2, leased_until = NULL WHERE id = $1"
+
+#: Not delivered this time: release the lease and say when to try again.
+RETRY_DELIVERY = """
+UPDATE outbox SET next_attempt_at = $2, leased_until = NULL, last_error = $3 WHERE id = $1
+"""
+
+#: Given up.
+ABANDON_DELIVERY = """
+UPDATE outbox SET abandoned_at = $2, leased_until = NULL, last_error = $3 WHERE id = $1
+RETURNING proposal_id, effect, attempts
+"""
+
+#: Entries still to deliver.
+COUNT_PENDING_DELIVERIES = (
+    "SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND abandoned_at IS NULL"
+)
+
+#: The whole audit log in chain order.
+SELECT_AUDIT_LOG = "SELECT * FROM audit_log ORDER BY seq"
+
+#: One proposal's audit entries in chain order.
+SELECT_PROPOSAL_AUDIT_LOG = "SELECT * FROM audit_log WHERE proposal_id = $1 ORDER BY seq"
+
+#: Who writes the audit entries that no person or agent caused.
+POLICY_ACTOR = "policy"
+EXPIRY_ACTOR = "expiry"
+EXECUTOR_ACTOR = "executor"
+SLACK_ACTOR = "slack"
+OUTBOX_ACTOR = "outbox"
+
+#: How much of a delivery error is kept with the outbox entry (the audit keeps all of it).
+_ERROR_CHARS = 2000
+
+#: The outcome a lost execution is given: nobody knows whether its effect happened.
+_ABANDONED = NeedsReconciliation(
+    detail="the process executing it stopped before recording an outcome; the effect may or may "
+    "not have happened",
+    correlation_id="lease-expired",
+)
+
+#: The audit event the policy's own decision adds to "submitted" (ask adds none).
+_POLICY_EVENT = {Status.EXECUTING: "auto_approved", Status.DENIED: "denied"}
+
+Isolation = Literal["read_committed", "repeatable_read"]
+
+
+async def apply_migrations(db: Connection, migrations: Sequence[Migration]) -> list[int]:
+    """Apply the missing ``migrations``, each in one transaction with its record. Returns versions.
+
+    Every transaction first takes an advisory lock (per schema) and then reads what is applied:
+    an instance that waited for the lock finds the other's migration recorded and skips it.
+    """
+    done: list[int] = []
+    while True:
+        async with db.transaction():
+            await db.execute(LOCK_MIGRATIONS)
+            if not await db.fetchval(HAS_SCHEMA_MIGRATIONS):
+                await db.execute(CREATE_SCHEMA_MIGRATIONS)
+            applied = {row["version"] for row in await db.fetch(SELECT_APPLIED_VERSIONS)}
+            pending = pending_migrations(migrations, applied)
+            if not pending:
+                return done
+            migration = pending[0]
+            await db.execute(migration.sql)
+            await db.execute(INSERT_MIGRATION, migration.version, migration.name)
+        done.append(migration.version)
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password, fit for messages and logs."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.netloc.rsplit("@", 1)[1]
+        user = parts.username or ""
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    except ValueError:
+        return "<a store URL that does not parse>"
+
+
+class PostgresStore:
+    """A Store on a PostgreSQL database. Create it with :meth:`open`."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool[asyncpg.Record],
+        *,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self._pool = pool
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        durable: bool = True,
+        min_size: int = 1,
+        max_size: int = 10,
+        server_settings: Mapping[str, str] | None = None,
+        connect_timeout: float = 10.0,
+        clock: Callable[[], datetime] | None = None,
+    ) -> PostgresStore:
+        """Connect a pool to ``url`` (``postgresql://user@host:port/database``) and migrate.
+
+        ``durable=False`` turns off ``synchronous_commit`` for the store's sessions: faster, and
+        a server crash may lose the last commits (never corrupt the database).
+        ``server_settings`` are session settings for every connection (``search_path`` picks
+        a schema). ``clock`` stamps the one verb without a ``now`` (attach_message).
+        """
+        settings = {"application_name": "countersign", **(server_settings or {})}
+        if not durable:
+            settings.setdefault("synchronous_commit", "off")
+        where = redacted(url)
+        try:
+            pool = await asyncpg.create_pool(
+                url,
+                min_size=min_size,
+                max_size=max_size,
+                server_settings=settings,
+                timeout=connect_timeout,
+            )
+        except DRIVER_ERRORS as error:
+            raise StoreUnavailable(
+                f"cannot open PostgreSQL database {where}: {translate(error)}"
+            ) from error
+        except ValueError as error:  # asyncpg's own checks of the URL and its options
+            raise StoreError(f"store URL {where}: {error}") from error
+        try:
+            async with pool.acquire() as db:
+                await apply_migrations(db, load_migrations("postgres"))
+        except BaseException as error:
+            pool.terminate()
+            if isinstance(error, MigrationError):
+                raise StoreUnavailable(f"PostgreSQL database {where}: {error}") from error
+            if isinstance(error, DRIVER_ERRORS):
+                raise StoreUnavailable(
+                    f"PostgreSQL database {where}: {translate(error)}"
+                ) from error
+            raise
+        return cls(pool, clock=clock)
+
+    async def close(self) -> None:
+        """Wait for the calls in progress to finish, then close every connection."""
+        if not self._closed:
+            self._closed = True
+            await self._pool.close()
+
+    # --- connections and transactions -------------------------------------------------------
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Connection]:
+        """A pooled connection for single statements. Driver errors are translated here."""
+        if self._closed:
+            raise StoreUnavailable("the store is closed")
+        try:
+            async with self._pool.acquire() as db:
+                yield db
+        except DRIVER_ERRORS as error:
+            if self._closed:
+                raise StoreUnavailable("the store is closed") from error
+            raise translate(error) from error
+
+    @asynccontextmanager
+    async def _transaction(
+        self, *, isolation: Isolation = "read_committed", readonly: bool = False
+    ) -> AsyncIterator[Connection]:
+        """One transaction on a pooled connection: committed at the end, rolled back on error."""
+        async with self._connection() as db, db.transaction(isolation=isolation, readonly=readonly):
+            yield db
+
+    async def _existing(self, db: Connection, proposal_id: str) -> Proposal:
+        row = await db.fetchrow(SELECT_PROPOSAL, proposal_id)
+        if row is None:
+            raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
+        return proposal_from_record(row)
+
+    async def _append(
+        self,
+        db: Connection,
+        at: datetime,
+        proposal_id: str | None,
+        actor: str,
+        event: str,
+        detail: Mapping[str, JsonValue],
+    ) -> AuditEntry:
+        """Append one entry after the head of the chain, inside the caller's transaction."""
+        head = await db.fetchrow(LOCK_AUDIT_HEAD)
+        if head is None:
+            raise StoreError("the audit head row is missing; the database was altered by hand")
+        seq, prev_hash = head["seq"] + 1, head["hash"]
+        at, detail_text = aware(at, field="now"), dump_json(detail)
+        digest = entry_hash(
+            prev_hash,
+            seq=seq,
+            at=at,
+            proposal_id=proposal_id,
+            actor=actor,
+            event=event,
+            detail=json.loads(detail_text),  # hash exactly what is stored and read back
+        )
+        row = await db.fetchrow(
+            INSERT_AUDIT_ENTRY, seq, at, proposal_id, actor, event, detail_text, prev_hash, digest
+        )
+        assert row is not None  # RETURNING of an INSERT that did not fail
+        return audit_entry_from_record(row)
+
+    async def _enqueue(self, db: Connection, row: asyncpg.Record, now: datetime) -> Proposal:
+        """Write the outbox entries of the status ``row`` just entered; return the proposal."""
+        proposal = proposal_from_record(row)
+        at = aware(now, field="now")
+        for effect in effects_of(proposal):
+            await db.execute(
+                INSERT_OUTBOX, proposal.id, effect.value, lane_of(effect), proposal.status.value, at
+            )
+        return proposal
+
+    # --- the protocol -----------------------------------------------------------------------
+
+    @finish_even_if_cancelled
+    async def create_proposal(self, new: NewProposal) -> tuple[Proposal, bool]:
+        if new.status not in INITIAL:
+            raise InvalidTransition(
+                f"proposal {new.id!r}: cannot be created with status {new.status.value!r}; "
+                f"expected one of {sorted(s.value for s in INITIAL)}"
+            )
+        if (new.status is Status.EXECUTING) != (new.lease_until is not None):
+            raise ValueError(
+                f"proposal {new.id!r}: lease_until is required exactly when it is created "
+                f"executing (status {new.status.value!r}, lease_until {new.lease_until!r})"
+            )
+        args = new_proposal_args(new)
+        async with self._transaction() as db:
+            row = await db.fetchrow(INSERT_PROPOSAL, *args)
+            if row is None:  # the agent used this submission key before
+                found = await db.fetchrow(SELECT_BY_SUBMISSION_KEY, new.agent, new.submission_key)
+                assert found is not None  # the row whose unique key refused the insert
+                existing = proposal_from_record(found)
+                if existing.submission_fingerprint != new.submission_fingerprint:
+                    raise IdempotencyConflict(existing)
+                return existing, False
+            submitted = {
+                "operation": new.operation,
+                "decision": new.decision,
+                "rule_id": new.rule_id,
+                "status": new.status.value,
+            }
+            await self._append(db, new.created_at, new.id, new.agent, "submitted", submitted)
+            if new.status in _POLICY_EVENT:
+                policy = {"rule_id": new.rule_id, "policy_note": new.policy_note}
+                event = _POLICY_EVENT[new.status]
+                await self._append(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
+            return await self._enqueue(db, row, new.created_at), True
+
+    @finish_even_if_cancelled
+    async def get_proposal(self, proposal_id: str) -> Proposal:
+        async with self._connection() as db:
+            return await self._existing(db, proposal_id)
+
+    @finish_even_if_cancelled
+    async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
+        async with self._connection() as db:
+            row = await db.fetchrow(SELECT_BY_SUBMISSION_KEY, agent, submission_key)
+            return None if row is None else proposal_from_record(row)
+
+    @finish_even_if_cancelled
+    async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
+        now = aware(self._clock(), field="clock()")
+        async with self._transaction() as db:
+            row = await db.fetchrow(UPDATE_MESSAGE, proposal_id, channel, ts, now)
+            if row is None:
+                raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
+            detail = {"channel": channel, "ts": ts}
+            await self._append(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
+            return proposal_from_record(row)
+
+    @finish_even_if_cancelled
+    async def claim_for_execution(
+        self,
+        proposal_id: str,
+        *,
+        actor: str,
+        now: datetime,
+        binding_hash: str,
+        lease_until: datetime,
+    ) -> TransitionResult:
+        at, lease = aware(now, field="now"), aware(lease_until, field="lease_until")
+        async with self._transaction() as db:
+            row = await db.fetchrow(CLAIM, proposal_id, actor, at, binding_hash, lease)
+            if row is None:
+                return refusal(await self._existing(db, proposal_id), at, binding_hash)
+            detail = {"binding_hash": binding_hash}
+            await self._append(db, at, proposal_id, actor, "approved", detail)
+            return Transitioned(await self._enqueue(db, row, at))
+
+    @finish_even_if_cancelled
+    async def retry_execution(
+        self, proposal_id: str, *, actor: str, now: datetime, lease_until: datetime
+    ) -> TransitionResult:
+        at, lease = aware(now, field="now"), aware(lease_until, field="lease_until")
+        async with self._transaction() as db:
+            row = await db.fetchrow(RETRY, proposal_id, at, lease)
+            if row is None:
+                return not_reconcilable(await self._existing(db, proposal_id))
+            await self._append(db, at, proposal_id, actor, "retry_approved", {})
+            return Transitioned(await self._enqueue(db, row, at))
+
+    @finish_even_if_cancelled
+    async def resolve_reconciliation(
+        self, proposal_id: str, *, actor: str, outcome: Outcome, note: str, now: datetime
+    ) -> TransitionResult:
+        if outcome.kind not in ("succeeded", "terminal_failure"):
+            raise ValueError(
+                f"outcome: got {outcome.kind!r}; a person resolves an uncertain execution as "
+                "'succeeded' or 'terminal_failure'"
+            )
+        status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
+        at = aware(now, field="now")
+        async with self._transaction() as db:
+            row = await db.fetchrow(RESOLVE, proposal_id, status.value, dump_json(detail), at)
+            if row is None:
+                return not_reconcilable(await self._existing(db, proposal_id))
+            audit: dict[str, JsonValue] = {"outcome": detail, "note": note}
+            await self._append(db, at, proposal_id, actor, "reconciled", audit)
+            return Transitioned(await self._enqueue(db, row, at))
+
+    @finish_even_if_cancelled
+    async def reclaim_abandoned(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        if limit < 1:
+            raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
+        at, outcome = aware(now, field="now"), dump_json(outcome_json(_ABANDONED))
+        async with self._transaction() as db:
+            rows = await db.fetch(RECLAIM_ABANDONED, at, limit, outcome)
+            reclaimed = []
+            for row in sorted(rows, key=lambda r: (r["lease_until"], r["id"])):
+                detail = {"lease_until": row["lease_until"].astimezone(UTC).isoformat()}
+                await self._append(db, at, row["id"], EXPIRY_ACTOR, "execution_abandoned", detail)
+                reclaimed.append(await self._enqueue(db, row, at))
+            return reclaimed
+
+    @finish_even_if_cancelled
+    async def reject(
+        self, proposal_id: str, *, actor: str, reason: str, now: datetime
+    ) -> TransitionResult:
+        at = aware(now, field="now")
+        async with self._transaction() as db:
+            row = await db.fetchrow(REJECT, proposal_id, actor, at, reason)
+            if row is None:
+                return refusal(await self._existing(db, proposal_id), at, None)
+            await self._append(db, at, proposal_id, actor, "rejected", {"reason": reason})
+            return Transitioned(await self._enqueue(db, row, at))
+
+    @finish_even_if_cancelled
+    async def record_outcome(
+        self, proposal_id: str, outcome: Outcome, *, now: datetime
+    ) -> Proposal:
+        status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
+        at = aware(now, field="now")
+        async with self._transaction() as db:
+            row = await db.fetchrow(
+                RECORD_OUTCOME, proposal_id, status.value, dump_json(detail), at
+            )
+            if row is None:
+                current = await self._existing(db, proposal_id)
+                raise InvalidTransition(
+                    f"proposal {proposal_id!r} is {current.status.value!r}, not 'executing': "
+                    f"an outcome ({outcome.kind!r}) can only be recorded while executing"
+                )
+            await self._append(db, at, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
+            return await self._enqueue(db, row, at)
+
+    @finish_even_if_cancelled
+    async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        if limit < 1:
+            raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
+        at = aware(now, field="now")
+        async with self._transaction() as db:
+            rows = await db.fetch(EXPIRE_DUE, at, limit)
+            expired = []
+            for row in sorted(rows, key=lambda r: (r["expires_at"], r["id"])):
+                proposal = await self._enqueue(db, row, at)
+                assert proposal.expires_at is not None  # only proposals with an expiry expire
+                detail = {"expires_at": proposal.expires_at.isoformat()}
+                await self._append(db, at, proposal.id, EXPIRY_ACTOR, "expired", detail)
+                expired.append(proposal)
+            return expired
+
+    # --- the outbox -------------------------------------------------------------------------
+
+    @finish_even_if_cancelled
+    async def claim_deliveries(
+        self, *, now: datetime, limit: int, lease: timedelta
+    ) -> list[Delivery]:
+        if limit < 1:
+            raise ValueError(f"limit: got {limit}; expected a positive number of entries")
+        at = aware(now, field="now")
+        async with self._transaction() as db:
+            rows = await db.fetch(CLAIM_DELIVERIES, at, at + lease, limit)
+            return sorted(map(delivery_from_record, rows), key=lambda d: d.id)
+
+    @finish_even_if_cancelled
+    async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
+        async with self._connection() as db:
+            await db.execute(COMPLETE_DELIVERY, delivery_id, aware(now, field="now"))
+
+    @finish_even_if_cancelled
+    async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
+        async with self._connection() as db:
+            await db.execute(
+                RETRY_DELIVERY, delivery_id, aware(at, field="at"), error[:_ERROR_CHARS]
+            )
+
+    @finish_even_if_cancelled
+    async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
+        at = aware(now, field="now")
+        async with self._transaction() as db:
+            row = await db.fetchrow(ABANDON_DELIVERY, delivery_id, at, error[:_ERROR_CHARS])
+            if row is not None:
+                detail = {"effect": row["effect"], "attempts": row["attempts"], "error": error}
+                await self._append(
+                    db, at, row["proposal_id"], OUTBOX_ACTOR, "delivery_abandoned", detail
+                )
+
+    @finish_even_if_cancelled
+    async def pending_deliveries(self) -> int:
+        async with self._connection() as db:
+            count: int = await db.fetchval(COUNT_PENDING_DELIVERIES)
+            return count
+
+    @finish_even_if_cancelled
+    async def record_event(
+        self,
+        proposal_id: str | None,
+        *,
+        actor: str,
+        event: str,
+        detail: dict[str, JsonValue],
+        now: datetime,
+    ) -> AuditEntry:
+        async with self._transaction() as db:
+            return await self._append(db, now, proposal_id, actor, event, detail)
+
+    @finish_even_if_cancelled
+    async def audit_log(self, proposal_id: str | None = None) -> list[AuditEntry]:
+        async with self._connection() as db:
+            if proposal_id is None:
+                rows = await db.fetch(SELECT_AUDIT_LOG)
+            else:
+                rows = await db.fetch(SELECT_PROPOSAL_AUDIT_LOG, proposal_id)
+            return [audit_entry_from_record(row) for row in rows]
+
+    @finish_even_if_cancelled
+    async def verify_audit(self) -> AuditReport:
+        """Check the hash chain, then compare its last entry with the audit head.
+
+        Both are read from one snapshot (REPEATABLE READ), so appends committing meanwhile in
+        other instances cannot make the head look ahead of the log. The head, moved in the
+        transaction of every append, names the true last entry: a log that ends before it has
+        lost its tail (reported as the first missing entry).
+        """
+        async with self._transaction(isolation="repeatable_read", readonly=True) as db:
+            entries = [audit_entry_from_record(row) for row in await db.fetch(SELECT_AUDIT_LOG)]
+            head = await db.fetchrow(SELECT_AUDIT_HEAD)
+        report = verify_chain(entries)
+        return check_head(report, entries, None if head is None else (head["seq"], head["hash"]))
