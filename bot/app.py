@@ -97,6 +97,7 @@ def build_app(
             socket = AsyncSocketModeHandler(bolt, settings.slack.app_token)
             await socket.connect_async()  # type: ignore[no-untyped-call]
             log.info("connected to Slack in Socket Mode")
+        await store.listen(service.waiters.notify)
         workers = [
             asyncio.create_task(_sweep_forever(service, server.sweep_interval_seconds)),
             asyncio.create_task(outbox.run()),

@@ -7,6 +7,7 @@ into the errors below.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
@@ -289,6 +290,14 @@ class Store(Protocol):
 
     async def pending_deliveries(self) -> int:
         """How many outbox entries are neither delivered nor abandoned."""
+        ...
+
+    async def listen(self, on_change: Callable[[str], None]) -> None:
+        """From now on, call ``on_change(proposal_id)`` when another process changes a proposal.
+
+        Wakes long-polling agents served by this process when the decision lands in another one.
+        A backend only one process uses (SQLite) has nothing to listen to and does nothing.
+        """
         ...
 
     async def close(self) -> None: ...

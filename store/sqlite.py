@@ -336,6 +336,9 @@ class SqliteStore:
             raise
         return cls(db, clock=clock)
 
+    async def listen(self, on_change: Callable[[str], None]) -> None:
+        """Nothing to do: one process uses a SQLite file, and it notifies its own waiters."""
+
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
