@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
+from bot.admission import Admission
 from bot.callbacks import CallbackSender
 from bot.http import AiohttpClient
 from bot.outbox import OutboxWorker, RetryPolicy
@@ -18,13 +19,15 @@ from bot.publish import SlackPublisher, make_web_client
 from bot.service import Service
 from bot.settings import Settings
 from bot.slack import BOLT, SIGNING_SECRET, build_bolt, slack_events
-from bot.webhook import SERVICE, agent_routes
+from bot.webhook import SERVICE, SUBMISSIONS, agent_routes
 from store.base import Store
 from store.lifecycle import Effect
 
-__all__ = ["OUTBOX", "build_app", "utc_now"]
+__all__ = ["CLICKS", "OUTBOX", "build_app", "utc_now"]
 
 OUTBOX: web.AppKey[OutboxWorker] = web.AppKey("outbox", OutboxWorker)
+#: bounds the Slack clicks worked on at once (bot/admission.py)
+CLICKS: web.AppKey[Admission] = web.AppKey("clicks", Admission)
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +81,16 @@ def build_app(
         clock=clock,
         wake_outbox=outbox.wake,
     )
+    clicks = Admission(server.max_in_flight_clicks)
     bolt = build_bolt(
+        admission=clicks,
         signing_secret=settings.slack.signing_secret,
         client=client,
         service=service,
     )
     app[SERVICE] = service
+    app[SUBMISSIONS] = Admission(server.max_in_flight_submissions)
+    app[CLICKS] = clicks
     app[BOLT] = bolt
     app[SIGNING_SECRET] = settings.slack.signing_secret
     app[OUTBOX] = outbox

@@ -29,6 +29,7 @@ from store.lifecycle import Status
 __all__ = [
     "CLIPPED",
     "already_decided_text",
+    "busy_text",
     "clip",
     "escape",
     "expiry_reply",
@@ -484,6 +485,14 @@ def expiry_reply(proposal: Proposal) -> Message:
 
 
 # --- ephemeral texts and the reject modal ---------------------------------------------------------
+
+
+def busy_text() -> str:
+    """What a clicker sees when Countersign is at capacity: nothing was done."""
+    return (
+        ":hourglass: Countersign is busy right now and did not act on your click. "
+        "Nothing changed; please try again in a few seconds."
+    )
 
 
 def refusal_text(reason: str) -> str:

@@ -268,6 +268,12 @@ class Service:
         await self._not_claimed(result, user=user, channel=channel)
         return None
 
+    async def busy(self, proposal_id: str, *, user: str, channel: str | None) -> None:
+        """A click that found no room: nothing changed; say so to the clicker alone."""
+        log.warning("busy: click on %s by %s not applied", proposal_id, user)
+        if channel:
+            await self.publisher.tell(None, channel, user, render.busy_text())
+
     # --- helpers ----------------------------------------------------------------------------
 
     async def _decidable(

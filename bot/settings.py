@@ -60,6 +60,10 @@ class ServerSettings(_Section):
     #: how long an executor may take to record an outcome before the execution is taken for
     #: abandoned (a crash) and handed to a person as needs_reconciliation
     execution_lease_seconds: float = Field(default=300, gt=0, le=86400)
+    #: agent submissions handled at once; past it agents get 503 with Retry-After at once
+    max_in_flight_submissions: int = Field(default=64, ge=1, le=10000)
+    #: Slack clicks worked on at once; past it the clicker is told it is busy
+    max_in_flight_clicks: int = Field(default=64, ge=1, le=10000)
     #: Slack Web API call timeout
     slack_timeout_seconds: float = Field(default=10, gt=0, le=120)
 

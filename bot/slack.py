@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -18,6 +19,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.admission import Admission
 from bot.service import Service
 from bot.slack_gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 
@@ -71,7 +73,13 @@ class ReasonSubmitted(BaseModel):
         )
 
 
-def build_bolt(*, signing_secret: str, client: AsyncWebClient, service: Service) -> AsyncApp:
+def build_bolt(
+    *,
+    signing_secret: str,
+    client: AsyncWebClient,
+    service: Service,
+    admission: Admission,
+) -> AsyncApp:
     """The bolt app; ``client`` carries the bot token and the Slack API base URL."""
     app = AsyncApp(
         signing_secret=signing_secret,
@@ -81,53 +89,21 @@ def build_bolt(*, signing_secret: str, client: AsyncWebClient, service: Service)
         logger=logging.getLogger("bot.slack.bolt"),
     )
 
-    @app.action("approve")
-    async def on_approve(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await ack()
-        click = _decode(Click.of, body, action)
-        if click is not None:
-            await service.approve(click.proposal_id, user=click.user, channel=click.channel)
-
-    @app.action("reject")
-    async def on_reject(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await ack()
-        click = _decode(Click.of, body, action)
-        if click is not None:
-            await service.begin_reject(
-                click.proposal_id,
-                user=click.user,
-                channel=click.channel,
-                trigger_id=click.trigger_id,
-            )
-
-    @app.action("reconcile_succeeded")
-    async def on_reconciled_succeeded(
-        ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]
-    ) -> None:
-        await ack()
-        click = _decode(Click.of, body, action)
-        if click is not None:
-            await service.reconcile(
-                click.proposal_id, user=click.user, channel=click.channel, resolution="succeeded"
-            )
-
-    @app.action("reconcile_failed")
-    async def on_reconciled_failed(
-        ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]
-    ) -> None:
-        await ack()
-        click = _decode(Click.of, body, action)
-        if click is not None:
-            await service.reconcile(
-                click.proposal_id, user=click.user, channel=click.channel, resolution="failed"
-            )
-
-    @app.action("reconcile_retry")
-    async def on_retry(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await ack()
-        click = _decode(Click.of, body, action)
-        if click is not None:
-            await service.retry(click.proposal_id, user=click.user, channel=click.channel)
+    clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
+        "approve": lambda c: service.approve(c.proposal_id, user=c.user, channel=c.channel),
+        "reject": lambda c: service.begin_reject(
+            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
+        ),
+        "reconcile_succeeded": lambda c: service.reconcile(
+            c.proposal_id, user=c.user, channel=c.channel, resolution="succeeded"
+        ),
+        "reconcile_failed": lambda c: service.reconcile(
+            c.proposal_id, user=c.user, channel=c.channel, resolution="failed"
+        ),
+        "reconcile_retry": lambda c: service.retry(c.proposal_id, user=c.user, channel=c.channel),
+    }
+    for action_id, handle in clicks.items():
+        app.action(action_id)(_click_listener(handle, service, admission))
 
     @app.view("reject_reason")
     async def on_reason(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -164,6 +140,25 @@ def build_bolt(*, signing_secret: str, client: AsyncWebClient, service: Service)
         return None
 
     return app
+
+
+def _click_listener(
+    handle: Callable[[Click], Awaitable[object]], service: Service, admission: Admission
+) -> Callable[..., Awaitable[None]]:
+    """Acknowledge at once; then do the work if there is room, or tell the clicker it is busy."""
+
+    async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        click = _decode(Click.of, body, action)
+        if click is None:
+            return
+        with admission.slot() as admitted:
+            if admitted:
+                await handle(click)
+                return
+        await service.busy(click.proposal_id, user=click.user, channel=click.channel)
+
+    return listener
 
 
 def _decode(parse: Any, *args: Any) -> Any:

@@ -9,6 +9,7 @@ import time
 from aiohttp import web
 from pydantic import ValidationError
 
+from bot.admission import Admission
 from bot.openapi import openapi_document
 from bot.problems import Problem
 from bot.schemas import ProposalOut, SubmitBody
@@ -18,9 +19,11 @@ from contracts.base import FieldProblem, problems_from_validation_error
 from store.base import Proposal, ProposalNotFound
 from store.lifecycle import Status
 
-__all__ = ["SERVICE", "agent_routes"]
+__all__ = ["SERVICE", "SUBMISSIONS", "agent_routes"]
 
 SERVICE: web.AppKey[Service] = web.AppKey("service", Service)
+#: bounds the submissions handled at once (bot/admission.py)
+SUBMISSIONS: web.AppKey[Admission] = web.AppKey("submissions", Admission)
 
 MAX_BODY = 256 * 1024
 _UNSETTLED = {Status.PENDING, Status.EXECUTING}
@@ -56,6 +59,18 @@ def _agent(request: web.Request) -> AgentSettings:
 
 async def submit(request: web.Request) -> web.Response:
     agent = _agent(request)
+    with request.app[SUBMISSIONS].slot() as admitted:
+        if not admitted:
+            raise Problem(
+                503,
+                "Busy",
+                "Countersign is at capacity; nothing was stored. Retry after the given delay.",
+                headers={"Retry-After": "1"},
+            )
+        return await _submit(request, agent)
+
+
+async def _submit(request: web.Request, agent: AgentSettings) -> web.Response:
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
     raw = await request.content.read(MAX_BODY + 1)

@@ -1,0 +1,76 @@
+"""Past capacity, callers hear so at once, and nothing changes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import CLICKS
+from bot.webhook import SUBMISSIONS
+from tests.e2e.harness import (
+    AGENT_TOKEN,
+    APPROVER,
+    REQUESTER,
+    Countersign,
+    eventually,
+    running_countersign,
+)
+
+CAMPAIGN: dict[str, Any] = {
+    "operation": "crm.send_campaign",
+    "request": {"segment": "all", "template": "tmpl_x", "recipients": 9},
+    "requested_by": REQUESTER,
+}
+
+
+@pytest.fixture
+async def cs(tmp_path: Path) -> AsyncIterator[Countersign]:
+    async with running_countersign(tmp_path) as running:
+        yield running
+
+
+async def test_a_submission_past_capacity_gets_503_with_retry_after_and_stores_nothing(
+    cs: Countersign,
+) -> None:
+    admission = cs.app[SUBMISSIONS]
+    admission.limit = 1
+    with admission.slot():  # capacity taken by work in flight
+        answer = await cs.request(
+            "POST",
+            "/v1/proposals",
+            data=json.dumps(CAMPAIGN).encode(),
+            headers={"Authorization": f"Bearer {AGENT_TOKEN}", "Content-Type": "application/json"},
+        )
+
+    assert answer.status == 503
+    assert answer.headers["Retry-After"] == "1"
+    assert answer.headers["Content-Type"].startswith("application/problem+json")
+    assert await cs.proposal_count() == 0
+    status, _ = await cs.submit(CAMPAIGN)  # room again: accepted
+    assert status == 201
+
+
+async def test_a_click_past_capacity_is_acknowledged_and_told_busy_and_changes_nothing(
+    cs: Countersign,
+) -> None:
+    _, created = await cs.submit(CAMPAIGN)
+    await cs.posted(created["id"])
+    admission = cs.app[CLICKS]
+    admission.limit = 1
+
+    with admission.slot():
+        assert await cs.click(APPROVER, "approve", created["id"]) == 200  # Slack got its ack
+        told = await eventually(lambda: _ephemeral_for(cs, APPROVER))
+
+    assert "busy" in told.text
+    assert (await cs.store.get_proposal(created["id"])).status == "pending"
+    assert cs.target.executions() == []
+
+
+async def _ephemeral_for(cs: Countersign, user: str) -> Any:
+    found = cs.slack.ephemeral(user)
+    return found[-1] if found else None
