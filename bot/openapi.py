@@ -340,6 +340,8 @@ def _problem_responses(max_body_bytes: int) -> dict[str, Any]:
         ),
         "NotFound": problem("No proposal with that id belongs to this agent."),
         "Unavailable": problem(
-            "The store is not available; retry later.", **{"Retry-After": "Retry-After"}
+            "At capacity, or the store is not available: nothing was stored; retry after "
+            "`Retry-After` seconds.",
+            **{"Retry-After": "Retry-After"},
         ),
     }
