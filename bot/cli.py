@@ -13,6 +13,7 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.app import build_app
+from bot.explain import explain
 from bot.sandbox import DEFAULT_PORT, run_sandbox
 from bot.settings import ConfigError, Settings, load_settings, slack_settings
 from store.base import StoreError
@@ -39,6 +40,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     audit = commands.add_parser("audit", help="the audit log")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     audit_commands.add_parser("verify", help="check the audit log's hash chain")
+    policy = commands.add_parser("policy", help="the policy table")
+    policy_commands = policy.add_subparsers(dest="policy_command", required=True)
+    explain_parser = policy_commands.add_parser(
+        "explain", help="what the policy decides for one request, and why"
+    )
+    explain_parser.add_argument("--operation", required=True, help="the operation's name")
+    explain_parser.add_argument(
+        "--request", required=True, type=Path, help="a JSON file with the model-facing request"
+    )
+    explain_parser.add_argument(
+        "--requester", required=True, help="the accountable human's Slack user id"
+    )
+    explain_parser.add_argument("--agent", default=None, help="the agent (default: the first)")
     sandbox = commands.add_parser(
         "sandbox", help="try it all in a browser: Countersign, a local Slack and its demo config"
     )
@@ -64,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if args.command == "sandbox":  # its own demo configuration and secrets, not --config's
+        if args.config is not None:
+            print(f"note: the sandbox runs its demo configuration; {args.config} is not read")
         return run_sandbox(
             host=args.host,
             port=args.port,
@@ -85,6 +101,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.command == "check-config":
         return _check_config(settings)
+    if args.command == "policy":
+        try:
+            request_text = args.request.read_text(encoding="utf-8")
+        except OSError as error:
+            print(f"--request: cannot read {args.request}: {error}", file=sys.stderr)
+            return 2
+        return asyncio.run(
+            explain(
+                settings,
+                operation=args.operation,
+                request_text=request_text,
+                requester=args.requester,
+                agent=args.agent,
+                out=sys.stdout,
+            )
+        )
     if args.command == "audit":
         return asyncio.run(_audit_verify(settings))
     return _serve(settings, args.host, args.port)

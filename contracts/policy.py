@@ -291,6 +291,8 @@ class PolicyTable:
                 first_position.setdefault(reader.id, position)
             if rule is not None:
                 loaded.append(rule)
+        if not problems:  # only a table whose rules all read well can be judged as a whole
+            problems = _unreachable(loaded)
         if problems:
             raise PolicyError(problems)
         return cls(loaded, roles=roles)
@@ -363,6 +365,31 @@ class PolicyTable:
             )
             decided = decided or matched
         return tuple(checks)
+
+
+def _unreachable(rules: Sequence[Rule]) -> list[str]:
+    """Rules that can never decide: an earlier catch-all takes everything they could match.
+
+    A catch-all is a rule with no agents, requester roles or conditions; it shadows every later
+    rule for the same operation (or, when it is for every operation, all later rules).
+    """
+    problems = []
+    for position, rule in enumerate(rules):
+        for earlier in rules[:position]:
+            catch_all = not (earlier.agents or earlier.requester_roles or earlier.when)
+            covers = earlier.operation in (ANY_OPERATION, rule.operation)
+            if catch_all and covers:
+                problems.append(
+                    f"policy rule {rule.id!r}: unreachable: rule {earlier.id!r} before it "
+                    f"matches every {_scope(earlier.operation)} and decides first; move "
+                    f"{rule.id!r} above it or remove it"
+                )
+                break
+    return problems
+
+
+def _scope(operation: str) -> str:
+    return "proposal" if operation == ANY_OPERATION else f"{operation} proposal"
 
 
 def _decide(rule: Rule, explanation: str) -> Decision:

@@ -789,6 +789,28 @@ def test_load_rejects_agents_not_configured_when_agents_are_given() -> None:
     assert isinstance(classify(load(rules), agent="ghost-bot"), Auto)
 
 
+def test_load_rejects_rules_an_earlier_catch_all_makes_unreachable() -> None:
+    rules = [
+        auto("small", when=[{"field": "amount_cents", "lte": 100}]),
+        {"id": "refunds", "operation": REFUND, "decision": "deny", "reason": "no"},
+        auto("never", when=[{"field": "amount_cents", "lte": 5}]),
+    ]
+
+    assert problems_of(rules) == [
+        "policy rule 'never': unreachable: rule 'refunds' before it matches every "
+        "payments.refund proposal and decides first; move 'never' above it or remove it"
+    ]
+
+
+def test_a_catch_all_for_one_operation_does_not_shadow_rules_for_others() -> None:
+    rules = [
+        {"id": "refunds", "operation": REFUND, "decision": "deny", "reason": "no"},
+        auto("tickets", operation="tickets.close"),
+    ]
+
+    assert [rule.id for rule in load(rules).rules] == ["refunds", "tickets"]
+
+
 def test_load_reports_every_problem_together_one_per_line() -> None:
     rules = [
         auto("ok"),
@@ -932,8 +954,15 @@ def _rules(draw: st.DrawFn, rule_id: str) -> dict[str, Any]:
 
 @st.composite
 def _tables(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Tables that load: nothing after a catch-all (load refuses unreachable rules)."""
     count = draw(st.integers(min_value=0, max_value=4))
-    return [draw(_rules(f"rule-{index}")) for index in range(count)]
+    table = []
+    for index in range(count):
+        rule = draw(_rules(f"rule-{index}"))
+        table.append(rule)
+        if not (rule.get("agents") or rule.get("requester_roles") or rule.get("when")):
+            break
+    return table
 
 
 _declared_arguments = st.fixed_dictionaries(

@@ -1,0 +1,93 @@
+"""``countersign policy explain``: what the policy decides for one request, and why.
+
+The request goes through the operation's contract exactly as a submission would (validated,
+resolved into frozen arguments), then every rule is shown in order: which one decides, and for
+each rule before it, the first thing that did not hold.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import UTC, datetime
+from typing import TextIO
+
+from bot.http import AiohttpClient
+from bot.settings import Settings
+from contracts.base import Context, ContractViolation
+from contracts.policy import Ask, Auto
+from contracts.registry import UnknownOperation
+
+__all__ = ["explain"]
+
+
+async def explain(
+    settings: Settings,
+    *,
+    operation: str,
+    request_text: str,
+    requester: str,
+    agent: str | None,
+    out: TextIO,
+) -> int:
+    """Print the explanation; returns the process exit code (2 for bad input)."""
+    try:
+        op = settings.registry.get(operation)
+    except UnknownOperation as error:
+        print(f"--operation: {error}", file=out)
+        return 2
+    try:
+        data = json.loads(request_text)
+    except ValueError as error:
+        print(f"--request: not valid JSON: {error}", file=out)
+        return 2
+    agent_name = agent or next(iter(settings.agents), "")
+    http = AiohttpClient()
+    try:
+        request = op.parse_request(data)
+        ctx = Context(now=datetime.now(UTC), http=http, correlation_id=secrets.token_hex(4))
+        resolved = await op.resolve(request, ctx)
+    except ContractViolation as error:
+        print("The request does not satisfy the operation's contract:", file=out)
+        for problem in error.problems:
+            print(f"  - {problem.field}: {problem.message}", file=out)
+        return 2
+    finally:
+        await http.close()
+    arguments = op.dump_arguments(resolved.arguments)
+    roles = frozenset(name for name, members in settings.roles.items() if requester in members)
+    checks = settings.policy.explain(
+        operation=op.name, agent=agent_name, arguments=arguments, requester_roles=roles
+    )
+    decision = settings.policy.classify(
+        operation=op.name, agent=agent_name, arguments=arguments, requester_roles=roles
+    )
+    print(
+        f"{op.name} from agent {agent_name!r} for {requester} "
+        f"(roles: {', '.join(sorted(roles)) or 'none'})",
+        file=out,
+    )
+    print(f"preview: {resolved.preview.title}", file=out)
+    print(f"frozen arguments: {json.dumps(arguments, sort_keys=True)}", file=out)
+    print("rules, in order:", file=out)
+    width = max((len(check.rule_id) for check in checks), default=0)
+    decided = False
+    for number, check in enumerate(checks, start=1):
+        if decided:
+            verdict = "not reached"
+        elif check.decides:
+            verdict, decided = f"DECIDES: {check.detail}", True
+        else:
+            verdict = f"no: {check.detail}"
+        print(f"  {number}. {check.rule_id:<{width}}  {check.decision:<4}  {verdict}", file=out)
+    if isinstance(decision, Ask):
+        print(
+            f"decision: ask ({', '.join(decision.approvers)} in {decision.channel}, "
+            f"expires after {decision.expires_after})",
+            file=out,
+        )
+    elif isinstance(decision, Auto):
+        print("decision: auto (runs without asking)", file=out)
+    else:
+        print(f"decision: deny: {decision.reason}", file=out)
+    return 0

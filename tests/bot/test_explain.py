@@ -1,0 +1,63 @@
+"""``countersign policy explain`` on the example configuration."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "countersign.toml"
+
+
+@pytest.fixture(autouse=True)
+def _example_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COUNTERSIGN_TOKEN_SUPPORT_BOT", "support-bot-token-0123456789")
+    monkeypatch.setenv("COUNTERSIGN_WEBHOOK_SECRET_CRM", "crm-secret")
+
+
+def _explain(tmp_path: Path, request: object, *extra: str) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    args = ["--config", str(EXAMPLE), "policy", "explain", "--operation", "payments.refund"]
+    assert main([*args, "--request", str(path), "--requester", "U0SUPPORT1", *extra]) == 0
+
+
+def test_explain_names_the_deciding_rule_and_why_earlier_ones_did_not_match(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _explain(tmp_path, {"payment_id": "pay_1002", "amount_cents": 50000})
+
+    lines = capsys.readouterr().out.splitlines()
+    assert "frozen arguments:" in lines[2] and '"amount_cents": 50000' in lines[2]
+    assert lines[4] == "  1. small-refunds  auto  no: amount_cents 50000 is not <= 2000"
+    assert lines[5].startswith("  2. refunds        ask   DECIDES: rule 'refunds': amount_cents")
+    assert lines[6] == "  3. huge-refunds   deny  not reached"
+    assert lines[-1].startswith("decision: ask (finance in C0APPROVALS")
+
+
+def test_explain_sees_the_amount_the_operation_computed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _explain(tmp_path, {"payment_id": "pay_1002"})  # no amount: the whole refundable 1,200.00
+
+    out = capsys.readouterr().out
+    assert "DECIDES: rule 'huge-refunds'" in out
+    assert out.splitlines()[-1].startswith("decision: deny: Refunds over 1,000.00")
+
+
+def test_explain_refuses_a_request_the_contract_refuses_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"payment_id": "pay_1002", "amount_cents": -5}))
+
+    code = main(
+        ["--config", str(EXAMPLE), "policy", "explain", "--operation", "payments.refund",
+         "--request", str(path), "--requester", "U0SUPPORT1"]
+    )  # fmt: skip
+
+    assert code == 2
+    assert "request.amount_cents" in capsys.readouterr().out
