@@ -1,15 +1,19 @@
-# `make serve` runs Countersign; `make test` runs the tests. Both set everything up first.
+# `make sandbox` tries it in a browser; `make serve` runs Countersign; `make test` runs the tests.
+# Each sets everything up first.
 PYTHON ?= python3
 VENV := .venv
 CONFIG ?= $(if $(wildcard countersign.toml),countersign.toml,examples/countersign.toml)
 
-.PHONY: serve test check-config lint
+.PHONY: sandbox serve test check-config lint
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[test,postgres,dev]'
 	touch $@
+
+sandbox: $(VENV)/.installed
+	$(VENV)/bin/countersign sandbox --demo
 
 serve: $(VENV)/.installed
 	$(VENV)/bin/countersign --config $(CONFIG) serve

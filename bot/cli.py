@@ -13,6 +13,7 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.app import build_app
+from bot.bench import add_bench_arguments, bench_command
 from bot.explain import explain
 from bot.sandbox import DEFAULT_PORT, run_sandbox
 from bot.settings import ConfigError, Settings, load_settings, slack_settings
@@ -72,11 +73,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--data-dir", type=Path, default=None, help="keep the store here (default: a temporary one)"
     )
     sandbox.add_argument("--demo", action="store_true", help="submit the demo proposals at start")
+    add_bench_arguments(
+        commands.add_parser(
+            "bench", help="measure Countersign against floors measured in the same run"
+        )
+    )
     args = parser.parse_args(argv)
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if args.command == "bench":  # generates its own configuration, like the sandbox
+        return bench_command(args)
     if args.command == "sandbox":  # its own demo configuration and secrets, not --config's
         if args.config is not None:
             print(f"note: the sandbox runs its demo configuration; {args.config} is not read")

@@ -13,6 +13,7 @@ __all__ = [
     "PEOPLE",
     "REQUESTER",
     "DemoProposal",
+    "DemoRefused",
     "Person",
     "Secrets",
     "demo_config_text",
@@ -76,6 +77,10 @@ def demo_config_text(sandbox_url: str) -> str:
     """demo.toml with the sandbox's address in place (the webhook operation's demo target)."""
     text = resources.files("bot.sandbox").joinpath("demo.toml").read_text(encoding="utf-8")
     return text.replace(_URL_PLACEHOLDER, sandbox_url.rstrip("/"))
+
+
+class DemoRefused(Exception):
+    """The agent API refused a demo proposal (the demo configuration and proposals disagree)."""
 
 
 @dataclass(frozen=True, slots=True)

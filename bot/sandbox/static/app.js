@@ -19,6 +19,7 @@ const ui = {
   drawn: {},        // what each region was last drawn from, to redraw only on change
   buttons: [],      // the clickable elements of the last drawing, by index
   modalErrors: {},  // errors Countersign returned for the open modal, by block_id
+  confirming: false, // a confirm dialog is up: polling must leave the overlay alone
 };
 
 // --- text ----------------------------------------------------------------------------------------
@@ -207,7 +208,7 @@ function renderEphemeral(message) {
   return `<article class="msg ephemeral" data-ts="${esc(message.ts)}">
     <div class="avatar">${esc(ui.state.bot.name.charAt(0))}</div>
     <div class="msg-body">
-      <div class="meta"><b>${esc(ui.state.bot.name)}</b><span class="app-tag">APP</span><span class="only-you">Visible</span></div>
+      <div class="meta"><b>${esc(ui.state.bot.name)}</b><span class="app-tag">APP</span><span class="only-you">Only visible to you</span></div>
       <div class="blocks">${renderBlocks(message.blocks, message.text, null)}</div>
     </div>
   </article>`;
@@ -234,12 +235,13 @@ function drawHome() {
   const home = ui.state.home;
   $("messages").innerHTML = home
     ? `<div class="home">${renderBlocks(home.blocks, "", { view: home.id })}</div>`
-    : `<div class="empty-pane">Countersign has not published a Home tab for ${esc(name(ui.me))}.${ui.homeStatus ? ` (Opening it was answered with HTTP ${ui.homeStatus}.)` : ""}</div>`;
+    : `<div class="empty-pane">Countersign has not published a Home tab for ${esc(name(ui.me))}.${ui.homeStatus === 404 ? " It does not handle the app_home_opened event yet." : ""}</div>`;
 }
 
 // --- modals and confirm dialogs ------------------------------------------------------------------
 
 function drawModal() {
+  if (ui.confirming) return;
   const views = ui.state.views;
   const top = views[views.length - 1];
   const key = top ? `${top.id}:${top.view.hash}:${JSON.stringify(ui.modalErrors)}` : "";
@@ -281,6 +283,7 @@ function readInputs(root) {
 }
 
 function confirmFirst(confirm) {
+  ui.confirming = true;
   return new Promise((resolve) => {
     const overlay = $("overlay");
     const style = confirm.style === "danger" ? "btn-danger" : "btn-primary";
@@ -299,6 +302,7 @@ function confirmFirst(confirm) {
       overlay.onclick = null;
       overlay.hidden = true;
       overlay.innerHTML = "";
+      ui.confirming = false;
       ui.drawn.modal = null;
       resolve(answer.dataset.answer === "yes");
     };
@@ -307,7 +311,7 @@ function confirmFirst(confirm) {
 
 // --- talking to the sandbox ----------------------------------------------------------------------
 
-async function send(path, body) {
+async function send(path, body, { quiet = false } = {}) {
   const response = await fetch(path, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
@@ -315,7 +319,7 @@ async function send(path, body) {
   });
   const answer = await response.json().catch(() => ({}));
   if (!response.ok) toast(answer.error || `The sandbox answered HTTP ${response.status}.`);
-  else if (answer.status && answer.status !== 200) toast(`Countersign answered HTTP ${answer.status}.`);
+  else if (answer.status && answer.status !== 200 && !quiet) toast(`Countersign answered HTTP ${answer.status}.`);
   return answer;
 }
 
@@ -347,7 +351,7 @@ async function modalAction(kind) {
     ui.modalErrors = answer.errors || {};
     ui.drawn.modal = null;
   }
-  if (kind === "cancel" || !Object.keys(ui.modalErrors).length) ui.modalErrors = {};
+  if (kind === "cancel") ui.modalErrors = {};
   refresh();
 }
 
@@ -421,7 +425,7 @@ async function refresh() {
 async function choosePane(pane) {
   ui.pane = pane;
   localStorage.setItem("sandbox.pane", pane);
-  if (pane === "home") ui.homeStatus = (await send("/sandbox/home", { user: ui.me })).status;
+  if (pane === "home") ui.homeStatus = (await send("/sandbox/home", { user: ui.me }, { quiet: true })).status;
   refresh();
 }
 

@@ -1,0 +1,165 @@
+"""The sandbox page and the JSON endpoints it calls: state to draw, clicks, modals, the demo."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from bot import localslack
+from bot.sandbox.demo import PEOPLE, DemoRefused
+from bot.sandbox.forwarder import Forwarded, Refused
+from bot.sandbox.state import workspace_view
+
+if TYPE_CHECKING:
+    from bot.sandbox.server import Sandbox
+
+__all__ = ["page_app"]
+
+_STATIC = resources.files("bot.sandbox").joinpath("static")
+_SANDBOX: web.AppKey[Sandbox] = web.AppKey("sandbox")
+
+
+def page_app(sandbox: Sandbox) -> web.Application:
+    app = web.Application(middlewares=[_refusals])
+    app[_SANDBOX] = sandbox
+    app.add_subapp("/slack", localslack.build_app(sandbox.slack))
+    app.router.add_get("/", _index)
+    app.router.add_static("/static/", Path(str(_STATIC)))
+    app.router.add_get("/sandbox/state", _state)
+    app.router.add_post("/sandbox/click", _click)
+    app.router.add_post("/sandbox/submit", _submit)
+    app.router.add_post("/sandbox/cancel", _cancel)
+    app.router.add_post("/sandbox/home", _home)
+    app.router.add_post("/sandbox/demo", _demo)
+    app.add_routes(sandbox.target.routes())
+    return app
+
+
+@web.middleware
+async def _refusals(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except Refused as refused:
+        return web.json_response({"error": str(refused)}, status=409)
+    except _BadInput as bad:
+        return web.json_response({"error": str(bad)}, status=400)
+    except DemoRefused as refused:
+        return web.json_response({"error": str(refused)}, status=502)
+
+
+class _BadInput(Exception):
+    """The page sent something the endpoint cannot read."""
+
+
+async def _index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(
+        Path(str(_STATIC.joinpath("index.html"))), headers={"Cache-Control": "no-store"}
+    )
+
+
+async def _state(request: web.Request) -> web.Response:
+    sandbox = request.app[_SANDBOX]
+    user = request.query.get("user") or PEOPLE[0].id
+    view = workspace_view(sandbox.slack, PEOPLE, user)
+    view["agent"] = {
+        "api_url": sandbox.api_url,
+        "token": sandbox.secrets.agent_token,
+        "curl": sandbox.curl_example(),
+        "proposals": await sandbox.agent_view(),
+    }
+    view["target"] = [
+        {
+            "at": d.at.isoformat(timespec="seconds"),
+            "arguments": d.arguments,
+            "answer": d.answer,
+            "replayed": d.replayed,
+        }
+        for d in reversed(sandbox.target.deliveries)
+    ]
+    return web.json_response(view, headers={"Cache-Control": "no-store"})
+
+
+async def _click(request: web.Request) -> web.Response:
+    sandbox = request.app[_SANDBOX]
+    body = await _json(request)
+    user, action_id = _text(body, "user"), _text(body, "action_id")
+    block_index = _integer(body, "block_index")
+    if "view_id" in body:
+        answer = await sandbox.forwarder.click_in_view(
+            user, view_id=_text(body, "view_id"), block_index=block_index, action_id=action_id
+        )
+    else:
+        answer = await sandbox.forwarder.click(
+            user,
+            channel=_text(body, "channel"),
+            ts=_text(body, "ts"),
+            block_index=block_index,
+            action_id=action_id,
+        )
+    return _forwarded(answer)
+
+
+async def _submit(request: web.Request) -> web.Response:
+    sandbox = request.app[_SANDBOX]
+    body = await _json(request)
+    values = body.get("values", {})
+    if not isinstance(values, dict) or not all(
+        isinstance(v, dict) and all(isinstance(t, str) for t in v.values()) for v in values.values()
+    ):
+        raise _BadInput("values: expected {block_id: {action_id: text}}")
+    answer = await sandbox.forwarder.submit(
+        _text(body, "user"), view_id=_text(body, "view_id"), values=values
+    )
+    return _forwarded(answer)
+
+
+async def _cancel(request: web.Request) -> web.Response:
+    body = await _json(request)
+    request.app[_SANDBOX].forwarder.cancel(_text(body, "user"), view_id=_text(body, "view_id"))
+    return web.json_response({"closed": True})
+
+
+async def _home(request: web.Request) -> web.Response:
+    body = await _json(request)
+    return _forwarded(await request.app[_SANDBOX].forwarder.open_home(_text(body, "user")))
+
+
+async def _demo(request: web.Request) -> web.Response:
+    made = await request.app[_SANDBOX].submit_demo()
+    return web.json_response({"proposals": [s.summary() for s in made]}, status=201)
+
+
+def _forwarded(answer: Forwarded) -> web.Response:
+    return web.json_response(
+        {"status": answer.status, "errors": answer.errors, "closed": answer.closed}
+    )
+
+
+async def _json(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise _BadInput("the body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise _BadInput("the body must be a JSON object")
+    return body
+
+
+def _text(body: dict[str, Any], key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str) or not value:
+        raise _BadInput(f"{key}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _integer(body: dict[str, Any], key: str) -> int:
+    value = body.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _BadInput(f"{key}: expected an integer, got {value!r}")
+    return value

@@ -1,0 +1,136 @@
+"""The sandbox page in a real browser (headless Chromium driven by Playwright).
+
+Each test starts the sandbox in-process on free ports and uses the page as a person would: picks
+who they are, clicks the buttons Countersign posted, fills in its modal, and reads what appears.
+Screenshots of the end state go to the test's tmp_path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import expect
+
+from bot.sandbox import Sandbox, running_sandbox
+from tests.sandbox.browser import SandboxPage, chromium, chromium_missing
+
+_missing = chromium_missing()
+if _missing is not None and os.environ.get("CI") != "true":  # CI installs it: there, fail
+    pytest.skip(_missing, allow_module_level=True)
+
+REFUND = "Refund 450.00 USD to cus_grace"
+REQUESTER = "U0DANA"
+APPROVER = "U0PRIYA"
+REJECTER = "U0MARCUS"
+TIMEOUT_MS = 10_000  #: how long an expectation waits for the page (it polls every second)
+
+
+@pytest.fixture
+async def sandbox(tmp_path: Path) -> AsyncIterator[Sandbox]:
+    async with running_sandbox(data_dir=tmp_path / "data") as running:
+        yield running
+
+
+@pytest.fixture
+async def page(sandbox: Sandbox, tmp_path: Path) -> AsyncIterator[SandboxPage]:
+    expect.set_options(timeout=TIMEOUT_MS)
+    async with chromium() as browser:
+        context = await browser.new_context(viewport={"width": 1440, "height": 900})
+        opened = await context.new_page()
+        errors: list[str] = []
+        opened.on("pageerror", lambda error: errors.append(str(error)))
+        await opened.goto(sandbox.url)
+        yield SandboxPage(opened)
+        await opened.screenshot(path=tmp_path / "end.png")
+        await context.close()
+        assert errors == [], "the page's script failed"
+
+
+async def test_a_demo_proposal_appears_in_its_channel_with_its_preview(page: SandboxPage) -> None:
+    await page.submit_demo()
+
+    message = page.message(REFUND)
+    await expect(message).to_be_visible()
+    await expect(message).to_contain_text("Agent's explanation (unverified)")
+    await expect(message).to_contain_text("@Dana Reyes")
+    await expect(message.get_by_role("button", name="Approve")).to_be_visible()
+    await expect(message.get_by_role("button", name="Reject")).to_be_visible()
+    await expect(page.page.locator("#proposals")).to_contain_text("Refund 12.00 USD to cus_ada")
+
+
+async def test_the_requester_cannot_approve_and_is_told_why_only_herself(
+    page: SandboxPage,
+) -> None:
+    await page.submit_demo()
+    await page.act_as(REQUESTER)
+
+    await page.click(REFUND, "Approve")
+    await expect(page.page.get_by_role("alertdialog")).to_contain_text("Approve and execute?")
+    await page.confirm("Approve")
+
+    refusal = page.page.locator("article.ephemeral")
+    await expect(refusal).to_contain_text("Only visible to you")
+    await expect(refusal).to_contain_text(
+        "you are the person accountable for this request; someone else has to decide it"
+    )
+    await expect(page.message(REFUND).get_by_role("button", name="Approve")).to_be_visible()
+    await page.act_as(APPROVER)
+    await expect(page.page.locator("article.ephemeral")).to_have_count(0)
+
+
+async def test_an_approver_approves_and_the_outcome_appears_in_the_thread(
+    page: SandboxPage,
+) -> None:
+    await page.submit_demo()
+    await page.act_as(APPROVER)
+
+    await page.click(REFUND, "Approve")
+    await page.confirm("Approve")
+
+    message = page.message(REFUND)
+    await expect(message.locator(".thread")).to_contain_text(f"Succeeded: {REFUND}")
+    await expect(message).to_contain_text("Approved by @Priya Shah")
+    await expect(message.get_by_role("button", name="Approve")).to_have_count(0)
+    await expect(page.page.locator("#proposals li", has_text=REFUND)).to_contain_text("succeeded")
+
+
+async def test_cancelling_the_confirm_dialog_sends_nothing_and_it_can_be_asked_again(
+    page: SandboxPage, sandbox: Sandbox
+) -> None:
+    await page.submit_demo()
+    await page.act_as(APPROVER)
+
+    await page.click(REFUND, "Approve")
+    await page.confirm("Cancel")
+
+    await expect(page.page.get_by_role("alertdialog")).to_have_count(0)
+    await expect(page.message(REFUND).get_by_role("button", name="Approve")).to_be_visible()
+    assert sandbox.slack.calls("chat.update") == []
+    # asked again, the dialog stays up while the page keeps polling, until answered
+    await page.click(REFUND, "Approve")
+    await page.page.wait_for_timeout(2_500)
+    await page.confirm("Approve")
+    await expect(page.message(REFUND).locator(".thread")).to_contain_text("Succeeded")
+
+
+async def test_reject_asks_for_a_reason_in_a_modal_and_the_thread_shows_it(
+    page: SandboxPage,
+) -> None:
+    await page.submit_demo()
+    await page.act_as(REJECTER)
+
+    await page.click(REFUND, "Reject")
+    modal = page.modal("Reject proposal")
+    await expect(modal).to_contain_text("Why do you reject it?")
+    await modal.get_by_role("button", name="Reject").click()
+    await expect(modal).to_contain_text("Say why you reject it.")
+    await modal.get_by_label("Why do you reject it?").fill("Ask the customer for photos first.")
+    await modal.get_by_role("button", name="Reject").click()
+
+    await expect(modal).to_have_count(0)
+    thread = page.message(REFUND).locator(".thread")
+    await expect(thread).to_contain_text("Rejected by @Marcus Lee")
+    await expect(thread).to_contain_text("Ask the customer for photos first.")

@@ -1,0 +1,488 @@
+"""The sandbox server over HTTP: demo proposals, forwarded clicks and modals, the page's state."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from slack_sdk.signature import SignatureVerifier
+
+from bot.localslack import LocalSlack, LocalUser
+from bot.sandbox import Sandbox, running_sandbox
+from bot.sandbox.demo import DEMO_PROPOSALS, REQUESTER
+from bot.sandbox.forwarder import Refused, SlackForwarder
+from tests.e2e.harness import eventually
+
+APPROVER = "U0PRIYA"  #: finance
+REJECTER = "U0MARCUS"  #: finance
+MARKETING = "U0SAM"  #: marketing-leads
+FINANCE = "C0FINANCE"
+MARKETING_CHANNEL = "C0MARKETING"
+
+
+@pytest.fixture
+async def sandbox(tmp_path: Path) -> AsyncIterator[Sandbox]:
+    async with running_sandbox(data_dir=tmp_path / "data") as running:
+        yield running
+
+
+async def post(sandbox: Sandbox, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    async with sandbox.session.post(f"{sandbox.url}{path}", json=body) as response:
+        return response.status, await response.json()
+
+
+async def state(sandbox: Sandbox, user: str) -> dict[str, Any]:
+    async with sandbox.session.get(f"{sandbox.url}/sandbox/state", params={"user": user}) as r:
+        assert r.status == 200
+        loaded: dict[str, Any] = await r.json()
+        return loaded
+
+
+async def demo(sandbox: Sandbox) -> dict[str, dict[str, Any]]:
+    status, answer = await post(sandbox, "/sandbox/demo", {})
+    assert status == 201, answer
+    return {p["label"]: p for p in answer["proposals"]}
+
+
+def channel(view: dict[str, Any], channel_id: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(c for c in view["channels"] if c["id"] == channel_id)
+    return found
+
+
+async def message_of(sandbox: Sandbox, channel_id: str, title: str) -> dict[str, Any]:
+    """The top-level message whose header is ``title``, once Countersign has posted it."""
+
+    async def posted() -> dict[str, Any] | None:
+        for message in channel(await state(sandbox, APPROVER), channel_id)["messages"]:
+            if message["blocks"] and message["blocks"][0]["text"]["text"] == title:
+                found: dict[str, Any] = message
+                return found
+        return None
+
+    found: dict[str, Any] = await eventually(posted)
+    return found
+
+
+def button_at(message: dict[str, Any], action_id: str) -> int:
+    return next(
+        index
+        for index, block in enumerate(message["blocks"])
+        if block["type"] == "actions"
+        and any(e.get("action_id") == action_id for e in block["elements"])
+    )
+
+
+async def click(
+    sandbox: Sandbox, user: str, channel_id: str, message: dict[str, Any], action_id: str
+) -> tuple[int, Any]:
+    return await post(
+        sandbox,
+        "/sandbox/click",
+        {
+            "user": user,
+            "channel": channel_id,
+            "ts": message["ts"],
+            "block_index": button_at(message, action_id),
+            "action_id": action_id,
+        },
+    )
+
+
+def texts(message: dict[str, Any]) -> str:
+    """Every text of a message's blocks, joined: what a reader of the message sees."""
+    return json.dumps(message["blocks"], ensure_ascii=False)
+
+
+# --- the demo -------------------------------------------------------------------------------------
+
+
+async def test_demo_submits_one_proposal_for_every_path_through_the_agent_api(
+    sandbox: Sandbox,
+) -> None:
+    made = await demo(sandbox)
+
+    assert set(made) == {d.label for d in DEMO_PROPOSALS}
+    assert made["auto-approved"]["decision"] == "auto"
+    assert made["auto-approved"]["status"] == "succeeded"
+    assert made["needs approval"]["status"] == "pending"
+    assert made["denied"]["status"] == "denied"
+    assert made["needs approval (webhook)"]["status"] == "pending"
+    soon = made["expires in 2 minutes"]
+    assert soon["status"] == "pending"
+    assert soon["rule"] == "flash-sale-emails"
+    expires_in = datetime.fromisoformat(soon["expires_at"]) - datetime.now().astimezone()
+    assert timedelta(seconds=60) < expires_in <= timedelta(minutes=2)
+    # the ones that ask appear in their channels; the others only in the agent's view
+    await message_of(sandbox, FINANCE, made["needs approval"]["title"])
+    await message_of(sandbox, MARKETING_CHANNEL, made["expires in 2 minutes"]["title"])
+    view = await state(sandbox, APPROVER)
+    assert len(channel(view, FINANCE)["messages"]) == 1
+    assert {p["status"] for p in view["agent"]["proposals"]} == {"succeeded", "pending", "denied"}
+
+
+async def test_demo_can_run_again_and_makes_new_proposals(sandbox: Sandbox) -> None:
+    first = await demo(sandbox)
+    second = await demo(sandbox)
+
+    assert {p["id"] for p in first.values()}.isdisjoint(p["id"] for p in second.values())
+    assert second["auto-approved"]["status"] == "succeeded"
+
+
+# --- clicks and modals through the page's endpoints -----------------------------------------------
+
+
+async def test_requester_approving_is_refused_with_an_explanation_only_she_sees(
+    sandbox: Sandbox,
+) -> None:
+    made = await demo(sandbox)
+    message = await message_of(sandbox, FINANCE, made["needs approval"]["title"])
+
+    status, answer = await click(sandbox, REQUESTER, FINANCE, message, "approve")
+
+    assert (status, answer["status"]) == (200, 200)
+
+    async def refusal() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = channel(await state(sandbox, REQUESTER), FINANCE)["ephemeral"]
+        return found
+
+    [ephemeral] = await eventually(refusal)
+    assert "you are the person accountable for this request" in ephemeral["text"]
+    assert channel(await state(sandbox, APPROVER), FINANCE)["ephemeral"] == []
+    assert "approve" in texts(await message_of(sandbox, FINANCE, made["needs approval"]["title"]))
+
+
+async def test_marketing_lead_approves_the_campaign_and_the_demo_target_receives_it(
+    sandbox: Sandbox,
+) -> None:
+    made = await demo(sandbox)
+    title = made["needs approval (webhook)"]["title"]
+    message = await message_of(sandbox, MARKETING_CHANNEL, title)
+
+    await click(sandbox, MARKETING, MARKETING_CHANNEL, message, "approve")
+
+    async def replied() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = (await message_of(sandbox, MARKETING_CHANNEL, title))[
+            "replies"
+        ]
+        return found
+
+    [reply] = await eventually(replied)
+    assert "Succeeded" in reply["text"]
+    [delivery] = sandbox.target.deliveries  # the target verified Countersign's signature
+    assert delivery.arguments["segment"] == "lapsed-customers"
+    assert sandbox.target.refused == 0
+    assert "cmp_0001" in texts(reply)
+
+
+async def test_reject_opens_a_modal_for_the_clicker_that_needs_a_reason(sandbox: Sandbox) -> None:
+    made = await demo(sandbox)
+    title = made["needs approval"]["title"]
+    message = await message_of(sandbox, FINANCE, title)
+
+    await click(sandbox, REJECTER, FINANCE, message, "reject")
+
+    async def modal() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = (await state(sandbox, REJECTER))["views"]
+        return found
+
+    [opened] = await eventually(modal)
+    assert (await state(sandbox, APPROVER))["views"] == []
+    empty = {"user": REJECTER, "view_id": opened["id"], "values": {"reason": {"reason": " "}}}
+    status, answer = await post(sandbox, "/sandbox/submit", empty)
+    assert (status, answer["errors"], answer["closed"]) == (
+        200,
+        {"reason": "Say why you reject it."},
+        False,
+    )
+    assert len((await state(sandbox, REJECTER))["views"]) == 1
+
+    reason = {**empty, "values": {"reason": {"reason": "Ask the customer for photos first."}}}
+    status, answer = await post(sandbox, "/sandbox/submit", reason)
+
+    assert (status, answer["closed"]) == (200, True)
+    assert (await state(sandbox, REJECTER))["views"] == []
+
+    async def replied() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = (await message_of(sandbox, FINANCE, title))["replies"]
+        return found
+
+    [reply] = await eventually(replied)
+    assert "Rejected" in reply["text"]
+    assert "Ask the customer for photos first." in texts(reply)
+
+
+async def test_cancelling_a_modal_closes_it_and_rejects_nothing(sandbox: Sandbox) -> None:
+    made = await demo(sandbox)
+    message = await message_of(sandbox, FINANCE, made["needs approval"]["title"])
+    await click(sandbox, REJECTER, FINANCE, message, "reject")
+
+    async def modal() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = (await state(sandbox, REJECTER))["views"]
+        return found
+
+    [opened] = await eventually(modal)
+    status, _ = await post(sandbox, "/sandbox/cancel", {"user": REJECTER, "view_id": opened["id"]})
+
+    assert status == 200
+    assert (await state(sandbox, REJECTER))["views"] == []
+    status, again = await post(
+        sandbox, "/sandbox/cancel", {"user": REJECTER, "view_id": opened["id"]}
+    )
+    assert status == 409
+    assert opened["id"] in again["error"]
+    assert (await state(sandbox, APPROVER))["agent"]["proposals"][3]["status"] == "pending"
+
+
+async def test_a_click_on_a_button_the_message_does_not_have_is_refused(sandbox: Sandbox) -> None:
+    made = await demo(sandbox)
+    message = await message_of(sandbox, FINANCE, made["needs approval"]["title"])
+    header_block = {
+        "user": APPROVER,
+        "channel": FINANCE,
+        "ts": message["ts"],
+        "block_index": 0,
+        "action_id": "approve",
+    }
+
+    status, answer = await post(sandbox, "/sandbox/click", header_block)
+
+    assert status == 409
+    assert answer["error"] == f"block 0 of message {message['ts']} has no button 'approve'"
+    status, answer = await post(sandbox, "/sandbox/click", {**header_block, "block_index": "0"})
+    assert status == 400
+    assert answer["error"] == "block_index: expected an integer, got '0'"
+
+
+async def test_the_page_and_its_assets_are_served(sandbox: Sandbox) -> None:
+    for path, expected in [
+        ("/", "Who am I"),
+        ("/static/app.js", "/sandbox/click"),
+        ("/static/app.css", ".b-actions"),
+    ]:
+        async with sandbox.session.get(f"{sandbox.url}{path}") as response:
+            assert response.status == 200, path
+            assert expected in await response.text(), path
+
+
+async def test_countersign_posts_to_the_local_slack_mounted_in_the_sandbox(
+    sandbox: Sandbox,
+) -> None:
+    assert sandbox.settings.slack.api_url == f"{sandbox.url}/slack/api/"
+    async with sandbox.session.post(
+        f"{sandbox.url}/slack/api/auth.test",
+        headers={"Authorization": f"Bearer {sandbox.secrets.bot_token}"},
+    ) as response:
+        assert (await response.json())["ok"] is True
+
+
+async def test_the_demo_target_refuses_requests_countersign_did_not_sign(
+    sandbox: Sandbox,
+) -> None:
+    async with sandbox.session.post(
+        f"{sandbox.url}/demo-target/campaigns/send", json={"arguments": {"recipients": 5}}
+    ) as response:
+        assert response.status == 401
+    assert sandbox.target.deliveries == []
+
+
+# --- the forwarder on its own: what reaches the request URL ---------------------------------------
+
+
+class Receiver:
+    """A stand-in for an app's request URL: records what arrives, answers as told."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.answer: dict[str, Any] | None = None
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.requests.append((dict(request.headers), await request.read()))
+        if self.answer is None:
+            return web.Response(status=200)
+        return web.json_response(self.answer)
+
+
+SECRET = "forwarder-test-signing-secret"
+
+
+@pytest.fixture
+async def forwarding() -> AsyncIterator[tuple[SlackForwarder, Receiver, LocalSlack]]:
+    receiver = Receiver()
+    app = web.Application()
+    app.router.add_post("/slack/events", receiver.handle)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    slack = LocalSlack(users=[LocalUser("U0PRIYA", name="priya", real_name="Priya Shah")])
+    slack.add_channel("C0FINANCE", name="finance-approvals")
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield (
+                SlackForwarder(
+                    slack=slack,
+                    signing_secret=SECRET,
+                    events_url=str(server.make_url("/slack/events")),
+                    session=session,
+                ),
+                receiver,
+                slack,
+            )
+    finally:
+        await server.close()
+
+
+def post_message(slack: LocalSlack) -> str:
+    status, body, _ = slack.answer(
+        "chat.postMessage",
+        {
+            "channel": "C0FINANCE",
+            "text": "Approve?",
+            "blocks": [
+                {"type": "section", "text": {"type": "mrkdwn", "text": "Refund?"}},
+                {
+                    "type": "actions",
+                    "block_id": "decision",
+                    "elements": [
+                        {
+                            "type": "button",
+                            "action_id": "approve",
+                            "text": {"type": "plain_text", "text": "Approve"},
+                            "style": "primary",
+                            "value": "cs_opaque_id",
+                        }
+                    ],
+                },
+            ],
+        },
+        f"Bearer {slack.token}",
+    )
+    assert status == 200 and body["ok"], body
+    return str(body["ts"])
+
+
+def payload_of(body: bytes) -> dict[str, Any]:
+    [encoded] = parse_qs(body.decode())["payload"]
+    loaded: dict[str, Any] = json.loads(encoded)
+    return loaded
+
+
+async def test_a_forwarded_click_is_signed_with_the_signing_secret_as_slack_signs(
+    forwarding: tuple[SlackForwarder, Receiver, LocalSlack],
+) -> None:
+    forwarder, receiver, slack = forwarding
+    ts = post_message(slack)
+
+    answer = await forwarder.click(
+        "U0PRIYA", channel="C0FINANCE", ts=ts, block_index=1, action_id="approve"
+    )
+
+    assert answer.status == 200
+    [(headers, body)] = receiver.requests
+    assert headers["Content-Type"] == "application/x-www-form-urlencoded"
+    assert SignatureVerifier(SECRET).is_valid_request(body, headers)
+    assert not SignatureVerifier("another-secret").is_valid_request(body, headers)
+    payload = payload_of(body)
+    assert payload["type"] == "block_actions"
+    assert payload["user"]["id"] == "U0PRIYA"
+    assert payload["container"] == {
+        "type": "message",
+        "message_ts": ts,
+        "channel_id": "C0FINANCE",
+        "is_ephemeral": False,
+    }
+    assert payload["channel"] == {"id": "C0FINANCE", "name": "finance-approvals"}
+    [action] = payload["actions"]
+    # the value is the stored button's, never something the page sent
+    assert (action["action_id"], action["block_id"], action["value"]) == (
+        "approve",
+        "decision",
+        "cs_opaque_id",
+    )
+    assert payload["message"]["ts"] == ts
+    assert slack.views() == []  # a trigger id was issued for U0PRIYA, nothing opened yet
+    assert payload["trigger_id"].endswith("U0PRIYA")
+
+
+async def test_a_forwarded_modal_submission_is_signed_and_carries_the_typed_values(
+    forwarding: tuple[SlackForwarder, Receiver, LocalSlack],
+) -> None:
+    forwarder, receiver, slack = forwarding
+    modal = {
+        "type": "modal",
+        "callback_id": "reject_reason",
+        "private_metadata": "cs_opaque_id",
+        "title": {"type": "plain_text", "text": "Reject proposal"},
+        "submit": {"type": "plain_text", "text": "Reject"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": "reason",
+                "label": {"type": "plain_text", "text": "Why?"},
+                "element": {"type": "plain_text_input", "action_id": "reason"},
+            }
+        ],
+    }
+    trigger = slack.issue_trigger("U0PRIYA")
+    slack.answer("views.open", {"trigger_id": trigger, "view": modal}, f"Bearer {slack.token}")
+    [opened] = slack.views("U0PRIYA")
+    receiver.answer = {"response_action": "errors", "errors": {"reason": "Too short."}}
+
+    refused = await forwarder.submit(
+        "U0PRIYA", view_id=opened.id, values={"reason": {"reason": "no"}}
+    )
+
+    assert (refused.errors, refused.closed) == ({"reason": "Too short."}, False)
+    assert slack.views("U0PRIYA") == [opened]
+    receiver.answer = None
+    accepted = await forwarder.submit(
+        "U0PRIYA", view_id=opened.id, values={"reason": {"reason": "Ask for photos."}}
+    )
+    assert accepted.closed
+    assert slack.views("U0PRIYA") == []
+    (_, first), (headers, body) = receiver.requests
+    assert SignatureVerifier(SECRET).is_valid_request(body, headers)
+    payload = payload_of(body)
+    assert payload["type"] == "view_submission"
+    assert payload["view"]["private_metadata"] == "cs_opaque_id"
+    assert payload["view"]["state"]["values"] == {
+        "reason": {"reason": {"type": "plain_text_input", "value": "Ask for photos."}}
+    }
+    assert payload_of(first)["view"]["state"]["values"]["reason"]["reason"]["value"] == "no"
+
+
+async def test_someone_elses_modal_cannot_be_submitted(
+    forwarding: tuple[SlackForwarder, Receiver, LocalSlack],
+) -> None:
+    forwarder, receiver, slack = forwarding
+    slack.add_user(LocalUser("U0ALEX", name="alex"))
+
+    with pytest.raises(Refused, match="U0ALEX has no open modal 'V00000001'"):
+        await forwarder.submit("U0ALEX", view_id="V00000001", values={})
+    with pytest.raises(Refused, match="user 'U0NOBODY' is not in this workspace"):
+        await forwarder.click(
+            "U0NOBODY", channel="C0FINANCE", ts="1.0", block_index=0, action_id="approve"
+        )
+    assert receiver.requests == []
+
+
+async def test_opening_the_home_tab_sends_a_signed_app_home_opened_event(
+    forwarding: tuple[SlackForwarder, Receiver, LocalSlack],
+) -> None:
+    forwarder, receiver, _ = forwarding
+
+    await forwarder.open_home("U0PRIYA")
+
+    [(headers, body)] = receiver.requests
+    assert headers["Content-Type"] == "application/json"
+    assert SignatureVerifier(SECRET).is_valid_request(body, headers)
+    envelope = json.loads(body)
+    assert envelope["type"] == "event_callback"
+    assert envelope["event"]["type"] == "app_home_opened"
+    assert envelope["event"]["user"] == "U0PRIYA"
