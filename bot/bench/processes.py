@@ -1,0 +1,99 @@
+"""Server processes the benchmark starts: Countersign itself and the bare floors."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import aiohttp
+
+__all__ = ["ServerProcess", "free_port", "rss_bytes"]
+
+STARTUP_SECONDS = 30.0
+STOP_SECONDS = 10.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def rss_bytes(pid: int) -> int | None:
+    """The resident set size of process ``pid`` (Linux ``/proc``), or None where unknown."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+class ServerProcess:
+    """``python -m <module> <args>`` listening on 127.0.0.1:<port>; output goes to files."""
+
+    def __init__(self, name: str, module: str, args: Sequence[str], *, logs: Path) -> None:
+        self.name = name
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._command = [sys.executable, "-m", module, *args]
+        self._out = logs / f"{name}.stdout"
+        self._err = logs / f"{name}.stderr"
+        self._process: asyncio.subprocess.Process | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, f"{self.name} was not started"
+        return self._process.pid
+
+    async def start(self, env: Mapping[str, str], *, health_path: str = "/healthz") -> None:
+        command = [part.replace("{port}", str(self.port)) for part in self._command]
+        with self._out.open("wb") as stdout, self._err.open("wb") as stderr:
+            self._process = await asyncio.create_subprocess_exec(
+                *command, env=dict(env), stdout=stdout, stderr=stderr
+            )
+        await self._wait_until_answering(health_path)
+
+    async def _wait_until_answering(self, path: str) -> None:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        async with aiohttp.ClientSession() as http:
+            while time.monotonic() < deadline:
+                if self._process is not None and self._process.returncode is not None:
+                    raise RuntimeError(f"{self.name} exited before answering\n{self.output()}")
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with http.get(self.url + path) as answer:
+                        if answer.status < 500:
+                            return
+                await asyncio.sleep(0.05)
+        raise RuntimeError(f"{self.name} did not answer in {STARTUP_SECONDS} s\n{self.output()}")
+
+    def rss(self) -> int | None:
+        return rss_bytes(self.pid)
+
+    async def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it does not stop in time."""
+        process = self._process
+        if process is None or process.returncode is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), timeout=STOP_SECONDS)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+    def output(self) -> str:
+        def tail(path: Path) -> str:
+            text = path.read_text(errors="replace") if path.exists() else ""
+            return text[-4000:]
+
+        return f"--- {self.name} stdout ---\n{tail(self._out)}\n--- stderr ---\n{tail(self._err)}"

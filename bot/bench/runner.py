@@ -1,0 +1,261 @@
+"""`countersign bench`: run the floors and the scenarios, print the table, write the JSON."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import platform
+import secrets
+import sqlite3
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from bot.bench import scenarios
+from bot.bench.floors import bolt_floor, http_floor, store_floor
+from bot.bench.report import Measurement, render_table, write_json
+from bot.bench.scale import ScaleStore, scale
+from bot.bench.stage import running_stage
+
+__all__ = ["BenchOptions", "add_bench_arguments", "bench_command", "run_bench"]
+
+_POSTGRES = ("postgresql://", "postgres://")
+
+
+@dataclass(frozen=True, slots=True)
+class BenchOptions:
+    store: str | None = None  #: a postgresql:// URL; None: a SQLite file in the work directory
+    duration: float = 5.0  #: seconds per floor and per scenario
+    clicks: int = 1000  #: the most Approve clicks sent back to back
+    overload_seconds: float = 10.0
+    burst: int = 200  #: proposals in the burst
+    burst_timeout: float = 60.0  #: the longest the burst scenario waits for them to be visible
+    scale: int = 100_000  #: proposals stored for the scale scenario (one in ten pending)
+    samples: int = 300  #: queue queries and sweeps timed in the scale scenario
+    json: Path | None = None
+    work_dir: Path | None = None  #: keep databases and server logs here (default: temporary)
+
+    @classmethod
+    def quick(cls, **overrides: Any) -> BenchOptions:
+        """A smoke run of about half a minute: the machinery, not the figures."""
+        small = cls(duration=1.5, clicks=150, overload_seconds=3.0, burst=50,
+                    burst_timeout=5.0, scale=20_000, samples=100)  # fmt: skip
+        return replace(small, **overrides)
+
+
+def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    default = BenchOptions()
+    parser.add_argument("--store", default=None,
+                        help="postgresql://user@host:port/database to run on PostgreSQL "
+                        "(a new schema, dropped afterwards); default: a SQLite file")  # fmt: skip
+    parser.add_argument("--quick", action="store_true", help="a 30-second smoke run")
+    parser.add_argument("--duration", type=float, default=None,
+                        help=f"seconds per scenario (default {default.duration:g})")  # fmt: skip
+    parser.add_argument("--clicks", type=int, default=None,
+                        help=f"the most clicks sent back to back (default {default.clicks})")  # fmt: skip
+    parser.add_argument("--overload-seconds", type=float, default=None,
+                        help=f"(default {default.overload_seconds:g})")  # fmt: skip
+    parser.add_argument("--burst", type=int, default=None,
+                        help=f"proposals in the burst (default {default.burst})")  # fmt: skip
+    parser.add_argument("--burst-timeout", type=float, default=None,
+                        help=f"seconds to wait for the burst (default {default.burst_timeout:g})")  # fmt: skip
+    parser.add_argument("--scale", type=int, default=None,
+                        help=f"proposals stored for the scale scenario (default {default.scale:,}"
+                        "; 1000000 for the full size)")  # fmt: skip
+    parser.add_argument("--samples", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="keep the databases and server logs here")  # fmt: skip
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    given = {
+        name: getattr(args, name)
+        for name in ("store", "duration", "clicks", "overload_seconds", "burst",
+                     "burst_timeout", "scale", "samples", "json", "work_dir")  # fmt: skip
+        if getattr(args, name) is not None
+    }
+    options = BenchOptions.quick(**given) if args.quick else BenchOptions(**given)
+    problems = _check(options)
+    if problems:
+        for problem in problems:
+            print(f"countersign bench: {problem}", file=sys.stderr)
+        return 2
+    try:
+        rows = asyncio.run(run_bench(options, progress=lambda line: print(line, flush=True)))
+    except BenchUnavailable as error:
+        print(f"countersign bench: {error}", file=sys.stderr)
+        return 2
+    print()
+    print(render_table(rows))
+    if options.json is not None:
+        print(f"\nwritten to {options.json}")
+    return 0
+
+
+class BenchUnavailable(Exception):
+    """The store the benchmark was asked to use cannot be used."""
+
+
+def _check(options: BenchOptions) -> list[str]:
+    problems = []
+    for name in ("duration", "overload_seconds", "burst_timeout"):
+        if getattr(options, name) <= 0:
+            problems.append(f"--{name.replace('_', '-')}: expected a positive number of seconds")
+    for name in ("clicks", "burst", "scale", "samples"):
+        if getattr(options, name) < 1:
+            problems.append(f"--{name}: got {getattr(options, name)}; expected at least 1")
+    if options.store is not None and not options.store.startswith(_POSTGRES):
+        problems.append(
+            f"--store: got {options.store!r}; expected a postgresql:// URL "
+            "(without --store the benchmark uses a SQLite file)"
+        )
+    return problems
+
+
+async def run_bench(
+    options: BenchOptions, *, progress: Callable[[str], None] = lambda line: None
+) -> list[Measurement]:
+    """Every floor and scenario, in order; also written to ``options.json`` when set."""
+    rows: list[Measurement] = []
+
+    def done(row: Measurement) -> Measurement:
+        rows.append(row)
+        rate = "-" if row.throughput is None else f"{row.throughput:,.1f}/s"
+        progress(f"{row.name:<24} {rate:>12}  p99 {row.p99_ms} ms  {row.what}")
+        return row
+
+    with contextlib.ExitStack() as cleanup:
+        work = options.work_dir or Path(
+            cleanup.enter_context(tempfile.TemporaryDirectory(prefix="countersign-bench-"))
+        )
+        work.mkdir(parents=True, exist_ok=True)
+        async with _stores(options, work) as (main_url, scale_store):
+            backend = scale_store.backend
+            d = options.duration
+            floor_a = done(await store_floor(main_url, work, d, durable=True))
+            async with running_stage(work, main_url) as stage:
+                done(await http_floor(stage, d, clients=scenarios.AGENTS))
+                ingest = done(await scenarios.ingest(stage, d, backend=backend))
+                ingest.against(floor_a).judge("≥ 0.5× floor a", _at_least(ingest.ratio, 0.5))
+                auto = done(await scenarios.auto_path(stage, d, backend=backend))
+                auto.against(floor_a)
+                steady = max(1, round(scenarios.STEADY_CLICKS_PER_SECOND * d))
+                prepared = await scenarios.prepare_clicks(stage, options.clicks, steady)
+                bodies = [body for _, body in prepared.back_to_back]
+                floor_c = done(await bolt_floor(stage, bodies, d, clients=scenarios.AGENTS))
+                clicks = done(await scenarios.clicks(stage, prepared, d))
+                clicks.against(floor_c).judge("≥ 0.5× floor c", _at_least(clicks.ratio, 0.5))
+                at_100 = done(await scenarios.steady_clicks(stage, prepared, d))
+                at_100.judge("ack p99 < 100 ms", _below(at_100.p99_ms, 100))
+                sustainable = ingest.throughput or 1.0
+                over = done(await scenarios.overload(stage, 2 * sustainable,
+                                                     options.overload_seconds, backend=backend,
+                                                     sustainable=sustainable))  # fmt: skip
+                over.against(ingest).judge("p99 < 1 s (bounded)", _below(over.p99_ms, 1000))
+                burst = done(await scenarios.burst(stage, options.burst, options.burst_timeout,
+                                                   backend=backend))  # fmt: skip
+                all_visible = burst.details["all_visible_after_seconds"]
+                burst.judge("all visible ≤ 15 s", _below(all_visible, 15.000001))
+                burst.floor, burst.ratio = "slack 1/s", burst.throughput
+                done(_rss_row(stage.server.rss() if stage.server else None, backend))
+                for row in await scale(stage, scale_store, options.scale, d, options.samples):
+                    done(row)
+    if options.json is not None:
+        write_json(options.json, rows, _context(options, backend))
+    return rows
+
+
+def _rss_row(rss: int | None, backend: str) -> Measurement:
+    row = Measurement(
+        name="server RSS",
+        kind="scenario",
+        what="RSS of `countersign serve` after the scenarios above",
+        backend=backend,
+        details={"rss_bytes": rss, "rss_mb": _mb(rss)},
+    )
+    return row.judge("RSS < 200 MB", None if rss is None else rss < 200 * 2**20)
+
+
+def _at_least(value: float | None, bound: float) -> bool | None:
+    return None if value is None else value >= bound
+
+
+def _below(value: float | None, bound: float) -> bool | None:
+    return None if value is None else value < bound
+
+
+def _mb(size: int | None) -> float | None:
+    return None if size is None else round(size / 2**20, 1)
+
+
+def _context(options: BenchOptions, backend: str) -> dict[str, Any]:
+    settings = {key: str(value) if isinstance(value, Path) else value
+                for key, value in asdict(options).items()}  # fmt: skip
+    if settings["store"]:
+        settings["store"] = _redacted(settings["store"])
+    return {
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "system": platform.platform(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "store": backend,
+        "options": settings,
+    }
+
+
+def _redacted(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if at and ":" in credentials:
+        credentials = credentials.split(":", 1)[0] + ":***"
+    return f"{scheme}://{credentials}{at}{host}"
+
+
+def _with_search_path(url: str, schema: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}search_path={schema}"
+
+
+@contextlib.asynccontextmanager
+async def _stores(options: BenchOptions, work: Path) -> AsyncIterator[tuple[str, ScaleStore]]:
+    """The main store's URL and the scale scenario's: SQLite files in ``work``, or two new
+    PostgreSQL schemas, dropped afterwards."""
+    if options.store is None:
+        yield f"sqlite:///{work / 'countersign.sqlite'}", ScaleStore(
+            f"sqlite:///{work / 'scale.sqlite'}", "sqlite"
+        )
+        return
+    try:
+        import store.postgres  # noqa: F401  (the backend may not be installed everywhere)
+    except ImportError as error:
+        raise BenchUnavailable(f"the PostgreSQL store cannot be imported ({error}); "
+                               "run without --store to benchmark SQLite") from error  # fmt: skip
+    base = f"countersign_bench_{secrets.token_hex(4)}"
+    schemas = (base, f"{base}_scale")
+    try:
+        admin = await asyncpg.connect(options.store, timeout=10)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as error:
+        raise BenchUnavailable(
+            f"--store {_redacted(options.store)}: cannot connect ({error}); is PostgreSQL "
+            "running there?"
+        ) from error
+    try:
+        for schema in schemas:
+            await admin.execute(f'CREATE SCHEMA "{schema}"')
+        yield _with_search_path(options.store, schemas[0]), ScaleStore(
+            _with_search_path(options.store, schemas[1]), "postgresql"
+        )
+    finally:
+        for schema in schemas:
+            await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await admin.close()

@@ -1,0 +1,186 @@
+"""The scenarios, each driving the running Countersign over HTTP for a bounded time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from bot.bench.load import back_to_back, at_rate
+from bot.bench.report import Measurement
+from bot.bench.stage import APPROVER, Stage
+
+__all__ = ["Clicks", "auto_path", "burst", "clicks", "ingest", "overload", "prepare_clicks", "steady_clicks"]
+
+#: concurrent agent clients
+AGENTS = 16
+#: the click rate at which the acknowledgement's p99 is judged
+STEADY_CLICKS_PER_SECOND = 100.0
+
+
+async def ingest(stage: Stage, duration: float, *, backend: str) -> Measurement:
+    """16 agents submit proposals that need approval, back to back."""
+    result = await back_to_back(
+        lambda n: stage.submit("ingest"), clients=AGENTS, duration=duration
+    )
+    what = f"{AGENTS} agents submitting proposals that ask a person"
+    row = Measurement.timed("ingest", "scenario", what, result.of(201), result.elapsed,
+                            backend=backend)  # fmt: skip
+    row.details["statuses"] = dict(result.statuses)
+    return row
+
+
+async def auto_path(stage: Stage, duration: float, *, backend: str) -> Measurement:
+    """16 agents submit proposals the policy runs at once (executed at the target)."""
+    before = len(stage.target.executed)
+    result = await back_to_back(lambda n: stage.submit("auto"), clients=AGENTS, duration=duration)
+    what = f"{AGENTS} agents, auto-approved proposals executed at the target"
+    row = Measurement.timed("auto path", "scenario", what, result.of(201), result.elapsed,
+                            backend=backend)  # fmt: skip
+    row.details["statuses"] = dict(result.statuses)
+    row.details["executed_at_target"] = len(stage.target.executed) - before
+    return row
+
+
+@dataclass(frozen=True, slots=True)
+class Clicks:
+    """Signed Approve clicks on posted proposals, built before any click is sent."""
+
+    back_to_back: list[tuple[str, bytes]]
+    steady: list[tuple[str, bytes]]
+
+
+async def prepare_clicks(stage: Stage, count: int, steady: int) -> Clicks:
+    """Submit ``count + steady`` proposals, wait until they are posted, build their clicks."""
+    total = count + steady
+    await back_to_back(lambda n: stage.submit("click"), clients=AGENTS, duration=3600, limit=total)
+    messages = await stage.wait_posted("click", total, timeout=120)
+    if len(messages) < total:
+        raise RuntimeError(f"only {len(messages)} of {total} click proposals were posted in 120 s")
+    bodies = [stage.approve_click(message) for message in messages[:total]]
+    return Clicks(back_to_back=bodies[:count], steady=bodies[count:])
+
+
+async def clicks(stage: Stage, prepared: Clicks, duration: float) -> Measurement:
+    """16 approvers click Approve back to back: time to Slack's acknowledgement, and completed
+    executions per second."""
+    bodies = prepared.back_to_back
+    before, busy_before = len(stage.target.executed), _busy(stage)
+    start = time.perf_counter()
+
+    async def click(n: int) -> int:
+        return await stage.post_click(*bodies[n])
+
+    result = await back_to_back(click, clients=AGENTS, duration=duration, limit=len(bodies))
+    acked = len(result.of(200))
+    executed = await _settle(stage, before, expected=acked)
+    times = sorted(stage.target.executed.values())[before:]
+    elapsed = (times[-1] - start) if times else result.elapsed
+    what = f"{AGENTS} approvers clicking Approve back to back (signed block_actions)"
+    row = Measurement.timed("clicks", "scenario", what, result.of(200), result.elapsed)
+    row.details.update(
+        statuses=dict(result.statuses),
+        executions=executed,
+        executions_per_second=round(executed / elapsed, 1) if elapsed > 0 else None,
+        told_busy=_busy(stage) - busy_before,
+    )
+    return row
+
+
+async def steady_clicks(stage: Stage, prepared: Clicks, duration: float) -> Measurement:
+    """Approve clicks at a steady 100 per second: the acknowledgement's latency."""
+    bodies = prepared.steady
+    before, busy_before = len(stage.target.executed), _busy(stage)
+    rate = STEADY_CLICKS_PER_SECOND
+    result = await at_rate(
+        lambda n: stage.post_click(*bodies[n]), rate=rate, duration=len(bodies) / rate
+    )
+    executed = await _settle(stage, before, expected=len(result.of(200)))
+    what = f"Approve clicks at {rate:g}/s: time to Slack's acknowledgement"
+    row = Measurement.timed("clicks at 100/s", "scenario", what, result.of(200), result.elapsed)
+    row.details.update(
+        statuses=dict(result.statuses), executions=executed, told_busy=_busy(stage) - busy_before
+    )
+    return row
+
+
+async def overload(
+    stage: Stage, rate: float, duration: float, *, backend: str, sustainable: float
+) -> Measurement:
+    """Agents submitting at ``rate`` (twice the sustainable ingest rate): latency must stay
+    bounded, with the excess turned away at once (503 and Retry-After)."""
+    retry_after = 0
+
+    async def submit(n: int) -> int:
+        nonlocal retry_after
+        status, headers = await stage.submit_answer("ingest")
+        if status == 503 and "Retry-After" in headers:
+            retry_after += 1
+        return status
+
+    result = await at_rate(submit, rate=rate, duration=duration)
+    what = f"agents submitting at {rate:,.0f}/s, twice the sustainable ingest rate"
+    row = Measurement.timed("overload", "scenario", what, result.every(), result.elapsed,
+                            count=len(result.of(201)), backend=backend)  # fmt: skip
+    accepted = result.of(201)
+    row.details.update(
+        offered_per_second=round(rate, 1),
+        sustainable_per_second=round(sustainable, 1),
+        statuses=dict(result.statuses),
+        busy_503_with_retry_after=retry_after,
+        accepted_p50_ms=Measurement.timed("", "", "", accepted, 1).p50_ms,
+        accepted_p99_ms=Measurement.timed("", "", "", accepted, 1).p99_ms,
+    )
+    return row
+
+
+async def burst(stage: Stage, count: int, timeout: float, *, backend: str) -> Measurement:
+    """``count`` proposals for one channel while Slack allows one message per second there:
+    how long until every one is in front of a person."""
+    stage.slack.messages_per_second = 1
+    seen: dict[str, float] = {}
+    start = time.perf_counter()
+    try:
+        submitting = asyncio.create_task(
+            back_to_back(lambda n: stage.submit("burst"), clients=AGENTS, duration=timeout,
+                         limit=count)  # fmt: skip
+        )
+        while len(seen) < count and time.perf_counter() - start < timeout:
+            for message in stage.posted("burst"):
+                seen.setdefault(message.ts, time.perf_counter() - start)
+            await asyncio.sleep(0.05)
+        submitted = await submitting
+    finally:
+        stage.slack.messages_per_second = None
+    elapsed = time.perf_counter() - start
+    latencies = sorted(seen.values())
+    what = f"{count} proposals for one channel, Slack allowing 1 message/s per channel"
+    row = Measurement.timed("burst", "scenario", what, latencies,
+                            latencies[-1] if len(latencies) == count else elapsed,
+                            backend=backend)  # fmt: skip
+    row.details.update(
+        proposals=count,
+        submitted=len(submitted.of(201)),
+        visible=len(latencies),
+        all_visible_after_seconds=round(latencies[-1], 2) if len(latencies) == count else None,
+        budget_seconds=timeout,
+        slack_messages_per_second=1,
+    )
+    return row
+
+
+def _busy(stage: Stage) -> int:
+    return sum("busy" in message.text.lower() for message in stage.slack.ephemeral(APPROVER))
+
+
+async def _settle(stage: Stage, before: int, *, expected: int, quiet: float = 1.0) -> int:
+    """Wait until ``expected`` executions arrived at the target, or none came for ``quiet`` s."""
+    last, last_change = len(stage.target.executed), time.perf_counter()
+    while len(stage.target.executed) - before < expected:
+        await asyncio.sleep(0.05)
+        now = len(stage.target.executed)
+        if now != last:
+            last, last_change = now, time.perf_counter()
+        elif time.perf_counter() - last_change > quiet:
+            break
+    return len(stage.target.executed) - before
