@@ -1,28 +1,31 @@
 """The PostgreSQL backend of the Store protocol, for several instances sharing one database.
 
 An asyncpg connection pool per store. Every write is one transaction (READ COMMITTED) that
-changes its proposal with a compare-and-set (``UPDATE ... WHERE status = ... RETURNING *``) and
-appends its audit entry; when no row comes back, the proposal is re-read to say why. Appends lock
-the single ``audit_head`` row first (``SELECT ... FOR UPDATE``), so entries written by any number
-of connections and processes form one linear hash chain. The expiry sweep takes its rows with
-``FOR UPDATE SKIP LOCKED``: sweeps in several instances at once never expire a proposal twice,
-nor wait for each other. Lock order is always proposal rows first, then the audit head, so
-writers never deadlock.
+changes its proposal with a compare-and-set (``UPDATE ... WHERE status = ... RETURNING *``),
+writes the outbox entries of the new status and appends its audit entry; when no row comes back,
+the proposal is re-read to say why. Appends lock the single ``audit_head`` row first (``SELECT
+... FOR UPDATE``), so entries written by any number of connections and processes form one linear
+hash chain. Expiry, reclaiming lost executions and leasing outbox entries take their rows with
+``FOR UPDATE SKIP LOCKED``: instances doing them at once never do one twice, nor wait for each
+other. Lock order is always proposal rows first, then the audit head, so writers never deadlock.
+The database announces each committed change; :meth:`PostgresStore.listen` hears them all.
+Queries live in ``store/pg_queries.py``, row mapping in ``store/pg_rows.py``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 from pydantic import JsonValue
 
 from contracts.outcomes import NeedsReconciliation, Outcome
+from store import pg_queries as sql
 from store.audit import entry_hash, verify_chain
 from store.base import (
     AuditEntry,
@@ -40,8 +43,10 @@ from store.base import (
 )
 from store.effects import effects_of, lane_of
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
-from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
+from store.migrate import MigrationError, load_migrations
+from store.pg_changes import ChangeFeed
 from store.pg_errors import DRIVER_ERRORS, translate
+from store.pg_migrate import apply_migrations
 from store.pg_rows import (
     audit_entry_from_record,
     aware,
@@ -53,200 +58,10 @@ from store.rows import dump_json, outcome_json
 from store.shield import finish_even_if_cancelled
 from store.verdicts import check_head, not_reconcilable, refusal
 
-__all__ = ["PostgresStore", "apply_migrations", "redacted"]
+__all__ = ["PostgresStore", "redacted"]
 
-if TYPE_CHECKING:  # the stubs make these generic; at run time they are plain classes
-    from asyncpg.pool import PoolConnectionProxy
-
-    Connection: TypeAlias = asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]
-
-#: Serializes migrating per schema: instances starting at once apply each migration once.
-LOCK_MIGRATIONS = """
-SELECT pg_advisory_xact_lock(
-    hashtext('countersign schema migrations'), hashtext(coalesce(current_schema(), '')))
-"""
-
-#: Bootstraps the table that records applied migrations (every other table is a migration).
-CREATE_SCHEMA_MIGRATIONS = """
-CREATE TABLE IF NOT EXISTS schema_migrations (
-    version    integer PRIMARY KEY,
-    name       text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-)
-"""
-
-#: Whether the bootstrap already ran (CREATE ... IF NOT EXISTS would send a notice each time).
-HAS_SCHEMA_MIGRATIONS = "SELECT to_regclass('schema_migrations') IS NOT NULL"
-
-#: The versions already applied.
-SELECT_APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
-
-#: Record one applied migration, in the migration's own transaction.
-INSERT_MIGRATION = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)"
-
-#: A new proposal; no row back means the agent already used this submission key.
-INSERT_PROPOSAL = """
-INSERT INTO proposals (
-    id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
-    arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
-    approver_roles, channel, status, created_at, expires_at, updated_at, lease_until
-) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-    $21, $22, $23
-)
-ON CONFLICT (agent, submission_key) DO NOTHING
-RETURNING *
-"""
-
-#: The proposal an agent stored under a submission key.
-SELECT_BY_SUBMISSION_KEY = "SELECT * FROM proposals WHERE agent = $1 AND submission_key = $2"
-
-#: One proposal by id.
-SELECT_PROPOSAL = "SELECT * FROM proposals WHERE id = $1"
-
-#: Remember the Slack message showing the proposal (allowed in any status).
-UPDATE_MESSAGE = """
-UPDATE proposals SET slack_channel = $2, slack_ts = $3, updated_at = $4 WHERE id = $1
-RETURNING *
-"""
-
-#: The claim: pending, unexpired and bound to the contract the approver saw -> executing.
-CLAIM = """
-UPDATE proposals
-SET status = 'executing', decided_by = $2, decided_at = $3, updated_at = $3, lease_until = $5
-WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)
-  AND binding_hash = $4
-RETURNING *
-"""
-
-#: A person retries an uncertain execution: needs_reconciliation -> executing, with a new lease.
-RETRY = """
-UPDATE proposals SET status = 'executing', updated_at = $2, lease_until = $3
-WHERE id = $1 AND status = 'needs_reconciliation'
-RETURNING *
-"""
-
-#: A person records what really happened: needs_reconciliation -> succeeded or failed.
-RESOLVE = """
-UPDATE proposals SET status = $2, outcome = $3, updated_at = $4
-WHERE id = $1 AND status = 'needs_reconciliation'
-RETURNING *
-"""
-
-#: Executions whose executor did not record an outcome in time -> needs_reconciliation.
-#: Rows another transaction holds (an outcome being recorded, another instance's sweep) are
-#: skipped, not awaited.
-RECLAIM_ABANDONED = """
-WITH abandoned AS (
-    SELECT id FROM proposals
-    WHERE status = 'executing' AND lease_until <= $1
-    ORDER BY lease_until, id
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE proposals AS p SET status = 'needs_reconciliation', outcome = $3, updated_at = $1
-FROM abandoned
-WHERE p.id = abandoned.id AND p.status = 'executing'
-RETURNING p.*
-"""
-
-#: The rejection: pending and unexpired -> rejected, with the reason.
-REJECT = """
-UPDATE proposals
-SET status = 'rejected', decided_by = $2, decided_at = $3, decision_note = $4, updated_at = $3
-WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)
-RETURNING *
-"""
-
-#: The outcome of an execution: executing -> the outcome's status.
-RECORD_OUTCOME = """
-UPDATE proposals SET status = $2, outcome = $3, updated_at = $4
-WHERE id = $1 AND status = 'executing'
-RETURNING *
-"""
-
-#: The expiry sweep: up to ``limit`` overdue pending proposals -> expired, oldest expiry first.
-#: Rows another transaction holds (a claim, another instance's sweep) are skipped, not awaited.
-EXPIRE_DUE = """
-WITH due AS (
-    SELECT id FROM proposals
-    WHERE status = 'pending' AND expires_at <= $1
-    ORDER BY expires_at, id
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE proposals AS p SET status = 'expired', updated_at = $1
-FROM due
-WHERE p.id = due.id AND p.status = 'pending'
-RETURNING p.*
-"""
-
-#: The last entry of the audit chain, locked until the transaction ends: appends queue here.
-LOCK_AUDIT_HEAD = "SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE"
-
-#: The last entry of the audit chain, read only.
-SELECT_AUDIT_HEAD = "SELECT seq, hash FROM audit_head WHERE id = 1"
-
-#: Append one audit entry; a trigger checks it follows the head and moves the head.
-INSERT_AUDIT_ENTRY = """
-INSERT INTO audit_log (seq, at, proposal_id, actor, event, detail, prev_hash, hash)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING *
-"""
-
-#: One effect of a transition, to be delivered by the outbox worker.
-INSERT_OUTBOX = """
-INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at)
-VALUES ($1, $2, $3, $4, $5, $5)
-"""
-
-#: Lease up to $3 due entries, each the first undelivered one of its proposal and lane. Entries
-#: another worker is leasing right now are skipped; the outer WHERE re-checks each locked row.
-CLAIM_DELIVERIES = """
-WITH due AS (
-    SELECT o.id FROM outbox AS o
-    WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
-      AND o.next_attempt_at <= $1
-      AND (o.leased_until IS NULL OR o.leased_until <= $1)
-      AND NOT EXISTS (
-          SELECT 1 FROM outbox AS e
-          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
-            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
-    ORDER BY o.next_attempt_at, o.id
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE outbox AS o SET leased_until = $2, attempts = o.attempts + 1
-FROM due
-WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
-  AND (o.leased_until IS NULL OR o.leased_until <= $1)
-RETURNING o.*
-"""
-
-#: Delivered.
-COMPLETE_DELIVERY = "UPDATE outbox SET delivered_at = $2, leased_until = NULL WHERE id = $1"
-
-#: Not delivered this time: release the lease and say when to try again.
-RETRY_DELIVERY = """
-UPDATE outbox SET next_attempt_at = $2, leased_until = NULL, last_error = $3 WHERE id = $1
-"""
-
-#: Given up.
-ABANDON_DELIVERY = """
-UPDATE outbox SET abandoned_at = $2, leased_until = NULL, last_error = $3 WHERE id = $1
-RETURNING proposal_id, effect, attempts
-"""
-
-#: Entries still to deliver.
-COUNT_PENDING_DELIVERIES = (
-    "SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND abandoned_at IS NULL"
-)
-
-#: The whole audit log in chain order.
-SELECT_AUDIT_LOG = "SELECT * FROM audit_log ORDER BY seq"
-
-#: One proposal's audit entries in chain order.
-SELECT_PROPOSAL_AUDIT_LOG = "SELECT * FROM audit_log WHERE proposal_id = $1 ORDER BY seq"
+if TYPE_CHECKING:
+    from store.pg_migrate import Connection
 
 #: Who writes the audit entries that no person or agent caused.
 POLICY_ACTOR = "policy"
@@ -271,28 +86,6 @@ _POLICY_EVENT = {Status.EXECUTING: "auto_approved", Status.DENIED: "denied"}
 Isolation = Literal["read_committed", "repeatable_read"]
 
 
-async def apply_migrations(db: Connection, migrations: Sequence[Migration]) -> list[int]:
-    """Apply the missing ``migrations``, each in one transaction with its record. Returns versions.
-
-    Every transaction first takes an advisory lock (per schema) and then reads what is applied:
-    an instance that waited for the lock finds the other's migration recorded and skips it.
-    """
-    done: list[int] = []
-    while True:
-        async with db.transaction():
-            await db.execute(LOCK_MIGRATIONS)
-            if not await db.fetchval(HAS_SCHEMA_MIGRATIONS):
-                await db.execute(CREATE_SCHEMA_MIGRATIONS)
-            applied = {row["version"] for row in await db.fetch(SELECT_APPLIED_VERSIONS)}
-            pending = pending_migrations(migrations, applied)
-            if not pending:
-                return done
-            migration = pending[0]
-            await db.execute(migration.sql)
-            await db.execute(INSERT_MIGRATION, migration.version, migration.name)
-        done.append(migration.version)
-
-
 def redacted(url: str) -> str:
     """``url`` without its password, fit for messages and logs."""
     try:
@@ -313,9 +106,12 @@ class PostgresStore:
         self,
         pool: asyncpg.Pool[asyncpg.Record],
         *,
+        listen_connect: Callable[[], Awaitable[asyncpg.Connection[asyncpg.Record]]] | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
+        """``listen_connect`` opens the connection that hears other instances' changes."""
         self._pool = pool
+        self._changes = ChangeFeed(listen_connect or _cannot_listen)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
 
@@ -368,12 +164,24 @@ class PostgresStore:
                     f"PostgreSQL database {where}: {translate(error)}"
                 ) from error
             raise
-        return cls(pool, clock=clock)
+
+        def listen_connect() -> Awaitable[asyncpg.Connection[asyncpg.Record]]:
+            return asyncpg.connect(url, server_settings=settings, timeout=connect_timeout)
+
+        return cls(pool, listen_connect=listen_connect, clock=clock)
+
+    async def listen(self, on_change: Callable[[str], None]) -> None:
+        """From now on, call ``on_change(proposal_id)`` whenever any instance creates a proposal
+        or changes its status (this one included), once the change has committed."""
+        if self._closed:
+            raise StoreUnavailable("the store is closed")
+        await self._changes.subscribe(on_change)
 
     async def close(self) -> None:
         """Wait for the calls in progress to finish, then close every connection."""
         if not self._closed:
             self._closed = True
+            await self._changes.close()
             await self._pool.close()
 
     # --- connections and transactions -------------------------------------------------------
@@ -400,7 +208,7 @@ class PostgresStore:
             yield db
 
     async def _existing(self, db: Connection, proposal_id: str) -> Proposal:
-        row = await db.fetchrow(SELECT_PROPOSAL, proposal_id)
+        row = await db.fetchrow(sql.SELECT_PROPOSAL, proposal_id)
         if row is None:
             raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
         return proposal_from_record(row)
@@ -415,7 +223,7 @@ class PostgresStore:
         detail: Mapping[str, JsonValue],
     ) -> AuditEntry:
         """Append one entry after the head of the chain, inside the caller's transaction."""
-        head = await db.fetchrow(LOCK_AUDIT_HEAD)
+        head = await db.fetchrow(sql.LOCK_AUDIT_HEAD)
         if head is None:
             raise StoreError("the audit head row is missing; the database was altered by hand")
         seq, prev_hash = head["seq"] + 1, head["hash"]
@@ -430,7 +238,15 @@ class PostgresStore:
             detail=json.loads(detail_text),  # hash exactly what is stored and read back
         )
         row = await db.fetchrow(
-            INSERT_AUDIT_ENTRY, seq, at, proposal_id, actor, event, detail_text, prev_hash, digest
+            sql.INSERT_AUDIT_ENTRY,
+            seq,
+            at,
+            proposal_id,
+            actor,
+            event,
+            detail_text,
+            prev_hash,
+            digest,
         )
         assert row is not None  # RETURNING of an INSERT that did not fail
         return audit_entry_from_record(row)
@@ -441,7 +257,12 @@ class PostgresStore:
         at = aware(now, field="now")
         for effect in effects_of(proposal):
             await db.execute(
-                INSERT_OUTBOX, proposal.id, effect.value, lane_of(effect), proposal.status.value, at
+                sql.INSERT_OUTBOX,
+                proposal.id,
+                effect.value,
+                lane_of(effect),
+                proposal.status.value,
+                at,
             )
         return proposal
 
@@ -461,9 +282,11 @@ class PostgresStore:
             )
         args = new_proposal_args(new)
         async with self._transaction() as db:
-            row = await db.fetchrow(INSERT_PROPOSAL, *args)
+            row = await db.fetchrow(sql.INSERT_PROPOSAL, *args)
             if row is None:  # the agent used this submission key before
-                found = await db.fetchrow(SELECT_BY_SUBMISSION_KEY, new.agent, new.submission_key)
+                found = await db.fetchrow(
+                    sql.SELECT_BY_SUBMISSION_KEY, new.agent, new.submission_key
+                )
                 assert found is not None  # the row whose unique key refused the insert
                 existing = proposal_from_record(found)
                 if existing.submission_fingerprint != new.submission_fingerprint:
@@ -490,14 +313,14 @@ class PostgresStore:
     @finish_even_if_cancelled
     async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
         async with self._connection() as db:
-            row = await db.fetchrow(SELECT_BY_SUBMISSION_KEY, agent, submission_key)
+            row = await db.fetchrow(sql.SELECT_BY_SUBMISSION_KEY, agent, submission_key)
             return None if row is None else proposal_from_record(row)
 
     @finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
         now = aware(self._clock(), field="clock()")
         async with self._transaction() as db:
-            row = await db.fetchrow(UPDATE_MESSAGE, proposal_id, channel, ts, now)
+            row = await db.fetchrow(sql.UPDATE_MESSAGE, proposal_id, channel, ts, now)
             if row is None:
                 raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
             detail = {"channel": channel, "ts": ts}
@@ -516,7 +339,7 @@ class PostgresStore:
     ) -> TransitionResult:
         at, lease = aware(now, field="now"), aware(lease_until, field="lease_until")
         async with self._transaction() as db:
-            row = await db.fetchrow(CLAIM, proposal_id, actor, at, binding_hash, lease)
+            row = await db.fetchrow(sql.CLAIM, proposal_id, actor, at, binding_hash, lease)
             if row is None:
                 return refusal(await self._existing(db, proposal_id), at, binding_hash)
             detail = {"binding_hash": binding_hash}
@@ -529,7 +352,7 @@ class PostgresStore:
     ) -> TransitionResult:
         at, lease = aware(now, field="now"), aware(lease_until, field="lease_until")
         async with self._transaction() as db:
-            row = await db.fetchrow(RETRY, proposal_id, at, lease)
+            row = await db.fetchrow(sql.RETRY, proposal_id, at, lease)
             if row is None:
                 return not_reconcilable(await self._existing(db, proposal_id))
             await self._append(db, at, proposal_id, actor, "retry_approved", {})
@@ -547,7 +370,7 @@ class PostgresStore:
         status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
         at = aware(now, field="now")
         async with self._transaction() as db:
-            row = await db.fetchrow(RESOLVE, proposal_id, status.value, dump_json(detail), at)
+            row = await db.fetchrow(sql.RESOLVE, proposal_id, status.value, dump_json(detail), at)
             if row is None:
                 return not_reconcilable(await self._existing(db, proposal_id))
             audit: dict[str, JsonValue] = {"outcome": detail, "note": note}
@@ -560,7 +383,7 @@ class PostgresStore:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         at, outcome = aware(now, field="now"), dump_json(outcome_json(_ABANDONED))
         async with self._transaction() as db:
-            rows = await db.fetch(RECLAIM_ABANDONED, at, limit, outcome)
+            rows = await db.fetch(sql.RECLAIM_ABANDONED, at, limit, outcome)
             reclaimed = []
             for row in sorted(rows, key=lambda r: (r["lease_until"], r["id"])):
                 detail = {"lease_until": row["lease_until"].astimezone(UTC).isoformat()}
@@ -574,7 +397,7 @@ class PostgresStore:
     ) -> TransitionResult:
         at = aware(now, field="now")
         async with self._transaction() as db:
-            row = await db.fetchrow(REJECT, proposal_id, actor, at, reason)
+            row = await db.fetchrow(sql.REJECT, proposal_id, actor, at, reason)
             if row is None:
                 return refusal(await self._existing(db, proposal_id), at, None)
             await self._append(db, at, proposal_id, actor, "rejected", {"reason": reason})
@@ -588,7 +411,7 @@ class PostgresStore:
         at = aware(now, field="now")
         async with self._transaction() as db:
             row = await db.fetchrow(
-                RECORD_OUTCOME, proposal_id, status.value, dump_json(detail), at
+                sql.RECORD_OUTCOME, proposal_id, status.value, dump_json(detail), at
             )
             if row is None:
                 current = await self._existing(db, proposal_id)
@@ -605,7 +428,7 @@ class PostgresStore:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         at = aware(now, field="now")
         async with self._transaction() as db:
-            rows = await db.fetch(EXPIRE_DUE, at, limit)
+            rows = await db.fetch(sql.EXPIRE_DUE, at, limit)
             expired = []
             for row in sorted(rows, key=lambda r: (r["expires_at"], r["id"])):
                 proposal = await self._enqueue(db, row, at)
@@ -625,26 +448,26 @@ class PostgresStore:
             raise ValueError(f"limit: got {limit}; expected a positive number of entries")
         at = aware(now, field="now")
         async with self._transaction() as db:
-            rows = await db.fetch(CLAIM_DELIVERIES, at, at + lease, limit)
+            rows = await db.fetch(sql.CLAIM_DELIVERIES, at, at + lease, limit)
             return sorted(map(delivery_from_record, rows), key=lambda d: d.id)
 
     @finish_even_if_cancelled
     async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
         async with self._connection() as db:
-            await db.execute(COMPLETE_DELIVERY, delivery_id, aware(now, field="now"))
+            await db.execute(sql.COMPLETE_DELIVERY, delivery_id, aware(now, field="now"))
 
     @finish_even_if_cancelled
     async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
         async with self._connection() as db:
             await db.execute(
-                RETRY_DELIVERY, delivery_id, aware(at, field="at"), error[:_ERROR_CHARS]
+                sql.RETRY_DELIVERY, delivery_id, aware(at, field="at"), error[:_ERROR_CHARS]
             )
 
     @finish_even_if_cancelled
     async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
         at = aware(now, field="now")
         async with self._transaction() as db:
-            row = await db.fetchrow(ABANDON_DELIVERY, delivery_id, at, error[:_ERROR_CHARS])
+            row = await db.fetchrow(sql.ABANDON_DELIVERY, delivery_id, at, error[:_ERROR_CHARS])
             if row is not None:
                 detail = {"effect": row["effect"], "attempts": row["attempts"], "error": error}
                 await self._append(
@@ -654,7 +477,7 @@ class PostgresStore:
     @finish_even_if_cancelled
     async def pending_deliveries(self) -> int:
         async with self._connection() as db:
-            count: int = await db.fetchval(COUNT_PENDING_DELIVERIES)
+            count: int = await db.fetchval(sql.COUNT_PENDING_DELIVERIES)
             return count
 
     @finish_even_if_cancelled
@@ -674,9 +497,9 @@ class PostgresStore:
     async def audit_log(self, proposal_id: str | None = None) -> list[AuditEntry]:
         async with self._connection() as db:
             if proposal_id is None:
-                rows = await db.fetch(SELECT_AUDIT_LOG)
+                rows = await db.fetch(sql.SELECT_AUDIT_LOG)
             else:
-                rows = await db.fetch(SELECT_PROPOSAL_AUDIT_LOG, proposal_id)
+                rows = await db.fetch(sql.SELECT_PROPOSAL_AUDIT_LOG, proposal_id)
             return [audit_entry_from_record(row) for row in rows]
 
     @finish_even_if_cancelled
@@ -689,7 +512,11 @@ class PostgresStore:
         lost its tail (reported as the first missing entry).
         """
         async with self._transaction(isolation="repeatable_read", readonly=True) as db:
-            entries = [audit_entry_from_record(row) for row in await db.fetch(SELECT_AUDIT_LOG)]
-            head = await db.fetchrow(SELECT_AUDIT_HEAD)
+            entries = [audit_entry_from_record(row) for row in await db.fetch(sql.SELECT_AUDIT_LOG)]
+            head = await db.fetchrow(sql.SELECT_AUDIT_HEAD)
         report = verify_chain(entries)
         return check_head(report, entries, None if head is None else (head["seq"], head["hash"]))
+
+
+async def _cannot_listen() -> asyncpg.Connection[asyncpg.Record]:
+    raise StoreUnavailable("this store was built without a way to listen; open it with open()")

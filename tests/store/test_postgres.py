@@ -1,0 +1,748 @@
+"""The PostgreSQL backend: the shared conformance suite on a real server, plus what only it has.
+
+Every test gets a fresh schema in the database ``test`` (the store's connections find it through
+``search_path``) and drops it afterwards. Several stores opened on one schema stand for several
+Countersign instances sharing a database: each has its own connection pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import pytest
+
+from contracts.canonical import canonical_json
+from store.audit import GENESIS
+from store.base import (
+    AlreadyDecided,
+    StoreError,
+    StoreUnavailable,
+    Transitioned,
+)
+from store.lifecycle import TRANSITIONS, Status
+from store.migrate import Migration, load_migrations
+from store.open import open_store
+from store.pg_errors import translate
+from store.pg_migrate import apply_migrations
+from store.postgres import PostgresStore, redacted
+from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
+
+pytestmark = pytest.mark.postgres
+
+URL = "postgresql://postgres@127.0.0.1:5432/test"
+NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
+
+OpenStore = Callable[..., Awaitable[PostgresStore]]
+
+
+@pytest.fixture
+async def schema() -> AsyncIterator[str]:
+    """A new, empty schema, dropped with everything in it after the test."""
+    name = f"countersign_test_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(URL)
+    try:
+        await admin.execute(f'CREATE SCHEMA "{name}"')
+        yield name
+    finally:
+        await admin.execute(f'DROP SCHEMA "{name}" CASCADE')
+        await admin.close()
+
+
+@pytest.fixture
+async def open_pg(schema: str) -> AsyncIterator[OpenStore]:
+    """Opens stores (instances) on the test's schema; closes whatever is left open."""
+    opened: list[PostgresStore] = []
+
+    async def open_(settings: dict[str, str] | None = None, **options: Any) -> PostgresStore:
+        server_settings = {"search_path": schema, **(settings or {})}
+        store = await PostgresStore.open(URL, server_settings=server_settings, **options)
+        opened.append(store)
+        return store
+
+    yield open_
+    for store in opened:
+        await store.close()
+
+
+@pytest.fixture
+async def raw(schema: str) -> AsyncIterator[asyncpg.Connection[asyncpg.Record]]:
+    """A plain connection to the schema, bypassing the store (autocommit)."""
+    db = await asyncpg.connect(URL, server_settings={"search_path": schema})
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+class TestPostgresStore(StoreConformance):
+    @pytest.fixture
+    async def store(self, open_pg: OpenStore) -> PostgresStore:
+        return await open_pg()
+
+
+# --- several instances on one database -----------------------------------------------------------
+
+
+async def test_claims_from_two_instances_make_exactly_one_executor_per_proposal(
+    open_pg: OpenStore,
+) -> None:
+    first, second = await open_pg(), await open_pg()
+    proposals = [new_proposal(NOW) for _ in range(10)]
+    for new in proposals:
+        await first.create_proposal(new)
+
+    results = await asyncio.gather(
+        *(
+            instance.claim_for_execution(
+                new.id,
+                actor=f"U{i}",
+                now=NOW,
+                binding_hash=new.binding_hash,
+                lease_until=NOW + LEASE,
+            )
+            for new in proposals
+            for i in range(8)
+            for instance in (first, second)
+        )
+    )
+
+    for new in proposals:
+        mine = [r for r in results if r.proposal.id == new.id]
+        winners = [r for r in mine if isinstance(r, Transitioned)]
+        assert len(winners) == 1
+        assert sum(isinstance(r, AlreadyDecided) for r in mine) == 15
+        approved = [e for e in await second.audit_log(new.id) if e.event == "approved"]
+        assert [e.actor for e in approved] == [winners[0].proposal.decided_by]
+    assert (await first.verify_audit()).ok
+
+
+async def test_expiry_sweeps_in_two_instances_expire_each_proposal_once(
+    open_pg: OpenStore,
+) -> None:
+    first, second = await open_pg(), await open_pg()
+    for _ in range(30):
+        await first.create_proposal(new_proposal(NOW, expires_at=NOW - timedelta(seconds=1)))
+
+    sweeps = await asyncio.gather(
+        *(instance.expire_due(now=NOW, limit=4) for _ in range(6) for instance in (first, second))
+    )
+    sweeps.append(await first.expire_due(now=NOW))  # whatever the racing sweeps left
+
+    expired = [p.id for sweep in sweeps for p in sweep]
+    assert len(expired) == len(set(expired)) == 30
+    assert sum(e.event == "expired" for e in await second.audit_log()) == 30
+    assert (await second.verify_audit()).ok
+
+
+async def test_outbox_workers_in_two_instances_never_share_a_delivery(
+    open_pg: OpenStore,
+) -> None:
+    first, second = await open_pg(), await open_pg()
+    for _ in range(40):
+        await first.create_proposal(new_proposal(NOW))
+
+    batches = await asyncio.gather(
+        *(
+            instance.claim_deliveries(now=NOW, limit=3, lease=LEASE)
+            for _ in range(10)
+            for instance in (first, second)
+        )
+    )
+    rest = await second.claim_deliveries(now=NOW, limit=100, lease=LEASE)
+
+    ids = [d.id for batch in [*batches, rest] for d in batch]
+    assert len(ids) == len(set(ids)) == 40
+    assert all(d.attempts == 1 for batch in batches for d in batch)
+
+
+async def test_lost_executions_are_reclaimed_once_by_sweeps_in_two_instances(
+    open_pg: OpenStore,
+) -> None:
+    first, second = await open_pg(), await open_pg()
+    for _ in range(20):
+        new = new_proposal(NOW, decision="auto", status=Status.EXECUTING)
+        await first.create_proposal(new)
+    late = NOW + LEASE
+
+    sweeps = await asyncio.gather(
+        *(
+            instance.reclaim_abandoned(now=late, limit=3)
+            for _ in range(5)
+            for instance in (first, second)
+        )
+    )
+    sweeps.append(await first.reclaim_abandoned(now=late))
+
+    reclaimed = [p.id for sweep in sweeps for p in sweep]
+    assert len(reclaimed) == len(set(reclaimed)) == 20
+    assert sum(e.event == "execution_abandoned" for e in await second.audit_log()) == 20
+    assert (await second.verify_audit()).ok
+
+
+async def test_appends_from_two_instances_form_one_linear_chain(open_pg: OpenStore) -> None:
+    first, second = await open_pg(max_size=5), await open_pg(max_size=5)
+
+    entries = await asyncio.gather(
+        *(
+            instance.record_event(None, actor=name, event="tick", detail={"i": i}, now=NOW)
+            for i in range(40)
+            for name, instance in (("first", first), ("second", second))
+        )
+    )
+
+    log = await first.audit_log()
+    assert [e.seq for e in log] == list(range(1, 81))
+    assert sorted(e.seq for e in entries) == list(range(1, 81))
+    assert all(e.prev_hash == before.hash for before, e in itertools.pairwise(log))
+    report = await second.verify_audit()
+    assert (report.ok, report.checked) == (True, 80)
+
+
+async def test_instances_opening_at_once_apply_each_migration_once(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    stores = await asyncio.gather(*(open_pg() for _ in range(6)))
+
+    rows = await raw.fetch("SELECT version, name FROM schema_migrations ORDER BY version")
+
+    assert [(r["version"], r["name"]) for r in rows] == [
+        (m.version, m.name) for m in load_migrations("postgres")
+    ]
+    for store in stores:  # every instance works on the one schema
+        await store.record_event(None, actor="boot", event="started", detail={}, now=NOW)
+    assert (await stores[0].verify_audit()).checked == 6
+
+
+async def test_verify_audit_sees_one_snapshot_while_other_instances_append(
+    open_pg: OpenStore,
+) -> None:
+    writer, checker = await open_pg(), await open_pg()
+
+    async def write() -> None:
+        for i in range(60):
+            await writer.record_event(None, actor="w", event="tick", detail={"i": i}, now=NOW)
+
+    async def check() -> list[bool]:
+        return [(await checker.verify_audit()).ok for _ in range(20)]
+
+    _, verdicts = await asyncio.gather(write(), check())
+
+    assert all(verdicts)
+
+
+# --- changes heard by every instance -------------------------------------------------------------
+
+
+class Heard:
+    """Records the proposal ids a store's listener reports, in order."""
+
+    def __init__(self) -> None:
+        self.ids: asyncio.Queue[str] = asyncio.Queue()
+
+    def __call__(self, proposal_id: str) -> None:
+        self.ids.put_nowait(proposal_id)
+
+    async def next(self) -> str:
+        return await asyncio.wait_for(self.ids.get(), timeout=30)  # a hang guard only
+
+
+async def test_changes_committed_in_another_instance_are_heard(open_pg: OpenStore) -> None:
+    listening, deciding = await open_pg(), await open_pg()
+    heard = Heard()
+    await listening.listen(heard)
+    new = new_proposal(NOW)
+
+    await deciding.create_proposal(new)
+    await deciding.attach_message(new.id, "C1", "1.1")  # not a status change: not announced
+    await deciding.claim_for_execution(
+        new.id, actor="U1", now=NOW, binding_hash=new.binding_hash, lease_until=NOW + LEASE
+    )
+    await deciding.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=NOW)
+
+    assert [await heard.next() for _ in range(3)] == [new.id] * 3
+    assert heard.ids.empty()
+
+
+async def test_a_change_rolled_back_is_never_heard(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    listening, deciding = await open_pg(), await open_pg({"lock_timeout": "200ms"})
+    heard = Heard()
+    await listening.listen(heard)
+    lost, marker = new_proposal(NOW), new_proposal(NOW)
+
+    async with raw.transaction():
+        await raw.execute("SELECT * FROM audit_head FOR UPDATE")
+        with pytest.raises(StoreUnavailable):
+            await deciding.create_proposal(lost)  # the insert ran, then the transaction failed
+    await deciding.create_proposal(marker)
+
+    assert await heard.next() == marker.id  # notifications arrive in commit order
+
+
+async def test_the_listener_reconnects_after_its_connection_is_killed(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    listening, deciding = await open_pg(), await open_pg()
+    heard = Heard()
+    await listening.listen(heard)
+    old_pid = listening._changes.server_pid
+    assert old_pid is not None
+
+    assert await raw.fetchval("SELECT pg_terminate_backend($1)", old_pid)
+    for _ in range(3000):  # bounded wait for the new connection (polling: no event to await)
+        if listening._changes.server_pid not in (None, old_pid):
+            break
+        await asyncio.sleep(0.01)
+    new = new_proposal(NOW)
+    await deciding.create_proposal(new)
+
+    assert listening._changes.server_pid not in (None, old_pid)
+    assert await heard.next() == new.id
+
+
+async def test_listen_on_a_closed_store_raises_store_unavailable(open_pg: OpenStore) -> None:
+    store = await open_pg()
+    await store.close()
+
+    with pytest.raises(StoreUnavailable, match="closed"):
+        await store.listen(Heard())
+
+
+# --- migrations ----------------------------------------------------------------------------------
+
+
+async def test_migrations_are_recorded_once_and_reopening_applies_nothing(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    await (await open_pg()).close()
+    await (await open_pg()).close()
+
+    rows = await raw.fetch("SELECT version, name, applied_at FROM schema_migrations")
+
+    expected = [(m.version, m.name) for m in load_migrations("postgres")]
+    assert sorted((r["version"], r["name"]) for r in rows) == expected
+    assert all(r["applied_at"].tzinfo is not None for r in rows)
+
+
+async def test_a_failing_migration_leaves_nothing_behind(
+    raw: asyncpg.Connection[asyncpg.Record],
+) -> None:
+    good = Migration(1, "good", "CREATE TABLE kept (x integer);")
+    bad = Migration(2, "bad", "CREATE TABLE half (x integer);\nINSERT INTO missing VALUES (1);")
+
+    with pytest.raises(asyncpg.UndefinedTableError, match="missing"):
+        await apply_migrations(raw, [good, bad])
+
+    assert not raw.is_in_transaction()
+    tables = {r["tablename"] for r in await raw.fetch("SELECT tablename FROM pg_tables")}
+    assert "kept" in tables and "half" not in tables
+    assert [r["version"] for r in await raw.fetch("SELECT version FROM schema_migrations")] == [1]
+    assert await apply_migrations(raw, [good]) == []
+
+
+async def test_a_database_migrated_by_a_newer_version_is_refused(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    await (await open_pg()).close()
+    await raw.execute("INSERT INTO schema_migrations (version, name) VALUES (99, 'future')")
+
+    with pytest.raises(StoreUnavailable, match=r"\[99\].*upgrade Countersign"):
+        await open_pg()
+
+
+# --- what the database itself enforces -----------------------------------------------------------
+
+
+async def test_status_check_lists_exactly_the_lifecycle_statuses(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    await open_pg()
+
+    check = await raw.fetchval(
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE conname = 'proposals_status_is_a_lifecycle_status'"
+    )
+
+    assert set(re.findall(r"'(\w+)'", check)) == {status.value for status in Status}
+
+
+async def test_database_allows_exactly_the_lifecycle_transitions(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg()
+    await store.create_proposal(new_proposal(NOW, id="p"))
+
+    allowed: set[tuple[Status, Status]] = set()
+    for source in Status:
+        for target in Status:
+            # Put the row in ``source`` past the trigger, then try the move to ``target``.
+            await raw.execute(
+                "ALTER TABLE proposals DISABLE TRIGGER proposals_status_follows_lifecycle"
+            )
+            await raw.execute("UPDATE proposals SET status = $1 WHERE id = 'p'", source.value)
+            await raw.execute(
+                "ALTER TABLE proposals ENABLE TRIGGER proposals_status_follows_lifecycle"
+            )
+            try:
+                await raw.execute("UPDATE proposals SET status = $1 WHERE id = 'p'", target.value)
+            except asyncpg.IntegrityConstraintViolationError as error:
+                assert "not a lifecycle transition" in str(error)
+            else:
+                if source != target:
+                    allowed.add((source, target))
+
+    expected = {(source, target) for source, targets in TRANSITIONS.items() for target in targets}
+    assert allowed == expected
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("arguments", '{"amount_cents": 1}'), ("binding_hash", "x"), ("expires_at", None)],
+)
+async def test_database_refuses_to_change_the_frozen_contract(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], column: str, value: str | None
+) -> None:
+    store = await open_pg()
+    await store.create_proposal(new_proposal(NOW, id="p"))
+
+    with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="frozen contract"):
+        await raw.execute(f"UPDATE proposals SET {column} = $1 WHERE id = 'p'", value)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE audit_log SET actor = 'mallory' WHERE seq = 1",
+        "DELETE FROM audit_log WHERE seq = 2",
+        "TRUNCATE audit_log",
+        "UPDATE audit_head SET seq = 1",
+        "DELETE FROM audit_head",
+        "TRUNCATE audit_head",
+    ],
+)
+async def test_database_refuses_to_change_or_remove_audit_entries(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], statement: str
+) -> None:
+    store = await open_pg()
+    await store.create_proposal(new_proposal(NOW, decision="deny", status=Status.DENIED))
+    before = await store.audit_log()
+
+    with pytest.raises(asyncpg.IntegrityConstraintViolationError, match=r"audit_(log|head)"):
+        await raw.execute(statement)
+
+    assert await store.audit_log() == before
+    assert (await store.verify_audit()).ok
+
+
+async def test_database_refuses_an_entry_that_does_not_follow_the_head(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg()
+    entry = await store.record_event(None, actor="bot", event="note", detail={}, now=NOW)
+
+    with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="follow the head"):
+        await raw.execute(
+            "INSERT INTO audit_log (seq, at, actor, event, detail, prev_hash, hash) "
+            "VALUES (3, now(), 'mallory', 'forged', '{}', $1, $1)",
+            entry.hash,
+        )
+
+
+async def test_verify_audit_finds_entries_removed_from_the_end(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg()
+    for i in range(3):
+        await store.record_event(None, actor="bot", event="note", detail={"i": i}, now=NOW)
+    # Only by switching the append-only trigger off: what someone with the owner's rights can do.
+    await raw.execute("ALTER TABLE audit_log DISABLE TRIGGER audit_log_refuses_update_and_delete")
+    await raw.execute("DELETE FROM audit_log WHERE seq = 3")
+
+    report = await store.verify_audit()
+
+    assert (report.ok, report.first_bad_seq) == (False, 3)
+    assert report.problem is not None and "removed from the end" in report.problem
+
+
+async def test_verify_audit_finds_a_changed_entry(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg()
+    for i in range(3):
+        await store.record_event(None, actor="bot", event="note", detail={"i": i}, now=NOW)
+    await raw.execute("ALTER TABLE audit_log DISABLE TRIGGER audit_log_refuses_update_and_delete")
+    await raw.execute("""UPDATE audit_log SET detail = '{"i": 7}' WHERE seq = 2""")
+
+    report = await store.verify_audit()
+
+    assert (report.ok, report.first_bad_seq) == (False, 2)
+
+
+async def test_empty_audit_head_is_the_genesis_of_store_audit(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    await open_pg()
+
+    assert [tuple(r) for r in await raw.fetch("SELECT seq, hash FROM audit_head")] == [(0, GENESIS)]
+
+
+async def test_json_reads_back_exactly_so_hashes_still_verify(
+    open_pg: OpenStore,
+) -> None:
+    # jsonb would return 1e+20 as the integer 100000000000000000000 (another canonical JSON,
+    # so another hash) and refuse "\u0000"; the json columns keep what was written.
+    store = await open_pg()
+    odd: dict[str, object] = {"big": 1e20, "tiny": 1e-7, "nul": "a\x00b", "z": 1, "a": [2.50]}
+    new = new_proposal(NOW, arguments=odd, request=odd)
+    await store.create_proposal(new)
+    await store.record_event(new.id, actor="bot", event="odd", detail=odd, now=NOW)  # type: ignore[arg-type]
+
+    stored = await store.get_proposal(new.id)
+    entry = (await store.audit_log(new.id))[-1]
+
+    assert canonical_json(stored.arguments) == canonical_json(new.arguments)
+    assert canonical_json(stored.request) == canonical_json(new.request)
+    assert canonical_json(entry.detail) == canonical_json(odd)
+    assert (await store.verify_audit()).ok
+
+
+async def test_times_are_instants_whatever_the_session_time_zone(
+    open_pg: OpenStore,
+) -> None:
+    store = await open_pg({"TimeZone": "Pacific/Kiritimati"})
+    new = new_proposal(NOW, expires_at=NOW + timedelta(minutes=1))
+    await store.create_proposal(new)
+
+    stored = await store.get_proposal(new.id)
+
+    assert (stored.created_at, stored.expires_at) == (NOW, NOW + timedelta(minutes=1))
+    assert [p.id for p in await store.expire_due(now=NOW + timedelta(minutes=1))] == [new.id]
+
+
+# --- driver errors are translated ----------------------------------------------------------------
+
+
+async def test_a_server_that_cannot_be_reached_raises_store_unavailable() -> None:
+    # Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    with pytest.raises(StoreUnavailable, match="cannot open PostgreSQL database"):
+        await PostgresStore.open("postgresql://postgres@127.0.0.1:1/test", connect_timeout=5)
+
+
+async def test_a_database_that_does_not_exist_raises_store_unavailable_naming_it() -> None:
+    with pytest.raises(StoreUnavailable, match="no_such_database_for_countersign"):
+        await PostgresStore.open(
+            "postgresql://postgres@127.0.0.1:5432/no_such_database_for_countersign"
+        )
+
+
+async def test_messages_never_show_the_password() -> None:
+    url = "postgresql://postgres:s3cret@127.0.0.1:1/test"
+
+    with pytest.raises(StoreUnavailable) as raised:
+        await PostgresStore.open(url, connect_timeout=5)
+
+    assert "s3cret" not in str(raised.value)
+    assert redacted(url) == "postgresql://postgres:***@127.0.0.1:1/test"
+    assert redacted(URL) == URL
+
+
+async def test_a_held_lock_raises_store_unavailable_and_the_store_recovers(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg({"lock_timeout": "200ms"})
+    async with raw.transaction():
+        await raw.execute("SELECT * FROM audit_head FOR UPDATE")  # another writer, stuck
+        with pytest.raises(StoreUnavailable, match="lock timeout"):
+            await store.create_proposal(new_proposal(NOW))
+
+    _, created = await store.create_proposal(new_proposal(NOW))
+    assert created
+    assert len(await store.audit_log()) == 1  # the refused attempt left nothing
+
+
+async def test_a_connection_killed_mid_transaction_raises_store_unavailable_then_recovers(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg(max_size=1)
+    await store.record_event(None, actor="bot", event="before", detail={}, now=NOW)
+    pid = await _backend_pid(store)
+    async with raw.transaction():
+        await raw.execute("SELECT * FROM audit_head FOR UPDATE")  # the store's append waits
+        lost = asyncio.create_task(
+            store.record_event(None, actor="bot", event="lost", detail={}, now=NOW)
+        )
+        await _until_waiting_for_a_lock(raw, pid)
+        assert await raw.fetchval("SELECT pg_terminate_backend($1)", pid)
+
+        with pytest.raises(StoreUnavailable):
+            await lost
+
+    await store.record_event(None, actor="bot", event="after", detail={}, now=NOW)
+    assert [e.event for e in await store.audit_log()] == ["before", "after"]
+
+
+async def _backend_pid(store: PostgresStore) -> int:
+    async with store._connection() as db:  # the pool's one connection
+        pid: int = await db.fetchval("SELECT pg_backend_pid()")
+        return pid
+
+
+async def _until_waiting_for_a_lock(raw: asyncpg.Connection[asyncpg.Record], pid: int) -> None:
+    """Poll the server until the backend ``pid`` waits for a lock (the database has no event)."""
+    query = "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1"
+    for _ in range(3000):
+        if await raw.fetchval(query, pid) == "Lock":
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"backend {pid} never waited for a lock")
+
+
+async def test_a_nul_character_in_text_is_refused_and_stores_nothing(open_pg: OpenStore) -> None:
+    store = await open_pg()
+
+    with pytest.raises(StoreError, match="NUL character"):
+        await store.create_proposal(new_proposal(NOW, agent_reason="before\x00after"))
+
+    assert await store.audit_log() == []
+
+
+async def test_a_closed_store_raises_store_unavailable(open_pg: OpenStore) -> None:
+    store = await open_pg()
+    await store.close()
+
+    with pytest.raises(StoreUnavailable, match="closed"):
+        await store.get_proposal("p")
+
+
+async def test_calls_waiting_while_the_store_closes_raise_store_unavailable_or_finish(
+    open_pg: OpenStore,
+) -> None:
+    store = await open_pg(max_size=2)
+    calls = [store.create_proposal(new_proposal(NOW)) for _ in range(6)]
+
+    results = await asyncio.gather(*calls, store.close(), return_exceptions=True)
+
+    failures = [r for r in results if isinstance(r, BaseException)]
+    assert failures and all(isinstance(r, StoreUnavailable) for r in failures)
+
+
+async def test_a_naive_now_is_refused_naming_the_argument(open_pg: OpenStore) -> None:
+    store = await open_pg()
+
+    with pytest.raises(ValueError, match="now: got naive datetime"):
+        await store.expire_due(now=datetime(2031, 1, 1))  # noqa: DTZ001 - the point
+
+
+async def test_expire_due_refuses_a_limit_below_one(open_pg: OpenStore) -> None:
+    store = await open_pg()
+    await store.create_proposal(new_proposal(NOW, expires_at=NOW))
+
+    with pytest.raises(ValueError, match="limit: got 0"):
+        await store.expire_due(now=NOW, limit=0)
+    assert (await store.audit_log())[-1].event == "submitted"
+
+
+async def test_cancelled_writes_raise_cancelled_and_leave_the_store_usable(
+    open_pg: OpenStore,
+) -> None:
+    store = await open_pg(max_size=2)
+    cancelled = 0
+    for delay in [i * 0.0002 for i in range(60)]:
+        task = asyncio.create_task(
+            store.record_event(None, actor="t", event="tick", detail={}, now=NOW)
+        )
+        await asyncio.sleep(delay)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            cancelled += 1
+
+    assert cancelled > 0  # some cancellations really landed mid-write
+    await store.record_event(None, actor="t", event="after", detail={}, now=NOW)
+    assert (await store.verify_audit()).ok
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "message"),
+    [
+        (asyncpg.UniqueViolationError("duplicate key"), StoreError, "refused the change"),
+        (asyncpg.CheckViolationError("check"), StoreError, "refused the change"),
+        (asyncpg.CharacterNotInRepertoireError("0x00"), StoreError, "NUL character"),
+        (asyncpg.InvalidTextRepresentationError("bad"), StoreError, "refused the change"),
+        (asyncpg.ConnectionDoesNotExistError("gone"), StoreUnavailable, "gone"),
+        (asyncpg.AdminShutdownError("shutdown"), StoreUnavailable, "shutdown"),
+        (asyncpg.CannotConnectNowError("starting"), StoreUnavailable, "starting"),
+        (asyncpg.TooManyConnectionsError("too many"), StoreUnavailable, "too many"),
+        (asyncpg.DeadlockDetectedError("deadlock"), StoreUnavailable, "deadlock"),
+        (asyncpg.SerializationError("serialize"), StoreUnavailable, "serialize"),
+        (asyncpg.QueryCanceledError("statement timeout"), StoreUnavailable, "timeout"),
+        (asyncpg.UndefinedTableError("no table"), StoreUnavailable, "no table"),
+        (asyncpg.InterfaceError("pool is closing"), StoreUnavailable, "pool is closing"),
+        (ConnectionRefusedError(111, "refused"), StoreUnavailable, "cannot reach"),
+        (TimeoutError(), StoreUnavailable, "TimeoutError"),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, BaseException) else None,
+)
+def test_every_driver_error_becomes_a_store_error(
+    error: BaseException, kind: type[StoreError], message: str
+) -> None:
+    translated = translate(error)
+
+    assert type(translated) is kind
+    assert message in str(translated)
+
+
+# --- open_store ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
+async def test_open_store_opens_postgresql_urls(
+    schema: str, raw: asyncpg.Connection[asyncpg.Record], scheme: str
+) -> None:
+    # asyncpg passes query parameters it does not know on as session settings
+    store = await open_store(f"{scheme}://postgres@127.0.0.1:5432/test?search_path={schema}")
+    try:
+        assert isinstance(store, PostgresStore)
+        new = new_proposal(NOW)
+        await store.create_proposal(new)
+        assert (await store.get_proposal(new.id)).id == new.id
+    finally:
+        await store.close()
+
+    assert await raw.fetchval("SELECT count(*) FROM proposals") == 1  # in the test's schema
+
+
+async def test_durable_false_turns_off_synchronous_commit_only(open_pg: OpenStore) -> None:
+    fast, safe = await open_pg(durable=False), await open_pg()
+
+    async def setting(store: PostgresStore) -> str:
+        async with store._connection() as db:
+            value: str = await db.fetchval("SHOW synchronous_commit")
+            return value
+
+    assert (await setting(fast), await setting(safe)) == ("off", "on")
+
+
+async def test_outcome_json_is_stored_as_json_text(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg()
+    new = new_proposal(NOW, decision="auto", status=Status.EXECUTING)
+    await store.create_proposal(new)
+    await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=NOW)
+
+    kind = await raw.fetchval("SELECT outcome->>'kind' FROM proposals WHERE id = $1", new.id)
+    detail = await raw.fetchval("SELECT detail FROM audit_log ORDER BY seq DESC LIMIT 1")
+
+    assert kind == "succeeded"
+    assert json.loads(detail)["kind"] == "succeeded"
