@@ -12,6 +12,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.admission import Admission
 from bot.callbacks import CallbackSender
+from bot.directory import SlackDirectory
 from bot.http import AiohttpClient
 from bot.outbox import OutboxWorker, RetryPolicy
 from bot.problems import problem_middleware
@@ -80,6 +81,7 @@ def build_app(
         http=http,
         clock=clock,
         wake_outbox=outbox.wake,
+        directory=SlackDirectory(client),
     )
     clicks = Admission(server.max_in_flight_clicks)
     bolt = build_bolt(

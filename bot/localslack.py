@@ -81,13 +81,15 @@ class LocalUser:
     is_restricted: bool = False  #: a multi-channel guest
     is_ultra_restricted: bool = False  #: a single-channel guest
     tz: str = "Europe/Berlin"
+    #: the user's own workspace when it is another one (Slack Connect); None: the local one
+    team_id: str | None = None
 
     def to_api(self, team_id: str) -> dict[str, Any]:
         name = self.name or self.id.lower()
         real_name = self.real_name or name
         return {
             "id": self.id,
-            "team_id": team_id,
+            "team_id": self.team_id or team_id,
             "name": name,
             "real_name": real_name,
             "deleted": self.deleted,

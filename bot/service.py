@@ -16,16 +16,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot import render
+from bot.directory import SlackDirectory
 from bot.execution import Executor
 from bot.publish import SlackPublisher
 from bot.schemas import SubmitBody
 from bot.settings import AgentSettings, Settings
 from bot.waiters import Waiters
-from contracts.authority import refusal_reason
+from contracts.authority import DecisionChain, refusal_reason
 from contracts.base import Context, ContractViolation, FieldProblem, HttpClient
 from contracts.canonical import binding_hash, canonical_json
 from contracts.outcomes import Outcome, Succeeded, TerminalFailure
-from contracts.policy import Ask, Auto, Deny
+from contracts.policy import Ask, AskRule, Auto, Deny
 from contracts.registry import UnknownOperation
 from store.base import (
     AlreadyDecided,
@@ -64,6 +65,7 @@ class Service:
         http: HttpClient,
         clock: Callable[[], datetime],
         wake_outbox: Callable[[], None],
+        directory: SlackDirectory,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -72,6 +74,7 @@ class Service:
         self._clock = clock
         self._http = http
         self._wake_outbox = wake_outbox
+        self.directory = directory
         self._executor = Executor(settings.registry, http, clock)
         self._lease = timedelta(seconds=settings.server.execution_lease_seconds)
 
@@ -298,12 +301,7 @@ class Service:
         if proposal.status is not expect:
             await self._tell_decided(proposal, user=user, channel=channel)
             return None
-        why = refusal_reason(
-            approver=user,
-            requested_by=proposal.requested_by,
-            approver_roles=self._current_approver_roles(proposal),
-            roles=self.settings.roles,
-        )
+        why = await self._refusal(proposal, user)
         if why is None and proposal.operation not in self.settings.registry:
             why = f"operation {proposal.operation!r} is no longer configured"
         if why is None:
@@ -320,12 +318,32 @@ class Service:
             await self.publisher.tell(proposal, where, user, render.refusal_text(why))
         return None
 
-    def _current_approver_roles(self, proposal: Proposal) -> tuple[str, ...]:
-        """The approver roles of the proposal's rule in the policy as configured *now*."""
+    async def _refusal(self, proposal: Proposal, user: str) -> str | None:
+        """Why ``user`` may not decide ``proposal`` now (contracts.authority), or None."""
+        rule = self._current_rule(proposal)
+        agent = self.settings.agents.get(proposal.agent)
+        teams = self.settings.approvals.allowed_teams
+        if not teams:
+            home = await self.directory.home_team()
+            teams = (home,) if home else ()
+        return refusal_reason(
+            approver=await self.directory.profile(user),
+            chain=DecisionChain(
+                requested_by=proposal.requested_by,
+                agent_owners=agent.owners if agent is not None else (),
+            ),
+            approver_roles=rule.approvers if rule is not None else (),
+            roles=self.settings.roles,
+            allowed_teams=teams,
+            allow_guests=rule.allow_guests if rule is not None else False,
+        )
+
+    def _current_rule(self, proposal: Proposal) -> AskRule | None:
+        """The proposal's rule as the policy is configured *now*, if it still asks."""
         for rule in self.settings.policy.rules:
             if rule.id == proposal.rule_id:
-                return tuple(rule.approvers) if rule.decision == "ask" else ()
-        return ()
+                return rule if isinstance(rule, AskRule) else None
+        return None
 
     async def _not_claimed(
         self, result: AlreadyDecided | NotApprovable, *, user: str, channel: str | None

@@ -24,6 +24,7 @@ from contracts.registry import Registry
 __all__ = [
     "DEFAULT_CONFIG_PATH",
     "AgentSettings",
+    "ApprovalSettings",
     "ConfigError",
     "ServerSettings",
     "Settings",
@@ -74,8 +75,15 @@ class StoreSettings(_Section):
     durable: bool = True
 
 
+class ApprovalSettings(_Section):
+    #: workspaces (team ids) whose people may decide; empty: the app's own workspace only
+    allowed_teams: tuple[str, ...] = ()
+
+
 class _AgentSection(_Section):
     token_env: str = Field(min_length=1)
+    #: Slack user ids of the people who own the agent: they can never approve its proposals
+    owners: tuple[str, ...] = ()
     callback_secret_env: str | None = None
     callback_url_prefixes: tuple[str, ...] = ()
 
@@ -83,6 +91,7 @@ class _AgentSection(_Section):
 class _FileModel(_Section):
     server: ServerSettings = ServerSettings()
     store: StoreSettings = StoreSettings()
+    approvals: ApprovalSettings = ApprovalSettings()
     roles: dict[str, tuple[str, ...]] = {}
     agents: dict[str, _AgentSection] = {}
     operations: dict[str, dict[str, Any]] = {}
@@ -96,6 +105,8 @@ class AgentSettings:
     callback_secret: str
     #: when not empty, a proposal's callback_url must start with one of these
     callback_url_prefixes: tuple[str, ...] = ()
+    #: the agent's owners: part of the chain behind its proposals, so never approvers
+    owners: tuple[str, ...] = ()
 
     def allows_callback(self, url: str) -> bool:
         return not self.callback_url_prefixes or any(
@@ -132,6 +143,7 @@ class Settings:
     path: Path
     server: ServerSettings
     store: StoreSettings
+    approvals: ApprovalSettings
     slack: SlackSettings
     roles: Mapping[str, frozenset[str]]
     agents: Mapping[str, AgentSettings]
@@ -204,6 +216,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
         path=path,
         server=model.server,
         store=model.store,
+        approvals=model.approvals,
         slack=slack_settings(env),
         roles=roles,
         agents=agents,
@@ -261,7 +274,15 @@ def _load_agents(
                 f"{name!r} share a token; each agent needs its own"
             )
             continue
-        agent = AgentSettings(name, token, secret, section.callback_url_prefixes)
+        bad = [owner for owner in section.owners if not _looks_like_user_id(owner)]
+        if bad:
+            problems.append(
+                f"{path}: agents.{name}.owners: {bad!r} are not Slack user ids (expected U... "
+                "or W...)"
+            )
+        agent = AgentSettings(
+            name, token, secret, section.callback_url_prefixes, tuple(section.owners)
+        )
         agents[name] = agent
         by_token[token] = agent
     return agents, by_token

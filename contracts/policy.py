@@ -184,6 +184,8 @@ class AskRule(_RuleBase):
     approvers: tuple[str, ...] = Field(min_length=1)  #: role names
     channel: str = Field(min_length=1)  #: Slack channel id to ask in
     expires_after: timedelta = Field(default=DEFAULT_EXPIRY, gt=timedelta(0), le=MAX_EXPIRY)
+    #: whether guests (multi- or single-channel) holding an approver role may decide
+    allow_guests: bool = False
 
 
 class DenyRule(_RuleBase):
@@ -418,9 +420,16 @@ _RULE_FIELDS: Final = (
     "approvers",
     "channel",
     "expires_after",
+    "allow_guests",
     "reason",
 )
-_ONLY_FOR: Final = {"approvers": "ask", "channel": "ask", "expires_after": "ask", "reason": "deny"}
+_ONLY_FOR: Final = {
+    "approvers": "ask",
+    "channel": "ask",
+    "expires_after": "ask",
+    "allow_guests": "ask",
+    "reason": "deny",
+}
 _CONDITION_EXAMPLE: Final = '{ field = "amount_cents", lte = 5000 }'
 
 
@@ -467,10 +476,12 @@ class _RuleReader:
         approvers: tuple[str, ...] = ()
         channel = reason = None
         expires_after = None
+        allow_guests = False
         if decision == "ask":
             approvers = self._names("approvers", "role", self._context.roles, required=True)
             channel = self._channel()
             expires_after = self._expiry()
+            allow_guests = self._flag("allow_guests")
         elif decision == "deny":
             reason = self._text("reason", "a sentence telling the agent why it is refused")
         if self.problems or rule_id is None or operation is None:
@@ -485,6 +496,7 @@ class _RuleReader:
                 approvers=approvers,
                 channel=channel,
                 expires_after=expires_after,
+                allow_guests=allow_guests,
             )
         if decision == "deny" and reason is not None:
             return DenyRule(
@@ -502,6 +514,13 @@ class _RuleReader:
             requester_roles=requester_roles,
             when=when,
         )
+
+    def _flag(self, key: str) -> bool:
+        value = self._raw.get(key, False)
+        if not isinstance(value, bool):
+            self._problem(f"field {key!r} must be true or false, got {value!r}")
+            return False
+        return value
 
     def _text(self, key: str, meaning: str) -> str | None:
         value = self._raw.get(key)

@@ -15,7 +15,8 @@ SCHEMA = Path(__file__).parent / "fixtures" / "slack" / "manifest.schema.1.0.0.j
 
 #: Every bot scope must be justified by a call the app makes; see the comments in manifest.yml.
 #: chat:write to post and update; *:history only to find a message after an uncertain post
-EXPECTED_BOT_SCOPES = {"chat:write", "channels:history", "groups:history"}
+#: users:read for the click-time profile checks (bots, guests, other workspaces)
+EXPECTED_BOT_SCOPES = {"chat:write", "channels:history", "groups:history", "users:read"}
 
 
 @pytest.fixture(scope="module")

@@ -290,7 +290,7 @@ def test_unknown_top_level_key_lists_the_known_ones(tmp_path: Path) -> None:
 
     assert problem == (
         f"{path}: polcy: unknown key "
-        "(expected one of: server, store, roles, agents, operations, policy)"
+        "(expected one of: server, store, approvals, roles, agents, operations, policy)"
     )
 
 
@@ -317,7 +317,7 @@ def test_unknown_agent_key_lists_the_agent_keys(tmp_path: Path) -> None:
 
     assert only_problem(path) == (
         f"{path}: agents.support-bot.callback_prefixes: unknown key "
-        "(expected one of: token_env, callback_secret_env, callback_url_prefixes)"
+        "(expected one of: token_env, owners, callback_secret_env, callback_url_prefixes)"
     )
 
 

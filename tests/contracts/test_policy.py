@@ -729,7 +729,7 @@ def test_policy_error_is_a_value_error() -> None:
             auto("r", approver=["finance"]),
             "policy rule 'r': field 'approver' is not a rule field (did you mean "
             "'approvers'?) (rule fields: id, operation, agents, requester_roles, when, "
-            "decision, approvers, channel, expires_after, reason)",
+            "decision, approvers, channel, expires_after, allow_guests, reason)",
             id="unknown-key",
         ),
         pytest.param(
@@ -765,7 +765,7 @@ def test_load_names_a_rule_without_id_by_its_position() -> None:
     assert problems_of(rules) == [
         "policy rule #2: field 'agent' is not a rule field (did you mean 'agents'?) (rule "
         "fields: id, operation, agents, requester_roles, when, decision, approvers, channel, "
-        "expires_after, reason)",
+        "expires_after, allow_guests, reason)",
         "policy rule #2: field 'id' is missing (every rule needs a unique id)",
     ]
 

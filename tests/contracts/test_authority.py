@@ -1,0 +1,119 @@
+"""Separation of duties, including by proxy: who may never decide, whatever their roles."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contracts.authority import ApproverProfile, DecisionChain, refusal_reason
+
+TEAM = "T0HOME"
+ROLES = {"finance": frozenset({"U1", "U2", "U3", "U4", "U5"})}
+CHAIN = DecisionChain(requested_by="U1", agent_owners=("U2",), editors=("U3",))
+
+
+def _refusal(profile: ApproverProfile | None, **changes: object) -> str | None:
+    arguments: dict[str, object] = {
+        "approver": profile,
+        "chain": CHAIN,
+        "approver_roles": ("finance",),
+        "roles": ROLES,
+        "allowed_teams": (TEAM,),
+        "allow_guests": False,
+    }
+    arguments.update(changes)
+    return refusal_reason(**arguments)  # type: ignore[arg-type]
+
+
+def person(user_id: str, **flags: object) -> ApproverProfile:
+    return ApproverProfile(user_id=user_id, team_id=flags.pop("team_id", TEAM), **flags)  # type: ignore[arg-type]
+
+
+def test_a_role_holder_outside_the_chain_may_decide() -> None:
+    assert _refusal(person("U4")) is None
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        (None, "could not check who you are"),
+        (person("U4", is_bot=True), "bots and apps"),
+        (person("U4", deleted=True), "deactivated"),
+        (person("U4", team_id="T0OTHER"), "another workspace"),
+        (person("U4", team_id=None), "another workspace"),
+        (person("U1"), "accountable"),
+        (person("U2"), "own the agent"),
+        (person("U3"), "edited"),
+        (person("U4", is_guest=True), "guests"),
+        (person("U9"), "needs the role finance"),
+    ],
+)
+def test_each_forbidden_clicker_is_refused_with_the_reason(
+    profile: ApproverProfile | None, expected: str
+) -> None:
+    reason = _refusal(profile)
+    assert reason is not None and expected in reason
+
+
+def test_a_rule_may_let_guests_holding_the_role_decide() -> None:
+    assert _refusal(person("U4", is_guest=True), allow_guests=True) is None
+    assert _refusal(person("U9", is_guest=True), allow_guests=True) is not None
+
+
+def test_a_role_that_is_not_configured_grants_nothing() -> None:
+    assert _refusal(person("U4"), approver_roles=("treasury",)) is not None
+    assert _refusal(person("U4"), approver_roles=()) is not None
+
+
+users = st.sampled_from(["U1", "U2", "U3", "U4", "U5", "U6", "U7"])
+
+
+@given(
+    approver=users,
+    requested_by=users,
+    owners=st.lists(users, max_size=2),
+    editors=st.lists(users, max_size=2),
+    team=st.sampled_from([TEAM, "T0OTHER", None]),
+    allowed=st.lists(st.sampled_from([TEAM, "T0OTHER"]), max_size=2),
+    is_bot=st.booleans(),
+    deleted=st.booleans(),
+    is_guest=st.booleans(),
+    allow_guests=st.booleans(),
+    members=st.frozensets(users),
+)
+def test_no_combination_lets_a_forbidden_person_decide(
+    approver: str,
+    requested_by: str,
+    owners: list[str],
+    editors: list[str],
+    team: str | None,
+    allowed: list[str],
+    is_bot: bool,
+    deleted: bool,
+    is_guest: bool,
+    allow_guests: bool,
+    members: frozenset[str],
+) -> None:
+    reason = refusal_reason(
+        approver=ApproverProfile(
+            user_id=approver, team_id=team, is_bot=is_bot, deleted=deleted, is_guest=is_guest
+        ),
+        chain=DecisionChain(
+            requested_by=requested_by, agent_owners=tuple(owners), editors=tuple(editors)
+        ),
+        approver_roles=("finance",),
+        roles={"finance": members},
+        allowed_teams=tuple(allowed),
+        allow_guests=allow_guests,
+    )
+
+    forbidden = (
+        approver in (requested_by, *owners, *editors)
+        or is_bot
+        or deleted
+        or team not in allowed
+        or (is_guest and not allow_guests)
+        or approver not in members
+    )
+    assert (reason is not None) == forbidden
