@@ -65,7 +65,7 @@ class OutboxWorker:
         self._lease = lease
         self._idle_poll = idle_poll
         self._wake = asyncio.Event()
-        self.in_flight = 0  #: deliveries being attempted right now
+        self.in_flight = 0  #: claims and deliveries under way right now
 
     def wake(self) -> None:
         """Something was written to the outbox: look now rather than at the next poll."""
@@ -88,10 +88,14 @@ class OutboxWorker:
 
     async def run_once(self) -> int:
         """Deliver what is due now; returns how many entries were attempted."""
-        due = await self._store.claim_deliveries(
-            now=self._clock(), limit=self._batch, lease=self._lease
-        )
-        await asyncio.gather(*(self._deliver(delivery) for delivery in due))
+        self.in_flight += 1  # claiming counts: entries leased here are not visible as due
+        try:
+            due = await self._store.claim_deliveries(
+                now=self._clock(), limit=self._batch, lease=self._lease
+            )
+            await asyncio.gather(*(self._deliver(delivery) for delivery in due))
+        finally:
+            self.in_flight -= 1
         return len(due)
 
     async def _deliver(self, delivery: Delivery) -> None:

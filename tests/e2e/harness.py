@@ -266,6 +266,7 @@ class Countersign:
     async def _idle(self) -> bool:
         """Nothing in the outbox is due now, and no delivery is under way."""
         outbox = self.app[OUTBOX]
+        # our own round finds nothing due, and no other round is claiming or delivering
         return await outbox.run_once() == 0 and outbox.in_flight == 0
 
     # --- raw HTTP and inspection -----------------------------------------------------------------
