@@ -11,29 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import aiosqlite
 from pydantic import JsonValue
 
 from contracts.outcomes import NeedsReconciliation, Outcome
-from store.audit import GENESIS, entry_hash, verify_chain
+from store.audit import entry_hash, verify_chain
 from store.base import (
-    AlreadyDecided,
     AuditEntry,
     AuditReport,
     Delivery,
     IdempotencyConflict,
     InvalidTransition,
     NewProposal,
-    NotApprovable,
     Proposal,
     ProposalNotFound,
     StoreError,
@@ -42,7 +39,7 @@ from store.base import (
     TransitionResult,
 )
 from store.effects import effects_of, lane_of
-from store.lifecycle import FINAL, INITIAL, OUTCOME_STATUS, Status
+from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
 from store.rows import (
     audit_entry_from_row,
@@ -54,6 +51,8 @@ from store.rows import (
     outcome_json,
     proposal_from_row,
 )
+from store.shield import finish_even_if_cancelled
+from store.verdicts import check_head, not_reconcilable, refusal
 
 __all__ = ["SqliteStore", "apply_migrations"]
 
@@ -258,36 +257,6 @@ async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migrat
     return done
 
 
-_T = TypeVar("_T")
-_P = ParamSpec("_P")
-
-
-def _finish_even_if_cancelled(
-    method: Callable[_P, Coroutine[Any, Any, _T]],
-) -> Callable[_P, Coroutine[Any, Any, _T]]:
-    """Run a store call to its end even when the caller is cancelled.
-
-    aiosqlite executes statements in its own thread: a cancelled ``await`` does not stop a
-    BEGIN or COMMIT already queued, so cancelling mid-transaction would leave the connection in a
-    state the next caller trips over. The call runs in a shielded task instead; a cancelled
-    caller gets CancelledError at once while the transaction commits or rolls back on its own.
-    """
-
-    @functools.wraps(method)
-    async def shielded(*args: _P.args, **kwargs: _P.kwargs) -> _T:
-        task = asyncio.ensure_future(method(*args, **kwargs))
-        task.add_done_callback(_consume)
-        return await asyncio.shield(task)
-
-    return shielded
-
-
-def _consume(task: asyncio.Future[Any]) -> None:
-    """Retrieve a shielded call's error when its caller is no longer waiting for it."""
-    if not task.cancelled():
-        task.exception()
-
-
 class SqliteStore:
     """A Store on one SQLite file. Create it with :meth:`open`."""
 
@@ -426,7 +395,7 @@ class SqliteStore:
 
     # --- the protocol -----------------------------------------------------------------------
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def create_proposal(self, new: NewProposal) -> tuple[Proposal, bool]:
         if new.status not in INITIAL:
             raise InvalidTransition(
@@ -462,18 +431,18 @@ class SqliteStore:
                 await self._append(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
             return await self._enqueue(db, row, new.created_at), True
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def get_proposal(self, proposal_id: str) -> Proposal:
         async with self._transaction(write=False) as db:
             return await self._existing(db, proposal_id)
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
         async with self._transaction(write=False) as db:
             row = await self._one(db, SELECT_BY_SUBMISSION_KEY, (agent, submission_key))
             return None if row is None else proposal_from_row(row)
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
         now = self._clock()
         async with self._transaction(write=True) as db:
@@ -484,7 +453,7 @@ class SqliteStore:
             await self._append(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
             return proposal_from_row(row)
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def claim_for_execution(
         self,
         proposal_id: str,
@@ -499,12 +468,12 @@ class SqliteStore:
             params = (actor, at, at, lease, proposal_id, at, binding_hash)
             row = await self._one(db, CLAIM, params)
             if row is None:
-                return _refusal(await self._existing(db, proposal_id), now, binding_hash)
+                return refusal(await self._existing(db, proposal_id), now, binding_hash)
             detail = {"binding_hash": binding_hash}
             await self._append(db, now, proposal_id, actor, "approved", detail)
             return Transitioned(await self._enqueue(db, row, now))
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def retry_execution(
         self, proposal_id: str, *, actor: str, now: datetime, lease_until: datetime
     ) -> TransitionResult:
@@ -512,11 +481,11 @@ class SqliteStore:
         async with self._transaction(write=True) as db:
             row = await self._one(db, RETRY, (at, lease, proposal_id))
             if row is None:
-                return _not_reconcilable(await self._existing(db, proposal_id))
+                return not_reconcilable(await self._existing(db, proposal_id))
             await self._append(db, now, proposal_id, actor, "retry_approved", {})
             return Transitioned(await self._enqueue(db, row, now))
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def resolve_reconciliation(
         self, proposal_id: str, *, actor: str, outcome: Outcome, note: str, now: datetime
     ) -> TransitionResult:
@@ -530,12 +499,12 @@ class SqliteStore:
         async with self._transaction(write=True) as db:
             row = await self._one(db, RESOLVE, params)
             if row is None:
-                return _not_reconcilable(await self._existing(db, proposal_id))
+                return not_reconcilable(await self._existing(db, proposal_id))
             audit: dict[str, JsonValue] = {"outcome": detail, "note": note}
             await self._append(db, now, proposal_id, actor, "reconciled", audit)
             return Transitioned(await self._enqueue(db, row, now))
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def reclaim_abandoned(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
@@ -558,7 +527,7 @@ class SqliteStore:
                 reclaimed.append(await self._enqueue(db, row, now))
             return reclaimed
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def reject(
         self, proposal_id: str, *, actor: str, reason: str, now: datetime
     ) -> TransitionResult:
@@ -566,11 +535,11 @@ class SqliteStore:
         async with self._transaction(write=True) as db:
             row = await self._one(db, REJECT, (actor, at, reason, at, proposal_id, at))
             if row is None:
-                return _refusal(await self._existing(db, proposal_id), now, None)
+                return refusal(await self._existing(db, proposal_id), now, None)
             await self._append(db, now, proposal_id, actor, "rejected", {"reason": reason})
             return Transitioned(await self._enqueue(db, row, now))
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def record_outcome(
         self, proposal_id: str, outcome: Outcome, *, now: datetime
     ) -> Proposal:
@@ -587,7 +556,7 @@ class SqliteStore:
             await self._append(db, now, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
             return await self._enqueue(db, row, now)
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
         if limit < 1:  # SQLite reads a negative LIMIT as "no limit"
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
@@ -603,7 +572,7 @@ class SqliteStore:
                 expired.append(proposal)
             return expired
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def claim_deliveries(
         self, *, now: datetime, limit: int, lease: timedelta
     ) -> list[Delivery]:
@@ -618,17 +587,17 @@ class SqliteStore:
             rows = await db.execute_fetchall(CLAIM_DELIVERIES, params)
             return sorted((delivery_from_row(row) for row in rows), key=lambda d: d.id)
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
         async with self._transaction(write=True) as db:
             await db.execute(COMPLETE_DELIVERY, (db_time(now, field="now"), delivery_id))
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
         async with self._transaction(write=True) as db:
             await db.execute(RETRY_DELIVERY, (db_time(at, field="at"), error[:2000], delivery_id))
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
         async with self._transaction(write=True) as db:
             params = (db_time(now, field="now"), error[:2000], delivery_id)
@@ -640,14 +609,14 @@ class SqliteStore:
                     db, now, proposal_id, OUTBOX_ACTOR, "delivery_abandoned", detail
                 )
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def pending_deliveries(self) -> int:
         async with self._transaction(write=False) as db:
             row = await self._one(db, COUNT_PENDING_DELIVERIES, ())
             assert row is not None
             return int(row[0])
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def record_event(
         self,
         proposal_id: str | None,
@@ -660,7 +629,7 @@ class SqliteStore:
         async with self._transaction(write=True) as db:
             return await self._append(db, now, proposal_id, actor, event, detail)
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def audit_log(self, proposal_id: str | None = None) -> list[AuditEntry]:
         async with self._transaction(write=False) as db:
             if proposal_id is None:
@@ -669,7 +638,7 @@ class SqliteStore:
                 rows = await db.execute_fetchall(SELECT_PROPOSAL_AUDIT_LOG, (proposal_id,))
             return [audit_entry_from_row(row) for row in rows]
 
-    @_finish_even_if_cancelled
+    @finish_even_if_cancelled
     async def verify_audit(self) -> AuditReport:
         """Check the hash chain, then compare its last entry with the audit head.
 
@@ -681,49 +650,5 @@ class SqliteStore:
         async with self._transaction(write=False) as db:
             entries = [audit_entry_from_row(r) for r in await db.execute_fetchall(SELECT_AUDIT_LOG)]
             head = await self._one(db, SELECT_AUDIT_HEAD, ())
-        report = verify_chain(entries)
-        if not report.ok:
-            return report
-        last_seq, last_hash = (entries[-1].seq, entries[-1].hash) if entries else (0, GENESIS)
-        if head is None:
-            bad, problem = last_seq + 1, "the audit head row is missing"
-        elif head["seq"] > last_seq:
-            bad = last_seq + 1
-            problem = (
-                f"entry {bad}: missing; the head of the chain is entry {head['seq']} but the log "
-                f"ends at entry {last_seq} (entries were removed from the end)"
-            )
-        elif head["seq"] < last_seq:
-            bad = head["seq"] + 1
-            problem = f"entry {bad}: beyond the head of the chain, which ends at entry {bad - 1}"
-        elif head["hash"] != last_hash:
-            bad, problem = last_seq, f"entry {last_seq}: its hash differs from the chain's head"
-        else:
-            return report
-        return AuditReport(ok=False, checked=report.checked, first_bad_seq=bad, problem=problem)
-
-
-def _not_reconcilable(current: Proposal) -> TransitionResult:
-    """Why a reconciliation found the proposal not waiting for one."""
-    if current.status in FINAL:
-        return AlreadyDecided(current)
-    if current.status is Status.EXECUTING:
-        return NotApprovable(current, "it is being executed right now")
-    return NotApprovable(
-        current, f"it does not need reconciliation (it is {current.status.value})"
-    )
-
-
-def _refusal(current: Proposal, now: datetime, binding_hash: str | None) -> TransitionResult:
-    """Why a compare-and-set on a pending proposal found nothing to change."""
-    if current.status is not Status.PENDING:
-        return AlreadyDecided(current)
-    if current.expires_at is not None and current.expires_at <= now:
-        return NotApprovable(current, f"expired at {current.expires_at.isoformat()}")
-    if binding_hash is not None and binding_hash != current.binding_hash:
-        return NotApprovable(
-            current,
-            f"binding hash {binding_hash!r} does not match the stored contract's "
-            f"{current.binding_hash!r}",
-        )
-    return NotApprovable(current, "the proposal changed during the decision; try again")
+        stored_head = None if head is None else (int(head["seq"]), str(head["hash"]))
+        return check_head(verify_chain(entries), entries, stored_head)
