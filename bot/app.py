@@ -107,6 +107,8 @@ def build_app(
             await socket.connect_async()  # type: ignore[no-untyped-call]
             log.info("connected to Slack in Socket Mode")
         await store.listen(service.waiters.notify)
+        for problem in await service.directory.check_user_groups(settings.roles):
+            log.warning("%s", problem)
         workers = [
             asyncio.create_task(_sweep_forever(service, server.sweep_interval_seconds)),
             asyncio.create_task(outbox.run()),

@@ -16,7 +16,7 @@ from bot.app import build_app
 from bot.bench import add_bench_arguments, bench_command
 from bot.explain import explain
 from bot.sandbox import DEFAULT_PORT, run_sandbox
-from bot.settings import ConfigError, Settings, load_settings, slack_settings
+from bot.settings import ConfigError, Settings, is_user_group, load_settings, slack_settings
 from store.base import StoreError
 from store.open import open_store
 
@@ -130,11 +130,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _serve(settings, args.host, args.port)
 
 
+def _role_summary(role: str, members: frozenset[str]) -> str:
+    groups = sum(1 for member in members if is_user_group(member))
+    people = len(members) - groups
+    parts = [f"{people} {'person' if people == 1 else 'people'}"]
+    if groups:
+        parts.append(f"{groups} user group{'' if groups == 1 else 's'}")
+    return f"{role} ({', '.join(parts)})"
+
+
 def _check_config(settings: Settings) -> int:
     print(f"{settings.path}: OK")
     print(f"  operations: {', '.join(settings.registry.names()) or 'none'}")
     print(f"  agents: {', '.join(settings.agents) or 'none'}")
-    print(f"  roles: {', '.join(f'{r} ({len(m)})' for r, m in settings.roles.items()) or 'none'}")
+    print(f"  roles: {', '.join(_role_summary(r, m) for r, m in settings.roles.items()) or 'none'}")
     print(f"  policy rules: {len(settings.policy.rules)} (no match denies)")
     missing = settings.slack.missing()
     for problem in missing:

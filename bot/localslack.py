@@ -244,6 +244,9 @@ class LocalSlack:
         self._calls: list[RecordedCall] = []
         self._faults: dict[str, deque[_Fault]] = {}
         self._stalls: dict[str, deque[float]] = {}
+        self._usergroups: dict[str, list[str]] = {}
+        #: False: the workspace's plan has no user groups (usergroups.* answer paid_only)
+        self.usergroups_allowed = True
         self._posted_at: dict[str, deque[float]] = {}
         self._ephemeral: list[EphemeralMessage] = []
         self._views: dict[str, OpenedView] = {}
@@ -291,6 +294,10 @@ class LocalSlack:
             raise ValueError(f"fail_next({method!r}, status=200) needs error='<slack error code>'")
         fault = _Fault(status, retry_after, error or _FAULT_ERRORS.get(status, "fatal_error"))
         self._faults.setdefault(method, deque()).extend(fault for _ in range(times))
+
+    def set_usergroup(self, group_id: str, members: Iterable[str]) -> None:
+        """Create or replace a user group (an id starting with S) and its members."""
+        self._usergroups[group_id] = list(members)
 
     def stall_after_accepting(self, method: str, *, seconds: float, times: int = 1) -> None:
         """Do the next ``times`` calls of ``method``, then hold the answer for ``seconds``.
@@ -576,6 +583,14 @@ class LocalSlack:
     def _conversations_info(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"channel": self._channel(args).to_api()}
 
+    def _usergroup_users(self, args: dict[str, Any]) -> dict[str, Any]:
+        if not self.usergroups_allowed:
+            raise _ApiError("paid_only")
+        members = self._usergroups.get(str(args.get("usergroup", "")))
+        if members is None:
+            raise _ApiError("no_such_subteam")
+        return {"users": list(members)}
+
     def _users_info(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"user": self._user(args.get("user")).to_api(self.team_id)}
 
@@ -618,6 +633,7 @@ _METHODS: dict[str, Callable[[LocalSlack, dict[str, Any]], dict[str, Any]]] = {
     "users.info": LocalSlack._users_info,
     "conversations.history": LocalSlack._history,
     "conversations.replies": LocalSlack._replies,
+    "usergroups.users.list": LocalSlack._usergroup_users,
 }
 
 

@@ -118,8 +118,9 @@ class Service:
         resolved = await operation.resolve(request, ctx)
         arguments = operation.dump_arguments(resolved.arguments)
         preview = resolved.preview
+        members_now = await self.directory.role_members(self.settings.roles)
         requester_roles = frozenset(
-            role for role, members in self.settings.roles.items() if body.requested_by in members
+            role for role, members in members_now.items() if body.requested_by in members
         )
         decision = self.settings.policy.classify(
             operation=operation.name,
@@ -333,7 +334,7 @@ class Service:
                 agent_owners=agent.owners if agent is not None else (),
             ),
             approver_roles=rule.approvers if rule is not None else (),
-            roles=self.settings.roles,
+            roles=await self.directory.role_members(self.settings.roles),
             allowed_teams=teams,
             allow_guests=rule.allow_guests if rule is not None else False,
         )

@@ -16,7 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bot.escalation_settings import EscalationSection, load_escalation
 from contracts.base import Operation
+from contracts.escalation import EscalationPolicy
 from contracts.operations import refund, webhook
 from contracts.policy import PolicyError, PolicyTable
 from contracts.registry import Registry
@@ -29,6 +31,7 @@ __all__ = [
     "ServerSettings",
     "Settings",
     "SlackSettings",
+    "is_user_group",
     "load_settings",
     "slack_settings",
 ]
@@ -92,6 +95,7 @@ class _FileModel(_Section):
     server: ServerSettings = ServerSettings()
     store: StoreSettings = StoreSettings()
     approvals: ApprovalSettings = ApprovalSettings()
+    escalation: EscalationSection = EscalationSection()
     roles: dict[str, tuple[str, ...]] = {}
     agents: dict[str, _AgentSection] = {}
     operations: dict[str, dict[str, Any]] = {}
@@ -149,6 +153,8 @@ class Settings:
     agents: Mapping[str, AgentSettings]
     registry: Registry
     policy: PolicyTable
+    #: the [escalation] section: trigger thresholds, responders, routes
+    escalation: EscalationPolicy = field(default_factory=EscalationPolicy)
     _agents_by_token: Mapping[str, AgentSettings] = field(default_factory=dict, repr=False)
 
     def agent_for_token(self, token: str) -> AgentSettings | None:
@@ -180,13 +186,15 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
     problems: list[str] = []
     roles = {name: frozenset(members) for name, members in model.roles.items()}
     for name, members in model.roles.items():
-        bad = [m for m in members if not _looks_like_user_id(m)]
+        bad = [m for m in members if not (_looks_like_user_id(m) or is_user_group(m))]
         if bad:
             problems.append(
-                f"{path}: roles.{name}: {bad!r} are not Slack user ids (expected U... or W...)"
+                f"{path}: roles.{name}: {bad!r} are not Slack user ids or user group ids "
+                "(expected U... or W... for people, S... for a user group)"
             )
 
     agents, by_token = _load_agents(path, model, env, problems)
+    escalation = load_escalation(path, model.escalation, model.roles.keys(), problems)
     operations = _load_operations(path, model, env, problems)
     try:
         registry = Registry(operations)
@@ -217,6 +225,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
         server=model.server,
         store=model.store,
         approvals=model.approvals,
+        escalation=escalation,
         slack=slack_settings(env),
         roles=roles,
         agents=agents,
@@ -339,6 +348,11 @@ def _keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
     if len(parent) == 2 and parent[0] == "agents":
         return tuple(_AgentSection.model_fields)
     return ()
+
+
+def is_user_group(value: str) -> bool:
+    """A Slack user group id (S...), whose members are read from Slack when needed."""
+    return len(value) >= 3 and value[0] == "S" and value[1:].isalnum() and value.isupper()
 
 
 def _looks_like_user_id(value: str) -> bool:

@@ -16,7 +16,13 @@ SCHEMA = Path(__file__).parent / "fixtures" / "slack" / "manifest.schema.1.0.0.j
 #: Every bot scope must be justified by a call the app makes; see the comments in manifest.yml.
 #: chat:write to post and update; *:history only to find a message after an uncertain post
 #: users:read for the click-time profile checks (bots, guests, other workspaces)
-EXPECTED_BOT_SCOPES = {"chat:write", "channels:history", "groups:history", "users:read"}
+EXPECTED_BOT_SCOPES = {
+    "chat:write",
+    "channels:history",
+    "groups:history",
+    "users:read",
+    "usergroups:read",  # roles may name user groups
+}
 
 
 @pytest.fixture(scope="module")

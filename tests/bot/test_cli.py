@@ -57,7 +57,7 @@ def test_check_config_on_a_valid_file_prints_a_summary(
     assert lines[0] == f"{config}: OK"
     assert "  operations: payments.refund, crm.send_campaign" in lines
     assert "  agents: support-bot, ops-bot" in lines
-    assert "  roles: finance (3), support (1)" in lines
+    assert "  roles: finance (3 people, 1 user group), support (1 person)" in lines
     assert "  policy rules: 4 (no match denies)" in lines
     # the Slack secrets are not needed to check a file, but their absence is noted
     notes = [line for line in lines if line.startswith("  note: ")]
@@ -94,7 +94,7 @@ def test_check_config_on_a_broken_file_prints_each_problem_on_its_own_line(
     assert err.splitlines() == [
         "The configuration has problems:",
         f"  - {config}: colour: unknown key "
-        "(expected one of: server, store, roles, agents, operations, policy)",
+        "(expected one of: server, store, approvals, roles, agents, operations, policy)",
     ]
 
     config, _ = write_config(tmp_path, text)

@@ -404,8 +404,8 @@ def test_role_member_that_is_not_a_slack_user_id_is_named(tmp_path: Path) -> Non
     path = write(tmp_path, *valid_sections(roles=roles))
 
     assert only_problem(path) == (
-        f"{path}: roles.finance: ['alice@example.com', 'u0lower'] are not Slack user ids "
-        "(expected U... or W...)"
+        f"{path}: roles.finance: ['alice@example.com', 'u0lower'] are not Slack user ids or user "
+        "group ids (expected U... or W... for people, S... for a user group)"
     )
 
 

@@ -43,6 +43,8 @@ REQUESTER = "U0REQUESTER"  #: accountable human; also holds the finance role
 APPROVER = "U0APPROVER"  #: finance
 APPROVER_2 = "U0APPROVER2"  #: finance
 OUTSIDER = "U0OUTSIDER"  #: holds no approver role
+#: a Slack user group in the finance role (empty unless a test fills it)
+FINANCE_GROUP = "S0FINANCE"
 REFUNDS_CHANNEL = "C0REFUNDS"
 CAMPAIGN_CHANNEL = "C0CAMPAIGNS"
 
@@ -108,7 +110,7 @@ def _base_config_text(target_url: str) -> str:
         callback_attempts = 3
 
         [roles]
-        finance = ["{REQUESTER}", "{APPROVER}", "{APPROVER_2}"]
+        finance = ["{REQUESTER}", "{APPROVER}", "{APPROVER_2}", "{FINANCE_GROUP}"]
         support = ["{REQUESTER}"]
 
         [agents.support-bot]
@@ -339,6 +341,7 @@ async def running_countersign(
     env: dict[str, str] | None = None,
     agent_settings: Mapping[str, Mapping[str, Any]] | None = None,
     socket_mode: LocalSocketMode | None = None,
+    usergroups_allowed: bool = True,
 ) -> AsyncIterator[Countersign]:
     """The app, the local Slack and the target, running; with ``socket_mode``, Slack
     interactions go over a WebSocket (``SLACK_APP_TOKEN`` set) instead of ``/slack/events``."""
@@ -350,7 +353,10 @@ async def running_countersign(
     target_server = TestServer(target_app, host="127.0.0.1")
     await target_server.start_server()
     target_url = str(target_server.make_url("")).rstrip("/")
-    async with running_local_slack(BOT_TOKEN, socket_mode=socket_mode) as (slack, slack_url):
+    local = LocalSlack(token=BOT_TOKEN)
+    local.set_usergroup(FINANCE_GROUP, [])
+    local.usergroups_allowed = usergroups_allowed
+    async with running_local_slack(slack=local, socket_mode=socket_mode) as (slack, slack_url):
         config = tmp_path / "countersign.toml"
         config.write_text(config_text(target_url, agent_settings))
         settings = load_settings(config, {**ENV, "SLACK_API_URL": slack_url, **(env or {})})
