@@ -131,8 +131,9 @@ async def _postgres_floor(url: str, duration: float, *, durable: bool) -> Measur
 
 async def http_floor(stage: Stage, duration: float, *, clients: int) -> Measurement:
     """Floor (b): a bare aiohttp server process answering a trivial POST."""
-    server = ServerProcess("bare-aiohttp", "bot.bench.bare", ["aiohttp", "--port", "{port}"],
-                           logs=stage.logs)  # fmt: skip
+    server = ServerProcess(
+        "bare-aiohttp", "bot.bench.bare", ["aiohttp", "--port", "{port}"], logs=stage.logs
+    )
     await server.start(stage.env)
     body = json.dumps({"operation": "bench.deploy", "request": {"lane": "ingest", "n": 1}})
     try:
@@ -156,8 +157,9 @@ async def bolt_floor(
     stage: Stage, clicks: Sequence[bytes], duration: float, *, clients: int
 ) -> Measurement:
     """Floor (c): a bare bolt AsyncApp process acknowledging the same signed click bodies."""
-    server = ServerProcess("bare-bolt", "bot.bench.bare", ["bolt", "--port", "{port}"],
-                           logs=stage.logs)  # fmt: skip
+    server = ServerProcess(
+        "bare-bolt", "bot.bench.bare", ["bolt", "--port", "{port}"], logs=stage.logs
+    )
     await server.start(stage.env)
     try:
 

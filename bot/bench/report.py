@@ -38,6 +38,7 @@ class Measurement:
     ratio: float | None = None  #: throughput / the floor's throughput
     target: str | None = None  #: the issue's target, in words
     reached: bool | None = None  #: whether the target was reached (None: no target)
+    note: str = ""  #: the figure a reader needs beside the others (memory, executions...)
     details: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -97,6 +98,7 @@ _COLUMNS = (
     ("p99_ms", "p99 ms"),
     ("floor", "floor"),
     ("ratio", "ratio"),
+    ("note", "note"),
     ("target", "target"),
     ("reached", ""),
 )
@@ -107,12 +109,12 @@ def render_table(rows: Sequence[Measurement]) -> str:
     cells = [[title for _, title in _COLUMNS]]
     cells += [[_cell(getattr(row, key)) for key, _ in _COLUMNS] for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(_COLUMNS))]
-    lines = ["  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True))]
-    lines.append("  ".join("-" * width for width in widths))
-    lines += [
-        "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
-        for line in cells[1:]
-    ]
+
+    def join(line: list[str]) -> str:
+        return "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True))
+
+    lines = [join(cells[0]), "  ".join("-" * width for width in widths)]
+    lines += [join(line).rstrip() for line in cells[1:]]
     return "\n".join(lines)
 
 

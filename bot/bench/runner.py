@@ -46,43 +46,82 @@ class BenchOptions:
     @classmethod
     def quick(cls, **overrides: Any) -> BenchOptions:
         """A smoke run of about half a minute: the machinery, not the figures."""
-        small = cls(duration=1.5, clicks=150, overload_seconds=3.0, burst=50,
-                    burst_timeout=5.0, scale=20_000, samples=100)  # fmt: skip
+        small = cls(
+            duration=1.5,
+            clicks=150,
+            overload_seconds=3.0,
+            burst=50,
+            burst_timeout=5.0,
+            scale=20_000,
+            samples=100,
+        )
         return replace(small, **overrides)
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     default = BenchOptions()
-    parser.add_argument("--store", default=None,
-                        help="postgresql://user@host:port/database to run on PostgreSQL "
-                        "(a new schema, dropped afterwards); default: a SQLite file")  # fmt: skip
+    parser.add_argument(
+        "--store",
+        default=None,
+        help="postgresql://user@host:port/database to run on PostgreSQL "
+        "(a new schema, dropped afterwards); default: a SQLite file",
+    )
     parser.add_argument("--quick", action="store_true", help="a 30-second smoke run")
-    parser.add_argument("--duration", type=float, default=None,
-                        help=f"seconds per scenario (default {default.duration:g})")  # fmt: skip
-    parser.add_argument("--clicks", type=int, default=None,
-                        help=f"the most clicks sent back to back (default {default.clicks})")  # fmt: skip
-    parser.add_argument("--overload-seconds", type=float, default=None,
-                        help=f"(default {default.overload_seconds:g})")  # fmt: skip
-    parser.add_argument("--burst", type=int, default=None,
-                        help=f"proposals in the burst (default {default.burst})")  # fmt: skip
-    parser.add_argument("--burst-timeout", type=float, default=None,
-                        help=f"seconds to wait for the burst (default {default.burst_timeout:g})")  # fmt: skip
-    parser.add_argument("--scale", type=int, default=None,
-                        help=f"proposals stored for the scale scenario (default {default.scale:,}"
-                        "; 1000000 for the full size)")  # fmt: skip
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help=f"seconds per scenario (default {default.duration:g})",
+    )
+    parser.add_argument(
+        "--clicks",
+        type=int,
+        default=None,
+        help=f"clicks sent back to back (default {default.clicks})",
+    )
+    parser.add_argument(
+        "--overload-seconds",
+        type=float,
+        default=None,
+        help=f"(default {default.overload_seconds:g})",
+    )
+    parser.add_argument(
+        "--burst", type=int, default=None, help=f"proposals in the burst (default {default.burst})"
+    )
+    parser.add_argument(
+        "--burst-timeout",
+        type=float,
+        default=None,
+        help=f"burst time budget (default {default.burst_timeout:g} s)",
+    )
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=None,
+        help=f"proposals stored for the scale scenario (default {default.scale:,}"
+        "; 1000000 for the full size)",
+    )
     parser.add_argument("--samples", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
-    parser.add_argument("--work-dir", type=Path, default=None,
-                        help="keep the databases and server logs here")  # fmt: skip
+    parser.add_argument(
+        "--work-dir", type=Path, default=None, help="keep the databases and server logs here"
+    )
 
 
 def bench_command(args: argparse.Namespace) -> int:
-    given = {
-        name: getattr(args, name)
-        for name in ("store", "duration", "clicks", "overload_seconds", "burst",
-                     "burst_timeout", "scale", "samples", "json", "work_dir")  # fmt: skip
-        if getattr(args, name) is not None
-    }
+    names = (
+        "store",
+        "duration",
+        "clicks",
+        "overload_seconds",
+        "burst",
+        "burst_timeout",
+        "scale",
+        "samples",
+        "json",
+        "work_dir",
+    )
+    given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     options = BenchOptions.quick(**given) if args.quick else BenchOptions(**given)
     problems = _check(options)
     if problems:
@@ -145,7 +184,7 @@ async def run_bench(
             async with running_stage(work, main_url) as stage:
                 done(await http_floor(stage, d, clients=scenarios.AGENTS))
                 ingest = done(await scenarios.ingest(stage, d, backend=backend))
-                ingest.against(floor_a).judge("≥ 0.5× floor a", _at_least(ingest.ratio, 0.5))
+                ingest.against(floor_a).judge("ratio ≥ 0.5", _at_least(ingest.ratio, 0.5))
                 auto = done(await scenarios.auto_path(stage, d, backend=backend))
                 auto.against(floor_a)
                 steady = max(1, round(scenarios.STEADY_CLICKS_PER_SECOND * d))
@@ -153,18 +192,30 @@ async def run_bench(
                 bodies = [body for _, body in prepared.back_to_back]
                 floor_c = done(await bolt_floor(stage, bodies, d, clients=scenarios.AGENTS))
                 clicks = done(await scenarios.clicks(stage, prepared, d))
-                clicks.against(floor_c).judge("≥ 0.5× floor c", _at_least(clicks.ratio, 0.5))
+                clicks.against(floor_c).judge("ratio ≥ 0.5", _at_least(clicks.ratio, 0.5))
                 at_100 = done(await scenarios.steady_clicks(stage, prepared, d))
                 at_100.judge("ack p99 < 100 ms", _below(at_100.p99_ms, 100))
                 sustainable = ingest.throughput or 1.0
-                over = done(await scenarios.overload(stage, 2 * sustainable,
-                                                     options.overload_seconds, backend=backend,
-                                                     sustainable=sustainable))  # fmt: skip
+                over = done(
+                    await scenarios.overload(
+                        stage,
+                        2 * sustainable,
+                        options.overload_seconds,
+                        backend=backend,
+                        sustainable=sustainable,
+                    )
+                )
                 over.against(ingest).judge("p99 < 1 s (bounded)", _below(over.p99_ms, 1000))
-                burst = done(await scenarios.burst(stage, options.burst, options.burst_timeout,
-                                                   backend=backend))  # fmt: skip
+                burst = done(
+                    await scenarios.burst(
+                        stage, options.burst, options.burst_timeout, backend=backend
+                    )
+                )
                 all_visible = burst.details["all_visible_after_seconds"]
-                burst.judge("all visible ≤ 15 s", _below(all_visible, 15.000001))
+                # not all visible within a budget of 15 s or more is a miss; within less, unknown
+                missed = False if options.burst_timeout >= 15 else None
+                reached = missed if all_visible is None else all_visible <= 15
+                burst.judge("all visible ≤ 15 s", reached)
                 burst.floor, burst.ratio = "slack 1/s", burst.throughput
                 done(_rss_row(stage.server.rss() if stage.server else None, backend))
                 for row in await scale(stage, scale_store, options.scale, d, options.samples):
@@ -182,6 +233,7 @@ def _rss_row(rss: int | None, backend: str) -> Measurement:
         backend=backend,
         details={"rss_bytes": rss, "rss_mb": _mb(rss)},
     )
+    row.note = "-" if rss is None else f"{rss / 2**20:.0f} MB"
     return row.judge("RSS < 200 MB", None if rss is None else rss < 200 * 2**20)
 
 
@@ -198,8 +250,10 @@ def _mb(size: int | None) -> float | None:
 
 
 def _context(options: BenchOptions, backend: str) -> dict[str, Any]:
-    settings = {key: str(value) if isinstance(value, Path) else value
-                for key, value in asdict(options).items()}  # fmt: skip
+    settings = {
+        key: str(value) if isinstance(value, Path) else value
+        for key, value in asdict(options).items()
+    }
     if settings["store"]:
         settings["store"] = _redacted(settings["store"])
     return {
@@ -231,15 +285,18 @@ async def _stores(options: BenchOptions, work: Path) -> AsyncIterator[tuple[str,
     """The main store's URL and the scale scenario's: SQLite files in ``work``, or two new
     PostgreSQL schemas, dropped afterwards."""
     if options.store is None:
-        yield f"sqlite:///{work / 'countersign.sqlite'}", ScaleStore(
-            f"sqlite:///{work / 'scale.sqlite'}", "sqlite"
+        yield (
+            f"sqlite:///{work / 'countersign.sqlite'}",
+            ScaleStore(f"sqlite:///{work / 'scale.sqlite'}", "sqlite"),
         )
         return
     try:
         import store.postgres  # noqa: F401  (the backend may not be installed everywhere)
     except ImportError as error:
-        raise BenchUnavailable(f"the PostgreSQL store cannot be imported ({error}); "
-                               "run without --store to benchmark SQLite") from error  # fmt: skip
+        raise BenchUnavailable(
+            f"the PostgreSQL store cannot be imported ({error}); "
+            "run without --store to benchmark SQLite"
+        ) from error
     base = f"countersign_bench_{secrets.token_hex(4)}"
     schemas = (base, f"{base}_scale")
     try:
@@ -252,8 +309,9 @@ async def _stores(options: BenchOptions, work: Path) -> AsyncIterator[tuple[str,
     try:
         for schema in schemas:
             await admin.execute(f'CREATE SCHEMA "{schema}"')
-        yield _with_search_path(options.store, schemas[0]), ScaleStore(
-            _with_search_path(options.store, schemas[1]), "postgresql"
+        yield (
+            _with_search_path(options.store, schemas[0]),
+            ScaleStore(_with_search_path(options.store, schemas[1]), "postgresql"),
         )
     finally:
         for schema in schemas:

@@ -75,8 +75,10 @@ INSERT INTO proposals (
     status, created_at, expires_at, decided_by, decided_at, outcome, updated_at)
 SELECT
     'cs_seed' || lpad(i::text, 19, '0'), $2, 'seed-' || i, $3, $4, $5,
-    ('{"lane": "ingest", "n": ' || i || '}')::json, ('{"lane": "ingest", "n": ' || i || '}')::json,
-    ('{"title": "Deploy build ' || i || '", "fields": [{"label": "Lane", "value": "ingest"}]}')::json,
+    ('{"lane": "ingest", "n": ' || i || '}')::json,
+    ('{"lane": "ingest", "n": ' || i || '}')::json,
+    ('{"title": "Deploy build ' || i
+        || '", "fields": [{"label": "Lane", "value": "ingest"}]}')::json,
     $3, 'ingest', 'ask', 'seeded by countersign bench', '{approvers}',
     'C0SCALE' || (i % $6),
     CASE WHEN i % $7 = 0 THEN 'pending' WHEN i % 3 = 0 THEN 'expired'
@@ -106,15 +108,24 @@ async def seed(target: ScaleStore, count: int) -> float:
     now = datetime.now(UTC).replace(microsecond=0)
     started = time.perf_counter()
     if target.backend == "postgresql":
-        db = await asyncpg.connect(target.url)
+        pg = await asyncpg.connect(target.url)
         try:
-            await db.execute(
-                SEED_POSTGRES, count, AGENT, _HASH, REQUESTER, OPERATION, CHANNELS,
-                PENDING_EVERY, now, APPROVER, _OUTCOME,
-            )  # fmt: skip
-            await db.execute("ANALYZE proposals")
+            await pg.execute(
+                SEED_POSTGRES,
+                count,
+                AGENT,
+                _HASH,
+                REQUESTER,
+                OPERATION,
+                CHANNELS,
+                PENDING_EVERY,
+                now,
+                APPROVER,
+                _OUTCOME,
+            )
+            await pg.execute("ANALYZE proposals")
         finally:
-            await db.close()
+            await pg.close()
     else:
         path = target.url.removeprefix("sqlite:///")
         async with aiosqlite.connect(path, isolation_level=None) as db:
@@ -161,10 +172,12 @@ async def scale(
     )
     if rss is not None:
         memory.details["rss_mb"] = round(rss / 2**20, 1)
+        memory.note = f"{rss / 2**20:.0f} MB"
         memory.judge("RSS < 200 MB", rss < 200 * 2**20)
     for row in rows:
         row.backend = target.backend
         row.details.update(sized)
+        row.note = f"{count:,} stored"
         row.judge("p99 < 50 ms", row.p99_ms is not None and row.p99_ms < 50)
     return [*rows, memory]
 
@@ -192,16 +205,16 @@ async def _queue(target: ScaleStore, samples: int) -> Measurement:
     latencies: list[float] = []
     plan: list[str]
     if target.backend == "postgresql":
-        db = await asyncpg.connect(target.url)
+        pg = await asyncpg.connect(target.url)
         try:
             for n in range(samples):
                 started = time.perf_counter()
-                await db.fetch(QUEUE_POSTGRES, f"C0SCALE{n % CHANNELS}")
+                await pg.fetch(QUEUE_POSTGRES, f"C0SCALE{n % CHANNELS}")
                 latencies.append(time.perf_counter() - started)
-            explained = await db.fetch("EXPLAIN " + QUEUE_POSTGRES, "C0SCALE0")
+            explained = await pg.fetch("EXPLAIN " + QUEUE_POSTGRES, "C0SCALE0")
             plan = [row[0] for row in explained]
         finally:
-            await db.close()
+            await pg.close()
     else:
         path = target.url.removeprefix("sqlite:///")
         async with aiosqlite.connect(path, isolation_level=None) as db:
@@ -209,11 +222,10 @@ async def _queue(target: ScaleStore, samples: int) -> Measurement:
                 started = time.perf_counter()
                 await db.execute_fetchall(QUEUE_SQLITE, (f"C0SCALE{n % CHANNELS}",))
                 latencies.append(time.perf_counter() - started)
-            explained = await db.execute_fetchall("EXPLAIN QUERY PLAN " + QUEUE_SQLITE, ("x",))
-            plan = [str(row[-1]) for row in explained]
+            steps = await db.execute_fetchall("EXPLAIN QUERY PLAN " + QUEUE_SQLITE, ("x",))
+            plan = [str(step[-1]) for step in steps]
     what = f"pending proposals of one channel by expiry, LIMIT {QUEUE_LIMIT} (store query)"
-    row = Measurement.timed("scale: approver queue", "scenario", what, latencies,
-                            sum(latencies))  # fmt: skip
+    row = Measurement.timed("scale: approver queue", "scenario", what, latencies, sum(latencies))
     row.details["plan"] = plan
     return row
 

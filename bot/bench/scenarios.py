@@ -6,11 +6,22 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from bot.bench.load import back_to_back, at_rate
+from bot.bench.load import at_rate, back_to_back
 from bot.bench.report import Measurement
 from bot.bench.stage import APPROVER, Stage
 
-__all__ = ["Clicks", "auto_path", "burst", "clicks", "ingest", "overload", "prepare_clicks", "steady_clicks"]
+__all__ = [
+    "AGENTS",
+    "STEADY_CLICKS_PER_SECOND",
+    "Clicks",
+    "auto_path",
+    "burst",
+    "clicks",
+    "ingest",
+    "overload",
+    "prepare_clicks",
+    "steady_clicks",
+]
 
 #: concurrent agent clients
 AGENTS = 16
@@ -20,12 +31,11 @@ STEADY_CLICKS_PER_SECOND = 100.0
 
 async def ingest(stage: Stage, duration: float, *, backend: str) -> Measurement:
     """16 agents submit proposals that need approval, back to back."""
-    result = await back_to_back(
-        lambda n: stage.submit("ingest"), clients=AGENTS, duration=duration
-    )
+    result = await back_to_back(lambda n: stage.submit("ingest"), clients=AGENTS, duration=duration)
     what = f"{AGENTS} agents submitting proposals that ask a person"
-    row = Measurement.timed("ingest", "scenario", what, result.of(201), result.elapsed,
-                            backend=backend)  # fmt: skip
+    row = Measurement.timed(
+        "ingest", "scenario", what, result.of(201), result.elapsed, backend=backend
+    )
     row.details["statuses"] = dict(result.statuses)
     return row
 
@@ -35,10 +45,12 @@ async def auto_path(stage: Stage, duration: float, *, backend: str) -> Measureme
     before = len(stage.target.executed)
     result = await back_to_back(lambda n: stage.submit("auto"), clients=AGENTS, duration=duration)
     what = f"{AGENTS} agents, auto-approved proposals executed at the target"
-    row = Measurement.timed("auto path", "scenario", what, result.of(201), result.elapsed,
-                            backend=backend)  # fmt: skip
+    row = Measurement.timed(
+        "auto path", "scenario", what, result.of(201), result.elapsed, backend=backend
+    )
     row.details["statuses"] = dict(result.statuses)
     row.details["executed_at_target"] = len(stage.target.executed) - before
+    row.note = f"{row.details['executed_at_target']} executed"
     return row
 
 
@@ -84,6 +96,7 @@ async def clicks(stage: Stage, prepared: Clicks, duration: float) -> Measurement
         executions_per_second=round(executed / elapsed, 1) if elapsed > 0 else None,
         told_busy=_busy(stage) - busy_before,
     )
+    row.note = f"{row.details['executions_per_second']} executions/s"
     return row
 
 
@@ -101,6 +114,7 @@ async def steady_clicks(stage: Stage, prepared: Clicks, duration: float) -> Meas
     row.details.update(
         statuses=dict(result.statuses), executions=executed, told_busy=_busy(stage) - busy_before
     )
+    row.note = f"{executed} executed"
     return row
 
 
@@ -120,8 +134,15 @@ async def overload(
 
     result = await at_rate(submit, rate=rate, duration=duration)
     what = f"agents submitting at {rate:,.0f}/s, twice the sustainable ingest rate"
-    row = Measurement.timed("overload", "scenario", what, result.every(), result.elapsed,
-                            count=len(result.of(201)), backend=backend)  # fmt: skip
+    row = Measurement.timed(
+        "overload",
+        "scenario",
+        what,
+        result.every(),
+        result.elapsed,
+        count=len(result.of(201)),
+        backend=backend,
+    )
     accepted = result.of(201)
     row.details.update(
         offered_per_second=round(rate, 1),
@@ -131,20 +152,22 @@ async def overload(
         accepted_p50_ms=Measurement.timed("", "", "", accepted, 1).p50_ms,
         accepted_p99_ms=Measurement.timed("", "", "", accepted, 1).p99_ms,
     )
+    row.note = f"{retry_after} got 503 + Retry-After"
     return row
 
 
 async def burst(stage: Stage, count: int, timeout: float, *, backend: str) -> Measurement:
     """``count`` proposals for one channel while Slack allows one message per second there:
     how long until every one is in front of a person."""
+    drained = await _slack_quiet(stage, limit=timeout)
     stage.slack.messages_per_second = 1
     seen: dict[str, float] = {}
     start = time.perf_counter()
     try:
-        submitting = asyncio.create_task(
-            back_to_back(lambda n: stage.submit("burst"), clients=AGENTS, duration=timeout,
-                         limit=count)  # fmt: skip
+        load = back_to_back(
+            lambda n: stage.submit("burst"), clients=AGENTS, duration=timeout, limit=count
         )
+        submitting = asyncio.create_task(load)
         while len(seen) < count and time.perf_counter() - start < timeout:
             for message in stage.posted("burst"):
                 seen.setdefault(message.ts, time.perf_counter() - start)
@@ -155,25 +178,48 @@ async def burst(stage: Stage, count: int, timeout: float, *, backend: str) -> Me
     elapsed = time.perf_counter() - start
     latencies = sorted(seen.values())
     what = f"{count} proposals for one channel, Slack allowing 1 message/s per channel"
-    row = Measurement.timed("burst", "scenario", what, latencies,
-                            latencies[-1] if len(latencies) == count else elapsed,
-                            backend=backend)  # fmt: skip
+    row = Measurement.timed(
+        "burst",
+        "scenario",
+        what,
+        latencies,
+        latencies[-1] if len(latencies) == count else elapsed,
+        backend=backend,
+    )
     row.details.update(
         proposals=count,
         submitted=len(submitted.of(201)),
         visible=len(latencies),
         all_visible_after_seconds=round(latencies[-1], 2) if len(latencies) == count else None,
         budget_seconds=timeout,
+        waited_for_earlier_posts_seconds=round(drained, 1),
         slack_messages_per_second=1,
     )
+    row.note = f"{len(latencies)}/{count} visible"
+    if len(latencies) == count:
+        row.note += f" after {latencies[-1]:.1f} s"
+    else:
+        row.note += f" in {timeout:g} s"
     return row
+
+
+async def _slack_quiet(stage: Stage, *, limit: float, quiet: float = 2.0) -> float:
+    """Wait until Countersign has made no Slack call for ``quiet`` s (earlier scenarios' posts
+    delivered), at most ``limit`` s; the seconds waited."""
+    start = time.perf_counter()
+    calls, changed = len(stage.slack.calls()), start
+    while time.perf_counter() - changed < quiet and time.perf_counter() - start < limit:
+        await asyncio.sleep(0.1)
+        if len(stage.slack.calls()) != calls:
+            calls, changed = len(stage.slack.calls()), time.perf_counter()
+    return time.perf_counter() - start
 
 
 def _busy(stage: Stage) -> int:
     return sum("busy" in message.text.lower() for message in stage.slack.ephemeral(APPROVER))
 
 
-async def _settle(stage: Stage, before: int, *, expected: int, quiet: float = 1.0) -> int:
+async def _settle(stage: Stage, before: int, *, expected: int, quiet: float = 2.0) -> int:
     """Wait until ``expected`` executions arrived at the target, or none came for ``quiet`` s."""
     last, last_change = len(stage.target.executed), time.perf_counter()
     while len(stage.target.executed) - before < expected:

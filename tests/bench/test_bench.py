@@ -1,0 +1,109 @@
+"""`countersign bench` at tiny sizes: the machinery works; the figures are not judged here."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.bench.report import Measurement, percentile_ms, render_table
+
+REPO = Path(__file__).parents[2]
+
+FLOORS = {"floor a: store", "floor b: aiohttp", "floor c: bolt"}
+SCENARIOS = {
+    "ingest": "floor a: store",
+    "auto path": "floor a: store",
+    "clicks": "floor c: bolt",
+    "clicks at 100/s": None,
+    "overload": "ingest",
+    "burst": "slack 1/s",
+    "server RSS": None,
+    "scale: fetch one": None,
+    "scale: approver queue": None,
+    "scale: expiry sweep": None,
+    "scale: server RSS": None,
+}
+
+
+@pytest.mark.timeout(240)
+async def test_bench_command_measures_every_scenario_against_floors_from_the_same_run(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "bench.json"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "bench", "--quick",
+        "--duration", "0.5", "--clicks", "20", "--overload-seconds", "0.5",
+        "--burst", "3", "--burst-timeout", "2", "--scale", "2000", "--samples", "20",
+        "--json", str(out), "--work-dir", str(tmp_path / "work"),
+        cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    printed, _ = await asyncio.wait_for(process.communicate(), timeout=220)
+    text = printed.decode()
+    assert process.returncode == 0, text
+
+    document = json.loads(out.read_text())
+    rows = {row["name"]: row for row in document["measurements"]}
+    assert set(rows) == FLOORS | set(SCENARIOS), sorted(rows)
+    for name in FLOORS:
+        assert rows[name]["kind"] == "floor"
+        assert rows[name]["count"] > 0 and rows[name]["throughput"] > 0, rows[name]
+        assert rows[name]["p99_ms"] >= rows[name]["p50_ms"] > 0, rows[name]
+    for name, floor in SCENARIOS.items():
+        row = rows[name]
+        assert row["floor"] == floor, row
+        if floor is not None and floor in rows:  # the ratio is to the floor of this run
+            assert row["ratio"] == pytest.approx(
+                row["throughput"] / rows[floor]["throughput"], rel=0.01
+            ), row
+    for name in ("ingest", "auto path", "clicks", "clicks at 100/s", "scale: fetch one"):
+        assert rows[name]["count"] > 0 and rows[name]["p99_ms"] is not None, rows[name]
+    assert rows["auto path"]["details"]["executed_at_target"] > 0
+    assert rows["clicks"]["details"]["executions"] > 0
+    assert rows["burst"]["details"]["proposals"] == 3
+    fetched = rows["scale: fetch one"]
+    assert fetched["details"]["stored"] == 2000
+    assert fetched["details"]["statuses"] == {"200": fetched["count"]}
+    assert rows["scale: server RSS"]["details"]["rss_bytes"] > 0
+    assert document["context"]["cpus"] == os.cpu_count()
+    for name in rows:  # the printed table has every row
+        assert name in text
+
+
+async def test_bench_refuses_a_store_that_is_not_postgresql_and_starts_nothing(
+    tmp_path: Path,
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "bench", "--store", "mysql://x", "--duration", "0",
+        cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    printed, _ = await asyncio.wait_for(process.communicate(), timeout=30)
+    text = printed.decode()
+    assert process.returncode == 2, text
+    assert "--store: got 'mysql://x'; expected a postgresql:// URL" in text
+    assert "--duration: expected a positive number of seconds" in text
+
+
+def test_percentiles_are_nearest_rank_in_milliseconds() -> None:
+    latencies = [i / 1000 for i in range(1, 101)]  # 1 ms .. 100 ms
+
+    assert percentile_ms(latencies, 50) == 50.0
+    assert percentile_ms(latencies, 99) == 99.0
+    assert percentile_ms([0.25], 99) == 250.0
+    assert percentile_ms([], 50) is None
+
+
+def test_a_ratio_is_throughput_over_the_floors_and_the_table_shows_misses() -> None:
+    floor = Measurement.timed("floor a: store", "floor", "", [0.001] * 400, 2.0)
+    row = Measurement.timed("ingest", "scenario", "", [0.01] * 100, 2.0).against(floor)
+    row.judge("ratio ≥ 0.5", row.ratio is not None and row.ratio >= 0.5)
+
+    assert (floor.throughput, row.throughput, row.ratio) == (200.0, 50.0, 0.25)
+    table = render_table([floor, row])
+    assert "MISSED" in table.splitlines()[-1]
+    assert "floor a: store" in table.splitlines()[-1]
