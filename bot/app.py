@@ -13,6 +13,10 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from bot.admission import Admission
 from bot.callbacks import CallbackSender
 from bot.directory import SlackDirectory
+from bot.escalation_api import ESCALATIONS, escalation_routes
+from bot.escalation_delivery import EscalationDeliverer
+from bot.escalations import EscalationService, reannounce_forever
+from bot.home import HomeTab, register_home_listener
 from bot.http import AiohttpClient
 from bot.outbox import OutboxWorker, RetryPolicy
 from bot.problems import problem_middleware
@@ -20,6 +24,8 @@ from bot.publish import SlackPublisher, make_web_client
 from bot.service import Service
 from bot.settings import Settings
 from bot.slack import BOLT, SIGNING_SECRET, build_bolt, slack_events
+from bot.slack_escalations import register_escalation_listeners
+from bot.slash import SlashCommand, register_slash_command
 from bot.webhook import SERVICE, SUBMISSIONS, agent_routes
 from store.base import Store
 from store.lifecycle import Effect
@@ -90,6 +96,22 @@ def build_app(
         client=client,
         service=service,
     )
+    escalations = EscalationService(
+        settings=settings,
+        store=store,
+        publisher=publisher,
+        directory=service.directory,
+        waiters=service.waiters,
+        clock=clock,
+        wake_outbox=outbox.wake,
+    )
+    escalation_deliverer = EscalationDeliverer(store, publisher, http, settings.agents, clock)
+    outbox.add_queue(store.escalations(), escalation_deliverer.deliver)
+    register_escalation_listeners(bolt, escalations, clicks)
+    home = HomeTab(service, escalations, clock)
+    register_home_listener(bolt, home)
+    register_slash_command(bolt, SlashCommand(service, home, clock))
+    app[ESCALATIONS] = escalations
     app[SERVICE] = service
     app[SUBMISSIONS] = Admission(server.max_in_flight_submissions)
     app[CLICKS] = clicks
@@ -97,6 +119,7 @@ def build_app(
     app[SIGNING_SECRET] = settings.slack.signing_secret
     app[OUTBOX] = outbox
     app.add_routes(agent_routes())
+    app.add_routes(escalation_routes())
     if settings.slack.app_token is None:
         app.router.add_post("/slack/events", slack_events)
 
@@ -112,11 +135,13 @@ def build_app(
         workers = [
             asyncio.create_task(_sweep_forever(service, server.sweep_interval_seconds)),
             asyncio.create_task(outbox.run()),
+            asyncio.create_task(reannounce_forever(escalations, server.sweep_interval_seconds)),
         ]
         yield
         for worker in workers:
             worker.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
+        await home.close()
         if socket is not None:
             await socket.close_async()  # type: ignore[no-untyped-call]
         await http.close()

@@ -1,4 +1,4 @@
-"""``countersign``: serve, check-config, audit verify, sandbox."""
+"""``countersign``: serve, check-config, audit verify and export, sandbox."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.app import build_app
+from bot.audit_export import ExportFormat, parse_since, write_export
 from bot.bench import add_bench_arguments, bench_command
 from bot.explain import explain
 from bot.sandbox import DEFAULT_PORT, run_sandbox
@@ -41,6 +42,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     audit = commands.add_parser("audit", help="the audit log")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     audit_commands.add_parser("verify", help="check the audit log's hash chain")
+    export = audit_commands.add_parser(
+        "export", help="write the audit log with its hash chain, to archive or verify elsewhere"
+    )
+    export.add_argument(
+        "--since", required=True, help="from this date (YYYY-MM-DD, UTC) or ISO date and time"
+    )
+    export.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    export.add_argument("--output", type=Path, default=None, help="the file (default: stdout)")
     policy = commands.add_parser("policy", help="the policy table")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True)
     explain_parser = policy_commands.add_parser(
@@ -125,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out=sys.stdout,
             )
         )
+    if args.command == "audit" and args.audit_command == "export":
+        return asyncio.run(_audit_export(settings, args.since, args.format, args.output))
     if args.command == "audit":
         return asyncio.run(_audit_verify(settings))
     return _serve(settings, args.host, args.port)
@@ -148,6 +159,32 @@ def _check_config(settings: Settings) -> int:
     missing = settings.slack.missing()
     for problem in missing:
         print(f"  note: {problem}")
+    return 0
+
+
+async def _audit_export(
+    settings: Settings, since_text: str, fmt: ExportFormat, output: Path | None
+) -> int:
+    try:
+        since = parse_since(since_text)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    try:
+        store = await open_store(settings.store.url)
+    except StoreError as error:
+        print(f"cannot open the store {settings.store.url}: {error}", file=sys.stderr)
+        return 2
+    try:
+        entries = await store.audit_log()
+    finally:
+        await store.close()
+    if output is None:
+        count = write_export(entries, sys.stdout, since=since, fmt=fmt)
+    else:
+        with output.open("w", encoding="utf-8", newline="") as out:
+            count = write_export(entries, out, since=since, fmt=fmt)
+    print(f"exported {count} audit entries since {since.isoformat()}", file=sys.stderr)
     return 0
 
 

@@ -595,19 +595,35 @@ class LocalSlack:
         return {"user": self._user(args.get("user")).to_api(self.team_id)}
 
     def _history(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Top-level messages, newest first, ``limit`` at a time (``cursor`` for the next page).
+
+        ``oldest`` and ``latest`` bound them (exclusive, as Slack's are without ``inclusive``)
+        only when timestamps follow ``wall_clock``; otherwise they follow their own clock.
+        """
         channel = self._channel(args)
         limit = _limit(args)
+        start = _cursor_offset(args)
         top = [m for m in reversed(channel.messages) if not m.is_reply]
+        if self._wall_clock is not None:
+            top = [m for m in top if _within(m.ts, args)]
+        threads: dict[str, list[StoredMessage]] = {}  # one pass: busy channels stay quick
+        for reply in channel.messages:
+            if reply.is_reply and reply.thread_ts is not None:
+                threads.setdefault(reply.thread_ts, []).append(reply)
         listed = []
-        for message in top[:limit]:
+        for message in top[start : start + limit]:
             entry = message.to_api()
-            replies = [m for m in channel.messages if m.is_reply and m.thread_ts == message.ts]
+            replies = threads.get(message.ts, [])
             if replies:
                 entry["thread_ts"] = message.ts
                 entry["reply_count"] = len(replies)
                 entry["latest_reply"] = replies[-1].ts
             listed.append(entry)
-        return {"messages": listed, "has_more": len(top) > limit}
+        more = len(top) > start + limit
+        answer: dict[str, Any] = {"messages": listed, "has_more": more}
+        if more:
+            answer["response_metadata"] = {"next_cursor": f"offset:{start + limit}"}
+        return answer
 
     def _replies(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(args)
@@ -616,8 +632,15 @@ class LocalSlack:
             raise _ApiError("thread_not_found")
         root_ts = message.thread_ts or message.ts
         thread = [m for m in channel.messages if m.ts == root_ts or m.thread_ts == root_ts]
-        limit = _limit(args)
-        return {"messages": [m.to_api() for m in thread[:limit]], "has_more": len(thread) > limit}
+        limit, start = _limit(args), _cursor_offset(args)
+        more = len(thread) > start + limit
+        answer: dict[str, Any] = {
+            "messages": [m.to_api() for m in thread[start : start + limit]],
+            "has_more": more,
+        }
+        if more:
+            answer["response_metadata"] = {"next_cursor": f"offset:{start + limit}"}
+        return answer
 
 
 _METHODS: dict[str, Callable[[LocalSlack, dict[str, Any]], dict[str, Any]]] = {
@@ -643,6 +666,28 @@ _METHODS: dict[str, Callable[[LocalSlack, dict[str, Any]], dict[str, Any]]] = {
 def _optional_str(args: dict[str, Any], key: str) -> str | None:
     value = args.get(key)
     return value if isinstance(value, str) and value else None
+
+
+def _within(ts: str, args: dict[str, Any]) -> bool:
+    """Whether ``ts`` is after ``oldest`` and before ``latest`` (when given)."""
+    try:
+        oldest = float(args.get("oldest") or 0)
+        latest = float(args["latest"]) if args.get("latest") else None
+    except (TypeError, ValueError):
+        raise _ApiError("invalid_ts_oldest", "[ERROR] oldest and latest are timestamps") from None
+    at = float(ts)
+    return at > oldest and (latest is None or at < latest)
+
+
+def _cursor_offset(args: dict[str, Any]) -> int:
+    """Where the page a ``cursor`` from an earlier answer asks for starts (0 without one)."""
+    cursor = args.get("cursor")
+    if not cursor:
+        return 0
+    kind, _, offset = str(cursor).partition(":")
+    if kind != "offset" or not offset.isdigit():
+        raise _ApiError("invalid_cursor", f"[ERROR] cursor {cursor!r} was not given by this API")
+    return int(offset)
 
 
 def _limit(args: dict[str, Any]) -> int:

@@ -2,25 +2,49 @@
 transitions wrote, with retries, in every instance at once.
 
 The store hands each due entry to one worker at a time (a lease) and keeps the entries of one
-proposal in order, so this loop only has to deliver, and say when to try again.
+proposal in order, so this loop only has to deliver, and say when to try again. Other outboxes
+with the same verbs (the escalations') join the same loop with :meth:`OutboxWorker.add_queue`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from bot.publish import DeliveryFailed
 from store.base import Delivery, Store
 from store.lifecycle import Effect
 
-__all__ = ["OutboxWorker", "RetryPolicy"]
+__all__ = ["Deliverable", "DeliveryQueue", "OutboxWorker", "RetryPolicy"]
 
 log = logging.getLogger(__name__)
 
 Deliver = Callable[[Delivery], Awaitable[None]]
+
+
+class Deliverable(Protocol):
+    """What the loop and the retry policy read of an outbox entry, whatever its outbox."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def effect(self) -> Effect: ...
+    @property
+    def attempts(self) -> int: ...
+
+
+class DeliveryQueue(Protocol):
+    """An outbox: the Store's verbs for leasing and settling entries."""
+
+    async def claim_deliveries(
+        self, *, now: datetime, limit: int, lease: timedelta
+    ) -> Sequence[Any]: ...
+    async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None: ...
+    async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None: ...
+    async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None: ...
 
 
 class RetryPolicy:
@@ -31,7 +55,7 @@ class RetryPolicy:
         #: the first wait after a transient failure; doubled after each further one
         self.base_delay = base_delay
 
-    def next_attempt(self, delivery: Delivery, failure: DeliveryFailed) -> timedelta | None:
+    def next_attempt(self, delivery: Deliverable, failure: DeliveryFailed) -> timedelta | None:
         """The wait before the next attempt, or None to give up."""
         n = delivery.attempts
         if delivery.effect is Effect.CALLBACK:
@@ -66,6 +90,11 @@ class OutboxWorker:
         self._idle_poll = idle_poll
         self._wake = asyncio.Event()
         self.in_flight = 0  #: claims and deliveries under way right now
+        self._queues: list[tuple[DeliveryQueue, Callable[[Any], Awaitable[None]]]] = []
+
+    def add_queue(self, queue: DeliveryQueue, deliver: Callable[[Any], Awaitable[None]]) -> None:
+        """Deliver another outbox's entries in this loop too, with ``deliver`` for every one."""
+        self._queues.append((queue, deliver))
 
     def wake(self) -> None:
         """Something was written to the outbox: look now rather than at the next poll."""
@@ -93,40 +122,65 @@ class OutboxWorker:
             due = await self._store.claim_deliveries(
                 now=self._clock(), limit=self._batch, lease=self._lease
             )
-            await asyncio.gather(*(self._deliver(delivery) for delivery in due))
+            more = [
+                (queue, deliver, entry)
+                for queue, deliver in self._queues
+                for entry in await queue.claim_deliveries(
+                    now=self._clock(), limit=self._batch, lease=self._lease
+                )
+            ]
+            await asyncio.gather(
+                *(self._deliver(delivery) for delivery in due),
+                *(self._deliver(entry, queue, deliver) for queue, deliver, entry in more),
+            )
         finally:
             self.in_flight -= 1
-        return len(due)
+        return len(due) + len(more)
 
-    async def _deliver(self, delivery: Delivery) -> None:
+    async def _deliver(
+        self,
+        delivery: Any,
+        queue: DeliveryQueue | None = None,
+        deliver: Callable[[Any], Awaitable[None]] | None = None,
+    ) -> None:
+        """One attempt at one entry: the proposals' outbox unless ``queue`` says otherwise."""
         self.in_flight += 1
         try:
-            await self._attempt(delivery)
+            await self._attempt(
+                delivery,
+                queue or self._store,
+                deliver or self._deliverers[delivery.effect],
+            )
         finally:
             self.in_flight -= 1
 
-    async def _attempt(self, delivery: Delivery) -> None:
+    async def _attempt(
+        self, delivery: Any, queue: DeliveryQueue, deliver: Callable[[Any], Awaitable[None]]
+    ) -> None:
         try:
-            await self._deliverers[delivery.effect](delivery)
+            await deliver(delivery)
         except DeliveryFailed as failure:
-            await self._failed(delivery, failure)
+            await self._failed(delivery, failure, queue)
         except Exception as error:  # a bug or a store problem: retry like a transient failure
             log.exception("delivering outbox entry %s failed", delivery.id)
-            await self._failed(delivery, DeliveryFailed(f"{type(error).__name__}: {error}"))
+            problem = DeliveryFailed(f"{type(error).__name__}: {error}")
+            await self._failed(delivery, problem, queue)
         else:
-            await self._store.complete_delivery(delivery.id, now=self._clock())
+            await queue.complete_delivery(delivery.id, now=self._clock())
 
-    async def _failed(self, delivery: Delivery, failure: DeliveryFailed) -> None:
+    async def _failed(
+        self, delivery: Deliverable, failure: DeliveryFailed, queue: DeliveryQueue
+    ) -> None:
         wait = self.policy.next_attempt(delivery, failure)
         now = self._clock()
         if wait is None:
             log.warning(
-                "giving up %s for %s after %d attempts: %s",
+                "giving up %s (entry %s) after %d attempts: %s",
                 delivery.effect,
-                delivery.proposal_id,
+                delivery.id,
                 delivery.attempts,
                 failure,
             )
-            await self._store.abandon_delivery(delivery.id, now=now, error=str(failure))
+            await queue.abandon_delivery(delivery.id, now=now, error=str(failure))
         else:
-            await self._store.retry_delivery(delivery.id, at=now + wait, error=str(failure))
+            await queue.retry_delivery(delivery.id, at=now + wait, error=str(failure))

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from contracts.base import ContractViolation, FieldProblem
 from store.base import IdempotencyConflict, ProposalNotFound, StoreUnavailable
+from store.escalations import EscalationConflict, EscalationNotFound
 
 __all__ = ["Problem", "problem_middleware"]
 
@@ -78,6 +79,18 @@ def _translate(error: Exception) -> Problem | None:
                 )
             ],
         )
+    if isinstance(error, EscalationConflict):
+        return Problem(
+            422,
+            "Idempotency key reused",
+            "this idempotency key was already used for a different escalation "
+            f"({error.existing.id}); use a new key for a new escalation",
+            problems=[
+                FieldProblem(field="Idempotency-Key", message="already used with a different body")
+            ],
+        )
+    if isinstance(error, EscalationNotFound):
+        return Problem(404, "Not found", "no escalation with that id")
     if isinstance(error, ProposalNotFound):
         return Problem(404, "Not found", "no proposal with that id")
     if isinstance(error, StoreUnavailable):

@@ -31,6 +31,11 @@ log = logging.getLogger(__name__)
 
 #: What Countersign puts in a proposal message's metadata, to find it again.
 METADATA_EVENT = "countersign_proposal"
+#: ... and in a thread reply's, with the outbox entry it delivers, to find that reply again.
+REPLY_METADATA_EVENT = "countersign_reply"
+
+#: How many pages of channel history (200 messages each) a search for a lost post reads.
+_HISTORY_PAGES = 50
 
 #: Slack errors that will not go away by retrying soon (the channel, the message or the app).
 _LASTING = {
@@ -110,14 +115,19 @@ class SlackPublisher:
             )
         elif delivery.effect is Effect.SLACK_REPLY:
             reply = _reply(proposal, delivery.status)
-            if reply is not None:
-                await self._outbox_call(
-                    "chat.postMessage",
-                    channel=proposal.slack_channel,
-                    thread_ts=proposal.slack_ts,
-                    text=reply["text"],
-                    blocks=reply["blocks"],
-                )
+            if reply is None:
+                return
+            marker = {"proposal_id": proposal.id, "delivery": delivery.id}
+            if delivery.attempts > 1 and await self._find_reply(proposal, marker):
+                return  # an earlier attempt posted it; its answer was lost
+            await self._outbox_call(
+                "chat.postMessage",
+                channel=proposal.slack_channel,
+                thread_ts=proposal.slack_ts,
+                text=reply["text"],
+                blocks=reply["blocks"],
+                metadata={"event_type": REPLY_METADATA_EVENT, "event_payload": marker},
+            )
         else:
             raise ValueError(f"not a Slack effect: {delivery.effect}")
 
@@ -146,22 +156,60 @@ class SlackPublisher:
     async def _find_posted(self, proposal: Proposal) -> str | None:
         """The ts of a message already carrying this proposal's id in its metadata, if any."""
         assert proposal.channel is not None
-        response = await self._outbox_call(
-            "conversations.history",
-            channel=proposal.channel,
-            oldest=f"{proposal.created_at.timestamp() - 60:.6f}",
-            include_all_metadata=True,
-            limit=200,
-        )
-        for message in response.get("messages", []):
-            metadata = message.get("metadata") or {}
-            payload = metadata.get("event_payload") or {}
-            if (
-                metadata.get("event_type") == METADATA_EVENT
-                and payload.get("proposal_id") == proposal.id
-            ):
-                return str(message["ts"])
+        # Newest first, a page at a time: in a busy channel the message may be pages back.
+        page: dict[str, Any] = {}
+        for _ in range(_HISTORY_PAGES):
+            response = await self._outbox_call(
+                "conversations.history",
+                channel=proposal.channel,
+                oldest=f"{proposal.created_at.timestamp() - 60:.6f}",
+                include_all_metadata=True,
+                limit=200,
+                **page,
+            )
+            for message in response.get("messages", []):
+                metadata = message.get("metadata") or {}
+                payload = metadata.get("event_payload") or {}
+                if (
+                    metadata.get("event_type") == METADATA_EVENT
+                    and payload.get("proposal_id") == proposal.id
+                ):
+                    return str(message["ts"])
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not response.get("has_more") or not cursor:
+                return None
+            page = {"cursor": cursor}
         return None
+
+    async def _find_reply(self, proposal: Proposal, marker: dict[str, Any]) -> bool:
+        """Whether the thread already has the reply that ``marker`` names in its metadata."""
+        page: dict[str, Any] = {}
+        for _ in range(_HISTORY_PAGES):
+            response = await self._outbox_call(
+                "conversations.replies",
+                channel=proposal.slack_channel,
+                ts=proposal.slack_ts,
+                include_all_metadata=True,
+                limit=200,
+                **page,
+            )
+            for message in response.get("messages", []):
+                metadata = message.get("metadata") or {}
+                if (
+                    metadata.get("event_type") == REPLY_METADATA_EVENT
+                    and metadata.get("event_payload") == marker
+                ):
+                    return True
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not response.get("has_more") or not cursor:
+                return False
+            page = {"cursor": cursor}
+        return False
+
+    async def outbox_call(self, method: str, **kwargs: Any) -> Any:
+        """A Web API call for an outbox entry (no retries here); DeliveryFailed says how it
+        failed. The escalations' deliverer uses it too."""
+        return await self._outbox_call(method, **kwargs)
 
     async def _outbox_call(self, method: str, **kwargs: Any) -> Any:
         try:
@@ -179,7 +227,9 @@ class SlackPublisher:
         """An ephemeral message only ``user`` sees."""
         await self._direct(proposal, "chat.postEphemeral", channel=channel, user=user, text=text)
 
-    async def open_view(self, proposal: Proposal, trigger_id: str, view: dict[str, Any]) -> bool:
+    async def open_view(
+        self, proposal: Proposal | None, trigger_id: str, view: dict[str, Any]
+    ) -> bool:
         return (
             await self._direct(proposal, "views.open", trigger_id=trigger_id, view=view) is not None
         )

@@ -10,7 +10,7 @@ import base64
 import hashlib
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -39,9 +39,13 @@ from store.base import (
 )
 from store.lifecycle import Status
 
-__all__ = ["Service", "Submitted", "new_proposal_id"]
+__all__ = ["APP_HOME", "Service", "Submitted", "new_proposal_id"]
 
 log = logging.getLogger(__name__)
+
+#: The "channel" of a click on the App Home tab: answers to the clicker go to their Home tab
+#: (``Service.home_notice``), where they are looking, instead of an ephemeral message.
+APP_HOME = "app_home"
 
 
 def new_proposal_id() -> str:
@@ -77,6 +81,10 @@ class Service:
         self.directory = directory
         self._executor = Executor(settings.registry, http, clock)
         self._lease = timedelta(seconds=settings.server.execution_lease_seconds)
+        #: shows a private answer on a person's App Home tab (set by bot/home.py)
+        self.home_notice: Callable[[str, str], Awaitable[None]] | None = None
+        #: called with every proposal that changed (App Home refreshes its approvers' tabs)
+        self.on_change: Callable[[Proposal], None] | None = None
 
     # --- submission ---------------------------------------------------------------------------
 
@@ -275,8 +283,7 @@ class Service:
     async def busy(self, proposal_id: str, *, user: str, channel: str | None) -> None:
         """A click that found no room: nothing changed; say so to the clicker alone."""
         log.warning("busy: click on %s by %s not applied", proposal_id, user)
-        if channel:
-            await self.publisher.tell(None, channel, user, render.busy_text())
+        await self._tell(None, channel, user, render.busy_text())
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -294,10 +301,9 @@ class Service:
             proposal = await self.store.get_proposal(proposal_id)
         except Exception:
             log.info("click on unknown proposal %r by %s", proposal_id, user)
-            if channel:
-                await self.publisher.tell(
-                    None, channel, user, render.refusal_text("this proposal does not exist")
-                )
+            await self._tell(
+                None, channel, user, render.refusal_text("this proposal does not exist")
+            )
             return None
         if proposal.status is not expect:
             await self._tell_decided(proposal, user=user, channel=channel)
@@ -314,10 +320,27 @@ class Service:
             detail={"user": user, "reason": why},
             now=self._clock(),
         )
-        where = channel or proposal.slack_channel
-        if where:
-            await self.publisher.tell(proposal, where, user, render.refusal_text(why))
+        await self._tell(proposal, channel, user, render.refusal_text(why))
         return None
+
+    async def refusal_for(self, proposal: Proposal, user: str) -> str | None:
+        """Why ``user`` may not decide ``proposal`` now, or None (App Home lists only these)."""
+        if proposal.operation not in self.settings.registry:
+            return f"operation {proposal.operation!r} is no longer configured"
+        return await self._refusal(proposal, user)
+
+    async def _tell(
+        self, proposal: Proposal | None, channel: str | None, user: str, text: str
+    ) -> None:
+        """A private answer: on the Home tab for clicks there, else ephemeral in the channel
+        (the proposal's own channel when the click came without one, as from a modal)."""
+        if channel == APP_HOME and self.home_notice is not None:
+            await self.home_notice(user, text)
+            return
+        where = channel if channel != APP_HOME else None
+        where = where or (proposal.slack_channel if proposal is not None else None)
+        if where:
+            await self.publisher.tell(proposal, where, user, text)
 
     async def _refusal(self, proposal: Proposal, user: str) -> str | None:
         """Why ``user`` may not decide ``proposal`` now (contracts.authority), or None."""
@@ -354,16 +377,10 @@ class Service:
             return
         if result.proposal.expires_at is not None and result.proposal.expires_at <= self._clock():
             await self.expire_due()
-        where = channel or result.proposal.slack_channel
-        if where:
-            await self.publisher.tell(
-                result.proposal, where, user, render.refusal_text(result.reason)
-            )
+        await self._tell(result.proposal, channel, user, render.refusal_text(result.reason))
 
     async def _tell_decided(self, proposal: Proposal, *, user: str, channel: str | None) -> None:
-        where = channel or proposal.slack_channel
-        if where:
-            await self.publisher.tell(proposal, where, user, render.already_decided_text(proposal))
+        await self._tell(proposal, channel, user, render.already_decided_text(proposal))
 
     async def _execute(self, proposal: Proposal) -> Proposal:
         """Run a proposal this process has claimed and record its outcome."""
@@ -376,6 +393,8 @@ class Service:
         """Its transition wrote its effects to the outbox: wake long-polls and the worker."""
         self.waiters.notify(proposal.id)
         self._wake_outbox()
+        if self.on_change is not None:
+            self.on_change(proposal)
 
 
 def _derived_key(agent: str, body: SubmitBody) -> str:

@@ -340,7 +340,11 @@ def _describe(path: Path, item: Any) -> str:
 
 def _keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
     """The keys a table of the file may hold, for naming them when an unknown one appears."""
-    sections: dict[str, type[BaseModel]] = {"server": ServerSettings, "store": StoreSettings}
+    sections: dict[str, type[BaseModel]] = {
+        "server": ServerSettings,
+        "store": StoreSettings,
+        "escalation": EscalationSection,
+    }
     if not parent:
         return tuple(_FileModel.model_fields)
     if len(parent) == 1 and parent[0] in sections:

@@ -20,7 +20,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admission import Admission
-from bot.service import Service
+from bot.service import APP_HOME, Service
 from bot.slack_gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 
 __all__ = ["BOLT", "SIGNING_SECRET", "Click", "ReasonSubmitted", "build_bolt", "slack_events"]
@@ -50,7 +50,8 @@ class Click(BaseModel):
             user=body["user"]["id"],
             proposal_id=action["value"],
             channel=(body.get("channel") or {}).get("id")
-            or (body.get("container") or {}).get("channel_id"),
+            or (body.get("container") or {}).get("channel_id")
+            or (APP_HOME if (body.get("view") or {}).get("type") == "home" else None),
             trigger_id=body["trigger_id"],
         )
 

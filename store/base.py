@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import JsonValue
 
@@ -18,6 +18,9 @@ from contracts.base import Preview
 from contracts.frozen import Frozen
 from contracts.outcomes import Outcome
 from store.lifecycle import Effect, Status
+
+if TYPE_CHECKING:
+    from store.escalations import EscalationStore
 
 __all__ = [
     "AlreadyDecided",
@@ -187,6 +190,18 @@ class Store(Protocol):
 
     async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
         """The proposal ``agent`` stored under ``submission_key``, if any."""
+        ...
+
+    async def pending_proposals(self, *, limit: int = 100) -> list[Proposal]:
+        """Up to ``limit`` pending proposals, soonest expiry first (then by id)."""
+        ...
+
+    async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:
+        """The proposals ``user`` approved or rejected, latest decision first."""
+        ...
+
+    def escalations(self) -> EscalationStore:
+        """The escalations kept in the same database, on the same audit chain."""
         ...
 
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:

@@ -27,6 +27,8 @@ __all__ = [
     "SELECT_AUDIT_HEAD",
     "SELECT_AUDIT_LOG",
     "SELECT_BY_SUBMISSION_KEY",
+    "SELECT_DECIDED_BY",
+    "SELECT_PENDING",
     "SELECT_PROPOSAL",
     "SELECT_PROPOSAL_AUDIT_LOG",
     "UPDATE_MESSAGE",
@@ -48,6 +50,14 @@ RETURNING *
 
 #: The proposal an agent stored under a submission key.
 SELECT_BY_SUBMISSION_KEY = "SELECT * FROM proposals WHERE agent = $1 AND submission_key = $2"
+
+#: Pending proposals, soonest expiry first (App Home, the slash command).
+SELECT_PENDING = "SELECT * FROM proposals WHERE status = 'pending' ORDER BY expires_at, id LIMIT $1"
+
+#: A person's decisions, latest first.
+SELECT_DECIDED_BY = """
+SELECT * FROM proposals WHERE decided_by = $1 ORDER BY decided_at DESC, id LIMIT $2
+"""
 
 #: One proposal by id.
 SELECT_PROPOSAL = "SELECT * FROM proposals WHERE id = $1"

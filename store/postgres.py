@@ -46,6 +46,7 @@ from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import MigrationError, load_migrations
 from store.pg_changes import ChangeFeed
 from store.pg_errors import DRIVER_ERRORS, translate
+from store.pg_escalations import PgEscalations
 from store.pg_migrate import apply_migrations
 from store.pg_rows import (
     audit_entry_from_record,
@@ -114,6 +115,13 @@ class PostgresStore:
         self._changes = ChangeFeed(listen_connect or _cannot_listen)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
+        self._escalations: PgEscalations | None = None
+
+    def escalations(self) -> PgEscalations:
+        """The escalations kept in this database, sharing its pool and audit chain."""
+        if self._escalations is None:
+            self._escalations = PgEscalations(self)
+        return self._escalations
 
     @classmethod
     async def open(
@@ -315,6 +323,21 @@ class PostgresStore:
         async with self._connection() as db:
             row = await db.fetchrow(sql.SELECT_BY_SUBMISSION_KEY, agent, submission_key)
             return None if row is None else proposal_from_record(row)
+
+    @finish_even_if_cancelled
+    async def pending_proposals(self, *, limit: int = 100) -> list[Proposal]:
+        if limit < 1:
+            raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
+        async with self._connection() as db:
+            return [proposal_from_record(row) for row in await db.fetch(sql.SELECT_PENDING, limit)]
+
+    @finish_even_if_cancelled
+    async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:
+        if limit < 1:
+            raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
+        async with self._connection() as db:
+            rows = await db.fetch(sql.SELECT_DECIDED_BY, user, limit)
+            return [proposal_from_record(row) for row in rows]
 
     @finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:

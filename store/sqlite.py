@@ -52,6 +52,7 @@ from store.rows import (
     proposal_from_row,
 )
 from store.shield import finish_even_if_cancelled
+from store.sqlite_escalations import SqliteEscalations
 from store.verdicts import check_head, not_reconcilable, refusal
 
 __all__ = ["SqliteStore", "apply_migrations"]
@@ -157,6 +158,16 @@ WHERE id IN (
     LIMIT :limit
 ) AND status = 'pending'
 RETURNING *
+"""
+
+#: Pending proposals, soonest expiry first (App Home, the slash command).
+SELECT_PENDING = """
+SELECT * FROM proposals WHERE status = 'pending' ORDER BY expires_at, id LIMIT ?
+"""
+
+#: A person's decisions, latest first.
+SELECT_DECIDED_BY = """
+SELECT * FROM proposals WHERE decided_by = ? ORDER BY decided_at DESC, id LIMIT ?
 """
 
 #: The last entry of the audit chain (seq 0 and the genesis hash when empty).
@@ -267,6 +278,13 @@ class SqliteStore:
         self._lock = asyncio.Lock()
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
+        self._escalations: SqliteEscalations | None = None
+
+    def escalations(self) -> SqliteEscalations:
+        """The escalations kept in this database, sharing its transactions and audit chain."""
+        if self._escalations is None:
+            self._escalations = SqliteEscalations(self)
+        return self._escalations
 
     @classmethod
     async def open(
@@ -435,6 +453,22 @@ class SqliteStore:
     async def get_proposal(self, proposal_id: str) -> Proposal:
         async with self._transaction(write=False) as db:
             return await self._existing(db, proposal_id)
+
+    @finish_even_if_cancelled
+    async def pending_proposals(self, *, limit: int = 100) -> list[Proposal]:
+        if limit < 1:
+            raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
+        async with self._transaction(write=False) as db:
+            rows = await db.execute_fetchall(SELECT_PENDING, (limit,))
+            return [proposal_from_row(row) for row in rows]
+
+    @finish_even_if_cancelled
+    async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:
+        if limit < 1:
+            raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
+        async with self._transaction(write=False) as db:
+            rows = await db.execute_fetchall(SELECT_DECIDED_BY, (user, limit))
+            return [proposal_from_row(row) for row in rows]
 
     @finish_even_if_cancelled
     async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:

@@ -10,13 +10,18 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator
 
+from bot.home import SUBSCRIBED_EVENTS
+from bot.slash import COMMAND
+
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = Path(__file__).parent / "fixtures" / "slack" / "manifest.schema.1.0.0.json"
 
 #: Every bot scope must be justified by a call the app makes; see the comments in manifest.yml.
 #: chat:write to post and update; *:history only to find a message after an uncertain post
 #: users:read for the click-time profile checks (bots, guests, other workspaces)
+#: commands for /countersign
 EXPECTED_BOT_SCOPES = {
+    "commands",
     "chat:write",
     "channels:history",
     "groups:history",
@@ -54,9 +59,13 @@ def test_bot_scopes_are_exactly_the_least_privilege_set(manifest: dict[str, Any]
     assert sorted(scopes["bot"]) == sorted(EXPECTED_BOT_SCOPES)
 
 
-def test_no_slash_command_is_declared_yet(manifest: dict[str, Any]) -> None:
-    assert "slash_commands" not in manifest["features"]
-    assert "commands" not in manifest["oauth_config"]["scopes"]["bot"]
+def test_the_one_slash_command_is_the_one_the_app_answers_at_slack_events(
+    manifest: dict[str, Any],
+) -> None:
+    [command] = manifest["features"]["slash_commands"]
+    assert command["command"] == COMMAND
+    assert command["url"].endswith("/slack/events")
+    assert "commands" in manifest["oauth_config"]["scopes"]["bot"]
 
 
 def test_slack_posts_interactions_to_slack_events_and_no_unhandled_events(
@@ -65,8 +74,11 @@ def test_slack_posts_interactions_to_slack_events_and_no_unhandled_events(
     settings = manifest["settings"]
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["interactivity"]["request_url"].endswith("/slack/events")
-    # every subscribed event needs a listener; the app listens to none yet
-    assert "event_subscriptions" not in settings
+    # every subscribed event needs a listener: exactly the ones bot/home.py registers
+    events = settings["event_subscriptions"]
+    assert events["request_url"].endswith("/slack/events")
+    assert sorted(events["bot_events"]) == sorted(SUBSCRIBED_EVENTS)
+    assert "user_events" not in events
 
 
 def test_app_is_an_http_app_with_a_named_bot_user(manifest: dict[str, Any]) -> None:
@@ -76,4 +88,4 @@ def test_app_is_an_http_app_with_a_named_bot_user(manifest: dict[str, Any]) -> N
     assert settings["token_rotation_enabled"] is False
     assert manifest["display_information"]["name"] == "Countersign"
     assert manifest["features"]["bot_user"]["display_name"] == "Countersign"
-    assert manifest["features"]["app_home"]["home_tab_enabled"] is False
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True

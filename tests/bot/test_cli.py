@@ -93,8 +93,8 @@ def test_check_config_on_a_broken_file_prints_each_problem_on_its_own_line(
     # the file's shape is checked first: an unknown key stops the rest
     assert err.splitlines() == [
         "The configuration has problems:",
-        f"  - {config}: colour: unknown key "
-        "(expected one of: server, store, approvals, roles, agents, operations, policy)",
+        f"  - {config}: colour: unknown key (expected one of: server, store, approvals, "
+        "escalation, roles, agents, operations, policy)",
     ]
 
     config, _ = write_config(tmp_path, text)

@@ -226,6 +226,45 @@ async def test_thread_replies_can_be_read_back(client: AsyncWebClient, slack: Lo
     assert [m.text for m in slack.replies(CHANNEL, parent["ts"])] == ["outcome 1", "outcome 2"]
 
 
+async def test_history_comes_a_page_at_a_time_newest_first(client: AsyncWebClient) -> None:
+    for n in range(5):
+        await client.chat_postMessage(channel=CHANNEL, text=f"message {n}")
+
+    first = await client.conversations_history(channel=CHANNEL, limit=2)
+    cursor = first["response_metadata"]["next_cursor"]
+    second = await client.conversations_history(channel=CHANNEL, limit=2, cursor=cursor)
+    cursor = second["response_metadata"]["next_cursor"]
+    last = await client.conversations_history(channel=CHANNEL, limit=2, cursor=cursor)
+
+    pages = [[m["text"] for m in page["messages"]] for page in (first, second, last)]
+    assert pages == [["message 4", "message 3"], ["message 2", "message 1"], ["message 0"]]
+    assert (first["has_more"], second["has_more"], last["has_more"]) == (True, True, False)
+    assert "response_metadata" not in last.data
+
+
+async def test_history_on_the_wall_clock_keeps_to_oldest_and_latest() -> None:
+    now = [1_800_000_000.0]
+    local = LocalSlack(token=TOKEN, wall_clock=lambda: now[0])
+    async with running_local_slack(slack=local) as (_, url):
+        client = AsyncWebClient(token=TOKEN, base_url=url)
+        for n in range(4):
+            await client.chat_postMessage(channel=CHANNEL, text=f"at {n}")
+            now[0] += 10
+
+        history = await client.conversations_history(
+            channel=CHANNEL, oldest="1800000005", latest="1800000025"
+        )
+
+    assert [m["text"] for m in history["messages"]] == ["at 2", "at 1"]
+
+
+async def test_history_with_a_cursor_it_never_gave_is_invalid_cursor(
+    client: AsyncWebClient,
+) -> None:
+    error = await slack_error(client.conversations_history(channel=CHANNEL, cursor="bogus"))
+    assert error.response["error"] == "invalid_cursor"
+
+
 async def test_replies_of_an_unknown_thread_are_thread_not_found(client: AsyncWebClient) -> None:
     error = await slack_error(client.conversations_replies(channel=CHANNEL, ts="1.000001"))
     assert error.response["error"] == "thread_not_found"

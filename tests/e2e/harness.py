@@ -30,6 +30,7 @@ from bot.localslack import LocalSlack, running_local_slack
 from bot.localsocket import LocalSocketMode
 from bot.settings import load_settings
 from bot.webhook import SERVICE
+from store.rows import db_time
 from store.sqlite import SqliteStore
 from tests.slack_requests import block_action_body, signed_headers, view_submission_body
 
@@ -47,6 +48,8 @@ OUTSIDER = "U0OUTSIDER"  #: holds no approver role
 FINANCE_GROUP = "S0FINANCE"
 REFUNDS_CHANNEL = "C0REFUNDS"
 CAMPAIGN_CHANNEL = "C0CAMPAIGNS"
+ESCALATION_CHANNEL = "C0ESCALATIONS"  #: the default escalation route
+LEGAL_CHANNEL = "C0LEGAL"  #: escalations on the reserved topic "legal"
 
 
 class FakeClock:
@@ -166,6 +169,18 @@ def _base_config_text(target_url: str) -> str:
         approvers = ["finance"]
         channel = "{CAMPAIGN_CHANNEL}"
         expires_after = "30m"
+
+        [escalation]
+        repeated_failure_turns = 3
+        sentiment_threshold = -0.5
+        reserved_topics = ["legal", "safety"]
+        confidence_threshold = 0.4
+        reannounce_after = "10m"
+        responders = ["finance"]
+        routes = [
+          {{ topic = "legal", channel = "{LEGAL_CHANNEL}" }},
+          {{ channel = "{ESCALATION_CHANNEL}" }},
+        ]
         """
     )
 
@@ -266,10 +281,36 @@ class Countersign:
         await eventually(self._idle)
 
     async def _idle(self) -> bool:
-        """Nothing in the outbox is due now, and no delivery is under way."""
+        """Nothing in the outboxes is due now, and no delivery is under way."""
         outbox = self.app[OUTBOX]
         # our own round finds nothing due, and no other round is claiming or delivering
-        return await outbox.run_once() == 0 and outbox.in_flight == 0
+        if await outbox.run_once() != 0 or outbox.in_flight != 0:
+            return False
+        # An entry waiting behind one another round delivered meanwhile is due but was not
+        # claimable when we looked: count what is due (leased or waiting) in the database.
+        return await self._due_entries() == 0
+
+    async def _due_entries(self) -> int:
+        """Undelivered entries due now, leased or not, except those waiting behind an entry of
+        their lane that is scheduled for a later retry."""
+        now = db_time(self.clock(), field="now")
+        total = 0
+        async with aiosqlite.connect(f"file:{self.db_path}?mode=ro", uri=True) as db:
+            for table, key in (("outbox", "proposal_id"), ("escalation_outbox", "escalation_id")):
+                query = f"""
+                    SELECT count(*) FROM {table} AS o
+                    WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
+                      AND o.next_attempt_at <= :now
+                      AND NOT EXISTS (
+                          SELECT 1 FROM {table} AS e
+                          WHERE e.{key} = o.{key} AND e.lane = o.lane AND e.id < o.id
+                            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL
+                            AND e.next_attempt_at > :now)
+                """
+                async with db.execute(query, {"now": now}) as cursor:
+                    row = await cursor.fetchone()
+                total += int(row[0]) if row is not None else 0
+        return total
 
     # --- raw HTTP and inspection -----------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from tests.e2e.harness import (
     CAMPAIGN_CHANNEL,
     REQUESTER,
     Countersign,
+    eventually,
     running_countersign,
 )
 
@@ -150,3 +151,47 @@ async def test_a_post_slack_refused_is_retried_later_and_shown_once(
     await asyncio.sleep(0.3)  # further sweeps must not post it a second time
     assert len(cs.slack.messages(CAMPAIGN_CHANNEL)) == 1
     assert cs.slack.messages(CAMPAIGN_CHANNEL)[0].ts == posted.slack_ts
+
+
+async def test_a_lost_post_in_a_busy_channel_is_found_pages_back_not_posted_again(
+    cs: Countersign,
+) -> None:
+    cs.slack.stall_after_accepting("chat.postMessage", seconds=2.5)  # the client gives up at 1 s
+    _, created = await cs.submit(CAMPAIGN)
+    await asyncio.sleep(0.2)  # Slack has taken it; the answer is held
+    for n in range(450):  # others keep the channel busy: the lost post is pages back
+        cs.slack.answer(
+            "chat.postMessage",
+            {"channel": CAMPAIGN_CHANNEL, "text": f"chatter {n}"},
+            f"Bearer {cs.slack.token}",
+        )
+
+    proposal = await cs.posted(created["id"])
+    await cs.settled()
+
+    mine = [m for m in _top_level(cs) if m.metadata is not None]
+    assert [m.ts for m in mine] == [proposal.slack_ts]
+    assert len(cs.slack.calls("conversations.history")) == 3  # 200 + 200 + 51 messages
+
+
+async def test_an_outcome_reply_that_timed_out_after_slack_took_it_is_not_posted_twice(
+    cs: Countersign,
+) -> None:
+    _, created = await cs.submit(CAMPAIGN)
+    proposal = await cs.posted(created["id"])
+    await cs.settled()
+    cs.slack.stall_after_accepting("chat.postMessage", seconds=2.5)  # the client gives up at 1 s
+
+    assert await cs.click(APPROVER, "approve", created["id"]) == 200
+    _, final = await cs.read(created["id"], wait=10)
+
+    async def delivered() -> bool:
+        return await cs.store.pending_deliveries() == 0
+
+    await eventually(delivered)  # the timed-out reply is due again only after a backoff
+    assert final["status"] == "succeeded"
+    assert proposal.slack_ts is not None
+    [reply] = cs.slack.replies(CAMPAIGN_CHANNEL, proposal.slack_ts)
+    assert reply.metadata is not None
+    assert len(cs.slack.calls("conversations.replies")) == 1  # looked before posting again
+    assert len([c for c in cs.slack.calls("chat.postMessage") if c.args.get("thread_ts")]) == 1

@@ -876,3 +876,50 @@ class StoreConformance:
         )
         assert isinstance(refused, NotApprovable)
         assert "does not need reconciliation" in refused.reason
+
+    # --- queries for a person's workspace (App Home, /countersign) ----------------------------
+
+    async def test_pending_proposals_come_soonest_expiry_first_and_only_pending(
+        self, store: Store, now: datetime
+    ) -> None:
+        late, _ = await store.create_proposal(
+            new_proposal(now, expires_at=now + timedelta(hours=3))
+        )
+        soon, _ = await store.create_proposal(
+            new_proposal(now, expires_at=now + timedelta(hours=1))
+        )
+        middle, _ = await store.create_proposal(
+            new_proposal(now, expires_at=now + timedelta(hours=2))
+        )
+        rejected, _ = await store.create_proposal(new_proposal(now))
+        await store.reject(rejected.id, actor="U9", reason="no", now=now)
+
+        assert [p.id for p in await store.pending_proposals(limit=10)] == [
+            soon.id,
+            middle.id,
+            late.id,
+        ]
+        assert [p.id for p in await store.pending_proposals(limit=2)] == [soon.id, middle.id]
+
+    async def test_decisions_by_lists_a_persons_approvals_and_rejections_latest_first(
+        self, store: Store, now: datetime
+    ) -> None:
+        approved, _ = await store.create_proposal(new_proposal(now))
+        rejected, _ = await store.create_proposal(new_proposal(now))
+        someone_elses, _ = await store.create_proposal(new_proposal(now))
+        await store.claim_for_execution(
+            approved.id,
+            actor="U1",
+            now=now,
+            binding_hash=approved.binding_hash,
+            lease_until=now + LEASE,
+        )
+        later = now + timedelta(minutes=1)
+        await store.reject(rejected.id, actor="U1", reason="no", now=later)
+        await store.reject(someone_elses.id, actor="U2", reason="no", now=later)
+
+        mine = await store.decisions_by("U1", limit=10)
+
+        assert [p.id for p in mine] == [rejected.id, approved.id]
+        assert [p.id for p in await store.decisions_by("U1", limit=1)] == [rejected.id]
+        assert await store.decisions_by("U3") == []

@@ -1,0 +1,134 @@
+"""The agent API for escalations: hand a conversation to people, then read (or long-poll) whether a
+person owns it and the agent must stop replying."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from bot.escalation_schemas import EscalationBody, EscalationOut
+from bot.escalations import EscalationService
+from bot.problems import Problem
+from bot.settings import AgentSettings
+from bot.webhook import MAX_BODY, SUBMISSIONS, _agent, _refuse_constant, _wait_seconds
+from contracts.base import FieldProblem, problems_from_validation_error
+from store.escalations import Escalation, EscalationNotFound, EscalationStatus
+
+__all__ = ["ESCALATIONS", "escalation_routes"]
+
+ESCALATIONS: web.AppKey[EscalationService] = web.AppKey("escalations", EscalationService)
+
+#: Without ``while_status``, a long-poll holds while nobody owns the conversation.
+_UNOWNED = frozenset({EscalationStatus.OPEN, EscalationStatus.HANDED_BACK})
+_POLL_SLICE = 1.0
+
+
+def escalation_routes() -> list[web.RouteDef]:
+    return [
+        web.post("/v1/escalations", submit),
+        web.get("/v1/escalations/{id}", read),
+    ]
+
+
+async def submit(request: web.Request) -> web.Response:
+    agent = _agent(request)
+    with request.app[SUBMISSIONS].slot() as admitted:
+        if not admitted:
+            raise Problem(
+                503,
+                "Busy",
+                "Countersign is at capacity; nothing was stored. Retry after the given delay.",
+                headers={"Retry-After": "1"},
+            )
+        return await _submit(request, agent)
+
+
+async def _submit(request: web.Request, agent: AgentSettings) -> web.Response:
+    raw = await request.content.read(MAX_BODY + 1)
+    if len(raw) > MAX_BODY:
+        raise Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
+    try:
+        data = json.loads(raw, parse_constant=_refuse_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        raise Problem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise Problem(400, "Malformed request", "the body must be a JSON object")
+    try:
+        body = EscalationBody.model_validate_json(raw)
+    except ValidationError as error:
+        raise Problem(
+            422,
+            "Invalid escalation",
+            "the escalation body does not match what the API expects",
+            problems=problems_from_validation_error("", error),
+        ) from None
+    key = request.headers.get("Idempotency-Key")
+    if key is not None and not (1 <= len(key) <= 200 and key.isprintable()):
+        raise Problem(
+            422,
+            "Invalid Idempotency-Key",
+            "expected 1 to 200 printable characters",
+            problems=[
+                FieldProblem(field="Idempotency-Key", message="1 to 200 printable characters")
+            ],
+        )
+    submitted = await request.app[ESCALATIONS].submit(agent, body, key)
+    headers = {"Location": f"/v1/escalations/{submitted.escalation.id}"}
+    if not submitted.created:
+        headers["Idempotent-Replayed"] = "true"
+    return _json(submitted.escalation, status=201 if submitted.created else 200, headers=headers)
+
+
+async def read(request: web.Request) -> web.Response:
+    """The escalation; ``?wait=S`` holds the answer while its status is one of ``while_status``
+    (comma-separated; default ``open,handed_back``: until a person owns it or it is resolved)."""
+    agent = _agent(request)
+    service = request.app[ESCALATIONS]
+    wait = _wait_seconds(request, service.settings.server.long_poll_max_seconds)
+    holding = _while_status(request)
+    escalation = await _own(service, agent, request.match_info["id"])
+    deadline = time.monotonic() + wait
+    while escalation.status in holding and (remaining := deadline - time.monotonic()) > 0:
+        await service.waiters.wait(escalation.id, min(remaining, _POLL_SLICE))
+        escalation = await service.store.get_escalation(escalation.id)
+    return _json(escalation)
+
+
+def _while_status(request: web.Request) -> frozenset[EscalationStatus]:
+    raw = request.query.get("while_status")
+    if raw is None:
+        return _UNOWNED
+    try:
+        return frozenset(EscalationStatus(part.strip()) for part in raw.split(","))
+    except ValueError:
+        allowed = ", ".join(s.value for s in EscalationStatus)
+        raise Problem(
+            400,
+            "Invalid while_status",
+            f"query parameter 'while_status' must list statuses from: {allowed} (got {raw!r})",
+            problems=[FieldProblem(field="while_status", message=f"statuses from: {allowed}")],
+        ) from None
+
+
+async def _own(service: EscalationService, agent: AgentSettings, escalation_id: str) -> Escalation:
+    try:
+        escalation: Escalation | None = await service.store.get_escalation(escalation_id)
+    except EscalationNotFound:
+        escalation = None
+    if escalation is None or escalation.agent != agent.name:  # another agent's: same answer
+        raise Problem(404, "Not found", f"no escalation {escalation_id!r} for agent {agent.name!r}")
+    return escalation
+
+
+def _json(
+    escalation: Escalation, *, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        status=status,
+        body=EscalationOut.of(escalation).model_dump_json().encode(),
+        content_type="application/json",
+        headers=headers,
+    )

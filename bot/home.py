@@ -1,0 +1,140 @@
+"""The App Home tab: what waits for the person who opens it, published with views.publish.
+
+It lists the pending proposals that person may decide (every click-time check applied:
+separation of duties, roles as configured now, the person's Slack profile), soonest expiry
+first, the escalations they own and their recent decisions. When something changes for someone
+(a proposal of a rule they approve, an escalation they own or owned), their tab is published
+again in the background, if they opened it since this process started (the others see a fresh
+tab whenever they open it): at most :data:`REFRESH_MAX` people per change, each once however
+many changes pile up meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any, Final
+
+from slack_bolt.app.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from bot.escalations import EscalationService
+from bot.render_home import home_view
+from bot.service import Service
+from bot.settings import is_user_group
+from bot.tasks import BackgroundTasks
+from contracts.policy import AskRule
+from store.base import Proposal
+from store.escalations import Escalation
+
+__all__ = ["REFRESH_MAX", "SUBSCRIBED_EVENTS", "HomeTab", "register_home_listener"]
+
+log = logging.getLogger(__name__)
+
+#: The events the app subscribes to (manifest.yml), each with its listener below.
+SUBSCRIBED_EVENTS: Final = ("app_home_opened",)
+#: The most people whose tabs one change republishes.
+REFRESH_MAX: Final = 25
+#: The most people whose opened tabs this process remembers (to refresh them).
+REMEMBERED_MAX: Final = 10_000
+#: Pending proposals read to find the ones a person may decide.
+PENDING_READ: Final = 100
+
+
+class HomeTab:
+    def __init__(
+        self,
+        service: Service,
+        escalations: EscalationService,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._service = service
+        self._escalations = escalations
+        self._clock = clock
+        self._dirty: set[str] = set()
+        self._opened: set[str] = set()  #: who opened their tab since this process started
+        self._tasks = BackgroundTasks()
+        self._draining = False
+        service.home_notice = self.notice
+        service.on_change = self.proposal_changed
+        escalations.on_change = self.escalation_changed
+        escalations.home_notice = self.notice
+
+    async def waiting_for(self, user: str) -> list[Proposal]:
+        """Pending proposals ``user`` may decide now, soonest expiry first."""
+        pending = await self._service.store.pending_proposals(limit=PENDING_READ)
+        return [p for p in pending if await self._service.refusal_for(p, user) is None]
+
+    async def publish(self, user: str, *, notice: str | None = None) -> None:
+        """Build and publish ``user``'s tab; a failure is logged (the tab is not state)."""
+        store = self._service.store
+        view = home_view(
+            waiting=await self.waiting_for(user),
+            owned=await self._escalations.store.owned_by(user, limit=10),
+            decisions=await store.decisions_by(user, limit=10),
+            now=self._clock(),
+            notice=notice,
+        )
+        try:
+            await self._service.publisher.client.views_publish(user_id=user, view=view)
+        except (SlackApiError, SlackClientError, OSError, TimeoutError) as error:
+            log.warning("views.publish for %s failed: %s", user, error)
+
+    async def opened(self, user: str) -> None:
+        """``user`` opened their tab: publish it, and keep it fresh from now on."""
+        if len(self._opened) < REMEMBERED_MAX:
+            self._opened.add(user)
+        await self.publish(user)
+
+    async def notice(self, user: str, text: str) -> None:
+        """The answer to a click made on the tab, shown at its top."""
+        await self.publish(user, notice=text)
+
+    def refresh(self, users: Iterable[str]) -> None:
+        """Publish these people's tabs again soon, in the background (those who opened it)."""
+        self._dirty.update(user for user in users if user in self._opened)
+        if self._dirty and not self._draining:
+            self._draining = True
+            self._tasks.spawn(self._drain(), name="home-refresh")
+
+    async def _drain(self) -> None:
+        try:
+            while self._dirty:
+                await self.publish(self._dirty.pop())
+        finally:
+            self._draining = False
+
+    def proposal_changed(self, proposal: Proposal) -> None:
+        people = {proposal.decided_by} if proposal.decided_by else set()
+        people |= self._approvers(proposal)
+        self.refresh(sorted(people & self._opened)[:REFRESH_MAX])
+
+    def escalation_changed(self, escalation: Escalation, previous_owner: str | None) -> None:
+        self.refresh(u for u in (escalation.owner, previous_owner) if u is not None)
+
+    def _approvers(self, proposal: Proposal) -> set[str]:
+        """The people named in the approver roles of the proposal's rule (user groups are not
+        expanded here: their members see the change when they next open the tab)."""
+        settings = self._service.settings
+        rule = next((r for r in settings.policy.rules if r.id == proposal.rule_id), None)
+        if not isinstance(rule, AskRule):
+            return set()
+        return {
+            member
+            for role in rule.approvers
+            for member in settings.roles.get(role, ())
+            if not is_user_group(member) and member != proposal.requested_by
+        }
+
+    async def close(self) -> None:
+        await self._tasks.drain(timeout=5)
+
+
+def register_home_listener(app: AsyncApp, home: HomeTab) -> None:
+    @app.event("app_home_opened")
+    async def on_home_opened(event: dict[str, Any]) -> None:
+        user = event.get("user")
+        if event.get("tab", "home") != "home" or not isinstance(user, str):
+            return
+        await home.opened(user)

@@ -1,0 +1,256 @@
+"""Escalating a conversation to people: the agent's context summary, its trigger, and the verdict.
+
+An agent asks for a person to take over a conversation. It reports a summary with fixed parts
+(goal, steps done, tool results, what is blocked) and a trigger with *measurable* signals
+(counts, error codes, topic labels, scores). Countersign, not the agent, decides whether the
+trigger holds, against thresholds the operators configured; a trigger that does not hold is
+refused and nothing is stored.
+
+An agent's self-reported confidence is never enough on its own: a model can be confidently
+wrong and unconfidently right. A ``low_confidence`` trigger holds only when the confidence is
+under the threshold *and* something measurable agrees (failed turns, error codes, or a search
+that found nothing).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import timedelta
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from contracts.base import ContractViolation, FieldProblem
+from contracts.frozen import Frozen
+
+__all__ = [
+    "EscalationPolicy",
+    "Route",
+    "Signals",
+    "Summary",
+    "ToolResult",
+    "Trigger",
+    "TriggerKind",
+    "TriggerVerdict",
+    "choose_route",
+    "judge_trigger",
+]
+
+Text = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+Label = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+
+
+class ToolResult(Frozen):
+    """One tool call that matters, as the agent summarises it."""
+
+    tool: Label
+    result_summary: Text
+
+
+class Summary(Frozen):
+    """The conversation as the agent reports it: every part is the agent's words."""
+
+    goal: Text  #: what the customer (or the person) wants
+    steps_done: tuple[Text, ...] = Field(default=(), max_length=20)
+    tool_results: tuple[ToolResult, ...] = Field(default=(), max_length=20)
+    blocked_on: Text  #: what the agent cannot get past
+
+
+class TriggerKind(StrEnum):
+    EXPLICIT_REQUEST = "explicit_request"  #: the customer asked for a person
+    REPEATED_FAILURE = "repeated_failure"  #: the same error, or no progress, for N turns
+    NEGATIVE_SENTIMENT = "negative_sentiment"  #: negative or worsening sentiment
+    RESERVED_TOPIC = "reserved_topic"  #: a topic only people handle (legal, safety...)
+    LOW_CONFIDENCE = "low_confidence"  #: low confidence, corroborated by something measurable
+
+
+class Signals(Frozen):
+    """What the agent measured. Each trigger kind reads the signals it needs."""
+
+    #: consecutive turns without progress
+    failed_turns: int | None = Field(default=None, ge=0, le=10_000)
+    #: the error codes of the recent turns, oldest first
+    error_codes: tuple[Label, ...] = Field(default=(), max_length=100)
+    #: sentiment scores from -1 (very negative) to 1 (very positive), oldest first
+    sentiment_scores: tuple[Annotated[float, Field(ge=-1, le=1)], ...] = Field(
+        default=(), max_length=100
+    )
+    #: topic labels of the conversation
+    topic_labels: tuple[Label, ...] = Field(default=(), max_length=20)
+    #: the agent's own confidence, from 0 to 1 (never sufficient alone)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    #: how many documents the agent's search found (0 corroborates low confidence)
+    retrieval_hits: int | None = Field(default=None, ge=0)
+    #: the customer's words asking for a person (explicit_request), quoted as theirs
+    customer_quote: Text | None = None
+
+
+class Trigger(Frozen):
+    kind: TriggerKind
+    signals: Signals = Signals()
+
+
+class EscalationPolicy(Frozen):
+    """The thresholds operators configure (``[escalation]`` in countersign.toml)."""
+
+    #: repeated_failure holds from this many failed turns (or the same error this often)
+    repeated_failure_turns: int = Field(default=3, ge=1)
+    #: negative_sentiment holds when the latest score is at or below this
+    sentiment_threshold: float = Field(default=-0.5, ge=-1, le=1)
+    #: topics only people handle; compared case-insensitively with the topic labels
+    reserved_topics: tuple[str, ...] = ()
+    #: low_confidence needs a confidence below this (and a corroborating signal)
+    confidence_threshold: float = Field(default=0.5, ge=0, le=1)
+    #: unclaimed escalations are announced again after this long
+    reannounce_after: timedelta = timedelta(minutes=15)
+    #: roles whose members may take, hand back and resolve escalations; empty: anyone
+    responders: tuple[str, ...] = ()
+    routes: tuple[Route, ...] = ()
+
+
+class Route(Frozen):
+    """Where escalations go: by topic, by team, or (neither given) everything else."""
+
+    channel: str
+    topic: str | None = None
+    team: str | None = None
+
+
+class TriggerVerdict(Frozen):
+    """Why the server agreed that a person must take over: shown in Slack as Countersign's words."""
+
+    kind: TriggerKind
+    note: str  #: the measured signal and the threshold it crossed
+    topic: str | None = None  #: the reserved topic that matched, for routing
+
+
+def judge_trigger(trigger: Trigger, policy: EscalationPolicy) -> TriggerVerdict:
+    """The verdict when the signals cross the configured thresholds; ContractViolation naming the
+    field and the threshold otherwise."""
+    signals = trigger.signals
+    kind = trigger.kind
+    where = "trigger.signals"
+    if kind is TriggerKind.EXPLICIT_REQUEST:
+        if signals.customer_quote is None:
+            raise _refused(
+                f"{where}.customer_quote",
+                "explicit_request needs the customer's words asking for a person",
+            )
+        return TriggerVerdict(kind=kind, note="the customer asked for a person")
+    if kind is TriggerKind.REPEATED_FAILURE:
+        return _repeated_failure(signals, policy, where)
+    if kind is TriggerKind.NEGATIVE_SENTIMENT:
+        return _negative_sentiment(signals, policy, where)
+    if kind is TriggerKind.RESERVED_TOPIC:
+        reserved = {topic.casefold(): topic for topic in policy.reserved_topics}
+        matched = [
+            reserved[label.casefold()]
+            for label in signals.topic_labels
+            if label.casefold() in reserved
+        ]
+        if not matched:
+            raise _refused(
+                f"{where}.topic_labels",
+                f"none of {list(signals.topic_labels)!r} is a reserved topic (configured: "
+                f"{sorted(policy.reserved_topics)!r})",
+            )
+        return TriggerVerdict(
+            kind=kind, note=f"topic {matched[0]!r} is reserved for people", topic=matched[0]
+        )
+    return _low_confidence(signals, policy, where)
+
+
+def _repeated_failure(signals: Signals, policy: EscalationPolicy, where: str) -> TriggerVerdict:
+    need = policy.repeated_failure_turns
+    kind = TriggerKind.REPEATED_FAILURE
+    if signals.failed_turns is not None and signals.failed_turns >= need:
+        return TriggerVerdict(
+            kind=kind, note=f"{signals.failed_turns} turns without progress (threshold {need})"
+        )
+    if signals.error_codes:
+        code, times = Counter(signals.error_codes).most_common(1)[0]
+        if times >= need:
+            return TriggerVerdict(
+                kind=kind, note=f"error {code!r} {times} times (threshold {need})"
+            )
+    raise _refused(
+        f"{where}.failed_turns",
+        f"repeated_failure needs at least {need} failed turns, or one error code at least "
+        f"{need} times in error_codes (got failed_turns {signals.failed_turns!r}, "
+        f"error_codes {list(signals.error_codes)!r}; threshold repeated_failure_turns = {need})",
+    )
+
+
+def _negative_sentiment(signals: Signals, policy: EscalationPolicy, where: str) -> TriggerVerdict:
+    scores = signals.sentiment_scores
+    threshold = policy.sentiment_threshold
+    kind = TriggerKind.NEGATIVE_SENTIMENT
+    if scores and scores[-1] <= threshold:
+        return TriggerVerdict(kind=kind, note=f"sentiment {scores[-1]:g} (threshold {threshold:g})")
+    last3 = scores[-3:]
+    if len(last3) == 3 and last3[0] > last3[1] > last3[2] and last3[2] < 0:
+        shown = ", ".join(f"{s:g}" for s in last3)
+        return TriggerVerdict(kind=kind, note=f"sentiment worsening: {shown}")
+    raise _refused(
+        f"{where}.sentiment_scores",
+        f"negative_sentiment needs a latest score at or below {threshold:g}, or three scores "
+        f"falling below 0 (got {list(scores)!r}; threshold sentiment_threshold = {threshold:g})",
+    )
+
+
+def _low_confidence(signals: Signals, policy: EscalationPolicy, where: str) -> TriggerVerdict:
+    threshold = policy.confidence_threshold
+    if signals.confidence is None or signals.confidence >= threshold:
+        raise _refused(
+            f"{where}.confidence",
+            f"low_confidence needs a confidence below {threshold:g} (got "
+            f"{signals.confidence!r}; threshold confidence_threshold = {threshold:g})",
+        )
+    corroboration = _corroboration(signals)
+    if corroboration is None:
+        raise _refused(
+            f"{where}.confidence",
+            "the agent's own confidence alone never suffices: add a measurable signal that "
+            "agrees (failed_turns of 1 or more, error_codes, or retrieval_hits = 0)",
+        )
+    return TriggerVerdict(
+        kind=TriggerKind.LOW_CONFIDENCE,
+        note=f"confidence {signals.confidence:g} (threshold {threshold:g}) and {corroboration}",
+    )
+
+
+def _corroboration(signals: Signals) -> str | None:
+    if signals.failed_turns:
+        return f"{signals.failed_turns} failed turn(s)"
+    if signals.error_codes:
+        return f"error {signals.error_codes[-1]!r}"
+    if signals.retrieval_hits == 0:
+        return "a search that found nothing"
+    return None
+
+
+def choose_route(
+    routes: Sequence[Route], *, topic: str | None, labels: Sequence[str], team: str | None
+) -> Route | None:
+    """The first route whose topic is the matched reserved topic (or one of the labels), or whose
+    team is ``team``, or that names neither (the default); None when no route fits."""
+    topics = {label.casefold() for label in labels}
+    if topic is not None:
+        topics.add(topic.casefold())
+    for route in routes:
+        if route.topic is not None and route.topic.casefold() in topics:
+            return route
+        if route.team is not None and team is not None and route.team == team:
+            return route
+        if route.topic is None and route.team is None:
+            return route
+    return None
+
+
+def _refused(field: str, message: str) -> ContractViolation:
+    return ContractViolation([FieldProblem(field=field, message=message)])
+
+
+EscalationPolicy.model_rebuild()

@@ -1,0 +1,244 @@
+"""Escalations: a conversation an agent hands to people, its lifecycle and the store protocol.
+
+The lifecycle, like the proposals' (store/lifecycle.py), is one status column with one table of
+transitions, enforced by the database too:
+
+* ``open``: posted in the route's channel, nobody has taken it; the agent may keep talking.
+* ``taken``: one person owns the conversation; the agent must stop replying (handed off).
+* ``handed_back``: the owner gave it back to the agent with a note; the agent resumes. People
+  may still take it again, or resolve it.
+* ``resolved``: closed, by a person. Final.
+
+``open -> resolved`` is allowed (someone closes a duplicate without taking it), and taking is
+allowed from ``handed_back`` (the agent got stuck again). Only the owner hands back; only the
+owner resolves a taken escalation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Final, Protocol
+
+from contracts.escalation import Summary, Trigger, TriggerVerdict
+from contracts.frozen import Frozen
+from store.base import AuditEntry, StoreError
+from store.lifecycle import Effect
+
+__all__ = [
+    "ESCALATION_EFFECTS",
+    "ESCALATION_TRANSITIONS",
+    "FINAL_ESCALATION",
+    "Escalation",
+    "EscalationConflict",
+    "EscalationDelivery",
+    "EscalationNotFound",
+    "EscalationResult",
+    "EscalationStatus",
+    "EscalationStore",
+    "Moved",
+    "NewEscalation",
+    "Refused",
+    "escalation_effects_of",
+    "refusal_of",
+]
+
+
+class EscalationStatus(StrEnum):
+    OPEN = "open"  #: waiting for a person to take it
+    TAKEN = "taken"  #: one person owns it; the agent must stop replying
+    HANDED_BACK = "handed_back"  #: returned to the agent, with a note
+    RESOLVED = "resolved"  #: closed by a person
+
+
+ESCALATION_TRANSITIONS: Final[dict[EscalationStatus, frozenset[EscalationStatus]]] = {
+    EscalationStatus.OPEN: frozenset({EscalationStatus.TAKEN, EscalationStatus.RESOLVED}),
+    EscalationStatus.TAKEN: frozenset({EscalationStatus.HANDED_BACK, EscalationStatus.RESOLVED}),
+    EscalationStatus.HANDED_BACK: frozenset({EscalationStatus.TAKEN, EscalationStatus.RESOLVED}),
+    EscalationStatus.RESOLVED: frozenset(),
+}
+
+FINAL_ESCALATION: Final = frozenset(
+    status for status, nexts in ESCALATION_TRANSITIONS.items() if not nexts
+)
+
+_CHANGED = (Effect.SLACK_UPDATE, Effect.SLACK_REPLY, Effect.CALLBACK)
+
+#: The outbox entries written with each status entered (a re-announcement writes a reply while
+#: the escalation stays open).
+ESCALATION_EFFECTS: Final[dict[EscalationStatus, tuple[Effect, ...]]] = {
+    EscalationStatus.OPEN: (Effect.SLACK_POST,),
+    EscalationStatus.TAKEN: _CHANGED,
+    EscalationStatus.HANDED_BACK: _CHANGED,
+    EscalationStatus.RESOLVED: _CHANGED,
+}
+
+
+class NewEscalation(Frozen):
+    """An escalation as the submission path hands it to the store (always created open)."""
+
+    id: str  #: "esc_" + 128 random bits: the only thing Slack buttons carry
+    agent: str  #: from the agent's token
+    submission_key: str
+    submission_fingerprint: str
+    conversation_id: str
+    requested_by: str | None = None  #: the accountable human's Slack id
+    customer_ref: str | None = None  #: or the customer's reference
+    team: str | None = None
+    summary: Summary
+    trigger: Trigger
+    verdict: TriggerVerdict  #: the server's reading of the trigger
+    channel: str  #: where the route sends it
+    callback_url: str | None = None
+    created_at: datetime
+
+
+class Escalation(NewEscalation):
+    status: EscalationStatus
+    owner: str | None = None  #: who took it (while taken)
+    note: str | None = None  #: the last hand-back or resolution note
+    resolved_by: str | None = None
+    resolved_at: datetime | None = None
+    announced_at: datetime  #: last (re-)announcement: creation, then each re-announcement
+    reannouncements: int = 0
+    slack_channel: str | None = None
+    slack_ts: str | None = None
+    updated_at: datetime
+
+    @property
+    def handed_off(self) -> bool:
+        """A person owns the conversation: the agent must stop replying."""
+        return self.status is EscalationStatus.TAKEN
+
+
+class EscalationDelivery(Frozen):
+    """One escalation outbox entry handed to a worker (the proposals' Delivery, for escalations)."""
+
+    id: int
+    escalation_id: str
+    effect: Effect
+    status: EscalationStatus  #: the status when it was written
+    reannounce: bool = False  #: a re-announcement reply, not a status change
+    attempts: int
+    created_at: datetime
+
+
+def escalation_effects_of(escalation: Escalation) -> list[Effect]:
+    """The effects of ``escalation`` having just entered its status (callbacks only with a URL)."""
+    return [
+        effect
+        for effect in ESCALATION_EFFECTS[escalation.status]
+        if effect is not Effect.CALLBACK or escalation.callback_url is not None
+    ]
+
+
+def refusal_of(current: Escalation, actor: str, verb: str) -> str:
+    """Why ``actor`` could not ``verb`` the escalation as it is now (the same in every backend)."""
+    if current.status is EscalationStatus.RESOLVED:
+        return f"it was already resolved by {current.resolved_by}"
+    if current.status is EscalationStatus.TAKEN:
+        if current.owner == actor:
+            return "you have already taken it" if verb == "take" else "it changed meanwhile"
+        if verb == "take":
+            return f"{current.owner} has already taken it"
+        return f"{current.owner} has taken it; only they can {verb} it now"
+    if verb == "hand back":
+        return "only the person who took it can hand it back, and nobody has it now"
+    return f"it changed meanwhile (it is {current.status.value}); try again"
+
+
+# --- answers of the transition verbs ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """You made the transition."""
+
+    escalation: Escalation
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Nothing changed; ``reason`` says why (who owns it, or that it is resolved)."""
+
+    escalation: Escalation
+    reason: str
+
+
+EscalationResult = Moved | Refused
+
+
+class EscalationNotFound(StoreError):
+    """No escalation has that id."""
+
+
+class EscalationConflict(StoreError):
+    """That idempotency key was already used by this agent for a different escalation."""
+
+    def __init__(self, existing: Escalation) -> None:
+        super().__init__()
+        self.existing = existing
+
+
+class EscalationStore(Protocol):
+    async def create_escalation(self, new: NewEscalation) -> tuple[Escalation, bool]:
+        """Store it open, with its audit entry and its Slack post. Returns (escalation, created).
+
+        The same ``submission_key`` and fingerprint return the stored one (created False); the
+        same key with another fingerprint raises EscalationConflict.
+        """
+        ...
+
+    async def get_escalation(self, escalation_id: str) -> Escalation:
+        """Raises EscalationNotFound."""
+        ...
+
+    async def find_escalation(self, agent: str, submission_key: str) -> Escalation | None: ...
+
+    async def attach_escalation_message(
+        self, escalation_id: str, channel: str, ts: str, *, now: datetime
+    ) -> Escalation: ...
+
+    async def take(self, escalation_id: str, *, actor: str, now: datetime) -> EscalationResult:
+        """open or handed_back -> taken, owned by ``actor``; one owner however many click."""
+        ...
+
+    async def hand_back(
+        self, escalation_id: str, *, actor: str, note: str, now: datetime
+    ) -> EscalationResult:
+        """taken (by ``actor``) -> handed_back, with the note for the agent."""
+        ...
+
+    async def resolve(
+        self, escalation_id: str, *, actor: str, note: str | None, now: datetime
+    ) -> EscalationResult:
+        """open, handed_back, or taken by ``actor`` -> resolved."""
+        ...
+
+    async def reannounce_due(
+        self, *, now: datetime, after: timedelta, limit: int = 100
+    ) -> list[Escalation]:
+        """Open escalations last announced ``after`` ago or longer: announce them again (a
+        thread reply through the outbox), once per period however many sweeps run."""
+        ...
+
+    async def owned_by(self, user: str, *, limit: int = 20) -> list[Escalation]:
+        """Escalations ``user`` has taken, oldest first."""
+        ...
+
+    async def escalation_log(self, escalation_id: str) -> list[AuditEntry]: ...
+
+    # --- its outbox (the same verbs as the proposals' outbox) --------------------------------
+
+    async def claim_deliveries(
+        self, *, now: datetime, limit: int, lease: timedelta
+    ) -> list[EscalationDelivery]: ...
+
+    async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None: ...
+
+    async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None: ...
+
+    async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None: ...
+
+    async def pending_deliveries(self) -> int: ...
