@@ -3,18 +3,17 @@ person owns it and the agent must stop replying."""
 
 from __future__ import annotations
 
-import json
 import time
 
 from aiohttp import web
-from pydantic import ValidationError
 
+from bot.agent_requests import busy, idempotency_key, read_body
 from bot.escalation_schemas import EscalationBody, EscalationOut
 from bot.escalations import EscalationService
 from bot.problems import Problem
 from bot.settings import AgentSettings
-from bot.webhook import MAX_BODY, SUBMISSIONS, _agent, _refuse_constant, _wait_seconds
-from contracts.base import FieldProblem, problems_from_validation_error
+from bot.webhook import SUBMISSIONS, _agent, _wait_seconds
+from contracts.base import FieldProblem
 from store.escalations import Escalation, EscalationNotFound, EscalationStatus
 
 __all__ = ["ESCALATIONS", "escalation_routes"]
@@ -37,44 +36,13 @@ async def submit(request: web.Request) -> web.Response:
     agent = _agent(request)
     with request.app[SUBMISSIONS].slot() as admitted:
         if not admitted:
-            raise Problem(
-                503,
-                "Busy",
-                "Countersign is at capacity; nothing was stored. Retry after the given delay.",
-                headers={"Retry-After": "1"},
-            )
+            raise busy()
         return await _submit(request, agent)
 
 
 async def _submit(request: web.Request, agent: AgentSettings) -> web.Response:
-    raw = await request.content.read(MAX_BODY + 1)
-    if len(raw) > MAX_BODY:
-        raise Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
-    try:
-        data = json.loads(raw, parse_constant=_refuse_constant)
-    except (ValueError, UnicodeDecodeError, RecursionError) as error:
-        raise Problem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
-    if not isinstance(data, dict):
-        raise Problem(400, "Malformed request", "the body must be a JSON object")
-    try:
-        body = EscalationBody.model_validate_json(raw)
-    except ValidationError as error:
-        raise Problem(
-            422,
-            "Invalid escalation",
-            "the escalation body does not match what the API expects",
-            problems=problems_from_validation_error("", error),
-        ) from None
-    key = request.headers.get("Idempotency-Key")
-    if key is not None and not (1 <= len(key) <= 200 and key.isprintable()):
-        raise Problem(
-            422,
-            "Invalid Idempotency-Key",
-            "expected 1 to 200 printable characters",
-            problems=[
-                FieldProblem(field="Idempotency-Key", message="1 to 200 printable characters")
-            ],
-        )
+    body = await read_body(request, EscalationBody, noun="escalation")
+    key = idempotency_key(request)
     submitted = await request.app[ESCALATIONS].submit(agent, body, key)
     headers = {"Location": f"/v1/escalations/{submitted.escalation.id}"}
     if not submitted.created:

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import hmac
-import json
 import time
 
 from aiohttp import web
-from pydantic import ValidationError
 
 from bot.admission import Admission
+from bot.agent_requests import MAX_BODY, busy, idempotency_key, read_body
 from bot.openapi import openapi_document
 from bot.problems import Problem
 from bot.schemas import ProposalOut, SubmitBody
 from bot.service import Service
 from bot.settings import AgentSettings
-from contracts.base import FieldProblem, problems_from_validation_error
+from contracts.base import FieldProblem
 from store.base import Proposal, ProposalNotFound
 from store.lifecycle import Status
 
@@ -25,7 +24,6 @@ SERVICE: web.AppKey[Service] = web.AppKey("service", Service)
 #: bounds the submissions handled at once (bot/admission.py)
 SUBMISSIONS: web.AppKey[Admission] = web.AppKey("submissions", Admission)
 
-MAX_BODY = 256 * 1024
 _UNSETTLED = {Status.PENDING, Status.EXECUTING}
 #: The longest a long-poll waits for a wake-up before it reads the store again.
 _POLL_SLICE = 1.0
@@ -61,55 +59,13 @@ async def submit(request: web.Request) -> web.Response:
     agent = _agent(request)
     with request.app[SUBMISSIONS].slot() as admitted:
         if not admitted:
-            raise Problem(
-                503,
-                "Busy",
-                "Countersign is at capacity; nothing was stored. Retry after the given delay.",
-                headers={"Retry-After": "1"},
-            )
+            raise busy()
         return await _submit(request, agent)
 
 
 async def _submit(request: web.Request, agent: AgentSettings) -> web.Response:
-    if request.content_length is not None and request.content_length > MAX_BODY:
-        raise Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
-    raw = await request.content.read(MAX_BODY + 1)
-    if len(raw) > MAX_BODY:
-        raise Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
-    try:
-        data = json.loads(raw, parse_constant=_refuse_constant)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise Problem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
-    except RecursionError:
-        raise Problem(400, "Malformed JSON", "the body is nested too deeply") from None
-    if not isinstance(data, dict):
-        raise Problem(400, "Malformed request", "the body must be a JSON object")
-    try:
-        body = SubmitBody.model_validate_json(raw)
-    except ValidationError as error:
-        unparsed = [
-            e["msg"] for e in error.errors(include_url=False) if e["type"] == "json_invalid"
-        ]
-        if unparsed:  # JSON Python reads but the validator refuses (lone surrogates, depth)
-            raise Problem(
-                400, "Malformed JSON", f"the body could not be parsed: {unparsed[0]}"
-            ) from None
-        raise Problem(
-            422,
-            "Invalid proposal",
-            "the proposal body does not match what the API expects",
-            problems=problems_from_validation_error("", error),
-        ) from None
-    key = request.headers.get("Idempotency-Key")
-    if key is not None and not (1 <= len(key) <= 200 and key.isprintable()):
-        raise Problem(
-            422,
-            "Invalid Idempotency-Key",
-            "expected 1 to 200 printable characters",
-            problems=[
-                FieldProblem(field="Idempotency-Key", message="1 to 200 printable characters")
-            ],
-        )
+    body = await read_body(request, SubmitBody, noun="proposal")
+    key = idempotency_key(request)
     submitted = await request.app[SERVICE].submit(agent, body, key)
     status = 201 if submitted.created else 200
     headers = {"Location": f"/v1/proposals/{submitted.proposal.id}"}
@@ -155,10 +111,6 @@ async def _own(service: Service, agent: AgentSettings, proposal_id: str) -> Prop
     if proposal is None or proposal.agent != agent.name:  # another agent's: same answer
         raise Problem(404, "Not found", f"no proposal {proposal_id!r} for agent {agent.name!r}")
     return proposal
-
-
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON number; send a finite number or a string")
 
 
 def _wait_seconds(request: web.Request, ceiling: float) -> float:
