@@ -14,10 +14,10 @@ from bot.publish import DeliveryFailed
 from bot.schemas import ProposalOut
 from bot.settings import AgentSettings
 from contracts.base import HttpClient, HttpTransportError
-from contracts.signing import sign
+from contracts.signing import signed_headers
 from store.base import Delivery, Store
 
-__all__ = ["CallbackSender"]
+__all__ = ["CallbackSender", "post_signed"]
 
 log = logging.getLogger(__name__)
 
@@ -46,23 +46,18 @@ class CallbackSender:
         if agent is None:
             raise DeliveryFailed(f"agent {proposal.agent!r} is no longer configured", lasting=True)
         body = ProposalOut.of(proposal).model_dump_json().encode()
-        timestamp = str(int(self._clock().timestamp()))
-        headers = {
-            "Content-Type": "application/json",
-            "X-Countersign-Timestamp": timestamp,
-            "X-Countersign-Signature": sign(agent.callback_secret, timestamp, body),
-            "X-Countersign-Proposal": proposal.id,
-            "X-Countersign-Delivery": str(delivery.id),
-        }
-        try:
-            response = await self._http.post(
-                proposal.callback_url, body=body, headers=headers, timeout=self._timeout
-            )
-        except HttpTransportError as error:
-            raise DeliveryFailed(f"callback: {error}") from error
-        if not 200 <= response.status < 300:
-            refused = 400 <= response.status < 500 and response.status not in (408, 429)
-            raise DeliveryFailed(f"callback: HTTP {response.status}", lasting=refused)
+        await post_signed(
+            self._http,
+            proposal.callback_url,
+            body,
+            secret=agent.callback_secret,
+            now=self._clock(),
+            timeout=self._timeout,
+            headers={
+                "X-Countersign-Proposal": proposal.id,
+                "X-Countersign-Delivery": str(delivery.id),
+            },
+        )
         await self._store.record_event(
             proposal.id,
             actor="countersign",
@@ -74,3 +69,28 @@ class CallbackSender:
             },
             now=self._clock(),
         )
+
+
+async def post_signed(
+    http: HttpClient,
+    url: str,
+    body: bytes,
+    *,
+    secret: str,
+    now: datetime,
+    timeout: float,
+    headers: Mapping[str, str],
+) -> None:
+    """POST ``body`` to an agent, signed with ``secret``; DeliveryFailed unless it answers 2xx.
+
+    A 4xx other than 408/429 is lasting: the agent's endpoint refuses it and retrying soon will
+    not change that.
+    """
+    sent = {"Content-Type": "application/json", **signed_headers(secret, body, now=now), **headers}
+    try:
+        response = await http.post(url, body=body, headers=sent, timeout=timeout)
+    except HttpTransportError as error:
+        raise DeliveryFailed(f"callback: {error}") from error
+    if not 200 <= response.status < 300:
+        refused = 400 <= response.status < 500 and response.status not in (408, 429)
+        raise DeliveryFailed(f"callback: HTTP {response.status}", lasting=refused)

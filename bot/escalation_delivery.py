@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from bot import render_escalation as render
+from bot.callbacks import post_signed
 from bot.escalation_schemas import EscalationOut
 from bot.publish import DeliveryFailed, SlackPublisher
 from bot.settings import AgentSettings
-from contracts.base import HttpClient, HttpTransportError
-from contracts.signing import sign
+from contracts.base import HttpClient
 from store.base import Store
 from store.escalations import Escalation, EscalationDelivery, EscalationStatus, EscalationStore
 from store.lifecycle import Effect
@@ -150,23 +150,18 @@ class EscalationDeliverer:
                 f"agent {escalation.agent!r} is no longer configured", lasting=True
             )
         body = EscalationOut.of(escalation).model_dump_json().encode()
-        timestamp = str(int(self._clock().timestamp()))
-        headers = {
-            "Content-Type": "application/json",
-            "X-Countersign-Timestamp": timestamp,
-            "X-Countersign-Signature": sign(agent.callback_secret, timestamp, body),
-            "X-Countersign-Escalation": escalation.id,
-            "X-Countersign-Delivery": f"escalation-{delivery.id}",
-        }
-        try:
-            response = await self._http.post(
-                escalation.callback_url, body=body, headers=headers, timeout=self._timeout
-            )
-        except HttpTransportError as error:
-            raise DeliveryFailed(f"callback: {error}") from error
-        if not 200 <= response.status < 300:
-            refused = 400 <= response.status < 500 and response.status not in (408, 429)
-            raise DeliveryFailed(f"callback: HTTP {response.status}", lasting=refused)
+        await post_signed(
+            self._http,
+            escalation.callback_url,
+            body,
+            secret=agent.callback_secret,
+            now=self._clock(),
+            timeout=self._timeout,
+            headers={
+                "X-Countersign-Escalation": escalation.id,
+                "X-Countersign-Delivery": f"escalation-{delivery.id}",
+            },
+        )
         await self._audit.record_event(
             escalation.id,
             actor="countersign",
