@@ -328,6 +328,7 @@ def _status_word(proposal: Proposal) -> str:
         Status.NEEDS_RECONCILIATION: "Outcome unknown",
         Status.REVISION_REQUIRED: "Revision required",
         Status.FAILED: "Failed",
+        Status.SUPERSEDED: "Superseded by an edit",
     }[proposal.status]
 
 
@@ -353,6 +354,12 @@ def _state_line(proposal: Proposal) -> str:
         return f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed."
     if status is Status.DENIED:
         return f":no_entry: *Denied by the policy*: {escape(proposal.policy_note)}"
+    if status is Status.SUPERSEDED:
+        edit = f" `{proposal.superseded_by}`" if proposal.superseded_by else ""
+        return (
+            f":pencil2: *Superseded* by an edit{edit} of {_mention(proposal.decided_by)}. "
+            "This version will not be executed."
+        )
     if status is Status.EXECUTING:
         return f"{_approval(proposal)}. :gear: Executing…"
     summary = _outcome_summary(proposal.outcome) if proposal.outcome else f"Status: {status.value}"

@@ -41,12 +41,20 @@ __all__ = [
     "Preview",
     "PreviewField",
     "Resolved",
+    "RISK_CLASSES",
     "RevisionNeeded",
+    "Risk",
     "problems_from_validation_error",
 ]
 
 #: The types the policy table can put conditions on.
 ArgType = Literal["integer", "number", "string", "boolean"]
+
+#: What an operation can do, riskiest last: ``read`` may run unattended; ``reversible`` writes
+#: may run automatically within limits; ``irreversible`` effects (money, messages to outsiders,
+#: deletions) are asked for or denied, never run by a policy rule alone.
+Risk = Literal["read", "reversible", "irreversible"]
+RISK_CLASSES: tuple[Risk, ...] = ("read", "reversible", "irreversible")
 
 #: Sent to the executor; identical on every attempt for the same proposal.
 IdempotencyKey = NewType("IdempotencyKey", str)
@@ -142,6 +150,8 @@ class Operation(ABC, Generic[ReqT, ArgsT]):
 
     name: str
     description: str
+    #: the operation's risk class; unknown effects count as irreversible
+    risk: Risk = "irreversible"
 
     @abstractmethod
     def parse_request(self, data: JsonValue) -> ReqT:

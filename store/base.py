@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
 
-from contracts.base import Preview
+from contracts.base import Preview, Risk
 from contracts.frozen import Frozen
 from contracts.outcomes import Outcome
 from store.lifecycle import Effect, Status
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AlreadyDecided",
+    "Approval",
     "AuditEntry",
     "AuditReport",
     "Delivery",
@@ -70,6 +71,19 @@ class NewProposal(Frozen):
     #: while executing: the time by which the executor must record an outcome (policy auto
     #: creates proposals executing, so they carry one from the start)
     lease_until: datetime | None = None
+    risk: Risk = "irreversible"  #: the operation's risk class when it was frozen
+    quorum: int = Field(default=1, ge=1, le=20)  #: distinct approvals needed before it runs
+    #: an edit: the proposal this one replaces, and the person who edited it (never an approver)
+    supersedes: str | None = None
+    edited_by: str | None = None
+
+
+class Approval(Frozen):
+    """One person's approval towards a quorum, bound to the contract they saw."""
+
+    approver: str
+    binding_hash: str
+    approved_at: datetime
 
 
 class Proposal(NewProposal):
@@ -82,6 +96,12 @@ class Proposal(NewProposal):
     decision_note: str | None = None  #: the rejection reason
     outcome: Outcome | None = None
     updated_at: datetime
+    superseded_by: str | None = None  #: the edit that replaced it
+    reminded_at: datetime | None = None  #: when the reminder before expiry was posted
+    extended_by: str | None = None  #: who extended the expiry (once at most)
+    extended_at: datetime | None = None
+    #: approvals towards the quorum so far, oldest first (only those bound to binding_hash count)
+    approvals: tuple[Approval, ...] = ()
 
 
 class Delivery(Frozen):

@@ -32,13 +32,16 @@ class Status(StrEnum):
     NEEDS_RECONCILIATION = "needs_reconciliation"  #: the effect may or may not have happened
     REVISION_REQUIRED = "revision_required"  #: state changed since the preview; nothing executed
     FAILED = "failed"  #: terminal failure; the effect did not happen
+    SUPERSEDED = "superseded"  #: an approver edited it; the edit is a new proposal
 
 
 #: Statuses a proposal may be created in (policy: ask, deny, auto).
 INITIAL: Final = frozenset({Status.PENDING, Status.DENIED, Status.EXECUTING})
 
 TRANSITIONS: Final[dict[Status, frozenset[Status]]] = {
-    Status.PENDING: frozenset({Status.EXECUTING, Status.REJECTED, Status.EXPIRED}),
+    Status.PENDING: frozenset(
+        {Status.EXECUTING, Status.REJECTED, Status.EXPIRED, Status.SUPERSEDED}
+    ),
     Status.EXECUTING: frozenset(
         {
             Status.SUCCEEDED,
@@ -55,6 +58,7 @@ TRANSITIONS: Final[dict[Status, frozenset[Status]]] = {
     Status.NEEDS_RECONCILIATION: frozenset({Status.SUCCEEDED, Status.FAILED, Status.EXECUTING}),
     Status.REVISION_REQUIRED: frozenset(),
     Status.FAILED: frozenset(),
+    Status.SUPERSEDED: frozenset(),
 }
 
 FINAL: Final = frozenset(status for status, nexts in TRANSITIONS.items() if not nexts)
@@ -88,6 +92,7 @@ EFFECTS: Final[dict[Status, tuple[Effect, ...]]] = {
     Status.NEEDS_RECONCILIATION: _ANNOUNCED,
     Status.REVISION_REQUIRED: _ANNOUNCED,
     Status.FAILED: _ANNOUNCED,
+    Status.SUPERSEDED: _ANNOUNCED,
 }
 
 #: The status an outcome ``kind`` moves an executing proposal to.

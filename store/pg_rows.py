@@ -66,6 +66,10 @@ def new_proposal_args(new: NewProposal) -> tuple[Any, ...]:
         _optional_aware(new.expires_at, field="expires_at"),
         created_at,  # updated_at
         _optional_aware(new.lease_until, field="lease_until"),
+        new.risk,
+        new.quorum,
+        new.supersedes,
+        new.edited_by,
     )
 
 
@@ -105,6 +109,14 @@ def proposal_from_record(row: asyncpg.Record) -> Proposal:
         outcome=None if outcome is None else OUTCOMES.validate_json(outcome),
         updated_at=row["updated_at"].astimezone(UTC),
         lease_until=_utc(row["lease_until"]),
+        risk=row["risk"],
+        quorum=row["quorum"],
+        supersedes=row["supersedes"],
+        edited_by=row["edited_by"],
+        superseded_by=row["superseded_by"],
+        reminded_at=_utc(row["reminded_at"]),
+        extended_by=row["extended_by"],
+        extended_at=_utc(row["extended_at"]),
     )
 
 

@@ -84,6 +84,10 @@ def new_proposal_params(new: NewProposal) -> dict[str, Any]:
         "lease_until": None
         if new.lease_until is None
         else db_time(new.lease_until, field="lease_until"),
+        "risk": new.risk,
+        "quorum": new.quorum,
+        "supersedes": new.supersedes,
+        "edited_by": new.edited_by,
     }
 
 
@@ -119,6 +123,14 @@ def proposal_from_row(row: sqlite3.Row) -> Proposal:
         outcome=None if outcome is None else OUTCOMES.validate_json(outcome),
         updated_at=from_db_time(row["updated_at"]),
         lease_until=_optional_time(row["lease_until"]),
+        risk=row["risk"],
+        quorum=row["quorum"],
+        supersedes=row["supersedes"],
+        edited_by=row["edited_by"],
+        superseded_by=row["superseded_by"],
+        reminded_at=_optional_time(row["reminded_at"]),
+        extended_by=row["extended_by"],
+        extended_at=_optional_time(row["extended_at"]),
     )
 
 

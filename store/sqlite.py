@@ -68,6 +68,10 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 ) STRICT
 """
 
+#: A migration that rebuilds a table says so with this line; the runner then turns foreign keys
+#: off around it (SQLite ignores the pragma inside a transaction) and checks them before COMMIT.
+FOREIGN_KEYS_OFF = "-- countersign-migrate: foreign_keys=off"
+
 #: The versions already applied.
 SELECT_APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
 
@@ -76,12 +80,13 @@ INSERT_PROPOSAL = """
 INSERT INTO proposals (
     id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
     arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
-    approver_roles, channel, status, created_at, expires_at, updated_at, lease_until
+    approver_roles, channel, status, created_at, expires_at, updated_at, lease_until, risk,
+    quorum, supersedes, edited_by
 ) VALUES (
     :id, :agent, :submission_key, :submission_fingerprint, :requested_by, :run_id, :operation,
     :request, :arguments, :preview, :binding_hash, :agent_reason, :callback_url, :rule_id,
     :decision, :policy_note, :approver_roles, :channel, :status, :created_at, :expires_at,
-    :updated_at, :lease_until
+    :updated_at, :lease_until, :risk, :quorum, :supersedes, :edited_by
 )
 ON CONFLICT (agent, submission_key) DO NOTHING
 RETURNING *
@@ -243,6 +248,9 @@ _POLICY_EVENT = {Status.EXECUTING: "auto_approved", Status.DENIED: "denied"}
 async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> list[int]:
     """Apply the missing ``migrations``, each in one transaction with its record. Returns versions.
 
+    A migration marked with :data:`FOREIGN_KEYS_OFF` (a table rebuild: create, copy, drop, rename)
+    runs with foreign keys off, and commits only if ``PRAGMA foreign_key_check`` finds nothing.
+
     The record is inserted first: when another connection applied the same version meanwhile,
     its primary key refuses ours and this migration is skipped.
     """
@@ -255,8 +263,19 @@ async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migrat
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES "
             f"({migration.version:d}, '{name}', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));"
         )
+        rebuilds = FOREIGN_KEYS_OFF in migration.sql
+        if rebuilds:  # only outside a transaction does this pragma take effect
+            await db.execute("PRAGMA foreign_keys = OFF")
         try:
-            await db.executescript(f"BEGIN IMMEDIATE;\n{record}\n{migration.sql}\n;COMMIT;")
+            await db.executescript(f"BEGIN IMMEDIATE;\n{record}\n{migration.sql}\n;")
+            broken = list(await db.execute_fetchall("PRAGMA foreign_key_check"))
+            if broken:
+                raise sqlite3.IntegrityError(
+                    f"migration {migration.version:04d}_{migration.name} leaves "
+                    f"{len(broken)} row(s) whose foreign keys point nowhere (first: "
+                    f"{tuple(broken[0])})"
+                )
+            await db.execute("COMMIT")
         except sqlite3.Error:
             if db.in_transaction:
                 await db.execute("ROLLBACK")
@@ -264,6 +283,9 @@ async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migrat
             if migration.version in again:
                 continue
             raise
+        finally:
+            if rebuilds:
+                await db.execute("PRAGMA foreign_keys = ON")
         done.append(migration.version)
     return done
 

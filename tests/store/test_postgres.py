@@ -406,7 +406,12 @@ async def test_database_allows_exactly_the_lifecycle_transitions(
 
 @pytest.mark.parametrize(
     ("column", "value"),
-    [("arguments", '{"amount_cents": 1}'), ("binding_hash", "x"), ("expires_at", None)],
+    [
+        ("arguments", '{"amount_cents": 1}'),
+        ("binding_hash", "x"),
+        ("risk", "read"),
+        ("supersedes", "q"),
+    ],
 )
 async def test_database_refuses_to_change_the_frozen_contract(
     open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], column: str, value: str | None
@@ -416,6 +421,27 @@ async def test_database_refuses_to_change_the_frozen_contract(
 
     with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="frozen contract"):
         await raw.execute(f"UPDATE proposals SET {column} = $1 WHERE id = 'p'", value)
+
+
+async def test_database_lets_the_expiry_change_only_with_one_extension(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg()
+    await store.create_proposal(new_proposal(NOW, id="p"))
+    later = NOW + timedelta(hours=5)
+
+    with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="extended once"):
+        await raw.execute("UPDATE proposals SET expires_at = $1 WHERE id = 'p'", later)
+    await raw.execute(
+        "UPDATE proposals SET expires_at = $1, extended_by = 'U9', extended_at = $1 "
+        "WHERE id = 'p'",
+        later,
+    )
+    with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="extended once"):
+        await raw.execute(
+            "UPDATE proposals SET expires_at = $1 WHERE id = 'p'", later + timedelta(hours=1)
+        )
+    assert (await store.get_proposal("p")).extended_by == "U9"
 
 
 @pytest.mark.parametrize(

@@ -190,7 +190,12 @@ def _trigger_sql() -> str:
 
 @pytest.mark.parametrize(
     ("column", "value"),
-    [("arguments", '{"amount_cents": 1}'), ("binding_hash", "x"), ("expires_at", None)],
+    [
+        ("arguments", '{"amount_cents": 1}'),
+        ("binding_hash", "x"),
+        ("risk", "read"),
+        ("supersedes", "q"),
+    ],
 )
 async def test_database_refuses_to_change_the_frozen_contract(
     db_path: Path, column: str, value: str | None
@@ -201,6 +206,64 @@ async def test_database_refuses_to_change_the_frozen_contract(
 
     with raw(db_path) as db, pytest.raises(sqlite3.IntegrityError, match="frozen contract"):
         db.execute(f"UPDATE proposals SET {column} = ? WHERE id = 'p'", (value,))
+
+
+async def test_database_lets_the_expiry_change_only_with_one_extension(db_path: Path) -> None:
+    store = await SqliteStore.open(db_path)
+    await store.create_proposal(new_proposal(NOW, id="p"))
+    await store.close()
+    later = "2099-01-01T00:00:00.000000Z"
+
+    with raw(db_path) as db:
+        with pytest.raises(sqlite3.IntegrityError, match="extended once"):
+            db.execute("UPDATE proposals SET expires_at = ? WHERE id = 'p'", (later,))
+        db.execute(
+            "UPDATE proposals SET expires_at = ?, extended_by = 'U9', extended_at = ? "
+            "WHERE id = 'p'",
+            (later, later),
+        )
+        with pytest.raises(sqlite3.IntegrityError, match="extended once"):
+            db.execute(
+                "UPDATE proposals SET expires_at = '2099-06-01T00:00:00.000000Z' WHERE id = 'p'"
+            )
+        assert db.execute("SELECT expires_at, extended_by FROM proposals").fetchall() == [
+            (later, "U9")
+        ]
+
+
+async def test_migration_0006_rebuilds_proposals_keeping_rows_and_outbox(db_path: Path) -> None:
+    """A database at 0005 with proposals and outbox entries migrates to the rebuilt table."""
+    before = [m for m in load_migrations("sqlite") if m.version <= 5]
+    other = db_path.with_name("old.sqlite")
+    async with aiosqlite.connect(other, isolation_level=None) as db:
+        await db.execute("PRAGMA foreign_keys = ON")
+        await apply_migrations(db, before)
+        await db.execute(
+            "INSERT INTO proposals (id, agent, submission_key, submission_fingerprint, "
+            "requested_by, operation, request, arguments, preview, binding_hash, decision, "
+            "policy_note, status, created_at, updated_at, channel) VALUES ('old', 'a', 'k', 'f', "
+            "'U1', 'payments.refund', '{}', '{}', '{}', 'h', 'ask', 'n', 'pending', "
+            "'2030-01-01T00:00:00.000000Z', '2030-01-01T00:00:00.000000Z', 'C1')"
+        )
+        await db.execute(
+            "INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at) "
+            "VALUES ('old', 'slack.post', 'slack', 'pending', '2030-01-01T00:00:00.000000Z', "
+            "'2030-01-01T00:00:00.000000Z')"
+        )
+    store = await SqliteStore.open(other)
+    await store.close()
+    with raw(other) as db:
+        assert db.execute("SELECT id, risk, quorum, risk_rank FROM proposals").fetchall() == [
+            ("old", "irreversible", 1, 0)
+        ]
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert db.execute("SELECT count(*) FROM outbox").fetchall() == [(1,)]
+        with pytest.raises(sqlite3.IntegrityError):
+            db.execute("PRAGMA foreign_keys = ON")
+            db.execute(
+                "INSERT INTO outbox (proposal_id, effect, lane, status, created_at, "
+                "next_attempt_at) VALUES ('nobody', 'slack.post', 'slack', 'pending', 'x', 'x')"
+            )
 
 
 async def test_empty_audit_head_is_the_genesis_of_store_audit(db_path: Path) -> None:
