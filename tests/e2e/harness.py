@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import textwrap
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -90,6 +91,21 @@ def config_text(
 ) -> str:
     """The e2e configuration; ``agent_settings`` adds keys to agents' tables (name -> key -> value)."""
     return _with_agent_settings(_base_config_text(target_url), agent_settings or {})
+
+
+def replace_rule(rule_id: str, toml: str) -> Callable[[str], str]:
+    """A ``config_edit`` that replaces the ``[[policy]]`` table with id ``rule_id`` by ``toml``
+    (one or more ``[[policy]]`` tables, or other tables to add at that place)."""
+
+    def edit(text: str) -> str:
+        pattern = re.compile(
+            r"\[\[policy\]\]\nid = " + re.escape(json.dumps(rule_id)) + r"\n.*?(?=\n\[|\Z)", re.S
+        )
+        if not pattern.search(text):
+            raise ValueError(f"replace_rule: no policy rule {rule_id!r} in the e2e configuration")
+        return pattern.sub(lambda _: textwrap.dedent(toml).strip() + "\n", text, count=1)
+
+    return edit
 
 
 def _with_agent_settings(text: str, agent_settings: Mapping[str, Mapping[str, Any]]) -> str:
@@ -383,9 +399,12 @@ async def running_countersign(
     agent_settings: Mapping[str, Mapping[str, Any]] | None = None,
     socket_mode: LocalSocketMode | None = None,
     usergroups_allowed: bool = True,
+    config_edit: Callable[[str], str] | None = None,
 ) -> AsyncIterator[Countersign]:
     """The app, the local Slack and the target, running; with ``socket_mode``, Slack
-    interactions go over a WebSocket (``SLACK_APP_TOKEN`` set) instead of ``/slack/events``."""
+    interactions go over a WebSocket (``SLACK_APP_TOKEN`` set) instead of ``/slack/events``.
+    ``config_edit`` rewrites the configuration text first (a test's own policy rules or
+    settings; see :func:`replace_rule`)."""
     if socket_mode is not None:
         env = {"SLACK_APP_TOKEN": socket_mode.app_token, **(env or {})}
     target = Target()
@@ -399,7 +418,8 @@ async def running_countersign(
     local.usergroups_allowed = usergroups_allowed
     async with running_local_slack(slack=local, socket_mode=socket_mode) as (slack, slack_url):
         config = tmp_path / "countersign.toml"
-        config.write_text(config_text(target_url, agent_settings))
+        text = config_text(target_url, agent_settings)
+        config.write_text(config_edit(text) if config_edit is not None else text)
         settings = load_settings(config, {**ENV, "SLACK_API_URL": slack_url, **(env or {})})
         db_path = tmp_path / "countersign.sqlite"
         store = await SqliteStore.open(db_path)
