@@ -71,6 +71,7 @@ class NewProposal(Frozen):
     #: while executing: the time by which the executor must record an outcome (policy auto
     #: creates proposals executing, so they carry one from the start)
     lease_until: datetime | None = None
+    remind_at: datetime | None = None  #: when to remind the approvers (None: no reminder)
     risk: Risk = "irreversible"  #: the operation's risk class when it was frozen
     quorum: int = Field(default=1, ge=1, le=20)  #: distinct approvals needed before it runs
     #: an edit: the proposal this one replaces, and the person who edited it (never an approver)

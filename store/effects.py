@@ -7,7 +7,13 @@ from store.lifecycle import EFFECTS, Effect
 
 __all__ = ["effects_of", "lane_of"]
 
-_SLACK = {Effect.SLACK_POST, Effect.SLACK_UPDATE, Effect.SLACK_REPLY}
+_SLACK = {
+    Effect.SLACK_POST,
+    Effect.SLACK_UPDATE,
+    Effect.SLACK_REPLY,
+    Effect.SLACK_REMIND,
+    Effect.SLACK_REVIEW,
+}
 
 
 def effects_of(proposal: Proposal) -> list[Effect]:

@@ -74,6 +74,8 @@ class Effect(StrEnum):
     SLACK_POST = "slack.post"  #: post the interactive message in the rule's channel
     SLACK_UPDATE = "slack.update"  #: re-render the message from the current state
     SLACK_REPLY = "slack.reply"  #: a reply in the message's thread for the new status
+    SLACK_REMIND = "slack.remind"  #: a reminder in the thread, naming who can still approve
+    SLACK_REVIEW = "slack.review"  #: an automatic approval posted for review after the fact
     CALLBACK = "callback"  #: a signed POST of the state to the agent's callback_url
 
 

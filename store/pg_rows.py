@@ -70,6 +70,7 @@ def new_proposal_args(new: NewProposal) -> tuple[Any, ...]:
         new.quorum,
         new.supersedes,
         new.edited_by,
+        _optional_aware(new.remind_at, field="remind_at"),
     )
 
 
@@ -114,6 +115,7 @@ def proposal_from_record(row: asyncpg.Record) -> Proposal:
         supersedes=row["supersedes"],
         edited_by=row["edited_by"],
         superseded_by=row["superseded_by"],
+        remind_at=_utc(row["remind_at"]),
         reminded_at=_utc(row["reminded_at"]),
         extended_by=row["extended_by"],
         extended_at=_utc(row["extended_at"]),

@@ -88,6 +88,7 @@ def new_proposal_params(new: NewProposal) -> dict[str, Any]:
         "quorum": new.quorum,
         "supersedes": new.supersedes,
         "edited_by": new.edited_by,
+        "remind_at": None if new.remind_at is None else db_time(new.remind_at, field="remind_at"),
     }
 
 
@@ -128,6 +129,7 @@ def proposal_from_row(row: sqlite3.Row) -> Proposal:
         supersedes=row["supersedes"],
         edited_by=row["edited_by"],
         superseded_by=row["superseded_by"],
+        remind_at=_optional_time(row["remind_at"]),
         reminded_at=_optional_time(row["reminded_at"]),
         extended_by=row["extended_by"],
         extended_at=_optional_time(row["extended_at"]),

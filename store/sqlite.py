@@ -81,12 +81,12 @@ INSERT INTO proposals (
     id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
     arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
     approver_roles, channel, status, created_at, expires_at, updated_at, lease_until, risk,
-    quorum, supersedes, edited_by
+    quorum, supersedes, edited_by, remind_at
 ) VALUES (
     :id, :agent, :submission_key, :submission_fingerprint, :requested_by, :run_id, :operation,
     :request, :arguments, :preview, :binding_hash, :agent_reason, :callback_url, :rule_id,
     :decision, :policy_note, :approver_roles, :channel, :status, :created_at, :expires_at,
-    :updated_at, :lease_until, :risk, :quorum, :supersedes, :edited_by
+    :updated_at, :lease_until, :risk, :quorum, :supersedes, :edited_by, :remind_at
 )
 ON CONFLICT (agent, submission_key) DO NOTHING
 RETURNING *

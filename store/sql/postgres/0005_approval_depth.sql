@@ -15,7 +15,8 @@ ALTER TABLE proposals
     ADD COLUMN edited_by text,
     -- set on the replaced proposal when an edit supersedes it
     ADD COLUMN superseded_by text,
-    -- the reminder before expiry, and the one extension a pending proposal may get
+    -- the reminder before expiry: when it is due (set at creation), and when it was posted
+    ADD COLUMN remind_at timestamptz,
     ADD COLUMN reminded_at timestamptz,
     ADD COLUMN extended_by text,
     ADD COLUMN extended_at timestamptz,
@@ -95,9 +96,15 @@ CREATE INDEX proposals_pending_queue ON proposals (channel, risk_rank, expires_a
     WHERE status = 'pending';
 CREATE INDEX proposals_pending_by_risk ON proposals (risk_rank, expires_at, id)
     WHERE status = 'pending';
--- The reminder sweep: pending proposals not yet reminded.
-CREATE INDEX proposals_unreminded ON proposals (expires_at)
-    WHERE status = 'pending' AND reminded_at IS NULL;
+-- The reminder sweep: pending proposals not yet reminded, by when their reminder is due.
+CREATE INDEX proposals_unreminded ON proposals (remind_at)
+    WHERE status = 'pending' AND reminded_at IS NULL AND remind_at IS NOT NULL;
+
+-- The outbox gains the effects of these features (store.lifecycle.Effect): a reminder in the
+-- thread, and a sampled auto-approval posted for review.
+ALTER TABLE outbox DROP CONSTRAINT outbox_effect_check;
+ALTER TABLE outbox ADD CONSTRAINT outbox_effect_is_an_effect CHECK (effect IN (
+    'slack.post', 'slack.update', 'slack.reply', 'slack.remind', 'slack.review', 'callback'));
 
 -- Approvals towards a quorum: one per person and proposal, bound to the binding hash the person
 -- saw. Append-only, like the audit log: a recorded approval is never changed or withdrawn.

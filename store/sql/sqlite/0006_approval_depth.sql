@@ -1,5 +1,5 @@
 -- 0006: approval depth: risk classes, quorum approvals, edits that supersede, reminders and one
--- extension of the expiry.
+-- extension of the expiry, and the outbox effects they add.
 -- countersign-migrate: foreign_keys=off
 --
 -- SQLite cannot change a CHECK constraint in place, and the status CHECK gains 'superseded', so
@@ -60,7 +60,8 @@ CREATE TABLE proposals_new (
     edited_by               TEXT,
     -- set on the replaced proposal when an edit supersedes it
     superseded_by           TEXT,
-    -- the reminder before expiry, and the one extension a pending proposal may get
+    -- the reminder before expiry: when it is due (set at creation), and when it was posted
+    remind_at               TEXT,
     reminded_at             TEXT,
     extended_by             TEXT,
     extended_at             TEXT,
@@ -95,9 +96,9 @@ CREATE INDEX proposals_pending_queue ON proposals (channel, risk_rank, expires_a
 -- Every queue across channels: riskiest first, then soonest expiry.
 CREATE INDEX proposals_pending_by_risk ON proposals (risk_rank, expires_at, id)
     WHERE status = 'pending';
--- The reminder sweep: pending proposals not yet reminded.
-CREATE INDEX proposals_unreminded ON proposals (expires_at)
-    WHERE status = 'pending' AND reminded_at IS NULL;
+-- The reminder sweep: pending proposals not yet reminded, by when their reminder is due.
+CREATE INDEX proposals_unreminded ON proposals (remind_at)
+    WHERE status = 'pending' AND reminded_at IS NULL AND remind_at IS NOT NULL;
 
 -- The lifecycle (store.lifecycle.TRANSITIONS), with the edge an edit adds.
 CREATE TRIGGER proposals_status_follows_lifecycle
@@ -140,6 +141,39 @@ WHEN OLD.extended_by IS NOT NULL
 BEGIN
     SELECT RAISE(ABORT, 'proposals: the expiry of a pending proposal can be extended once');
 END;
+
+-- The outbox gains the effects of these features (store.lifecycle.Effect): a reminder in the
+-- thread, and a sampled auto-approval posted for review. Same columns, rows and indexes as 0003.
+CREATE TABLE outbox_new (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    proposal_id      TEXT NOT NULL REFERENCES proposals (id),
+    effect           TEXT NOT NULL
+                     CHECK (effect IN ('slack.post', 'slack.update', 'slack.reply',
+                                       'slack.remind', 'slack.review', 'callback')),
+    lane             TEXT NOT NULL CHECK (lane IN ('slack', 'callback')),
+    -- the status the proposal entered: which reply to post, which state to call back with
+    status           TEXT NOT NULL,
+    created_at       TEXT NOT NULL,
+    attempts         INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    next_attempt_at  TEXT NOT NULL,
+    leased_until     TEXT,
+    delivered_at     TEXT,
+    abandoned_at     TEXT,
+    last_error       TEXT
+) STRICT;
+
+INSERT INTO outbox_new
+SELECT id, proposal_id, effect, lane, status, created_at, attempts, next_attempt_at,
+       leased_until, delivered_at, abandoned_at, last_error
+FROM outbox;
+
+DROP TABLE outbox;
+ALTER TABLE outbox_new RENAME TO outbox;
+
+CREATE INDEX outbox_due ON outbox (next_attempt_at, id)
+    WHERE delivered_at IS NULL AND abandoned_at IS NULL;
+CREATE INDEX outbox_open_by_proposal ON outbox (proposal_id, lane, id)
+    WHERE delivered_at IS NULL AND abandoned_at IS NULL;
 
 -- Approvals towards a quorum: one per person and proposal, bound to the binding hash the person
 -- saw. Append-only, like the audit log: a recorded approval is never changed or withdrawn.
