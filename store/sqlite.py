@@ -39,6 +39,7 @@ from store.base import (
     TransitionResult,
 )
 from store.effects import effects_of, lane_of
+from store.group_commit import GroupCommit
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
 from store.rows import (
@@ -290,6 +291,13 @@ async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migrat
     return done
 
 
+def _translated(error: sqlite3.Error) -> StoreError:
+    """The store's error for a driver error."""
+    if isinstance(error, sqlite3.IntegrityError):
+        return StoreError(f"the database refused the change: {error}")
+    return StoreUnavailable(f"SQLite: {error}")
+
+
 class SqliteStore:
     """A Store on one SQLite file. Create it with :meth:`open`."""
 
@@ -301,6 +309,9 @@ class SqliteStore:
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
         self._escalations: SqliteEscalations | None = None
+        #: the audit head as this write transaction last moved it; None: read it from the table
+        self._head: tuple[int, str] | None = None
+        self._writes = GroupCommit(db, self._lock, failure=_translated, reset=self._forget_head)
 
     def escalations(self) -> SqliteEscalations:
         """The escalations kept in this database, sharing its transactions and audit chain."""
@@ -351,8 +362,17 @@ class SqliteStore:
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
+            await self._writes.close(StoreUnavailable("the store is closed"))
             async with self._lock:
                 await self._db.close()
+
+    def _forget_head(self) -> None:
+        self._head = None
+
+    @property
+    def group_commit(self) -> GroupCommit:
+        """How writes were batched into transactions (``batches``, ``writes``)."""
+        return self._writes
 
     # --- transactions -----------------------------------------------------------------------
 
@@ -360,8 +380,16 @@ class SqliteStore:
     async def _transaction(self, *, write: bool) -> AsyncIterator[aiosqlite.Connection]:
         """One transaction, serialized with every other use of the connection.
 
-        Driver errors are translated here: none leaves the store.
+        Driver errors are translated here: none leaves the store. Write transactions are
+        batched with concurrent ones into one COMMIT (store/group_commit.py).
         """
+        if write:
+            try:
+                async with self._writes.transaction() as db:
+                    yield db
+            except sqlite3.Error as error:
+                raise _translated(error) from error
+            return
         async with self._lock:
             if self._closed:  # checked under the lock: close() may have run while we waited
                 raise StoreUnavailable("the store is closed")
@@ -404,11 +432,18 @@ class SqliteStore:
         event: str,
         detail: Mapping[str, JsonValue],
     ) -> AuditEntry:
-        """Append one entry after the head of the chain, inside the caller's transaction."""
-        head = await self._one(db, SELECT_AUDIT_HEAD, ())
-        if head is None:
-            raise StoreError("the audit head row is missing; the database was altered by hand")
-        seq, prev_hash = head["seq"] + 1, head["hash"]
+        """Append one entry after the head of the chain, inside the caller's transaction.
+
+        The head is read once per batch of writes and then followed in memory: nobody else can
+        append while this transaction holds the write lock (group_commit resets it between
+        batches and after a writer that failed).
+        """
+        if self._head is None:
+            head = await self._one(db, SELECT_AUDIT_HEAD, ())
+            if head is None:
+                raise StoreError("the audit head row is missing; the database was altered by hand")
+            self._head = (int(head["seq"]), str(head["hash"]))
+        seq, prev_hash = self._head[0] + 1, self._head[1]
         at_text, detail_text = db_time(at, field="now"), dump_json(detail)
         digest = entry_hash(
             prev_hash,
@@ -420,8 +455,10 @@ class SqliteStore:
             detail=json.loads(detail_text),  # hash exactly what is stored
         )
         params = (seq, at_text, proposal_id, actor, event, detail_text, prev_hash, digest)
+        self._head = None  # unknown until the INSERT succeeds
         row = await self._one(db, INSERT_AUDIT_ENTRY, params)
         assert row is not None  # RETURNING of an INSERT that did not fail
+        self._head = (seq, digest)
         return audit_entry_from_row(row)
 
     async def _enqueue(self, db: aiosqlite.Connection, row: Row, now: datetime) -> Proposal:

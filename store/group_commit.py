@@ -1,0 +1,176 @@
+"""Group commit for the SQLite store: concurrent write transactions share one COMMIT.
+
+With ``synchronous=FULL`` every COMMIT waits for the disk, and one connection commits one
+transaction at a time, so under load writers queue behind each other's disk waits. Here a writer
+does not open its own transaction: it queues a turn. One committer task opens a transaction, gives
+each queued writer its turn in order (each inside its own SAVEPOINT, so a writer that fails rolls
+back only its own statements), lets writers that arrive meanwhile join, and commits once for all
+of them. A writer's call returns only after that COMMIT, so what it returns is durable exactly as
+before; only the number of disk waits changes. At low load a batch holds one writer and costs two
+statements more (SAVEPOINT, RELEASE).
+
+The committer holds the store's lock for the whole batch, so reads (which take the same lock)
+never see a batch half done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import aiosqlite
+
+__all__ = ["GroupCommit"]
+
+#: The most writers one transaction takes before it commits; bounds a batch's latency.
+MAX_BATCH = 64
+
+
+@dataclass(eq=False)
+class _Turn:
+    """One writer waiting for, or taking, its place in a batch."""
+
+    go: asyncio.Future[None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+    committed: asyncio.Future[None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    ok: bool = False  #: its statements ran and were released into the batch
+
+
+class GroupCommit:
+    """Write transactions on ``db``, batched; ``lock`` is the connection's lock."""
+
+    def __init__(
+        self,
+        db: aiosqlite.Connection,
+        lock: asyncio.Lock,
+        *,
+        failure: Callable[[sqlite3.Error], Exception],
+        reset: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._db = db
+        self._lock = lock
+        self._failure = failure  #: the store's error for a driver error
+        #: forgets what the store remembers of the open transaction (called whenever a
+        #: transaction begins or ends, and when a writer's statements were rolled back)
+        self._reset = reset
+        self._queue: deque[_Turn] = deque()
+        self._committer: asyncio.Task[None] | None = None
+        self._closed: Exception | None = None
+        self.batches = 0  #: transactions committed (for tests and the benchmark)
+        self.writes = 0  #: writers committed in them
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One writer's part of a batch: its statements commit together with the batch's, or
+        not at all. Errors of its own statements roll back only them and reach it at once."""
+        if self._closed is not None:
+            raise self._closed
+        turn = _Turn()
+        self._queue.append(turn)
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.create_task(self._run(), name="sqlite group commit")
+        try:
+            await turn.go
+        except asyncio.CancelledError:
+            turn.finished.set()  # the committer skips a turn that never started
+            raise
+        try:
+            await self._db.execute("SAVEPOINT writer")
+            try:
+                yield self._db
+            except BaseException:
+                self._reset()
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        await self._db.execute("ROLLBACK TO writer")
+                        await self._db.execute("RELEASE writer")
+                raise
+            await self._db.execute("RELEASE writer")
+            turn.ok = True
+        finally:
+            turn.finished.set()
+        await turn.committed
+
+    async def close(self, error: Exception) -> None:
+        """Refuse new writers; fail the queued ones with ``error``; stop the committer."""
+        self._closed = error
+        while self._queue:
+            turn = self._queue.popleft()
+            if not turn.go.done():
+                turn.go.set_exception(error)
+        if self._committer is not None:
+            self._committer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._committer
+
+    async def _run(self) -> None:
+        while self._queue:
+            async with self._lock:
+                self._reset()
+                try:
+                    await self._batch()
+                finally:
+                    self._reset()
+            await asyncio.sleep(0)  # let readers waiting on the lock in between batches
+
+    async def _batch(self) -> None:
+        batch: list[_Turn] = []
+        begun = False
+        try:
+            if self._db.in_transaction:  # left open by a cancelled reader: nothing to keep
+                await self._db.execute("ROLLBACK")
+            await self._db.execute("BEGIN IMMEDIATE")
+            begun = True
+            while self._queue and len(batch) < MAX_BATCH:
+                turn = self._queue.popleft()
+                if turn.finished.is_set():  # cancelled while queued
+                    continue
+                turn.go.set_result(None)
+                await turn.finished.wait()
+                if turn.ok:
+                    batch.append(turn)
+                if not self._db.in_transaction:
+                    # SQLite ended the whole transaction (some errors do): the batch so far is
+                    # lost; its writers learn it as a failure, as a failed COMMIT would tell them
+                    raise sqlite3.OperationalError("the transaction was rolled back by SQLite")
+            await self._db.execute("COMMIT")
+        except sqlite3.Error as error:
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    await self._db.execute("ROLLBACK")
+            for turn in batch:
+                turn.committed.set_exception(self._failure(error))
+            if not begun:
+                self._fail_queued(error)
+            return
+        except BaseException as error:  # cancelled by close(): nothing of the batch is durable
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    await self._db.execute("ROLLBACK")
+            failure = self._closed or RuntimeError("the store's committer stopped")
+            for turn in batch:
+                if not turn.committed.done():
+                    turn.committed.set_exception(failure)
+            raise error
+        self.batches += 1
+        self.writes += len(batch)
+        for turn in batch:
+            turn.committed.set_result(None)
+
+    def _fail_queued(self, error: sqlite3.Error) -> None:
+        """BEGIN itself failed (the file is locked past the busy timeout, the disk is gone...):
+        the writers still queued would fail the same way; tell them now."""
+        failure = self._failure(error)
+        while self._queue:
+            turn = self._queue.popleft()
+            if not turn.go.done():
+                turn.go.set_exception(failure)

@@ -1,0 +1,154 @@
+"""Group commit: concurrent writers share a COMMIT, and each one's failure stays its own."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import aiosqlite
+import pytest
+
+from store.base import StoreUnavailable
+from store.group_commit import GroupCommit
+from store.sqlite import SqliteStore
+from tests.store.conformance import new_proposal
+
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def _failure(error: sqlite3.Error) -> Exception:
+    return StoreUnavailable(f"SQLite: {error}")
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[aiosqlite.Connection]:
+    async with aiosqlite.connect(tmp_path / "g.sqlite", isolation_level=None) as db:
+        await db.execute("PRAGMA journal_mode = WAL")
+        await db.execute("CREATE TABLE t (n INTEGER PRIMARY KEY) STRICT")
+        yield db
+
+
+async def _rows(db: aiosqlite.Connection) -> list[int]:
+    return [row[0] for row in await db.execute_fetchall("SELECT n FROM t ORDER BY n")]
+
+
+async def test_concurrent_writers_commit_together(db: aiosqlite.Connection) -> None:
+    group = GroupCommit(db, asyncio.Lock(), failure=_failure)
+
+    async def write(n: int) -> None:
+        async with group.transaction() as conn:
+            await conn.execute("INSERT INTO t VALUES (?)", (n,))
+
+    await asyncio.gather(*(write(n) for n in range(50)))
+
+    assert await _rows(db) == list(range(50))
+    assert group.writes == 50
+    assert group.batches < 50  # some shared a COMMIT (all but the first wait behind it)
+    assert not db.in_transaction
+
+
+async def test_a_failing_writer_rolls_back_only_its_own_statements(
+    db: aiosqlite.Connection,
+) -> None:
+    group = GroupCommit(db, asyncio.Lock(), failure=_failure)
+
+    async def write(n: int) -> None:
+        async with group.transaction() as conn:
+            await conn.execute("INSERT INTO t VALUES (?)", (n,))
+            if n % 3 == 0:
+                await conn.execute("INSERT INTO t VALUES (?)", (n,))  # duplicate key: fails
+
+    results = await asyncio.gather(*(write(n) for n in range(1, 13)), return_exceptions=True)
+
+    failed = [n for n, result in zip(range(1, 13), results, strict=True) if result is not None]
+    assert failed == [3, 6, 9, 12]
+    assert all(isinstance(r, sqlite3.IntegrityError) for r in results if r is not None)
+    assert await _rows(db) == [n for n in range(1, 13) if n % 3]
+
+
+async def test_an_error_raised_by_the_writer_itself_undoes_its_statements(
+    db: aiosqlite.Connection,
+) -> None:
+    group = GroupCommit(db, asyncio.Lock(), failure=_failure)
+
+    async def refuse() -> None:
+        async with group.transaction() as conn:
+            await conn.execute("INSERT INTO t VALUES (1)")
+            raise LookupError("changed its mind")
+
+    async def keep() -> None:
+        async with group.transaction() as conn:
+            await conn.execute("INSERT INTO t VALUES (2)")
+
+    results = await asyncio.gather(refuse(), keep(), return_exceptions=True)
+
+    assert isinstance(results[0], LookupError) and results[1] is None
+    assert await _rows(db) == [2]
+
+
+async def test_a_writer_returns_only_after_the_commit(db: aiosqlite.Connection) -> None:
+    group = GroupCommit(db, asyncio.Lock(), failure=_failure)
+    seen_by_writer: list[bool] = []
+
+    async def write() -> None:
+        async with group.transaction() as conn:
+            await conn.execute("INSERT INTO t VALUES (7)")
+        seen_by_writer.append(db.in_transaction)
+
+    await write()
+
+    assert seen_by_writer == [False]  # the transaction had ended (committed) when it returned
+    assert await _rows(db) == [7]
+
+
+async def test_closing_fails_queued_writers_and_refuses_new_ones(
+    db: aiosqlite.Connection,
+) -> None:
+    lock = asyncio.Lock()
+    group = GroupCommit(db, lock, failure=_failure)
+    await lock.acquire()  # a reader holds the connection: writers queue
+
+    async def write() -> None:
+        async with group.transaction() as conn:
+            await conn.execute("INSERT INTO t VALUES (1)")
+
+    queued = asyncio.create_task(write())
+    await asyncio.sleep(0.01)
+    await group.close(StoreUnavailable("the store is closed"))
+    lock.release()
+
+    with pytest.raises(StoreUnavailable, match="closed"):
+        await queued
+    with pytest.raises(StoreUnavailable, match="closed"):
+        await write()
+    assert await _rows(db) == []
+
+
+async def test_store_writes_in_batches_keep_the_audit_chain_whole(tmp_path: Path) -> None:
+    """Many concurrent submissions and decisions (some refused) batch into fewer COMMITs; the
+    audit head followed in memory within a batch matches the chain the database keeps."""
+    store = await SqliteStore.open(tmp_path / "c.sqlite")
+    try:
+        first = [new_proposal(NOW, id=f"p{n}") for n in range(30)]
+        await asyncio.gather(*(store.create_proposal(p) for p in first))
+        later = NOW + timedelta(minutes=1)
+        await asyncio.gather(
+            *(store.create_proposal(new_proposal(NOW, id=f"q{n}")) for n in range(30)),
+            *(store.reject(f"p{n}", actor="U9", reason="no", now=later) for n in range(30)),
+            # refusals inside the same batches: already rejected, or unknown
+            *(store.reject(f"p{n}", actor="U8", reason="again", now=later) for n in range(5)),
+            *(
+                store.record_event(None, actor="U7", event="noise", detail={}, now=later)
+                for _ in range(10)
+            ),
+        )
+        report = await store.verify_audit()
+        entries = await store.audit_log()
+        assert report.ok, report
+        assert len(entries) == 30 + 30 + 30 + 10
+        assert store.group_commit.batches < store.group_commit.writes
+    finally:
+        await store.close()
