@@ -7,6 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
@@ -129,6 +130,12 @@ def build_app(
             socket = AsyncSocketModeHandler(bolt, settings.slack.app_token)
             await socket.connect_async()  # type: ignore[no-untyped-call]
             log.info("connected to Slack in Socket Mode")
+        # One pooled HTTP session for every Slack call (slack_sdk opens and closes a session,
+        # and so a connection, per call without one).
+        slack_http = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=max(1, round(server.slack_timeout_seconds)))
+        )
+        client.session = outbox_client.session = slack_http
         await store.listen(service.waiters.notify)
         for problem in await service.directory.check_user_groups(settings.roles):
             log.warning("%s", problem)
@@ -145,6 +152,8 @@ def build_app(
         if socket is not None:
             await socket.close_async()  # type: ignore[no-untyped-call]
         await http.close()
+        client.session = outbox_client.session = None
+        await slack_http.close()
 
     app.cleanup_ctx.append(lifecycle)
     return app
