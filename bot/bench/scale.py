@@ -83,13 +83,14 @@ SELECT
     'C0SCALE' || (i % $6),
     CASE WHEN i % $7 = 0 THEN 'pending' WHEN i % 3 = 0 THEN 'expired'
          WHEN i % 3 = 1 THEN 'rejected' ELSE 'succeeded' END,
-    $8 - ($1 - i) * interval '1 second',
-    $8 + (CASE WHEN i % $7 = 0 THEN 1 ELSE -1 END) * (86400 + i) * interval '1 second',
+    $8::timestamptz - ($1 - i) * interval '1 second',
+    $8::timestamptz
+        + (CASE WHEN i % $7 = 0 THEN 1 ELSE -1 END) * (86400 + i) * interval '1 second',
     CASE WHEN i % $7 <> 0 AND i % 3 <> 0 THEN $9 END,
-    CASE WHEN i % $7 <> 0 AND i % 3 <> 0 THEN $8 END,
+    CASE WHEN i % $7 <> 0 AND i % 3 <> 0 THEN $8::timestamptz END,
     CASE WHEN i % $7 <> 0 AND i % 3 = 2 THEN $10::json END,
-    $8
-FROM generate_series(0, $1 - 1) AS i
+    $8::timestamptz
+FROM generate_series(0, $1::integer - 1) AS i
 """
 
 

@@ -13,6 +13,7 @@ import pytest
 from bot.bench.report import Measurement, percentile_ms, render_table
 
 REPO = Path(__file__).parents[2]
+PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 FLOORS = {"floor a: store", "floor b: aiohttp", "floor c: bolt"}
 SCENARIOS = {
@@ -34,9 +35,20 @@ SCENARIOS = {
 async def test_bench_command_measures_every_scenario_against_floors_from_the_same_run(
     tmp_path: Path,
 ) -> None:
+    await _tiny_bench(tmp_path, store=[], backend="sqlite")
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(240)
+async def test_bench_runs_every_scenario_on_postgresql_too(tmp_path: Path) -> None:
+    """--store postgresql://: the floors, the scenarios and the scale seeding on PostgreSQL."""
+    await _tiny_bench(tmp_path, store=["--store", PG_URL], backend="postgresql")
+
+
+async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None:
     out = tmp_path / "bench.json"
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "bench", "--quick",
+        sys.executable, "-m", "bot.cli", "bench", "--quick", *store,
         "--duration", "0.5", "--clicks", "20", "--overload-seconds", "0.5",
         "--burst", "3", "--burst-timeout", "2", "--scale", "2000", "--samples", "20",
         "--json", str(out), "--work-dir", str(tmp_path / "work"),
@@ -71,6 +83,8 @@ async def test_bench_command_measures_every_scenario_against_floors_from_the_sam
     assert fetched["details"]["statuses"] == {"200": fetched["count"]}
     assert rows["scale: server RSS"]["details"]["rss_bytes"] > 0
     assert document["context"]["cpus"] == os.cpu_count()
+    assert document["context"]["store"] == backend
+    assert {row["backend"] for row in document["measurements"]} - {"-"} == {backend}
     for name in rows:  # the printed table has every row
         assert name in text
 
