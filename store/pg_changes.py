@@ -1,7 +1,8 @@
 """Proposal changes made by any instance, heard through PostgreSQL's LISTEN/NOTIFY.
 
-The database notifies ``CHANNEL`` with a proposal's id when a transaction that created it or
-changed its status commits (``store/sql/postgres/0003_notify_changes.sql``). One connection of
+The database notifies the schema's channel (:data:`CHANNEL_OF_SCHEMA`) with a proposal's id
+when a transaction that created it or changed its status commits
+(``store/sql/postgres/0003_notify_changes.sql``, made per schema in ``0005``). One connection of
 each instance, outside the pool (a pool would reset it and drop the LISTEN), hears them. When
 that connection is lost it is opened again, backing off, until the store closes; changes made
 meanwhile go unheard, which only delays waiters (they re-read on their own as well).
@@ -24,12 +25,13 @@ if TYPE_CHECKING:
 
     Connection: TypeAlias = asyncpg.Connection[asyncpg.Record]
 
-__all__ = ["CHANNEL", "ChangeFeed"]
+__all__ = ["CHANNEL_OF_SCHEMA", "ChangeFeed"]
 
 log = logging.getLogger(__name__)
 
-#: The notification channel; its payload is the id of the proposal that changed.
-CHANNEL = "countersign_proposal_changed"
+#: The notification channel of the connection's schema, as the trigger names it; its payload is
+#: the id of the proposal that changed.
+CHANNEL_OF_SCHEMA = "SELECT 'countersign_' || left(md5(current_schema()), 16)"
 
 #: Waits between attempts to open the listening connection again.
 _FIRST_RETRY_SECONDS = 0.1
@@ -78,7 +80,8 @@ class ChangeFeed:
     async def _listen(self) -> None:
         try:
             connection = await self._connect()
-            await connection.add_listener(CHANNEL, self._notified)
+            channel = await connection.fetchval(CHANNEL_OF_SCHEMA)
+            await connection.add_listener(channel, self._notified)
         except DRIVER_ERRORS as error:
             raise translate(error) from error
         connection.add_termination_listener(self._lost)

@@ -271,6 +271,28 @@ async def test_changes_committed_in_another_instance_are_heard(open_pg: OpenStor
     assert heard.ids.empty()
 
 
+async def test_changes_in_another_schema_of_the_database_are_not_heard(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    listening = await open_pg()
+    heard = Heard()
+    await listening.listen(heard)
+    other_schema = f"cs_other_{secrets.token_hex(4)}"
+    await raw.execute(f'CREATE SCHEMA "{other_schema}"')
+    try:
+        other = await PostgresStore.open(URL, server_settings={"search_path": other_schema})
+        try:
+            await other.create_proposal(new_proposal(NOW))  # another deployment's proposal
+        finally:
+            await other.close()
+        ours = new_proposal(NOW)
+        await (await open_pg()).create_proposal(ours)
+
+        assert await heard.next() == ours.id  # the other schema's came first, and was not heard
+    finally:
+        await raw.execute(f'DROP SCHEMA "{other_schema}" CASCADE')
+
+
 async def test_a_change_rolled_back_is_never_heard(
     open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
 ) -> None:

@@ -131,3 +131,14 @@ FOR EACH ROW EXECUTE FUNCTION approvals_are_append_only();
 CREATE TRIGGER approvals_refuse_truncate
 BEFORE TRUNCATE ON approvals
 FOR EACH STATEMENT EXECUTE FUNCTION approvals_are_append_only();
+
+-- Change notifications (0003) carry the schema: one channel per schema, so deployments (or test
+-- runs) sharing a database in separate schemas do not hear each other's proposals. The name is a
+-- digest, because a channel name is at most 63 bytes and a schema name may be as long.
+CREATE OR REPLACE FUNCTION proposals_notify_change() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('countersign_' || left(md5(current_schema()), 16), NEW.id);
+    RETURN NULL;
+END;
+$$;
