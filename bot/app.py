@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
@@ -13,22 +14,32 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.admission import Admission
 from bot.callbacks import CallbackSender
+from bot.digest_outbox import DigestOutbox
+from bot.digests import DigestService
 from bot.directory import SlackDirectory
 from bot.escalation_api import ESCALATIONS, escalation_routes
 from bot.escalation_delivery import EscalationDeliverer
 from bot.escalations import EscalationService, reannounce_forever
+from bot.extensions import extension_of
 from bot.home import HomeTab, register_home_listener
 from bot.http import AiohttpClient
 from bot.outbox import OutboxWorker, RetryPolicy
 from bot.problems import problem_middleware
 from bot.publish import SlackPublisher, make_web_client
+from bot.quorum import unreachable_quorums
+from bot.reminders import Reminders
+from bot.review import Reviews
 from bot.service import Service
 from bot.settings import Settings
 from bot.slack import BOLT, SIGNING_SECRET, build_bolt, slack_events
+from bot.slack_digests import register_digest_listeners
 from bot.slack_escalations import register_escalation_listeners
+from bot.slack_standing import register_standing_listeners
 from bot.slash import SlashCommand, register_slash_command
+from bot.standing import StandingGrants
+from bot.standing_admin import StandingAdmin
 from bot.webhook import SERVICE, SUBMISSIONS, agent_routes
-from store.base import Store
+from store.base import Delivery, Store
 from store.lifecycle import Effect
 
 __all__ = ["CLICKS", "OUTBOX", "build_app", "utc_now"]
@@ -68,14 +79,26 @@ def build_app(
         retries=False,
     )
     http = AiohttpClient()
-    publisher = SlackPublisher(client, store, clock, outbox_client=outbox_client)
+    publisher = SlackPublisher(
+        client,
+        store,
+        clock,
+        outbox_client=outbox_client,
+        extension_of=functools.partial(extension_of, settings.policy),
+    )
     callbacks = CallbackSender(http, store, settings.agents, clock)
+
+    async def deliver_review(delivery: Delivery) -> None:
+        await reviews.deliver(delivery)  # built with the service, below
+
     outbox = OutboxWorker(
         store,
         {
             Effect.SLACK_POST: publisher.deliver,
             Effect.SLACK_UPDATE: publisher.deliver,
             Effect.SLACK_REPLY: publisher.deliver,
+            Effect.SLACK_REMIND: publisher.deliver,
+            Effect.SLACK_REVIEW: deliver_review,
             Effect.CALLBACK: callbacks.deliver,
         },
         clock,
@@ -90,6 +113,10 @@ def build_app(
         wake_outbox=outbox.wake,
         directory=SlackDirectory(client),
     )
+    publisher.reminder = Reminders(service, clock).message
+    reviews = Reviews(service, clock)
+    grants = StandingGrants(service, clock)
+    publisher.offers_standing = grants.offers
     clicks = Admission(server.max_in_flight_clicks)
     bolt = build_bolt(
         admission=clicks,
@@ -108,10 +135,29 @@ def build_app(
     )
     escalation_deliverer = EscalationDeliverer(store, publisher, http, settings.agents, clock)
     outbox.add_queue(store.escalations(), escalation_deliverer.deliver)
+    outbox.coalesce_with(
+        DigestOutbox(
+            store,
+            publisher,
+            clock,
+            settings=settings.digests,
+            policy=outbox.policy,
+            lease=outbox.lease,
+        )
+    )
+    register_digest_listeners(bolt, DigestService(service, clock), clicks)
     register_escalation_listeners(bolt, escalations, clicks)
     home = HomeTab(service, escalations, clock)
     register_home_listener(bolt, home)
     register_slash_command(bolt, SlashCommand(service, home, clock))
+    register_standing_listeners(
+        bolt,
+        service=service,
+        grants=grants,
+        admin=StandingAdmin(service, clock),
+        reviews=reviews,
+        admission=clicks,
+    )
     app[ESCALATIONS] = escalations
     app[SERVICE] = service
     app[SUBMISSIONS] = Admission(server.max_in_flight_submissions)
@@ -139,6 +185,9 @@ def build_app(
         await store.listen(service.waiters.notify)
         for problem in await service.directory.check_user_groups(settings.roles):
             log.warning("%s", problem)
+        quorums = await unreachable_quorums(settings.policy, settings.roles, service.directory)
+        for problem in quorums:
+            log.warning("%s", problem)
         workers = [
             asyncio.create_task(_sweep_forever(service, server.sweep_interval_seconds)),
             asyncio.create_task(outbox.run()),
@@ -160,12 +209,14 @@ def build_app(
 
 
 async def _sweep_forever(service: Service, interval: float) -> None:
-    """Expire overdue proposals; hand executions whose executor vanished to a person."""
+    """Expire overdue proposals; remind approvers of those whose reminder is due; hand
+    executions whose executor vanished to a person."""
     while True:
         try:
             expired = await service.expire_due()
             if expired:
                 log.info("expired %d proposal(s)", len(expired))
+            await service.remind_due()
             await service.reclaim_abandoned()
         except Exception:
             log.exception("sweep failed; trying again in %.0f s", interval)

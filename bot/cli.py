@@ -16,6 +16,7 @@ from bot.app import build_app
 from bot.audit_export import ExportFormat, parse_since, write_export
 from bot.bench import add_bench_arguments, bench_command
 from bot.explain import explain
+from bot.review import review_stats_command
 from bot.sandbox import DEFAULT_PORT, run_sandbox
 from bot.settings import ConfigError, Settings, is_user_group, load_settings, slack_settings
 from store.base import StoreError
@@ -63,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--requester", required=True, help="the accountable human's Slack user id"
     )
     explain_parser.add_argument("--agent", default=None, help="the agent (default: the first)")
+    policy_commands.add_parser(
+        "review-stats",
+        help="sampled automatic approvals: reviewed, flagged and the miss rate, per rule",
+    )
     sandbox = commands.add_parser(
         "sandbox", help="try it all in a browser: Countersign, a local Slack and its demo config"
     )
@@ -118,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.command == "check-config":
         return _check_config(settings)
+    if args.command == "policy" and args.policy_command == "review-stats":
+        return asyncio.run(review_stats_command(settings, sys.stdout, sys.stderr))
     if args.command == "policy":
         try:
             request_text = args.request.read_text(encoding="utf-8")

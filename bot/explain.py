@@ -83,7 +83,8 @@ async def explain(
     if isinstance(decision, Ask):
         print(
             f"decision: ask ({', '.join(decision.approvers)} in {decision.channel}, "
-            f"expires after {decision.expires_after})",
+            f"expires after {decision.expires_after}, quorum {decision.quorum}: "
+            f"{decision.quorum} distinct approver(s) needed)",
             file=out,
         )
     elif isinstance(decision, Auto):

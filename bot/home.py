@@ -1,9 +1,10 @@
 """The App Home tab: what waits for the person who opens it, published with views.publish.
 
 It lists the pending proposals that person may decide (every click-time check applied:
-separation of duties, roles as configured now, the person's Slack profile), soonest expiry
-first, the escalations they own and their recent decisions. When something changes for someone
-(a proposal of a rule they approve, an escalation they own or owned), their tab is published
+separation of duties, roles as configured now, the person's Slack profile; not those they
+already approved), riskiest first, then soonest expiry, the escalations they own and their
+recent decisions. When something changes for someone (a proposal of a rule they approve, an
+escalation they own or owned), their tab is published
 again in the background, if they opened it since this process started (the others see a fresh
 tab whenever they open it): at most :data:`REFRESH_MAX` people per change, each once however
 many changes pile up meanwhile.
@@ -62,7 +63,7 @@ class HomeTab:
         escalations.home_notice = self.notice
 
     async def waiting_for(self, user: str) -> list[Proposal]:
-        """Pending proposals ``user`` may decide now, soonest expiry first."""
+        """Pending proposals ``user`` may decide now, riskiest first, then soonest expiry."""
         pending = await self._service.store.pending_proposals(limit=PENDING_READ)
         return [p for p in pending if await self._service.refusal_for(p, user) is None]
 

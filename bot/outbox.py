@@ -4,6 +4,8 @@ transitions wrote, with retries, in every instance at once.
 The store hands each due entry to one worker at a time (a lease) and keeps the entries of one
 proposal in order, so this loop only has to deliver, and say when to try again. Other outboxes
 with the same verbs (the escalations') join the same loop with :meth:`OutboxWorker.add_queue`.
+A :class:`Coalescer` (the digests', bot/digest_outbox.py) takes from each round's claim the
+entries it delivers together, as jobs that settle their entries themselves.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -18,7 +21,7 @@ from bot.publish import DeliveryFailed
 from store.base import Delivery, Store
 from store.lifecycle import Effect
 
-__all__ = ["Deliverable", "DeliveryQueue", "OutboxWorker", "RetryPolicy"]
+__all__ = ["Coalescer", "Deliverable", "DeliveryQueue", "Job", "OutboxWorker", "RetryPolicy"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,26 @@ class DeliveryQueue(Protocol):
     async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None: ...
     async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None: ...
     async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """Several claimed entries delivered together; ``run`` settles every one of them itself
+    (completes, retries or abandons them), and any more it leases on the way."""
+
+    deliveries: tuple[Delivery, ...]
+    run: Callable[[], Awaitable[None]]
+
+
+class Coalescer(Protocol):
+    """Takes, from what a round claimed, the entries it delivers together (bot/digest_outbox.py)."""
+
+    async def split(
+        self, due: Sequence[Delivery], *, full: bool
+    ) -> tuple[list[Job], list[Delivery]]:
+        """The jobs for the entries it takes, and the entries left to deliver one by one.
+        ``full``: the round claimed as many as it could, so more are waiting."""
+        ...
 
 
 class RetryPolicy:
@@ -91,6 +114,16 @@ class OutboxWorker:
         self._wake = asyncio.Event()
         self.in_flight = 0  #: claims and deliveries under way right now
         self._queues: list[tuple[DeliveryQueue, Callable[[Any], Awaitable[None]]]] = []
+        self._coalescer: Coalescer | None = None
+
+    @property
+    def lease(self) -> timedelta:
+        """How long a claimed entry stays leased to the worker that claimed it."""
+        return self._lease
+
+    def coalesce_with(self, coalescer: Coalescer) -> None:
+        """Let ``coalescer`` deliver the entries it can deliver together (digests)."""
+        self._coalescer = coalescer
 
     def add_queue(self, queue: DeliveryQueue, deliver: Callable[[Any], Awaitable[None]]) -> None:
         """Deliver another outbox's entries in this loop too, with ``deliver`` for every one."""
@@ -122,6 +155,10 @@ class OutboxWorker:
             due = await self._store.claim_deliveries(
                 now=self._clock(), limit=self._batch, lease=self._lease
             )
+            claimed = len(due)
+            jobs: list[Job] = []
+            if self._coalescer is not None and due:
+                jobs, due = await self._coalescer.split(due, full=claimed >= self._batch)
             more = [
                 (queue, deliver, entry)
                 for queue, deliver in self._queues
@@ -130,12 +167,23 @@ class OutboxWorker:
                 )
             ]
             await asyncio.gather(
+                *(self._job(job) for job in jobs),
                 *(self._deliver(delivery) for delivery in due),
                 *(self._deliver(entry, queue, deliver) for queue, deliver, entry in more),
             )
         finally:
             self.in_flight -= 1
-        return len(due) + len(more)
+        return claimed + len(more)
+
+    async def _job(self, job: Job) -> None:
+        self.in_flight += 1
+        try:
+            await job.run()
+        except Exception:  # a bug: its entries are tried again when their leases end
+            ids = [delivery.id for delivery in job.deliveries]
+            log.exception("delivering outbox entries %s together failed", ids)
+        finally:
+            self.in_flight -= 1
 
     async def _deliver(
         self,

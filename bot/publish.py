@@ -8,9 +8,9 @@ click (a private refusal, the reject modal) are not state changes and go out dir
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -21,7 +21,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import render
+from bot import render, render_edit
 from store.base import Delivery, Proposal, Store
 from store.lifecycle import Effect, Status
 
@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 METADATA_EVENT = "countersign_proposal"
 #: ... and in a thread reply's, with the outbox entry it delivers, to find that reply again.
 REPLY_METADATA_EVENT = "countersign_reply"
+
+#: How many times a superseded proposal's reply waits (a second each) for the edit's message.
+_EDIT_POST_WAITS = 10
 
 #: How many pages of channel history (200 messages each) a search for a lost post reads.
 _HISTORY_PAGES = 50
@@ -89,11 +92,19 @@ class SlackPublisher:
         clock: Callable[[], datetime],
         *,
         outbox_client: AsyncWebClient | None = None,
+        extension_of: Callable[[Proposal], timedelta | None] | None = None,
     ) -> None:
+        """``extension_of`` says what an Extend button on a proposal's message would add to its
+        expiry, or None for no button (bot/extensions.py)."""
         self.client = client
         self._outbox_client = outbox_client or client
         self._store = store
         self._clock = clock
+        self._extension_of = extension_of or (lambda _: None)
+        #: builds the reminder posted for a slack.remind (bot/reminders.py; set by bot/app.py)
+        self.reminder: Callable[[Proposal], Awaitable[render.Message]] | None = None
+        #: whether a proposal's message offers "Approve + allow similar…" (bot/standing.py)
+        self.offers_standing: Callable[[Proposal], bool] = lambda _: False
 
     # --- the outbox's effects -----------------------------------------------------------------
 
@@ -105,7 +116,7 @@ class SlackPublisher:
         elif proposal.slack_channel is None or proposal.slack_ts is None:
             return  # never posted (or given up on): nothing to update or reply to
         elif delivery.effect is Effect.SLACK_UPDATE:
-            message = render.proposal_message(proposal, now=self._clock())
+            message = self._proposal_message(proposal)
             await self._outbox_call(
                 "chat.update",
                 channel=proposal.slack_channel,
@@ -114,22 +125,70 @@ class SlackPublisher:
                 blocks=message["blocks"],
             )
         elif delivery.effect is Effect.SLACK_REPLY:
-            reply = _reply(proposal, delivery.status)
-            if reply is None:
-                return
-            marker = {"proposal_id": proposal.id, "delivery": delivery.id}
-            if delivery.attempts > 1 and await self._find_reply(proposal, marker):
-                return  # an earlier attempt posted it; its answer was lost
-            await self._outbox_call(
-                "chat.postMessage",
-                channel=proposal.slack_channel,
-                thread_ts=proposal.slack_ts,
-                text=reply["text"],
-                blocks=reply["blocks"],
-                metadata={"event_type": REPLY_METADATA_EVENT, "event_payload": marker},
+            reply = (
+                await self._superseded_reply(proposal, delivery)
+                if delivery.status is Status.SUPERSEDED
+                else _reply(proposal, delivery.status)
             )
+            if reply is not None:
+                await self._thread_reply(proposal, delivery, reply)
+        elif delivery.effect is Effect.SLACK_REMIND:
+            # only while it is still pending: a decision since the sweep makes it moot
+            if proposal.status is Status.PENDING and self.reminder is not None:
+                await self._thread_reply(proposal, delivery, await self.reminder(proposal))
         else:
             raise ValueError(f"not a Slack effect: {delivery.effect}")
+
+    async def _superseded_reply(self, proposal: Proposal, delivery: Delivery) -> render.Message:
+        """The reply that points to the edit. While the edit's own message is still to be posted,
+        it waits a little (retried) so that it can link to it; then goes without the link."""
+        edit = None
+        if proposal.superseded_by is not None:
+            edit = await self._store.get_proposal(proposal.superseded_by)
+        link = None
+        if edit is not None and edit.slack_channel and edit.slack_ts:
+            found = await self._outbox_call(
+                "chat.getPermalink", channel=edit.slack_channel, message_ts=edit.slack_ts
+            )
+            link = found.get("permalink")
+        elif (
+            edit is not None
+            and edit.status is Status.PENDING
+            and edit.channel is not None
+            and delivery.attempts < _EDIT_POST_WAITS
+        ):
+            raise DeliveryFailed("waiting for the edit's message, to link to it", retry_after=1.0)
+        return render_edit.superseded_reply(proposal, edit, link=link)
+
+    async def _thread_reply(
+        self, proposal: Proposal, delivery: Delivery, reply: render.Message
+    ) -> None:
+        """Post ``reply`` in the proposal's thread, once: its metadata names the outbox entry,
+        and a retry first looks for it."""
+        marker = {"proposal_id": proposal.id, "delivery": delivery.id}
+        if delivery.attempts > 1 and await self._find_reply(proposal, marker):
+            return  # an earlier attempt posted it; its answer was lost
+        await self._outbox_call(
+            "chat.postMessage",
+            channel=proposal.slack_channel,
+            thread_ts=proposal.slack_ts,
+            text=reply["text"],
+            blocks=reply["blocks"],
+            metadata={"event_type": REPLY_METADATA_EVENT, "event_payload": marker},
+        )
+
+    def _proposal_message(self, proposal: Proposal) -> render.Message:
+        return render.proposal_message(
+            proposal,
+            now=self._clock(),
+            extend_by=self._extension_of(proposal),
+            allow_similar=self.offers_standing(proposal),
+        )
+
+    async def post(self, proposal: Proposal) -> None:
+        """Post ``proposal``'s own message now, not looking for an earlier post first (the
+        digests' outbox looked already: bot/digest_outbox.py)."""
+        await self._post(proposal, search_first=False)
 
     async def _post(self, proposal: Proposal, *, search_first: bool) -> None:
         if proposal.slack_ts is not None or proposal.channel is None:
@@ -141,7 +200,7 @@ class SlackPublisher:
             if found is not None:
                 await self._store.attach_message(proposal.id, proposal.channel, found)
                 return
-        message = render.proposal_message(proposal, now=self._clock())
+        message = self._proposal_message(proposal)
         response = await self._outbox_call(
             "chat.postMessage",
             channel=proposal.channel,
@@ -226,6 +285,15 @@ class SlackPublisher:
     async def tell(self, proposal: Proposal | None, channel: str, user: str, text: str) -> None:
         """An ephemeral message only ``user`` sees."""
         await self._direct(proposal, "chat.postEphemeral", channel=channel, user=user, text=text)
+
+    async def update(
+        self, proposal: Proposal | None, channel: str, ts: str, *, text: str, blocks: Any
+    ) -> None:
+        """Re-render a message Countersign posted (a review post), at once; a failure is
+        logged and audited, not retried."""
+        await self._direct(
+            proposal, "chat.update", channel=channel, ts=ts, text=text, blocks=blocks
+        )
 
     async def open_view(
         self, proposal: Proposal | None, trigger_id: str, view: dict[str, Any]

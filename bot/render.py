@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from pydantic import JsonValue
 
+from contracts.base import Risk
 from contracts.outcomes import (
     NeedsReconciliation,
     Outcome,
@@ -23,18 +24,22 @@ from contracts.outcomes import (
     Succeeded,
     TerminalFailure,
 )
+from store.approvals import counted, missing
 from store.base import Proposal
 from store.lifecycle import Status
 
 __all__ = [
     "CLIPPED",
+    "RISK_LABELS",
     "already_decided_text",
+    "approval_recorded_text",
     "busy_text",
     "clip",
     "escape",
     "expiry_reply",
     "outcome_reply",
     "proposal_message",
+    "quorum_progress",
     "refusal_text",
     "reject_modal",
     "rejection_reply",
@@ -201,12 +206,21 @@ def _message(text: str, blocks: Blocks) -> Message:
 
 
 def proposal_message(
-    proposal: Proposal, *, now: datetime, agent_display: str | None = None
+    proposal: Proposal,
+    *,
+    now: datetime,
+    agent_display: str | None = None,
+    extend_by: timedelta | None = None,
+    allow_similar: bool = False,
 ) -> Message:
     """The message that asks for a decision; once decided, the same message showing the result.
 
+    ``allow_similar`` adds "Approve + allow similar…" (its rule allows standing rules,
+    bot/standing.py).
+
     While pending it ends with Approve / Reject buttons whose value is the proposal id and
-    nothing else; in any other status it ends with who decided, when, and what came of it.
+    nothing else (and Extend, when ``extend_by`` says what one extension adds); in any other
+    status it ends with who decided, when, and what came of it.
     """
     agent = escape(agent_display or proposal.agent)
     asked = f"*Requested by* agent *{agent}* for {_mention(proposal.requested_by)}"
@@ -225,17 +239,28 @@ def proposal_message(
         _section(f"*Why you are asked:* policy rule {rule}\n{escape(proposal.policy_note)}")
     )
     context = [
-        f"Operation {_code(proposal.operation, 200)} · id {_code(_short_id(proposal.id), 20)}"
+        RISK_LABELS[proposal.risk],
+        f"Operation {_code(proposal.operation, 200)} · id {_code(_short_id(proposal.id), 20)}",
     ]
     if proposal.status is Status.PENDING and proposal.expires_at is not None:
+        extended = ""
+        if proposal.extended_by is not None:
+            extended = f" · extended by {_mention(proposal.extended_by)}"
         context.insert(
             0,
             f":hourglass_flowing_sand: Expires {_when(proposal.expires_at)}"
-            f" ({_remaining(proposal.expires_at, now)})",
+            f" ({_remaining(proposal.expires_at, now)}){extended}",
         )
     details.append(_context(*context))
+    progress = quorum_progress(proposal) if proposal.status is Status.PENDING else None
+    if progress is not None:
+        details.append(_section(progress))
     if proposal.status is Status.PENDING:
-        details.append(_buttons(proposal))
+        actions = _buttons(proposal, extend_by)
+        actions["elements"].append(_edit_button(proposal))  # the channel message only
+        if allow_similar:
+            actions["elements"].insert(1, _standing_button(proposal))
+        details.append(actions)
     else:
         details.append({"type": "divider"})
         details.append(_section(_state_line(proposal)))
@@ -250,7 +275,8 @@ def proposal_message(
     return _message(f"{_status_word(proposal)}: {escape(proposal.preview.title)}", blocks)
 
 
-def _buttons(proposal: Proposal) -> dict[str, Any]:
+def _buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str, Any]:
+    extend = [] if extend_by is None or proposal.extended_by else [_extend(proposal, extend_by)]
     return {
         "type": "actions",
         "block_id": "decision",
@@ -262,7 +288,10 @@ def _buttons(proposal: Proposal) -> dict[str, Any]:
                 "style": "primary",
                 "value": proposal.id,
                 "confirm": {
-                    "title": _plain("Approve and execute?", CONFIRM_TITLE_MAX),
+                    "title": _plain(
+                        "Approve and execute?" if missing(proposal) <= 1 else "Approve?",
+                        CONFIRM_TITLE_MAX,
+                    ),
                     "text": _plain(
                         f"{proposal.operation}: {proposal.preview.title}", CONFIRM_TEXT_MAX
                     ),
@@ -278,7 +307,40 @@ def _buttons(proposal: Proposal) -> dict[str, Any]:
                 "style": "danger",
                 "value": proposal.id,
             },
+            *extend,
         ],
+    }
+
+
+def _extend(proposal: Proposal, extend_by: timedelta) -> dict[str, Any]:
+    """The Extend button: once, by the rule's extend_by; its value is the proposal id only."""
+    return {
+        "type": "button",
+        "action_id": "extend",
+        "text": _plain(f"Extend by {_span(extend_by.total_seconds())}", BUTTON_MAX),
+        "value": proposal.id,
+    }
+
+
+def _standing_button(proposal: Proposal) -> dict[str, Any]:
+    """Approve + allow similar…: opens a modal to approve this one and, for a while, similar
+    ones (bot/standing.py); its value is the proposal id only."""
+    return {
+        "type": "button",
+        "action_id": "approve_standing",
+        "text": _plain("Approve + allow similar…", BUTTON_MAX),
+        "value": proposal.id,
+    }
+
+
+def _edit_button(proposal: Proposal) -> dict[str, Any]:
+    """Edit: opens a modal to change the request, which is then checked and classified again
+    as a new proposal (bot/edits.py); its value is the proposal id only."""
+    return {
+        "type": "button",
+        "action_id": "edit",
+        "text": _plain("Edit", BUTTON_MAX),
+        "value": proposal.id,
     }
 
 
@@ -336,6 +398,10 @@ def _approval(proposal: Proposal) -> str:
     if proposal.decided_by is None:
         return ":white_check_mark: Approved automatically by the policy"
     at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    if proposal.quorum > 1:
+        people = _people(a.approver for a in counted(proposal))
+        quorum = proposal.quorum
+        return f":white_check_mark: Approved by {people} ({quorum} of {quorum}){at}"
     return f":white_check_mark: Approved by {_mention(proposal.decided_by)}{at}"
 
 
@@ -355,10 +421,12 @@ def _state_line(proposal: Proposal) -> str:
     if status is Status.DENIED:
         return f":no_entry: *Denied by the policy*: {escape(proposal.policy_note)}"
     if status is Status.SUPERSEDED:
-        edit = f" `{proposal.superseded_by}`" if proposal.superseded_by else ""
+        at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+        edit = f" (id {_code(proposal.superseded_by, 60)})" if proposal.superseded_by else ""
         return (
-            f":pencil2: *Superseded* by an edit{edit} of {_mention(proposal.decided_by)}. "
-            "This version will not be executed."
+            f":pencil2: *Superseded* by an edit of {_mention(proposal.decided_by)}{at}: this"
+            f" version will not be executed. The edit{edit} was checked and classified again"
+            " as a new proposal; the thread says where it went."
         )
     if status is Status.EXECUTING:
         return f"{_approval(proposal)}. :gear: Executing…"
@@ -387,10 +455,65 @@ def _outcome_summary(outcome: Outcome) -> str:
             )
 
 
+# --- risk classes and quorum ---------------------------------------------------------------------
+
+#: How each risk class shows, in the message and in every queue.
+RISK_LABELS: Final[Mapping[Risk, str]] = {
+    "irreversible": ":red_circle: Irreversible (money or external effect)",
+    "reversible": ":large_orange_circle: Reversible write",
+    "read": ":white_circle: Read only",
+}
+
+
+def _people(users: Iterable[str]) -> str:
+    mentions = [_mention(user) for user in users]
+    if len(mentions) <= 1:
+        return "".join(mentions) or "nobody"
+    return ", ".join(mentions[:-1]) + f" and {mentions[-1]}"
+
+
+def _roles(proposal: Proposal) -> str:
+    return " or ".join(escape(role) for role in proposal.approver_roles) or "the approvers"
+
+
+def quorum_progress(proposal: Proposal) -> str | None:
+    """For a pending proposal that needs several approvers: how many approved, who, and who
+    may still approve. None when one approval is enough."""
+    if proposal.quorum <= 1:
+        return None
+    done = counted(proposal)
+    shown = f": {_people(a.approver for a in done)}" if done else ""
+    not_again = " or those who already approved" if done else ""
+    return (
+        f":busts_in_silhouette: *{len(done)} of {proposal.quorum} approved*{shown}\n"
+        f"{missing(proposal)} more from {_roles(proposal)}; not "
+        f"{_mention(proposal.requested_by)}{not_again}"
+    )
+
+
+def approval_recorded_text(proposal: Proposal) -> str:
+    """What an approver whose approval did not yet complete the quorum sees, only to them."""
+    return clip(
+        f":ballot_box_with_check: Your approval is recorded: {len(counted(proposal))} of "
+        f"{proposal.quorum}. Waiting for {missing(proposal)} more from {_roles(proposal)}.",
+        SECTION_MAX,
+    )
+
+
 # --- thread replies -------------------------------------------------------------------------------
 
 
 def outcome_reply(proposal: Proposal) -> Message:
+    """The thread reply that reports what execution came to; after several approvals, it names
+    every approver."""
+    reply = _outcome_reply(proposal)
+    if proposal.quorum > 1 and proposal.decided_by is not None:
+        people = _people(a.approver for a in counted(proposal))
+        reply["blocks"] = [*reply["blocks"], _context(f"Approved by {people}")][:BLOCKS_MAX]
+    return reply
+
+
+def _outcome_reply(proposal: Proposal) -> Message:
     """The thread reply that reports what execution came to, one rendering per outcome kind."""
     outcome = proposal.outcome
     if outcome is None:

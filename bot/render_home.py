@@ -1,8 +1,9 @@
 """Block Kit for a person's own workspace in Slack: the App Home tab and the ``/countersign``
 answers. Pure functions of stored values and ``now``; no clock, env or I/O.
 
-The proposals waiting for the person are ranked by time to expiry, soonest first. (Ranking by
-risk class first is planned; proposals carry no risk class yet.) Their Approve / Reject buttons
+The proposals waiting for the person come as the store ranks them: riskiest first (irreversible,
+reversible, read), then soonest expiry; each shows its risk class and, when it needs several
+approvers, how many approved so far. Their Approve / Reject buttons
 are the channel message's own (same action ids, the proposal id as the only value), so a click
 here is checked and handled exactly like one in the channel.
 """
@@ -14,6 +15,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from bot.render import (
+    RISK_LABELS,
     SECTION_MAX,
     Blocks,
     _buttons,
@@ -30,6 +32,7 @@ from bot.render import (
     escape,
 )
 from bot.render_escalation import HAND_BACK, RESOLVE
+from store.approvals import counted
 from store.base import AuditEntry, Proposal
 from store.escalations import Escalation
 
@@ -69,7 +72,8 @@ def home_view(
 
 
 def waiting_blocks(waiting: Sequence[Proposal], *, now: datetime) -> Blocks:
-    """The proposals a person may decide, soonest expiry first, with their buttons."""
+    """The proposals a person may decide, in the order given (riskiest first, then soonest
+    expiry), with their buttons."""
     if not waiting:
         return [_context("Nothing waits for you. :tada:")]
     blocks: Blocks = []
@@ -96,10 +100,15 @@ def waiting_blocks(waiting: Sequence[Proposal], *, now: datetime) -> Blocks:
         asked = f"agent *{escape(proposal.agent)}* for {_mention(proposal.requested_by)}"
         buttons = _buttons(proposal)
         buttons["block_id"] = f"decision-{proposal.id}"  # block ids are unique within a view
-        blocks += [section, _context(f"{expiry} · {asked} · {_code(proposal.id, 40)}"), buttons]
+        line = f"{RISK_LABELS[proposal.risk]} · {expiry} · {asked} · {_code(proposal.id, 40)}"
+        if proposal.quorum > 1:
+            line += f" · {len(counted(proposal))} of {proposal.quorum} approved"
+        blocks += [section, _context(line), buttons]
     hidden = len(waiting) - WAITING_SHOWN
     if hidden > 0:
-        blocks.append(_context(f"{hidden} more not shown; the soonest to expire come first."))
+        blocks.append(
+            _context(f"{hidden} more not shown; the riskiest and soonest to expire come first.")
+        )
     return blocks
 
 
@@ -170,7 +179,10 @@ def proposal_detail_blocks(
                 "fields": [{"type": "mrkdwn", "text": t, "verbatim": True} for t in fields],
             }
         )
-    status = f"*Status:* {_status_word(proposal)} ({_code(proposal.status.value, 40)})"
+    status = (
+        f"*Status:* {_status_word(proposal)} ({_code(proposal.status.value, 40)})"
+        f" · {RISK_LABELS[proposal.risk]}"
+    )
     if proposal.expires_at is not None:
         status += (
             f" · expires {_when(proposal.expires_at)} ({_remaining(proposal.expires_at, now)})"
@@ -193,8 +205,10 @@ def help_blocks() -> Blocks:
     return [
         _section(
             "*/countersign* shows what waits for you, only to you:\n"
-            "• `/countersign list`: the proposals you may decide, soonest expiry first\n"
+            "• `/countersign list`: the proposals you may decide, riskiest first, then "
+            "soonest expiry\n"
             "• `/countersign show <id>`: a proposal's preview, status and audit trail\n"
+            "• `/countersign standing`: the active standing rules, to revoke (admins only)\n"
             "• `/countersign help`: this help\n"
             "Your Home tab in the Countersign app shows the same list, your escalations and "
             "your recent decisions."

@@ -72,6 +72,16 @@ class ProposalOut(BaseModel):
     expires_at: datetime | None
     decision: DecisionOut | None
     outcome: Outcome | None
+    supersedes: str | None = Field(
+        description="For an edit: the id of the proposal it replaced (which is now superseded)."
+    )
+    edited_by: str | None = Field(
+        description="For an edit: the Slack user id of the approver who edited the request."
+    )
+    superseded_by: str | None = Field(
+        description="Once an approver edited this proposal (status superseded): the id of the "
+        "edit, a new proposal that was checked and classified again. Follow it for the result."
+    )
 
     @classmethod
     def of(cls, proposal: Proposal) -> ProposalOut:
@@ -97,4 +107,7 @@ class ProposalOut(BaseModel):
             if decided
             else None,
             outcome=proposal.outcome,
+            supersedes=proposal.supersedes,
+            edited_by=proposal.edited_by,
+            superseded_by=proposal.superseded_by,
         )

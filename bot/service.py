@@ -15,27 +15,41 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot import render
+from pydantic import JsonValue
+
+from bot import extensions, reminders, render, standing
 from bot.directory import SlackDirectory
 from bot.execution import Executor
+from bot.lineage import editors_of
 from bot.publish import SlackPublisher
 from bot.schemas import SubmitBody
 from bot.settings import AgentSettings, Settings
 from bot.waiters import Waiters
 from contracts.authority import DecisionChain, refusal_reason
-from contracts.base import Context, ContractViolation, FieldProblem, HttpClient
+from contracts.base import (
+    Context,
+    ContractViolation,
+    FieldProblem,
+    HttpClient,
+    Operation,
+    Resolved,
+)
 from contracts.canonical import binding_hash, canonical_json
 from contracts.outcomes import Outcome, Succeeded, TerminalFailure
 from contracts.policy import Ask, AskRule, Auto, Deny
 from contracts.registry import UnknownOperation
+from contracts.standing import sampled
+from store.approvals import already_approved
 from store.base import (
     AlreadyDecided,
+    ApprovalCounted,
     IdempotencyConflict,
     NewProposal,
     NotApprovable,
     Proposal,
     Store,
     Transitioned,
+    TransitionResult,
 )
 from store.lifecycle import Status
 
@@ -123,35 +137,18 @@ class Service:
         now = self._clock()
         request = operation.parse_request(body.request)
         ctx = Context(now=now, http=self._http, correlation_id=f"submit.{secrets.token_hex(4)}")
-        resolved = await operation.resolve(request, ctx)
-        arguments = operation.dump_arguments(resolved.arguments)
-        preview = resolved.preview
-        members_now = await self.directory.role_members(self.settings.roles)
-        requester_roles = frozenset(
-            role for role, members in members_now.items() if body.requested_by in members
-        )
-        decision = self.settings.policy.classify(
-            operation=operation.name,
+        new = await self.frozen_contract(
+            operation,
+            await operation.resolve(request, ctx),
             agent=agent.name,
-            arguments=arguments,
-            requester_roles=requester_roles,
-        )
-        new = NewProposal(
-            id=new_proposal_id(),
-            agent=agent.name,
-            submission_key=key,
-            submission_fingerprint=fingerprint,
             requested_by=body.requested_by,
-            run_id=body.run_id,
-            operation=operation.name,
             request=body_json["request"],
-            arguments=arguments,
-            preview=preview,
-            binding_hash=binding_hash(operation.name, arguments, preview.model_dump(mode="json")),
-            agent_reason=body.reason,
+            submission_key=key,
+            fingerprint=fingerprint,
+            run_id=body.run_id,
+            reason=body.reason,
             callback_url=body.callback_url,
-            **_policy_fields(decision, now, self._lease),
-            created_at=now,
+            now=now,
         )
         proposal, created = await self.store.create_proposal(new)
         if not created:
@@ -163,12 +160,85 @@ class Service:
             proposal = await self._execute(proposal)
         return Submitted(proposal, created=True)
 
+    async def frozen_contract(
+        self,
+        operation: Operation[Any, Any],
+        resolved: Resolved[Any],
+        *,
+        agent: str,
+        requested_by: str,
+        request: JsonValue,
+        submission_key: str,
+        fingerprint: str,
+        run_id: str | None,
+        reason: str | None,
+        callback_url: str | None,
+        now: datetime,
+        supersedes: str | None = None,
+        edited_by: str | None = None,
+    ) -> NewProposal:
+        """The proposal to store, for a submission and for an edit alike: the frozen arguments
+        and preview, classified by the policy table (and any standing rule that covers them)
+        for this agent and requester, with the risk class, reminder and review sample."""
+        arguments = operation.dump_arguments(resolved.arguments)
+        preview = resolved.preview
+        members = await self.directory.role_members(self.settings.roles)
+        decision = self.settings.policy.classify(
+            operation=operation.name,
+            agent=agent,
+            arguments=arguments,
+            requester_roles=frozenset(r for r, m in members.items() if requested_by in m),
+        )
+        # an active standing rule may approve what the rule would ask for (bot/standing.py)
+        decision, standing_rule = await standing.cover(
+            self.store,
+            self.settings.policy,
+            decision,
+            operation=operation.name,
+            agent=agent,
+            arguments=arguments,
+            requested_by=requested_by,
+            members=members,
+            now=now,
+        )
+        proposal_id = new_proposal_id()
+        return NewProposal(
+            id=proposal_id,
+            agent=agent,
+            submission_key=submission_key,
+            submission_fingerprint=fingerprint,
+            requested_by=requested_by,
+            run_id=run_id,
+            operation=operation.name,
+            request=request,
+            arguments=arguments,
+            preview=preview,
+            binding_hash=binding_hash(operation.name, arguments, preview.model_dump(mode="json")),
+            agent_reason=reason,
+            callback_url=callback_url,
+            **_policy_fields(decision, now, self._lease),
+            risk=operation.risk,
+            remind_at=reminders.due_time(decision, self.settings.approvals.remind_at, now),
+            standing_rule_id=None if standing_rule is None else standing_rule.id,
+            review_sampled=isinstance(decision, Auto)
+            and sampled(proposal_id, self.settings.approvals.review_sample),
+            created_at=now,
+            supersedes=supersedes,
+            edited_by=edited_by,
+        )
+
     # --- decisions from Slack -----------------------------------------------------------------
 
     async def approve(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
-        """An Approve click: check the clicker, claim atomically, execute once, report."""
+        """An Approve click: check the clicker, record the approval; once the rule's quorum of
+        distinct approvers is reached, claim atomically, execute once, report."""
         proposal = await self._decidable(proposal_id, user=user, channel=channel, verb="approve")
         if proposal is None:
+            return None
+        again = already_approved(proposal, user)
+        if again is not None:
+            await self._audit_refusal(proposal, user=user, verb="approve", why=again)
+            await self._tell(proposal, channel, user, render.refusal_text(again))
             return None
         operation_hash = binding_hash(
             proposal.operation, proposal.arguments, proposal.preview.model_dump(mode="json")
@@ -184,6 +254,14 @@ class Service:
         if isinstance(result, Transitioned):
             self._changed(result.proposal)
             return await self._execute(result.proposal)
+        if isinstance(result, ApprovalCounted):  # the message shows the progress (outbox)
+            self._changed(result.proposal)
+            text = render.approval_recorded_text(result.proposal)
+            await self._tell(result.proposal, channel, user, text)
+            return result.proposal
+        if isinstance(result, NotApprovable) and already_approved(result.proposal, user):
+            # the same person's two clicks raced: the store counted one and refused the other
+            await self._audit_refusal(result.proposal, user=user, verb="approve", why=result.reason)
         await self._not_claimed(result, user=user, channel=channel)
         return None
 
@@ -206,6 +284,38 @@ class Service:
             return result.proposal
         await self._not_claimed(result, user=user, channel=None)
         return None
+
+    async def extend(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
+        """An Extend click: the same checks as Approve, then the one extension the rule allows
+        (bot/extensions.py). A refusal is told to the clicker alone and audited."""
+        proposal = await self._decidable(proposal_id, user=user, channel=channel, verb="extend")
+        if proposal is None:
+            return None
+        now = self._clock()
+        until = extensions.extension_until(self.settings.policy, proposal, now)
+        if isinstance(until, str):
+            await self._audit_refusal(proposal, user=user, verb="extend", why=until)
+            await self._tell(proposal, channel, user, render.refusal_text(until))
+            return None
+        result = await self.store.extend(proposal.id, actor=user, until=until, now=now)
+        if isinstance(result, Transitioned):
+            self._changed(result.proposal)
+            return result.proposal
+        if isinstance(result, NotApprovable):
+            await self._audit_refusal(proposal, user=user, verb="extend", why=result.reason)
+        if isinstance(result, AlreadyDecided | NotApprovable):
+            await self._not_claimed(result, user=user, channel=channel)
+        return None
+
+    async def remind_due(self) -> list[Proposal]:
+        """Mark every pending proposal whose reminder is due as reminded; the outbox posts the
+        reminders in their threads (bot/reminders.py)."""
+        reminded: list[Proposal] = []
+        while batch := await self.store.remind_due(now=self._clock(), limit=100):
+            reminded += batch
+        if reminded:
+            self._wake_outbox()
+        return reminded
 
     async def expire_due(self) -> list[Proposal]:
         """Expire every overdue pending proposal and tell Slack and the agents."""
@@ -280,6 +390,59 @@ class Service:
         await self._not_claimed(result, user=user, channel=channel)
         return None
 
+    # --- one digest item at a time (bot/digests.py): one click's checks, telling nobody ------
+
+    async def approve_item(self, proposal: Proposal, *, user: str) -> TransitionResult | str:
+        """What an Approve click on ``proposal`` alone does, but telling nobody: the same checks
+        (a refusal is audited and its reason returned), then the claim, and when it wins the
+        execution (Transitioned then carries the outcome)."""
+        if proposal.status is not Status.PENDING:
+            return AlreadyDecided(proposal)
+        why = await self.item_refusal(proposal, user)
+        why = why or already_approved(proposal, user)
+        if why is not None:
+            await self._audit_refusal(proposal, user=user, verb="approve", why=why)
+            return why
+        operation_hash = binding_hash(
+            proposal.operation, proposal.arguments, proposal.preview.model_dump(mode="json")
+        )
+        now = self._clock()
+        result = await self.store.claim_for_execution(
+            proposal.id,
+            actor=user,
+            now=now,
+            binding_hash=operation_hash,
+            lease_until=now + self._lease,
+        )
+        if isinstance(result, Transitioned):
+            self._changed(result.proposal)
+            return Transitioned(await self._execute(result.proposal))
+        if isinstance(result, ApprovalCounted):
+            self._changed(result.proposal)
+        return result
+
+    async def reject_item(
+        self, proposal: Proposal, *, user: str, reason: str
+    ) -> TransitionResult | str:
+        """What a submitted reject modal for ``proposal`` alone does, but telling nobody."""
+        if proposal.status is not Status.PENDING:
+            return AlreadyDecided(proposal)
+        why = await self.item_refusal(proposal, user)
+        if why is not None:
+            await self._audit_refusal(proposal, user=user, verb="reject", why=why)
+            return why
+        result = await self.store.reject(proposal.id, actor=user, reason=reason, now=self._clock())
+        if isinstance(result, Transitioned):
+            self._changed(result.proposal)
+        return result
+
+    async def item_refusal(self, proposal: Proposal, user: str) -> str | None:
+        """Why ``user`` may not decide the pending ``proposal``: the checks ``_decidable``
+        makes (the operation still configured, contracts.authority), nothing audited."""
+        if proposal.operation not in self.settings.registry:
+            return f"operation {proposal.operation!r} is no longer configured"
+        return await self._refusal(proposal, user)
+
     async def busy(self, proposal_id: str, *, user: str, channel: str | None) -> None:
         """A click that found no room: nothing changed; say so to the clicker alone."""
         log.warning("busy: click on %s by %s not applied", proposal_id, user)
@@ -323,11 +486,21 @@ class Service:
         await self._tell(proposal, channel, user, render.refusal_text(why))
         return None
 
+    async def _audit_refusal(self, proposal: Proposal, *, user: str, verb: str, why: str) -> None:
+        """A refused click, audited as ``_decidable`` audits its own refusals."""
+        await self.store.record_event(
+            proposal.id,
+            actor=user,
+            event=f"{verb}_refused",
+            detail={"user": user, "reason": why},
+            now=self._clock(),
+        )
+
     async def refusal_for(self, proposal: Proposal, user: str) -> str | None:
         """Why ``user`` may not decide ``proposal`` now, or None (App Home lists only these)."""
         if proposal.operation not in self.settings.registry:
             return f"operation {proposal.operation!r} is no longer configured"
-        return await self._refusal(proposal, user)
+        return already_approved(proposal, user) or await self._refusal(proposal, user)
 
     async def _tell(
         self, proposal: Proposal | None, channel: str | None, user: str, text: str
@@ -355,6 +528,7 @@ class Service:
             chain=DecisionChain(
                 requested_by=proposal.requested_by,
                 agent_owners=agent.owners if agent is not None else (),
+                editors=await editors_of(self.store, proposal),
             ),
             approver_roles=rule.approvers if rule is not None else (),
             roles=await self.directory.role_members(self.settings.roles),
@@ -370,8 +544,14 @@ class Service:
         return None
 
     async def _not_claimed(
-        self, result: AlreadyDecided | NotApprovable, *, user: str, channel: str | None
+        self,
+        result: AlreadyDecided | NotApprovable | ApprovalCounted,
+        *,
+        user: str,
+        channel: str | None,
     ) -> None:
+        if isinstance(result, ApprovalCounted):  # only an approval answers so (approve())
+            return
         if isinstance(result, AlreadyDecided):
             await self._tell_decided(result.proposal, user=user, channel=channel)
             return
@@ -436,6 +616,7 @@ def _policy_fields(decision: Auto | Ask | Deny, now: datetime, lease: timedelta)
             "channel": decision.channel,
             "status": Status.PENDING,
             "expires_at": now + decision.expires_after,
+            "quorum": decision.quorum,
         }
     if isinstance(decision, Auto):
         return {

@@ -14,14 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bot.digest_settings import DigestSettings
 from bot.escalation_settings import EscalationSection, load_escalation
 from contracts.base import Operation
 from contracts.escalation import EscalationPolicy
 from contracts.operations import refund, webhook
 from contracts.policy import PolicyError, PolicyTable
 from contracts.registry import Registry
+from contracts.reminders import DEFAULT_REMIND_AT, RemindAt, parse_remind_at
 
 __all__ = [
     "DEFAULT_CONFIG_PATH",
@@ -81,6 +83,30 @@ class StoreSettings(_Section):
 class ApprovalSettings(_Section):
     #: workspaces (team ids) whose people may decide; empty: the app's own workspace only
     allowed_teams: tuple[str, ...] = ()
+    #: when to remind the approvers of a pending proposal, as a percentage of its lifetime
+    #: ("80%"), or "off"; a policy rule's own remind_at overrides it (contracts/reminders.py)
+    remind_at: RemindAt = DEFAULT_REMIND_AT
+
+    @field_validator("remind_at", mode="before")
+    @classmethod
+    def _percentage(cls, value: object) -> RemindAt:
+        return parse_remind_at(value)
+
+    #: the share (0 to 1) of automatic approvals, by the policy or a standing rule, posted to
+    #: review_channel for a person to review after the fact
+    review_sample: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False)
+    #: the Slack channel id sampled automatic approvals are posted to (required when sampling)
+    review_channel: str | None = None
+
+    @field_validator("review_channel")
+    @classmethod
+    def _channel_id(cls, value: str | None) -> str | None:
+        if value is not None and (not value or value.startswith("#") or not value.isalnum()):
+            raise ValueError(
+                "expected a Slack channel id such as 'C0REVIEWS' (shown in the channel's "
+                "details in Slack), not a name"
+            )
+        return value
 
 
 class _AgentSection(_Section):
@@ -96,6 +122,7 @@ class _FileModel(_Section):
     store: StoreSettings = StoreSettings()
     approvals: ApprovalSettings = ApprovalSettings()
     escalation: EscalationSection = EscalationSection()
+    slack: DigestSettings = DigestSettings()
     roles: dict[str, tuple[str, ...]] = {}
     agents: dict[str, _AgentSection] = {}
     operations: dict[str, dict[str, Any]] = {}
@@ -155,6 +182,8 @@ class Settings:
     policy: PolicyTable
     #: the [escalation] section: trigger thresholds, responders, routes
     escalation: EscalationPolicy = field(default_factory=EscalationPolicy)
+    #: the [slack] section: digests of similar proposals (bot/digest_settings.py)
+    digests: DigestSettings = field(default_factory=DigestSettings)
     _agents_by_token: Mapping[str, AgentSettings] = field(default_factory=dict, repr=False)
 
     def agent_for_token(self, token: str) -> AgentSettings | None:
@@ -194,6 +223,12 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
             )
 
     agents, by_token = _load_agents(path, model, env, problems)
+    if model.approvals.review_sample > 0 and model.approvals.review_channel is None:
+        problems.append(
+            f"{path}: approvals.review_channel: required when approvals.review_sample is above "
+            f"0 (it is {model.approvals.review_sample}): the Slack channel id, such as "
+            "'C0REVIEWS', where sampled automatic approvals are posted for review"
+        )
     escalation = load_escalation(path, model.escalation, model.roles.keys(), problems)
     operations = _load_operations(path, model, env, problems)
     try:
@@ -226,6 +261,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
         store=model.store,
         approvals=model.approvals,
         escalation=escalation,
+        digests=model.slack,
         slack=slack_settings(env),
         roles=roles,
         agents=agents,
@@ -344,6 +380,7 @@ def _keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
         "server": ServerSettings,
         "store": StoreSettings,
         "escalation": EscalationSection,
+        "slack": DigestSettings,
     }
     if not parent:
         return tuple(_FileModel.model_fields)

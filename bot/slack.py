@@ -20,6 +20,8 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admission import Admission
+from bot.edits import EditFlow, EditSubmitted
+from bot.render_edit import EDIT_ACTION, EDIT_CALLBACK
 from bot.service import APP_HOME, Service
 from bot.slack_gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 
@@ -90,8 +92,12 @@ def build_bolt(
         logger=logging.getLogger("bot.slack.bolt"),
     )
 
+    edits = EditFlow(service)
     clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
         "approve": lambda c: service.approve(c.proposal_id, user=c.user, channel=c.channel),
+        EDIT_ACTION: lambda c: edits.begin(
+            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
+        ),
         "reject": lambda c: service.begin_reject(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
@@ -102,6 +108,7 @@ def build_bolt(
             c.proposal_id, user=c.user, channel=c.channel, resolution="failed"
         ),
         "reconcile_retry": lambda c: service.retry(c.proposal_id, user=c.user, channel=c.channel),
+        "extend": lambda c: service.extend(c.proposal_id, user=c.user, channel=c.channel),
     }
     for action_id, handle in clicks.items():
         app.action(action_id)(_click_listener(handle, service, admission))
@@ -122,6 +129,19 @@ def build_bolt(
             return
         await ack()
         await service.reject(submitted.proposal_id, user=submitted.user, reason=submitted.reason)
+
+    @app.view(EDIT_CALLBACK)
+    async def on_edit(ack: AsyncAck, body: dict[str, Any]) -> None:
+        submitted = _decode(EditSubmitted.of, body)
+        if submitted is None:
+            await ack()
+            return
+        answer = await edits.submit(submitted)  # checks and stores; errors keep the modal open
+        if answer.errors:
+            await ack(response_action="errors", errors=dict(answer.errors))
+            return
+        await ack()
+        await edits.finish(answer)
 
     @app.error
     async def on_error(error: Exception, response: BoltResponse | None) -> BoltResponse | None:

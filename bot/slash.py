@@ -1,4 +1,5 @@
-"""``/countersign``: what waits for me (``list``), one proposal (``show <id>``), ``help``.
+"""``/countersign``: what waits for me (``list``), one proposal (``show <id>``), the active
+standing rules (``standing``, admins only), ``help``.
 
 Answers are ephemeral (only the person who typed the command sees them) and travel in the
 command's own HTTP response, Slack's immediate response: it works in every conversation, also
@@ -23,6 +24,7 @@ from bot.home import HomeTab
 from bot.render import escape
 from bot.render_home import help_blocks, proposal_detail_blocks, waiting_blocks
 from bot.service import Service
+from bot.standing_admin import StandingAdmin
 from contracts.policy import AskRule
 from store.base import Proposal, ProposalNotFound
 
@@ -57,9 +59,11 @@ class SlashCommand:
             return await self._show(user, rest.strip().split()[0])
         if verb == "show":
             return _plain("Say which proposal: `/countersign show <id>`.")
+        if verb == "standing":  # the active standing rules, each with Revoke (admins only)
+            return await StandingAdmin(self._service, self._clock).listing(user)
         return _plain(
             f"`{escape(verb[:40])}` is not a /countersign command. "
-            "Try `list`, `show <id>` or `help`."
+            "Try `list`, `show <id>`, `standing` or `help`."
         )
 
     async def _show(self, user: str, proposal_id: str) -> Answer:

@@ -26,6 +26,7 @@ from contracts.outcomes import (
 )
 
 __all__ = [
+    "RISK_CLASSES",
     "ArgType",
     "Context",
     "ContractViolation",
@@ -41,7 +42,6 @@ __all__ = [
     "Preview",
     "PreviewField",
     "Resolved",
-    "RISK_CLASSES",
     "RevisionNeeded",
     "Risk",
     "problems_from_validation_error",

@@ -12,6 +12,10 @@ Rules for ``"*"`` may not carry conditions: argument names belong to one operati
 condition on a field that some operations lack would quietly never match them. Write one rule per
 operation instead.
 
+Each operation's risk class bounds what ``auto`` may do (``contracts/risk.py``): irreversible
+effects are asked for or denied, reversible writes run automatically only within conditions.
+An ``ask`` rule may require ``quorum`` distinct approvers (``contracts/quorum.py``).
+
 :meth:`PolicyTable.load` checks a whole table, as plain data from TOML, against the operation
 registry and the configured roles, and reports every problem at once in one :class:`PolicyError`.
 """
@@ -31,7 +35,11 @@ from pydantic import Field, JsonValue, model_validator
 from contracts.base import ArgType
 from contracts.durations import format_duration, parse_duration
 from contracts.frozen import Frozen
+from contracts.quorum import DEFAULT_QUORUM, MAX_QUORUM, quorum_problem, read_quorum
 from contracts.registry import Registry
+from contracts.reminders import RemindAt, parse_remind_at
+from contracts.risk import auto_rule_problems
+from contracts.standing import StandingPolicy, read_standing
 
 __all__ = [
     "ANY_OPERATION",
@@ -186,6 +194,23 @@ class AskRule(_RuleBase):
     expires_after: timedelta = Field(default=DEFAULT_EXPIRY, gt=timedelta(0), le=MAX_EXPIRY)
     #: whether guests (multi- or single-channel) holding an approver role may decide
     allow_guests: bool = False
+    #: when to remind the approvers (contracts.reminders); None: the [approvals] default
+    remind_at: RemindAt | None = None
+    #: how much one Extend click adds to the expiry; None: proposals cannot be extended
+    extend_by: timedelta | None = Field(default=None, gt=timedelta(0))
+    #: how many distinct people holding an approver role must approve before it runs
+    quorum: int = Field(default=DEFAULT_QUORUM, ge=1, le=MAX_QUORUM)
+    #: whether an admin may approve and grant a standing rule (contracts.standing); None: no
+    standing: StandingPolicy | None = None
+
+    @model_validator(mode="after")
+    def _extended_lifetime_fits(self) -> Self:
+        if self.extend_by is not None and self.expires_after + self.extend_by > MAX_EXPIRY:
+            raise ValueError(
+                f"expires_after + extend_by is {self.expires_after + self.extend_by}; "
+                f"at most {MAX_EXPIRY} is allowed"
+            )
+        return self
 
 
 class DenyRule(_RuleBase):
@@ -214,6 +239,8 @@ class Ask(Frozen):
     approvers: tuple[str, ...]
     channel: str
     expires_after: timedelta
+    remind_at: RemindAt | None = None  #: the rule's own; None: the [approvals] default
+    quorum: int = DEFAULT_QUORUM  #: distinct approvals needed
 
 
 class Deny(Frozen):
@@ -272,7 +299,9 @@ class PolicyTable:
         """
         if not isinstance(rules, list | tuple):
             raise PolicyError([f"policy must be a list of rules, got {rules!r}"])
-        context = _Context(registry, frozenset(roles), None if agents is None else set(agents))
+        context = _Context(
+            registry, frozenset(roles), None if agents is None else set(agents), members=roles
+        )
         problems: list[str] = []
         loaded: list[Rule] = []
         first_position: dict[str, int] = {}
@@ -402,6 +431,8 @@ def _decide(rule: Rule, explanation: str) -> Decision:
             approvers=rule.approvers,
             channel=rule.channel,
             expires_after=rule.expires_after,
+            remind_at=rule.remind_at,
+            quorum=rule.quorum,
         )
     if isinstance(rule, DenyRule):
         return Deny(rule_id=rule.id, reason=rule.reason)
@@ -421,6 +452,10 @@ _RULE_FIELDS: Final = (
     "channel",
     "expires_after",
     "allow_guests",
+    "remind_at",
+    "extend_by",
+    "quorum",
+    "standing",
     "reason",
 )
 _ONLY_FOR: Final = {
@@ -428,6 +463,10 @@ _ONLY_FOR: Final = {
     "channel": "ask",
     "expires_after": "ask",
     "allow_guests": "ask",
+    "remind_at": "ask",
+    "extend_by": "ask",
+    "quorum": "ask",
+    "standing": "ask",
     "reason": "deny",
 }
 _CONDITION_EXAMPLE: Final = '{ field = "amount_cents", lte = 5000 }'
@@ -438,6 +477,7 @@ class _Context:
     registry: Registry
     roles: frozenset[str]
     agents: set[str] | None
+    members: Mapping[str, Collection[str]]  #: each role's members (user ids and groups)
 
 
 class _RuleReader:
@@ -477,11 +517,26 @@ class _RuleReader:
         channel = reason = None
         expires_after = None
         allow_guests = False
+        remind_at: RemindAt | None = None
+        extend_by: timedelta | None = None
+        quorum = DEFAULT_QUORUM
+        standing: StandingPolicy | None = None
         if decision == "ask":
             approvers = self._names("approvers", "role", self._context.roles, required=True)
             channel = self._channel()
             expires_after = self._expiry()
             allow_guests = self._flag("allow_guests")
+            remind_at = self._remind_at()
+            extend_by = self._extend_by(expires_after)
+            quorum = self._quorum(approvers)
+            standing = self._standing(operation)
+        elif decision == "auto" and operation is not None:
+            given = self._raw.get("when")  # counted as given: a bad condition is still one
+            conditions = len(given) if isinstance(given, list | tuple) else 0
+            for problem in auto_rule_problems(
+                operation=operation, conditions=conditions, registry=self._context.registry
+            ):
+                self._problem(problem)
         elif decision == "deny":
             reason = self._text("reason", "a sentence telling the agent why it is refused")
         if self.problems or rule_id is None or operation is None:
@@ -497,6 +552,10 @@ class _RuleReader:
                 channel=channel,
                 expires_after=expires_after,
                 allow_guests=allow_guests,
+                remind_at=remind_at,
+                extend_by=extend_by,
+                quorum=quorum,
+                standing=standing,
             )
         if decision == "deny" and reason is not None:
             return DenyRule(
@@ -514,6 +573,31 @@ class _RuleReader:
             requester_roles=requester_roles,
             when=when,
         )
+
+    def _standing(self, operation: str | None) -> StandingPolicy | None:
+        if "standing" not in self._raw:
+            return None
+        registry = self._context.registry
+        types = None
+        if operation is not None and operation in registry:
+            types = registry.get(operation).argument_types()
+        standing, problems = read_standing(
+            self._raw["standing"],
+            operation=operation,
+            argument_types=types,
+            roles=self._context.roles,
+            quorum=self._raw.get("quorum"),
+        )
+        for problem in problems:
+            self._problem(problem)
+        return standing
+
+    def _quorum(self, approvers: tuple[str, ...]) -> int:
+        quorum, problem = read_quorum(self._raw.get("quorum"))
+        problem = problem or quorum_problem(quorum, approvers, self._context.members)
+        if problem is not None:
+            self._problem(problem)
+        return quorum
 
     def _flag(self, key: str) -> bool:
         value = self._raw.get(key, False)
@@ -606,6 +690,39 @@ class _RuleReader:
             self._problem(
                 f"field 'expires_after' is {value!r}; "
                 f"at most {format_duration(MAX_EXPIRY)} is allowed"
+            )
+            return None
+        return duration
+
+    def _remind_at(self) -> RemindAt | None:
+        if "remind_at" not in self._raw:
+            return None
+        try:
+            return parse_remind_at(self._raw["remind_at"])
+        except ValueError as error:
+            self._problem(f"field 'remind_at': {error}")
+            return None
+
+    def _extend_by(self, expires_after: timedelta | None) -> timedelta | None:
+        """The one extension an approver may grant; the proposal's whole life (expires_after
+        plus extend_by) stays within MAX_EXPIRY."""
+        value = self._raw.get("extend_by")
+        if value is None:
+            return None
+        try:
+            duration = parse_duration(value)
+        except ValueError as error:
+            self._problem(f"field 'extend_by': {error}")
+            return None
+        if duration <= timedelta(0):
+            self._problem(f"field 'extend_by' is {value!r}; it must be longer than zero")
+            return None
+        if expires_after is not None and expires_after + duration > MAX_EXPIRY:
+            self._problem(
+                f"field 'extend_by' is {value!r}; with expires_after "
+                f"{format_duration(expires_after)!r} an extended proposal would live "
+                f"{format_duration(expires_after + duration)}, but at most "
+                f"{format_duration(MAX_EXPIRY)} is allowed (expires_after + extend_by)"
             )
             return None
         return duration

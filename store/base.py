@@ -20,11 +20,14 @@ from contracts.outcomes import Outcome
 from store.lifecycle import Effect, Status
 
 if TYPE_CHECKING:
+    from store.digests import DigestStore
     from store.escalations import EscalationStore
+    from store.standing import StandingStore
 
 __all__ = [
     "AlreadyDecided",
     "Approval",
+    "ApprovalCounted",
     "AuditEntry",
     "AuditReport",
     "Delivery",
@@ -77,6 +80,10 @@ class NewProposal(Frozen):
     #: an edit: the proposal this one replaces, and the person who edited it (never an approver)
     supersedes: str | None = None
     edited_by: str | None = None
+    #: the standing rule that approved it automatically (decision auto), if one did
+    standing_rule_id: str | None = None
+    #: its automatic approval was sampled for a person's review after the fact
+    review_sampled: bool = False
 
 
 class Approval(Frozen):
@@ -103,6 +110,8 @@ class Proposal(NewProposal):
     extended_at: datetime | None = None
     #: approvals towards the quorum so far, oldest first (only those bound to binding_hash count)
     approvals: tuple[Approval, ...] = ()
+    #: the digest whose message shows it with similar proposals (store/digests.py), if any
+    digest_id: str | None = None
 
 
 class Delivery(Frozen):
@@ -159,7 +168,15 @@ class NotApprovable:
     reason: str
 
 
-TransitionResult = Transitioned | AlreadyDecided | NotApprovable
+@dataclass(frozen=True, slots=True)
+class ApprovalCounted:
+    """Your approval is recorded, but the quorum is not reached yet; ``proposal`` is still
+    pending and carries every approval so far (yours included)."""
+
+    proposal: Proposal
+
+
+TransitionResult = Transitioned | AlreadyDecided | NotApprovable | ApprovalCounted
 
 
 # --- errors ---------------------------------------------------------------------------------------
@@ -214,7 +231,8 @@ class Store(Protocol):
         ...
 
     async def pending_proposals(self, *, limit: int = 100) -> list[Proposal]:
-        """Up to ``limit`` pending proposals, soonest expiry first (then by id)."""
+        """Up to ``limit`` pending proposals, riskiest first (irreversible, reversible, read),
+        then soonest expiry, then by id."""
         ...
 
     async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:
@@ -223,6 +241,14 @@ class Store(Protocol):
 
     def escalations(self) -> EscalationStore:
         """The escalations kept in the same database, on the same audit chain."""
+        ...
+
+    def standing(self) -> StandingStore:
+        """Standing rules and reviews, kept in the same database, on the same audit chain."""
+        ...
+
+    def digests(self) -> DigestStore:
+        """Digest messages of similar proposals, kept in the same database and audit chain."""
         ...
 
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
@@ -238,7 +264,13 @@ class Store(Protocol):
         binding_hash: str,
         lease_until: datetime,
     ) -> TransitionResult:
-        """pending -> executing, atomically, if unexpired and the binding hash matches.
+        """``actor`` approves: pending -> executing, atomically, once the quorum is reached.
+
+        Refused as before when the proposal is not pending, expired or bound to another hash,
+        and when ``actor`` already approved it. Otherwise the approval is recorded; when the
+        approvals bound to the proposal's binding hash reach its quorum, the proposal moves to
+        executing (``decided_by`` is the approver who completed it) and the answer is
+        Transitioned; before that, ApprovalCounted. All of it is one transaction.
 
         The executor must record an outcome before ``lease_until``; after it, the proposal is
         taken for abandoned (reclaim_abandoned).
@@ -277,8 +309,44 @@ class Store(Protocol):
         """pending -> rejected, atomically, if unexpired."""
         ...
 
+    async def supersede(
+        self, old_id: str, new: NewProposal, *, actor: str, now: datetime
+    ) -> TransitionResult:
+        """An edit: pending -> superseded, atomically, if unexpired, and ``new`` stored with it.
+
+        In one transaction: the old proposal names its successor (``superseded_by``) and its
+        editor (``decided_by``, ``decided_at``) with a "superseded" audit entry; ``new`` is
+        stored as a submission is ("submitted", the policy's entry) with an "edited" entry that
+        keeps the proposed and the edited request and arguments; both write their effects.
+        ``new.supersedes`` must be ``old_id`` and ``new.edited_by`` ``actor`` (ValueError).
+        Transitioned carries the new proposal. When the old one is no longer pending or has
+        expired, nothing is stored (AlreadyDecided / NotApprovable). When the agent already used
+        ``new.submission_key``, raises IdempotencyConflict and stores nothing.
+        """
+        ...
+
     async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
         """pending -> expired for up to ``limit`` proposals whose expiry has passed."""
+        ...
+
+    async def remind_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        """Up to ``limit`` pending, unexpired proposals whose reminder is due (``remind_at`` <=
+        ``now``) and not yet sent, marked reminded (``reminded_at``): each once, however many
+        sweep at once. Each gets a "reminded" audit entry and, when it asks in a channel, a
+        slack.remind outbox entry, in the same transaction. The status does not change.
+        """
+        ...
+
+    async def extend(
+        self, proposal_id: str, *, actor: str, until: datetime, now: datetime
+    ) -> TransitionResult:
+        """The one extension: a pending, unexpired, never extended proposal expires at ``until``
+        (later than its expiry) instead, naming ``actor`` and ``now``, atomically, with an
+        "extended" audit entry {from, to} and a slack.update of its message. A reminder not
+        yet sent moves with the expiry: it stays as long before the new expiry as it was
+        before the old one. Otherwise nothing changes: AlreadyDecided when it is no longer
+        pending, NotApprovable saying why (expired, already extended, not later).
+        """
         ...
 
     async def record_event(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 __all__ = [
     "ABANDON_DELIVERY",
-    "CLAIM",
     "CLAIM_DELIVERIES",
     "COMPLETE_DELIVERY",
     "COUNT_PENDING_DELIVERIES",
@@ -31,6 +30,7 @@ __all__ = [
     "SELECT_PENDING",
     "SELECT_PROPOSAL",
     "SELECT_PROPOSAL_AUDIT_LOG",
+    "SUPERSEDE",
     "UPDATE_MESSAGE",
 ]
 
@@ -40,10 +40,10 @@ INSERT INTO proposals (
     id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
     arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
     approver_roles, channel, status, created_at, expires_at, updated_at, lease_until, risk,
-    quorum, supersedes, edited_by, remind_at
+    quorum, supersedes, edited_by, remind_at, standing_rule_id, review_sampled
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-    $21, $22, $23, $24, $25, $26, $27, $28
+    $21, $22, $23, $24, $25, $26, $27, $28, $29, $30
 )
 ON CONFLICT (agent, submission_key) DO NOTHING
 RETURNING *
@@ -52,8 +52,11 @@ RETURNING *
 #: The proposal an agent stored under a submission key.
 SELECT_BY_SUBMISSION_KEY = "SELECT * FROM proposals WHERE agent = $1 AND submission_key = $2"
 
-#: Pending proposals, soonest expiry first (App Home, the slash command).
-SELECT_PENDING = "SELECT * FROM proposals WHERE status = 'pending' ORDER BY expires_at, id LIMIT $1"
+#: Pending proposals, riskiest first, then soonest expiry (App Home, the slash command); the
+#: index proposals_pending_by_risk holds them in this order.
+SELECT_PENDING = """
+SELECT * FROM proposals WHERE status = 'pending' ORDER BY risk_rank, expires_at, id LIMIT $1
+"""
 
 #: A person's decisions, latest first.
 SELECT_DECIDED_BY = """
@@ -66,15 +69,6 @@ SELECT_PROPOSAL = "SELECT * FROM proposals WHERE id = $1"
 #: Remember the Slack message showing the proposal (allowed in any status).
 UPDATE_MESSAGE = """
 UPDATE proposals SET slack_channel = $2, slack_ts = $3, updated_at = $4 WHERE id = $1
-RETURNING *
-"""
-
-#: The claim: pending, unexpired and bound to the contract the approver saw -> executing.
-CLAIM = """
-UPDATE proposals
-SET status = 'executing', decided_by = $2, decided_at = $3, updated_at = $3, lease_until = $5
-WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)
-  AND binding_hash = $4
 RETURNING *
 """
 
@@ -114,6 +108,15 @@ REJECT = """
 UPDATE proposals
 SET status = 'rejected', decided_by = $2, decided_at = $3, decision_note = $4, updated_at = $3
 WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)
+RETURNING *
+"""
+
+#: An edit replaces a pending, unexpired proposal: pending -> superseded, naming the edit (not
+#: yet inserted; the same transaction inserts it) and the editor.
+SUPERSEDE = """
+UPDATE proposals
+SET status = 'superseded', superseded_by = $2, decided_by = $3, decided_at = $4, updated_at = $4
+WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $4)
 RETURNING *
 """
 

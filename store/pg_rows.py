@@ -71,6 +71,8 @@ def new_proposal_args(new: NewProposal) -> tuple[Any, ...]:
         new.supersedes,
         new.edited_by,
         _optional_aware(new.remind_at, field="remind_at"),
+        new.standing_rule_id,
+        new.review_sampled,
     )
 
 
@@ -119,6 +121,9 @@ def proposal_from_record(row: asyncpg.Record) -> Proposal:
         reminded_at=_utc(row["reminded_at"]),
         extended_by=row["extended_by"],
         extended_at=_utc(row["extended_at"]),
+        standing_rule_id=row["standing_rule_id"],
+        review_sampled=row["review_sampled"],
+        digest_id=row["digest_id"],
     )
 
 

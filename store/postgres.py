@@ -26,6 +26,7 @@ from pydantic import JsonValue
 
 from contracts.outcomes import NeedsReconciliation, Outcome
 from store import pg_queries as sql
+from store import pg_reminders
 from store.audit import entry_hash, verify_chain
 from store.base import (
     AuditEntry,
@@ -41,10 +42,13 @@ from store.base import (
     Transitioned,
     TransitionResult,
 )
+from store.edits import check_edit, edited_detail, superseded_detail
 from store.effects import effects_of, lane_of
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import MigrationError, load_migrations
+from store.pg_approvals import approve, with_approvals
 from store.pg_changes import ChangeFeed
+from store.pg_digests import PgDigests
 from store.pg_errors import DRIVER_ERRORS, translate
 from store.pg_escalations import PgEscalations
 from store.pg_migrate import apply_migrations
@@ -55,8 +59,10 @@ from store.pg_rows import (
     new_proposal_args,
     proposal_from_record,
 )
+from store.pg_standing import PgStanding
 from store.rows import dump_json, outcome_json
 from store.shield import finish_even_if_cancelled
+from store.standing import policy_detail
 from store.verdicts import check_head, not_reconcilable, refusal
 
 __all__ = ["PostgresStore", "redacted"]
@@ -122,6 +128,14 @@ class PostgresStore:
         if self._escalations is None:
             self._escalations = PgEscalations(self)
         return self._escalations
+
+    def standing(self) -> PgStanding:
+        """Standing rules and reviews in this database, sharing its pool and audit chain."""
+        return PgStanding(self)
+
+    def digests(self) -> PgDigests:
+        """Digests of similar proposals in this database, sharing its pool and audit chain."""
+        return PgDigests(self)
 
     @classmethod
     async def open(
@@ -219,7 +233,8 @@ class PostgresStore:
         row = await db.fetchrow(sql.SELECT_PROPOSAL, proposal_id)
         if row is None:
             raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
-        return proposal_from_record(row)
+        [proposal] = await with_approvals(db, [proposal_from_record(row)])
+        return proposal
 
     async def _append(
         self,
@@ -261,7 +276,7 @@ class PostgresStore:
 
     async def _enqueue(self, db: Connection, row: asyncpg.Record, now: datetime) -> Proposal:
         """Write the outbox entries of the status ``row`` just entered; return the proposal."""
-        proposal = proposal_from_record(row)
+        [proposal] = await with_approvals(db, [proposal_from_record(row)])
         at = aware(now, field="now")
         for effect in effects_of(proposal):
             await db.execute(
@@ -296,22 +311,36 @@ class PostgresStore:
                     sql.SELECT_BY_SUBMISSION_KEY, new.agent, new.submission_key
                 )
                 assert found is not None  # the row whose unique key refused the insert
-                existing = proposal_from_record(found)
+                [existing] = await with_approvals(db, [proposal_from_record(found)])
                 if existing.submission_fingerprint != new.submission_fingerprint:
                     raise IdempotencyConflict(existing)
                 return existing, False
-            submitted = {
-                "operation": new.operation,
-                "decision": new.decision,
-                "rule_id": new.rule_id,
-                "status": new.status.value,
-            }
-            await self._append(db, new.created_at, new.id, new.agent, "submitted", submitted)
-            if new.status in _POLICY_EVENT:
-                policy = {"rule_id": new.rule_id, "policy_note": new.policy_note}
-                event = _POLICY_EVENT[new.status]
-                await self._append(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
-            return await self._enqueue(db, row, new.created_at), True
+            return await self._submitted(db, new, row), True
+
+    async def _submitted(
+        self,
+        db: Connection,
+        new: NewProposal,
+        row: asyncpg.Record,
+        edit: Mapping[str, JsonValue] | None = None,
+    ) -> Proposal:
+        """The audit entries and effects of the proposal ``row`` just inserted (and of the edit
+        it is, when ``edit`` holds the "edited" entry's detail)."""
+        submitted = {
+            "operation": new.operation,
+            "decision": new.decision,
+            "rule_id": new.rule_id,
+            "status": new.status.value,
+        }
+        await self._append(db, new.created_at, new.id, new.agent, "submitted", submitted)
+        if edit is not None:
+            editor = new.edited_by or "unknown"
+            await self._append(db, new.created_at, new.id, editor, "edited", edit)
+        if new.status in _POLICY_EVENT:
+            policy = policy_detail(new)
+            event = _POLICY_EVENT[new.status]
+            await self._append(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
+        return await self._enqueue(db, row, new.created_at)
 
     @finish_even_if_cancelled
     async def get_proposal(self, proposal_id: str) -> Proposal:
@@ -322,14 +351,18 @@ class PostgresStore:
     async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
         async with self._connection() as db:
             row = await db.fetchrow(sql.SELECT_BY_SUBMISSION_KEY, agent, submission_key)
-            return None if row is None else proposal_from_record(row)
+            if row is None:
+                return None
+            [proposal] = await with_approvals(db, [proposal_from_record(row)])
+            return proposal
 
     @finish_even_if_cancelled
     async def pending_proposals(self, *, limit: int = 100) -> list[Proposal]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         async with self._connection() as db:
-            return [proposal_from_record(row) for row in await db.fetch(sql.SELECT_PENDING, limit)]
+            rows = await db.fetch(sql.SELECT_PENDING, limit)
+            return await with_approvals(db, [proposal_from_record(row) for row in rows])
 
     @finish_even_if_cancelled
     async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:
@@ -337,7 +370,7 @@ class PostgresStore:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         async with self._connection() as db:
             rows = await db.fetch(sql.SELECT_DECIDED_BY, user, limit)
-            return [proposal_from_record(row) for row in rows]
+            return await with_approvals(db, [proposal_from_record(row) for row in rows])
 
     @finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
@@ -348,7 +381,8 @@ class PostgresStore:
                 raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
             detail = {"channel": channel, "ts": ts}
             await self._append(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
-            return proposal_from_record(row)
+            [proposal] = await with_approvals(db, [proposal_from_record(row)])
+            return proposal
 
     @finish_even_if_cancelled
     async def claim_for_execution(
@@ -360,14 +394,14 @@ class PostgresStore:
         binding_hash: str,
         lease_until: datetime,
     ) -> TransitionResult:
-        at, lease = aware(now, field="now"), aware(lease_until, field="lease_until")
-        async with self._transaction() as db:
-            row = await db.fetchrow(sql.CLAIM, proposal_id, actor, at, binding_hash, lease)
-            if row is None:
-                return refusal(await self._existing(db, proposal_id), at, binding_hash)
-            detail = {"binding_hash": binding_hash}
-            await self._append(db, at, proposal_id, actor, "approved", detail)
-            return Transitioned(await self._enqueue(db, row, at))
+        return await approve(
+            self,
+            proposal_id,
+            actor=actor,
+            now=now,
+            binding_hash=binding_hash,
+            lease_until=lease_until,
+        )
 
     @finish_even_if_cancelled
     async def retry_execution(
@@ -427,6 +461,27 @@ class PostgresStore:
             return Transitioned(await self._enqueue(db, row, at))
 
     @finish_even_if_cancelled
+    async def supersede(
+        self, old_id: str, new: NewProposal, *, actor: str, now: datetime
+    ) -> TransitionResult:
+        check_edit(old_id, new, actor=actor)
+        at, args = aware(now, field="now"), new_proposal_args(new)
+        async with self._transaction() as db:
+            row = await db.fetchrow(sql.SUPERSEDE, old_id, new.id, actor, at)
+            if row is None:
+                return refusal(await self._existing(db, old_id), at, None)
+            old = await self._enqueue(db, row, at)
+            await self._append(db, at, old_id, actor, "superseded", superseded_detail(new))
+            inserted = await db.fetchrow(sql.INSERT_PROPOSAL, *args)
+            if inserted is None:  # the agent used this submission key: undo the transition
+                key = (new.agent, new.submission_key)
+                found = await db.fetchrow(sql.SELECT_BY_SUBMISSION_KEY, *key)
+                assert found is not None  # the row whose unique key refused the insert
+                raise IdempotencyConflict(proposal_from_record(found))
+            edit = edited_detail(old, new)
+            return Transitioned(await self._submitted(db, new, inserted, edit))
+
+    @finish_even_if_cancelled
     async def record_outcome(
         self, proposal_id: str, outcome: Outcome, *, now: datetime
     ) -> Proposal:
@@ -462,6 +517,16 @@ class PostgresStore:
             return expired
 
     # --- the outbox -------------------------------------------------------------------------
+
+    @finish_even_if_cancelled
+    async def remind_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        return await pg_reminders.remind_due(self, now=now, limit=limit)
+
+    @finish_even_if_cancelled
+    async def extend(
+        self, proposal_id: str, *, actor: str, until: datetime, now: datetime
+    ) -> TransitionResult:
+        return await pg_reminders.extend(self, proposal_id, actor=actor, until=until, now=now)
 
     @finish_even_if_cancelled
     async def claim_deliveries(

@@ -89,6 +89,8 @@ def new_proposal_params(new: NewProposal) -> dict[str, Any]:
         "supersedes": new.supersedes,
         "edited_by": new.edited_by,
         "remind_at": None if new.remind_at is None else db_time(new.remind_at, field="remind_at"),
+        "standing_rule_id": new.standing_rule_id,
+        "review_sampled": int(new.review_sampled),
     }
 
 
@@ -133,6 +135,9 @@ def proposal_from_row(row: sqlite3.Row) -> Proposal:
         reminded_at=_optional_time(row["reminded_at"]),
         extended_by=row["extended_by"],
         extended_at=_optional_time(row["extended_at"]),
+        standing_rule_id=row["standing_rule_id"],
+        review_sampled=bool(row["review_sampled"]),
+        digest_id=row["digest_id"],
     )
 
 

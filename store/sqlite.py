@@ -23,6 +23,7 @@ import aiosqlite
 from pydantic import JsonValue
 
 from contracts.outcomes import NeedsReconciliation, Outcome
+from store import sqlite_reminders
 from store.audit import entry_hash, verify_chain
 from store.base import (
     AuditEntry,
@@ -38,6 +39,7 @@ from store.base import (
     Transitioned,
     TransitionResult,
 )
+from store.edits import check_edit, edited_detail, superseded_detail
 from store.effects import effects_of, lane_of
 from store.group_commit import GroupCommit
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
@@ -53,7 +55,11 @@ from store.rows import (
     proposal_from_row,
 )
 from store.shield import finish_even_if_cancelled
+from store.sqlite_approvals import approve, with_approvals
+from store.sqlite_digests import SqliteDigests
 from store.sqlite_escalations import SqliteEscalations
+from store.sqlite_standing import SqliteStanding
+from store.standing import policy_detail
 from store.verdicts import check_head, not_reconcilable, refusal
 
 __all__ = ["SqliteStore", "apply_migrations"]
@@ -82,12 +88,13 @@ INSERT INTO proposals (
     id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
     arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
     approver_roles, channel, status, created_at, expires_at, updated_at, lease_until, risk,
-    quorum, supersedes, edited_by, remind_at
+    quorum, supersedes, edited_by, remind_at, standing_rule_id, review_sampled
 ) VALUES (
     :id, :agent, :submission_key, :submission_fingerprint, :requested_by, :run_id, :operation,
     :request, :arguments, :preview, :binding_hash, :agent_reason, :callback_url, :rule_id,
     :decision, :policy_note, :approver_roles, :channel, :status, :created_at, :expires_at,
-    :updated_at, :lease_until, :risk, :quorum, :supersedes, :edited_by, :remind_at
+    :updated_at, :lease_until, :risk, :quorum, :supersedes, :edited_by, :remind_at,
+    :standing_rule_id, :review_sampled
 )
 ON CONFLICT (agent, submission_key) DO NOTHING
 RETURNING *
@@ -102,15 +109,6 @@ SELECT_PROPOSAL = "SELECT * FROM proposals WHERE id = ?"
 #: Remember the Slack message showing the proposal (allowed in any status).
 UPDATE_MESSAGE = """
 UPDATE proposals SET slack_channel = ?, slack_ts = ?, updated_at = ? WHERE id = ? RETURNING *
-"""
-
-#: The claim: pending, unexpired and bound to the contract the approver saw -> executing.
-CLAIM = """
-UPDATE proposals
-SET status = 'executing', decided_by = ?, decided_at = ?, updated_at = ?, lease_until = ?
-WHERE id = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)
-  AND binding_hash = ?
-RETURNING *
 """
 
 #: A person retries an uncertain execution: needs_reconciliation -> executing, with a new lease.
@@ -147,6 +145,15 @@ WHERE id = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)
 RETURNING *
 """
 
+#: An edit replaces a pending, unexpired proposal: pending -> superseded, naming the edit (not
+#: yet inserted; the same transaction inserts it) and the editor.
+SUPERSEDE = """
+UPDATE proposals
+SET status = 'superseded', superseded_by = ?, decided_by = ?, decided_at = ?, updated_at = ?
+WHERE id = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)
+RETURNING *
+"""
+
 #: The outcome of an execution: executing -> the outcome's status.
 RECORD_OUTCOME = """
 UPDATE proposals SET status = ?, outcome = ?, updated_at = ?
@@ -166,9 +173,10 @@ WHERE id IN (
 RETURNING *
 """
 
-#: Pending proposals, soonest expiry first (App Home, the slash command).
+#: Pending proposals, riskiest first, then soonest expiry (App Home, the slash command); the
+#: index proposals_pending_by_risk holds them in this order.
 SELECT_PENDING = """
-SELECT * FROM proposals WHERE status = 'pending' ORDER BY expires_at, id LIMIT ?
+SELECT * FROM proposals WHERE status = 'pending' ORDER BY risk_rank, expires_at, id LIMIT ?
 """
 
 #: A person's decisions, latest first.
@@ -319,6 +327,14 @@ class SqliteStore:
             self._escalations = SqliteEscalations(self)
         return self._escalations
 
+    def standing(self) -> SqliteStanding:
+        """Standing rules and reviews in this database, in its transactions and audit chain."""
+        return SqliteStanding(self)
+
+    def digests(self) -> SqliteDigests:
+        """Digests of similar proposals in this database, in its transactions and audit chain."""
+        return SqliteDigests(self)
+
     @classmethod
     async def open(
         cls,
@@ -421,7 +437,8 @@ class SqliteStore:
         row = await self._one(db, SELECT_PROPOSAL, (proposal_id,))
         if row is None:
             raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
-        return proposal_from_row(row)
+        [proposal] = await with_approvals(db, [proposal_from_row(row)])
+        return proposal
 
     async def _append(
         self,
@@ -463,7 +480,7 @@ class SqliteStore:
 
     async def _enqueue(self, db: aiosqlite.Connection, row: Row, now: datetime) -> Proposal:
         """Write the outbox entries of the status ``row`` just entered; return the proposal."""
-        proposal = proposal_from_row(row)
+        [proposal] = await with_approvals(db, [proposal_from_row(row)])
         at = db_time(now, field="now")
         for effect in effects_of(proposal):
             params = (proposal.id, effect.value, lane_of(effect), proposal.status.value, at, at)
@@ -491,22 +508,36 @@ class SqliteStore:
                 key = (new.agent, new.submission_key)
                 found = await self._one(db, SELECT_BY_SUBMISSION_KEY, key)
                 assert found is not None  # the row whose unique key refused the insert
-                existing = proposal_from_row(found)
+                [existing] = await with_approvals(db, [proposal_from_row(found)])
                 if existing.submission_fingerprint != new.submission_fingerprint:
                     raise IdempotencyConflict(existing)
                 return existing, False
-            submitted = {
-                "operation": new.operation,
-                "decision": new.decision,
-                "rule_id": new.rule_id,
-                "status": new.status.value,
-            }
-            await self._append(db, new.created_at, new.id, new.agent, "submitted", submitted)
-            if new.status in _POLICY_EVENT:
-                policy = {"rule_id": new.rule_id, "policy_note": new.policy_note}
-                event = _POLICY_EVENT[new.status]
-                await self._append(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
-            return await self._enqueue(db, row, new.created_at), True
+            return await self._submitted(db, new, row), True
+
+    async def _submitted(
+        self,
+        db: aiosqlite.Connection,
+        new: NewProposal,
+        row: Row,
+        edit: Mapping[str, JsonValue] | None = None,
+    ) -> Proposal:
+        """The audit entries and effects of the proposal ``row`` just inserted (and of the edit
+        it is, when ``edit`` holds the "edited" entry's detail)."""
+        submitted = {
+            "operation": new.operation,
+            "decision": new.decision,
+            "rule_id": new.rule_id,
+            "status": new.status.value,
+        }
+        await self._append(db, new.created_at, new.id, new.agent, "submitted", submitted)
+        if edit is not None:
+            editor = new.edited_by or "unknown"
+            await self._append(db, new.created_at, new.id, editor, "edited", edit)
+        if new.status in _POLICY_EVENT:
+            policy = policy_detail(new)
+            event = _POLICY_EVENT[new.status]
+            await self._append(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
+        return await self._enqueue(db, row, new.created_at)
 
     @finish_even_if_cancelled
     async def get_proposal(self, proposal_id: str) -> Proposal:
@@ -519,7 +550,7 @@ class SqliteStore:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         async with self._transaction(write=False) as db:
             rows = await db.execute_fetchall(SELECT_PENDING, (limit,))
-            return [proposal_from_row(row) for row in rows]
+            return await with_approvals(db, [proposal_from_row(row) for row in rows])
 
     @finish_even_if_cancelled
     async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:
@@ -527,13 +558,16 @@ class SqliteStore:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         async with self._transaction(write=False) as db:
             rows = await db.execute_fetchall(SELECT_DECIDED_BY, (user, limit))
-            return [proposal_from_row(row) for row in rows]
+            return await with_approvals(db, [proposal_from_row(row) for row in rows])
 
     @finish_even_if_cancelled
     async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
         async with self._transaction(write=False) as db:
             row = await self._one(db, SELECT_BY_SUBMISSION_KEY, (agent, submission_key))
-            return None if row is None else proposal_from_row(row)
+            if row is None:
+                return None
+            [proposal] = await with_approvals(db, [proposal_from_row(row)])
+            return proposal
 
     @finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
@@ -544,7 +578,8 @@ class SqliteStore:
                 raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
             detail = {"channel": channel, "ts": ts}
             await self._append(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
-            return proposal_from_row(row)
+            [proposal] = await with_approvals(db, [proposal_from_row(row)])
+            return proposal
 
     @finish_even_if_cancelled
     async def claim_for_execution(
@@ -556,15 +591,14 @@ class SqliteStore:
         binding_hash: str,
         lease_until: datetime,
     ) -> TransitionResult:
-        at, lease = db_time(now, field="now"), db_time(lease_until, field="lease_until")
-        async with self._transaction(write=True) as db:
-            params = (actor, at, at, lease, proposal_id, at, binding_hash)
-            row = await self._one(db, CLAIM, params)
-            if row is None:
-                return refusal(await self._existing(db, proposal_id), now, binding_hash)
-            detail = {"binding_hash": binding_hash}
-            await self._append(db, now, proposal_id, actor, "approved", detail)
-            return Transitioned(await self._enqueue(db, row, now))
+        return await approve(
+            self,
+            proposal_id,
+            actor=actor,
+            now=now,
+            binding_hash=binding_hash,
+            lease_until=lease_until,
+        )
 
     @finish_even_if_cancelled
     async def retry_execution(
@@ -633,6 +667,27 @@ class SqliteStore:
             return Transitioned(await self._enqueue(db, row, now))
 
     @finish_even_if_cancelled
+    async def supersede(
+        self, old_id: str, new: NewProposal, *, actor: str, now: datetime
+    ) -> TransitionResult:
+        check_edit(old_id, new, actor=actor)
+        at, params = db_time(now, field="now"), new_proposal_params(new)
+        async with self._transaction(write=True) as db:
+            row = await self._one(db, SUPERSEDE, (new.id, actor, at, at, old_id, at))
+            if row is None:
+                return refusal(await self._existing(db, old_id), now, None)
+            old = await self._enqueue(db, row, now)
+            await self._append(db, now, old_id, actor, "superseded", superseded_detail(new))
+            inserted = await self._one(db, INSERT_PROPOSAL, params)
+            if inserted is None:  # the agent used this submission key: undo the transition
+                key = (new.agent, new.submission_key)
+                found = await self._one(db, SELECT_BY_SUBMISSION_KEY, key)
+                assert found is not None  # the row whose unique key refused the insert
+                raise IdempotencyConflict(proposal_from_row(found))
+            edit = edited_detail(old, new)
+            return Transitioned(await self._submitted(db, new, inserted, edit))
+
+    @finish_even_if_cancelled
     async def record_outcome(
         self, proposal_id: str, outcome: Outcome, *, now: datetime
     ) -> Proposal:
@@ -664,6 +719,16 @@ class SqliteStore:
                 await self._append(db, now, proposal.id, EXPIRY_ACTOR, "expired", detail)
                 expired.append(proposal)
             return expired
+
+    @finish_even_if_cancelled
+    async def remind_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        return await sqlite_reminders.remind_due(self, now=now, limit=limit)
+
+    @finish_even_if_cancelled
+    async def extend(
+        self, proposal_id: str, *, actor: str, until: datetime, now: datetime
+    ) -> TransitionResult:
+        return await sqlite_reminders.extend(self, proposal_id, actor=actor, until=until, now=now)
 
     @finish_even_if_cancelled
     async def claim_deliveries(

@@ -120,11 +120,24 @@ def view_submission_body(
     values: dict[str, dict[str, str]],
     team_id: str = "T0001",
     view_id: str = "V00000001",
+    states: dict[str, dict[str, dict[str, Any]]] | None = None,
 ) -> str:
     """A modal submission, form-encoded: Slack's view_submission payload with our values.
 
-    ``values`` maps block_id -> action_id -> the text typed into that plain_text_input.
+    ``values`` maps block_id -> action_id -> the text typed into that plain_text_input;
+    ``states`` adds inputs of any kind as Slack reports their state (block_id -> action_id ->
+    e.g. ``{"type": "number_input", "value": "1500"}`` or ``{"type": "static_select",
+    "selected_option": {...}}``).
     """
+    state: dict[str, dict[str, dict[str, Any]]] = {
+        block_id: {
+            action_id: {"type": "plain_text_input", "value": text}
+            for action_id, text in actions.items()
+        }
+        for block_id, actions in values.items()
+    }
+    for block_id, actions in (states or {}).items():
+        state.setdefault(block_id, {}).update(actions)
     payload = fixture_json("view_submission.json")
     payload["user"].update({"id": user_id, "team_id": team_id})
     payload["team"]["id"] = team_id
@@ -143,20 +156,12 @@ def view_submission_body(
                     "block_id": block_id,
                     "label": {"type": "plain_text", "text": block_id},
                     "optional": False,
-                    "element": {"type": "plain_text_input", "action_id": action_id},
+                    "element": {"type": element["type"], "action_id": action_id},
                 }
-                for block_id, actions in values.items()
-                for action_id in actions
+                for block_id, actions in state.items()
+                for action_id, element in actions.items()
             ],
-            "state": {
-                "values": {
-                    block_id: {
-                        action_id: {"type": "plain_text_input", "value": text}
-                        for action_id, text in actions.items()
-                    }
-                    for block_id, actions in values.items()
-                }
-            },
+            "state": {"values": state},
         }
     )
     return _form_payload(payload)

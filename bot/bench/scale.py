@@ -5,8 +5,8 @@ Seeding bypasses the API: the proposals are inserted with one SQL statement into
 seconds. Seeded rows carry no audit entries and no outbox entries; they exist to be read.
 Then a second `countersign serve` opens that store and the benchmark measures, each as p99:
 fetching one proposal over HTTP, an approver's queue (the store query the App Home will need:
-pending proposals of one channel by expiry, 20 at a time) and one expiry sweep with nothing due;
-and the server's memory (RSS) after serving them.
+pending proposals of one channel, riskiest first then by expiry, 20 at a time) and one expiry
+sweep with nothing due; and the server's memory (RSS) after serving them.
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ QUEUE_LIMIT = 20
 _HASH = "0" * 64
 _OUTCOME = '{"kind": "succeeded", "result": {}}'
 
-#: The approver's queue: pending proposals of one channel, soonest expiry first.
+#: The approver's queue: pending proposals of one channel, riskiest first, then soonest expiry
+#: (the order of the index proposals_pending_queue).
 QUEUE_SQLITE = """
 SELECT * FROM proposals WHERE status = 'pending' AND channel = ?
-ORDER BY expires_at, id LIMIT 20
+ORDER BY risk_rank, expires_at, id LIMIT 20
 """
 QUEUE_POSTGRES = QUEUE_SQLITE.replace("?", "$1")
 
@@ -225,7 +226,10 @@ async def _queue(target: ScaleStore, samples: int) -> Measurement:
                 latencies.append(time.perf_counter() - started)
             steps = await db.execute_fetchall("EXPLAIN QUERY PLAN " + QUEUE_SQLITE, ("x",))
             plan = [str(step[-1]) for step in steps]
-    what = f"pending proposals of one channel by expiry, LIMIT {QUEUE_LIMIT} (store query)"
+    what = (
+        f"pending proposals of one channel, riskiest first then by expiry, LIMIT {QUEUE_LIMIT}"
+        " (store query)"
+    )
     row = Measurement.timed("scale: approver queue", "scenario", what, latencies, sum(latencies))
     row.details["plan"] = plan
     return row

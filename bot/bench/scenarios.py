@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from bot.bench.load import at_rate, back_to_back
 from bot.bench.report import Measurement
 from bot.bench.stage import APPROVER, Stage
+from bot.digest_outbox import shown_in
 
 __all__ = [
     "AGENTS",
@@ -158,7 +159,7 @@ async def overload(
 
 async def burst(stage: Stage, count: int, timeout: float, *, backend: str) -> Measurement:
     """``count`` proposals for one channel while Slack allows one message per second there:
-    how long until every one is in front of a person."""
+    how long until every one is in front of a person (in its own message or a digest's)."""
     drained = await _slack_quiet(stage, limit=timeout)
     stage.slack.messages_per_second = 1
     seen: dict[str, float] = {}
@@ -169,8 +170,9 @@ async def burst(stage: Stage, count: int, timeout: float, *, backend: str) -> Me
         )
         submitting = asyncio.create_task(load)
         while len(seen) < count and time.perf_counter() - start < timeout:
-            for message in stage.posted("burst"):
-                seen.setdefault(message.ts, time.perf_counter() - start)
+            for message in stage.posted("burst"):  # a proposal's own message, or a digest
+                for proposal_id in shown_in(message.to_api()):
+                    seen.setdefault(proposal_id, time.perf_counter() - start)
             await asyncio.sleep(0.05)
         submitted = await submitting
     finally:
@@ -190,6 +192,7 @@ async def burst(stage: Stage, count: int, timeout: float, *, backend: str) -> Me
         proposals=count,
         submitted=len(submitted.of(201)),
         visible=len(latencies),
+        messages=len(stage.posted("burst")),
         all_visible_after_seconds=round(latencies[-1], 2) if len(latencies) == count else None,
         budget_seconds=timeout,
         waited_for_earlier_posts_seconds=round(drained, 1),

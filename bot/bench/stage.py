@@ -74,6 +74,7 @@ def config_text(store_url: str, target_url: str) -> str:
         description = "A benchmark deployment"
         url = "{target_url}/execute"
         secret_env = "{SECRET_ENV}"
+        risk = "reversible"
         request_schema = {{ type = "object", required = ["lane", "n"], properties = {{ lane = {{ type = "string", enum = {lanes} }}, n = {{ type = "integer", minimum = 0 }} }} }}
         preview = {{ title = "Deploy build {{n}}", fields = [ {{ label = "Lane", value = "{{lane}}" }} ] }}
 
@@ -144,7 +145,7 @@ class Stage:
         body = {
             "operation": OPERATION,
             "request": {"lane": lane, "n": n},
-            "requested_by": REQUESTER,
+            "requested_by": _requester(lane, n),
             "run_id": f"{self.run}-{lane}-{n}",
         }
         headers = {"Authorization": f"Bearer {self.token}"}
@@ -200,6 +201,13 @@ class Stage:
                 return answer.status
         except aiohttp.ClientError:
             return 0
+
+
+def _requester(lane: str, n: int) -> str:
+    """The accountable human: one for every proposal of a lane, except that each click proposal
+    has its own, so that each gets its own message (similar proposals due together share a
+    digest) and the clicks scenario clicks one Approve per proposal."""
+    return f"U0BENCHCLICK{n}" if lane == "click" else REQUESTER
 
 
 def _button(message: StoredMessage, action_id: str) -> dict[str, Any]:

@@ -103,9 +103,9 @@ def _proposal(label: str, operation: str, request: dict[str, Any], reason: str) 
 DEMO_PROPOSALS: Final = (
     _proposal(
         "auto-approved",
-        "payments.refund",
-        {"payment_id": "pay_1001", "amount_cents": 1200, "reason": "duplicate"},
-        "The customer was charged twice for one item; refunding the duplicate charge.",
+        "crm.tag_customers",
+        {"segment": "lapsed-customers", "tag": "winback-2025", "customers": 120},
+        "Tagging the lapsed customers lets support recognise them when they get in touch.",
     ),
     _proposal(
         "needs approval",

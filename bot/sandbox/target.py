@@ -1,4 +1,4 @@
-"""A small execution target for the demo's webhook operation, served by the sandbox itself.
+"""A small execution target for the demo's webhook operations, served by the sandbox itself.
 
 It does what a real target should: refuses requests whose Countersign signature does not verify,
 and answers a repeated ``Idempotency-Key`` with the first answer instead of acting twice.
@@ -31,32 +31,60 @@ class Delivery:
 
 
 class DemoTarget:
-    """``POST /demo-target/campaigns/send``: queues a (pretend) email campaign."""
+    """``POST /demo-target/campaigns/send``: queues a (pretend) email campaign;
+    ``POST /demo-target/customers/tag``: tags a segment's customers (recorded in ``taggings``)."""
 
     def __init__(self, secret: str, *, clock: Callable[[], datetime] | None = None) -> None:
         self._secret = secret
         self._clock = clock or (lambda: datetime.now(UTC))
         self._answers: dict[str, dict[str, Any]] = {}
         self.deliveries: list[Delivery] = []
+        self.taggings: list[Delivery] = []
         self.refused = 0
 
     def routes(self) -> list[web.RouteDef]:
-        return [web.post("/demo-target/campaigns/send", self._send)]
+        return [
+            web.post("/demo-target/campaigns/send", self._send),
+            web.post("/demo-target/customers/tag", self._tag),
+        ]
 
-    async def _send(self, request: web.Request) -> web.Response:
+    async def _verified(self, request: web.Request) -> bytes | None:
+        """The body, if Countersign signed it; None (counted in ``refused``) if not."""
         raw = await request.read()
-        if not verify(
+        if verify(
             self._secret,
             request.headers.get(TIMESTAMP_HEADER, ""),
             raw,
             request.headers.get(SIGNATURE_HEADER, ""),
             now=self._clock(),
         ):
-            self.refused += 1
-            return web.json_response(
-                {"message": f"{SIGNATURE_HEADER} does not verify with the webhook secret"},
-                status=401,
-            )
+            return raw
+        self.refused += 1
+        return None
+
+    @staticmethod
+    def _unsigned() -> web.Response:
+        return web.json_response(
+            {"message": f"{SIGNATURE_HEADER} does not verify with the webhook secret"},
+            status=401,
+        )
+
+    async def _tag(self, request: web.Request) -> web.Response:
+        raw = await self._verified(request)
+        if raw is None:
+            return self._unsigned()
+        key = request.headers.get("Idempotency-Key", "")
+        body = json.loads(raw)
+        arguments = body.get("arguments", {}) if isinstance(body, dict) else {}
+        replayed = any(earlier.idempotency_key == key for earlier in self.taggings)
+        answer = {"tagged": arguments.get("customers"), "tag": arguments.get("tag")}
+        self.taggings.append(Delivery(self._clock(), key, arguments, answer, replayed))
+        return web.json_response(answer)
+
+    async def _send(self, request: web.Request) -> web.Response:
+        raw = await self._verified(request)
+        if raw is None:
+            return self._unsigned()
         key = request.headers.get("Idempotency-Key", "")
         body = json.loads(raw)
         arguments = body.get("arguments", {}) if isinstance(body, dict) else {}

@@ -33,6 +33,7 @@ from contracts.base import (
     PreviewField,
     Resolved,
     RevisionNeeded,
+    Risk,
 )
 from contracts.frozen import Frozen
 from contracts.outcomes import RevisionRequired
@@ -300,6 +301,7 @@ _REASON_LABELS: Final[Mapping[str, str]] = {
 class Refund(ModelOperation[RefundRequest, RefundArgs, RefundResult]):
     name = "payments.refund"
     description = "Refund a settled card payment, in full or in part."
+    risk: Risk = "irreversible"  #: money leaves the business: asked for or denied, never auto
     request_model: ClassVar[type[RefundRequest]] = RefundRequest
     arguments_model: ClassVar[type[RefundArgs]] = RefundArgs
     result_model: ClassVar[type[RefundResult]] = RefundResult

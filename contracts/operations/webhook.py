@@ -55,6 +55,7 @@ from contracts.base import (
     Preview,
     PreviewField,
     Resolved,
+    Risk,
 )
 from contracts.canonical import canonical_json
 from contracts.frozen import Frozen
@@ -122,6 +123,9 @@ class WebhookSpec(Frozen):
     url: str
     revalidate_url: str | None = None
     timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    #: what the target does: "read", "reversible" or "irreversible" (unknown effects count as
+    #: irreversible); bounds what the policy may run without asking (contracts/risk.py)
+    risk: Risk = "irreversible"
 
     @model_validator(mode="after")
     def _consistent(self) -> WebhookSpec:
@@ -242,6 +246,7 @@ class WebhookOperation(Operation[WebhookArguments, WebhookArguments]):
         self.spec = spec
         self.name = spec.name
         self.description = spec.description
+        self.risk = spec.risk
         self._secret = secret
         self._schema = spec.effective_schema()
         self._validator = Draft202012Validator(
@@ -402,6 +407,11 @@ def _describe_spec_errors(label: str, error: ValidationError) -> str:
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = f"unknown field (expected: {', '.join(WebhookSpec.model_fields)})"
+        elif item["loc"] == ("risk",):
+            message = (
+                "expected 'read', 'reversible' or 'irreversible' (what the target's effect is; "
+                f"default 'irreversible'), got {_show(item.get('input'))}"
+            )
         elif item["type"] != "missing":
             message += f" (got {_show(item.get('input'))})"
         messages.append(f"{where}: {message}")

@@ -55,7 +55,7 @@ def test_check_config_on_a_valid_file_prints_a_summary(
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == f"{config}: OK"
-    assert "  operations: payments.refund, crm.send_campaign" in lines
+    assert "  operations: payments.refund, crm.send_campaign, crm.tag_customers" in lines
     assert "  agents: support-bot, ops-bot" in lines
     assert "  roles: finance (3 people, 1 user group), support (1 person)" in lines
     assert "  policy rules: 4 (no match denies)" in lines
@@ -94,7 +94,7 @@ def test_check_config_on_a_broken_file_prints_each_problem_on_its_own_line(
     assert err.splitlines() == [
         "The configuration has problems:",
         f"  - {config}: colour: unknown key (expected one of: server, store, approvals, "
-        "escalation, roles, agents, operations, policy)",
+        "escalation, slack, roles, agents, operations, policy)",
     ]
 
     config, _ = write_config(tmp_path, text)
@@ -106,12 +106,13 @@ def test_check_config_on_a_broken_file_prints_each_problem_on_its_own_line(
     [header, *problems] = err.splitlines()
     assert header == "The configuration has problems:"
     assert len(problems) == 3, problems
-    assert problems[0].startswith(f"  - {config}: operations.crm.send_campaign.secret_env: ")
-    assert "'E2E_WEBHOOK_SECRET', which is not set" in problems[0]
-    for problem, rule in zip(problems[1:], ["small-refunds", "refunds"], strict=True):
-        assert problem.startswith(
-            f"  - {config}: policy rule {rule!r}: field 'amount' is not an argument"
-        )
+    webhooks = ["crm.send_campaign", "crm.tag_customers"]
+    for problem, operation in zip(problems[:2], webhooks, strict=True):
+        assert problem.startswith(f"  - {config}: operations.{operation}.secret_env: ")
+        assert "'E2E_WEBHOOK_SECRET', which is not set" in problem
+    assert problems[2].startswith(
+        f"  - {config}: policy rule 'refunds': field 'amount' is not an argument"
+    )
 
 
 def test_missing_config_file_names_the_path_and_how_to_pass_one(

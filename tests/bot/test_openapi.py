@@ -136,6 +136,16 @@ def test_the_problem_schema_matches_what_problem_responses_send(problem: Problem
     assert errors == []
 
 
+def test_the_edit_lineage_is_documented_on_every_proposal() -> None:
+    schema = document()["components"]["schemas"]["ProposalOut"]
+
+    for name in ("supersedes", "edited_by", "superseded_by"):
+        assert name in schema["required"]
+        assert schema["properties"][name]["anyOf"] == [{"type": "string"}, {"type": "null"}]
+        assert schema["properties"][name]["description"]
+    assert "superseded" in schema["properties"]["superseded_by"]["description"]
+
+
 def test_proposal_ids_match_the_documented_pattern() -> None:
     assert all(
         Draft202012Validator({"pattern": PROPOSAL_ID_PATTERN}).is_valid(new_proposal_id())

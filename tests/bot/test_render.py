@@ -171,9 +171,10 @@ def test_header_is_the_preview_title() -> None:
 
 def test_buttons_carry_the_proposal_id_and_nothing_else() -> None:
     found = buttons(render.proposal_message(make_proposal(), now=NOW))
-    assert set(found) == {"approve", "reject"}
+    assert set(found) == {"approve", "reject", "edit"}
     assert found["approve"]["value"] == PROPOSAL_ID
     assert found["reject"]["value"] == PROPOSAL_ID
+    assert found["edit"]["value"] == PROPOSAL_ID
     assert found["approve"]["style"] == "primary"
     assert found["reject"]["style"] == "danger"
 

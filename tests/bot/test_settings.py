@@ -290,7 +290,8 @@ def test_unknown_top_level_key_lists_the_known_ones(tmp_path: Path) -> None:
 
     assert problem == (
         f"{path}: polcy: unknown key "
-        "(expected one of: server, store, approvals, escalation, roles, agents, operations, policy)"
+        "(expected one of: server, store, approvals, escalation, slack, roles, agents, operations, "
+        "policy)"
     )
 
 
@@ -470,7 +471,8 @@ def test_policy_rule_naming_an_unknown_field_names_the_rule_and_the_field(
     id = "refunds"
     operation = "payments.refund"
     when = [{ field = "amount", lte = 100000 }]
-    decision = "auto"
+    decision = "deny"
+    reason = "Refunds go through the manual process."
     """
     path = write(tmp_path, *valid_sections(policy=policy))
 
@@ -489,7 +491,8 @@ def test_policy_rule_naming_an_agent_that_is_not_configured_is_refused(tmp_path:
     id = "support-refunds"
     operation = "payments.refund"
     agents = ["billing-bot"]
-    decision = "auto"
+    decision = "deny"
+    reason = "Refunds go through the manual process."
     """
     path = write(tmp_path, *valid_sections(policy=policy))
 
@@ -505,7 +508,8 @@ def test_policy_rule_may_name_an_agent_whose_token_is_missing(tmp_path: Path) ->
     id = "ops-refunds"
     operation = "payments.refund"
     agents = ["ops-bot"]
-    decision = "auto"
+    decision = "deny"
+    reason = "Refunds go through the manual process."
     """
     path = write(tmp_path, *valid_sections(policy=policy))
     env = {k: v for k, v in ENV.items() if k != "OPS_TOKEN"}

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import JsonValue, TypeAdapter
 
-from contracts.base import Context, IdempotencyKey, ModelOperation, Preview, Resolved
+from contracts.base import Context, IdempotencyKey, ModelOperation, Preview, Resolved, Risk
 from contracts.frozen import Frozen
 from contracts.policy import (
     Ask,
@@ -40,6 +40,9 @@ class RefundArgs(Frozen):
 class Refund(ModelOperation[RefundArgs, RefundArgs, RefundArgs]):
     name = "payments.refund"
     description = "Refund part of a payment."
+    #: the table's mechanics are tested on read operations, which any rule may run; what each
+    #: risk class allows has its own tests (tests/contracts/test_policy_depth.py)
+    risk: Risk = "read"
     request_model = RefundArgs
     arguments_model = RefundArgs
     result_model = RefundArgs
@@ -58,6 +61,7 @@ class CloseArgs(Frozen):
 class CloseTicket(ModelOperation[CloseArgs, CloseArgs, CloseArgs]):
     name = "tickets.close"
     description = "Close a support ticket."
+    risk: Risk = "read"
     request_model = CloseArgs
     arguments_model = CloseArgs
     result_model = CloseArgs
@@ -729,7 +733,8 @@ def test_policy_error_is_a_value_error() -> None:
             auto("r", approver=["finance"]),
             "policy rule 'r': field 'approver' is not a rule field (did you mean "
             "'approvers'?) (rule fields: id, operation, agents, requester_roles, when, "
-            "decision, approvers, channel, expires_after, allow_guests, reason)",
+            "decision, approvers, channel, expires_after, allow_guests, remind_at, extend_by, "
+            "quorum, standing, reason)",
             id="unknown-key",
         ),
         pytest.param(
@@ -765,7 +770,7 @@ def test_load_names_a_rule_without_id_by_its_position() -> None:
     assert problems_of(rules) == [
         "policy rule #2: field 'agent' is not a rule field (did you mean 'agents'?) (rule "
         "fields: id, operation, agents, requester_roles, when, decision, approvers, channel, "
-        "expires_after, allow_guests, reason)",
+        "expires_after, allow_guests, remind_at, extend_by, quorum, standing, reason)",
         "policy rule #2: field 'id' is missing (every rule needs a unique id)",
     ]
 

@@ -85,6 +85,10 @@ class Target:
     def executions(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"] == "/campaigns/send"]
 
+    def taggings(self) -> list[dict[str, Any]]:
+        """The executions of the reversible operation crm.tag_customers."""
+        return [r for r in self.requests if r["path"] == "/customers/tag"]
+
 
 def config_text(
     target_url: str, agent_settings: Mapping[str, Mapping[str, Any]] | None = None
@@ -157,10 +161,20 @@ def _base_config_text(target_url: str) -> str:
         request_schema = {{ type = "object", required = ["segment", "template", "recipients"], properties = {{ segment = {{ type = "string", minLength = 1 }}, template = {{ type = "string", pattern = "^tmpl_[a-z0-9_]+$" }}, recipients = {{ type = "integer", minimum = 1 }}, send_at = {{ type = "string" }} }} }}
         preview = {{ title = "Email {{recipients}} customers in segment {{segment}}", fields = [ {{ label = "Template", value = "{{template}}" }}, {{ label = "Send at", value = "{{send_at}}" }} ] }}
 
+        [operations."crm.tag_customers"]
+        kind = "webhook"
+        description = "Tag the customers of a segment (a tag can be removed again)"
+        url = "{target_url}/customers/tag"
+        secret_env = "E2E_WEBHOOK_SECRET"
+        timeout_seconds = 2
+        risk = "reversible"
+        request_schema = {{ type = "object", required = ["segment", "tag", "customers"], properties = {{ segment = {{ type = "string", minLength = 1 }}, tag = {{ type = "string", minLength = 1 }}, customers = {{ type = "integer", minimum = 1 }} }} }}
+        preview = {{ title = "Tag {{customers}} customers in segment {{segment}} with {{tag}}" }}
+
         [[policy]]
-        id = "small-refunds"
-        operation = "payments.refund"
-        when = [{{ field = "amount_cents", lte = 2000 }}]
+        id = "small-tags"
+        operation = "crm.tag_customers"
+        when = [{{ field = "customers", lte = 100 }}]
         decision = "auto"
 
         [[policy]]

@@ -49,10 +49,10 @@ CAMPAIGN: dict[str, Any] = {
     "reason": "These customers have not logged in for 60 days.",
 }
 
-#: A refund the policy runs at once (1,500 cents is under the 2,000 'small-refunds' limit).
-AUTO_REFUND: dict[str, Any] = {
-    "operation": "payments.refund",
-    "request": {"payment_id": "pay_1003"},
+#: A reversible write the policy runs at once (40 customers is within the 'small-tags' limit).
+AUTO_TAG: dict[str, Any] = {
+    "operation": "crm.tag_customers",
+    "request": {"segment": "churn-risk", "tag": "winback", "customers": 40},
     "requested_by": REQUESTER,
     "run_id": "run-auto",
 }
@@ -563,7 +563,7 @@ async def test_long_poll_sees_a_decision_written_by_another_process(cs: Counters
 
 
 async def test_long_poll_on_a_final_proposal_returns_at_once(cs: Countersign) -> None:
-    _, done = await cs.submit(AUTO_REFUND)
+    _, done = await cs.submit(AUTO_TAG)
     assert done["final"] is True
 
     started = time.monotonic()
@@ -644,7 +644,7 @@ async def test_callback_posts_the_signed_final_state_once_after_approval(cs: Cou
 
 async def test_callback_is_retried_until_the_receiver_accepts(cs: Countersign) -> None:
     async with receiving(500, 500) as receiver:
-        _, created = await cs.submit({**AUTO_REFUND, "callback_url": receiver.url})
+        _, created = await cs.submit({**AUTO_TAG, "callback_url": receiver.url})
 
         [delivered] = await eventually(lambda: _events(cs, created["id"], "callback_delivered"))
 
@@ -656,7 +656,7 @@ async def test_callback_is_retried_until_the_receiver_accepts(cs: Countersign) -
 
 async def test_callback_that_keeps_failing_is_given_up_and_audited(cs: Countersign) -> None:
     async with receiving(500, 500, 500, 500) as receiver:
-        _, created = await cs.submit({**AUTO_REFUND, "callback_url": receiver.url})
+        _, created = await cs.submit({**AUTO_TAG, "callback_url": receiver.url})
 
         [failed] = await eventually(lambda: _events(cs, created["id"], "delivery_abandoned"))
 
@@ -669,7 +669,7 @@ async def test_callback_that_keeps_failing_is_given_up_and_audited(cs: Countersi
 
 async def test_callback_refused_with_a_client_error_is_not_retried(cs: Countersign) -> None:
     async with receiving(404) as receiver:
-        _, created = await cs.submit({**AUTO_REFUND, "callback_url": receiver.url})
+        _, created = await cs.submit({**AUTO_TAG, "callback_url": receiver.url})
 
         [failed] = await eventually(lambda: _events(cs, created["id"], "delivery_abandoned"))
 

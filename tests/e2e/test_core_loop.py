@@ -58,7 +58,7 @@ async def test_webhook_operation_runs_once_after_a_proper_approval(cs: Countersi
         if block["type"] == "actions"
         for element in block["elements"]
     ]
-    assert values == [created["id"], created["id"]]  # buttons carry the opaque id only
+    assert values == [created["id"]] * 3  # Approve, Reject, Edit: the opaque id only
 
     # the accountable human may not approve their own agent's request
     assert await cs.click(REQUESTER, "approve", created["id"]) == 200
@@ -160,8 +160,8 @@ async def test_refund_revalidation_stops_execution_when_state_changed(cs: Counte
 async def test_auto_policy_executes_at_once_and_answers_the_outcome(cs: Countersign) -> None:
     status, created = await cs.submit(
         {
-            "operation": "payments.refund",
-            "request": {"payment_id": "pay_1003"},
+            "operation": "crm.tag_customers",
+            "request": {"segment": "churn-risk", "tag": "winback", "customers": 40},
             "requested_by": REQUESTER,
         }
     )
@@ -170,11 +170,12 @@ async def test_auto_policy_executes_at_once_and_answers_the_outcome(cs: Counters
     assert created["status"] == "succeeded"
     assert created["policy"] == {
         "decision": "auto",
-        "rule_id": "small-refunds",
+        "rule_id": "small-tags",
         "note": created["policy"]["note"],
     }
-    assert "amount_cents 1500 <= 2000" in created["policy"]["note"]
+    assert "customers 40 <= 100" in created["policy"]["note"]
     assert created["outcome"]["kind"] == "succeeded"
+    assert len(cs.target.taggings()) == 1
     assert cs.slack.calls("chat.postMessage") == []
 
 

@@ -38,6 +38,11 @@ CAMPAIGN: dict[str, Any] = {
 }
 
 
+async def _slack_took(cs: Countersign) -> bool:
+    """Whether Slack has taken a chat.postMessage (its answer may still be held)."""
+    return bool(cs.slack.calls("chat.postMessage"))
+
+
 def _top_level(cs: Countersign) -> list[Any]:
     return [m for m in cs.slack.messages(CAMPAIGN_CHANNEL) if not m.is_reply]
 
@@ -158,7 +163,7 @@ async def test_a_lost_post_in_a_busy_channel_is_found_pages_back_not_posted_agai
 ) -> None:
     cs.slack.stall_after_accepting("chat.postMessage", seconds=2.5)  # the client gives up at 1 s
     _, created = await cs.submit(CAMPAIGN)
-    await asyncio.sleep(0.2)  # Slack has taken it; the answer is held
+    await eventually(lambda: _slack_took(cs))  # Slack has taken it; the answer is held
     for n in range(450):  # others keep the channel busy: the lost post is pages back
         cs.slack.answer(
             "chat.postMessage",

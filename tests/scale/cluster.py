@@ -118,15 +118,21 @@ async def fresh_database() -> AsyncIterator[str]:
         await admin.close()
 
 
-def scale_config(store_url: str, target_url: str, **server: float | int) -> str:
-    """The e2e configuration on ``store_url``, with ``server`` settings replacing its own."""
+def scale_config(
+    store_url: str, target_url: str, *, digests: bool = False, **server: float | int
+) -> str:
+    """The e2e configuration on ``store_url``, with ``server`` settings replacing its own.
+
+    Without ``digests`` each proposal keeps its own message (most tests click and count them
+    one by one); with it, similar proposals due together share a digest message."""
     text = config_text(target_url)
     head, rest = text.split("[server]\n", 1)
     lines, _, tail = rest.partition("\n\n")
     kept = {line.split(" = ", 1)[0]: line for line in lines.splitlines()}
     kept.update({key: f"{key} = {value}" for key, value in server.items()})
     body = "\n".join(kept.values())
-    return f'{head}[server]\n{body}\n\n{tail}\n[store]\nurl = "{store_url}"\n'
+    slack = f"[slack]\ndigests = {'true' if digests else 'false'}\n"
+    return f'{head}[server]\n{body}\n\n{tail}\n[store]\nurl = "{store_url}"\n\n{slack}'
 
 
 # --- the server processes -----------------------------------------------------------------------
@@ -291,6 +297,7 @@ async def running_cluster(
     target: CountingTarget | None = None,
     slack: LocalSlack | None = None,
     instances: int = 2,
+    digests: bool = False,
     **server: float | int,
 ) -> AsyncIterator[Cluster]:
     """``instances`` serve processes on a fresh database, started at once; stopped afterwards.
@@ -308,7 +315,9 @@ async def running_cluster(
         running_local_slack(BOT_TOKEN, slack=slack) as (local_slack, slack_url),
     ):
         config = tmp_path / "countersign.toml"
-        config.write_text(scale_config(db_url, target_url, **server), encoding="utf-8")
+        config.write_text(
+            scale_config(db_url, target_url, digests=digests, **server), encoding="utf-8"
+        )
         env = {**os.environ, **ENV, "SLACK_API_URL": slack_url}
         nodes = [Instance(f"instance-{n}", config, env, tmp_path) for n in range(instances)]
         try:

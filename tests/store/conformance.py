@@ -34,6 +34,8 @@ from store.base import (
     Transitioned,
 )
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Effect, Status
+from tests.store.reminder_conformance import ReminderConformance
+from tests.store.standing_conformance import StandingConformance
 
 __all__ = ["LEASE", "OUTCOME_EXAMPLES", "StoreConformance", "new_proposal"]
 
@@ -90,7 +92,29 @@ async def events(store: Store, proposal_id: str) -> list[str]:
     return [entry.event for entry in await store.audit_log(proposal_id)]
 
 
-class StoreConformance:
+def _edit_of(old_id: str, now: datetime, **changes: Any) -> NewProposal:
+    """An edit of ``old_id`` by U0EDITOR: a new pending proposal that supersedes it."""
+    fields: dict[str, Any] = {
+        "submission_key": f"edit:{old_id}",
+        "supersedes": old_id,
+        "edited_by": "U0EDITOR",
+        "request": {"payment": "pay_42", "amount": "40.00"},
+        "arguments": {"payment_id": "pay_42", "amount_cents": 4000},
+    }
+    return new_proposal(now, **{**fields, **changes})
+
+
+async def _drain(store: Store, now: datetime) -> list[tuple[str, Effect, Status]]:
+    """Deliver every due outbox entry (in order within each lane); what was delivered."""
+    delivered: list[tuple[str, Effect, Status]] = []
+    while batch := await store.claim_deliveries(now=now, limit=100, lease=LEASE):
+        for delivery in batch:
+            delivered.append((delivery.proposal_id, delivery.effect, delivery.status))
+            await store.complete_delivery(delivery.id, now=now)
+    return delivered
+
+
+class StoreConformance(ReminderConformance, StandingConformance):
     """Subclass with a ``store`` fixture yielding an empty store of the backend under test."""
 
     @pytest.fixture
@@ -876,6 +900,191 @@ class StoreConformance:
         )
         assert isinstance(refused, NotApprovable)
         assert "does not need reconciliation" in refused.reason
+
+    # --- edits that supersede -----------------------------------------------------------------
+
+    async def test_an_edit_supersedes_the_pending_proposal_and_is_stored_in_one_step(
+        self, store: Store, now: datetime
+    ) -> None:
+        old, _ = await store.create_proposal(new_proposal(now))
+        await store.attach_message(old.id, "C0FINANCE", "1700000000.000100")
+        edit = _edit_of(old.id, now + timedelta(minutes=1), request={"payment": "pay_42", "x": 1})
+
+        result = await store.supersede(
+            old.id, edit, actor="U0EDITOR", now=now + timedelta(minutes=1)
+        )
+
+        assert isinstance(result, Transitioned)
+        assert result.proposal == await store.get_proposal(edit.id)
+        assert (result.proposal.supersedes, result.proposal.edited_by) == (old.id, "U0EDITOR")
+        assert result.proposal.status is Status.PENDING
+        replaced = await store.get_proposal(old.id)
+        assert replaced.status is Status.SUPERSEDED
+        assert (replaced.superseded_by, replaced.decided_by) == (edit.id, "U0EDITOR")
+        assert replaced.decided_at == now + timedelta(minutes=1)
+        [superseded] = [e for e in await store.audit_log(old.id) if e.event == "superseded"]
+        assert (superseded.actor, superseded.detail) == (
+            "U0EDITOR",
+            {"superseded_by": edit.id, "edited_by": "U0EDITOR"},
+        )
+        entries = await store.audit_log(edit.id)
+        assert [(e.event, e.actor) for e in entries] == [
+            ("submitted", edit.agent),
+            ("edited", "U0EDITOR"),
+        ]
+        assert entries[1].detail == {
+            "supersedes": old.id,
+            "proposed_request": old.request,
+            "edited_request": {"payment": "pay_42", "x": 1},
+            "proposed_arguments": old.arguments,
+            "arguments": edit.arguments,
+        }
+        assert (await store.verify_audit()).ok
+
+    async def test_an_edit_writes_the_effects_of_both_statuses(
+        self, store: Store, now: datetime
+    ) -> None:
+        old, _ = await store.create_proposal(new_proposal(now))
+        await _drain(store, now)  # the old proposal's own post
+        await store.attach_message(old.id, "C0FINANCE", "1700000000.000100")
+        edit = _edit_of(old.id, now)
+
+        await store.supersede(old.id, edit, actor="U0EDITOR", now=now)
+
+        assert sorted(await _drain(store, now)) == sorted(
+            [
+                (old.id, Effect.SLACK_UPDATE, Status.SUPERSEDED),
+                (old.id, Effect.SLACK_REPLY, Status.SUPERSEDED),
+                (old.id, Effect.CALLBACK, Status.SUPERSEDED),
+                (edit.id, Effect.SLACK_POST, Status.PENDING),
+            ]
+        )
+
+    @pytest.mark.parametrize(
+        ("status", "event"), [(Status.EXECUTING, "auto_approved"), (Status.DENIED, "denied")]
+    )
+    async def test_an_edit_the_policy_decides_is_stored_decided(
+        self, store: Store, now: datetime, status: Status, event: str
+    ) -> None:
+        old, _ = await store.create_proposal(new_proposal(now))
+        decision = "auto" if status is Status.EXECUTING else "deny"
+        edit = _edit_of(old.id, now, status=status, decision=decision, expires_at=None)
+
+        result = await store.supersede(old.id, edit, actor="U0EDITOR", now=now)
+
+        assert isinstance(result, Transitioned)
+        assert result.proposal.status is status
+        assert (await store.get_proposal(old.id)).status is Status.SUPERSEDED
+        assert await events(store, edit.id) == ["submitted", "edited", event]
+
+    async def test_an_edit_of_a_decided_or_expired_proposal_stores_nothing(
+        self, store: Store, now: datetime
+    ) -> None:
+        rejected, _ = await store.create_proposal(new_proposal(now))
+        await store.reject(rejected.id, actor="U1", reason="no", now=now)
+        expiring, _ = await store.create_proposal(
+            new_proposal(now, expires_at=now + timedelta(minutes=1))
+        )
+        before = await store.audit_log()
+        late = now + timedelta(minutes=1)
+
+        decided = await store.supersede(
+            rejected.id, _edit_of(rejected.id, now), actor="U0EDITOR", now=now
+        )
+        expired = await store.supersede(
+            expiring.id, _edit_of(expiring.id, late), actor="U0EDITOR", now=late
+        )
+
+        assert isinstance(decided, AlreadyDecided)
+        assert decided.proposal.status is Status.REJECTED
+        assert isinstance(expired, NotApprovable)
+        assert "expired" in expired.reason
+        assert (await store.get_proposal(expiring.id)).status is Status.PENDING
+        assert await store.audit_log() == before
+        assert len(await store.pending_proposals(limit=10)) == 1
+
+    async def test_concurrent_edits_supersede_the_proposal_once(
+        self, store: Store, now: datetime
+    ) -> None:
+        old, _ = await store.create_proposal(new_proposal(now))
+        edits = [_edit_of(old.id, now, edited_by=f"U0EDITOR{i}") for i in range(5)]
+
+        results = await asyncio.gather(
+            *(store.supersede(old.id, e, actor=e.edited_by or "", now=now) for e in edits)
+        )
+
+        [won] = [r for r in results if isinstance(r, Transitioned)]
+        assert all(isinstance(r, AlreadyDecided) for r in results if r is not won)
+        assert (await store.get_proposal(old.id)).superseded_by == won.proposal.id
+        assert [p.id for p in await store.pending_proposals(limit=10)] == [won.proposal.id]
+        assert (await events(store, old.id)).count("superseded") == 1
+
+    async def test_a_superseded_proposal_can_no_longer_be_approved_or_rejected(
+        self, store: Store, now: datetime
+    ) -> None:
+        old, _ = await store.create_proposal(new_proposal(now))
+        await store.supersede(old.id, _edit_of(old.id, now), actor="U0EDITOR", now=now)
+
+        claim = await store.claim_for_execution(
+            old.id, actor="U1", now=now, binding_hash=old.binding_hash, lease_until=now + LEASE
+        )
+        reject = await store.reject(old.id, actor="U1", reason="no", now=now)
+
+        assert isinstance(claim, AlreadyDecided) and isinstance(reject, AlreadyDecided)
+        assert (await store.get_proposal(old.id)).status is Status.SUPERSEDED
+
+    async def test_an_edit_that_does_not_name_what_it_replaces_is_refused(
+        self, store: Store, now: datetime
+    ) -> None:
+        old, _ = await store.create_proposal(new_proposal(now))
+        before = await store.audit_log()
+
+        with pytest.raises(ValueError, match="supersedes"):
+            await store.supersede(
+                old.id, _edit_of("another-id", now), actor="U0EDITOR", now=now
+            )
+        with pytest.raises(ValueError, match="edited_by"):
+            await store.supersede(old.id, _edit_of(old.id, now), actor="U0OTHER", now=now)
+        with pytest.raises(InvalidTransition, match="rejected"):
+            await store.supersede(
+                old.id, _edit_of(old.id, now, status=Status.REJECTED), actor="U0EDITOR", now=now
+            )
+
+        assert (await store.get_proposal(old.id)).status is Status.PENDING
+        assert await store.audit_log() == before
+
+    async def test_an_edit_of_an_unknown_proposal_raises_not_found_and_stores_nothing(
+        self, store: Store, now: datetime
+    ) -> None:
+        edit = _edit_of("nope", now)
+
+        with pytest.raises(ProposalNotFound, match="nope"):
+            await store.supersede("nope", edit, actor="U0EDITOR", now=now)
+
+        with pytest.raises(ProposalNotFound):
+            await store.get_proposal(edit.id)
+        assert await store.audit_log() == []
+
+    async def test_an_edit_under_a_submission_key_the_agent_used_changes_nothing(
+        self, store: Store, now: datetime
+    ) -> None:
+        old, _ = await store.create_proposal(new_proposal(now))
+        squatter, _ = await store.create_proposal(
+            new_proposal(now, submission_key=f"edit:{old.id}")
+        )
+        await _drain(store, now)
+        before = await store.audit_log()
+        edit = _edit_of(old.id, now, submission_key=f"edit:{old.id}")
+
+        with pytest.raises(IdempotencyConflict) as raised:
+            await store.supersede(old.id, edit, actor="U0EDITOR", now=now)
+
+        assert raised.value.existing.id == squatter.id
+        assert (await store.get_proposal(old.id)).status is Status.PENDING
+        with pytest.raises(ProposalNotFound):
+            await store.get_proposal(edit.id)
+        assert await store.audit_log() == before
+        assert await store.pending_deliveries() == 0
 
     # --- queries for a person's workspace (App Home, /countersign) ----------------------------
 

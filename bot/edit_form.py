@@ -1,0 +1,276 @@
+"""The edit form: an operation's request schema as typed inputs, and a submitted form read back.
+
+Pure: no Slack calls, clock or store. :func:`edit_form` turns the request's JSON Schema and the
+stored request into one :class:`EditField` per top-level field (strings, whole and decimal
+numbers, booleans, choices from an ``enum``, and JSON text for anything else);
+:func:`read_request` turns the submitted values back into a request, naming the field and what was
+expected for each value that cannot be read; :func:`problem_errors` puts the contract's problems
+next to the inputs they are about. Fields the form does not show keep their stored values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from pydantic import JsonValue
+
+from contracts.base import FieldProblem
+
+__all__ = [
+    "ACTION_ID",
+    "MAX_INPUTS",
+    "EditField",
+    "EditForm",
+    "FieldKind",
+    "edit_form",
+    "problem_errors",
+    "read_request",
+]
+
+FieldKind = Literal["string", "choice", "integer", "number", "boolean", "json"]
+
+#: The action id of every input of the form (the block id tells the fields apart).
+ACTION_ID: Final = "value"
+#: The most fields a form shows (a modal has at most 100 blocks); the rest keep their values.
+MAX_INPUTS: Final = 90
+#: Slack's limits: a block id, a select's options and an option's value.
+_BLOCK_ID_MAX: Final = 255
+_OPTIONS_MAX: Final = 100
+_OPTION_VALUE_MAX: Final = 150
+#: The longest error shown under one input.
+_ERROR_MAX: Final = 500
+
+#: The JSON Schema types with an input of their own.
+_SCALARS: Final[Mapping[str, FieldKind]] = {
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+}
+
+_WHOLE = re.compile(r"[+-]?\d{1,300}")
+_DECIMAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class EditField:
+    """One top-level request field as an input."""
+
+    name: str
+    kind: FieldKind
+    required: bool
+    block_id: str
+    value: JsonValue = None  #: the stored value (None: not set)
+    description: str | None = None
+    choices: tuple[str, ...] = ()  #: for "choice": the schema's enum
+
+
+@dataclass(frozen=True, slots=True)
+class EditForm:
+    fields: tuple[EditField, ...]
+    kept: tuple[str, ...] = ()  #: fields beyond MAX_INPUTS, carried over unchanged
+
+
+def edit_form(schema: Mapping[str, Any], request: JsonValue) -> EditForm:
+    """The form for ``request`` under ``schema`` (an object schema, as ``request_schema()``)."""
+    stored = request if isinstance(request, dict) else {}
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    required = schema.get("required")
+    required_names = set(required) if isinstance(required, list) else set()
+    names = [*properties, *(name for name in stored if name not in properties)]
+    fields = []
+    for index, name in enumerate(names[:MAX_INPUTS]):
+        raw = properties.get(name)
+        spec, nullable = _unwrap(raw if isinstance(raw, dict) else {}, schema)
+        value = stored.get(name)
+        kind = _kind(spec)
+        if name in stored and not _fits(kind, spec, value, nullable):
+            kind = "json"  # shown exactly as stored, whatever the schema says
+        description = spec.get("description")
+        block_id = f"request.{name}"
+        fields.append(
+            EditField(
+                name=name,
+                kind=kind,
+                required=name in required_names,
+                block_id=block_id if len(block_id) <= _BLOCK_ID_MAX else f"request#{index}",
+                value=value,
+                description=description if isinstance(description, str) else None,
+                choices=tuple(spec["enum"]) if kind == "choice" else (),
+            )
+        )
+    return EditForm(fields=tuple(fields), kept=tuple(names[MAX_INPUTS:]))
+
+
+def read_request(
+    form: EditForm, stored: JsonValue, values: Mapping[str, Mapping[str, Any]]
+) -> tuple[dict[str, JsonValue], dict[str, str]]:
+    """The edited request, and an error per input (block id) whose value cannot be read.
+
+    ``values`` is the view's ``state.values``. A field whose input is absent keeps its stored
+    value; an input left empty removes the field (the operation's default applies), unless it
+    was stored empty already (null or "").
+    """
+    request: dict[str, JsonValue] = dict(stored) if isinstance(stored, dict) else {}
+    errors: dict[str, str] = {}
+    for field in form.fields:
+        block = values.get(field.block_id)
+        state = block.get(ACTION_ID) if isinstance(block, Mapping) else None
+        if not isinstance(state, Mapping):
+            continue
+        try:
+            empty, value = _read(field, state)
+        except ValueError as problem:
+            errors[field.block_id] = _clip(f"{field.name}: {problem}")
+            continue
+        if empty:
+            if field.value not in (None, ""):  # emptied: the operation's default applies
+                request.pop(field.name, None)
+        else:
+            request[field.name] = value
+    return request, errors
+
+
+def problem_errors(form: EditForm, problems: Sequence[FieldProblem]) -> dict[str, str]:
+    """The contract's ``problems`` as modal errors: each under the input of the field it names
+    (``request.<field>...``), the others under the first input. Empty when there is no input."""
+    if not form.fields:
+        return {}
+    by_name = {field.name: field for field in form.fields}
+    errors: dict[str, str] = {}
+    for problem in problems:
+        path = problem.field.removeprefix("request.")
+        field = by_name.get(path.split(".", 1)[0]) or form.fields[0]
+        text = f"{path}: {problem.message}"
+        earlier = errors.get(field.block_id)
+        errors[field.block_id] = _clip(f"{earlier}; {text}" if earlier else text)
+    return errors
+
+
+# --- the schema -----------------------------------------------------------------------------------
+
+
+def _deref(spec: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A local ``$ref`` (``#/$defs/X``, ``#/definitions/X``) replaced by what it names, once."""
+    ref = spec.get("$ref")
+    if not isinstance(ref, str):
+        return spec
+    for prefix in ("#/$defs/", "#/definitions/"):
+        if ref.startswith(prefix):
+            defs = root.get(prefix[2:-1])
+            target = defs.get(ref[len(prefix) :]) if isinstance(defs, dict) else None
+            if isinstance(target, dict):
+                return {**target, **{k: v for k, v in spec.items() if k != "$ref"}}
+    return spec
+
+
+def _unwrap(spec: Mapping[str, Any], root: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool]:
+    """The schema of the field's value, and whether null is allowed too (``X | None``)."""
+    spec = _deref(spec, root)
+    for key in ("anyOf", "oneOf"):
+        variants = spec.get(key)
+        if isinstance(variants, list):
+            real = [_deref(v, root) for v in variants if isinstance(v, dict) and not _null(v)]
+            if len(real) == 1 and len(variants) == 2:
+                rest = {k: v for k, v in spec.items() if k != key}
+                return {**real[0], **rest}, True
+    kinds = spec.get("type")
+    if isinstance(kinds, list):
+        others = [kind for kind in kinds if kind != "null"]
+        if len(others) == 1:
+            return {**spec, "type": others[0]}, len(others) < len(kinds)
+    return spec, False
+
+
+def _null(spec: Mapping[str, Any]) -> bool:
+    return spec.get("type") == "null"
+
+
+def _kind(spec: Mapping[str, Any]) -> FieldKind:
+    enum = spec.get("enum")
+    if isinstance(enum, list) and enum:
+        if (
+            len(enum) <= _OPTIONS_MAX
+            and all(isinstance(item, str) and 0 < len(item) <= _OPTION_VALUE_MAX for item in enum)
+            and len(set(enum)) == len(enum)
+        ):
+            return "choice"
+        return "json"
+    kind = spec.get("type")
+    if "const" in spec or not isinstance(kind, str):
+        return "json"
+    return _SCALARS.get(kind, "json")
+
+
+def _fits(kind: FieldKind, spec: Mapping[str, Any], value: JsonValue, nullable: bool) -> bool:
+    """Whether the input of ``kind`` can show ``value`` as it is."""
+    if value is None:
+        return nullable
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "choice":
+        return isinstance(value, str) and value in spec["enum"]
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    return True
+
+
+# --- reading values back --------------------------------------------------------------------------
+
+
+def _read(field: EditField, state: Mapping[str, Any]) -> tuple[bool, JsonValue]:
+    """(empty, value) of one input; ValueError says what was expected."""
+    if field.kind in ("choice", "boolean"):
+        option = state.get("selected_option")
+        if not option:
+            return True, None
+        chosen = option.get("value") if isinstance(option, Mapping) else None
+        if field.kind == "boolean":
+            if chosen not in ("true", "false"):
+                raise ValueError(f"expected true or false, got {chosen!r}")
+            return False, chosen == "true"
+        if chosen not in field.choices:
+            raise ValueError(f"expected one of {', '.join(field.choices)}, got {chosen!r}")
+        return False, chosen
+    text = state.get("value")
+    if text is None or text == "":
+        return True, None
+    if not isinstance(text, str):
+        raise ValueError(f"expected text, got {type(text).__name__}")
+    if field.kind == "string":
+        return False, text
+    if field.kind == "integer":
+        if not _WHOLE.fullmatch(text.strip()):
+            raise ValueError(f"expected a whole number, got {text!r}")
+        return False, int(text.strip())
+    if field.kind == "number":
+        if not _DECIMAL.fullmatch(text.strip()):
+            raise ValueError(f"expected a number, got {text!r}")
+        number = float(text)
+        if not math.isfinite(number):
+            raise ValueError(f"expected a finite number, got {text!r}")
+        return False, int(text) if _WHOLE.fullmatch(text.strip()) else number
+    try:
+        return False, json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"expected JSON ({error.msg} at line {error.lineno} column {error.colno})"
+        ) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not a JSON value", name, 0)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _ERROR_MAX else text[: _ERROR_MAX - 1] + "…"

@@ -1,0 +1,198 @@
+"""Edit, then re-classify: an approver changes a pending proposal's request; the edit becomes a new
+proposal that supersedes it.
+
+The Edit button opens a modal (bot/render_edit.py) with the stored request's fields. On
+submission the editor is checked again (the same click-time checks as Approve), the values are
+read (bot/edit_form.py) and put through the operation's contract (parse_request, resolve) and the
+policy, as a submission would be; the store then supersedes the old proposal and stores the edit
+in one transaction (Store.supersede). The edit may run at once (auto), ask again (perhaps of
+other people, elsewhere) or be denied. Its editor, like every editor before them, cannot decide
+it (bot/lineage.py). These are the service's own verbs, kept in a module of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from bot import edit_form, render
+from bot.render_edit import edit_modal
+from bot.schemas import SubmitBody
+from bot.service import Service
+from contracts.base import Context, ContractViolation, Operation
+from contracts.canonical import canonical_json
+from store.base import (
+    AlreadyDecided,
+    IdempotencyConflict,
+    NotApprovable,
+    Proposal,
+    Transitioned,
+)
+from store.lifecycle import Status
+
+__all__ = ["EditAnswer", "EditFlow", "EditSubmitted", "edit_submission_key"]
+
+log = logging.getLogger(__name__)
+
+#: What the modal says when the values are those already stored.
+UNCHANGED = "Nothing was changed: edit a value, or close this and use Approve or Reject."
+
+
+def edit_submission_key(proposal_id: str) -> str:
+    """The submission key of the edit of ``proposal_id`` (there is at most one)."""
+    return f"edit:{proposal_id}"
+
+
+class EditSubmitted(BaseModel):
+    """The edit modal, submitted: who, which proposal, and the inputs' state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    proposal_id: str
+    values: dict[str, dict[str, Any]]
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> EditSubmitted:
+        view = body["view"]
+        return cls(
+            user=body["user"]["id"],
+            proposal_id=view["private_metadata"],
+            values=view["state"]["values"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EditAnswer:
+    """How to answer the submission: with ``errors`` (the modal stays open; nothing changed), or
+    by closing the modal; ``proposal`` is the stored edit, if one was stored."""
+
+    errors: Mapping[str, str] = field(default_factory=dict)
+    proposal: Proposal | None = None
+
+
+class EditFlow:
+    def __init__(self, service: Service) -> None:
+        self._service = service
+
+    async def begin(
+        self, proposal_id: str, *, user: str, channel: str | None, trigger_id: str
+    ) -> None:
+        """An Edit click: check the clicker, then open the modal with the stored request."""
+        proposal = await self._editable(proposal_id, user=user, channel=channel)
+        if proposal is None:
+            return
+        form = edit_form.edit_form(self._operation(proposal).request_schema(), proposal.request)
+        await self._service.publisher.open_view(proposal, trigger_id, edit_modal(proposal, form))
+
+    async def submit(self, submitted: EditSubmitted) -> EditAnswer:
+        """The modal was submitted: check the editor again, the values, the contract and the
+        policy; store the edit superseding the proposal. Errors leave everything unchanged."""
+        service, user = self._service, submitted.user
+        proposal = await self._editable(submitted.proposal_id, user=user, channel=None)
+        if proposal is None:
+            return EditAnswer()
+        operation = self._operation(proposal)
+        form = edit_form.edit_form(operation.request_schema(), proposal.request)
+        request, errors = edit_form.read_request(form, proposal.request, submitted.values)
+        if errors:
+            return EditAnswer(errors=errors)
+        if not form.fields:  # a form without inputs changes nothing (and has no Submit)
+            return EditAnswer()
+        if request == proposal.request:
+            return EditAnswer(errors={form.fields[0].block_id: UNCHANGED})
+        now = service._clock()
+        ctx = Context(now=now, http=service._http, correlation_id=f"edit.{secrets.token_hex(4)}")
+        try:
+            resolved = await operation.resolve(operation.parse_request(request), ctx)
+        except ContractViolation as violation:
+            shown = edit_form.problem_errors(form, violation.problems)
+            if not shown:
+                await service._tell(proposal, None, user, render.refusal_text(str(violation)))
+            return EditAnswer(errors=shown)
+        except Exception as error:  # the operation could not check it (its backend is down...)
+            log.warning("checking the edit of %s failed: %s", proposal.id, error, exc_info=error)
+            why = f"the edit could not be checked right now ({type(error).__name__}); try again"
+            return EditAnswer(errors={form.fields[0].block_id: why})
+        body = SubmitBody(
+            operation=operation.name,
+            request=request,
+            requested_by=proposal.requested_by,
+            run_id=proposal.run_id,
+            reason=proposal.agent_reason,
+            callback_url=proposal.callback_url,
+        )
+        # frozen and classified again exactly as a submission is
+        new = await service.frozen_contract(
+            operation,
+            resolved,
+            agent=proposal.agent,
+            requested_by=proposal.requested_by,
+            request=request,
+            submission_key=edit_submission_key(proposal.id),
+            fingerprint=hashlib.sha256(canonical_json(body.model_dump(mode="json"))).hexdigest(),
+            run_id=proposal.run_id,
+            reason=proposal.agent_reason,
+            callback_url=proposal.callback_url,
+            now=now,
+            supersedes=proposal.id,
+            edited_by=user,
+        )
+        try:
+            result = await service.store.supersede(proposal.id, new, actor=user, now=now)
+        except IdempotencyConflict as conflict:
+            why = f"the agent already used this edit's key for proposal {conflict.existing.id}"
+            await service._tell(proposal, None, user, render.refusal_text(why))
+            return EditAnswer()
+        if not isinstance(result, Transitioned):
+            if isinstance(result, AlreadyDecided | NotApprovable):
+                await service._not_claimed(result, user=user, channel=None)
+            return EditAnswer()
+        log.info("%s edited %s into %s (%s)", user, proposal.id, new.id, new.status.value)
+        service._changed(await service.store.get_proposal(proposal.id))
+        service._changed(result.proposal)
+        return EditAnswer(proposal=result.proposal)
+
+    async def finish(self, answer: EditAnswer) -> Proposal | None:
+        """After the modal closed: run an edit the policy approved automatically, once."""
+        edit = answer.proposal
+        if edit is None or edit.status is not Status.EXECUTING:
+            return edit
+        return await self._service._execute(edit)
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    async def _editable(
+        self, proposal_id: str, *, user: str, channel: str | None
+    ) -> Proposal | None:
+        """The proposal if ``user`` may edit it now (pending, unexpired, and the checks of
+        Approve); otherwise they are told why, and a refusal of the person is audited."""
+        service = self._service
+        proposal = await service._decidable(proposal_id, user=user, channel=channel, verb="edit")
+        if proposal is None:
+            return None
+        if proposal.agent not in service.settings.agents:
+            why = f"agent {proposal.agent!r} is no longer configured"
+            await service.store.record_event(
+                proposal.id,
+                actor=user,
+                event="edit_refused",
+                detail={"user": user, "reason": why},
+                now=service._clock(),
+            )
+            await service._tell(proposal, channel, user, render.refusal_text(why))
+            return None
+        if proposal.expires_at is not None and proposal.expires_at <= service._clock():
+            expired = NotApprovable(proposal, f"expired at {proposal.expires_at.isoformat()}")
+            await service._not_claimed(expired, user=user, channel=channel)
+            return None
+        return proposal
+
+    def _operation(self, proposal: Proposal) -> Operation[Any, Any]:
+        return self._service.settings.registry.get(proposal.operation)

@@ -1,0 +1,89 @@
+"""Reminders before expiry: when each is due, and who the reminder mentions.
+
+At submission the reminder's due time is fixed from the rule's ``remind_at`` (or the
+``[approvals]`` default) and the expiry. The sweeper (bot/app.py) marks due reminders through the
+store, which queues a slack.remind; the outbox worker then has the publisher post it in the
+proposal's thread, built here at delivery time: it mentions everyone who may still approve, that
+is, the members of the rule's approver roles as configured now who pass the same click-time
+checks as an Approve click (not the requester, not the agent's owners, role, workspace, no bots
+or guests unless allowed), minus anyone who already approved. A user group in a role is
+mentioned as the group when at least one of its members may approve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from bot.extensions import ask_rule, extension_of
+from bot.render import Message
+from bot.render_reminders import reminder_reply
+from bot.settings import is_user_group
+from contracts.policy import Ask, Auto, Deny
+from contracts.reminders import RemindAt, remind_time
+from store.base import Proposal
+
+if TYPE_CHECKING:
+    from bot.service import Service
+
+__all__ = ["Reminders", "due_time"]
+
+
+def due_time(decision: Auto | Ask | Deny, default: RemindAt, now: datetime) -> datetime | None:
+    """When the reminder of a proposal decided ``decision`` at ``now`` is due; None for none
+    (only proposals that ask are reminded, and "off" sends none)."""
+    if not isinstance(decision, Ask):
+        return None
+    setting = decision.remind_at if decision.remind_at is not None else default
+    return remind_time(setting, created_at=now, expires_at=now + decision.expires_after)
+
+
+class Reminders:
+    """Builds the reminder the publisher posts for a slack.remind (SlackPublisher.reminder)."""
+
+    def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
+        self._service = service
+        self._clock = clock
+
+    async def message(self, proposal: Proposal) -> Message:
+        """The reminder for ``proposal`` as things are now."""
+        return reminder_reply(
+            proposal,
+            now=self._clock(),
+            approvers=await self.who_can_approve(proposal),
+            extend_by=extension_of(self._service.settings.policy, proposal),
+        )
+
+    async def who_can_approve(self, proposal: Proposal) -> list[str]:
+        """The people (user ids) and user groups (group ids) to mention, in role order."""
+        settings = self._service.settings
+        rule = ask_rule(settings.policy, proposal.rule_id)
+        if rule is None:
+            return []
+        approved = {approval.approver for approval in proposal.approvals}
+        mentions: list[str] = []
+        for role in rule.approvers:
+            members = settings.roles.get(role, frozenset())
+            people = sorted(member for member in members if not is_user_group(member))
+            groups = sorted(member for member in members if is_user_group(member))
+            for person in people:
+                if person not in mentions and await self._may_approve(proposal, person, approved):
+                    mentions.append(person)
+            for group in groups:
+                if group not in mentions and await self._group_may_approve(
+                    proposal, group, approved
+                ):
+                    mentions.append(group)
+        return mentions
+
+    async def _may_approve(self, proposal: Proposal, user: str, approved: set[str]) -> bool:
+        if user in approved:
+            return False
+        return await self._service.refusal_for(proposal, user) is None
+
+    async def _group_may_approve(self, proposal: Proposal, group: str, approved: set[str]) -> bool:
+        for member in sorted(await self._service.directory.group_members(group)):
+            if await self._may_approve(proposal, member, approved):
+                return True
+        return False

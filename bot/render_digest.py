@@ -1,0 +1,433 @@
+"""Block Kit for digests: one message listing similar proposals, its thread replies, its modals.
+
+Pure functions of stored values (and ``now``), like bot/render.py, whose text helpers they use:
+everything from an agent or an operation's arguments is escaped and clipped, the agent's words
+are labelled as such, and buttons carry the digest's opaque id only. Each item keeps its own row
+with its own status; the whole message is rendered again from the current state on every change.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from bot.render import (
+    BLOCKS_MAX,
+    BUTTON_MAX,
+    CONFIRM_TEXT_MAX,
+    CONFIRM_TITLE_MAX,
+    FALLBACK_MAX,
+    MODAL_TITLE_MAX,
+    REASON_MAX,
+    RISK_LABELS,
+    SECTION_MAX,
+    Blocks,
+    Message,
+    _code,
+    _compact,
+    _context,
+    _header,
+    _mention,
+    _plain,
+    _quote,
+    _remaining,
+    _section,
+    _when,
+    clip,
+    escape,
+)
+from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
+from store.approvals import counted
+from store.base import Proposal
+from store.digests import Digest
+from store.lifecycle import Status
+
+__all__ = [
+    "APPROVE_ALL",
+    "CHOOSE",
+    "CHOOSE_VIEW",
+    "REJECT_ALL",
+    "REJECT_VIEW",
+    "Tally",
+    "choose_modal",
+    "digest_message",
+    "digest_reply",
+    "reject_modal",
+    "tally_text",
+]
+
+#: The digest's buttons (their value is the digest id) and its modals' callback ids.
+APPROVE_ALL: Final = "digest_approve_all"
+REJECT_ALL: Final = "digest_reject_all"
+CHOOSE: Final = "digest_choose"
+REJECT_VIEW: Final = "digest_reject"
+CHOOSE_VIEW: Final = "digest_choose_items"
+
+#: Options in one checkboxes element (Slack's limit).
+OPTIONS_MAX: Final = 10
+OPTION_TEXT_MAX: Final = 75
+#: Preview fields shown in an item's row.
+ROW_FIELDS: Final = 3
+
+
+@dataclass
+class Tally:
+    """What one click on a digest did, item by item, to tell the clicker."""
+
+    verb: str  #: "approved" or "rejected"
+    done: int = 0  #: decided by this click
+    counted: int = 0  #: approvals recorded towards a quorum not reached yet
+    already: int = 0  #: decided before this click
+    refused: Counter[str] = field(default_factory=Counter)  #: why, and how many times
+
+    @property
+    def refusals(self) -> int:
+        return sum(self.refused.values())
+
+
+# --- the message ----------------------------------------------------------------------------------
+
+
+def digest_message(digest: Digest, *, now: datetime) -> Message:
+    """The digest: who asked, why, one row per item with its status, and while any item is
+    pending the buttons Approve all, Reject all… and Choose…."""
+    items = digest.items
+    pending = [p for p in items if p.status is Status.PENDING]
+    agents = sorted({p.agent for p in items})
+    rules = sorted({p.rule_id or "" for p in items})
+    notes = sorted({p.policy_note for p in items})
+    asked = (
+        f"*Requested by* agent{'s' if len(agents) > 1 else ''} "
+        f"{', '.join(f'*{escape(a)}*' for a in agents)} for {_mention(digest.requested_by)}"
+    )
+    why = ", ".join(_code(r, 120) if r else "_no rule matched_" for r in rules)
+    blocks: Blocks = [
+        _header(_title(digest)),
+        _section(asked),
+        _section(f"*Why you are asked:* policy rule {why}\n{escape('; '.join(notes))}"),
+        _context(
+            *(RISK_LABELS[risk] for risk in sorted({p.risk for p in items})),
+            f"Operation {_code(digest.operation, 200)} · digest {_code(digest.id[:12], 20)} · "
+            f"{_counts(items)}. Each proposal is checked and executed on its own.",
+        ),
+    ]
+    tail: Blocks = [_buttons(digest, len(pending))] if pending else []
+    budget = BLOCKS_MAX - len(blocks) - len(tail)
+    blocks += _rows_in_sections([_row(n, p, now) for n, p in enumerate(items, 1)], budget)
+    text = f"{'Approval needed' if pending else 'Decided'}: {_title(digest)}"
+    return {"text": clip(escape(text), FALLBACK_MAX), "blocks": [*blocks, *tail][:BLOCKS_MAX]}
+
+
+def _title(digest: Digest) -> str:
+    return f"{len(digest.items)} proposals: {digest.operation}"
+
+
+def _counts(items: Sequence[Proposal]) -> str:
+    counts = Counter(p.status.value.replace("_", " ") for p in items)
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+
+
+def _row(n: int, proposal: Proposal, now: datetime) -> str:
+    fields = " · ".join(
+        f"{clip(escape(f.label), 40)}: {clip(escape(f.value), 80)}"
+        for f in proposal.preview.fields[:ROW_FIELDS]
+    )
+    lines = [
+        f"*{n}.* {_code(proposal.id[:12], 20)} *{clip(escape(proposal.preview.title), 150)}*"
+        + (f"\n{fields}" if fields else ""),
+        _status(proposal, now),
+    ]
+    if proposal.agent_reason:
+        lines.append("_Agent's words (unverified):_\n" + _quote(proposal.agent_reason, 200))
+    return "\n".join(lines)
+
+
+def _status(proposal: Proposal, now: datetime) -> str:
+    status = proposal.status
+    if status is Status.PENDING:
+        progress = ""
+        if proposal.quorum > 1:
+            progress = f" · {len(counted(proposal))} of {proposal.quorum} approved"
+        if proposal.expires_at is None:
+            return f":hourglass_flowing_sand: Pending{progress}"
+        return (
+            f":hourglass_flowing_sand: Pending{progress} · expires {_when(proposal.expires_at)}"
+            f" ({_remaining(proposal.expires_at, now)})"
+        )
+    by = _mention(proposal.decided_by)
+    if status is Status.REJECTED:
+        reason = clip(escape(proposal.decision_note or "(no reason given)"), 200)
+        return f":x: Rejected by {by}: {reason}"
+    if status is Status.EXPIRED:
+        return ":hourglass: Expired: nobody decided in time. Nothing was executed."
+    if status is Status.SUPERSEDED:
+        return f":pencil2: Superseded by an edit of {by}."
+    if status is Status.EXECUTING:
+        return f":gear: Approved by {by}, executing…"
+    approved = f"approved by {by}" if proposal.decided_by else "approved"
+    return f"{_outcome_word(proposal)} ({approved}; details in the thread)"
+
+
+def _outcome_word(proposal: Proposal) -> str:
+    match proposal.outcome:
+        case Succeeded():
+            return ":white_check_mark: Succeeded"
+        case NeedsReconciliation():
+            return ":warning: Outcome unknown: a person must check"
+        case RevisionRequired():
+            return ":leftwards_arrow_with_hook: Revision required, nothing executed"
+        case TerminalFailure():
+            return ":x: Failed, the effect did not happen"
+        case None:
+            return f"Status: {proposal.status.value}"
+
+
+def _rows_in_sections(rows: Sequence[str], budget: int) -> Blocks:
+    """``rows`` joined into as few sections as fit (3000 characters each), at most ``budget``."""
+    sections: list[str] = []
+    for row in rows:
+        if sections and len(sections[-1]) + 2 + len(row) <= SECTION_MAX:
+            sections[-1] += "\n\n" + row
+        else:
+            sections.append(row)
+    if len(sections) > budget:
+        hidden = sum(s.count("\n\n") + 1 for s in sections[budget - 1 :])
+        sections = [*sections[: budget - 1], f"_{hidden} more not shown here_"]
+    return [_section(text) for text in sections]
+
+
+def _buttons(digest: Digest, pending: int) -> dict[str, Any]:
+    def button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
+        element: dict[str, Any] = {
+            "type": "button",
+            "action_id": action_id,
+            "text": _plain(text, BUTTON_MAX),
+            "value": digest.id,
+        }
+        if style is not None:
+            element["style"] = style
+        return element
+
+    approve = button(APPROVE_ALL, f"Approve all ({pending})", "primary")
+    approve["confirm"] = {
+        "title": _plain(f"Approve {pending} proposals?", CONFIRM_TITLE_MAX),
+        "text": _plain(
+            f"Every pending {digest.operation} listed here is checked and executed on its own, "
+            "with its own outcome in the thread.",
+            CONFIRM_TEXT_MAX,
+        ),
+        "confirm": _plain("Approve all", 30),
+        "deny": _plain("Cancel", 30),
+        "style": "primary",
+    }
+    return {
+        "type": "actions",
+        "block_id": "digest",
+        "elements": [
+            approve,
+            button(REJECT_ALL, "Reject all…", "danger"),
+            button(CHOOSE, "Choose…"),
+        ],
+    }
+
+
+# --- the thread reply -----------------------------------------------------------------------------
+
+
+def digest_reply(entries: Sequence[tuple[Proposal, Status]]) -> Message | None:
+    """One thread reply for several items that changed: each item's outcome, rejection or
+    expiry (``Status``: the status its outbox entry was written for). Items whose execution
+    ended uncertain get the buttons that resolve it. None when there is nothing to say."""
+    lines: list[str] = []
+    uncertain: list[Proposal] = []
+    for proposal, status in entries:
+        line = _reply_line(proposal, status)
+        if line is not None:
+            lines.append(line)
+            if status is Status.NEEDS_RECONCILIATION:
+                uncertain.append(proposal)
+    if not lines:
+        return None
+    actions = [_reconcile_buttons(n, p) for n, p in enumerate(uncertain, 1)]
+    budget = BLOCKS_MAX - 1 - min(len(actions), BLOCKS_MAX // 2)
+    blocks = _rows_in_sections(lines, budget)
+    blocks += actions[: BLOCKS_MAX - len(blocks)]
+    text = f"{len(lines)} proposal{'s' if len(lines) > 1 else ''} of this digest changed"
+    return {"text": text, "blocks": blocks}
+
+
+def _reply_line(proposal: Proposal, status: Status) -> str | None:
+    head = f"{_code(proposal.id[:12], 20)} *{clip(escape(proposal.preview.title), 150)}*"
+    if status is Status.REJECTED:
+        reason = _quote(proposal.decision_note or "(no reason given)", 500)
+        by = _mention(proposal.decided_by)
+        return f":x: *Rejected* by {by}: {head}. Nothing was executed.\n{reason}"
+    if status is Status.EXPIRED:
+        return f":hourglass: *Expired*: {head}. Nobody decided in time; nothing was executed."
+    match proposal.outcome:
+        case Succeeded(result=result):
+            shown = "" if result in (None, {}) else f"\nResult {_code(_compact(result), 300)}"
+            return f":white_check_mark: *Succeeded*: {head}{shown}"
+        case NeedsReconciliation(detail=detail, correlation_id=correlation_id):
+            return (
+                f":warning: *Outcome unknown*: {head}. The effect *may or may not* have happened;"
+                f" find out before anyone retries it.\n{_code(detail, 300)} · correlation id "
+                f"{_code(correlation_id, 100)}"
+            )
+        case RevisionRequired(reason=reason):
+            return (
+                f":leftwards_arrow_with_hook: *Revision required*: {head}. Nothing was executed.\n"
+                f"{_quote(reason, 500)}"
+            )
+        case TerminalFailure(detail=detail, correlation_id=correlation_id):
+            return (
+                f":x: *Failed*: {head}. The effect did not happen.\n{_code(detail, 300)} · "
+                f"correlation id {_code(correlation_id, 100)}"
+            )
+        case None:
+            return None
+
+
+def _reconcile_buttons(n: int, proposal: Proposal) -> dict[str, Any]:
+    short = proposal.id[:12]
+
+    def button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
+        element: dict[str, Any] = {
+            "type": "button",
+            "action_id": action_id,
+            "text": _plain(text, BUTTON_MAX),
+            "value": proposal.id,
+        }
+        if style is not None:
+            element["style"] = style
+        return element
+
+    return {
+        "type": "actions",
+        "block_id": f"reconcile_{n}",
+        "elements": [
+            button("reconcile_succeeded", f"{short}: it happened", "primary"),
+            button("reconcile_failed", f"{short}: it did not happen", "danger"),
+        ],
+    }
+
+
+# --- modals and private answers -------------------------------------------------------------------
+
+
+def reject_modal(digest: Digest, pending: int) -> dict[str, Any]:
+    """The reason for rejecting every pending item; private_metadata is the digest id."""
+    return {
+        "type": "modal",
+        "callback_id": REJECT_VIEW,
+        "private_metadata": digest.id,
+        "title": _plain("Reject all", MODAL_TITLE_MAX),
+        "submit": _plain("Reject all", MODAL_TITLE_MAX),
+        "close": _plain("Cancel", MODAL_TITLE_MAX),
+        "blocks": [
+            _section(
+                f"Reject the *{pending}* pending proposals of {_code(digest.operation, 200)} in "
+                "this digest. Nothing of them will be executed."
+            ),
+            _reason_input(optional=False),
+        ],
+    }
+
+
+def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
+    """Checkboxes for the pending items (ten to a group), approve or reject, and a reason for
+    rejecting; private_metadata is the digest id, each option's value an item's id."""
+    groups: Blocks = []
+    for start in range(0, len(pending), OPTIONS_MAX):
+        chunk = pending[start : start + OPTIONS_MAX]
+        groups.append(
+            {
+                "type": "input",
+                "block_id": f"items_{start // OPTIONS_MAX}",
+                "optional": True,
+                "label": _plain(f"Proposals {start + 1} to {start + len(chunk)}", 2000),
+                "element": {
+                    "type": "checkboxes",
+                    "action_id": "items",
+                    "options": [_option(p) for p in chunk],
+                },
+            }
+        )
+    return {
+        "type": "modal",
+        "callback_id": CHOOSE_VIEW,
+        "private_metadata": digest.id,
+        "title": _plain("Choose proposals", MODAL_TITLE_MAX),
+        "submit": _plain("Apply", MODAL_TITLE_MAX),
+        "close": _plain("Cancel", MODAL_TITLE_MAX),
+        "blocks": [
+            _section(
+                f"Select pending proposals of {_code(digest.operation, 200)}; each one is "
+                "checked and decided on its own."
+            ),
+            *groups,
+            {
+                "type": "input",
+                "block_id": "decision",
+                "label": _plain("Decision", 2000),
+                "element": {
+                    "type": "radio_buttons",
+                    "action_id": "decision",
+                    "initial_option": _choice("approve"),
+                    "options": [_choice("approve"), _choice("reject")],
+                },
+            },
+            _reason_input(optional=True),
+        ],
+    }
+
+
+def _option(proposal: Proposal) -> dict[str, Any]:
+    fields = " · ".join(f"{f.label}: {f.value}" for f in proposal.preview.fields[:ROW_FIELDS])
+    option: dict[str, Any] = {
+        "text": _plain(f"{proposal.id[:12]} {proposal.preview.title}", OPTION_TEXT_MAX),
+        "value": proposal.id,
+    }
+    if fields:
+        option["description"] = _plain(fields, OPTION_TEXT_MAX)
+    return option
+
+
+def _choice(value: str) -> dict[str, Any]:
+    words = {"approve": "Approve and execute them", "reject": "Reject them"}
+    return {"text": _plain(words[value], OPTION_TEXT_MAX), "value": value}
+
+
+def _reason_input(*, optional: bool) -> dict[str, Any]:
+    return {
+        "type": "input",
+        "block_id": "reason",
+        "optional": optional,
+        "label": _plain("Why do you reject them?" if not optional else "Reason (to reject)", 2000),
+        "hint": _plain("The agent and the channel will see this reason.", 2000),
+        "element": {
+            "type": "plain_text_input",
+            "action_id": "reason",
+            "multiline": True,
+            "max_length": REASON_MAX,
+        },
+    }
+
+
+def tally_text(tally: Tally) -> str:
+    """What the clicker alone is told: how many items were decided, and why the others were not."""
+    parts = [f"{tally.verb.capitalize()} {tally.done}"]
+    if tally.counted:
+        parts.append(
+            f"{tally.counted} approval{'s' if tally.counted > 1 else ''} counted, "
+            "waiting for more approvers"
+        )
+    parts.append(f"{tally.already} already decided")
+    parts.append(f"{tally.refusals} refused")
+    text = ", ".join(parts) + "."
+    for reason, count in tally.refused.most_common(5):
+        text += f"\n• {count} refused: {escape(reason)}"
+    return clip(text, SECTION_MAX)

@@ -1,0 +1,237 @@
+"""Block Kit for standing rules and reviews: pure functions of stored values (and ``now``).
+
+The grant modal, the confirmation to the granter, the ``/countersign standing`` list with its
+Revoke buttons, and the review post of a sampled automatic approval with its two verdict buttons.
+Every button's value is one opaque id (a proposal's or a standing rule's) and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from bot.render import (
+    BUTTON_MAX,
+    MODAL_TITLE_MAX,
+    SECTION_MAX,
+    Blocks,
+    Message,
+    _code,
+    _context,
+    _field_sections,
+    _field_text,
+    _header,
+    _mention,
+    _message,
+    _plain,
+    _remaining,
+    _section,
+    _span,
+    _state_line,
+    _when,
+    clip,
+    escape,
+)
+from contracts.durations import format_duration
+from contracts.standing import Grant, StandingPolicy
+from store.base import Proposal
+from store.standing import Reviewed, StandingRule
+
+__all__ = [
+    "APPROVE_STANDING",
+    "MODAL_CALLBACK",
+    "REVIEW_OK",
+    "REVIEW_SHOULD_HAVE_ASKED",
+    "REVOKE_STANDING",
+    "granted_text",
+    "review_message",
+    "standing_list_blocks",
+    "standing_modal",
+]
+
+#: The button on a proposal's message, and the modal it opens.
+APPROVE_STANDING: Final = "approve_standing"
+MODAL_CALLBACK: Final = "approve_standing"
+#: The Revoke button in ``/countersign standing``.
+REVOKE_STANDING: Final = "revoke_standing"
+#: The verdict buttons of a review post.
+REVIEW_OK: Final = "review_ok"
+REVIEW_SHOULD_HAVE_ASKED: Final = "review_should_have_asked"
+
+#: The standing rules ``/countersign standing`` shows (each takes two blocks).
+LISTED: Final = 20
+
+_VERDICTS: Final = {
+    "ok": ":white_check_mark: *Looks right*",
+    "should_have_asked": ":warning: *Should have been asked*",
+}
+
+
+def _duration(duration: timedelta) -> str:
+    """A duration as people say it: "1 hour", "7 days", "1 d 12 h"."""
+    hours, rest = divmod(int(duration.total_seconds()), 3600)
+    if rest == 0 and hours % 24 == 0:
+        days = hours // 24
+        return f"{days} day{'s' if days != 1 else ''}"
+    if rest == 0 and hours < 24:
+        return f"{hours} hour{'s' if hours != 1 else ''}"
+    return _span(duration.total_seconds())
+
+
+def _ceiling(field: str, ceiling: int | float) -> str:
+    return f"{_code(field, 100)} up to {_code(str(ceiling), 60)}"
+
+
+def standing_modal(
+    proposal: Proposal, standing: StandingPolicy, choices: Sequence[timedelta]
+) -> dict[str, Any]:
+    """The modal that asks how long similar calls may be approved automatically;
+    private_metadata is the proposal id, each option's value a duration ("1h", "7d")."""
+    ceiling = proposal.arguments.get(standing.ceiling)
+    options = [
+        {"text": _plain(_duration(choice), 75), "value": format_duration(choice)}
+        for choice in choices
+    ]
+    return {
+        "type": "modal",
+        "callback_id": MODAL_CALLBACK,
+        "private_metadata": proposal.id,
+        "title": _plain("Approve + allow similar", MODAL_TITLE_MAX),
+        "submit": _plain("Approve", MODAL_TITLE_MAX),
+        "close": _plain("Cancel", MODAL_TITLE_MAX),
+        "blocks": [
+            _section(
+                f"*{escape(proposal.preview.title)}*\n"
+                f"This call is approved and executed now. For the time you choose, later calls "
+                f"of {_code(proposal.operation, 200)} by agent *{escape(proposal.agent)}* that "
+                f"policy rule {_code(proposal.rule_id or '', 120)} would ask for, with "
+                f"{_ceiling(standing.ceiling, ceiling if isinstance(ceiling, int | float) else 0)}"
+                ", are approved automatically, audited, and can be revoked with "
+                "`/countersign standing`. Calls its requester makes are never covered by a rule "
+                "they granted."
+            ),
+            {
+                "type": "input",
+                "block_id": "duration",
+                "label": _plain("Allow similar calls for", 2000),
+                "element": {
+                    "type": "static_select",
+                    "action_id": "duration",
+                    "options": options,
+                    "initial_option": options[0],
+                },
+            },
+        ],
+    }
+
+
+def granted_text(standing_rule_id: str, grant: Grant) -> str:
+    """What the granter sees, only to them, once the rule exists."""
+    return clip(
+        f":white_check_mark: Approved, and standing rule {_code(standing_rule_id, 60)} allows "
+        f"similar {_code(grant.operation, 200)} calls by agent *{escape(grant.agent)}* with "
+        f"{_ceiling(grant.ceiling_field, grant.ceiling)} until {_when(grant.expires_at)}. "
+        "Revoke it with `/countersign standing`.",
+        SECTION_MAX,
+    )
+
+
+def standing_list_blocks(rules: Sequence[StandingRule], *, now: datetime) -> Blocks:
+    """``/countersign standing``: the active standing rules, each with a Revoke button."""
+    if not rules:
+        return [_section("No standing rules are active.")]
+    blocks: Blocks = [_header("Active standing rules")]
+    for rule in rules[:LISTED]:
+        uses = f"{rule.uses} call{'s' if rule.uses != 1 else ''} approved so far"
+        blocks.append(
+            {
+                "type": "section",
+                "block_id": f"standing-{rule.id}",
+                "text": {
+                    "type": "mrkdwn",
+                    "verbatim": True,
+                    "text": clip(
+                        f"*{escape(rule.operation)}* by agent *{escape(rule.agent)}*, rule "
+                        f"{_code(rule.rule_id, 120)}: {_ceiling(rule.ceiling_field, rule.ceiling)}"
+                        f"\nGranted by {_mention(rule.created_by)} · expires "
+                        f"{_when(rule.expires_at)} ({_remaining(rule.expires_at, now)}) · {uses}"
+                        f" · {_code(rule.id, 60)}",
+                        SECTION_MAX,
+                    ),
+                },
+                "accessory": {
+                    "type": "button",
+                    "action_id": REVOKE_STANDING,
+                    "text": _plain("Revoke", BUTTON_MAX),
+                    "style": "danger",
+                    "value": rule.id,
+                    "confirm": {
+                        "title": _plain("Revoke this standing rule?", 100),
+                        "text": _plain("Similar calls will be asked for again from now on.", 300),
+                        "confirm": _plain("Revoke", 30),
+                        "deny": _plain("Cancel", 30),
+                        "style": "danger",
+                    },
+                },
+            }
+        )
+    hidden = len(rules) - LISTED
+    if hidden > 0:
+        blocks.append(_context(f"{hidden} more not shown; the soonest to expire come first."))
+    return blocks
+
+
+def review_message(proposal: Proposal, review: Reviewed | None = None) -> Message:
+    """A sampled automatic approval, for a person to judge: its preview, why it ran without
+    asking, what came of it; the verdict buttons until someone gives a verdict, then theirs."""
+    title = escape(proposal.preview.title)
+    if proposal.standing_rule_id is not None:
+        why = f"standing rule {_code(proposal.standing_rule_id, 60)}"
+    else:
+        why = f"policy rule {_code(proposal.rule_id or '(none)', 120)}"
+    fields = [_field_text(f.label, f.value) for f in proposal.preview.fields]
+    blocks: Blocks = [
+        _header(f"Review: {proposal.preview.title}"),
+        *_field_sections(fields, budget=3),
+        _section(
+            f"*Approved automatically by* {why}, without asking anyone.\n"
+            f"{escape(proposal.policy_note)}"
+        ),
+        _section(_state_line(proposal)),
+        _context(
+            f"Agent *{escape(proposal.agent)}* for {_mention(proposal.requested_by)} · "
+            f"{_code(proposal.operation, 200)} · id {_code(proposal.id, 60)}"
+        ),
+    ]
+    if review is None:
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": "review",
+                "elements": [
+                    _verdict_button(REVIEW_OK, "Looks right", proposal.id, "primary"),
+                    _verdict_button(
+                        REVIEW_SHOULD_HAVE_ASKED, "Should have been asked", proposal.id, "danger"
+                    ),
+                ],
+            }
+        )
+    else:
+        blocks.append(
+            _section(
+                f"{_VERDICTS[review.verdict]}, said {_mention(review.reviewer)} "
+                f"at {_when(review.at)}."
+            )
+        )
+    return _message(f"Review an automatic approval: {title}", blocks)
+
+
+def _verdict_button(action_id: str, text: str, value: str, style: str) -> dict[str, Any]:
+    return {
+        "type": "button",
+        "action_id": action_id,
+        "text": _plain(text, BUTTON_MAX),
+        "style": style,
+        "value": value,
+    }

@@ -1,0 +1,148 @@
+"""Slack listeners for standing rules and reviews: Approve + allow similar… (and its modal),
+Revoke, and the two verdict buttons of a review post.
+
+Like the proposals' listeners they acknowledge first, decode the payload into a typed value and
+call into bot/standing.py, bot/standing_admin.py or bot/review.py; nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from bot import render
+from bot.admission import Admission
+from bot.render_standing import (
+    APPROVE_STANDING,
+    MODAL_CALLBACK,
+    REVIEW_OK,
+    REVIEW_SHOULD_HAVE_ASKED,
+    REVOKE_STANDING,
+)
+from bot.review import Reviews
+from bot.service import Service
+from bot.slack import Click, _click_listener
+from bot.standing import StandingGrants
+from bot.standing_admin import StandingAdmin
+from store.standing import Verdict
+
+__all__ = ["DurationChosen", "MessageClick", "register_standing_listeners"]
+
+log = logging.getLogger(__name__)
+
+
+class DurationChosen(BaseModel):
+    """The Approve + allow similar modal, submitted."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    proposal_id: str
+    duration: str
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> DurationChosen:
+        view = body["view"]
+        chosen = view["state"]["values"]["duration"]["duration"].get("selected_option") or {}
+        return cls(
+            user=body["user"]["id"],
+            proposal_id=view["private_metadata"],
+            duration=str(chosen.get("value") or ""),
+        )
+
+
+class MessageClick(BaseModel):
+    """A click on a button whose value is one id, with the message it was on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    value: str
+    channel: str | None
+    message_ts: str | None
+
+    @classmethod
+    def of(cls, body: dict[str, Any], action: dict[str, Any]) -> MessageClick:
+        container = body.get("container") or {}
+        return cls(
+            user=body["user"]["id"],
+            value=action["value"],
+            channel=(body.get("channel") or {}).get("id") or container.get("channel_id"),
+            message_ts=container.get("message_ts"),
+        )
+
+
+def register_standing_listeners(
+    app: AsyncApp,
+    *,
+    service: Service,
+    grants: StandingGrants,
+    admin: StandingAdmin,
+    reviews: Reviews,
+    admission: Admission,
+) -> None:
+    async def begin(click: Click) -> None:
+        await grants.begin(
+            click.proposal_id, user=click.user, channel=click.channel, trigger_id=click.trigger_id
+        )
+
+    app.action(APPROVE_STANDING)(_click_listener(begin, service, admission))
+
+    @app.view(MODAL_CALLBACK)
+    async def on_duration(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        try:
+            chosen = DurationChosen.of(body)
+        except (KeyError, TypeError, AttributeError, ValidationError) as error:
+            log.warning("ignored a malformed standing-rule submission: %s", error)
+            return
+        await grants.grant(chosen.proposal_id, user=chosen.user, duration=chosen.duration)
+
+    async def revoke(click: MessageClick) -> None:
+        await admin.revoke(click.value, user=click.user, channel=click.channel)
+
+    app.action(REVOKE_STANDING)(_message_listener(revoke, service, admission))
+
+    def judge(verdict: Verdict) -> Callable[[MessageClick], Awaitable[object]]:
+        async def handle(click: MessageClick) -> None:
+            await reviews.verdict(
+                click.value,
+                user=click.user,
+                verdict=verdict,
+                channel=click.channel,
+                message_ts=click.message_ts,
+            )
+
+        return handle
+
+    app.action(REVIEW_OK)(_message_listener(judge("ok"), service, admission))
+    app.action(REVIEW_SHOULD_HAVE_ASKED)(
+        _message_listener(judge("should_have_asked"), service, admission)
+    )
+
+
+def _message_listener(
+    handle: Callable[[MessageClick], Awaitable[object]], service: Service, admission: Admission
+) -> Callable[..., Awaitable[None]]:
+    """Acknowledge at once; then do the work if there is room, or tell the clicker it is busy."""
+
+    async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        try:
+            click = MessageClick.of(body, action)
+        except (KeyError, TypeError, AttributeError, ValidationError) as error:
+            log.warning("ignored a malformed Slack click: %s", error)
+            return
+        with admission.slot() as admitted:
+            if admitted:
+                await handle(click)
+                return
+        if click.channel:
+            await service.publisher.tell(None, click.channel, click.user, render.busy_text())
+
+    return listener

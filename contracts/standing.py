@@ -1,0 +1,238 @@
+"""Standing rules: "approve, and allow similar calls for a while", as an ``ask`` rule permits.
+
+An ``ask`` rule may carry ``standing = { max = "7d", admins = ["finance-admins"], ceiling =
+"amount_cents" }``. A person holding one of ``admins`` may then approve one of its proposals
+*and* grant a standing rule: for up to ``max``, later calls of the same operation by the same
+agent that the same rule matches, whose ``ceiling`` argument is at most the approved call's, are
+approved automatically. The ceiling is required: a standing rule always has a numeric bound, the
+approved call's own value, so "similar" never means "anything this rule matches".
+
+This module reads the ``standing`` table of a rule (:func:`read_standing`), says whether a granted
+rule covers a call (:func:`covers`), and decides which automatic approvals are sampled for a
+person to review after the fact (:func:`sampled`). Pure functions; no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Collection, Mapping
+from datetime import datetime, timedelta
+from difflib import get_close_matches
+from typing import Final
+
+from pydantic import Field, JsonValue
+
+from contracts.base import ArgType
+from contracts.durations import format_duration, parse_duration
+from contracts.frozen import Frozen
+
+__all__ = [
+    "DURATION_CHOICES",
+    "MAX_STANDING",
+    "STANDING_KEYS",
+    "Grant",
+    "StandingPolicy",
+    "covers",
+    "duration_choices",
+    "read_standing",
+    "sampled",
+]
+
+#: The longest a standing rule may last, whatever a rule allows.
+MAX_STANDING: Final = timedelta(days=30)
+#: The durations an admin may pick from (those up to the rule's ``max``, and ``max`` itself).
+DURATION_CHOICES: Final = tuple(
+    timedelta(hours=hours) for hours in (1, 4, 8, 24, 72, 168, 336, 720)
+)
+STANDING_KEYS: Final = ("max", "admins", "ceiling")
+_EXAMPLE: Final = '{ max = "7d", admins = ["finance-admins"], ceiling = "amount_cents" }'
+
+
+class StandingPolicy(Frozen):
+    """What an ``ask`` rule allows: who may grant standing rules, how long, bounded by what."""
+
+    max: timedelta = Field(gt=timedelta(0), le=MAX_STANDING)
+    admins: tuple[str, ...] = Field(min_length=1)  #: roles whose members may grant one
+    ceiling: str = Field(min_length=1)  #: the numeric argument bounded by the approved value
+
+
+class Grant(Frozen):
+    """A standing rule as granted: what it covers and until when (stored by the store)."""
+
+    operation: str
+    agent: str
+    rule_id: str
+    ceiling_field: str
+    ceiling: int | float
+    created_by: str
+    created_from: str  #: the proposal whose approval granted it
+    created_at: datetime
+    expires_at: datetime
+
+
+def duration_choices(maximum: timedelta) -> tuple[timedelta, ...]:
+    """The durations offered for a rule whose ``max`` is ``maximum``, shortest first."""
+    shorter = [choice for choice in DURATION_CHOICES if choice < maximum]
+    return (*shorter, maximum)
+
+
+def covers(
+    grant: Grant,
+    *,
+    operation: str,
+    agent: str,
+    rule_id: str,
+    arguments: Mapping[str, JsonValue],
+    requested_by: str,
+    now: datetime,
+) -> bool:
+    """Whether ``grant`` (unrevoked) covers a call: same operation, agent and rule, unexpired,
+    not requested by the granter, and its ceiling argument a number at most the ceiling."""
+    value = arguments.get(grant.ceiling_field)
+    return (
+        grant.operation == operation
+        and grant.agent == agent
+        and grant.rule_id == rule_id
+        and requested_by != grant.created_by
+        and now < grant.expires_at
+        and _is_number(value)
+        and value <= grant.ceiling  # type: ignore[operator]
+    )
+
+
+def sampled(proposal_id: str, rate: float) -> bool:
+    """Whether the automatic approval of ``proposal_id`` is posted for review at ``rate``.
+
+    Decided by the id alone (SHA-256 to a number in [0, 1)), so the same proposal is always
+    sampled or never, on every instance, and tests are stable.
+    """
+    if rate <= 0:
+        return False
+    digest = hashlib.sha256(proposal_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
+def read_standing(
+    raw: object,
+    *,
+    operation: str | None,
+    argument_types: Mapping[str, ArgType] | None,
+    roles: Collection[str],
+    quorum: object,
+) -> tuple[StandingPolicy | None, list[str]]:
+    """The ``standing`` table of a rule, and every problem with it (each naming the field).
+
+    ``argument_types`` are the rule's operation's (None when the operation is unknown, which is
+    reported elsewhere); ``quorum`` is the rule's raw quorum, if any: a standing rule comes with
+    one approval, so a rule needing more cannot allow one.
+    """
+    if not isinstance(raw, Mapping):
+        return None, [f"field 'standing' must be a table such as {_EXAMPLE}, got {raw!r}"]
+    problems = [
+        f"field 'standing': unknown key {key!r}{_did_you_mean(key)} "
+        f"(expected {', '.join(STANDING_KEYS)})"
+        for key in raw
+        if key not in STANDING_KEYS
+    ]
+    maximum = _max(raw.get("max"), problems)
+    admins = _admins(raw.get("admins"), roles, problems)
+    ceiling = _ceiling(raw.get("ceiling"), operation, argument_types, problems)
+    if isinstance(quorum, int) and not isinstance(quorum, bool) and quorum > 1:
+        problems.append(
+            f"field 'standing': this rule needs {quorum} approvals (field 'quorum'), but a "
+            "standing rule is granted with one; remove 'standing' or set quorum to 1"
+        )
+    if problems or maximum is None or ceiling is None:
+        return None, problems
+    return StandingPolicy(max=maximum, admins=admins, ceiling=ceiling), []
+
+
+def _max(value: object, problems: list[str]) -> timedelta | None:
+    if value is None:
+        problems.append(
+            "field 'standing.max' is missing (the longest a standing rule may last, such as "
+            f"'7d'; at most {format_duration(MAX_STANDING)})"
+        )
+        return None
+    try:
+        duration = parse_duration(value)  # type: ignore[arg-type]
+    except ValueError as error:
+        problems.append(f"field 'standing.max': {error}")
+        return None
+    if duration <= timedelta(0) or duration > MAX_STANDING:
+        problems.append(
+            f"field 'standing.max' is {value!r}; it must be longer than zero and at most "
+            f"{format_duration(MAX_STANDING)}"
+        )
+        return None
+    return duration
+
+
+def _admins(value: object, roles: Collection[str], problems: list[str]) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not value:
+        problems.append(
+            "field 'standing.admins' must name at least one role (whose members may grant "
+            f"standing rules), got {value!r}"
+        )
+        return ()
+    names = []
+    for item in value:
+        if not isinstance(item, str) or item not in roles:
+            listed = ", ".join(sorted(roles)) or "none"
+            problems.append(
+                f"field 'standing.admins': unknown role {item!r} (configured roles: {listed})"
+            )
+        else:
+            names.append(item)
+    return tuple(names)
+
+
+def _ceiling(
+    value: object,
+    operation: str | None,
+    types: Mapping[str, ArgType] | None,
+    problems: list[str],
+) -> str | None:
+    if not isinstance(value, str) or not value:
+        problems.append(
+            "field 'standing.ceiling' must name the operation's numeric argument that a standing "
+            f"rule bounds (such as 'amount_cents'), got {value!r}"
+        )
+        return None
+    if operation == "*":
+        problems.append(
+            "field 'standing': a rule for every operation ('*') cannot allow standing rules, "
+            "because the ceiling names one operation's argument; write one rule per operation"
+        )
+        return None
+    if types is None:
+        return value  # the unknown operation is reported once, with the rule's 'operation'
+    if value not in types:
+        problems.append(
+            f"field 'standing.ceiling': {value!r} is not an argument of operation {operation!r} "
+            f"(it has: {', '.join(sorted(types)) or 'none'})"
+        )
+        return None
+    if types[value] not in ("integer", "number"):
+        numeric = sorted(name for name, kind in types.items() if kind in ("integer", "number"))
+        problems.append(
+            f"field 'standing.ceiling': {value!r} is a {types[value]} argument of operation "
+            f"{operation!r}; the ceiling must be an integer or number argument "
+            f"(numeric ones: {', '.join(numeric) or 'none'})"
+        )
+        return None
+    return value
+
+
+def _did_you_mean(word: object) -> str:
+    close = get_close_matches(str(word), STANDING_KEYS, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _is_number(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and (not isinstance(value, float) or math.isfinite(value))
+    )

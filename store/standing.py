@@ -1,0 +1,232 @@
+"""Standing rules and reviews of sampled automatic approvals: records, answers, the protocol.
+
+A standing rule (contracts/standing.py) is granted in the same transaction as the approval that
+grants it (:meth:`StandingStore.claim_and_grant`), is immutable afterwards except for one
+revocation (a compare-and-set, audited), and covers later calls until it expires. A review is
+one person's verdict on one automatic approval that was sampled for review; one per proposal.
+Every backend implements :class:`StandingStore` on its own database and audit chain; get it from
+``Store.standing()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+from pydantic import JsonValue
+
+from contracts.frozen import Frozen
+from contracts.standing import Grant
+from store.base import NewProposal, NotApprovable, Proposal, StoreError, TransitionResult
+from store.lifecycle import Status
+from store.verdicts import refusal
+
+__all__ = [
+    "AlreadyReviewed",
+    "NotRevocable",
+    "ReviewResult",
+    "ReviewStats",
+    "Reviewed",
+    "RevokeResult",
+    "Revoked",
+    "StandingRule",
+    "StandingRuleNotFound",
+    "StandingStore",
+    "Verdict",
+    "approval_detail",
+    "grant_detail",
+    "grant_refusal",
+    "not_revocable",
+    "policy_detail",
+]
+
+Verdict = Literal["ok", "should_have_asked"]
+
+
+class StandingRule(Grant):
+    """A stored standing rule: the grant, its revocation, and how many calls it approved."""
+
+    id: str  #: "sr_" + 128 random bits
+    revoked_by: str | None = None
+    revoked_at: datetime | None = None
+    uses: int = 0  #: proposals it approved so far
+
+    def active(self, now: datetime) -> bool:
+        return self.revoked_at is None and now < self.expires_at
+
+
+class ReviewStats(Frozen):
+    """Sampled automatic approvals of one policy rule (and standing rule, if any), reviewed."""
+
+    rule_id: str | None
+    standing_rule_id: str | None  #: None: approved by the policy table itself
+    sampled: int
+    reviewed: int
+    flagged: int  #: verdicts "should have been asked"
+
+    @property
+    def miss_rate(self) -> float | None:
+        """Flagged among reviewed; None until something is reviewed."""
+        return self.flagged / self.reviewed if self.reviewed else None
+
+
+# --- answers --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Revoked:
+    """You revoked it."""
+
+    rule: StandingRule
+
+
+@dataclass(frozen=True, slots=True)
+class NotRevocable:
+    """Nothing changed: it was revoked already, or it expired (``reason`` says which)."""
+
+    rule: StandingRule
+    reason: str
+
+
+RevokeResult = Revoked | NotRevocable
+
+
+@dataclass(frozen=True, slots=True)
+class Reviewed:
+    """Your verdict is recorded."""
+
+    proposal_id: str
+    verdict: Verdict
+    reviewer: str
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AlreadyReviewed:
+    """Someone gave a verdict first; ``review`` is theirs. Nothing changed."""
+
+    review: Reviewed
+
+
+ReviewResult = Reviewed | AlreadyReviewed
+
+
+class StandingRuleNotFound(StoreError):
+    """No standing rule has that id."""
+
+
+def not_revocable(current: StandingRule, now: datetime) -> NotRevocable:
+    """Why a revocation found nothing to change (the same words in every backend)."""
+    if current.revoked_at is not None:
+        return NotRevocable(current, f"it was already revoked by {current.revoked_by}")
+    if current.expires_at <= now:
+        return NotRevocable(current, f"it expired at {current.expires_at.isoformat()}")
+    return NotRevocable(current, "it changed meanwhile; try again")
+
+
+def grant_refusal(current: Proposal, now: datetime, binding_hash: str) -> TransitionResult:
+    """Why an approval granting a standing rule changed nothing: as any claim's refusal, and a
+    proposal needing more than one approval is named as such (a grant comes with one)."""
+    answer = refusal(current, now, binding_hash)
+    if (
+        isinstance(answer, NotApprovable)
+        and current.status is Status.PENDING
+        and current.quorum != 1
+        and current.binding_hash == binding_hash
+    ):
+        return NotApprovable(
+            current,
+            f"it needs {current.quorum} approvals; a standing rule is granted with one approval",
+        )
+    return answer
+
+
+def approval_detail(actor: str, binding_hash: str) -> dict[str, JsonValue]:
+    """The "approved" audit detail of an approval that grants a standing rule: as any approval
+    completing a quorum (store/approvals.py), of one."""
+    return {"binding_hash": binding_hash, "approvers": [actor], "quorum": 1}
+
+
+def grant_detail(standing_rule_id: str, grant: Grant) -> dict[str, JsonValue]:
+    """What the audit records of a grant (every backend alike)."""
+    return {
+        "standing_rule_id": standing_rule_id,
+        "operation": grant.operation,
+        "agent": grant.agent,
+        "rule_id": grant.rule_id,
+        "ceiling_field": grant.ceiling_field,
+        "ceiling": grant.ceiling,
+        "expires_at": grant.expires_at.isoformat(),
+    }
+
+
+def policy_detail(new: NewProposal) -> dict[str, JsonValue]:
+    """The audit detail of the policy's own decision on a new proposal (auto or deny): the rule
+    and why, and for an automatic approval the standing rule behind it and its review sample."""
+    detail: dict[str, JsonValue] = {"rule_id": new.rule_id, "policy_note": new.policy_note}
+    if new.standing_rule_id is not None:
+        detail["standing_rule_id"] = new.standing_rule_id
+    if new.review_sampled:
+        detail["review_sampled"] = True
+    return detail
+
+
+class StandingStore(Protocol):
+    async def claim_and_grant(
+        self,
+        proposal_id: str,
+        *,
+        actor: str,
+        now: datetime,
+        binding_hash: str,
+        lease_until: datetime,
+        grant: Grant,
+        standing_rule_id: str,
+    ) -> TransitionResult:
+        """One transaction: the approval (pending -> executing, as claim_for_execution, for a
+        proposal needing one approval) and the standing rule ``grant`` describes, audited as
+        "approved" and "standing_rule_granted". Nothing is granted unless the claim succeeds."""
+        ...
+
+    async def get_standing_rule(self, standing_rule_id: str) -> StandingRule:
+        """Raises StandingRuleNotFound."""
+        ...
+
+    async def find_covering(
+        self,
+        *,
+        operation: str,
+        agent: str,
+        rule_id: str,
+        value: int | float,
+        requested_by: str,
+        now: datetime,
+    ) -> list[StandingRule]:
+        """Active standing rules for this operation, agent and policy rule whose ceiling is at
+        least ``value`` and whose granter is not ``requested_by``, latest expiry first."""
+        ...
+
+    async def active_standing_rules(self, *, now: datetime, limit: int = 50) -> list[StandingRule]:
+        """Unrevoked, unexpired standing rules, soonest expiry first."""
+        ...
+
+    async def revoke_standing_rule(
+        self, standing_rule_id: str, *, actor: str, now: datetime
+    ) -> RevokeResult:
+        """Active -> revoked, once, audited as "standing_rule_revoked" on the proposal that
+        granted it. Raises StandingRuleNotFound."""
+        ...
+
+    async def record_review(
+        self, proposal_id: str, *, reviewer: str, verdict: Verdict, now: datetime
+    ) -> ReviewResult:
+        """The verdict on a sampled automatic approval, once per proposal, audited as
+        "reviewed". Raises ProposalNotFound, or ValueError when it was not sampled."""
+        ...
+
+    async def get_review(self, proposal_id: str) -> Reviewed | None: ...
+
+    async def review_stats(self) -> list[ReviewStats]:
+        """Per policy rule and standing rule: sampled, reviewed and flagged counts."""
+        ...

@@ -1,0 +1,207 @@
+"""Rendering digests: pure functions of stored values, within Block Kit's limits, validated by
+slack_sdk's own models; agent text escaped and labelled; buttons carrying the digest id only."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from slack_sdk.models.views import View
+
+from bot.render_digest import (
+    APPROVE_ALL,
+    CHOOSE,
+    CHOOSE_VIEW,
+    REJECT_ALL,
+    REJECT_VIEW,
+    Tally,
+    choose_modal,
+    digest_message,
+    digest_reply,
+    reject_modal,
+    tally_text,
+)
+from contracts.base import Preview, PreviewField
+from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
+from store.base import Proposal
+from store.digests import Digest
+from store.lifecycle import Status
+from tests.bot.test_render import all_text, assert_valid_message
+
+NOW = datetime(2031, 3, 14, 15, 0, tzinfo=UTC)
+
+
+def item(n: int, **changes: Any) -> Proposal:
+    fields: dict[str, Any] = {
+        "id": f"cs_item{n:04d}" + "x" * 20,
+        "agent": "support-bot",
+        "submission_key": f"key-{n}",
+        "submission_fingerprint": "fp",
+        "requested_by": "U0REQUESTER",
+        "operation": "payments.refund",
+        "request": {},
+        "arguments": {"payment_id": f"pay_{n}"},
+        "preview": Preview(
+            title=f"Refund {n}.00 USD",
+            fields=(
+                PreviewField(label="Payment", value=f"pay_{n}"),
+                PreviewField(label="Customer", value=f"cus_{n}"),
+            ),
+        ),
+        "binding_hash": "h",
+        "agent_reason": "Charged twice <!channel> & more",
+        "rule_id": "refunds",
+        "decision": "ask",
+        "policy_note": "amount_cents <= 200000",
+        "channel": "C0REFUNDS",
+        "status": Status.PENDING,
+        "created_at": NOW,
+        "expires_at": NOW + timedelta(hours=1),
+        "updated_at": NOW,
+        "slack_channel": "C0REFUNDS",
+        "slack_ts": "1700000000.000100",
+        "digest_id": "dg_digest",
+    }
+    fields.update(changes)
+    return Proposal(**fields)
+
+
+def digest(items: list[Proposal]) -> Digest:
+    return Digest(
+        id="dg_digest",
+        channel="C0REFUNDS",
+        ts="1700000000.000100",
+        operation="payments.refund",
+        requested_by="U0REQUESTER",
+        created_at=NOW,
+        items=tuple(items),
+    )
+
+
+def button_values(message: dict[str, Any]) -> dict[str, str]:
+    return {
+        element["action_id"]: element["value"]
+        for block in message["blocks"]
+        if block["type"] == "actions"
+        for element in block["elements"]
+    }
+
+
+def test_a_pending_digest_lists_every_item_and_offers_its_buttons_with_its_id_only() -> None:
+    message = digest_message(digest([item(n) for n in range(3)]), now=NOW)
+
+    assert_valid_message(message)
+    text = all_text(message)
+    for n in range(3):
+        assert f"Refund {n}.00 USD" in text and f"pay_{n}" in text and f"cs_item{n:04d}" in text
+    assert "3 proposals: payments.refund" in text
+    assert "<@U0REQUESTER>" in text and "`refunds`" in text
+    assert "Irreversible" in text  # the operation's risk class, as on a proposal's own message
+    assert button_values(message) == dict.fromkeys([APPROVE_ALL, REJECT_ALL, CHOOSE], "dg_digest")
+
+
+def test_the_agents_words_are_labelled_and_escaped() -> None:
+    text = all_text(digest_message(digest([item(1)]), now=NOW))
+
+    assert "Agent's words (unverified)" in text
+    assert "<!channel>" not in text and "&lt;!channel&gt; &amp; more" in text
+
+
+def test_each_item_shows_its_own_state_and_decided_digests_have_no_buttons() -> None:
+    decided = [
+        item(1, status=Status.SUCCEEDED, decided_by="U0APPROVER", outcome=Succeeded(result={})),
+        item(2, status=Status.REJECTED, decided_by="U0APPROVER", decision_note="dup <b>"),
+        item(3, status=Status.EXPIRED),
+        item(4, status=Status.EXECUTING, decided_by="U0APPROVER"),
+        item(
+            5,
+            status=Status.NEEDS_RECONCILIATION,
+            decided_by="U0APPROVER",
+            outcome=NeedsReconciliation(detail="timeout", correlation_id="c1"),
+        ),
+    ]
+    message = digest_message(digest(decided), now=NOW)
+
+    assert_valid_message(message)
+    text = all_text(message)
+    assert "Succeeded" in text and "Rejected by <@U0APPROVER>: dup &lt;b&gt;" in text
+    assert "Expired" in text and "executing" in text and "Outcome unknown" in text
+    assert button_values(message) == {}
+
+
+def test_fifty_long_items_stay_within_block_kits_limits() -> None:
+    long = "x" * 3000
+    items = [
+        item(n, preview=Preview(title=long, fields=(PreviewField(label=long, value=long),)))
+        for n in range(50)
+    ]
+    message = digest_message(digest(items), now=NOW)
+
+    assert_valid_message(message)
+    assert all(len(block["text"]["text"]) <= 3000 for block in message["blocks"] if "text" in block)
+    assert all_text(message).count("cs_item") == 50  # every row shown, each clipped
+
+
+def test_one_reply_reports_every_kind_of_outcome_and_offers_to_resolve_uncertain_ones() -> None:
+    entries = [
+        (item(1, status=Status.SUCCEEDED, outcome=Succeeded(result={"id": 1})), Status.SUCCEEDED),
+        (item(2, status=Status.REJECTED, decision_note="no"), Status.REJECTED),
+        (item(3, status=Status.EXPIRED), Status.EXPIRED),
+        (
+            item(4, outcome=TerminalFailure(detail="closed", correlation_id="c4")),
+            Status.FAILED,
+        ),
+        (item(5, outcome=RevisionRequired(reason="changed")), Status.REVISION_REQUIRED),
+        (
+            item(6, outcome=NeedsReconciliation(detail="timeout", correlation_id="c6")),
+            Status.NEEDS_RECONCILIATION,
+        ),
+    ]
+    reply = digest_reply(entries)
+
+    assert reply is not None
+    assert_valid_message(reply)
+    text = all_text(reply)
+    for word in ("Succeeded", "Rejected", "Expired", "Failed", "Revision required", "unknown"):
+        assert word in text
+    assert button_values(reply) == {
+        "reconcile_succeeded": item(6).id,
+        "reconcile_failed": item(6).id,
+    }
+    assert digest_reply([(item(7), Status.SUPERSEDED)]) is None
+
+
+def test_the_choose_modal_offers_ten_items_a_group_and_validates() -> None:
+    items = [item(n) for n in range(23)]
+    modal = choose_modal(digest(items), items)
+
+    View(**modal).validate_json()
+    assert (modal["callback_id"], modal["private_metadata"]) == (CHOOSE_VIEW, "dg_digest")
+    groups = [b for b in modal["blocks"] if b.get("block_id", "").startswith("items_")]
+    assert [len(g["element"]["options"]) for g in groups] == [10, 10, 3]
+    offered = [o["value"] for g in groups for o in g["element"]["options"]]
+    assert offered == [p.id for p in items]
+    assert all(len(o["text"]["text"]) <= 75 for g in groups for o in g["element"]["options"])
+
+
+def test_the_reject_all_modal_asks_for_a_reason() -> None:
+    modal = reject_modal(digest([item(1), item(2)]), 2)
+
+    View(**modal).validate_json()
+    assert (modal["callback_id"], modal["private_metadata"]) == (REJECT_VIEW, "dg_digest")
+    [reason] = [b for b in modal["blocks"] if b.get("block_id") == "reason"]
+    assert reason["optional"] is False
+
+
+def test_the_clicker_is_told_the_counts_and_the_reasons() -> None:
+    tally = Tally("approved", done=2, counted=1, already=3, refused=Counter({"not yours": 4}))
+
+    text = tally_text(tally)
+
+    assert text.startswith("Approved 2, 1 approval counted, waiting for more approvers, ")
+    assert "3 already decided, 4 refused." in text and "4 refused: not yours" in text
+    assert (
+        json.dumps(tally_text(Tally("rejected"))) == '"Rejected 0, 0 already decided, 0 refused."'
+    )

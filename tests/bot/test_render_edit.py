@@ -1,0 +1,355 @@
+"""The edit modal and the edit form: built from an operation's request schema, prefilled from the
+stored request, valid for Slack, and read back into a request with errors naming the field."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from slack_sdk.models.blocks import Block
+from slack_sdk.models.views import View
+
+from bot import render
+from bot.edit_form import MAX_INPUTS, EditForm, edit_form, problem_errors, read_request
+from bot.render_edit import EDIT_CALLBACK, EDIT_NOTE, edit_modal, superseded_reply
+from contracts.base import FieldProblem, Preview
+from contracts.operations.refund import RefundRequest
+from store.base import Proposal
+from store.lifecycle import Status
+
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+PROPOSAL_ID = "cs_2v6qk3bn7xw4yq5fz2m3a6lhpe"
+EDIT_ID = "cs_7jq4m2xw5hb6kf3ya2npz4drte"
+
+#: A schema with one field of every kind the form knows.
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["segment", "count"],
+    "properties": {
+        "segment": {"type": "string", "description": "Which customers."},
+        "count": {"type": "integer", "minimum": 1},
+        "ratio": {"type": ["number", "null"]},
+        "urgent": {"type": "boolean"},
+        "channel": {"enum": ["email", "sms"]},
+        "filters": {"type": "object"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+}
+STORED: dict[str, Any] = {
+    "segment": "churn-risk",
+    "count": 1200,
+    "ratio": 0.0000001,
+    "urgent": False,
+    "channel": "sms",
+    "filters": {"country": "NL"},
+}
+
+
+def proposal(request: Any = None, **changes: Any) -> Proposal:
+    values: dict[str, Any] = {
+        "id": PROPOSAL_ID,
+        "agent": "billing-bot",
+        "submission_key": "key-1",
+        "submission_fingerprint": "f" * 64,
+        "requested_by": "U0REQUESTER",
+        "operation": "crm.send",
+        "request": STORED if request is None else request,
+        "arguments": {},
+        "preview": Preview(title="Email <!channel> 1200 customers"),
+        "binding_hash": "b" * 64,
+        "rule_id": "campaigns",
+        "decision": "ask",
+        "policy_note": "always asked",
+        "approver_roles": ("finance",),
+        "channel": "C0CAMPAIGNS",
+        "status": Status.PENDING,
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+    values.update(changes)
+    return Proposal(**values)
+
+
+def inputs(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {block["block_id"]: block for block in view["blocks"] if block["type"] == "input"}
+
+
+def state(**by_name: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f"request.{name}": {"value": value} for name, value in by_name.items()}
+
+
+def text(value: str | None) -> dict[str, Any]:
+    return {"type": "plain_text_input", "value": value}
+
+
+def option(value: str | None) -> dict[str, Any]:
+    chosen = {"text": {"type": "plain_text", "text": value}, "value": value}
+    return {"type": "static_select", "selected_option": None if value is None else chosen}
+
+
+# --- the modal ----------------------------------------------------------------------------------
+
+
+def test_each_kind_of_field_gets_its_input_prefilled_from_the_stored_request() -> None:
+    view = edit_modal(proposal(), edit_form(SCHEMA, STORED))
+    found = inputs(view)
+
+    assert list(found) == [f"request.{name}" for name in SCHEMA["properties"]]
+    segment = found["request.segment"]
+    assert segment["element"] == {
+        "type": "plain_text_input",
+        "action_id": "value",
+        "initial_value": "churn-risk",
+        "multiline": False,
+    }
+    assert segment["hint"]["text"] == "Which customers."
+    assert segment["label"]["text"] == "segment"
+    assert found["request.count"]["element"] == {
+        "type": "number_input",
+        "action_id": "value",
+        "is_decimal_allowed": False,
+        "initial_value": "1200",
+    }
+    ratio = found["request.ratio"]["element"]
+    assert (ratio["is_decimal_allowed"], ratio["initial_value"]) == (True, "0.0000001")
+    urgent = found["request.urgent"]["element"]
+    assert urgent["type"] == "static_select"
+    assert [o["value"] for o in urgent["options"]] == ["true", "false"]
+    assert urgent["initial_option"]["value"] == "false"
+    assert found["request.channel"]["element"]["initial_option"]["value"] == "sms"
+    filters = found["request.filters"]["element"]
+    assert filters["multiline"] is True
+    assert json.loads(filters["initial_value"]) == {"country": "NL"}
+    assert "initial_value" not in found["request.tags"]["element"]  # not set: left empty
+
+
+def test_required_and_optional_follow_the_schema() -> None:
+    found = inputs(edit_modal(proposal(), edit_form(SCHEMA, STORED)))
+
+    assert {name for name, block in found.items() if not block["optional"]} == {
+        "request.segment",
+        "request.count",
+    }
+
+
+def test_the_modal_says_the_edit_is_checked_and_classified_again_and_carries_only_the_id() -> None:
+    view = edit_modal(proposal(), edit_form(SCHEMA, STORED))
+
+    assert view["callback_id"] == EDIT_CALLBACK
+    assert view["private_metadata"] == PROPOSAL_ID
+    shown = json.dumps(view["blocks"])
+    assert EDIT_NOTE in shown
+    assert "classified by the policy again" in EDIT_NOTE
+    assert "&lt;!channel&gt;" in shown and "<!channel>" not in shown
+
+
+def test_the_modal_is_valid_block_kit() -> None:
+    view = edit_modal(proposal(), edit_form(SCHEMA, STORED))
+
+    View(**view).validate_json()
+    for block in view["blocks"]:
+        parsed = Block.parse(block)
+        assert parsed is not None
+        parsed.validate_json()
+
+
+def test_the_refund_requests_schema_becomes_text_number_and_choice() -> None:
+    schema = RefundRequest.model_json_schema()
+    form = edit_form(schema, {"payment_id": "pay_1002", "amount_cents": 5000})
+
+    kinds = {field.name: (field.kind, field.required) for field in form.fields}
+
+    assert kinds == {
+        "payment_id": ("string", True),
+        "amount_cents": ("integer", False),  # int | None: the null is an empty input
+        "reason": ("choice", False),
+    }
+    reason = next(f for f in form.fields if f.name == "reason")
+    assert reason.choices == ("requested_by_customer", "duplicate", "fraudulent")
+
+
+def test_a_stored_value_the_schema_does_not_describe_is_shown_and_kept_as_json() -> None:
+    form = edit_form(SCHEMA, {**STORED, "count": "many", "extra": [1, 2]})
+    kinds = {field.name: field.kind for field in form.fields}
+
+    assert (kinds["count"], kinds["extra"]) == ("json", "json")
+    request, errors = read_request(form, {**STORED, "count": "many", "extra": [1, 2]}, {})
+    assert errors == {}
+    assert (request["count"], request["extra"]) == ("many", [1, 2])
+
+
+def test_a_request_without_fields_gets_a_modal_without_submit() -> None:
+    view = edit_modal(proposal(request={}), edit_form({"type": "object"}, {}))
+
+    assert "submit" not in view
+    assert "no fields to edit" in json.dumps(view["blocks"])
+    View(**view).validate_json()
+
+
+def test_fields_beyond_the_limit_are_named_and_kept_as_they_are() -> None:
+    names = [f"f{i:03d}" for i in range(MAX_INPUTS + 5)]
+    schema = {"type": "object", "properties": {name: {"type": "string"} for name in names}}
+    stored: dict[str, Any] = {name: name.upper() for name in names}
+    form = edit_form(schema, stored)
+
+    view = edit_modal(proposal(request=stored), form)
+
+    assert len(inputs(view)) == MAX_INPUTS
+    assert form.kept == tuple(names[MAX_INPUTS:])
+    assert names[-1] in json.dumps(view["blocks"])
+    request, _ = read_request(form, stored, {})
+    assert request == stored
+    View(**view).validate_json()
+
+
+# --- reading the submitted form back ------------------------------------------------------------
+
+
+def test_submitted_values_become_a_typed_request() -> None:
+    form = edit_form(SCHEMA, STORED)
+
+    request, errors = read_request(
+        form,
+        STORED,
+        state(
+            segment=text("dormant-90"),
+            count={"type": "number_input", "value": "300"},
+            ratio={"type": "number_input", "value": "0.25"},
+            urgent=option("true"),
+            channel=option("email"),
+            filters=text('{"country": "BE", "vip": true}'),
+            tags=text('["a", "b"]'),
+        ),
+    )
+
+    assert errors == {}
+    assert request == {
+        "segment": "dormant-90",
+        "count": 300,
+        "ratio": 0.25,
+        "urgent": True,
+        "channel": "email",
+        "filters": {"country": "BE", "vip": True},
+        "tags": ["a", "b"],
+    }
+
+
+def test_an_emptied_optional_input_removes_the_field_and_an_absent_one_keeps_it() -> None:
+    form = edit_form(SCHEMA, STORED)
+
+    request, errors = read_request(form, STORED, state(channel=option(None), filters=text("")))
+
+    assert errors == {}
+    assert "channel" not in request and "filters" not in request
+    assert request["segment"] == "churn-risk"  # its input was not submitted: kept
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("count", {"type": "number_input", "value": "12.5"}, "count: expected a whole number"),
+        ("ratio", {"type": "number_input", "value": "abc"}, "ratio: expected a number"),
+        ("urgent", option("maybe"), "urgent: expected true or false, got 'maybe'"),
+        ("channel", option("fax"), "channel: expected one of email, sms, got 'fax'"),
+        ("filters", text("{country: NL}"), "filters: expected JSON (Expecting property name"),
+        ("tags", text("[NaN]"), "tags: expected JSON (NaN is not a JSON value"),
+    ],
+)
+def test_a_value_that_cannot_be_read_is_an_error_naming_the_field_and_what_was_expected(
+    name: str, value: dict[str, Any], expected: str
+) -> None:
+    form = edit_form(SCHEMA, STORED)
+
+    _, errors = read_request(form, STORED, state(**{name: value}))
+
+    assert list(errors) == [f"request.{name}"]
+    assert errors[f"request.{name}"].startswith(expected)
+
+
+def test_contract_problems_land_under_the_input_they_name() -> None:
+    form = edit_form(SCHEMA, STORED)
+    problems = [
+        FieldProblem(field="request.count", message="Input should be greater than 0 (got -1)"),
+        FieldProblem(field="request.filters.country", message="unknown country"),
+        FieldProblem(field="request", message="something about the whole request"),
+    ]
+
+    errors = problem_errors(form, problems)
+
+    assert errors == {
+        "request.count": "count: Input should be greater than 0 (got -1)",
+        "request.filters": "filters.country: unknown country",
+        "request.segment": "request: something about the whole request",
+    }
+    assert problem_errors(EditForm(fields=()), problems) == {}
+
+
+# --- the proposal message -----------------------------------------------------------------------
+
+
+def test_a_pending_message_offers_edit_with_the_proposal_id_only() -> None:
+    message = render.proposal_message(proposal(), now=NOW)
+
+    [actions] = [block for block in message["blocks"] if block["type"] == "actions"]
+    edit = actions["elements"][-1]
+    assert (edit["action_id"], edit["value"], edit["text"]["text"]) == ("edit", PROPOSAL_ID, "Edit")
+
+
+def test_a_superseded_message_says_who_edited_it_and_offers_nothing() -> None:
+    old = proposal(
+        status=Status.SUPERSEDED, decided_by="U0APPROVER", decided_at=NOW, superseded_by=EDIT_ID
+    )
+
+    message = render.proposal_message(old, now=NOW)
+
+    shown = json.dumps(message["blocks"])
+    assert not any(block["type"] == "actions" for block in message["blocks"])
+    assert "*Superseded* by an edit of <@U0APPROVER>" in shown
+    assert EDIT_ID in shown and "will not be executed" in shown
+    assert message["text"].startswith("Superseded by an edit")
+
+
+# --- the superseded proposal's thread reply -----------------------------------------------------
+
+
+def test_the_reply_names_the_editor_links_the_edit_and_lists_what_changed() -> None:
+    old = proposal(
+        status=Status.SUPERSEDED,
+        decided_by="U0APPROVER",
+        decided_at=NOW,
+        superseded_by=EDIT_ID,
+    )
+    edit = proposal(
+        id=EDIT_ID,
+        request={**STORED, "count": 300},
+        supersedes=PROPOSAL_ID,
+        edited_by="U0APPROVER",
+        preview=Preview(title="Email 300 customers"),
+    )
+
+    reply = superseded_reply(old, edit, link="https://example.slack.com/archives/C1/p1")
+
+    shown = json.dumps(reply["blocks"], ensure_ascii=False)
+    assert "<@U0APPROVER>" in shown
+    assert "<https://example.slack.com/archives/C1/p1|Email 300 customers>" in shown
+    assert "`count` `1200` → `300`" in shown
+    assert "waits for a decision" in shown
+    for block in reply["blocks"]:
+        Block.parse(block).validate_json()  # type: ignore[union-attr]
+
+
+def test_the_reply_of_a_denied_edit_gives_the_policys_reason() -> None:
+    old = proposal(status=Status.SUPERSEDED, decided_by="U0APPROVER", superseded_by=EDIT_ID)
+    edit = proposal(
+        id=EDIT_ID,
+        status=Status.DENIED,
+        decision="deny",
+        policy_note="Refunds over 2,000.00 go through the manual process.",
+    )
+
+    shown = json.dumps(superseded_reply(old, edit, link=None)["blocks"])
+
+    assert "The policy denied it: Refunds over 2,000.00" in shown
+    assert EDIT_ID in shown

@@ -1,0 +1,119 @@
+"""Block Kit for standing rules and reviews: valid for Slack, ids only in button values, the
+agent's and arguments' text escaped."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from slack_sdk.models.views import View
+
+from bot import render, render_standing
+from contracts.outcomes import Succeeded
+from contracts.standing import StandingPolicy, duration_choices
+from store.lifecycle import Status
+from store.standing import Reviewed, StandingRule
+from tests.bot.test_render import INJECTION, NOW, assert_valid_message, make_proposal
+
+STANDING = StandingPolicy(max=timedelta(days=7), admins=("finance-admins",), ceiling="amount_cents")
+
+
+def rule(**changes: Any) -> StandingRule:
+    values: dict[str, Any] = {
+        "id": "sr_0123456789abcdef0123456789abcdef",
+        "operation": "payments.refund",
+        "agent": "billing-bot",
+        "rule_id": "big-refunds",
+        "ceiling_field": "amount_cents",
+        "ceiling": 12000,
+        "created_by": "U0ADMIN",
+        "created_from": "cs_first",
+        "created_at": NOW,
+        "expires_at": NOW + timedelta(hours=4),
+        "uses": 3,
+        **changes,
+    }
+    return StandingRule(**values)
+
+
+def buttons(blocks: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    found = []
+    for block in blocks:
+        elements = block.get("elements", []) if block["type"] == "actions" else []
+        accessory = block.get("accessory")
+        for element in [*elements, *([accessory] if accessory else [])]:
+            found.append((element["action_id"], element["value"]))
+    return found
+
+
+def test_a_pending_proposal_offers_allow_similar_only_when_asked_to() -> None:
+    proposal = make_proposal()
+
+    offered = render.proposal_message(proposal, now=NOW, allow_similar=True)
+    plain = render.proposal_message(proposal, now=NOW)
+
+    assert_valid_message(offered)
+    assert ("approve_standing", proposal.id) in buttons(offered["blocks"])
+    assert "approve_standing" not in [action for action, _ in buttons(plain["blocks"])]
+
+
+def test_the_grant_modal_offers_durations_up_to_the_max_and_shows_the_ceiling() -> None:
+    proposal = make_proposal(agent=INJECTION)
+
+    modal = render_standing.standing_modal(proposal, STANDING, duration_choices(STANDING.max))
+
+    View(**modal).validate_json()
+    assert modal["private_metadata"] == proposal.id
+    select = modal["blocks"][1]["element"]
+    assert [o["value"] for o in select["options"]] == ["1h", "4h", "8h", "1d", "3d", "7d"]
+    assert [o["text"]["text"] for o in select["options"]] == [
+        "1 hour", "4 hours", "8 hours", "1 day", "3 days", "7 days",
+    ]  # fmt: skip
+    text = json.dumps(modal["blocks"][0])
+    assert "12000" in text and "amount_cents" in text
+    assert "<!channel>" not in text  # the agent's name is escaped
+
+
+def test_the_standing_list_has_a_revoke_button_carrying_the_rule_id_only() -> None:
+    listed = render_standing.standing_list_blocks([rule(), rule(id="sr_other")], now=NOW)
+
+    assert_valid_message({"text": "listed", "blocks": listed})
+    assert buttons(listed) == [
+        ("revoke_standing", "sr_0123456789abcdef0123456789abcdef"),
+        ("revoke_standing", "sr_other"),
+    ]
+    assert "3 calls approved so far" in json.dumps(listed)
+    assert render_standing.standing_list_blocks([], now=NOW)[0]["text"]["text"] == (
+        "No standing rules are active."
+    )
+
+
+def test_a_review_post_asks_for_a_verdict_then_shows_it() -> None:
+    proposal = make_proposal(
+        status=Status.SUCCEEDED,
+        decision="auto",
+        channel=None,
+        standing_rule_id="sr_0123",
+        policy_note=f"standing rule sr_0123 {INJECTION}",
+        outcome=Succeeded(result={"refund_id": "re_1"}),
+        review_sampled=True,
+    )
+
+    asking = render_standing.review_message(proposal)
+    judged = render_standing.review_message(
+        proposal, Reviewed(proposal.id, "should_have_asked", "U0REVIEWER", NOW)
+    )
+
+    for message in (asking, judged):
+        assert_valid_message(message)
+        text = json.dumps(message["blocks"])
+        assert "sr_0123" in text and "Succeeded" in text
+        assert "<!channel>" not in text
+    assert buttons(asking["blocks"]) == [
+        ("review_ok", proposal.id),
+        ("review_should_have_asked", proposal.id),
+    ]
+    assert buttons(judged["blocks"]) == []
+    assert "Should have been asked" in json.dumps(judged["blocks"])
+    assert "U0REVIEWER" in json.dumps(judged["blocks"])

@@ -1,0 +1,274 @@
+"""Standing rules in the policy table: what a rule may allow (checked at load, naming the rule and
+the field), which calls a granted standing rule covers, and which automatic approvals are sampled
+for review."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from contracts.policy import AskRule, PolicyError, PolicyTable
+from contracts.standing import (
+    MAX_STANDING,
+    Grant,
+    StandingPolicy,
+    covers,
+    duration_choices,
+    sampled,
+)
+from tests.contracts.test_policy import REGISTRY, ROLES
+
+NOW = datetime(2031, 3, 14, 15, 9, 26, tzinfo=UTC)
+STANDING = {"max": "7d", "admins": ["finance"], "ceiling": "amount_cents"}
+
+
+def ask_rule(**changes: Any) -> dict[str, Any]:
+    rule: dict[str, Any] = {
+        "id": "refunds",
+        "operation": "payments.refund",
+        "decision": "ask",
+        "approvers": ["support"],
+        "channel": "C0REFUNDS",
+        "standing": dict(STANDING),
+    }
+    rule.update(changes)
+    return rule
+
+
+def load(*rules: dict[str, Any]) -> PolicyTable:
+    return PolicyTable.load(list(rules), registry=REGISTRY, roles=ROLES)
+
+
+def problems(*rules: dict[str, Any]) -> list[str]:
+    with pytest.raises(PolicyError) as caught:
+        load(*rules)
+    return list(caught.value.problems)
+
+
+# --- loading --------------------------------------------------------------------------------------
+
+
+def test_an_ask_rule_may_allow_standing_rules() -> None:
+    [rule] = load(ask_rule()).rules
+
+    assert isinstance(rule, AskRule)
+    assert rule.standing == StandingPolicy(
+        max=timedelta(days=7), admins=("finance",), ceiling="amount_cents"
+    )
+
+
+def test_a_rule_without_standing_allows_none() -> None:
+    [rule] = load(_without()).rules
+
+    assert isinstance(rule, AskRule)
+    assert rule.standing is None
+
+
+def _without() -> dict[str, Any]:
+    rule = ask_rule()
+    del rule["standing"]
+    return rule
+
+
+@pytest.mark.parametrize(
+    ("standing", "expected"),
+    [
+        (
+            {"admins": ["finance"], "ceiling": "amount_cents"},
+            "policy rule 'refunds': field 'standing.max' is missing",
+        ),
+        (
+            {**STANDING, "max": "31d"},
+            "policy rule 'refunds': field 'standing.max' is '31d'; it must be longer than zero "
+            "and at most 30d",
+        ),
+        ({**STANDING, "max": "0s"}, "field 'standing.max' is '0s'"),
+        ({**STANDING, "max": "a week"}, "field 'standing.max': invalid duration 'a week'"),
+        (
+            {**STANDING, "admins": []},
+            "policy rule 'refunds': field 'standing.admins' must name at least one role",
+        ),
+        (
+            {**STANDING, "admins": ["finance-admins"]},
+            "policy rule 'refunds': field 'standing.admins': unknown role 'finance-admins' "
+            "(configured roles: finance, support)",
+        ),
+        (
+            {**STANDING, "ceiling": "amount"},
+            "policy rule 'refunds': field 'standing.ceiling': 'amount' is not an argument of "
+            "operation 'payments.refund' (it has: amount_cents, currency, payment_id, ratio, "
+            "urgent)",
+        ),
+        (
+            {**STANDING, "ceiling": "currency"},
+            "policy rule 'refunds': field 'standing.ceiling': 'currency' is a string argument "
+            "of operation 'payments.refund'; the ceiling must be an integer or number argument "
+            "(numeric ones: amount_cents, ratio)",
+        ),
+        ({**STANDING, "ceiling": "urgent"}, "'urgent' is a boolean argument"),
+        (
+            {"max": "7d", "admins": ["finance"]},
+            "policy rule 'refunds': field 'standing.ceiling' must name the operation's numeric "
+            "argument",
+        ),
+        (
+            {**STANDING, "maximum": "7d"},
+            "policy rule 'refunds': field 'standing': unknown key 'maximum' (did you mean 'max'?)",
+        ),
+        ("7d", "policy rule 'refunds': field 'standing' must be a table such as"),
+    ],
+    ids=[
+        "no-max",
+        "max-over-30d",
+        "max-zero",
+        "max-unreadable",
+        "no-admins",
+        "unknown-admin-role",
+        "ceiling-not-an-argument",
+        "ceiling-a-string",
+        "ceiling-a-boolean",
+        "no-ceiling",
+        "unknown-key",
+        "not-a-table",
+    ],
+)
+def test_an_invalid_standing_table_is_refused_naming_the_rule_and_field(
+    standing: object, expected: str
+) -> None:
+    found = problems(ask_rule(standing=standing))
+
+    assert any(problem.startswith(expected) or expected in problem for problem in found), found
+
+
+def test_a_number_argument_may_be_the_ceiling() -> None:
+    [rule] = load(ask_rule(standing={**STANDING, "ceiling": "ratio", "max": "30d"})).rules
+
+    assert isinstance(rule, AskRule) and rule.standing is not None
+    assert (rule.standing.ceiling, rule.standing.max) == ("ratio", MAX_STANDING)
+
+
+def test_only_an_ask_rule_may_allow_standing_rules() -> None:
+    found = problems(
+        {
+            "id": "small",
+            "operation": "payments.refund",
+            "decision": "auto",
+            "when": [{"field": "amount_cents", "lte": 100}],
+            "standing": dict(STANDING),
+        }
+    )
+
+    assert found == [
+        "policy rule 'small': field 'standing' only applies to decision 'ask', but this "
+        "rule's decision is 'auto'"
+    ]
+
+
+def test_a_rule_for_every_operation_cannot_allow_standing_rules() -> None:
+    found = problems(ask_rule(operation="*"))
+
+    assert any("a rule for every operation ('*') cannot allow standing rules" in p for p in found)
+
+
+def test_a_rule_needing_several_approvals_cannot_allow_standing_rules() -> None:
+    found = problems(ask_rule(quorum=2))
+
+    assert any(
+        p.startswith("policy rule 'refunds': field 'standing': this rule needs 2 approvals")
+        for p in found
+    ), found
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    found = problems(ask_rule(standing={"max": "60d", "admins": ["nobody"], "ceiling": "x"}))
+
+    assert len(found) == 3, found
+
+
+# --- covering -------------------------------------------------------------------------------------
+
+
+def grant(**changes: Any) -> Grant:
+    fields: dict[str, Any] = {
+        "operation": "payments.refund",
+        "agent": "support-bot",
+        "rule_id": "refunds",
+        "ceiling_field": "amount_cents",
+        "ceiling": 5000,
+        "created_by": "U0ADMIN",
+        "created_from": "cs_first",
+        "created_at": NOW,
+        "expires_at": NOW + timedelta(hours=1),
+        **changes,
+    }
+    return Grant(**fields)
+
+
+def covered(standing: Grant, **changes: Any) -> bool:
+    call: dict[str, Any] = {
+        "operation": "payments.refund",
+        "agent": "support-bot",
+        "rule_id": "refunds",
+        "arguments": {"payment_id": "pay_1", "amount_cents": 5000},
+        "requested_by": "U0REQUESTER",
+        "now": NOW + timedelta(minutes=59),
+        **changes,
+    }
+    return covers(standing, **call)
+
+
+def test_a_grant_covers_the_same_call_up_to_its_ceiling_until_it_expires() -> None:
+    standing = grant()
+
+    assert covered(standing)
+    assert covered(standing, arguments={"amount_cents": 1})
+    assert not covered(standing, arguments={"amount_cents": 5001})
+    assert not covered(standing, arguments={"amount_cents": 5000.5})
+    assert not covered(standing, arguments={"amount_cents": True})  # not a number
+    assert not covered(standing, arguments={"amount_cents": "10"})
+    assert not covered(standing, arguments={})
+    assert not covered(standing, operation="crm.send_campaign")
+    assert not covered(standing, agent="ops-bot")
+    assert not covered(standing, rule_id="big-refunds")
+    assert not covered(standing, requested_by="U0ADMIN")  # never the granter's own requests
+    assert not covered(standing, now=NOW + timedelta(hours=1))
+
+
+def test_a_float_ceiling_bounds_a_number_argument() -> None:
+    standing = grant(ceiling_field="ratio", ceiling=0.25)
+
+    assert covered(standing, arguments={"ratio": 0.25})
+    assert not covered(standing, arguments={"ratio": 0.2500001})
+
+
+def test_the_durations_offered_stop_at_the_rules_max() -> None:
+    hours = [choice / timedelta(hours=1) for choice in duration_choices(timedelta(days=7))]
+    odd = duration_choices(timedelta(hours=36))
+
+    assert hours == [1, 4, 8, 24, 72, 168]
+    assert odd == tuple(timedelta(hours=h) for h in (1, 4, 8, 24, 36))
+    assert duration_choices(timedelta(minutes=30)) == (timedelta(minutes=30),)
+
+
+# --- sampling -------------------------------------------------------------------------------------
+
+
+def test_sampling_is_decided_by_the_id_alone() -> None:
+    ids = [f"cs_{secrets.token_hex(16)}" for _ in range(200)]
+
+    assert [sampled(i, 0.3) for i in ids] == [sampled(i, 0.3) for i in ids]
+    assert not any(sampled(i, 0.0) for i in ids)
+    assert all(sampled(i, 1.0) for i in ids)
+    # a higher rate samples a superset
+    assert {i for i in ids if sampled(i, 0.1)} <= {i for i in ids if sampled(i, 0.5)}
+
+
+def test_sampling_takes_about_the_configured_share() -> None:
+    ids = [f"cs_{n:08d}" for n in range(20_000)]
+
+    share = sum(sampled(i, 0.1) for i in ids) / len(ids)
+
+    assert 0.09 < share < 0.11

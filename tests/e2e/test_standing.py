@@ -1,0 +1,478 @@
+"""Standing rules over HTTP: "Approve + allow similar…" from Slack, the calls a standing rule
+approves without asking, listing and revoking it, and the review of sampled automatic approvals.
+
+Everything goes the way it would in production: agents POST proposals, Slack clicks, modal
+submissions and slash commands are Slack's payloads signed with the signing secret.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.render_standing import REVIEW_OK, REVIEW_SHOULD_HAVE_ASKED, REVOKE_STANDING
+from contracts.standing import sampled
+from store.standing import StandingRule
+from tests.e2e.harness import (
+    APPROVER,
+    APPROVER_2,
+    OTHER_AGENT_TOKEN,
+    OUTSIDER,
+    REFUNDS_CHANNEL,
+    REQUESTER,
+    SIGNING_SECRET,
+    Countersign,
+    eventually,
+    replace_rule,
+    running_countersign,
+)
+from tests.slack_requests import (
+    block_action_body,
+    signed_headers,
+    slash_command_body,
+    view_submission_body,
+)
+
+ADMIN = APPROVER  #: holds finance-admins (and finance)
+REVIEW_CHANNEL = "C0REVIEWS"
+
+REFUNDS_WITH_STANDING = f"""
+[[policy]]
+id = "refunds"
+operation = "payments.refund"
+when = [{{ field = "amount_cents", lte = 200000 }}]
+decision = "ask"
+approvers = ["finance"]
+channel = "{REFUNDS_CHANNEL}"
+expires_after = "1h"
+standing = {{ max = "7d", admins = ["finance-admins"], ceiling = "amount_cents" }}
+"""
+
+
+def configured(sample: float | None = None) -> Callable[[str], str]:
+    """The e2e configuration with standing rules on 'refunds', finance-admins (the approver and
+    the requester) and, with ``sample``, review sampling."""
+    with_rule = replace_rule("refunds", REFUNDS_WITH_STANDING)
+
+    def edit(text: str) -> str:
+        text = with_rule(text).replace(
+            "[roles]\n", f'[roles]\nfinance-admins = ["{ADMIN}", "{REQUESTER}"]\n', 1
+        )
+        if sample is not None:
+            text += (
+                f'\n[approvals]\nreview_sample = {sample}\nreview_channel = "{REVIEW_CHANNEL}"\n'
+            )
+        return text
+
+    return edit
+
+
+@pytest.fixture
+async def cs(tmp_path: Path) -> AsyncIterator[Countersign]:
+    async with running_countersign(tmp_path, config_edit=configured()) as running:
+        yield running
+
+
+def refund(payment: str, amount: int, *, by: str = REQUESTER, run: str = "") -> dict[str, Any]:
+    return {
+        "operation": "payments.refund",
+        "request": {"payment_id": payment, "amount_cents": amount},
+        "requested_by": by,
+        "run_id": run or f"run-{payment}-{amount}-{by}",
+    }
+
+
+async def asked(cs: Countersign, body: dict[str, Any], **options: Any) -> dict[str, Any]:
+    status, created = await cs.submit(body, **options)
+    assert status == 201, created
+    return created
+
+
+async def allow_similar(cs: Countersign, user: str, proposal_id: str, duration: str) -> int:
+    """``user`` clicks "Approve + allow similar…" and submits the modal with ``duration``."""
+    assert await cs.click(user, "approve_standing", proposal_id) == 200
+    body = view_submission_body(
+        user_id=user,
+        callback_id="approve_standing",
+        private_metadata=proposal_id,
+        values={},
+        states={
+            "duration": {
+                "duration": {
+                    "type": "static_select",
+                    "selected_option": {
+                        "text": {"type": "plain_text", "text": duration},
+                        "value": duration,
+                    },
+                }
+            }
+        },
+    )
+    return await cs.post_slack(body)
+
+
+async def granted(cs: Countersign, duration: str = "1h") -> tuple[dict[str, Any], StandingRule]:
+    """A 500.00 refund, approved by the admin with a standing rule; (its final state, the rule)."""
+    created = await asked(cs, refund("pay_1002", 50_000))
+    await cs.posted(created["id"])
+    assert await allow_similar(cs, ADMIN, created["id"], duration) == 200
+    _, final = await cs.read(created["id"], wait=10)
+    [rule] = await cs.store.standing().active_standing_rules(now=cs.clock())
+    await cs.settled()
+    return final, rule
+
+
+def action_ids(blocks: list[dict[str, Any]]) -> list[str]:
+    return [
+        element["action_id"]
+        for block in blocks
+        if block["type"] == "actions"
+        for element in block["elements"]
+    ]
+
+
+async def events(cs: Countersign, proposal_id: str) -> list[str]:
+    return [entry.event for entry in await cs.store.audit_log(proposal_id)]
+
+
+async def slash(cs: Countersign, user: str, text: str) -> dict[str, Any]:
+    body = slash_command_body(user_id=user, command="/countersign", text=text)
+    answer = await cs.request(
+        "POST", "/slack/events", data=body.encode(), headers=signed_headers(SIGNING_SECRET, body)
+    )
+    assert answer.status == 200, answer.body
+    answered: dict[str, Any] = answer.json()
+    return answered
+
+
+async def click_value(
+    cs: Countersign, user: str, action_id: str, value: str, *, channel: str, ts: str
+) -> int:
+    """A click on a button that is not a proposal message's (a list's, a review post's)."""
+    body = block_action_body(
+        user_id=user,
+        action_id=action_id,
+        value=value,
+        channel_id=channel,
+        message_ts=ts,
+        trigger_id=cs.slack.issue_trigger(user),
+    )
+    return await cs.post_slack(body)
+
+
+# --- granting -------------------------------------------------------------------------------------
+
+
+async def test_an_admins_approve_and_allow_similar_executes_it_and_grants_a_standing_rule(
+    cs: Countersign,
+) -> None:
+    created = await asked(cs, refund("pay_1002", 50_000))
+    proposal = await cs.posted(created["id"])
+    message = cs.slack.message(REFUNDS_CHANNEL, proposal.slack_ts)
+    assert "approve_standing" in action_ids(message.blocks)
+
+    assert await cs.click(ADMIN, "approve_standing", created["id"]) == 200
+    [view] = await eventually(lambda: _views(cs, ADMIN))
+    assert view.view["callback_id"] == "approve_standing"
+    assert view.view["private_metadata"] == created["id"]
+    rendered = json.dumps(view.view["blocks"])
+    assert "50000" in rendered and "amount_cents" in rendered
+    options = view.view["blocks"][1]["element"]["options"]
+    assert [o["value"] for o in options] == ["1h", "4h", "8h", "1d", "3d", "7d"]
+    assert (await cs.store.get_proposal(created["id"])).status == "pending"  # not yet
+
+    assert await allow_similar(cs, ADMIN, created["id"], "1h") == 200
+
+    _, final = await cs.read(created["id"], wait=10)
+    assert final["status"] == "succeeded"
+    assert final["decision"]["by"] == ADMIN
+    trail = await cs.store.audit_log(created["id"])
+    assert [e.event for e in trail if e.event in ("approved", "standing_rule_granted")] == [
+        "approved",
+        "standing_rule_granted",
+    ]
+    [rule] = await cs.store.standing().active_standing_rules(now=cs.clock())
+    assert (rule.operation, rule.agent) == ("payments.refund", "support-bot")
+    assert rule.rule_id == "refunds"
+    assert (rule.ceiling_field, rule.ceiling, rule.created_by) == ("amount_cents", 50_000, ADMIN)
+    assert rule.created_from == created["id"]
+    assert rule.expires_at - rule.created_at == timedelta(hours=1)
+    note = await eventually(lambda: _ephemeral(cs, ADMIN))
+    assert rule.id in note.text
+    assert (await cs.store.verify_audit()).ok
+
+
+async def test_a_similar_call_below_the_ceiling_runs_without_asking_and_is_audited(
+    cs: Countersign,
+) -> None:
+    _, rule = await granted(cs)
+    posts_before = cs.slack.messages(REFUNDS_CHANNEL)
+
+    created = await asked(cs, refund("pay_1004", 30_000))
+
+    assert created["status"] == "succeeded"
+    await cs.settled()
+    assert cs.slack.messages(REFUNDS_CHANNEL) == posts_before  # nobody was asked
+    stored = await cs.store.get_proposal(created["id"])
+    assert stored.standing_rule_id == rule.id
+    assert stored.decision == "auto" and stored.rule_id == "refunds"
+    assert rule.id in stored.policy_note and ADMIN in stored.policy_note
+    assert rule.expires_at.isoformat(timespec="seconds").replace("+00:00", "") in (
+        stored.policy_note
+    )
+    [auto] = [e for e in await cs.store.audit_log(created["id"]) if e.event == "auto_approved"]
+    assert auto.detail["standing_rule_id"] == rule.id
+    assert (await cs.store.standing().get_standing_rule(rule.id)).uses == 1
+
+
+@pytest.mark.parametrize(
+    "case", ["above-ceiling", "other-agent", "granter-requests", "after-expiry"]
+)
+async def test_calls_the_standing_rule_does_not_cover_are_asked_again(
+    cs: Countersign, case: str
+) -> None:
+    await granted(cs)
+    body, options = refund("pay_1004", 30_000), {}
+    if case == "above-ceiling":
+        body = refund("pay_1004", 50_001)
+    elif case == "other-agent":
+        options = {"token": OTHER_AGENT_TOKEN}
+    elif case == "granter-requests":
+        body = refund("pay_1004", 30_000, by=ADMIN)
+    else:
+        cs.clock.advance(timedelta(hours=1, seconds=1))
+
+    created = await asked(cs, body, **options)
+
+    assert created["status"] == "pending"
+    stored = await cs.posted(created["id"])
+    assert stored.standing_rule_id is None
+    assert "auto_approved" not in await events(cs, created["id"])
+
+
+async def test_a_non_admin_cannot_allow_similar_and_nothing_is_granted(cs: Countersign) -> None:
+    created = await asked(cs, refund("pay_1002", 50_000))
+    await cs.posted(created["id"])
+
+    assert await cs.click(APPROVER_2, "approve_standing", created["id"]) == 200
+    refusal = await eventually(lambda: _ephemeral(cs, APPROVER_2))
+    assert "finance-admins" in refusal.text
+    assert cs.slack.views(APPROVER_2) == []
+    # a submission that never came from a modal of ours is refused the same way
+    assert await cs.post_slack(_submission(APPROVER_2, created["id"], "7d")) == 200
+    await eventually(lambda: _count(events(cs, created["id"]), "approve_standing_refused", 2))
+
+    assert (await cs.store.get_proposal(created["id"])).status == "pending"
+    assert await cs.store.standing().active_standing_rules(now=cs.clock()) == []
+    assert "standing_rule_granted" not in await events(cs, created["id"])
+
+
+async def test_the_requester_cannot_allow_similar_even_as_an_admin(cs: Countersign) -> None:
+    created = await asked(cs, refund("pay_1002", 50_000))
+    await cs.posted(created["id"])
+
+    assert await allow_similar(cs, REQUESTER, created["id"], "1h") == 200
+
+    refusal = await eventually(lambda: _ephemeral(cs, REQUESTER))
+    assert "accountable" in refusal.text
+    assert cs.slack.views(REQUESTER) == []
+    await eventually(lambda: _count(events(cs, created["id"]), "approve_standing_refused", 2))
+    assert (await cs.store.get_proposal(created["id"])).status == "pending"
+    assert await cs.store.standing().active_standing_rules(now=cs.clock()) == []
+
+
+async def test_a_duration_beyond_the_rules_max_is_refused(cs: Countersign) -> None:
+    created = await asked(cs, refund("pay_1002", 50_000))
+    await cs.posted(created["id"])
+
+    assert await cs.post_slack(_submission(ADMIN, created["id"], "14d")) == 200
+
+    refusal = await eventually(lambda: _ephemeral(cs, ADMIN))
+    assert "'14d' is not one of: 1h, 4h, 8h, 1d, 3d, 7d" in refusal.text
+    assert (await cs.store.get_proposal(created["id"])).status == "pending"
+    assert await cs.store.standing().active_standing_rules(now=cs.clock()) == []
+
+
+# --- listing and revoking -------------------------------------------------------------------------
+
+
+async def test_admins_list_and_revoke_standing_rules_from_slack(cs: Countersign) -> None:
+    first, rule = await granted(cs)
+
+    listed = await slash(cs, ADMIN, "standing")
+    refused_list = await slash(cs, APPROVER_2, "standing")
+
+    [revoke] = [
+        block["accessory"]
+        for block in listed["blocks"]
+        if block.get("accessory", {}).get("action_id") == REVOKE_STANDING
+    ]
+    assert revoke["value"] == rule.id
+    assert "50000" in json.dumps(listed["blocks"])
+    assert "Only people holding finance-admins" in refused_list["text"]
+
+    # someone who is not an admin cannot revoke it, even with a forged click
+    status = await click_value(
+        cs, APPROVER_2, REVOKE_STANDING, rule.id, channel=REFUNDS_CHANNEL, ts="1.1"
+    )
+    assert status == 200
+    refusal = await eventually(lambda: _ephemeral(cs, APPROVER_2))
+    assert "finance-admins" in refusal.text
+    assert "revoke_standing_refused" in await events(cs, first["id"])
+    assert (await cs.store.standing().get_standing_rule(rule.id)).revoked_at is None
+
+    status = await click_value(
+        cs, ADMIN, REVOKE_STANDING, rule.id, channel=REFUNDS_CHANNEL, ts="1.1"
+    )
+    assert status == 200
+    revoked = await eventually(lambda: _revoked(cs, rule.id))
+    assert revoked.revoked_by == ADMIN
+    trail = await cs.store.audit_log(first["id"])
+    [entry] = [e for e in trail if e.event == "standing_rule_revoked"]
+    assert (entry.actor, entry.detail) == (ADMIN, {"standing_rule_id": rule.id})
+    assert "revoked" in (await eventually(lambda: _ephemeral(cs, ADMIN))).text
+
+    after = await asked(cs, refund("pay_1004", 30_000))
+    assert after["status"] == "pending"
+    assert (await slash(cs, ADMIN, "standing"))["text"] == "0 active standing rule(s)"
+
+
+# --- reviews of sampled automatic approvals -------------------------------------------------------
+
+
+AUTO_TAG: dict[str, Any] = {
+    "operation": "crm.tag_customers",
+    "request": {"segment": "churn-risk", "tag": "winback", "customers": 40},
+    "requested_by": REQUESTER,
+}
+
+
+async def test_sampled_automatic_approvals_are_posted_for_review_and_judged_once(
+    tmp_path: Path,
+) -> None:
+    async with running_countersign(tmp_path, config_edit=configured(sample=0.5)) as cs:
+        _, rule = await granted(cs)
+        autos = [await asked(cs, {**AUTO_TAG, "run_id": f"run-{i}"}) for i in range(8)]
+        covered = [await asked(cs, refund("pay_1004", 1000 + i)) for i in range(4)]
+        ids = [p["id"] for p in autos + covered]
+        assert {p["status"] for p in autos + covered} == {"succeeded"}
+        expected = {i for i in ids if sampled(i, 0.5)}
+
+        posts = await eventually(lambda: _reviews(cs, len(expected))) if expected else []
+        await cs.settled()
+        posts = [m for m in cs.slack.messages(REVIEW_CHANNEL) if not m.is_reply]
+
+        assert {post.metadata["event_payload"]["proposal_id"] for post in posts} == expected
+        for post in posts:
+            assert action_ids(post.blocks) == [REVIEW_OK, REVIEW_SHOULD_HAVE_ASKED]
+            assert "Succeeded" in json.dumps(post.blocks)  # posted with its outcome
+        for proposal_id in ids:
+            stored = await cs.store.get_proposal(proposal_id)
+            assert stored.review_sampled == (proposal_id in expected)
+        if not posts:
+            return  # nothing sampled in this run (1 in 4096): the rest needs a post
+        post = posts[0]
+        judged = post.metadata["event_payload"]["proposal_id"]
+        if any(p["id"] == judged for p in covered):
+            assert rule.id in json.dumps(post.blocks)
+
+        # the requester of the call, and someone without an approver role, may not judge it
+        for user in (REQUESTER, OUTSIDER):
+            await click_value(cs, user, REVIEW_OK, judged, channel=REVIEW_CHANNEL, ts=post.ts)
+        await eventually(lambda: _count(events(cs, judged), "review_refused", 2))
+        await click_value(
+            cs, APPROVER_2, REVIEW_SHOULD_HAVE_ASKED, judged, channel=REVIEW_CHANNEL, ts=post.ts
+        )
+        await eventually(lambda: _count(events(cs, judged), "reviewed", 1))
+        await click_value(cs, ADMIN, REVIEW_OK, judged, channel=REVIEW_CHANNEL, ts=post.ts)
+        late = await eventually(lambda: _ephemeral(cs, ADMIN, containing="already reviewed"))
+        assert APPROVER_2 in late.text
+
+        review = await cs.store.standing().get_review(judged)
+        assert review is not None
+        assert (review.verdict, review.reviewer) == ("should_have_asked", APPROVER_2)
+        assert (await events(cs, judged)).count("reviewed") == 1
+        shown = cs.slack.message(REVIEW_CHANNEL, post.ts)
+        assert action_ids(shown.blocks) == []
+        assert "Should have been asked" in json.dumps(shown.blocks)
+
+        stats = {
+            (s.rule_id, s.standing_rule_id): (s.sampled, s.reviewed, s.flagged)
+            for s in await cs.store.standing().review_stats()
+        }
+        sampled_autos = sum(1 for p in autos if p["id"] in expected)
+        sampled_covered = sum(1 for p in covered if p["id"] in expected)
+        judged_by_rule = any(p["id"] == judged for p in covered)
+        if sampled_autos:
+            assert stats[("small-tags", None)] == (
+                sampled_autos,
+                0 if judged_by_rule else 1,
+                0 if judged_by_rule else 1,
+            )
+        if sampled_covered:
+            assert stats[("refunds", rule.id)] == (
+                sampled_covered,
+                1 if judged_by_rule else 0,
+                1 if judged_by_rule else 0,
+            )
+        assert (await cs.store.verify_audit()).ok
+
+
+async def test_without_sampling_nothing_is_posted_for_review(cs: Countersign) -> None:
+    created = await asked(cs, {**AUTO_TAG, "run_id": "run-unsampled"})
+
+    assert created["status"] == "succeeded"
+    await cs.settled()
+    assert cs.slack.messages(REVIEW_CHANNEL) == []
+    assert not (await cs.store.get_proposal(created["id"])).review_sampled
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def _submission(user: str, proposal_id: str, duration: str) -> str:
+    return view_submission_body(
+        user_id=user,
+        callback_id="approve_standing",
+        private_metadata=proposal_id,
+        values={},
+        states={
+            "duration": {
+                "duration": {
+                    "type": "static_select",
+                    "selected_option": {
+                        "text": {"type": "plain_text", "text": duration},
+                        "value": duration,
+                    },
+                }
+            }
+        },
+    )
+
+
+async def _views(cs: Countersign, user: str) -> list[Any]:
+    return cs.slack.views(user)
+
+
+async def _ephemeral(cs: Countersign, user: str, *, containing: str = "") -> Any:
+    found = [message for message in cs.slack.ephemeral(user) if containing in message.text]
+    return found[-1] if found else None
+
+
+async def _count(trail: Awaitable[list[str]], event: str, at_least: int) -> bool:
+    return (await trail).count(event) >= at_least
+
+
+async def _revoked(cs: Countersign, standing_rule_id: str) -> StandingRule | None:
+    rule = await cs.store.standing().get_standing_rule(standing_rule_id)
+    return rule if rule.revoked_at is not None else None
+
+
+async def _reviews(cs: Countersign, expected: int) -> list[Any] | None:
+    posts = [m for m in cs.slack.messages(REVIEW_CHANNEL) if not m.is_reply]
+    return posts if len(posts) >= expected else None

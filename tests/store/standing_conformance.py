@@ -1,0 +1,495 @@
+"""Standing rules and reviews: the behaviour every Store backend must have (Store.standing()).
+
+Mixed into :class:`tests.store.conformance.StoreConformance`, so it runs on every backend with
+that suite's ``store`` and ``now`` fixtures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from contracts.outcomes import Succeeded
+from contracts.standing import Grant
+from store.base import (
+    AlreadyDecided,
+    Delivery,
+    NewProposal,
+    NotApprovable,
+    Proposal,
+    ProposalNotFound,
+    Store,
+    StoreError,
+    Transitioned,
+)
+from store.lifecycle import Effect, Status
+from store.standing import (
+    AlreadyReviewed,
+    NotRevocable,
+    Reviewed,
+    Revoked,
+    StandingRuleNotFound,
+)
+
+__all__ = ["StandingConformance"]
+
+ADMIN = "U0ADMIN"
+LEASE = timedelta(minutes=5)
+
+
+def _proposal(now: datetime, **changes: Any) -> NewProposal:
+    from tests.store.conformance import new_proposal  # the shared builder (imports this module)
+
+    return new_proposal(now, **changes)
+
+
+def covered(
+    now: datetime, standing_rule_id: str | None, amount: int, **changes: Any
+) -> NewProposal:
+    """A refund the policy asks for, approved automatically by ``standing_rule_id``."""
+    fields: dict[str, Any] = {
+        "arguments": {"payment_id": "pay_43", "amount_cents": amount, "note": "again"},
+        "status": Status.EXECUTING,
+        "decision": "auto",
+        "channel": None,
+        "approver_roles": (),
+        "expires_at": None,
+        "standing_rule_id": standing_rule_id,
+        "policy_note": f"standing rule {standing_rule_id}",
+        **changes,
+    }
+    return _proposal(now, **fields)
+
+
+def grant_of(proposal: Proposal, now: datetime, *, by: str = ADMIN, hours: int = 1) -> Grant:
+    amount = proposal.arguments["amount_cents"]
+    assert isinstance(amount, int)
+    assert proposal.rule_id is not None
+    return Grant(
+        operation=proposal.operation,
+        agent=proposal.agent,
+        rule_id=proposal.rule_id,
+        ceiling_field="amount_cents",
+        ceiling=amount,
+        created_by=by,
+        created_from=proposal.id,
+        created_at=now,
+        expires_at=now + timedelta(hours=hours),
+    )
+
+
+async def drain(store: Store, *, now: datetime) -> list[Delivery]:
+    """Every outbox entry, each delivered as it comes due (later ones wait behind earlier)."""
+    delivered: list[Delivery] = []
+    while batch := await store.claim_deliveries(now=now, limit=100, lease=timedelta(minutes=1)):
+        for delivery in batch:
+            await store.complete_delivery(delivery.id, now=now)
+        delivered += batch
+    return delivered
+
+
+def new_rule_id() -> str:
+    return "sr_" + secrets.token_hex(8)
+
+
+class StandingConformance:
+    """Needs the ``store`` and ``now`` fixtures of StoreConformance."""
+
+    async def _granted(
+        self, store: Store, now: datetime, *, hours: int = 1, by: str = ADMIN
+    ) -> tuple[Proposal, str]:
+        """A pending 42.00 refund approved with a standing rule; (the approved one, rule id)."""
+        proposal, _ = await store.create_proposal(_proposal(now))
+        rule_id = new_rule_id()
+        result = await store.standing().claim_and_grant(
+            proposal.id,
+            actor=by,
+            now=now,
+            binding_hash=proposal.binding_hash,
+            lease_until=now + LEASE,
+            grant=grant_of(proposal, now, by=by, hours=hours),
+            standing_rule_id=rule_id,
+        )
+        assert isinstance(result, Transitioned), result
+        return result.proposal, rule_id
+
+    # --- granting ------------------------------------------------------------------------------
+
+    async def test_an_approval_with_a_grant_claims_and_grants_in_one_transaction(
+        self, store: Store, now: datetime
+    ) -> None:
+        approved, rule_id = await self._granted(store, now)
+
+        assert approved.status is Status.EXECUTING
+        assert (approved.decided_by, approved.decided_at) == (ADMIN, now)
+        rule = await store.standing().get_standing_rule(rule_id)
+        assert rule.model_dump(exclude={"id", "revoked_by", "revoked_at", "uses"}) == (
+            grant_of(approved, now).model_dump()
+        )
+        assert (rule.revoked_by, rule.revoked_at, rule.uses) == (None, None, 0)
+        entries = await store.audit_log(approved.id)
+        assert [e.event for e in entries] == ["submitted", "approved", "standing_rule_granted"]
+        assert entries[-1].actor == ADMIN
+        assert entries[-1].detail["standing_rule_id"] == rule_id
+        assert entries[-1].detail["ceiling"] == 4200
+
+    async def test_a_grant_on_a_decided_proposal_grants_nothing(
+        self, store: Store, now: datetime
+    ) -> None:
+        proposal, _ = await store.create_proposal(_proposal(now))
+        claimed = await store.claim_for_execution(
+            proposal.id,
+            actor="U0FIRST",
+            now=now,
+            binding_hash=proposal.binding_hash,
+            lease_until=now + LEASE,
+        )
+        assert isinstance(claimed, Transitioned)
+        rule_id = new_rule_id()
+
+        result = await store.standing().claim_and_grant(
+            proposal.id,
+            actor=ADMIN,
+            now=now,
+            binding_hash=proposal.binding_hash,
+            lease_until=now + LEASE,
+            grant=grant_of(proposal, now),
+            standing_rule_id=rule_id,
+        )
+
+        assert isinstance(result, AlreadyDecided)
+        assert result.proposal.decided_by == "U0FIRST"
+        with pytest.raises(StandingRuleNotFound):
+            await store.standing().get_standing_rule(rule_id)
+        events = [e.event for e in await store.audit_log(proposal.id)]
+        assert "standing_rule_granted" not in events
+
+    async def test_a_grant_bound_to_another_contract_or_past_expiry_grants_nothing(
+        self, store: Store, now: datetime
+    ) -> None:
+        proposal, _ = await store.create_proposal(_proposal(now))
+        standing = store.standing()
+        other_hash = await standing.claim_and_grant(
+            proposal.id,
+            actor=ADMIN,
+            now=now,
+            binding_hash="another-hash",
+            lease_until=now + LEASE,
+            grant=grant_of(proposal, now),
+            standing_rule_id=new_rule_id(),
+        )
+        later = now + timedelta(hours=2)
+        expired = await standing.claim_and_grant(
+            proposal.id,
+            actor=ADMIN,
+            now=later,
+            binding_hash=proposal.binding_hash,
+            lease_until=later + LEASE,
+            grant=grant_of(proposal, later),
+            standing_rule_id=new_rule_id(),
+        )
+
+        assert isinstance(other_hash, NotApprovable)
+        assert "binding hash" in other_hash.reason
+        assert isinstance(expired, NotApprovable)
+        assert "expired" in expired.reason
+        assert await standing.active_standing_rules(now=now) == []
+        assert (await store.get_proposal(proposal.id)).status is Status.PENDING
+
+    async def test_a_grant_comes_with_a_single_approval_only(
+        self, store: Store, now: datetime
+    ) -> None:
+        proposal, _ = await store.create_proposal(_proposal(now, quorum=2))
+
+        result = await store.standing().claim_and_grant(
+            proposal.id,
+            actor=ADMIN,
+            now=now,
+            binding_hash=proposal.binding_hash,
+            lease_until=now + LEASE,
+            grant=grant_of(proposal, now),
+            standing_rule_id=new_rule_id(),
+        )
+
+        assert isinstance(result, NotApprovable)
+        assert "needs 2 approvals" in result.reason
+        assert (await store.get_proposal(proposal.id)).status is Status.PENDING
+        assert await store.standing().active_standing_rules(now=now) == []
+
+    # --- covering later calls ------------------------------------------------------------------
+
+    async def test_find_covering_matches_operation_agent_rule_ceiling_and_time(
+        self, store: Store, now: datetime
+    ) -> None:
+        approved, rule_id = await self._granted(store, now)
+        standing = store.standing()
+
+        async def found(**changes: Any) -> list[str]:
+            query: dict[str, Any] = {
+                "operation": approved.operation,
+                "agent": approved.agent,
+                "rule_id": approved.rule_id,
+                "value": 4200,
+                "requested_by": "U0SOMEONE",
+                "now": now + timedelta(minutes=30),
+                **changes,
+            }
+            return [rule.id for rule in await standing.find_covering(**query)]
+
+        assert await found() == [rule_id]
+        assert await found(value=100) == [rule_id]
+        assert await found(value=4201) == []
+        assert await found(value=4200.5) == []
+        assert await found(agent="other-agent") == []
+        assert await found(operation="crm.send_campaign") == []
+        assert await found(rule_id="another-rule") == []
+        assert await found(requested_by=ADMIN) == []  # never the granter's own requests
+        assert await found(now=now + timedelta(hours=1)) == []  # expired
+
+    async def test_a_covered_proposal_records_its_standing_rule_and_counts_as_a_use(
+        self, store: Store, now: datetime
+    ) -> None:
+        _, rule_id = await self._granted(store, now)
+
+        created, _ = await store.create_proposal(covered(now, rule_id, 3000))
+
+        assert created.status is Status.EXECUTING
+        assert created.standing_rule_id == rule_id
+        assert (await store.get_proposal(created.id)).standing_rule_id == rule_id
+        [auto] = [e for e in await store.audit_log(created.id) if e.event == "auto_approved"]
+        assert auto.detail["standing_rule_id"] == rule_id
+        assert (await store.standing().get_standing_rule(rule_id)).uses == 1
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            {"amount": 4201},
+            {"agent": "other-agent"},
+            {"rule_id": "another-rule"},
+            {"requested_by": ADMIN},
+            {"later": timedelta(hours=1)},
+            {"status": Status.PENDING, "decision": "ask", "expires_at": "soon"},
+        ],
+        ids=["above-ceiling", "other-agent", "other-rule", "granter", "expired", "not-auto"],
+    )
+    async def test_the_database_refuses_a_proposal_its_standing_rule_does_not_cover(
+        self, store: Store, now: datetime, change: dict[str, Any]
+    ) -> None:
+        _, rule_id = await self._granted(store, now)
+        change = dict(change)
+        amount = change.pop("amount", 3000)
+        at = now + change.pop("later", timedelta(0))
+        if change.get("expires_at") == "soon":
+            change["expires_at"] = at + timedelta(hours=1)
+            change["channel"] = "C0FINANCE"
+        new = covered(at, rule_id, amount, **change)
+
+        with pytest.raises(StoreError):
+            await store.create_proposal(new)
+
+        with pytest.raises(ProposalNotFound):
+            await store.get_proposal(new.id)
+
+    async def test_a_revoked_rule_covers_nothing_more(self, store: Store, now: datetime) -> None:
+        _, rule_id = await self._granted(store, now)
+        revoked = await store.standing().revoke_standing_rule(rule_id, actor=ADMIN, now=now)
+        assert isinstance(revoked, Revoked)
+
+        with pytest.raises(StoreError):
+            await store.create_proposal(covered(now, rule_id, 3000))
+        assert (
+            await store.standing().find_covering(
+                operation="payments.refund",
+                agent="billing-agent",
+                rule_id="refunds-ask",
+                value=1,
+                requested_by="U0SOMEONE",
+                now=now,
+            )
+            == []
+        )
+
+    # --- listing and revoking ------------------------------------------------------------------
+
+    async def test_active_standing_rules_are_unrevoked_and_unexpired_soonest_expiry_first(
+        self, store: Store, now: datetime
+    ) -> None:
+        _, long_id = await self._granted(store, now, hours=5)
+        _, short_id = await self._granted(store, now, hours=2)
+        _, revoked_id = await self._granted(store, now, hours=3)
+        await store.standing().revoke_standing_rule(revoked_id, actor=ADMIN, now=now)
+
+        active = await store.standing().active_standing_rules(now=now)
+        later = await store.standing().active_standing_rules(now=now + timedelta(hours=2))
+
+        assert [rule.id for rule in active] == [short_id, long_id]
+        assert [rule.id for rule in later] == [long_id]
+        with pytest.raises(ValueError, match="limit"):
+            await store.standing().active_standing_rules(now=now, limit=0)
+
+    async def test_revocation_happens_once_however_many_revoke_and_is_audited(
+        self, store: Store, now: datetime
+    ) -> None:
+        approved, rule_id = await self._granted(store, now)
+        standing = store.standing()
+
+        results = await asyncio.gather(
+            *(
+                standing.revoke_standing_rule(rule_id, actor=f"U0ADMIN{i}", now=now)
+                for i in range(10)
+            )
+        )
+
+        [won] = [r for r in results if isinstance(r, Revoked)]
+        lost = [r for r in results if isinstance(r, NotRevocable)]
+        assert len(lost) == 9
+        assert all(f"already revoked by {won.rule.revoked_by}" in r.reason for r in lost)
+        stored = await standing.get_standing_rule(rule_id)
+        assert (stored.revoked_by, stored.revoked_at) == (won.rule.revoked_by, now)
+        revocations = [
+            e for e in await store.audit_log(approved.id) if e.event == "standing_rule_revoked"
+        ]
+        assert [(e.actor, e.detail) for e in revocations] == [
+            (won.rule.revoked_by, {"standing_rule_id": rule_id})
+        ]
+
+    async def test_an_expired_or_unknown_rule_cannot_be_revoked(
+        self, store: Store, now: datetime
+    ) -> None:
+        _, rule_id = await self._granted(store, now)
+
+        late = await store.standing().revoke_standing_rule(
+            rule_id, actor=ADMIN, now=now + timedelta(hours=1)
+        )
+
+        assert isinstance(late, NotRevocable)
+        assert "expired" in late.reason
+        assert (await store.standing().get_standing_rule(rule_id)).revoked_at is None
+        with pytest.raises(StandingRuleNotFound):
+            await store.standing().revoke_standing_rule("sr_nope", actor=ADMIN, now=now)
+
+    # --- reviews of sampled automatic approvals --------------------------------------------------
+
+    async def test_a_sampled_automatic_approval_queues_its_review_post_once(
+        self, store: Store, now: datetime
+    ) -> None:
+        sampled, _ = await store.create_proposal(
+            covered(now, None, 900, rule_id="small", review_sampled=True)
+        )
+        await store.create_proposal(covered(now, None, 800, rule_id="small"))  # not sampled
+        later = now + LEASE + timedelta(seconds=1)
+        # their executor vanished, and a person retries the sampled one: no second review post
+        assert len(await store.reclaim_abandoned(now=later)) == 2
+        retried = await store.retry_execution(
+            sampled.id, actor="U0X", now=later, lease_until=later + LEASE
+        )
+        assert isinstance(retried, Transitioned)
+
+        reviews = [
+            d.proposal_id
+            for d in await drain(store, now=later + timedelta(days=1))
+            if d.effect is Effect.SLACK_REVIEW
+        ]
+
+        assert reviews == [sampled.id]
+
+    async def test_a_verdict_is_recorded_once_per_proposal_and_audited(
+        self, store: Store, now: datetime
+    ) -> None:
+        created, _ = await store.create_proposal(
+            covered(now, None, 900, rule_id="small", review_sampled=True)
+        )
+        standing = store.standing()
+
+        first = await standing.record_review(
+            created.id, reviewer="U0R1", verdict="should_have_asked", now=now
+        )
+        again = await standing.record_review(created.id, reviewer="U0R2", verdict="ok", now=now)
+
+        assert first == Reviewed(created.id, "should_have_asked", "U0R1", now)
+        assert isinstance(again, AlreadyReviewed)
+        assert again.review == first
+        assert await standing.get_review(created.id) == first
+        reviews = [e for e in await store.audit_log(created.id) if e.event == "reviewed"]
+        assert [(e.actor, e.detail) for e in reviews] == [
+            ("U0R1", {"verdict": "should_have_asked"})
+        ]
+
+    async def test_concurrent_verdicts_record_exactly_one(
+        self, store: Store, now: datetime
+    ) -> None:
+        created, _ = await store.create_proposal(
+            covered(now, None, 900, rule_id="small", review_sampled=True)
+        )
+
+        results = await asyncio.gather(
+            *(
+                store.standing().record_review(
+                    created.id, reviewer=f"U0R{i}", verdict="ok", now=now
+                )
+                for i in range(10)
+            )
+        )
+
+        assert sum(isinstance(r, Reviewed) for r in results) == 1
+
+    async def test_only_a_sampled_proposal_can_be_reviewed(
+        self, store: Store, now: datetime
+    ) -> None:
+        unsampled, _ = await store.create_proposal(covered(now, None, 900, rule_id="small"))
+        standing = store.standing()
+
+        with pytest.raises(ValueError, match="not sampled"):
+            await standing.record_review(unsampled.id, reviewer="U0R", verdict="ok", now=now)
+        with pytest.raises(ProposalNotFound):
+            await standing.record_review("cs_nope", reviewer="U0R", verdict="ok", now=now)
+        with pytest.raises(ValueError, match="verdict"):
+            await standing.record_review(
+                unsampled.id,
+                reviewer="U0R",
+                verdict="maybe",  # type: ignore[arg-type]
+                now=now,
+            )
+        assert await standing.get_review(unsampled.id) is None
+        assert "reviewed" not in [e.event for e in await store.audit_log(unsampled.id)]
+
+    async def test_review_stats_count_sampled_reviewed_and_flagged_per_rule(
+        self, store: Store, now: datetime
+    ) -> None:
+        _, rule_id = await self._granted(store, now)
+        standing = store.standing()
+        small = [
+            (await store.create_proposal(covered(now, None, 900 + i, rule_id="small", **extra)))[0]
+            for i, extra in enumerate([{"review_sampled": True}] * 3 + [{}])
+        ]
+        by_rule = [
+            (
+                await store.create_proposal(
+                    covered(now, rule_id, 1000 + i, review_sampled=True, rule_id="refunds-ask")
+                )
+            )[0]
+            for i in range(2)
+        ]
+        await standing.record_review(small[0].id, reviewer="U0R", verdict="ok", now=now)
+        await standing.record_review(
+            small[1].id, reviewer="U0R", verdict="should_have_asked", now=now
+        )
+        await standing.record_review(
+            by_rule[0].id, reviewer="U0R", verdict="should_have_asked", now=now
+        )
+        await store.record_outcome(by_rule[1].id, Succeeded(result=None), now=now)
+
+        stats = await standing.review_stats()
+
+        rows = [
+            (s.rule_id, s.standing_rule_id, s.sampled, s.reviewed, s.flagged, s.miss_rate)
+            for s in stats
+        ]
+        assert rows == [
+            ("refunds-ask", rule_id, 2, 1, 1, 1.0),
+            ("small", None, 3, 2, 1, 0.5),
+        ]
