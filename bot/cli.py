@@ -231,12 +231,24 @@ def _serve(settings: Settings, host: str | None, port: int | None) -> int:
         app.on_cleanup.append(close_store)
         return app
 
+    _use_fast_event_loop()
     web.run_app(
         make(),
         host=settings.server.host if host is None else host,
         port=settings.server.port if port is None else port,
     )
     return 0
+
+
+def _use_fast_event_loop() -> None:
+    """Serve on uvloop where it is installed (everywhere but Windows): the same asyncio API on
+    libuv, whose scheduling and sockets cost less per request than the default loop's."""
+    try:
+        import uvloop
+    except ImportError:  # Windows: the default loop
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    logging.getLogger(__name__).info("event loop: uvloop")
 
 
 def _report_missing_slack(missing: list[str]) -> None:

@@ -22,6 +22,7 @@ __all__ = [
     "approval_refusal",
     "approved_detail",
     "counted",
+    "may_have_approvals",
     "missing",
     "progress_effects",
     "recorded_detail",
@@ -29,6 +30,15 @@ __all__ = [
 
 #: The audit event of an approval that does not yet complete the quorum.
 APPROVAL_RECORDED = "approval_recorded"
+
+
+def may_have_approvals(proposal: Proposal) -> bool:
+    """Whether reading ``proposal``'s approvals can find any. Only proposals that asked have
+    them, and a pending one that needs a single approval has none yet (that approval moves it
+    on): the common submission and its first reads skip the query."""
+    return proposal.decision == "ask" and (
+        proposal.quorum > 1 or proposal.status is not Status.PENDING
+    )
 
 
 def counted(proposal: Proposal) -> tuple[Approval, ...]:

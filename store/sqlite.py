@@ -429,6 +429,21 @@ class SqliteStore:
             except sqlite3.Error as error:
                 raise StoreUnavailable(f"SQLite: {error}") from error
 
+    @asynccontextmanager
+    async def _reading(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The connection for reads that need no snapshot across statements: each statement
+        reads committed data on its own (autocommit), sparing a BEGIN and a COMMIT. Used for
+        one proposal (its row, then its approvals, which are append-only) and lookups by key."""
+        async with self._lock:
+            if self._closed:
+                raise StoreUnavailable("the store is closed")
+            try:
+                if self._db.in_transaction:  # left open by a cancelled task: nothing to keep
+                    await self._db.execute("ROLLBACK")
+                yield self._db
+            except sqlite3.Error as error:
+                raise _translated(error) from error
+
     async def _one(self, db: aiosqlite.Connection, sql: str, params: Any) -> Row | None:
         rows = list(await db.execute_fetchall(sql, params))
         return rows[0] if rows else None
@@ -541,7 +556,7 @@ class SqliteStore:
 
     @finish_even_if_cancelled
     async def get_proposal(self, proposal_id: str) -> Proposal:
-        async with self._transaction(write=False) as db:
+        async with self._reading() as db:
             return await self._existing(db, proposal_id)
 
     @finish_even_if_cancelled
@@ -562,7 +577,7 @@ class SqliteStore:
 
     @finish_even_if_cancelled
     async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
-        async with self._transaction(write=False) as db:
+        async with self._reading() as db:
             row = await self._one(db, SELECT_BY_SUBMISSION_KEY, (agent, submission_key))
             if row is None:
                 return None

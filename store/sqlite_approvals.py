@@ -21,6 +21,7 @@ from store.approvals import (
     approval_refusal,
     approved_detail,
     counted,
+    may_have_approvals,
     progress_effects,
     recorded_detail,
 )
@@ -77,11 +78,16 @@ def _approval(row: sqlite3.Row) -> Approval:
     )
 
 
-async def with_approvals(db: aiosqlite.Connection, proposals: Sequence[Proposal]) -> list[Proposal]:
-    """``proposals``, each carrying its approvals (one query for all of them)."""
-    if not proposals:
-        return []
-    ids = json.dumps([p.id for p in proposals])
+async def with_approvals(
+    db: aiosqlite.Connection, proposals: Sequence[Proposal], *, every: bool = False
+) -> list[Proposal]:
+    """``proposals``, each carrying its approvals (one query for all that may have any, or for
+    ``every`` one)."""
+    proposals = list(proposals)
+    asked = [p.id for p in proposals if every or may_have_approvals(p)]
+    if not asked:
+        return proposals
+    ids = json.dumps(asked)
     found: dict[str, list[Approval]] = {}
     for row in await db.execute_fetchall(SELECT_APPROVALS, (ids,)):
         found.setdefault(row["proposal_id"], []).append(_approval(row))
@@ -108,7 +114,7 @@ async def approve(
         if refused is not None:
             return refused
         await db.execute(INSERT_APPROVAL, (proposal_id, actor, binding_hash, at))
-        recorded = await store._existing(db, proposal_id)
+        [recorded] = await with_approvals(db, [current], every=True)  # with the new one
         if len(counted(recorded)) < recorded.quorum:
             [approval] = [a for a in recorded.approvals if a.approver == actor]
             detail = recorded_detail(recorded, approval)

@@ -201,6 +201,7 @@ async def test_serve_process_runs_the_loop_and_stops_cleanly_on_sigterm(tmp_path
                 pytest.fail(f"countersign serve ignored SIGTERM for {STOP_SECONDS} s")
             assert code == 0, server.output()
             assert "Traceback" not in server.err.read_text(), server.output()
+            assert "event loop: uvloop" in server.output()  # serve runs on uvloop (not Windows)
         finally:
             if server.process.returncode is None:
                 server.process.kill()
