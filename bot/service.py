@@ -240,17 +240,7 @@ class Service:
             await self._audit_refusal(proposal, user=user, verb="approve", why=again)
             await self._tell(proposal, channel, user, render.refusal_text(again))
             return None
-        operation_hash = binding_hash(
-            proposal.operation, proposal.arguments, proposal.preview.model_dump(mode="json")
-        )
-        now = self._clock()
-        result = await self.store.claim_for_execution(
-            proposal.id,
-            actor=user,
-            now=now,
-            binding_hash=operation_hash,
-            lease_until=now + self._lease,
-        )
+        result = await self._approve_in_store(proposal, user)
         if isinstance(result, Transitioned):
             self._changed(result.proposal)
             return await self._execute(result.proposal)
@@ -403,17 +393,7 @@ class Service:
         if why is not None:
             await self._audit_refusal(proposal, user=user, verb="approve", why=why)
             return why
-        operation_hash = binding_hash(
-            proposal.operation, proposal.arguments, proposal.preview.model_dump(mode="json")
-        )
-        now = self._clock()
-        result = await self.store.claim_for_execution(
-            proposal.id,
-            actor=user,
-            now=now,
-            binding_hash=operation_hash,
-            lease_until=now + self._lease,
-        )
+        result = await self._approve_in_store(proposal, user)
         if isinstance(result, Transitioned):
             self._changed(result.proposal)
             return Transitioned(await self._execute(result.proposal))
@@ -561,6 +541,21 @@ class Service:
 
     async def _tell_decided(self, proposal: Proposal, *, user: str, channel: str | None) -> None:
         await self._tell(proposal, channel, user, render.already_decided_text(proposal))
+
+    async def _approve_in_store(self, proposal: Proposal, user: str) -> TransitionResult:
+        """Record ``user``'s approval, bound to the hash of the stored contract; the store claims
+        the proposal for execution when it completes the quorum."""
+        operation_hash = binding_hash(
+            proposal.operation, proposal.arguments, proposal.preview.model_dump(mode="json")
+        )
+        now = self._clock()
+        return await self.store.claim_for_execution(
+            proposal.id,
+            actor=user,
+            now=now,
+            binding_hash=operation_hash,
+            lease_until=now + self._lease,
+        )
 
     async def _execute(self, proposal: Proposal) -> Proposal:
         """Run a proposal this process has claimed and record its outcome."""
