@@ -412,7 +412,7 @@ class SqliteStore:
             try:
                 if self._db.in_transaction:  # left open by a cancelled task: nothing to keep
                     await self._db.execute("ROLLBACK")
-                await self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                await self._db.execute("BEGIN")  # writes go through group commit above
                 try:
                     yield self._db
                     await self._db.execute("COMMIT")
