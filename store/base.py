@@ -29,6 +29,7 @@ __all__ = [
     "Approval",
     "ApprovalCounted",
     "AuditEntry",
+    "AuditHead",
     "AuditReport",
     "Delivery",
     "IdempotencyConflict",
@@ -134,6 +135,13 @@ class AuditEntry(Frozen):
     detail: dict[str, JsonValue]
     prev_hash: str
     hash: str
+
+
+class AuditHead(Frozen):
+    """The last entry of the chain as the database's head row names it."""
+
+    seq: int  #: 0 when the log is empty
+    hash: str  #: the genesis hash (store.audit.GENESIS) when the log is empty
 
 
 class AuditReport(Frozen):
@@ -367,6 +375,11 @@ class Store(Protocol):
 
     async def verify_audit(self) -> AuditReport:
         """Recompute the hash chain; report the first entry that does not verify."""
+        ...
+
+    async def audit_head(self) -> AuditHead:
+        """The head of the audit chain (its last entry's seq and hash), read without the log:
+        what ``countersign audit anchor`` copies outside the database."""
         ...
 
     # --- the outbox --------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from store import pg_reminders
 from store.audit import entry_hash, verify_chain
 from store.base import (
     AuditEntry,
+    AuditHead,
     AuditReport,
     Delivery,
     IdempotencyConflict,
@@ -604,6 +605,14 @@ class PostgresStore:
             head = await db.fetchrow(sql.SELECT_AUDIT_HEAD)
         report = verify_chain(entries)
         return check_head(report, entries, None if head is None else (head["seq"], head["hash"]))
+
+    @finish_even_if_cancelled
+    async def audit_head(self) -> AuditHead:
+        async with self._connection() as db:
+            head = await db.fetchrow(sql.SELECT_AUDIT_HEAD)
+        if head is None:
+            raise StoreError("the audit head row is missing; the database was altered by hand")
+        return AuditHead(seq=int(head["seq"]), hash=str(head["hash"]))
 
 
 async def _cannot_listen() -> asyncpg.Connection[asyncpg.Record]:

@@ -27,6 +27,7 @@ from store import sqlite_reminders
 from store.audit import entry_hash, verify_chain
 from store.base import (
     AuditEntry,
+    AuditHead,
     AuditReport,
     Delivery,
     IdempotencyConflict,
@@ -825,3 +826,11 @@ class SqliteStore:
             head = await self._one(db, SELECT_AUDIT_HEAD, ())
         stored_head = None if head is None else (int(head["seq"]), str(head["hash"]))
         return check_head(verify_chain(entries), entries, stored_head)
+
+    @finish_even_if_cancelled
+    async def audit_head(self) -> AuditHead:
+        async with self._transaction(write=False) as db:
+            head = await self._one(db, SELECT_AUDIT_HEAD, ())
+        if head is None:
+            raise StoreError("the audit head row is missing; the database was altered by hand")
+        return AuditHead(seq=int(head["seq"]), hash=str(head["hash"]))

@@ -706,6 +706,20 @@ class StoreConformance(ReminderConformance, StandingConformance):
         assert (empty.ok, empty.checked, empty.first_bad_seq) == (True, 0, None)
         assert (busy.ok, busy.checked, busy.first_bad_seq) == (True, 5, None)
 
+    async def test_audit_head_names_the_last_entry_and_the_genesis_when_empty(
+        self, store: Store, now: datetime
+    ) -> None:
+        empty = await store.audit_head()
+        new = new_proposal(now)
+        await store.create_proposal(new)
+        await store.record_event(new.id, actor="U1", event="note", detail={}, now=now)
+        last = (await store.audit_log())[-1]
+
+        head = await store.audit_head()
+
+        assert (empty.seq, empty.hash) == (0, "0" * 64)
+        assert (head.seq, head.hash) == (last.seq, last.hash) == (2, last.hash)
+
     # --- the outbox ------------------------------------------------------------------------
 
     async def test_a_pending_proposal_queues_its_slack_post_in_the_same_transaction(
