@@ -7,7 +7,7 @@ sentiment_threshold = -0.5        # negative_sentiment: latest score at or below
 reserved_topics = ["legal", "safety"]
 confidence_threshold = 0.4        # low_confidence: below this AND a measurable signal agrees
 reannounce_after = "15m"          # unclaimed escalations are announced again after this
-responders = ["support"]          # roles who may take, hand back and resolve; empty: anyone
+responders = ["support"]          # roles who may take, hand back and resolve (required)
 routes = [
   { topic = "legal", channel = "C0LEGAL" },
   { team = "billing", channel = "C0BILLING" },
@@ -65,6 +65,13 @@ def load_escalation(
     if unknown:
         problems.append(
             f"{where}.responders: unknown role(s) {unknown!r} (configured roles: {sorted(roles)!r})"
+        )
+    if section.routes and not section.responders:
+        problems.append(
+            f"{where}.responders: required when escalation routes are configured; name the "
+            "role(s) whose members may take, hand back and resolve escalations, such as "
+            'responders = ["support"] (configured roles: '
+            f"{sorted(roles)!r})"
         )
     routes = []
     for index, route in enumerate(section.routes):

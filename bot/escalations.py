@@ -26,7 +26,7 @@ from bot.settings import AgentSettings, Settings
 from bot.waiters import Waiters
 from contracts.base import ContractViolation, FieldProblem
 from contracts.canonical import canonical_json
-from contracts.escalation import choose_route, judge_trigger
+from contracts.escalation import choose_route, judge_trigger, responder_refusal
 from store.base import Store
 from store.escalations import (
     Escalation,
@@ -236,28 +236,31 @@ class EscalationService:
                 text = render.escalation_refusal_text(None, "this escalation does not exist")
                 await self.publisher.tell(None, channel, user, text)
             return None
-        why = await self._refusal(user)
+        why = await self._refusal(escalation, user)
         if why is None:
             return escalation
         await self._refuse(escalation, user=user, channel=channel, verb=verb, why=why)
         return None
 
-    async def _refusal(self, user: str) -> str | None:
-        """Why ``user`` may not act on escalations (fails closed), or None."""
-        profile = await self.directory.profile(user)
-        if profile is None:
-            return "Countersign could not check who you are in Slack right now; try again shortly"
-        if profile.is_bot:
-            return "bots and apps cannot take part in escalations"
-        if profile.deleted:
-            return "deactivated accounts cannot take part in escalations"
-        responders = self.settings.escalation.responders
-        if responders:
-            members = await self.directory.role_members(self.settings.roles)
-            if not any(user in members.get(role, frozenset()) for role in responders):
-                needed = ", ".join(sorted(responders))
-                return f"escalations are handled by the role {needed}, which you do not hold"
-        return None
+    async def _refusal(self, escalation: Escalation, user: str) -> str | None:
+        """Why ``user`` may not act on ``escalation`` now (contracts.escalation), or None.
+
+        Read at click time from the configuration and the clicker's Slack profile, as an
+        approval is: workspace, bot, deactivated, guest, responder role, and nobody behind the
+        escalation (its accountable human, the agent's owners). Fails closed."""
+        agent = self.settings.agents.get(escalation.agent)
+        teams = self.settings.approvals.allowed_teams
+        if not teams:
+            home = await self.directory.home_team()
+            teams = (home,) if home else ()
+        return responder_refusal(
+            responder=await self.directory.profile(user),
+            requested_by=escalation.requested_by,
+            agent_owners=agent.owners if agent is not None else (),
+            responders=self.settings.escalation.responders,
+            roles=await self.directory.role_members(self.settings.roles),
+            allowed_teams=teams,
+        )
 
     async def _refuse(
         self, escalation: Escalation, *, user: str, channel: str | None, verb: str, why: str

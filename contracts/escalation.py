@@ -15,13 +15,14 @@ that found nothing).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
+from contracts.authority import ApproverProfile
 from contracts.base import ContractViolation, FieldProblem
 from contracts.frozen import Frozen
 
@@ -36,6 +37,7 @@ __all__ = [
     "TriggerVerdict",
     "choose_route",
     "judge_trigger",
+    "responder_refusal",
 ]
 
 Text = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
@@ -105,7 +107,8 @@ class EscalationPolicy(Frozen):
     confidence_threshold: float = Field(default=0.5, ge=0, le=1)
     #: unclaimed escalations are announced again after this long
     reannounce_after: timedelta = timedelta(minutes=15)
-    #: roles whose members may take, hand back and resolve escalations; empty: anyone
+    #: roles whose members may take, hand back and resolve escalations; required with routes
+    #: (bot/escalation_settings.py), and empty means nobody (fail closed)
     responders: tuple[str, ...] = ()
     routes: tuple[Route, ...] = ()
 
@@ -246,6 +249,52 @@ def choose_route(
             return route
         if route.topic is None and route.team is None:
             return route
+    return None
+
+
+def responder_refusal(
+    *,
+    responder: ApproverProfile | None,
+    requested_by: str | None,
+    agent_owners: Collection[str],
+    responders: Collection[str],
+    roles: Mapping[str, Collection[str]],
+    allowed_teams: Collection[str],
+) -> str | None:
+    """Why the clicker may not take, hand back or resolve an escalation, or None when they may.
+
+    The checks of an approval (contracts.authority.refusal_reason), in escalation words: a real,
+    active, non-guest member of an allowed workspace, holding a responder role *now*, and not
+    behind the escalation: neither its accountable human (``requested_by``) nor an owner of the
+    agent that raised it. Every check fails closed: an unreadable profile, an unknown workspace
+    or no responder roles at all refuse.
+    """
+    if responder is None or not responder.user_id:
+        return "Countersign could not check who you are in Slack right now; try again shortly"
+    if responder.is_bot:
+        return "bots and apps cannot take part in escalations"
+    if responder.deleted:
+        return "deactivated accounts cannot take part in escalations"
+    if responder.team_id is None or responder.team_id not in allowed_teams:
+        return (
+            "people from another workspace cannot handle escalations here "
+            f"(your workspace {responder.team_id or 'is unknown'} is not configured)"
+        )
+    who = responder.user_id
+    if requested_by is not None and who == requested_by:
+        return (
+            "you are the person accountable for this conversation; someone else has to handle "
+            "its escalation"
+        )
+    if who in agent_owners:
+        return "you own the agent that escalated; someone outside that chain has to handle it"
+    if responder.is_guest:
+        return "guests cannot handle escalations"
+    if not responders:
+        return "no responder role is configured (escalation.responders), so nobody can handle it"
+    if not any(who in roles.get(role, ()) for role in responders):
+        needed = ", ".join(sorted(responders))
+        return f"escalations are handled by the role {needed}, which you do not hold"
     return None
 
 

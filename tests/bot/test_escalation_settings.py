@@ -49,3 +49,18 @@ def test_every_problem_is_named_with_its_key(tmp_path: Path) -> None:
 def test_an_unknown_key_in_the_section_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"escalation\.treshold: unknown key"):
         load(tmp_path, "treshold = 3")
+
+
+def test_routes_without_responders_are_refused_naming_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load(tmp_path, 'routes = [{ channel = "C0ALL" }]')
+
+    problems = "\n".join(raised.value.problems)
+    assert "escalation.responders: required when escalation routes are configured" in problems
+
+
+def test_without_routes_escalations_are_off_and_need_no_responders(tmp_path: Path) -> None:
+    settings = load(tmp_path, "repeated_failure_turns = 2")
+
+    policy = settings.escalation  # type: ignore[attr-defined]
+    assert (policy.routes, policy.responders) == ((), ())

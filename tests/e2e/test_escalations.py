@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from bot.localslack import LocalUser
 from contracts.signing import verify
 from tests.e2e.harness import (
     AGENT_TOKEN,
@@ -287,6 +288,109 @@ async def test_someone_without_the_responder_role_cannot_take_it_and_the_refusal
     assert "take_refused" in [e.event for e in log]
     _, current = await read(cs, created["id"])
     assert current["status"] == "open"
+
+
+async def _refused_and_unchanged(
+    cs: Countersign, escalation_id: str, user: str, verb: str, expected: str
+) -> None:
+    """``user`` was told ``expected`` privately, the refusal is audited, and nothing moved."""
+    told = await eventually(lambda: _ephemeral(cs, user))
+    assert expected in told.text
+    await cs.settled()
+    log = await cs.store.escalations().escalation_log(escalation_id)
+    refused = [e for e in log if e.event == f"{verb}_refused"]
+    assert refused and refused[-1].actor == user and expected in json.dumps(refused[-1].detail)
+    assert not {"taken", "handed_back", "resolved"} & {e.event for e in log}
+    found = await cs.store.escalations().get_escalation(escalation_id)
+    assert (found.status.value, found.owner) == ("open", None)
+    assert cs.slack.views(user) == []
+
+
+async def test_the_accountable_human_cannot_take_their_own_escalation(cs: Countersign) -> None:
+    # REQUESTER holds finance, the responder role: only being the requester stops them
+    _, created = await post(cs, escalation(requested_by=REQUESTER))
+    await posted(cs, created["id"])
+
+    await click(cs, REQUESTER, "escalation_take", created["id"])
+
+    await _refused_and_unchanged(cs, created["id"], REQUESTER, "take", "accountable")
+    _, current = await read(cs, created["id"])
+    assert (current["status"], current["handed_off"]) == ("open", False)
+
+
+@pytest.mark.parametrize(
+    ("action", "verb"),
+    [("escalation_take", "take"), ("escalation_resolve", "resolve")],
+)
+async def test_the_agents_owner_cannot_take_or_resolve_its_escalation(
+    tmp_path: Path, action: str, verb: str
+) -> None:
+    owners = {"support-bot": {"owners": [APPROVER_2]}}
+    async with running_countersign(tmp_path, agent_settings=owners) as cs:
+        _, created = await post(cs, escalation())
+        await posted(cs, created["id"])
+
+        await click(cs, APPROVER_2, action, created["id"])
+
+        await _refused_and_unchanged(cs, created["id"], APPROVER_2, verb, "own the agent")
+
+
+async def test_an_owner_cannot_hand_back_an_escalation_someone_else_took(tmp_path: Path) -> None:
+    owners = {"support-bot": {"owners": [APPROVER_2]}}
+    async with running_countersign(tmp_path, agent_settings=owners) as cs:
+        _, created = await post(cs, escalation())
+        await click(cs, APPROVER, "escalation_take", created["id"])
+        await read(cs, created["id"], wait="10")
+
+        submitted = view_submission_body(
+            user_id=APPROVER_2,
+            callback_id="escalation_hand_back",
+            private_metadata=created["id"],
+            values={"note": {"note": "Done, carry on."}},
+        )
+        assert await cs.post_slack(submitted) == 200
+
+        async def refused() -> Any:
+            log = await cs.store.escalations().escalation_log(created["id"])
+            return [e for e in log if e.event == "hand_back_refused"] or None
+
+        [entry] = await eventually(refused)
+        assert "own the agent" in json.dumps(entry.detail)
+        found = await cs.store.escalations().get_escalation(created["id"])
+        assert (found.status.value, found.owner, found.note) == ("taken", APPROVER, None)
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        (LocalUser(id=APPROVER, is_bot=True), "bots and apps"),
+        (LocalUser(id=APPROVER, deleted=True), "deactivated"),
+        (LocalUser(id=APPROVER, is_restricted=True), "guests"),
+        (LocalUser(id=APPROVER, is_ultra_restricted=True), "guests"),
+        (LocalUser(id=APPROVER, team_id="T0ELSEWHERE"), "another workspace"),
+    ],
+)
+async def test_a_responder_slack_says_may_not_take_part_is_refused(
+    cs: Countersign, profile: LocalUser, expected: str
+) -> None:
+    # APPROVER holds finance, the responder role: only the Slack profile stops them
+    cs.slack.add_user(profile)
+    _, created = await post(cs, escalation())
+    await posted(cs, created["id"])
+
+    await click(cs, APPROVER, "escalation_take", created["id"])
+
+    await _refused_and_unchanged(cs, created["id"], APPROVER, "take", expected)
+
+
+async def test_a_clicker_slack_cannot_tell_about_cannot_resolve(cs: Countersign) -> None:
+    _, created = await post(cs, escalation())
+    await posted(cs, created["id"])
+    cs.slack.fail_next("users.info", status=200, error="user_not_found", times=5)
+
+    await click(cs, APPROVER, "escalation_resolve", created["id"])
+
+    await _refused_and_unchanged(cs, created["id"], APPROVER, "resolve", "could not check")
 
 
 async def test_hand_back_asks_for_a_note_and_the_agent_gets_it_by_long_poll_and_callback(
