@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from contracts.base import FieldProblem, Preview
 from contracts.outcomes import Outcome
+from contracts.policy import agent_note
 from store.base import Proposal
 from store.lifecycle import FINAL, Status
 
@@ -48,7 +49,19 @@ class ProblemOut(BaseModel):
 class PolicyOut(BaseModel):
     decision: Literal["auto", "ask", "deny"]
     rule_id: str | None
+    #: the rule that decided, never its conditions or thresholds (contracts.policy.agent_note);
+    #: for a deny, the reason the operators wrote for the agent
     note: str
+
+    @classmethod
+    def of(cls, proposal: Proposal) -> PolicyOut:
+        note = agent_note(
+            proposal.decision,
+            proposal.rule_id,
+            proposal.policy_note,
+            standing=proposal.standing_rule_id is not None,
+        )
+        return cls(decision=proposal.decision, rule_id=proposal.rule_id, note=note)
 
 
 class DecisionOut(BaseModel):
@@ -96,9 +109,7 @@ class ProposalOut(BaseModel):
             run_id=proposal.run_id,
             preview=proposal.preview,
             arguments=proposal.arguments,
-            policy=PolicyOut(
-                decision=proposal.decision, rule_id=proposal.rule_id, note=proposal.policy_note
-            ),
+            policy=PolicyOut.of(proposal),
             created_at=proposal.created_at,
             expires_at=proposal.expires_at,
             decision=DecisionOut(

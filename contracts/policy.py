@@ -59,6 +59,7 @@ __all__ = [
     "PolicyTable",
     "Rule",
     "RuleCheck",
+    "agent_note",
 ]
 
 #: The ``operation`` of a rule that applies to every operation.
@@ -250,6 +251,31 @@ class Deny(Frozen):
 
 
 Decision = Annotated[Auto | Ask | Deny, Field(discriminator="kind")]
+
+
+def agent_note(
+    decision: Literal["auto", "ask", "deny"],
+    rule_id: str | None,
+    stored_note: str,
+    *,
+    standing: bool = False,
+) -> str:
+    """What the agent is told about the policy's decision: the rule, never its conditions.
+
+    Approvers see the full explanation (``stored_note``: which conditions held, with their
+    thresholds and the actual values); an agent shown the same could probe the table for the
+    largest value that runs without asking. So an automatic approval and an ask name only the
+    rule, and a deny gives the operator's ``reason`` (``stored_note`` for a deny), written for
+    the agent to read.
+    """
+    if decision == "deny":
+        return stored_note
+    rule = f"policy rule {rule_id!r}" if rule_id is not None else "the policy"
+    if decision == "ask":
+        return f"asked by {rule}: a person has to approve it"
+    if standing:
+        return f"approved automatically under {rule} by a standing approval"
+    return f"approved automatically by {rule}"
 
 
 class RuleCheck(Frozen):
