@@ -1,0 +1,149 @@
+"""Delegations: the behaviour every Store backend must have (Store.delegations()).
+
+A backend's test class subclasses :class:`DelegationConformance` and provides a ``store`` fixture
+yielding an empty store (tests/store/test_delegations.py runs it on SQLite and PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from store.base import Store, StoreError
+from store.delegations import (
+    DelegationNotFound,
+    DelegationNotRevocable,
+    DelegationRevoked,
+    NewDelegation,
+    token_hash,
+)
+
+__all__ = ["DelegationConformance", "new_delegation"]
+
+NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+
+
+def new_delegation(now: datetime = NOW, **changes: Any) -> tuple[NewDelegation, str]:
+    """A delegation of an hour and its token."""
+    token = "csd_" + secrets.token_urlsafe(24)
+    fields: dict[str, Any] = {
+        "id": "dl_" + secrets.token_hex(16),
+        "token_hash": token_hash(token),
+        "agent": "billing-agent",
+        "person": "U0DANA",
+        "created_at": now,
+        "expires_at": now + HOUR,
+    }
+    fields.update(changes)
+    return NewDelegation(**fields), token
+
+
+class DelegationConformance:
+    async def test_a_delegation_is_found_by_its_token_hash_only(self, store: Store) -> None:
+        new, token = new_delegation()
+        created = await store.delegations().create_delegation(new)
+        found = await store.delegations().delegation_for_token(token_hash(token))
+        assert found == created
+        assert (created.id, created.agent, created.person) == (new.id, new.agent, new.person)
+        assert created.expires_at == new.expires_at and created.active(NOW)
+        assert await store.delegations().delegation_for_token(token_hash(token + "x")) is None
+
+    async def test_the_token_is_never_stored_and_the_grant_is_audited(self, store: Store) -> None:
+        new, token = new_delegation()
+        await store.delegations().create_delegation(new)
+        [entry] = await store.audit_log(new.id)
+        assert (entry.event, entry.actor) == ("delegation_granted", "U0DANA")
+        assert entry.detail["agent"] == "billing-agent"
+        assert token not in repr(entry) and new.token_hash not in repr(entry)
+        assert (await store.verify_audit()).ok
+
+    async def test_a_person_lists_only_their_active_delegations_newest_first(
+        self, store: Store
+    ) -> None:
+        older, _ = new_delegation()
+        newer, _ = new_delegation(NOW + timedelta(minutes=1))
+        someone_elses, _ = new_delegation(person="U0ALEX")
+        expired, _ = new_delegation(NOW - 2 * HOUR)
+        revoked, _ = new_delegation()
+        for new in (older, newer, someone_elses, expired, revoked):
+            await store.delegations().create_delegation(new)
+        await store.delegations().revoke_delegation(revoked.id, actor="U0DANA", now=NOW)
+        listed = await store.delegations().delegations_of("U0DANA", now=NOW + timedelta(minutes=2))
+        assert [d.id for d in listed] == [newer.id, older.id]
+
+    async def test_a_revocation_happens_once_and_is_audited(self, store: Store) -> None:
+        new, token = new_delegation()
+        await store.delegations().create_delegation(new)
+        later = NOW + timedelta(minutes=5)
+        first = await store.delegations().revoke_delegation(new.id, actor="U0DANA", now=later)
+        assert isinstance(first, DelegationRevoked)
+        again = await store.delegations().revoke_delegation(new.id, actor="U0DANA", now=later)
+        assert isinstance(again, DelegationNotRevocable)
+        assert "already revoked by U0DANA" in again.reason
+        found = await store.delegations().delegation_for_token(token_hash(token))
+        assert found is not None and found.revoked_by == "U0DANA" and not found.active(later)
+        events = [e.event for e in await store.audit_log(new.id)]
+        assert events == ["delegation_granted", "delegation_revoked"]
+
+    async def test_concurrent_revocations_revoke_once(self, store: Store) -> None:
+        new, _ = new_delegation()
+        await store.delegations().create_delegation(new)
+        results = await asyncio.gather(
+            *(
+                store.delegations().revoke_delegation(new.id, actor=f"U0P{n}", now=NOW)
+                for n in range(5)
+            )
+        )
+        assert sum(isinstance(r, DelegationRevoked) for r in results) == 1
+        events = [e.event for e in await store.audit_log(new.id)]
+        assert events.count("delegation_revoked") == 1
+
+    async def test_an_expired_delegation_cannot_be_revoked(self, store: Store) -> None:
+        new, _ = new_delegation()
+        await store.delegations().create_delegation(new)
+        result = await store.delegations().revoke_delegation(
+            new.id, actor="U0DANA", now=NOW + 2 * HOUR
+        )
+        assert isinstance(result, DelegationNotRevocable) and "expired" in result.reason
+
+    async def test_unknown_delegations_raise_not_found(self, store: Store) -> None:
+        with pytest.raises(DelegationNotFound):
+            await store.delegations().get_delegation("dl_nope")
+        with pytest.raises(DelegationNotFound):
+            await store.delegations().revoke_delegation("dl_nope", actor="U0DANA", now=NOW)
+
+    async def test_a_delegated_submission_is_audited_on_the_proposal(self, store: Store) -> None:
+        from tests.store.conformance import new_proposal
+
+        new, _ = new_delegation()
+        await store.delegations().create_delegation(new)
+        proposal, _ = await store.create_proposal(new_proposal(NOW, requested_by="U0DANA"))
+        await store.delegations().record_delegated_submission(
+            new.id, proposal_id=proposal.id, agent="billing-agent", now=NOW
+        )
+        used = [e for e in await store.audit_log(proposal.id) if e.event == "delegation_used"]
+        assert [(e.actor, e.detail) for e in used] == [
+            ("billing-agent", {"delegation_id": new.id, "person": "U0DANA"})
+        ]
+        assert (await store.verify_audit()).ok
+
+    async def test_a_delegation_must_expire_after_it_is_created(self, store: Store) -> None:
+        new, _ = new_delegation(expires_at=NOW)
+        with pytest.raises(ValueError, match="expires_at"):
+            await store.delegations().create_delegation(new)
+        assert await store.delegations().delegations_of("U0DANA", now=NOW - HOUR) == []
+
+    async def test_the_database_refuses_a_delegation_longer_than_seven_days(
+        self, store: Store
+    ) -> None:
+        new, _ = new_delegation(expires_at=NOW + timedelta(days=7, minutes=1))
+        with pytest.raises(StoreError):
+            await store.delegations().create_delegation(new)
+        assert await store.audit_log(new.id) == []
+        week, _ = new_delegation(expires_at=NOW + timedelta(days=7))
+        assert (await store.delegations().create_delegation(week)).id == week.id
