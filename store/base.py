@@ -20,6 +20,7 @@ from contracts.outcomes import Outcome
 from store.lifecycle import Effect, Status
 
 if TYPE_CHECKING:
+    from store.delegations import DelegationStore
     from store.digests import DigestStore
     from store.escalations import EscalationStore
     from store.standing import StandingStore
@@ -253,6 +254,10 @@ class Store(Protocol):
 
     def standing(self) -> StandingStore:
         """Standing rules and reviews, kept in the same database, on the same audit chain."""
+        ...
+
+    def delegations(self) -> DelegationStore:
+        """Delegations from Slack, kept in the same database, on the same audit chain."""
         ...
 
     def digests(self) -> DigestStore:

@@ -49,6 +49,7 @@ from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import MigrationError, load_migrations
 from store.pg_approvals import approve, with_approvals
 from store.pg_changes import ChangeFeed
+from store.pg_delegations import PgDelegations
 from store.pg_digests import PgDigests
 from store.pg_errors import DRIVER_ERRORS, translate
 from store.pg_escalations import PgEscalations
@@ -133,6 +134,10 @@ class PostgresStore:
     def standing(self) -> PgStanding:
         """Standing rules and reviews in this database, sharing its pool and audit chain."""
         return PgStanding(self)
+
+    def delegations(self) -> PgDelegations:
+        """Delegations from Slack in this database, sharing its pool and audit chain."""
+        return PgDelegations(self)
 
     def digests(self) -> PgDigests:
         """Digests of similar proposals in this database, sharing its pool and audit chain."""

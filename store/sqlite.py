@@ -57,6 +57,7 @@ from store.rows import (
 )
 from store.shield import finish_even_if_cancelled
 from store.sqlite_approvals import approve, with_approvals
+from store.sqlite_delegations import SqliteDelegations
 from store.sqlite_digests import SqliteDigests
 from store.sqlite_escalations import SqliteEscalations
 from store.sqlite_standing import SqliteStanding
@@ -331,6 +332,10 @@ class SqliteStore:
     def standing(self) -> SqliteStanding:
         """Standing rules and reviews in this database, in its transactions and audit chain."""
         return SqliteStanding(self)
+
+    def delegations(self) -> SqliteDelegations:
+        """Delegations from Slack in this database, in its transactions and audit chain."""
+        return SqliteDelegations(self)
 
     def digests(self) -> SqliteDigests:
         """Digests of similar proposals in this database, in its transactions and audit chain."""
