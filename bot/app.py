@@ -13,6 +13,7 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.admission import Admission
+from bot.anchoring import Anchorer, anchor_forever
 from bot.callbacks import CallbackSender
 from bot.digest_outbox import DigestOutbox
 from bot.digests import DigestService
@@ -193,6 +194,10 @@ def build_app(
             asyncio.create_task(outbox.run()),
             asyncio.create_task(reannounce_forever(escalations, server.sweep_interval_seconds)),
         ]
+        if settings.audit.every is not None:  # [audit] anchor_every
+            anchorer = Anchorer(store, settings.audit, slack=client, clock=clock)
+            every = settings.audit.every.total_seconds()
+            workers.append(asyncio.create_task(anchor_forever(anchorer, every)))
         yield
         for worker in workers:
             worker.cancel()

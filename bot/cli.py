@@ -13,6 +13,7 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.app import build_app
+from bot.audit_commands import audit_anchor, audit_verify
 from bot.audit_export import ExportFormat, parse_since, write_export
 from bot.bench import add_bench_arguments, bench_command
 from bot.explain import explain
@@ -42,7 +43,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("check-config", help="check the configuration and policy, then exit")
     audit = commands.add_parser("audit", help="the audit log")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
-    audit_commands.add_parser("verify", help="check the audit log's hash chain")
+    verify = audit_commands.add_parser("verify", help="check the audit log's hash chain")
+    verify.add_argument(
+        "--anchors",
+        type=Path,
+        default=None,
+        help="also check the log against the anchors in this file (from `audit anchor`)",
+    )
+    audit_commands.add_parser(
+        "anchor", help="write the chain's head where [audit] says, outside the database"
+    )
     export = audit_commands.add_parser(
         "export", help="write the audit log with its hash chain, to archive or verify elsewhere"
     )
@@ -143,8 +153,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.command == "audit" and args.audit_command == "export":
         return asyncio.run(_audit_export(settings, args.since, args.format, args.output))
+    if args.command == "audit" and args.audit_command == "anchor":
+        return asyncio.run(audit_anchor(settings, sys.stdout, sys.stderr))
     if args.command == "audit":
-        return asyncio.run(_audit_verify(settings))
+        return asyncio.run(audit_verify(settings, args.anchors, sys.stdout, sys.stderr))
     return _serve(settings, args.host, args.port)
 
 
@@ -193,26 +205,6 @@ async def _audit_export(
             count = write_export(entries, out, since=since, fmt=fmt)
     print(f"exported {count} audit entries since {since.isoformat()}", file=sys.stderr)
     return 0
-
-
-async def _audit_verify(settings: Settings) -> int:
-    try:
-        store = await open_store(settings.store.url)
-    except StoreError as error:
-        print(f"cannot open the store {settings.store.url}: {error}", file=sys.stderr)
-        return 2
-    try:
-        report = await store.verify_audit()
-    finally:
-        await store.close()
-    if report.ok:
-        print(f"audit log OK: {report.checked} entries verified")
-        return 0
-    print(
-        f"audit log BROKEN at entry {report.first_bad_seq}: {report.problem} "
-        f"({report.checked} entries verified before it)"
-    )
-    return 1
 
 
 def _serve(settings: Settings, host: str | None, port: int | None) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bot.audit_settings import AnchorSettings, AuditSection, load_audit
 from bot.digest_settings import DigestSettings
 from bot.escalation_settings import EscalationSection, load_escalation
 from contracts.base import Operation
@@ -122,6 +123,7 @@ class _FileModel(_Section):
     store: StoreSettings = StoreSettings()
     approvals: ApprovalSettings = ApprovalSettings()
     escalation: EscalationSection = EscalationSection()
+    audit: AuditSection = AuditSection()
     slack: DigestSettings = DigestSettings()
     roles: dict[str, tuple[str, ...]] = {}
     agents: dict[str, _AgentSection] = {}
@@ -184,6 +186,8 @@ class Settings:
     escalation: EscalationPolicy = field(default_factory=EscalationPolicy)
     #: the [slack] section: digests of similar proposals (bot/digest_settings.py)
     digests: DigestSettings = field(default_factory=DigestSettings)
+    #: the [audit] section: where the audit chain's head is anchored (bot/audit_settings.py)
+    audit: AnchorSettings = field(default_factory=AnchorSettings)
     _agents_by_token: Mapping[str, AgentSettings] = field(default_factory=dict, repr=False)
 
     def agent_for_token(self, token: str) -> AgentSettings | None:
@@ -230,6 +234,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
             "'C0REVIEWS', where sampled automatic approvals are posted for review"
         )
     escalation = load_escalation(path, model.escalation, model.roles.keys(), problems)
+    audit = load_audit(path, model.audit, env, problems)
     operations = _load_operations(path, model, env, problems)
     try:
         registry = Registry(operations)
@@ -262,6 +267,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
         approvals=model.approvals,
         escalation=escalation,
         digests=model.slack,
+        audit=audit,
         slack=slack_settings(env),
         roles=roles,
         agents=agents,
@@ -381,6 +387,7 @@ def _keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
         "store": StoreSettings,
         "escalation": EscalationSection,
         "slack": DigestSettings,
+        "audit": AuditSection,
     }
     if not parent:
         return tuple(_FileModel.model_fields)

@@ -290,8 +290,8 @@ def test_unknown_top_level_key_lists_the_known_ones(tmp_path: Path) -> None:
 
     assert problem == (
         f"{path}: polcy: unknown key "
-        "(expected one of: server, store, approvals, escalation, slack, roles, agents, operations, "
-        "policy)"
+        "(expected one of: server, store, approvals, escalation, audit, slack, roles, agents, "
+        "operations, policy)"
     )
 
 
