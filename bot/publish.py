@@ -7,6 +7,7 @@ click (a private refusal, the reject modal) are not state changes and go out dir
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import render, render_edit
-from store.base import Delivery, Proposal, Store
+from store.base import Delivery, Proposal, ProposalNotFound, Store
 from store.lifecycle import Effect, Status
 
 __all__ = ["DeliveryFailed", "SlackPublisher", "make_web_client"]
@@ -116,7 +117,7 @@ class SlackPublisher:
         elif proposal.slack_channel is None or proposal.slack_ts is None:
             return  # never posted (or given up on): nothing to update or reply to
         elif delivery.effect is Effect.SLACK_UPDATE:
-            message = self._proposal_message(proposal)
+            message = await self._proposal_message(proposal)
             await self._outbox_call(
                 "chat.update",
                 channel=proposal.slack_channel,
@@ -177,12 +178,17 @@ class SlackPublisher:
             metadata={"event_type": REPLY_METADATA_EVENT, "event_payload": marker},
         )
 
-    def _proposal_message(self, proposal: Proposal) -> render.Message:
+    async def _proposal_message(self, proposal: Proposal) -> render.Message:
+        previous = None  # an edit shows what changed from the version it replaced
+        if proposal.supersedes is not None:
+            with contextlib.suppress(ProposalNotFound):
+                previous = await self._store.get_proposal(proposal.supersedes)
         return render.proposal_message(
             proposal,
             now=self._clock(),
             extend_by=self._extension_of(proposal),
             allow_similar=self.offers_standing(proposal),
+            previous=previous,
         )
 
     async def post(self, proposal: Proposal) -> None:
@@ -200,7 +206,7 @@ class SlackPublisher:
             if found is not None:
                 await self._store.attach_message(proposal.id, proposal.channel, found)
                 return
-        message = self._proposal_message(proposal)
+        message = await self._proposal_message(proposal)
         response = await self._outbox_call(
             "chat.postMessage",
             channel=proposal.channel,

@@ -1,9 +1,12 @@
 """Block Kit for proposals: pure functions of a proposal (and ``now``), no clock, env or I/O.
 
 Everything a person reads is built here by code from typed values. Values that come from an agent
-or an operation's arguments are escaped (``&``, ``<``, ``>``), so they cannot turn into mentions
-such as ``<!channel>`` or links; mrkdwn texts are sent ``verbatim`` so Slack does not add any
-either. Texts are clipped to Block Kit's limits with a visible note.
+or an operation's arguments are made inert (bot/render_inert.py): no formatting, emoji, mention,
+link, line break or invisible character of theirs is interpreted, and they appear only in their
+labelled place, after Countersign's own verdict and risk. mrkdwn texts are sent ``verbatim`` so
+Slack adds no links either. Texts are clipped to Block Kit's limits with a visible note, and a
+message with any clipped text says it is shown in part and offers "Show full" (a modal with every
+frozen argument in full and the binding hash; bot/render_full.py).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
+from bot.render_inert import inert, inert_plain, inert_quote
 from contracts.base import Risk
 from contracts.outcomes import (
     NeedsReconciliation,
@@ -31,22 +35,28 @@ from store.lifecycle import Status
 __all__ = [
     "CLIPPED",
     "RISK_LABELS",
+    "SHOW_FULL",
     "already_decided_text",
     "approval_recorded_text",
     "busy_text",
     "clip",
+    "edit_blocks",
     "escape",
     "expiry_reply",
+    "is_clipped",
     "outcome_reply",
     "proposal_message",
     "quorum_progress",
     "refusal_text",
     "reject_modal",
     "rejection_reply",
+    "request_changes",
 ]
 
 #: Appended wherever a text was cut to fit.
 CLIPPED: Final = "… (clipped)"
+#: The button that opens every frozen argument in full (its value is the proposal id only).
+SHOW_FULL: Final = "show_full"
 
 # Block Kit limits (https://docs.slack.dev/reference/block-kit/).
 HEADER_MAX: Final = 150
@@ -100,21 +110,20 @@ def _clip_plain(text: str, limit: int) -> str:
 
 
 def _code(value: str, limit: int) -> str:
-    """``value`` as inline code on one line; backticks become look-alikes so it cannot break out."""
-    inner = escape(value).replace("`", "\u02cb").replace("\n", " ")
-    return f"`{clip(inner, limit - 2)}`"
+    """``value`` as inline code on one line, made inert (backticks become look-alikes, so it
+    cannot break out)."""
+    return f"`{clip(inert(value), limit - 2)}`"
 
 
 def _code_block(value: str, limit: int) -> str:
-    inner = escape(value).replace("```", "`\u200b``")
+    inner = "\n".join(inert(line) for line in value.splitlines()) or " "
     return f"```\n{clip(inner, limit - 8)}\n```"
 
 
 def _quote(value: str, limit: int) -> str:
-    """Someone else's words as a block quote, every line marked, so they cannot pose as ours."""
-    text = escape(value.strip())
-    lines = clip(text, limit - text.count("\n") - 1).splitlines() or [""]
-    return "\n".join(f">{line}" for line in lines)
+    """Someone else's words as a block quote, every line marked and inert, so they cannot pose
+    as ours."""
+    return clip(inert_quote(value), limit)
 
 
 def _mention(user_id: str | None) -> str:
@@ -160,7 +169,13 @@ def _mrkdwn(text: str, limit: int = SECTION_MAX) -> dict[str, Any]:
 
 
 def _plain(text: str, limit: int) -> dict[str, Any]:
+    """Countersign's own plain text (button labels, modal titles)."""
     return {"type": "plain_text", "text": _clip_plain(text, limit), "emoji": True}
+
+
+def _said(text: str, limit: int) -> dict[str, Any]:
+    """Plain text that holds agent-supplied values: inert, and no emoji from shortcodes."""
+    return {"type": "plain_text", "text": _clip_plain(inert_plain(text), limit), "emoji": False}
 
 
 def _section(text: str) -> dict[str, Any]:
@@ -172,12 +187,43 @@ def _context(*texts: str) -> dict[str, Any]:
 
 
 def _header(title: str) -> dict[str, Any]:
-    return {"type": "header", "text": _plain(title or "(untitled)", HEADER_MAX)}
+    return {"type": "header", "text": _said(title or "(untitled)", HEADER_MAX)}
 
 
 def _field_text(label: str, value: str) -> str:
-    shown_label = clip(escape(label), 200)
-    return f"*{shown_label}*\n{clip(escape(value) or ' ', FIELD_MAX - len(shown_label) - 3)}"
+    shown_label = clip(inert(label), 200)
+    return f"*{shown_label}*\n{clip(inert(value) or ' ', FIELD_MAX - len(shown_label) - 3)}"
+
+
+def is_clipped(blocks: Blocks) -> bool:
+    """Whether any text in ``blocks`` was cut to fit (it carries :data:`CLIPPED`). Agent text
+    that contains the marker itself only makes a message look clipped: safe, never silent."""
+    return CLIPPED in json.dumps(blocks, ensure_ascii=False)
+
+
+def _shown_in_part(
+    value: str, *, action_id: str = SHOW_FULL, what: str = "some values above"
+) -> Blocks:
+    """The note that a message is shown in part, and the button that shows all of it."""
+    return [
+        _context(
+            f":scissors: *Shown in part*: {what} are longer than Slack shows in a message and"
+            " are cut where marked. *Show full* shows every frozen argument in full, with the"
+            " binding hash an approval is bound to."
+        ),
+        {
+            "type": "actions",
+            "block_id": "show_full",
+            "elements": [
+                {
+                    "type": "button",
+                    "action_id": action_id,
+                    "text": _plain("Show full", BUTTON_MAX),
+                    "value": value,
+                }
+            ],
+        },
+    ]
 
 
 def _field_sections(texts: Sequence[str], *, budget: int) -> Blocks:
@@ -212,67 +258,129 @@ def proposal_message(
     agent_display: str | None = None,
     extend_by: timedelta | None = None,
     allow_similar: bool = False,
+    previous: Proposal | None = None,
 ) -> Message:
     """The message that asks for a decision; once decided, the same message showing the result.
 
-    ``allow_similar`` adds "Approve + allow similar…" (its rule allows standing rules,
-    bot/standing.py).
+    In a fixed order: the title, Countersign's verdict (risk class, why the policy asked,
+    expiry), then what runs and what the agent said, each labelled; an edit says who edited it
+    and what changed from ``previous`` (the version it replaced). ``allow_similar`` adds
+    "Approve + allow similar…" (its rule allows standing rules, bot/standing.py).
 
     While pending it ends with Approve / Reject buttons whose value is the proposal id and
     nothing else (and Extend, when ``extend_by`` says what one extension adds); in any other
-    status it ends with who decided, when, and what came of it.
+    status it ends with who decided, when, and what came of it. When any text had to be cut,
+    the message says so and offers Show full.
     """
+    verdict = _verdict(proposal, now)
     agent = escape(agent_display or proposal.agent)
     asked = f"*Requested by* agent *{agent}* for {_mention(proposal.requested_by)}"
     if proposal.run_id:
-        asked += f" (run {_code(proposal.run_id, 80)})"
-    rule = _code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+        asked += f" (the agent's run id {_code(proposal.run_id, 80)})"
     details: Blocks = [_section(asked)]
+    details += edit_blocks(proposal, previous)
     if proposal.agent_reason:
-        details.append(
-            _section(
-                "*Agent's explanation (unverified)* _the agent's own words:_\n"
-                + _quote(proposal.agent_reason, SECTION_MAX - 80)
-            )
-        )
+        details.append(_explanation(proposal.agent_reason))
     details.append(
-        _section(f"*Why you are asked:* policy rule {rule}\n{escape(proposal.policy_note)}")
-    )
-    context = [
-        RISK_LABELS[proposal.risk],
-        f"Operation {_code(proposal.operation, 200)} · id {_code(_short_id(proposal.id), 20)}",
-    ]
-    if proposal.status is Status.PENDING and proposal.expires_at is not None:
-        extended = ""
-        if proposal.extended_by is not None:
-            extended = f" · extended by {_mention(proposal.extended_by)}"
-        context.insert(
-            0,
-            f":hourglass_flowing_sand: Expires {_when(proposal.expires_at)}"
-            f" ({_remaining(proposal.expires_at, now)}){extended}",
+        _context(
+            f"Operation {_code(proposal.operation, 200)} · id {_code(_short_id(proposal.id), 20)}"
+            f" · binding hash {_code(proposal.binding_hash[:12], 20)}"
         )
-    details.append(_context(*context))
+    )
+    tail: Blocks = []
     progress = quorum_progress(proposal) if proposal.status is Status.PENDING else None
     if progress is not None:
-        details.append(_section(progress))
+        tail.append(_section(progress))
     if proposal.status is Status.PENDING:
         actions = _buttons(proposal, extend_by)
         actions["elements"].append(_edit_button(proposal))  # the channel message only
         if allow_similar:
             actions["elements"].insert(1, _standing_button(proposal))
-        details.append(actions)
+        tail.append(actions)
     else:
-        details.append({"type": "divider"})
-        details.append(_section(_state_line(proposal)))
+        tail.append({"type": "divider"})
+        tail.append(_section(_state_line(proposal)))
         if proposal.status is Status.NEEDS_RECONCILIATION:
-            details.append(_reconcile_buttons(proposal))
+            tail.append(_reconcile_buttons(proposal))
+    reserved = len(_shown_in_part(proposal.id))
     fields = [_field_text(f.label, f.value) for f in proposal.preview.fields]
-    blocks = [
+    budget = BLOCKS_MAX - 1 - len(verdict) - len(details) - len(tail) - reserved
+    body = [
         _header(proposal.preview.title),
-        *_field_sections(fields, budget=BLOCKS_MAX - 1 - len(details)),
+        *verdict,
+        *_field_sections(fields, budget=budget),
         *details,
     ]
-    return _message(f"{_status_word(proposal)}: {escape(proposal.preview.title)}", blocks)
+    if is_clipped([*body, *tail]):
+        body += _shown_in_part(proposal.id)
+    title = inert(proposal.preview.title)
+    return _message(f"{_status_word(proposal)}: {title}", [*body, *tail])
+
+
+def _verdict(proposal: Proposal, now: datetime) -> Blocks:
+    """Countersign's own facts, before anything the agent supplied: the risk class, why the
+    policy asked, and (while pending) when it expires."""
+    rule = _code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+    lines = [
+        RISK_LABELS[proposal.risk],
+        f"*Why you are asked:* policy rule {rule}\n{escape(proposal.policy_note)}",
+    ]
+    if proposal.status is Status.PENDING and proposal.expires_at is not None:
+        extended = ""
+        if proposal.extended_by is not None:
+            extended = f" · extended by {_mention(proposal.extended_by)}"
+        lines.append(
+            f":hourglass_flowing_sand: Expires {_when(proposal.expires_at)}"
+            f" ({_remaining(proposal.expires_at, now)}){extended}"
+        )
+    return [_section("\n".join(lines))]
+
+
+def _explanation(reason: str, limit: int = SECTION_MAX) -> dict[str, Any]:
+    """The agent's explanation, labelled as its unverified words and quoted inert."""
+    label = "*Agent's explanation (unverified)* _the agent's own words:_\n"
+    return _section(label + _quote(reason, limit - len(label)))
+
+
+def edit_blocks(proposal: Proposal, previous: Proposal | None) -> Blocks:
+    """For an edit: who edited it, and each request field that changed (old → new) from
+    ``previous``, the version it replaced. Empty for a proposal that is not an edit."""
+    if proposal.supersedes is None:
+        return []
+    who = _mention(proposal.edited_by) if proposal.edited_by else "someone"
+    head = (
+        f":pencil2: *Edited by {who}*: this replaces proposal"
+        f" {_code(_short_id(proposal.supersedes), 20)}, and was checked and classified again."
+    )
+    if previous is None:
+        return [_section(head)]
+    changes = request_changes(previous.request, proposal.request)
+    listed = "\n".join(f"• {change}" for change in changes) or "• nothing in the request"
+    return [_section(f"{head}\n*What the edit changed* (old → new):\n{listed}")]
+
+
+#: How many changed request fields an edit lists.
+CHANGES_SHOWN: Final = 10
+
+
+def request_changes(before: JsonValue, after: JsonValue) -> list[str]:
+    """``field: old → new`` (inert) for each top-level request field that differs."""
+    old: dict[str, JsonValue] = before if isinstance(before, dict) else {"request": before}
+    new: dict[str, JsonValue] = after if isinstance(after, dict) else {"request": after}
+    changed = [
+        f"{_code(name, 100)} {_shown_value(old, name)} → {_shown_value(new, name)}"
+        for name in [*old, *(n for n in new if n not in old)]
+        if (name in old) != (name in new) or old.get(name) != new.get(name)
+    ]
+    if len(changed) > CHANGES_SHOWN:
+        changed = [*changed[:CHANGES_SHOWN], f"{len(changed) - CHANGES_SHOWN} more {CLIPPED}"]
+    return changed
+
+
+def _shown_value(request: dict[str, JsonValue], name: str) -> str:
+    if name not in request:
+        return "_(not set)_"
+    return _code(json.dumps(request[name], ensure_ascii=False, sort_keys=True), 200)
 
 
 def _buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str, Any]:
@@ -292,7 +400,7 @@ def _buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str
                         "Approve and execute?" if missing(proposal) <= 1 else "Approve?",
                         CONFIRM_TITLE_MAX,
                     ),
-                    "text": _plain(
+                    "text": _said(
                         f"{proposal.operation}: {proposal.preview.title}", CONFIRM_TEXT_MAX
                     ),
                     "confirm": _plain("Approve", 30),
@@ -445,12 +553,12 @@ def _outcome_summary(outcome: Outcome) -> str:
             )
         case RevisionRequired(reason=reason):
             return (
-                f":leftwards_arrow_with_hook: *Revision required*: {clip(escape(reason), 1000)}"
+                f":leftwards_arrow_with_hook: *Revision required*: {clip(inert(reason), 1000)}"
                 " Nothing was executed."
             )
         case TerminalFailure(detail=detail, correlation_id=correlation_id):
             return (
-                f":x: *Failed*: {clip(escape(detail), 1000)} The effect did not happen."
+                f":x: *Failed*: {clip(inert(detail), 1000)} The effect did not happen."
                 f" Correlation id {_code(correlation_id, 100)}"
             )
 
@@ -521,7 +629,7 @@ def _outcome_reply(proposal: Proposal) -> Message:
             f"proposal {proposal.id!r} has no outcome yet (status {proposal.status.value!r});"
             " outcome_reply needs one"
         )
-    title = escape(proposal.preview.title)
+    title = inert(proposal.preview.title)
     match outcome:
         case Succeeded(result=result):
             return _message(
@@ -572,7 +680,7 @@ def _result_blocks(result: JsonValue) -> Blocks:
         return [_context("No result details.")]
     if isinstance(result, dict):
         fields = [
-            f"*{clip(escape(key), 200)}*\n{_code(_compact(value), 1000)}"
+            f"*{clip(inert(key), 200)}*\n{_code(_compact(value), 1000)}"
             for key, value in result.items()
         ]
         return _field_sections(fields, budget=3)
@@ -590,7 +698,7 @@ def rejection_reply(proposal: Proposal) -> Message:
     at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
     reason = _quote(proposal.decision_note or "(no reason given)", 2000)
     return _message(
-        f"Rejected by {_mention(proposal.decided_by)}: {escape(proposal.preview.title)}",
+        f"Rejected by {_mention(proposal.decided_by)}: {inert(proposal.preview.title)}",
         [
             _section(
                 f":x: *Rejected* by {_mention(proposal.decided_by)}{at}. Nothing was executed."
@@ -604,7 +712,7 @@ def expiry_reply(proposal: Proposal) -> Message:
     """The thread reply that says nobody decided in time."""
     at = f" at {_when(proposal.expires_at)}" if proposal.expires_at is not None else ""
     return _message(
-        f"Expired: {escape(proposal.preview.title)}",
+        f"Expired: {inert(proposal.preview.title)}",
         [
             _section(
                 f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed;"
@@ -649,7 +757,7 @@ def reject_modal(proposal: Proposal) -> dict[str, Any]:
         "close": _plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
             _section(
-                f"*{escape(proposal.preview.title)}*\n"
+                f"*{inert(proposal.preview.title)}*\n"
                 f"Operation {_code(proposal.operation, 200)}. Nothing will be executed."
             ),
             {

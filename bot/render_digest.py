@@ -1,9 +1,13 @@
 """Block Kit for digests: one message listing similar proposals, its thread replies, its modals.
 
 Pure functions of stored values (and ``now``), like bot/render.py, whose text helpers they use:
-everything from an agent or an operation's arguments is escaped and clipped, the agent's words
-are labelled as such, and buttons carry the digest's opaque id only. Each item keeps its own row
-with its own status; the whole message is rendered again from the current state on every change.
+everything from an agent or an operation's arguments is made inert and clipped, the agent's words
+are labelled as such, and buttons carry the digest's opaque id only. When a pending item is not
+shown in full (a clipped title, value or reason, fields beyond the row's, rows beyond the
+message's), the digest says so, offers Show full, and does not offer Approve all: an approver
+approves in bulk only what they could read whole; otherwise only Choose…. Each item keeps its own
+row with its own status; the whole message is rendered again from the current state on every
+change.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any, Final
 from bot.render import (
     BLOCKS_MAX,
     BUTTON_MAX,
+    CLIPPED,
     CONFIRM_TEXT_MAX,
     CONFIRM_TITLE_MAX,
     FALLBACK_MAX,
@@ -34,11 +39,14 @@ from bot.render import (
     _plain,
     _quote,
     _remaining,
+    _said,
     _section,
+    _shown_in_part,
     _when,
     clip,
     escape,
 )
+from bot.render_inert import inert
 from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
 from store.approvals import counted
 from store.base import Proposal
@@ -49,6 +57,7 @@ __all__ = [
     "APPROVE_ALL",
     "CHOOSE",
     "CHOOSE_VIEW",
+    "DIGEST_SHOW_FULL",
     "REJECT_ALL",
     "REJECT_VIEW",
     "Tally",
@@ -65,6 +74,8 @@ REJECT_ALL: Final = "digest_reject_all"
 CHOOSE: Final = "digest_choose"
 REJECT_VIEW: Final = "digest_reject"
 CHOOSE_VIEW: Final = "digest_choose_items"
+#: Show full on a digest: every item in full, in a read-only modal (bot/show_full.py).
+DIGEST_SHOW_FULL: Final = "digest_show_full"
 
 #: Options in one checkboxes element (Slack's limit).
 OPTIONS_MAX: Final = 10
@@ -106,19 +117,31 @@ def digest_message(digest: Digest, *, now: datetime) -> Message:
     why = ", ".join(_code(r, 120) if r else "_no rule matched_" for r in rules)
     blocks: Blocks = [
         _header(_title(digest)),
-        _section(asked),
         _section(f"*Why you are asked:* policy rule {why}\n{escape('; '.join(notes))}"),
         _context(
             *(RISK_LABELS[risk] for risk in sorted({p.risk for p in items})),
             f"Operation {_code(digest.operation, 200)} · digest {_code(digest.id[:12], 20)} · "
             f"{_counts(items)}. Each proposal is checked and executed on its own.",
         ),
+        _section(asked),
     ]
-    tail: Blocks = [_buttons(digest, len(pending))] if pending else []
-    budget = BLOCKS_MAX - len(blocks) - len(tail)
-    blocks += _rows_in_sections([_row(n, p, now) for n, p in enumerate(items, 1)], budget)
+    rows = [_row(n, p, now) for n, p in enumerate(items, 1)]
+    in_part = len(_shown_in_part(digest.id))
+    tail_size = 1 if pending else 0
+    budget = BLOCKS_MAX - len(blocks) - tail_size - in_part
+    sections = _rows_in_sections(rows, budget)
+    hidden = len(_pack(rows)) > budget
+    whole = not hidden and not any(
+        CLIPPED in row for row, p in zip(rows, items, strict=True) if p.status is Status.PENDING
+    )
+    blocks += sections
+    if not whole:
+        blocks += _shown_in_part(
+            digest.id, action_id=DIGEST_SHOW_FULL, what="some proposals listed above"
+        )
+    tail: Blocks = [_buttons(digest, len(pending), approve_all=whole)] if pending else []
     text = f"{'Approval needed' if pending else 'Decided'}: {_title(digest)}"
-    return {"text": clip(escape(text), FALLBACK_MAX), "blocks": [*blocks, *tail][:BLOCKS_MAX]}
+    return {"text": clip(inert(text), FALLBACK_MAX), "blocks": [*blocks, *tail][:BLOCKS_MAX]}
 
 
 def _title(digest: Digest) -> str:
@@ -131,12 +154,18 @@ def _counts(items: Sequence[Proposal]) -> str:
 
 
 def _row(n: int, proposal: Proposal, now: datetime) -> str:
-    fields = " · ".join(
-        f"{clip(escape(f.label), 40)}: {clip(escape(f.value), 80)}"
+    """One item: its title, its first preview fields and its status; what had to be left out
+    is marked clipped."""
+    shown = [
+        f"{clip(inert(f.label), 40)}: {clip(inert(f.value), 80)}"
         for f in proposal.preview.fields[:ROW_FIELDS]
-    )
+    ]
+    more = len(proposal.preview.fields) - ROW_FIELDS
+    if more > 0:
+        shown.append(f"_{more} more field{'s' if more > 1 else ''}_ {CLIPPED}")
+    fields = " · ".join(shown)
     lines = [
-        f"*{n}.* {_code(proposal.id[:12], 20)} *{clip(escape(proposal.preview.title), 150)}*"
+        f"*{n}.* {_code(proposal.id[:12], 20)} *{clip(inert(proposal.preview.title), 150)}*"
         + (f"\n{fields}" if fields else ""),
         _status(proposal, now),
     ]
@@ -159,7 +188,7 @@ def _status(proposal: Proposal, now: datetime) -> str:
         )
     by = _mention(proposal.decided_by)
     if status is Status.REJECTED:
-        reason = clip(escape(proposal.decision_note or "(no reason given)"), 200)
+        reason = clip(inert(proposal.decision_note or "(no reason given)"), 200)
         return f":x: Rejected by {by}: {reason}"
     if status is Status.EXPIRED:
         return ":hourglass: Expired: nobody decided in time. Nothing was executed."
@@ -185,21 +214,29 @@ def _outcome_word(proposal: Proposal) -> str:
             return f"Status: {proposal.status.value}"
 
 
-def _rows_in_sections(rows: Sequence[str], budget: int) -> Blocks:
-    """``rows`` joined into as few sections as fit (3000 characters each), at most ``budget``."""
+def _pack(rows: Sequence[str]) -> list[str]:
+    """``rows`` joined into as few texts of at most 3000 characters as they fit in."""
     sections: list[str] = []
     for row in rows:
         if sections and len(sections[-1]) + 2 + len(row) <= SECTION_MAX:
             sections[-1] += "\n\n" + row
         else:
             sections.append(row)
+    return sections
+
+
+def _rows_in_sections(rows: Sequence[str], budget: int) -> Blocks:
+    """``rows`` joined into as few sections as fit (3000 characters each), at most ``budget``."""
+    sections = _pack(rows)
     if len(sections) > budget:
         hidden = sum(s.count("\n\n") + 1 for s in sections[budget - 1 :])
-        sections = [*sections[: budget - 1], f"_{hidden} more not shown here_"]
+        sections = [*sections[: budget - 1], f"_{hidden} more not shown here_ {CLIPPED}"]
     return [_section(text) for text in sections]
 
 
-def _buttons(digest: Digest, pending: int) -> dict[str, Any]:
+def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[str, Any]:
+    """Approve all (only when ``approve_all``: every pending item is shown in full), Reject
+    all… and Choose…."""
     def button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
         element: dict[str, Any] = {
             "type": "button",
@@ -227,7 +264,7 @@ def _buttons(digest: Digest, pending: int) -> dict[str, Any]:
         "type": "actions",
         "block_id": "digest",
         "elements": [
-            approve,
+            *([approve] if approve_all else []),
             button(REJECT_ALL, "Reject all…", "danger"),
             button(CHOOSE, "Choose…"),
         ],
@@ -260,7 +297,7 @@ def digest_reply(entries: Sequence[tuple[Proposal, Status]]) -> Message | None:
 
 
 def _reply_line(proposal: Proposal, status: Status) -> str | None:
-    head = f"{_code(proposal.id[:12], 20)} *{clip(escape(proposal.preview.title), 150)}*"
+    head = f"{_code(proposal.id[:12], 20)} *{clip(inert(proposal.preview.title), 150)}*"
     if status is Status.REJECTED:
         reason = _quote(proposal.decision_note or "(no reason given)", 500)
         by = _mention(proposal.decided_by)
@@ -388,11 +425,11 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
 def _option(proposal: Proposal) -> dict[str, Any]:
     fields = " · ".join(f"{f.label}: {f.value}" for f in proposal.preview.fields[:ROW_FIELDS])
     option: dict[str, Any] = {
-        "text": _plain(f"{proposal.id[:12]} {proposal.preview.title}", OPTION_TEXT_MAX),
+        "text": _said(f"{proposal.id[:12]} {proposal.preview.title}", OPTION_TEXT_MAX),
         "value": proposal.id,
     }
     if fields:
-        option["description"] = _plain(fields, OPTION_TEXT_MAX)
+        option["description"] = _said(fields, OPTION_TEXT_MAX)
     return option
 
 

@@ -11,8 +11,6 @@ import json
 from decimal import Decimal
 from typing import Any, Final
 
-from pydantic import JsonValue
-
 from bot.edit_form import ACTION_ID, EditField, EditForm
 from bot.render import (
     MODAL_TITLE_MAX,
@@ -27,7 +25,9 @@ from bot.render import (
     _when,
     clip,
     escape,
+    request_changes,
 )
+from bot.render_inert import inert
 from store.base import Proposal
 from store.lifecycle import Status
 
@@ -48,15 +48,13 @@ _LABEL_MAX: Final = 2000
 _HINT_MAX: Final = 2000
 _TEXT_MAX: Final = 3000
 _OPTION_TEXT_MAX: Final = 75
-#: How many changed fields the thread reply lists.
-_CHANGES_SHOWN: Final = 10
 
 
 def edit_modal(proposal: Proposal, form: EditForm) -> dict[str, Any]:
     """The modal that edits ``proposal``'s request: one input per field of ``form``."""
     blocks: list[dict[str, Any]] = [
         _section(
-            f"*{escape(proposal.preview.title)}*\nOperation {_code(proposal.operation, 200)}"
+            f"*{inert(proposal.preview.title)}*\nOperation {_code(proposal.operation, 200)}"
             f" · id {_code(_short_id(proposal.id), 20)}"
         ),
         _context(EDIT_NOTE),
@@ -151,7 +149,7 @@ def superseded_reply(proposal: Proposal, edit: Proposal | None, *, link: str | N
     """The reply in a superseded proposal's thread: who edited it, where the edit is, what the
     policy made of it and which request fields changed."""
     at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
-    title = escape(proposal.preview.title)
+    title = inert(proposal.preview.title)
     blocks = [
         _section(
             f":pencil2: *Superseded*: {_mention(proposal.decided_by)} edited this proposal{at}."
@@ -162,14 +160,14 @@ def superseded_reply(proposal: Proposal, edit: Proposal | None, *, link: str | N
         shown = _code(proposal.superseded_by or "unknown", 60)
         blocks.append(_section(f"The edit is proposal {shown}."))
         return _message(f"Superseded by an edit: {title}", blocks)
-    name = f"<{link}|{escape(edit.preview.title)}>" if link else f"*{escape(edit.preview.title)}*"
+    name = f"<{link}|{inert(edit.preview.title)}>" if link else f"*{inert(edit.preview.title)}*"
     blocks.append(
         _section(
             f"The edit, checked and classified again: {name} (id {_code(edit.id, 60)}).\n"
             f"{_edit_status(proposal, edit)}"
         )
     )
-    changes = _changes(proposal.request, edit.request)
+    changes = request_changes(proposal.request, edit.request)
     if changes:
         blocks.append(_context(clip("*Changed:* " + "; ".join(changes), _TEXT_MAX)))
     return _message(f"Superseded by an edit: {title}", blocks)
@@ -186,23 +184,3 @@ def _edit_status(proposal: Proposal, edit: Proposal) -> str:
         where = f" in <#{edit.channel}>" if elsewhere else ""
         return f":hourglass_flowing_sand: It waits for a decision{where}."
     return f"It is now {edit.status.value.replace('_', ' ')}."
-
-
-def _changes(before: JsonValue, after: JsonValue) -> list[str]:
-    """``field: old → new`` for each top-level request field the edit changed."""
-    old = before if isinstance(before, dict) else {}
-    new = after if isinstance(after, dict) else {}
-    changed = [
-        f"{_code(name, 100)} {_shown(old, name)} → {_shown(new, name)}"
-        for name in [*old, *(n for n in new if n not in old)]
-        if (name in old) != (name in new) or old.get(name) != new.get(name)
-    ]
-    if len(changed) > _CHANGES_SHOWN:
-        changed = [*changed[:_CHANGES_SHOWN], f"{len(changed) - _CHANGES_SHOWN} more"]
-    return changed
-
-
-def _shown(request: dict[str, JsonValue], name: str) -> str:
-    if name not in request:
-        return "_(not set)_"
-    return _code(json.dumps(request[name], ensure_ascii=False, sort_keys=True), 200)

@@ -1,6 +1,7 @@
 """Block Kit for escalations: pure functions of an escalation (and ``now``), no clock, env or I/O.
 
-The summary is the agent's report and is shown labelled as the agent's words, quoted and escaped;
+The summary is the agent's report and is shown labelled as the agent's words, quoted and inert
+(bot/render_inert.py);
 Countersign's own reading of the trigger (which thresholds the measured signals crossed) is shown
 as Countersign's. Buttons carry the escalation id and nothing else. The helpers (escaping,
 clipping, Block Kit limits) are the proposal renderer's.
@@ -30,6 +31,7 @@ from bot.render import (
     clip,
     escape,
 )
+from bot.render_inert import inert
 from contracts.escalation import Signals, TriggerKind
 from store.escalations import Escalation, EscalationStatus
 
@@ -106,12 +108,12 @@ def _report(escalation: Escalation) -> Blocks:
     ]
     if summary.steps_done:
         steps = "\n".join(
-            f"{n}. {clip(escape(step), 300)}" for n, step in enumerate(summary.steps_done, 1)
+            f"{n}. {clip(inert(step), 300)}" for n, step in enumerate(summary.steps_done, 1)
         )
         blocks.append(_section(f"*Steps done (agent's words)*\n{_quote_lines(steps)}"))
     if summary.tool_results:
         results = "\n".join(
-            f"{_code(result.tool, 100)}: {clip(escape(result.result_summary), 400)}"
+            f"{_code(result.tool, 100)}: {clip(inert(result.result_summary), 400)}"
             for result in summary.tool_results
         )
         blocks.append(_section(f"*Tool results (agent's words)*\n{_quote_lines(results)}"))
@@ -206,12 +208,14 @@ def escalation_reply(escalation: Escalation, *, handed_back_by: str | None = Non
 
 
 def reannouncement_reply(escalation: Escalation) -> Message:
-    """The reminder that nobody has taken an escalation: mentions the channel (``@here``)."""
+    """The reminder that nobody has taken an escalation. Only the first reminder mentions the
+    channel (``@here``): however many escalations an agent opens, each pages people once."""
+    here = "<!here> " if escalation.reannouncements == 1 else ""
     return _message(
         "Still waiting for someone to take this escalation",
         [
             _section(
-                f"<!here> :bell: *Still waiting for someone to take this escalation* "
+                f"{here}:bell: *Still waiting for someone to take this escalation* "
                 f"(open since {_when(escalation.created_at)}; reminder "
                 f"{escalation.reannouncements})."
             )

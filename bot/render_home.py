@@ -2,10 +2,11 @@
 answers. Pure functions of stored values and ``now``; no clock, env or I/O.
 
 The proposals waiting for the person come as the store ranks them: riskiest first (irreversible,
-reversible, read), then soonest expiry; each shows its risk class and, when it needs several
-approvers, how many approved so far. Their Approve / Reject buttons
-are the channel message's own (same action ids, the proposal id as the only value), so a click
-here is checked and handled exactly like one in the channel.
+reversible, read), then soonest expiry; each shows its risk class, why the policy asked, who
+edited it (if it is an edit), the agent's explanation (labelled, inert) and, when it needs
+several approvers, how many approved so far. What had to be cut says so, with Show full. Their
+Approve / Reject buttons are the channel message's own (same action ids, the proposal id as the
+only value), so a click here is checked and handled exactly like one in the channel.
 """
 
 from __future__ import annotations
@@ -15,23 +16,34 @@ from datetime import datetime
 from typing import Any, Final
 
 from bot.render import (
+    BLOCKS_MAX,
+    CLIPPED,
     RISK_LABELS,
     SECTION_MAX,
+    SHOW_FULL,
     Blocks,
     _buttons,
     _code,
     _context,
+    _explanation,
+    _field_sections,
     _field_text,
     _header,
     _mention,
+    _plain,
+    _quote,
     _remaining,
     _section,
+    _shown_in_part,
     _status_word,
     _when,
     clip,
+    edit_blocks,
     escape,
+    is_clipped,
 )
 from bot.render_escalation import HAND_BACK, RESOLVE
+from bot.render_inert import inert
 from store.approvals import counted
 from store.base import AuditEntry, Proposal
 from store.escalations import Escalation
@@ -50,6 +62,8 @@ HOME_BLOCKS_MAX: Final = 100
 WAITING_SHOWN: Final = 15
 #: Preview fields shown per waiting proposal: the key ones, first in the preview.
 KEY_FIELDS: Final = 4
+#: Characters of the agent's explanation shown per waiting proposal.
+REASON_SHOWN: Final = 500
 
 
 def home_view(
@@ -79,17 +93,36 @@ def waiting_blocks(waiting: Sequence[Proposal], *, now: datetime) -> Blocks:
     blocks: Blocks = []
     for proposal in waiting[:WAITING_SHOWN]:
         fields = [_field_text(f.label, f.value) for f in proposal.preview.fields[:KEY_FIELDS]]
+        more = len(proposal.preview.fields) - KEY_FIELDS
+        if more > 0:
+            fields.append(f"_{more} more field{'s' if more > 1 else ''}_ {CLIPPED}")
+        rule = _code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+        lines = [
+            f"*{inert(proposal.preview.title)}*",
+            f"*Why you are asked:* policy rule {rule}: {escape(proposal.policy_note)}",
+        ]
+        if proposal.supersedes is not None:
+            who = _mention(proposal.edited_by) if proposal.edited_by else "someone"
+            lines.append(
+                f":pencil2: *Edited by {who}* (replaces {_code(proposal.supersedes[:12], 20)};"
+                " `/countersign show` lists what changed)"
+            )
+        if proposal.agent_reason:
+            lines.append(
+                "*Agent's explanation (unverified)* _the agent's own words:_\n"
+                + _quote(proposal.agent_reason, REASON_SHOWN)
+            )
         section: dict[str, Any] = {
             "type": "section",
             "text": {
                 "type": "mrkdwn",
-                "text": clip(f"*{escape(proposal.preview.title)}*", SECTION_MAX),
+                "text": clip("\n".join(lines), SECTION_MAX),
                 "verbatim": True,
             },
         }
         if fields:
             section["fields"] = [
-                {"type": "mrkdwn", "text": text, "verbatim": True} for text in fields
+                {"type": "mrkdwn", "text": text, "verbatim": True} for text in fields[:10]
             ]
         expiry = (
             f":hourglass_flowing_sand: expires {_when(proposal.expires_at)} "
@@ -100,16 +133,28 @@ def waiting_blocks(waiting: Sequence[Proposal], *, now: datetime) -> Blocks:
         asked = f"agent *{escape(proposal.agent)}* for {_mention(proposal.requested_by)}"
         buttons = _buttons(proposal)
         buttons["block_id"] = f"decision-{proposal.id}"  # block ids are unique within a view
+        if is_clipped([section]):
+            buttons["elements"].append(_show_full_button(proposal.id))
         line = f"{RISK_LABELS[proposal.risk]} · {expiry} · {asked} · {_code(proposal.id, 40)}"
         if proposal.quorum > 1:
             line += f" · {len(counted(proposal))} of {proposal.quorum} approved"
-        blocks += [section, _context(line), buttons]
+        blocks += [_context(line), section, buttons]
     hidden = len(waiting) - WAITING_SHOWN
     if hidden > 0:
         blocks.append(
             _context(f"{hidden} more not shown; the riskiest and soonest to expire come first.")
         )
     return blocks
+
+
+def _show_full_button(proposal_id: str) -> dict[str, Any]:
+    """Show full, for a proposal whose entry here had to be cut (its value: the id only)."""
+    return {
+        "type": "button",
+        "action_id": SHOW_FULL,
+        "text": _plain("Show full", 75),
+        "value": proposal_id,
+    }
 
 
 def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
@@ -167,34 +212,53 @@ def _decision_blocks(decisions: Sequence[Proposal]) -> Blocks:
 
 
 def proposal_detail_blocks(
-    proposal: Proposal, trail: Sequence[AuditEntry], *, now: datetime
+    proposal: Proposal,
+    trail: Sequence[AuditEntry],
+    *,
+    now: datetime,
+    previous: Proposal | None = None,
 ) -> Blocks:
-    """``/countersign show <id>``: the preview, the status and the audit trail of one proposal."""
-    fields = [_field_text(f.label, f.value) for f in proposal.preview.fields[:10]]
-    blocks: Blocks = [_header(proposal.preview.title)]
-    if fields:
-        blocks.append(
-            {
-                "type": "section",
-                "fields": [{"type": "mrkdwn", "text": t, "verbatim": True} for t in fields],
-            }
+    """``/countersign show <id>``: the preview, Countersign's verdict (risk, why the policy
+    asked), who edited it and what changed from ``previous``, the agent's explanation, the
+    status and the audit trail of one proposal. What had to be cut says so, with Show full."""
+    rule = _code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+    blocks: Blocks = [
+        _header(proposal.preview.title),
+        _section(
+            f"{RISK_LABELS[proposal.risk]}\n*Why you are asked:* policy rule {rule}\n"
+            f"{escape(proposal.policy_note)}"
+        ),
+    ]
+    fields = [_field_text(f.label, f.value) for f in proposal.preview.fields]
+    blocks += _field_sections(fields, budget=3)
+    blocks += edit_blocks(proposal, previous)
+    blocks.append(
+        _section(
+            f"*Requested by* agent *{escape(proposal.agent)}* for "
+            f"{_mention(proposal.requested_by)}"
         )
-    status = (
-        f"*Status:* {_status_word(proposal)} ({_code(proposal.status.value, 40)})"
-        f" · {RISK_LABELS[proposal.risk]}"
     )
+    if proposal.agent_reason:
+        blocks.append(_explanation(proposal.agent_reason))
+    status = f"*Status:* {_status_word(proposal)} ({_code(proposal.status.value, 40)})"
     if proposal.expires_at is not None:
         status += (
             f" · expires {_when(proposal.expires_at)} ({_remaining(proposal.expires_at, now)})"
         )
     blocks.append(_section(status))
+    if is_clipped(blocks):
+        blocks += _shown_in_part(proposal.id)
     lines = [
         f"`{entry.seq}` {_when(entry.at)} {_code(entry.event, 60)} by {_actor(entry.actor)}"
         for entry in trail[-25:]
     ]
     blocks.append(_section("*Audit trail*\n" + ("\n".join(lines) or "_empty_")))
-    blocks.append(_context(f"Proposal {_code(proposal.id, 60)}"))
-    return blocks
+    blocks.append(
+        _context(
+            f"Proposal {_code(proposal.id, 60)} · binding hash {_code(proposal.binding_hash, 80)}"
+        )
+    )
+    return blocks[:BLOCKS_MAX]
 
 
 def _actor(actor: str) -> str:

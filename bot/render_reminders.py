@@ -23,8 +23,8 @@ from bot.render import (
     _section,
     _span,
     _when,
-    escape,
 )
+from bot.render_inert import inert
 from store.base import Proposal
 
 __all__ = ["NOBODY_CAN_APPROVE", "reminder_reply"]
@@ -59,7 +59,7 @@ def reminder_reply(
     order to mention them; empty says nobody can. ``extend_by``, when the proposal can still be
     extended, adds how.
     """
-    title = escape(proposal.preview.title)
+    title = inert(proposal.preview.title)
     if proposal.expires_at is not None:
         expiry = f"expires {_remaining(proposal.expires_at, now)} (at {_when(proposal.expires_at)})"
     else:

@@ -33,6 +33,7 @@ from bot.render import (
     clip,
     escape,
 )
+from bot.render_inert import inert
 from contracts.durations import format_duration
 from contracts.standing import Grant, StandingPolicy
 from store.base import Proposal
@@ -102,7 +103,7 @@ def standing_modal(
         "close": _plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
             _section(
-                f"*{escape(proposal.preview.title)}*\n"
+                f"*{inert(proposal.preview.title)}*\n"
                 f"This call is approved and executed now. For the time you choose, later calls "
                 f"of {_code(proposal.operation, 200)} by agent *{escape(proposal.agent)}* that "
                 f"policy rule {_code(proposal.rule_id or '', 120)} would ask for, with "
@@ -185,7 +186,7 @@ def standing_list_blocks(rules: Sequence[StandingRule], *, now: datetime) -> Blo
 def review_message(proposal: Proposal, review: Reviewed | None = None) -> Message:
     """A sampled automatic approval, for a person to judge: its preview, why it ran without
     asking, what came of it; the verdict buttons until someone gives a verdict, then theirs."""
-    title = escape(proposal.preview.title)
+    title = inert(proposal.preview.title)
     if proposal.standing_rule_id is not None:
         why = f"standing rule {_code(proposal.standing_rule_id, 60)}"
     else:

@@ -21,8 +21,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admission import Admission
 from bot.edits import EditFlow, EditSubmitted
+from bot.render import SHOW_FULL
+from bot.render_digest import DIGEST_SHOW_FULL
 from bot.render_edit import EDIT_ACTION, EDIT_CALLBACK
 from bot.service import APP_HOME, Service
+from bot.show_full import ShowFull
 from bot.slack_gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 
 __all__ = ["BOLT", "SIGNING_SECRET", "Click", "ReasonSubmitted", "build_bolt", "slack_events"]
@@ -93,6 +96,7 @@ def build_bolt(
     )
 
     edits = EditFlow(service)
+    full = ShowFull(service.store, service.publisher)
     clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
         "approve": lambda c: service.approve(c.proposal_id, user=c.user, channel=c.channel),
         EDIT_ACTION: lambda c: edits.begin(
@@ -109,6 +113,11 @@ def build_bolt(
         ),
         "reconcile_retry": lambda c: service.retry(c.proposal_id, user=c.user, channel=c.channel),
         "extend": lambda c: service.extend(c.proposal_id, user=c.user, channel=c.channel),
+        # read-only, no role needed: a signed click and its own trigger_id (bot/show_full.py)
+        SHOW_FULL: lambda c: full.proposal(c.proposal_id, user=c.user, trigger_id=c.trigger_id),
+        DIGEST_SHOW_FULL: lambda c: full.digest(
+            c.proposal_id, user=c.user, trigger_id=c.trigger_id
+        ),
     }
     for action_id, handle in clicks.items():
         app.action(action_id)(_click_listener(handle, service, admission))

@@ -12,6 +12,7 @@ Slack's three seconds (past it the person is asked to try again).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -21,8 +22,9 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.home import HomeTab
-from bot.render import escape
+from bot.render import FALLBACK_MAX, escape
 from bot.render_home import help_blocks, proposal_detail_blocks, waiting_blocks
+from bot.render_inert import inert
 from bot.service import Service
 from bot.standing_admin import StandingAdmin
 from contracts.policy import AskRule
@@ -79,7 +81,12 @@ class SlashCommand:
                 "decided."
             )
         trail = await store.audit_log(proposal.id)
-        return proposal.preview.title, proposal_detail_blocks(proposal, trail, now=self._clock())
+        previous = None  # an edit shows what changed from the version it replaced
+        if proposal.supersedes is not None:
+            with contextlib.suppress(ProposalNotFound):
+                previous = await store.get_proposal(proposal.supersedes)
+        blocks = proposal_detail_blocks(proposal, trail, now=self._clock(), previous=previous)
+        return inert(proposal.preview.title)[:FALLBACK_MAX], blocks
 
     async def _may_see(self, proposal: Proposal, user: str) -> bool:
         """The accountable human, the decider, the agent's owners and the rule's approvers."""

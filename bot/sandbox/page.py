@@ -5,26 +5,32 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
 from bot import localslack
 from bot.sandbox.demo import PEOPLE, DemoRefused
 from bot.sandbox.forwarder import Forwarded, Refused
+from bot.sandbox.origin import own_origin_only
 from bot.sandbox.state import workspace_view
 
 if TYPE_CHECKING:
     from bot.sandbox.server import Sandbox
 
-__all__ = ["page_app"]
+__all__ = ["TOKEN_VARIABLE", "page_app"]
+
+#: Where the page's curl example takes the agent token from: the page never holds the token
+#: itself (a page that did could hand it to any script that reads it); the terminal banner
+#: prints it.
+TOKEN_VARIABLE: Final = "COUNTERSIGN_TOKEN"
 
 _STATIC = resources.files("bot.sandbox").joinpath("static")
 _SANDBOX: web.AppKey[Sandbox] = web.AppKey("sandbox")
 
 
 def page_app(sandbox: Sandbox) -> web.Application:
-    app = web.Application(middlewares=[_refusals])
+    app = web.Application(middlewares=[own_origin_only(sandbox.url), _refusals])
     app[_SANDBOX] = sandbox
     app.add_subapp("/slack", localslack.build_app(sandbox.slack))
     app.router.add_get("/", _index)
@@ -67,10 +73,11 @@ async def _state(request: web.Request) -> web.Response:
     sandbox = request.app[_SANDBOX]
     user = request.query.get("user") or PEOPLE[0].id
     view = workspace_view(sandbox.slack, PEOPLE, user)
+    # The agent token is printed in the terminal only: the page shows where to put it.
     view["agent"] = {
         "api_url": sandbox.api_url,
-        "token": sandbox.secrets.agent_token,
-        "curl": sandbox.curl_example(),
+        "token_variable": TOKEN_VARIABLE,
+        "curl": sandbox.curl_example(with_token=False),
         "proposals": await sandbox.agent_view(),
     }
     view["target"] = [

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import shlex
 import socket
 import tempfile
 import time
@@ -42,7 +43,7 @@ from bot.sandbox.demo import (
     demo_config_text,
 )
 from bot.sandbox.forwarder import SlackForwarder
-from bot.sandbox.page import page_app
+from bot.sandbox.page import TOKEN_VARIABLE, page_app
 from bot.sandbox.target import DemoTarget
 from bot.settings import ConfigError, Settings, load_settings
 from store.open import open_store
@@ -129,7 +130,14 @@ class Sandbox:
         ) as response:
             return response.status, await response.json(content_type=None)
 
-    def curl_example(self) -> str:
+    def curl_example(self, *, with_token: bool) -> str:
+        """A proposal made with curl: with the agent token (the terminal's banner) or, for the
+        page, with the shell variable ``$COUNTERSIGN_TOKEN`` in its place."""
+        authorization = (
+            shlex.quote(f"Authorization: Bearer {self.secrets.agent_token}")
+            if with_token
+            else f'"Authorization: Bearer ${TOKEN_VARIABLE}"'
+        )
         body = {
             "operation": "payments.refund",
             "request": {"payment_id": "pay_1005"},
@@ -139,7 +147,7 @@ class Sandbox:
         }
         return (
             f"curl -s {self.api_url}/v1/proposals \\\n"
-            f"  -H 'Authorization: Bearer {self.secrets.agent_token}' \\\n"
+            f"  -H {authorization} \\\n"
             "  -H 'Content-Type: application/json' \\\n"
             f"  -d '{json.dumps(body)}'"
         )
@@ -151,12 +159,13 @@ class Sandbox:
             f"  Open {self.url} in your browser.",
             "",
             f"  Agent API    {self.api_url}  (POST /v1/proposals, GET /v1/proposals/{{id}})",
-            f"  Agent token  {self.secrets.agent_token}",
+            f"  Agent token  {self.secrets.agent_token}  (printed here only: the page shows "
+            f"${TOKEN_VARIABLE} in its place)",
             f"  Data         {self.data_dir}  (countersign.toml, countersign.sqlite)",
             "",
             "Propose something as an agent would:",
             "",
-            *("  " + line for line in self.curl_example().splitlines()),
+            *("  " + line for line in self.curl_example(with_token=True).splitlines()),
             "",
             "Press Ctrl-C to stop.",
         ]

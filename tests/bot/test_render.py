@@ -163,7 +163,7 @@ def test_header_is_the_preview_title() -> None:
         "text": {
             "type": "plain_text",
             "text": "Refund 120.00 USD to customer@example.com",
-            "emoji": True,
+            "emoji": False,  # the title carries agent values: no emoji from their shortcodes
         },
     }
     assert "Refund 120.00 USD" in message["text"]

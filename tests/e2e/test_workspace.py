@@ -94,7 +94,9 @@ def _unquote_payload(form: str) -> str:
 
 def titles(view: dict[str, Any]) -> list[str]:
     return [
-        block["text"]["text"].strip("*")
+        # the title is the section's first line; why the policy asked and the agent's words
+        # follow it
+        block["text"]["text"].split("\n")[0].strip("*")
         for block in view["blocks"]
         if block["type"] == "section" and block.get("fields") is not None
     ]
@@ -106,6 +108,7 @@ def decision_buttons(view: dict[str, Any]) -> list[tuple[str, str]]:
         for block in view["blocks"]
         if block["type"] == "actions" and block["block_id"].startswith("decision-")
         for element in block["elements"]
+        if element["action_id"] != "show_full"  # not a decision: the campaign's fields are cut
     ]
 
 

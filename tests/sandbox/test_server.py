@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qs
 
 import aiohttp
@@ -17,8 +18,9 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.localslack import LocalSlack, LocalUser
 from bot.sandbox import Sandbox, running_sandbox
-from bot.sandbox.demo import DEMO_PROPOSALS, REQUESTER
+from bot.sandbox.demo import DEMO_PROPOSALS, PEOPLE, REQUESTER
 from bot.sandbox.forwarder import Refused, SlackForwarder
+from bot.sandbox.origin import own_origin_only
 from tests.e2e.harness import eventually
 
 APPROVER = "U0PRIYA"  #: finance
@@ -291,6 +293,174 @@ async def test_the_demo_target_refuses_requests_countersign_did_not_sign(
     ) as response:
         assert response.status == 401
     assert sandbox.target.deliveries == []
+
+
+# --- the sandbox answers only its own page --------------------------------------------------------
+
+#: Every endpoint the page's script calls, with a body it accepts.
+PAGE_POSTS: Final = ("/sandbox/click", "/sandbox/submit", "/sandbox/cancel", "/sandbox/home")
+
+
+def page_endpoints() -> set[str]:
+    """The /sandbox/ paths the page's script calls (read from the script itself)."""
+    script = (Path(__file__).parents[2] / "bot/sandbox/static/app.js").read_text(encoding="utf-8")
+    return set(re.findall(r"[\"'`](/sandbox/[a-z]+)", script))
+
+
+def netloc(url: str) -> str:
+    return url.split("://", 1)[1]
+
+
+async def test_a_request_naming_another_host_is_refused_on_every_route(sandbox: Sandbox) -> None:
+    """DNS rebinding: a site that points its own name at 127.0.0.1 sends that name as Host."""
+    port = netloc(sandbox.url).rsplit(":", 1)[1]
+    requests: list[tuple[str, str, dict[str, Any] | None]] = [
+        ("GET", "/", None),
+        ("GET", "/static/app.js", None),
+        ("GET", f"/sandbox/state?user={APPROVER}", None),
+        ("POST", "/sandbox/demo", {}),
+        ("POST", "/slack/api/auth.test", None),
+    ]
+    for host in ("evil.example", f"evil.example:{port}", f"localhost:{port}", f"127.0.0.2:{port}"):
+        for method, path, body in requests:
+            async with sandbox.session.request(
+                method,
+                f"{sandbox.url}{path}",
+                json=body,
+                headers={"Host": host, "Authorization": f"Bearer {sandbox.secrets.bot_token}"},
+            ) as response:
+                assert response.status == 403, (host, path)
+                answer = await response.json()
+            assert answer["error"] == (
+                f"this sandbox answers only requests addressed to {netloc(sandbox.url)} "
+                f"(this one named {host!r}): open {sandbox.url}"
+            )
+    assert sandbox.submissions == []
+
+
+async def test_a_cross_site_form_post_is_refused_and_changes_nothing(sandbox: Sandbox) -> None:
+    made = await demo(sandbox)
+    message = await message_of(sandbox, FINANCE, made["needs approval"]["title"])
+    approve = {
+        "user": APPROVER,
+        "channel": FINANCE,
+        "ts": message["ts"],
+        "block_index": button_at(message, "approve"),
+        "action_id": "approve",
+    }
+    bodies: list[tuple[str, bytes | aiohttp.FormData]] = [
+        ("application/x-www-form-urlencoded", b"user=U0PRIYA"),
+        ("text/plain", json.dumps(approve).encode()),
+        (
+            "multipart/form-data; boundary=x",
+            b'--x\r\nContent-Disposition: form-data; name="a"\r\n\r\nb\r\n--x--\r\n',
+        ),
+        ("", json.dumps(approve).encode()),
+    ]
+    for path in ("/sandbox/demo", *PAGE_POSTS):
+        for content_type, body in bodies:
+            headers = {"Content-Type": content_type} if content_type else {}
+            async with sandbox.session.post(
+                f"{sandbox.url}{path}", data=body, headers=headers
+            ) as response:
+                assert response.status == 415, (path, content_type)
+                answer = await response.json()
+            assert answer["error"].startswith("Content-Type: expected application/json, got ")
+
+    assert len(sandbox.submissions) == len(made)
+    assert sandbox.forwarder is not None
+    assert "approve" in texts(await message_of(sandbox, FINANCE, made["needs approval"]["title"]))
+    assert [c for c in sandbox.slack.calls() if c.method == "chat.update"] == []
+
+
+async def test_a_json_post_from_another_page_is_refused(sandbox: Sandbox) -> None:
+    for origin, status in (("http://evil.example", 403), ("null", 403), (sandbox.url, 201)):
+        async with sandbox.session.post(
+            f"{sandbox.url}/sandbox/demo", json={}, headers={"Origin": origin}
+        ) as response:
+            assert response.status == status, origin
+    assert len(sandbox.submissions) == len(DEMO_PROPOSALS)
+
+
+async def test_no_page_response_carries_the_agent_token(sandbox: Sandbox) -> None:
+    token = sandbox.secrets.agent_token
+    assert page_endpoints() == {"/sandbox/state", "/sandbox/demo", *PAGE_POSTS}
+    seen: list[str] = []
+
+    async def fetch(method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        async with sandbox.session.request(method, f"{sandbox.url}{path}", json=body) as r:
+            seen.append(await r.text())
+            seen.append(json.dumps(dict(r.headers)))
+            return json.loads(seen[-2]) if r.content_type == "application/json" else None
+
+    for path in ("/", "/static/app.js", "/static/app.css", "/static/index.html"):
+        await fetch("GET", path)
+    made = {p["label"]: p for p in (await fetch("POST", "/sandbox/demo", {}))["proposals"]}
+    message = await message_of(sandbox, FINANCE, made["needs approval"]["title"])
+    await fetch(
+        "POST",
+        "/sandbox/click",
+        {
+            "user": REJECTER,
+            "channel": FINANCE,
+            "ts": message["ts"],
+            "block_index": button_at(message, "reject"),
+            "action_id": "reject",
+        },
+    )
+    [opened] = await eventually(lambda: _views(sandbox, REJECTER))
+    reason = {"reason": {"reason": "no"}}
+    await fetch(
+        "POST", "/sandbox/submit", {"user": REJECTER, "view_id": opened["id"], "values": reason}
+    )
+    await fetch("POST", "/sandbox/cancel", {"user": REJECTER, "view_id": opened["id"]})
+    await fetch("POST", "/sandbox/home", {"user": APPROVER})
+    for person in PEOPLE:
+        view = await fetch("GET", f"/sandbox/state?user={person.id}")
+
+    assert all(token not in text for text in seen)
+    agent = view["agent"]
+    assert "Authorization: Bearer $COUNTERSIGN_TOKEN" in agent["curl"]
+    assert agent["token_variable"] == "COUNTERSIGN_TOKEN"
+    assert token in sandbox.banner()
+
+
+async def _views(sandbox: Sandbox, user: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = (await state(sandbox, user))["views"]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("served", "host", "allowed"),
+    [
+        ("http://127.0.0.1:8800", "127.0.0.1:8800", True),
+        ("http://127.0.0.1:8800", "localhost:8800", False),
+        ("http://localhost:8800", "localhost:8800", True),
+        ("http://localhost:8800", "127.0.0.1:8800", False),
+        ("http://[::1]:8800", "[::1]:8800", True),
+        ("http://127.0.0.1:80", "127.0.0.1", True),
+        ("http://0.0.0.0:8800", "192.168.1.20:8800", True),
+        ("http://0.0.0.0:8800", "[fe80::1]:8800", True),
+        ("http://0.0.0.0:8800", "192.168.1.20:8801", False),
+        ("http://0.0.0.0:8800", "rebound.example:8800", False),
+        ("http://0.0.0.0:8800", "", False),
+    ],
+)
+async def test_the_host_must_be_the_address_the_sandbox_was_started_on(
+    served: str, host: str, allowed: bool
+) -> None:
+    app = web.Application(middlewares=[own_origin_only(served)])
+
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(text="page")
+
+    app.router.add_get("/", page)
+    async with (
+        TestServer(app, host="127.0.0.1") as server,
+        aiohttp.ClientSession() as http,
+        http.get(server.make_url("/"), headers={"Host": host}) as response,
+    ):
+        assert (response.status == 200) is allowed
 
 
 # --- the forwarder on its own: what reaches the request URL ---------------------------------------

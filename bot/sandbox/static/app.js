@@ -382,7 +382,7 @@ const STATUS_CLASS = {
 function drawAgent() {
   const agent = ui.state.agent;
   $("api-url").textContent = agent.api_url;
-  $("api-token").textContent = agent.token;
+  $("token-variable").textContent = agent.token_variable;
   $("curl").textContent = agent.curl;
   $("proposals").innerHTML = agent.proposals.length ? agent.proposals.map((p) => `<li>
       <span class="status ${STATUS_CLASS[p.status] || ""}">${esc(p.status.replace("_", " "))}</span>

@@ -1,0 +1,115 @@
+"""Block Kit for "Show full": a read-only modal with everything an approver decides on, uncut.
+
+Pure, like bot/render.py. A message whose texts had to be clipped to Block Kit's limits says so
+and offers Show full; this modal then shows the preview, every frozen argument (the values that
+execution will use) and the agent's explanation in full, split across as many blocks as they
+need, with the binding hash that an approval is bound to. Values are ``plain_text`` made inert
+(bot/render_inert.py), so they show character for character, except that line breaks and
+invisible characters are shown by visible marks. The modal has no submit button.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from bot.render import (
+    MODAL_TITLE_MAX,
+    RISK_LABELS,
+    Blocks,
+    _code,
+    _mention,
+    _plain,
+    _section,
+    escape,
+)
+from bot.render_inert import inert, inert_plain
+from store.base import Proposal
+
+__all__ = ["FULL_BLOCKS_MAX", "full_view", "full_views"]
+
+#: Slack's limit of blocks in a modal.
+FULL_BLOCKS_MAX: Final = 100
+#: Characters of plain text per section (Slack allows 3000).
+_CHUNK: Final = 3000
+
+
+def full_view(proposal: Proposal) -> dict[str, Any]:
+    """The modal for one proposal."""
+    return full_views([proposal], title="Full proposal")
+
+
+def full_views(proposals: Sequence[Proposal], *, title: str = "Full proposals") -> dict[str, Any]:
+    """The modal for several proposals (a digest's items), one after another. Should they not
+    fit in one modal, the last block says which are left out and where to see them."""
+    blocks: Blocks = []
+    for number, proposal in enumerate(proposals, 1):
+        part = _proposal_blocks(proposal, number if len(proposals) > 1 else None)
+        if len(blocks) + len(part) > FULL_BLOCKS_MAX - 1:
+            left = [p.id for p in proposals[number - 1 :]]
+            blocks.append(
+                _section(
+                    f"*{len(left)} more proposals do not fit here.* See each with "
+                    f"`/countersign show <id>`: {', '.join(_code(i, 60) for i in left[:20])}"
+                )
+            )
+            break
+        blocks += part
+    return {
+        "type": "modal",
+        "callback_id": "show_full",
+        "title": _plain(title, MODAL_TITLE_MAX),
+        "close": _plain("Close", MODAL_TITLE_MAX),
+        "blocks": blocks[:FULL_BLOCKS_MAX],
+    }
+
+
+def _proposal_blocks(proposal: Proposal, number: int | None) -> Blocks:
+    # A proposal that alone exceeds the modal is cut, and says so; ours come first.
+    heading = f"*{number}.* " if number is not None else ""
+    ours: Blocks = [
+        _section(
+            f"{heading}Operation {_code(proposal.operation, 200)} · id {_code(proposal.id, 60)} · "
+            f"{RISK_LABELS[proposal.risk]}\n"
+            f"Agent *{escape(proposal.agent)}* for {_mention(proposal.requested_by)}\n"
+            f"*Binding hash* (what an approval is bound to) {_code(proposal.binding_hash, 80)}"
+        )
+    ]
+    values: Blocks = [_label("Title (the operation's preview)"), *_chunks(proposal.preview.title)]
+    for field in proposal.preview.fields:
+        values += [_label(f"Preview: {field.label}"), *_chunks(field.value)]
+    for name, value in proposal.arguments.items():
+        shown = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        values += [_label(f"Frozen argument {name}"), *_chunks(shown)]
+    if proposal.agent_reason:
+        values += [_label("The agent's explanation (unverified)"), *_chunks(proposal.agent_reason)]
+    room = FULL_BLOCKS_MAX - 1 - len(ours) - 1
+    if len(values) > room:
+        values = [
+            *values[: room - 1],
+            _section(
+                "*Too long for one modal*: the rest is left out here. The binding hash above "
+                "covers every argument."
+            ),
+        ]
+    return [*ours, *values, {"type": "divider"}]
+
+
+def _label(text: str) -> dict[str, Any]:
+    return {
+        "type": "context",
+        "elements": [{"type": "mrkdwn", "text": f"*{inert(text)[:2900]}*", "verbatim": True}],
+    }
+
+
+def _chunks(value: str) -> Blocks:
+    """``value`` in full, as plain text sections of at most 3000 characters."""
+    shown = inert_plain(value) or " "
+    return [
+        {
+            "type": "section",
+            "text": {"type": "plain_text", "text": shown[start : start + _CHUNK], "emoji": False},
+        }
+        for start in range(0, len(shown), _CHUNK)
+    ]
