@@ -24,7 +24,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contracts.durations import parse_duration
+from contracts.durations import format_duration, parse_duration
 
 __all__ = ["MIN_ANCHOR_EVERY", "MIN_KEY_LENGTH", "AnchorSettings", "AuditSection", "load_audit"]
 
@@ -60,6 +60,18 @@ class AnchorSettings:
         """Where an anchor is written, as a person reads it."""
         places = [] if self.file is None else [f"file {self.file}"]
         return places + ([] if self.channel is None else [f"Slack channel {self.channel}"])
+
+    def summary(self) -> str:
+        """One line for ``check-config``."""
+        if not self.destinations:
+            return "none (the hash chain alone; see docs/audit.md)"
+        signed = "unsigned" if self.key_env is None else f"signed with ${self.key_env}"
+        when = (
+            "by `countersign audit anchor` only"
+            if self.every is None
+            else f"every {format_duration(self.every)} by serve"
+        )
+        return f"to {' and '.join(self.destinations)}, {signed}, {when}"
 
 
 def load_audit(

@@ -175,6 +175,7 @@ def _check_config(settings: Settings) -> int:
     print(f"  agents: {', '.join(settings.agents) or 'none'}")
     print(f"  roles: {', '.join(_role_summary(r, m) for r, m in settings.roles.items()) or 'none'}")
     print(f"  policy rules: {len(settings.policy.rules)} (no match denies)")
+    print(f"  audit anchors: {settings.audit.summary()}")
     missing = settings.slack.missing()
     for problem in missing:
         print(f"  note: {problem}")

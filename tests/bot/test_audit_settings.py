@@ -24,6 +24,7 @@ def test_without_the_section_nothing_is_anchored(tmp_path: Path) -> None:
 
     assert settings.audit.destinations == []
     assert (settings.audit.key, settings.audit.every) == (None, None)
+    assert settings.audit.summary() == "none (the hash chain alone; see docs/audit.md)"
 
 
 def test_a_valid_section_names_the_destinations_the_key_and_the_period(tmp_path: Path) -> None:
@@ -42,6 +43,10 @@ def test_a_valid_section_names_the_destinations_the_key_and_the_period(tmp_path:
     assert anchoring.key == KEY.encode()
     assert anchoring.every == timedelta(hours=1)
     assert KEY not in repr(anchoring)
+    assert anchoring.summary() == (
+        "to file /anchors/countersign.jsonl and Slack channel C0AUDIT, signed with $ANCHOR_KEY, "
+        "every 1h by serve"
+    )
 
 
 def test_every_problem_is_named_with_its_key(tmp_path: Path) -> None:

@@ -59,6 +59,7 @@ def test_check_config_on_a_valid_file_prints_a_summary(
     assert "  agents: support-bot, ops-bot" in lines
     assert "  roles: finance (3 people, 1 user group), support (1 person)" in lines
     assert "  policy rules: 4 (no match denies)" in lines
+    assert "  audit anchors: none (the hash chain alone; see docs/audit.md)" in lines
     # the Slack secrets are not needed to check a file, but their absence is noted
     notes = [line for line in lines if line.startswith("  note: ")]
     assert [note.split()[1] for note in notes] == list(SLACK_SECRETS)
