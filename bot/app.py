@@ -15,6 +15,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from bot.admission import Admission
 from bot.anchoring import Anchorer, anchor_forever
 from bot.callbacks import CallbackSender
+from bot.delegations import DELEGATIONS, Delegations
 from bot.digest_outbox import DigestOutbox
 from bot.digests import DigestService
 from bot.directory import SlackDirectory
@@ -33,6 +34,7 @@ from bot.review import Reviews
 from bot.service import Service
 from bot.settings import Settings
 from bot.slack import BOLT, SIGNING_SECRET, build_bolt, slack_events
+from bot.slack_delegations import register_delegation_listeners
 from bot.slack_digests import register_digest_listeners
 from bot.slack_escalations import register_escalation_listeners
 from bot.slack_standing import register_standing_listeners
@@ -148,9 +150,13 @@ def build_app(
     )
     register_digest_listeners(bolt, DigestService(service, clock), clicks)
     register_escalation_listeners(bolt, escalations, clicks)
-    home = HomeTab(service, escalations, clock)
+    delegations = Delegations(service, clock)
+    home = HomeTab(service, escalations, clock, delegations)
     register_home_listener(bolt, home)
-    register_slash_command(bolt, SlashCommand(service, home, clock))
+    register_slash_command(bolt, SlashCommand(service, home, clock, delegations))
+    register_delegation_listeners(
+        bolt, delegations=delegations, home=home, service=service, admission=clicks
+    )
     register_standing_listeners(
         bolt,
         service=service,
@@ -160,6 +166,7 @@ def build_app(
         admission=clicks,
     )
     app[ESCALATIONS] = escalations
+    app[DELEGATIONS] = delegations
     app[SERVICE] = service
     app[SUBMISSIONS] = Admission(server.max_in_flight_submissions)
     app[CLICKS] = clicks

@@ -21,6 +21,7 @@ from bot import render_escalation as render
 from bot.directory import SlackDirectory
 from bot.escalation_schemas import EscalationBody
 from bot.publish import SlackPublisher
+from bot.requesters import check_requester
 from bot.service import APP_HOME
 from bot.settings import AgentSettings, Settings
 from bot.waiters import Waiters
@@ -102,6 +103,10 @@ class EscalationService:
                         "the customer (customer_ref); got neither",
                     )
                 ]
+            )
+        if body.requested_by is not None:  # only someone the agent acts for (403 otherwise)
+            await check_requester(
+                agent, body.requested_by, roles=self.settings.roles, directory=self.directory
             )
         if body.callback_url is not None and not agent.allows_callback(body.callback_url):
             raise ContractViolation(

@@ -20,6 +20,7 @@ from typing import Any, Final
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from bot.delegations import Delegations
 from bot.escalations import EscalationService
 from bot.render_home import home_view
 from bot.service import Service
@@ -49,10 +50,12 @@ class HomeTab:
         service: Service,
         escalations: EscalationService,
         clock: Callable[[], datetime],
+        delegations: Delegations | None = None,
     ) -> None:
         self._service = service
         self._escalations = escalations
         self._clock = clock
+        self._delegations = delegations
         self._dirty: set[str] = set()
         self._opened: set[str] = set()  #: who opened their tab since this process started
         self._tasks = BackgroundTasks()
@@ -76,6 +79,7 @@ class HomeTab:
             decisions=await store.decisions_by(user, limit=10),
             now=self._clock(),
             notice=notice,
+            delegations=await self._delegations.active_of(user) if self._delegations else (),
         )
         try:
             await self._service.publisher.client.views_publish(user_id=user, view=view)

@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
+from bot.delegations import DelegationTokenRefused
+from bot.requesters import RequesterRefused
 from contracts.base import ContractViolation, FieldProblem
 from store.base import IdempotencyConflict, ProposalNotFound, StoreUnavailable
 from store.escalations import EscalationConflict, EscalationNotFound
@@ -88,6 +90,20 @@ def _translate(error: Exception) -> Problem | None:
             problems=[
                 FieldProblem(field="Idempotency-Key", message="already used with a different body")
             ],
+        )
+    if isinstance(error, DelegationTokenRefused):
+        return Problem(
+            401,
+            "Unauthorized",
+            str(error),
+            headers={"WWW-Authenticate": 'Bearer realm="countersign", error="invalid_token"'},
+        )
+    if isinstance(error, RequesterRefused):
+        return Problem(
+            403,
+            "Not allowed to act for this person",
+            f"nothing was stored: {error.message}",
+            problems=[FieldProblem(field=error.field, message=error.message)],
         )
     if isinstance(error, EscalationNotFound):
         return Problem(404, "Not found", "no escalation with that id")

@@ -42,10 +42,12 @@ from bot.render import (
     escape,
     is_clipped,
 )
+from bot.render_delegations import delegation_list_blocks
 from bot.render_escalation import HAND_BACK, RESOLVE
 from bot.render_inert import inert
 from store.approvals import counted
 from store.base import AuditEntry, Proposal
+from store.delegations import Delegation
 from store.escalations import Escalation
 
 __all__ = [
@@ -73,14 +75,18 @@ def home_view(
     decisions: Sequence[Proposal],
     now: datetime,
     notice: str | None = None,
+    delegations: Sequence[Delegation] = (),
 ) -> dict[str, Any]:
     """The Home tab: a notice (the answer to a click made here), what waits for the person,
-    the escalations they own, and their recent decisions."""
+    the escalations they own, the agents acting for them (delegations, with Revoke) and their
+    recent decisions."""
     blocks: Blocks = []
     if notice:
         blocks += [_section(clip(notice, SECTION_MAX)), {"type": "divider"}]
     blocks += [_header("Waiting for your decision"), *waiting_blocks(waiting, now=now)]
     blocks += [_header("Escalations you own"), *_owned_blocks(owned)]
+    if delegations:
+        blocks += [_header("Agents acting for you"), *delegation_list_blocks(delegations, now=now)]
     blocks += [_header("Your recent decisions"), *_decision_blocks(decisions)]
     return {"type": "home", "blocks": blocks[:HOME_BLOCKS_MAX]}
 
@@ -273,6 +279,9 @@ def help_blocks() -> Blocks:
             "soonest expiry\n"
             "• `/countersign show <id>`: a proposal's preview, status and audit trail\n"
             "• `/countersign standing`: the active standing rules, to revoke (admins only)\n"
+            "• `/countersign delegate <agent> [for 8h]`: let an agent act for you for a while "
+            "(a token shown once); `/countersign delegations` lists them, "
+            "`/countersign revoke-delegation <id>` revokes one\n"
             "• `/countersign help`: this help\n"
             "Your Home tab in the Countersign app shows the same list, your escalations and "
             "your recent decisions."

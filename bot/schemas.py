@@ -25,8 +25,9 @@ class SubmitBody(BaseModel):
 
     operation: str = Field(min_length=1, max_length=200)
     request: dict[str, JsonValue]
-    #: Slack user id of the human accountable for this agent run
-    requested_by: str = Field(pattern=SLACK_USER_ID)
+    #: Slack user id of the human accountable for this agent run: one the agent may act for
+    #: (its acts_for); with a delegation token, its person (and then it may be left out)
+    requested_by: str | None = Field(default=None, pattern=SLACK_USER_ID)
     run_id: str | None = Field(default=None, min_length=1, max_length=200)
     #: the agent's explanation, shown in Slack labelled as the agent's words
     reason: str | None = Field(default=None, max_length=2000)

@@ -22,6 +22,7 @@ from bot.directory import SlackDirectory
 from bot.execution import Executor
 from bot.lineage import editors_of
 from bot.publish import SlackPublisher
+from bot.requesters import verified_requester
 from bot.schemas import SubmitBody
 from bot.settings import AgentSettings, Settings
 from bot.waiters import Waiters
@@ -51,6 +52,7 @@ from store.base import (
     Transitioned,
     TransitionResult,
 )
+from store.delegations import Delegation
 from store.lifecycle import Status
 
 __all__ = ["APP_HOME", "Service", "Submitted", "new_proposal_id"]
@@ -103,12 +105,29 @@ class Service:
     # --- submission ---------------------------------------------------------------------------
 
     async def submit(
-        self, agent: AgentSettings, body: SubmitBody, idempotency_key: str | None
+        self,
+        agent: AgentSettings,
+        body: SubmitBody,
+        idempotency_key: str | None,
+        *,
+        delegation: Delegation | None = None,
     ) -> Submitted:
         """Validate, resolve, classify and store one proposal; run it at once if policy says auto.
 
+        Who asked is verified first (bot/requesters.py): ``requested_by`` must be someone the
+        agent acts for, or the person of the ``delegation`` the agent's call came with; else
+        RequesterRefused, and nothing is stored or posted.
+
         Raises ContractViolation (nothing stored) or IdempotencyConflict.
         """
+        requested_by = await verified_requester(
+            agent,
+            body.requested_by,
+            delegation,
+            roles=self.settings.roles,
+            directory=self.directory,
+        )
+        body = body.model_copy(update={"requested_by": requested_by})  # its fingerprint too
         registry = self.settings.registry
         try:
             operation = registry.get(body.operation)
@@ -141,7 +160,7 @@ class Service:
             operation,
             await operation.resolve(request, ctx),
             agent=agent.name,
-            requested_by=body.requested_by,
+            requested_by=requested_by,
             request=body_json["request"],
             submission_key=key,
             fingerprint=fingerprint,
@@ -155,6 +174,10 @@ class Service:
             if proposal.submission_fingerprint != fingerprint:
                 raise _conflict(proposal, derived=idempotency_key is None)
             return Submitted(proposal, created=False)
+        if delegation is not None:  # audited once per proposal, on the proposal
+            await self.store.delegations().record_delegated_submission(
+                delegation.id, proposal_id=proposal.id, agent=agent.name, now=now
+            )
         self._changed(proposal)
         if proposal.status is Status.EXECUTING:
             proposal = await self._execute(proposal)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bot.audit_settings import AnchorSettings, AuditSection, load_audit
+from bot.delegation_settings import DelegationSettings
 from bot.digest_settings import DigestSettings
 from bot.escalation_settings import EscalationSection, load_escalation
 from contracts.base import Operation
@@ -28,6 +29,7 @@ from contracts.reminders import DEFAULT_REMIND_AT, RemindAt, parse_remind_at
 
 __all__ = [
     "DEFAULT_CONFIG_PATH",
+    "ROLE_PREFIX",
     "AgentSettings",
     "ApprovalSettings",
     "ConfigError",
@@ -40,6 +42,8 @@ __all__ = [
 ]
 
 DEFAULT_CONFIG_PATH = Path("countersign.toml")
+#: How an agent's acts_for names a role: "role:finance".
+ROLE_PREFIX = "role:"
 SLACK_API_DEFAULT = "https://slack.com/api/"
 
 
@@ -114,6 +118,11 @@ class _AgentSection(_Section):
     token_env: str = Field(min_length=1)
     #: Slack user ids of the people who own the agent: they can never approve its proposals
     owners: tuple[str, ...] = ()
+    #: whom the agent may name as requested_by: Slack user ids (U.../W...), user group ids
+    #: (S...) and roles ("role:NAME"); empty: its owners only
+    acts_for: tuple[str, ...] = ()
+    #: people may let the agent act for them from Slack (/countersign delegate)
+    delegation: bool = False
     callback_secret_env: str | None = None
     callback_url_prefixes: tuple[str, ...] = ()
 
@@ -125,6 +134,7 @@ class _FileModel(_Section):
     escalation: EscalationSection = EscalationSection()
     audit: AuditSection = AuditSection()
     slack: DigestSettings = DigestSettings()
+    delegation: DelegationSettings = DelegationSettings()
     roles: dict[str, tuple[str, ...]] = {}
     agents: dict[str, _AgentSection] = {}
     operations: dict[str, dict[str, Any]] = {}
@@ -140,6 +150,11 @@ class AgentSettings:
     callback_url_prefixes: tuple[str, ...] = ()
     #: the agent's owners: part of the chain behind its proposals, so never approvers
     owners: tuple[str, ...] = ()
+    #: whom it may name as requested_by: user ids, user group ids (S...) and "role:NAME";
+    #: empty: its owners only (bot/requesters.py)
+    acts_for: tuple[str, ...] = ()
+    #: people may let it act for them from Slack (/countersign delegate)
+    delegation: bool = False
 
     def allows_callback(self, url: str) -> bool:
         return not self.callback_url_prefixes or any(
@@ -186,6 +201,8 @@ class Settings:
     escalation: EscalationPolicy = field(default_factory=EscalationPolicy)
     #: the [slack] section: digests of similar proposals (bot/digest_settings.py)
     digests: DigestSettings = field(default_factory=DigestSettings)
+    #: the [delegation] section: how long delegations from Slack last
+    delegation: DelegationSettings = field(default_factory=DelegationSettings)
     #: the [audit] section: where the audit chain's head is anchored (bot/audit_settings.py)
     audit: AnchorSettings = field(default_factory=AnchorSettings)
     _agents_by_token: Mapping[str, AgentSettings] = field(default_factory=dict, repr=False)
@@ -267,6 +284,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
         approvals=model.approvals,
         escalation=escalation,
         digests=model.slack,
+        delegation=model.delegation,
         audit=audit,
         slack=slack_settings(env),
         roles=roles,
@@ -331,12 +349,53 @@ def _load_agents(
                 f"{path}: agents.{name}.owners: {bad!r} are not Slack user ids (expected U... "
                 "or W...)"
             )
+        _check_acts_for(path, name, section, model.roles.keys(), problems)
         agent = AgentSettings(
-            name, token, secret, section.callback_url_prefixes, tuple(section.owners)
+            name,
+            token,
+            secret,
+            section.callback_url_prefixes,
+            tuple(section.owners),
+            acts_for=tuple(section.acts_for),
+            delegation=section.delegation,
         )
         agents[name] = agent
         by_token[token] = agent
     return agents, by_token
+
+
+def _check_acts_for(
+    path: Path,
+    name: str,
+    section: _AgentSection,
+    roles: Collection[str],
+    problems: list[str],
+) -> None:
+    """Whom the agent may name as requested_by: people, user groups or existing roles; an agent
+    naming nobody (no acts_for, no owners) is refused with what to add."""
+    where = f"{path}: agents.{name}"
+    for entry in section.acts_for:
+        if entry.startswith(ROLE_PREFIX):
+            role = entry.removeprefix(ROLE_PREFIX)
+            if role not in roles:
+                known = ", ".join(sorted(roles)) or "none are configured"
+                problems.append(
+                    f"{where}.acts_for: {entry!r} names role {role!r}, which is not in [roles] "
+                    f"(roles: {known})"
+                )
+        elif not (_looks_like_user_id(entry) or is_user_group(entry)):
+            problems.append(
+                f"{where}.acts_for: {entry!r} is not a Slack user id (U... or W...), a user "
+                "group id (S...) or a role written 'role:NAME'"
+            )
+    if not section.acts_for and not section.owners and not section.delegation:
+        problems.append(
+            f"{where}: says nobody it may act for, so every proposal it sends would be refused. "
+            "Add acts_for = [\"U...\"] with the Slack user ids, user group ids (S...) or roles "
+            "(\"role:NAME\") it may name as requested_by (or owners = [\"U...\"]: an agent "
+            "without acts_for may name only its owners), or delegation = true to let people "
+            "delegate to it from Slack"
+        )
 
 
 def _load_operations(
@@ -387,6 +446,7 @@ def _keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
         "store": StoreSettings,
         "escalation": EscalationSection,
         "slack": DigestSettings,
+        "delegation": DelegationSettings,
         "audit": AuditSection,
     }
     if not parent:

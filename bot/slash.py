@@ -21,6 +21,7 @@ from typing import Any, Final
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
+from bot.delegations import Delegations
 from bot.home import HomeTab
 from bot.render import FALLBACK_MAX, escape
 from bot.render_home import help_blocks, proposal_detail_blocks, waiting_blocks
@@ -42,10 +43,17 @@ Answer = tuple[str, list[dict[str, Any]]]
 
 
 class SlashCommand:
-    def __init__(self, service: Service, home: HomeTab, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        service: Service,
+        home: HomeTab,
+        clock: Callable[[], datetime],
+        delegations: Delegations | None = None,
+    ) -> None:
         self._service = service
         self._home = home
         self._clock = clock
+        self._delegations = delegations or Delegations(service, clock)
 
     async def answer(self, user: str, text: str) -> Answer:
         """The fallback text and the blocks of the answer to ``/countersign text``."""
@@ -63,9 +71,17 @@ class SlashCommand:
             return _plain("Say which proposal: `/countersign show <id>`.")
         if verb == "standing":  # the active standing rules, each with Revoke (admins only)
             return await StandingAdmin(self._service, self._clock).listing(user)
+        if verb == "delegate":  # a token for an agent to act for this person, shown once
+            return await self._delegations.delegate(user, rest)
+        if verb == "delegations":
+            return await self._delegations.listing(user)
+        if verb == "revoke-delegation" and rest.strip():
+            return _plain(await self._delegations.revoke(user, rest.strip().split()[0]))
+        if verb == "revoke-delegation":
+            return _plain("Say which: `/countersign revoke-delegation <id>` (see `delegations`).")
         return _plain(
             f"`{escape(verb[:40])}` is not a /countersign command. "
-            "Try `list`, `show <id>`, `standing` or `help`."
+            "Try `list`, `show <id>`, `standing`, `delegate <agent>`, `delegations` or `help`."
         )
 
     async def _show(self, user: str, proposal_id: str) -> Answer:

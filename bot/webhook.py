@@ -9,6 +9,7 @@ from aiohttp import web
 
 from bot.admission import Admission
 from bot.agent_requests import MAX_BODY, busy, idempotency_key, read_body
+from bot.delegations import DELEGATIONS, is_delegation_token
 from bot.openapi import openapi_document
 from bot.problems import Problem
 from bot.schemas import ProposalOut, SubmitBody
@@ -16,6 +17,7 @@ from bot.service import Service
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
 from store.base import Proposal, ProposalNotFound
+from store.delegations import Delegation
 from store.lifecycle import Status
 
 __all__ = ["SERVICE", "SUBMISSIONS", "agent_routes"]
@@ -55,18 +57,29 @@ def _agent(request: web.Request) -> AgentSettings:
     return agent
 
 
+async def _caller(request: web.Request) -> tuple[AgentSettings, Delegation | None]:
+    """The agent, from its own token or from a delegation token (bot/delegations.py), which also
+    names the person it acts for; an expired or revoked delegation is refused (401)."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and is_delegation_token(token.strip()):
+        return await request.app[DELEGATIONS].authenticate(token.strip())
+    return _agent(request), None
+
+
 async def submit(request: web.Request) -> web.Response:
-    agent = _agent(request)
+    agent, delegation = await _caller(request)
     with request.app[SUBMISSIONS].slot() as admitted:
         if not admitted:
             raise busy()
-        return await _submit(request, agent)
+        return await _submit(request, agent, delegation)
 
 
-async def _submit(request: web.Request, agent: AgentSettings) -> web.Response:
+async def _submit(
+    request: web.Request, agent: AgentSettings, delegation: Delegation | None
+) -> web.Response:
     body = await read_body(request, SubmitBody, noun="proposal")
     key = idempotency_key(request)
-    submitted = await request.app[SERVICE].submit(agent, body, key)
+    submitted = await request.app[SERVICE].submit(agent, body, key, delegation=delegation)
     status = 201 if submitted.created else 200
     headers = {"Location": f"/v1/proposals/{submitted.proposal.id}"}
     if not submitted.created:
@@ -75,7 +88,7 @@ async def _submit(request: web.Request, agent: AgentSettings) -> web.Response:
 
 
 async def read(request: web.Request) -> web.Response:
-    agent = _agent(request)
+    agent, _ = await _caller(request)
     service = request.app[SERVICE]
     wait = _wait_seconds(request, service.settings.server.long_poll_max_seconds)
     proposal = await _own(service, agent, request.match_info["id"])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from bot.bench.load import at_rate, back_to_back
 from bot.bench.report import Measurement
-from bot.bench.stage import APPROVER, Stage
+from bot.bench.stage import APPROVER, CLICK_REQUESTERS, Stage
 from bot.digest_outbox import shown_in
 
 __all__ = [
@@ -66,6 +66,10 @@ class Clicks:
 async def prepare_clicks(stage: Stage, count: int, steady: int) -> Clicks:
     """Submit ``count + steady`` proposals, wait until they are posted, build their clicks."""
     total = count + steady
+    if total > CLICK_REQUESTERS:
+        raise ValueError(
+            f"{total} click proposals: at most {CLICK_REQUESTERS} (each needs its own requester)"
+        )
     await back_to_back(lambda n: stage.submit("click"), clients=AGENTS, duration=3600, limit=total)
     messages = await stage.wait_posted("click", total, timeout=120)
     if len(messages) < total:

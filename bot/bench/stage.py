@@ -30,6 +30,10 @@ AGENT = "bench-agent"
 OPERATION = "bench.deploy"
 REQUESTER = "U0BENCHREQUESTER"  #: the accountable human of every benchmark proposal
 APPROVER = "U0BENCHAPPROVER"  #: holds the approvers role
+#: The user group of the click proposals' requesters, whom the agent may act for (acts_for).
+REQUESTERS_GROUP = "S0BENCHREQUESTERS"
+#: Click proposals take their requesters from this many people, in turn.
+CLICK_REQUESTERS = 5000
 #: the Slack channel each lane's proposals are posted to (the auto lane is never posted)
 CHANNELS = {"ingest": "C0BENCHINGEST", "click": "C0BENCHCLICKS", "burst": "C0BENCHBURST"}
 TOKEN_ENV = "COUNTERSIGN_BENCH_AGENT_TOKEN"
@@ -68,6 +72,7 @@ def config_text(store_url: str, target_url: str) -> str:
 
         [agents.{AGENT}]
         token_env = "{TOKEN_ENV}"
+        acts_for = ["{REQUESTER}", "{REQUESTERS_GROUP}"]
 
         [operations."{OPERATION}"]
         kind = "webhook"
@@ -205,9 +210,10 @@ class Stage:
 
 def _requester(lane: str, n: int) -> str:
     """The accountable human: one for every proposal of a lane, except that each click proposal
-    has its own, so that each gets its own message (similar proposals due together share a
-    digest) and the clicks scenario clicks one Approve per proposal."""
-    return f"U0BENCHCLICK{n}" if lane == "click" else REQUESTER
+    has its own (of CLICK_REQUESTERS, members of REQUESTERS_GROUP, in turn), so that each gets
+    its own message (similar proposals due together share a digest) and the clicks scenario
+    clicks one Approve per proposal."""
+    return f"U0BENCHCLICK{n % CLICK_REQUESTERS}" if lane == "click" else REQUESTER
 
 
 def _button(message: StoredMessage, action_id: str) -> dict[str, Any]:
@@ -249,6 +255,8 @@ async def running_stage(
                 **(extra_env or {}),
             }
             env.pop("SLACK_APP_TOKEN", None)  # HTTP, not Socket Mode
+            people = [_requester("click", n) for n in range(CLICK_REQUESTERS)]
+            slack.set_usergroup(REQUESTERS_GROUP, people)
             stage = Stage(slack, target, target_url, http, token, signing_secret, env, work)
             stage.server = await stage.countersign("countersign", store_url)
             try:

@@ -31,9 +31,11 @@ finance = ["U0FINANCE1", "W0FINANCE2"]
 AGENTS = """
 [agents.support-bot]
 token_env = "SUPPORT_TOKEN"
+acts_for = ["U0FINANCE1"]
 
 [agents.ops-bot]
 token_env = "OPS_TOKEN"
+acts_for = ["U0FINANCE1"]
 callback_url_prefixes = ["https://agents.example.com/", "http://127.0.0.1:9000/"]
 """
 OPERATIONS = """
@@ -226,6 +228,7 @@ def test_callback_secret_comes_from_its_own_variable_when_named(tmp_path: Path) 
     agents = """
     [agents.support-bot]
     token_env = "SUPPORT_TOKEN"
+    acts_for = ["U0FINANCE1"]
     callback_secret_env = "SUPPORT_CALLBACK_SECRET"
     """
     path = write(tmp_path, *valid_sections(agents=agents, policy=""))
@@ -290,8 +293,8 @@ def test_unknown_top_level_key_lists_the_known_ones(tmp_path: Path) -> None:
 
     assert problem == (
         f"{path}: polcy: unknown key "
-        "(expected one of: server, store, approvals, escalation, audit, slack, roles, agents, "
-        "operations, policy)"
+        "(expected one of: server, store, approvals, escalation, audit, slack, delegation, roles, "
+        "agents, operations, policy)"
     )
 
 
@@ -312,13 +315,15 @@ def test_unknown_agent_key_lists_the_agent_keys(tmp_path: Path) -> None:
     agents = """
     [agents.support-bot]
     token_env = "SUPPORT_TOKEN"
+    acts_for = ["U0FINANCE1"]
     callback_prefixes = ["https://a.example.com/"]
     """
     path = write(tmp_path, *valid_sections(agents=agents, policy=""))
 
     assert only_problem(path) == (
         f"{path}: agents.support-bot.callback_prefixes: unknown key "
-        "(expected one of: token_env, owners, callback_secret_env, callback_url_prefixes)"
+        "(expected one of: token_env, owners, acts_for, delegation, callback_secret_env, "
+        "callback_url_prefixes)"
     )
 
 
@@ -387,6 +392,7 @@ def test_callback_secret_variable_not_set_is_named(tmp_path: Path) -> None:
     agents = """
     [agents.support-bot]
     token_env = "SUPPORT_TOKEN"
+    acts_for = ["U0FINANCE1"]
     callback_secret_env = "SUPPORT_CALLBACK_SECRET"
     """
     path = write(tmp_path, *valid_sections(agents=agents, policy=""))

@@ -117,9 +117,17 @@ def _with_agent_settings(text: str, agent_settings: Mapping[str, Mapping[str, An
         header = f"[agents.{name}]\n"
         if header not in text:
             raise ValueError(f"agent_settings: no agent {name!r} in the e2e configuration")
-        # JSON strings and arrays of strings are valid TOML values
-        lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in options.items())
-        text = text.replace(header, header + lines, 1)
+        start = text.index(header) + len(header)
+        end = text.find("\n[", start)
+        end = len(text) if end == -1 else end
+        table = text[start:end].split("\n")
+        for key, value in options.items():
+            # JSON strings, booleans and arrays of strings are valid TOML values; a key the
+            # base configuration sets already (acts_for) is replaced
+            table = [f"{key} = {json.dumps(value)}"] + [
+                line for line in table if not line.startswith(f"{key} = ")
+            ]
+        text = text[:start] + "\n".join(table) + text[end:]
     return text
 
 
@@ -138,9 +146,11 @@ def _base_config_text(target_url: str) -> str:
 
         [agents.support-bot]
         token_env = "E2E_AGENT_TOKEN"
+        acts_for = ["{REQUESTER}", "{APPROVER_2}", "{OUTSIDER}"]
 
         [agents.ops-bot]
         token_env = "E2E_OTHER_AGENT_TOKEN"
+        acts_for = ["{REQUESTER}"]
 
         [operations."payments.refund"]
         kind = "refund"
