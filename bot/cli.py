@@ -16,6 +16,7 @@ from bot.app import build_app
 from bot.audit_commands import audit_anchor, audit_verify
 from bot.audit_export import ExportFormat, parse_since, write_export
 from bot.bench import add_bench_arguments, bench_command
+from bot.duty_check import separation_warnings
 from bot.explain import explain
 from bot.review import review_stats_command
 from bot.sandbox import DEFAULT_PORT, run_sandbox
@@ -179,6 +180,8 @@ def _check_config(settings: Settings) -> int:
     missing = settings.slack.missing()
     for problem in missing:
         print(f"  note: {problem}")
+    for warning in separation_warnings(settings):
+        print(f"  warning: {warning}")
     return 0
 
 
