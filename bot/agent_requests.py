@@ -2,11 +2,14 @@
 
 One place for what every agent endpoint that creates something checks, in the same order and
 with the same answers (``bot/webhook.py`` for proposals, ``bot/escalation_api.py`` for
-escalations).
+escalations). The body is received whole, within the agent's ``body_timeout_seconds``, before
+the request takes a submission slot: a sender that dribbles its body holds a connection, never
+a slot, and gets 408 when time is up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TypeVar
 
@@ -16,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from bot.problems import Problem
 from contracts.base import FieldProblem, problems_from_validation_error
 
-__all__ = ["MAX_BODY", "busy", "idempotency_key", "read_body"]
+__all__ = ["MAX_BODY", "busy", "idempotency_key", "parse_body", "receive_body"]
 
 MAX_BODY = 256 * 1024
 
@@ -33,14 +36,36 @@ def busy() -> Problem:
     )
 
 
-async def read_body(request: web.Request, model: type[ModelT], *, noun: str) -> ModelT:
-    """The body as ``model``: 413 past MAX_BODY, 400 for what is not a JSON object, 422 naming
-    each field that does not fit."""
+async def receive_body(request: web.Request, *, timeout: float) -> bytes:
+    """The whole body, received within ``timeout`` seconds: 408 when it takes longer, 413 past
+    MAX_BODY (said at once when Content-Length announces it)."""
     if request.content_length is not None and request.content_length > MAX_BODY:
-        raise Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
-    raw = await request.content.read(MAX_BODY + 1)
-    if len(raw) > MAX_BODY:
-        raise Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
+        raise _too_large()
+    received = bytearray()
+    try:
+        async with asyncio.timeout(timeout):
+            while chunk := await request.content.read(MAX_BODY + 1 - len(received)):
+                received += chunk
+                if len(received) > MAX_BODY:
+                    raise _too_large()
+    except TimeoutError:
+        raise Problem(
+            408,
+            "Request timeout",
+            f"the body did not arrive within {timeout:g} s (got {len(received)} bytes); "
+            "nothing was stored. Send the whole body at once.",
+            headers={"Connection": "close"},
+        ) from None
+    return bytes(received)
+
+
+def _too_large() -> Problem:
+    return Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
+
+
+def parse_body(raw: bytes, model: type[ModelT], *, noun: str) -> ModelT:
+    """The body as ``model``: 400 for what is not a JSON object, 422 naming each field that
+    does not fit."""
     try:
         data = json.loads(raw, parse_constant=_refuse_constant)
     except (ValueError, UnicodeDecodeError) as error:

@@ -29,6 +29,7 @@ from bot.outbox import OutboxWorker, RetryPolicy
 from bot.problems import problem_middleware
 from bot.publish import SlackPublisher, make_web_client
 from bot.quorum import unreachable_quorums
+from bot.quotas import Quotas
 from bot.reminders import Reminders
 from bot.review import Reviews
 from bot.service import Service
@@ -41,7 +42,7 @@ from bot.slack_standing import register_standing_listeners
 from bot.slash import SlashCommand, register_slash_command
 from bot.standing import StandingGrants
 from bot.standing_admin import StandingAdmin
-from bot.webhook import SERVICE, SUBMISSIONS, agent_routes
+from bot.webhook import QUOTAS, SERVICE, SUBMISSIONS, agent_routes
 from store.base import Delivery, Store
 from store.lifecycle import Effect
 
@@ -169,6 +170,7 @@ def build_app(
     app[DELEGATIONS] = delegations
     app[SERVICE] = service
     app[SUBMISSIONS] = Admission(server.max_in_flight_submissions)
+    app[QUOTAS] = Quotas()
     app[CLICKS] = clicks
     app[BOLT] = bolt
     app[SIGNING_SECRET] = settings.slack.signing_secret

@@ -7,12 +7,13 @@ import time
 
 from aiohttp import web
 
-from bot.agent_requests import busy, idempotency_key, read_body
+from bot.agent_requests import busy, idempotency_key, parse_body, receive_body
 from bot.escalation_schemas import EscalationBody, EscalationOut
 from bot.escalations import EscalationService
 from bot.problems import Problem
+from bot.quotas import admit_escalation
 from bot.settings import AgentSettings
-from bot.webhook import SUBMISSIONS, _agent, _wait_seconds
+from bot.webhook import QUOTAS, SUBMISSIONS, _agent, _wait_seconds
 from contracts.base import FieldProblem
 from store.escalations import Escalation, EscalationNotFound, EscalationStatus
 
@@ -33,17 +34,25 @@ def escalation_routes() -> list[web.RouteDef]:
 
 
 async def submit(request: web.Request) -> web.Response:
+    """As for proposals (bot/webhook.py): the agent's rate, its whole body, then a slot."""
     agent = _agent(request)
+    request.app[QUOTAS].admit_submission(agent)
+    raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
     with request.app[SUBMISSIONS].slot() as admitted:
         if not admitted:
             raise busy()
-        return await _submit(request, agent)
+        return await _submit(request, agent, raw)
 
 
-async def _submit(request: web.Request, agent: AgentSettings) -> web.Response:
-    body = await read_body(request, EscalationBody, noun="escalation")
+async def _submit(request: web.Request, agent: AgentSettings, raw: bytes) -> web.Response:
+    body = parse_body(raw, EscalationBody, noun="escalation")
     key = idempotency_key(request)
-    submitted = await request.app[ESCALATIONS].submit(agent, body, key)
+    service = request.app[ESCALATIONS]
+
+    async def admit() -> None:
+        await admit_escalation(service.store, agent)
+
+    submitted = await service.submit(agent, body, key, admit=admit)
     headers = {"Location": f"/v1/escalations/{submitted.escalation.id}"}
     if not submitted.created:
         headers["Idempotent-Replayed"] = "true"
@@ -58,10 +67,13 @@ async def read(request: web.Request) -> web.Response:
     wait = _wait_seconds(request, service.settings.server.long_poll_max_seconds)
     holding = _while_status(request)
     escalation = await _own(service, agent, request.match_info["id"])
-    deadline = time.monotonic() + wait
-    while escalation.status in holding and (remaining := deadline - time.monotonic()) > 0:
-        await service.waiters.wait(escalation.id, min(remaining, _POLL_SLICE))
-        escalation = await service.store.get_escalation(escalation.id)
+    if wait <= 0 or escalation.status not in holding:
+        return _json(escalation)
+    with request.app[QUOTAS].long_poll(agent):  # 429 past the agent's long-polls at once
+        deadline = time.monotonic() + wait
+        while escalation.status in holding and (remaining := deadline - time.monotonic()) > 0:
+            await service.waiters.wait(escalation.id, min(remaining, _POLL_SLICE))
+            escalation = await service.store.get_escalation(escalation.id)
     return _json(escalation)
 
 

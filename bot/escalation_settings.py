@@ -7,6 +7,7 @@ sentiment_threshold = -0.5        # negative_sentiment: latest score at or below
 reserved_topics = ["legal", "safety"]
 confidence_threshold = 0.4        # low_confidence: below this AND a measurable signal agrees
 reannounce_after = "15m"          # unclaimed escalations are announced again after this
+reannounce_max = 3                # ... at most this many times (only the first says @here)
 responders = ["support"]          # roles who may take, hand back and resolve (required)
 routes = [
   { topic = "legal", channel = "C0LEGAL" },
@@ -45,6 +46,7 @@ class EscalationSection(_Section):
     reserved_topics: tuple[str, ...] = ()
     confidence_threshold: float = Field(default=0.5, ge=0, le=1)
     reannounce_after: str = "15m"
+    reannounce_max: int = Field(default=3, ge=0, le=100)
     responders: tuple[str, ...] = ()
     routes: tuple[RouteSection, ...] = ()
 
@@ -92,6 +94,7 @@ def load_escalation(
         reserved_topics=section.reserved_topics,
         confidence_threshold=section.confidence_threshold,
         reannounce_after=reannounce_after,
+        reannounce_max=section.reannounce_max,
         responders=section.responders,
         routes=tuple(routes),
     )

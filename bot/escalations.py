@@ -88,9 +88,17 @@ class EscalationService:
     # --- submission ---------------------------------------------------------------------------
 
     async def submit(
-        self, agent: AgentSettings, body: EscalationBody, idempotency_key: str | None
+        self,
+        agent: AgentSettings,
+        body: EscalationBody,
+        idempotency_key: str | None,
+        *,
+        admit: Callable[[], Awaitable[None]] | None = None,
     ) -> SubmittedEscalation:
         """Check the trigger against the thresholds, route it, store it open and post it.
+
+        ``admit`` runs before a new escalation is stored (not for a replay) and may refuse it by
+        raising (the agent's open-escalations limit, bot/quotas.py).
 
         Raises ContractViolation (nothing stored) or EscalationConflict.
         """
@@ -126,6 +134,8 @@ class EscalationService:
             if earlier.submission_fingerprint != fingerprint:
                 raise _conflict(earlier, derived=idempotency_key is None)
             return SubmittedEscalation(earlier, created=False)
+        if admit is not None:
+            await admit()
 
         policy = self.settings.escalation
         verdict = judge_trigger(body.trigger, policy)
@@ -218,10 +228,14 @@ class EscalationService:
             await self._after(result, user=user, channel=channel, previous_owner=escalation.owner)
 
     async def reannounce_due(self) -> list[Escalation]:
-        """Announce again the escalations nobody took in ``reannounce_after``."""
+        """Announce again the escalations nobody took in ``reannounce_after``, each at most
+        ``reannounce_max`` times (a flood of escalations cannot page the channel forever)."""
         after = self.settings.escalation.reannounce_after
+        most = self.settings.escalation.reannounce_max
         announced: list[Escalation] = []
-        while batch := await self.store.reannounce_due(now=self._clock(), after=after, limit=100):
+        while batch := await self.store.reannounce_due(
+            now=self._clock(), after=after, most=most, limit=100
+        ):
             for escalation in batch:
                 self._changed(escalation, None)
             announced += batch

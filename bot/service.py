@@ -110,6 +110,7 @@ class Service:
         body: SubmitBody,
         idempotency_key: str | None,
         *,
+        admit: Callable[[NewProposal], Awaitable[None]] | None = None,
         delegation: Delegation | None = None,
     ) -> Submitted:
         """Validate, resolve, classify and store one proposal; run it at once if policy says auto.
@@ -117,6 +118,9 @@ class Service:
         Who asked is verified first (bot/requesters.py): ``requested_by`` must be someone the
         agent acts for, or the person of the ``delegation`` the agent's call came with; else
         RequesterRefused, and nothing is stored or posted.
+
+        ``admit`` sees the classified proposal before it is stored (not for a replay) and may
+        refuse it by raising (the agent's pending limit, bot/quotas.py).
 
         Raises ContractViolation (nothing stored) or IdempotencyConflict.
         """
@@ -169,6 +173,8 @@ class Service:
             callback_url=body.callback_url,
             now=now,
         )
+        if admit is not None:
+            await admit(new)
         proposal, created = await self.store.create_proposal(new)
         if not created:
             if proposal.submission_fingerprint != fingerprint:

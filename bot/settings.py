@@ -20,6 +20,7 @@ from bot.audit_settings import AnchorSettings, AuditSection, load_audit
 from bot.delegation_settings import DelegationSettings
 from bot.digest_settings import DigestSettings
 from bot.escalation_settings import EscalationSection, load_escalation
+from bot.limit_settings import AgentLimitsSection, Limits
 from contracts.base import Operation
 from contracts.escalation import EscalationPolicy
 from contracts.operations import refund, webhook
@@ -125,6 +126,8 @@ class _AgentSection(_Section):
     delegation: bool = False
     callback_secret_env: str | None = None
     callback_url_prefixes: tuple[str, ...] = ()
+    #: overrides of the [limits] defaults for this agent (bot/limit_settings.py)
+    limits: AgentLimitsSection | None = None
 
 
 class _FileModel(_Section):
@@ -135,6 +138,7 @@ class _FileModel(_Section):
     audit: AuditSection = AuditSection()
     slack: DigestSettings = DigestSettings()
     delegation: DelegationSettings = DelegationSettings()
+    limits: Limits = Limits()
     roles: dict[str, tuple[str, ...]] = {}
     agents: dict[str, _AgentSection] = {}
     operations: dict[str, dict[str, Any]] = {}
@@ -155,6 +159,8 @@ class AgentSettings:
     acts_for: tuple[str, ...] = ()
     #: people may let it act for them from Slack (/countersign delegate)
     delegation: bool = False
+    #: how much of Countersign it may use: [limits] with its own overrides
+    limits: Limits = field(default_factory=Limits)
 
     def allows_callback(self, url: str) -> bool:
         return not self.callback_url_prefixes or any(
@@ -358,6 +364,7 @@ def _load_agents(
             tuple(section.owners),
             acts_for=tuple(section.acts_for),
             delegation=section.delegation,
+            limits=model.limits.overridden(section.limits),
         )
         agents[name] = agent
         by_token[token] = agent
@@ -446,6 +453,7 @@ def _keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
         "store": StoreSettings,
         "escalation": EscalationSection,
         "slack": DigestSettings,
+        "limits": Limits,
         "delegation": DelegationSettings,
         "audit": AuditSection,
     }
@@ -455,6 +463,8 @@ def _keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(sections[parent[0]].model_fields)
     if len(parent) == 2 and parent[0] == "agents":
         return tuple(_AgentSection.model_fields)
+    if len(parent) == 3 and parent[0] == "agents" and parent[2] == "limits":
+        return tuple(AgentLimitsSection.model_fields)
     return ()
 
 

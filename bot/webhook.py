@@ -8,23 +8,26 @@ import time
 from aiohttp import web
 
 from bot.admission import Admission
-from bot.agent_requests import MAX_BODY, busy, idempotency_key, read_body
+from bot.agent_requests import MAX_BODY, busy, idempotency_key, parse_body, receive_body
 from bot.delegations import DELEGATIONS, is_delegation_token
 from bot.openapi import openapi_document
 from bot.problems import Problem
+from bot.quotas import Quotas, admit_pending
 from bot.schemas import ProposalOut, SubmitBody
 from bot.service import Service
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
-from store.base import Proposal, ProposalNotFound
+from store.base import NewProposal, Proposal, ProposalNotFound
 from store.delegations import Delegation
 from store.lifecycle import Status
 
-__all__ = ["SERVICE", "SUBMISSIONS", "agent_routes"]
+__all__ = ["QUOTAS", "SERVICE", "SUBMISSIONS", "agent_routes"]
 
 SERVICE: web.AppKey[Service] = web.AppKey("service", Service)
 #: bounds the submissions handled at once (bot/admission.py)
 SUBMISSIONS: web.AppKey[Admission] = web.AppKey("submissions", Admission)
+#: each agent's submission rate and long-polls in flight (bot/quotas.py)
+QUOTAS: web.AppKey[Quotas] = web.AppKey("quotas", Quotas)
 
 _UNSETTLED = {Status.PENDING, Status.EXECUTING}
 #: The longest a long-poll waits for a wake-up before it reads the store again.
@@ -67,19 +70,28 @@ async def _caller(request: web.Request) -> tuple[AgentSettings, Delegation | Non
 
 
 async def submit(request: web.Request) -> web.Response:
+    """The agent's rate first, then its whole body (within its deadline), and only then a slot:
+    neither a flood nor a slow sender holds the capacity other agents need."""
     agent, delegation = await _caller(request)
+    request.app[QUOTAS].admit_submission(agent)
+    raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
     with request.app[SUBMISSIONS].slot() as admitted:
         if not admitted:
             raise busy()
-        return await _submit(request, agent, delegation)
+        return await _submit(request, agent, raw, delegation)
 
 
 async def _submit(
-    request: web.Request, agent: AgentSettings, delegation: Delegation | None
+    request: web.Request, agent: AgentSettings, raw: bytes, delegation: Delegation | None
 ) -> web.Response:
-    body = await read_body(request, SubmitBody, noun="proposal")
+    body = parse_body(raw, SubmitBody, noun="proposal")
     key = idempotency_key(request)
-    submitted = await request.app[SERVICE].submit(agent, body, key, delegation=delegation)
+    service = request.app[SERVICE]
+
+    async def admit(new: NewProposal) -> None:
+        await admit_pending(service.store, agent, new)
+
+    submitted = await service.submit(agent, body, key, admit=admit, delegation=delegation)
     status = 201 if submitted.created else 200
     headers = {"Location": f"/v1/proposals/{submitted.proposal.id}"}
     if not submitted.created:
@@ -92,12 +104,15 @@ async def read(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
     wait = _wait_seconds(request, service.settings.server.long_poll_max_seconds)
     proposal = await _own(service, agent, request.match_info["id"])
-    deadline = time.monotonic() + wait
-    while proposal.status in _UNSETTLED and (remaining := deadline - time.monotonic()) > 0:
-        # Re-read at least every slice: a change made by another process, or one that lands
-        # between the read above and the wait starting, is never missed for longer than that.
-        await service.waiters.wait(proposal.id, min(remaining, _POLL_SLICE))
-        proposal = await service.store.get_proposal(proposal.id)
+    if wait <= 0 or proposal.status not in _UNSETTLED:
+        return _json(proposal)
+    with request.app[QUOTAS].long_poll(agent):  # 429 past the agent's long-polls at once
+        deadline = time.monotonic() + wait
+        while proposal.status in _UNSETTLED and (remaining := deadline - time.monotonic()) > 0:
+            # Re-read at least every slice: a change made by another process, or one that lands
+            # between the read above and the wait starting, is never missed for longer than that.
+            await service.waiters.wait(proposal.id, min(remaining, _POLL_SLICE))
+            proposal = await service.store.get_proposal(proposal.id)
     return _json(proposal)
 
 

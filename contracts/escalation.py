@@ -107,6 +107,8 @@ class EscalationPolicy(Frozen):
     confidence_threshold: float = Field(default=0.5, ge=0, le=1)
     #: unclaimed escalations are announced again after this long
     reannounce_after: timedelta = timedelta(minutes=15)
+    #: how many times an unclaimed escalation is announced again (only the first one @here's)
+    reannounce_max: int = Field(default=3, ge=0, le=100)
     #: roles whose members may take, hand back and resolve escalations; required with routes
     #: (bot/escalation_settings.py), and empty means nobody (fail closed)
     responders: tuple[str, ...] = ()

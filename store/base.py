@@ -239,9 +239,20 @@ class Store(Protocol):
         """The proposal ``agent`` stored under ``submission_key``, if any."""
         ...
 
-    async def pending_proposals(self, *, limit: int = 100) -> list[Proposal]:
-        """Up to ``limit`` pending proposals, riskiest first (irreversible, reversible, read),
-        then soonest expiry, then by id."""
+    async def pending_proposals(
+        self, *, limit: int = 100, agent: str | None = None
+    ) -> list[Proposal]:
+        """Up to ``limit`` pending proposals (of ``agent`` only, when given), riskiest first
+        (irreversible, reversible, read), then soonest expiry, then by id."""
+        ...
+
+    async def count_pending(self, agent: str) -> int:
+        """How many of ``agent``'s proposals wait for a decision (status pending), counted in
+        the database, so every instance sees the same number."""
+        ...
+
+    async def pending_by_agent(self) -> dict[str, int]:
+        """Pending proposals per agent (agents with none are left out)."""
         ...
 
     async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:

@@ -217,10 +217,16 @@ class EscalationStore(Protocol):
         ...
 
     async def reannounce_due(
-        self, *, now: datetime, after: timedelta, limit: int = 100
+        self, *, now: datetime, after: timedelta, most: int, limit: int = 100
     ) -> list[Escalation]:
-        """Open escalations last announced ``after`` ago or longer: announce them again (a
-        thread reply through the outbox), once per period however many sweeps run."""
+        """Open escalations last announced ``after`` ago or longer and announced again fewer
+        than ``most`` times: announce them again (a thread reply through the outbox), once per
+        period however many sweeps run."""
+        ...
+
+    async def count_open(self, agent: str) -> int:
+        """How many of ``agent``'s escalations nobody has taken yet (status open), counted in
+        the database, so every instance sees the same number."""
         ...
 
     async def owned_by(self, user: str, *, limit: int = 20) -> list[Escalation]:

@@ -84,11 +84,12 @@ WHERE id = $1 AND (status IN ('open', 'handed_back') OR (status = 'taken' AND ow
 RETURNING *
 """
 
-#: Unclaimed escalations due for another announcement ($2 = now - reannounce_after).
+#: Unclaimed escalations due for another announcement ($2 = now - reannounce_after), announced
+#: again fewer than $4 times.
 REANNOUNCE_DUE = """
 WITH due AS (
     SELECT id FROM escalations
-    WHERE status = 'open' AND announced_at <= $2
+    WHERE status = 'open' AND announced_at <= $2 AND reannouncements < $4
     ORDER BY announced_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -96,9 +97,12 @@ WITH due AS (
 UPDATE escalations AS e
 SET announced_at = $1, reannouncements = e.reannouncements + 1, updated_at = $1
 FROM due
-WHERE e.id = due.id AND e.status = 'open' AND e.announced_at <= $2
+WHERE e.id = due.id AND e.status = 'open' AND e.announced_at <= $2 AND e.reannouncements < $4
 RETURNING e.*
 """
+
+#: How many escalations of one agent nobody has taken yet (the per-agent limit).
+COUNT_OPEN = "SELECT count(*) FROM escalations WHERE status = 'open' AND agent = $1"
 
 SELECT_OWNED = """
 SELECT * FROM escalations WHERE status = 'taken' AND owner = $1 ORDER BY updated_at, id LIMIT $2
@@ -345,13 +349,13 @@ class PgEscalations:
 
     @finish_even_if_cancelled
     async def reannounce_due(
-        self, *, now: datetime, after: timedelta, limit: int = 100
+        self, *, now: datetime, after: timedelta, most: int, limit: int = 100
     ) -> list[Escalation]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of escalations")
         at = aware(now, field="now")
         async with self._store._transaction() as db:
-            rows = await db.fetch(REANNOUNCE_DUE, at, at - after, limit)
+            rows = await db.fetch(REANNOUNCE_DUE, at, at - after, limit, most)
             announced = []
             for row in sorted(rows, key=lambda r: r["id"]):
                 detail: dict[str, JsonValue] = {"reannouncements": row["reannouncements"]}
@@ -367,6 +371,12 @@ class PgEscalations:
                     )
                 )
             return announced
+
+    @finish_even_if_cancelled
+    async def count_open(self, agent: str) -> int:
+        async with self._store._connection() as db:
+            count = await db.fetchval(COUNT_OPEN, agent)
+            return int(count or 0)
 
     @finish_even_if_cancelled
     async def owned_by(self, user: str, *, limit: int = 20) -> list[Escalation]:

@@ -11,6 +11,8 @@ __all__ = [
     "ABANDON_DELIVERY",
     "CLAIM_DELIVERIES",
     "COMPLETE_DELIVERY",
+    "COUNT_PENDING",
+    "COUNT_PENDING_BY_AGENT",
     "COUNT_PENDING_DELIVERIES",
     "EXPIRE_DUE",
     "INSERT_AUDIT_ENTRY",
@@ -28,6 +30,7 @@ __all__ = [
     "SELECT_BY_SUBMISSION_KEY",
     "SELECT_DECIDED_BY",
     "SELECT_PENDING",
+    "SELECT_PENDING_OF_AGENT",
     "SELECT_PROPOSAL",
     "SELECT_PROPOSAL_AUDIT_LOG",
     "SUPERSEDE",
@@ -56,6 +59,20 @@ SELECT_BY_SUBMISSION_KEY = "SELECT * FROM proposals WHERE agent = $1 AND submiss
 #: index proposals_pending_by_risk holds them in this order.
 SELECT_PENDING = """
 SELECT * FROM proposals WHERE status = 'pending' ORDER BY risk_rank, expires_at, id LIMIT $1
+"""
+
+#: One agent's pending proposals, in the same order.
+SELECT_PENDING_OF_AGENT = """
+SELECT * FROM proposals WHERE status = 'pending' AND agent = $1
+ORDER BY risk_rank, expires_at, id LIMIT $2
+"""
+
+#: How many proposals of one agent wait for a decision (the per-agent pending limit).
+COUNT_PENDING = "SELECT count(*) FROM proposals WHERE status = 'pending' AND agent = $1"
+
+#: Pending proposals per agent (App Home and /countersign list give each agent a share).
+COUNT_PENDING_BY_AGENT = """
+SELECT agent, count(*) AS pending FROM proposals WHERE status = 'pending' GROUP BY agent
 """
 
 #: A person's decisions, latest first.

@@ -363,12 +363,29 @@ class PostgresStore:
             return proposal
 
     @finish_even_if_cancelled
-    async def pending_proposals(self, *, limit: int = 100) -> list[Proposal]:
+    async def pending_proposals(
+        self, *, limit: int = 100, agent: str | None = None
+    ) -> list[Proposal]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         async with self._connection() as db:
-            rows = await db.fetch(sql.SELECT_PENDING, limit)
+            if agent is None:
+                rows = await db.fetch(sql.SELECT_PENDING, limit)
+            else:
+                rows = await db.fetch(sql.SELECT_PENDING_OF_AGENT, agent, limit)
             return await with_approvals(db, [proposal_from_record(row) for row in rows])
+
+    @finish_even_if_cancelled
+    async def count_pending(self, agent: str) -> int:
+        async with self._connection() as db:
+            count = await db.fetchval(sql.COUNT_PENDING, agent)
+            return int(count or 0)
+
+    @finish_even_if_cancelled
+    async def pending_by_agent(self) -> dict[str, int]:
+        async with self._connection() as db:
+            rows = await db.fetch(sql.COUNT_PENDING_BY_AGENT)
+            return {str(row["agent"]): int(row["pending"]) for row in rows}
 
     @finish_even_if_cancelled
     async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:

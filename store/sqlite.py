@@ -181,6 +181,20 @@ SELECT_PENDING = """
 SELECT * FROM proposals WHERE status = 'pending' ORDER BY risk_rank, expires_at, id LIMIT ?
 """
 
+#: One agent's pending proposals, in the same order.
+SELECT_PENDING_OF_AGENT = """
+SELECT * FROM proposals WHERE status = 'pending' AND agent = ?
+ORDER BY risk_rank, expires_at, id LIMIT ?
+"""
+
+#: How many proposals of one agent wait for a decision (the per-agent pending limit).
+COUNT_PENDING = "SELECT count(*) FROM proposals WHERE status = 'pending' AND agent = ?"
+
+#: Pending proposals per agent (App Home and /countersign list give each agent a share).
+COUNT_PENDING_BY_AGENT = """
+SELECT agent, count(*) AS pending FROM proposals WHERE status = 'pending' GROUP BY agent
+"""
+
 #: A person's decisions, latest first.
 SELECT_DECIDED_BY = """
 SELECT * FROM proposals WHERE decided_by = ? ORDER BY decided_at DESC, id LIMIT ?
@@ -566,12 +580,29 @@ class SqliteStore:
             return await self._existing(db, proposal_id)
 
     @finish_even_if_cancelled
-    async def pending_proposals(self, *, limit: int = 100) -> list[Proposal]:
+    async def pending_proposals(
+        self, *, limit: int = 100, agent: str | None = None
+    ) -> list[Proposal]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         async with self._transaction(write=False) as db:
-            rows = await db.execute_fetchall(SELECT_PENDING, (limit,))
+            if agent is None:
+                rows = await db.execute_fetchall(SELECT_PENDING, (limit,))
+            else:
+                rows = await db.execute_fetchall(SELECT_PENDING_OF_AGENT, (agent, limit))
             return await with_approvals(db, [proposal_from_row(row) for row in rows])
+
+    @finish_even_if_cancelled
+    async def count_pending(self, agent: str) -> int:
+        async with self._reading() as db:
+            row = await self._one(db, COUNT_PENDING, (agent,))
+            return 0 if row is None else int(row[0])
+
+    @finish_even_if_cancelled
+    async def pending_by_agent(self) -> dict[str, int]:
+        async with self._reading() as db:
+            rows = await db.execute_fetchall(COUNT_PENDING_BY_AGENT, ())
+            return {str(row["agent"]): int(row["pending"]) for row in rows}
 
     @finish_even_if_cancelled
     async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:

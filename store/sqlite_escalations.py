@@ -94,12 +94,15 @@ UPDATE escalations
 SET announced_at = :now, reannouncements = reannouncements + 1, updated_at = :now
 WHERE id IN (
     SELECT id FROM escalations
-    WHERE status = 'open' AND announced_at <= :due
+    WHERE status = 'open' AND announced_at <= :due AND reannouncements < :most
     ORDER BY announced_at, id
     LIMIT :limit
-) AND status = 'open' AND announced_at <= :due
+) AND status = 'open' AND announced_at <= :due AND reannouncements < :most
 RETURNING *
 """
+
+#: How many escalations of one agent nobody has taken yet (the per-agent limit).
+COUNT_OPEN = "SELECT count(*) FROM escalations WHERE status = 'open' AND agent = ?"
 
 #: What one person has taken.
 SELECT_OWNED = """
@@ -358,13 +361,14 @@ class SqliteEscalations:
 
     @finish_even_if_cancelled
     async def reannounce_due(
-        self, *, now: datetime, after: timedelta, limit: int = 100
+        self, *, now: datetime, after: timedelta, most: int, limit: int = 100
     ) -> list[Escalation]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of escalations")
         params = {
             "now": db_time(now, field="now"),
             "due": db_time(now - after, field="now"),
+            "most": most,
             "limit": limit,
         }
         async with self._store._transaction(write=True) as db:
@@ -384,6 +388,12 @@ class SqliteEscalations:
                     )
                 )
             return announced
+
+    @finish_even_if_cancelled
+    async def count_open(self, agent: str) -> int:
+        async with self._store._transaction(write=False) as db:
+            row = await self._store._one(db, COUNT_OPEN, (agent,))
+            return 0 if row is None else int(row[0])
 
     @finish_even_if_cancelled
     async def owned_by(self, user: str, *, limit: int = 20) -> list[Escalation]:

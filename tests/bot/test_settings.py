@@ -293,8 +293,8 @@ def test_unknown_top_level_key_lists_the_known_ones(tmp_path: Path) -> None:
 
     assert problem == (
         f"{path}: polcy: unknown key "
-        "(expected one of: server, store, approvals, escalation, audit, slack, delegation, roles, "
-        "agents, operations, policy)"
+        "(expected one of: server, store, approvals, escalation, audit, slack, delegation, limits, "
+        "roles, agents, operations, policy)"
     )
 
 
@@ -323,7 +323,7 @@ def test_unknown_agent_key_lists_the_agent_keys(tmp_path: Path) -> None:
     assert only_problem(path) == (
         f"{path}: agents.support-bot.callback_prefixes: unknown key "
         "(expected one of: token_env, owners, acts_for, delegation, callback_secret_env, "
-        "callback_url_prefixes)"
+        "callback_url_prefixes, limits)"
     )
 
 

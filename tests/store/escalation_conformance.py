@@ -223,16 +223,16 @@ class EscalationConformance:
         taken, _ = await escalations.create_escalation(new_escalation())
         await escalations.take(taken.id, actor="U1", now=NOW)
 
-        assert await escalations.reannounce_due(now=NOW + AFTER / 2, after=AFTER) == []
+        assert await escalations.reannounce_due(now=NOW + AFTER / 2, after=AFTER, most=3) == []
         sweeps = await asyncio.gather(
-            *(escalations.reannounce_due(now=NOW + AFTER, after=AFTER) for _ in range(5))
+            *(escalations.reannounce_due(now=NOW + AFTER, after=AFTER, most=3) for _ in range(5))
         )
 
         announced = [e for sweep in sweeps for e in sweep]
         assert [e.id for e in announced] == [waiting.id]
         assert (announced[0].reannouncements, announced[0].announced_at) == (1, NOW + AFTER)
-        assert await escalations.reannounce_due(now=NOW + AFTER * 1.5, after=AFTER) == []
-        [second] = await escalations.reannounce_due(now=NOW + AFTER * 2, after=AFTER)
+        assert await escalations.reannounce_due(now=NOW + AFTER * 1.5, after=AFTER, most=3) == []
+        [second] = await escalations.reannounce_due(now=NOW + AFTER * 2, after=AFTER, most=3)
         assert second.reannouncements == 2
         replies = []
         later = NOW + AFTER * 2
@@ -242,6 +242,40 @@ class EscalationConformance:
                     replies.append((delivery.effect, delivery.status))
                 await escalations.complete_delivery(delivery.id, now=later)
         assert replies == [(Effect.SLACK_REPLY, EscalationStatus.OPEN)] * 2
+
+    async def test_reannouncements_stop_after_the_most_allowed(self, store: Store) -> None:
+        escalations = store.escalations()
+        waiting, _ = await escalations.create_escalation(new_escalation())
+
+        counts = []
+        for period in range(1, 6):
+            announced = await escalations.reannounce_due(
+                now=NOW + AFTER * period, after=AFTER, most=2
+            )
+            counts.append([e.reannouncements for e in announced])
+
+        assert counts == [[1], [2], [], [], []]
+        assert (await escalations.get_escalation(waiting.id)).reannouncements == 2
+        assert (await _events(store, waiting.id)).count("reannounced") == 2
+
+    async def test_count_open_counts_only_the_agents_untaken_escalations(
+        self, store: Store
+    ) -> None:
+        escalations = store.escalations()
+        assert await escalations.count_open("support-bot") == 0
+        opened = [(await escalations.create_escalation(new_escalation()))[0] for _ in range(3)]
+        await escalations.create_escalation(new_escalation(agent="other-bot"))
+        taken, handed, resolved = opened
+        await escalations.take(taken.id, actor="U1", now=NOW)
+        assert await escalations.count_open("support-bot") == 2
+        await escalations.resolve(resolved.id, actor="U1", note=None, now=NOW)
+        assert await escalations.count_open("support-bot") == 1
+        await escalations.take(handed.id, actor="U1", now=NOW)
+        await escalations.hand_back(handed.id, actor="U1", note="yours", now=NOW)
+
+        assert await escalations.count_open("support-bot") == 0
+        assert await escalations.count_open("other-bot") == 1
+        assert await escalations.count_open("nobody") == 0
 
     async def test_owned_by_lists_what_a_person_has_taken(self, store: Store) -> None:
         escalations = store.escalations()

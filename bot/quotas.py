@@ -1,0 +1,166 @@
+"""Per-agent quotas: one agent, however it floods, cannot starve the others.
+
+An agent's token may be in the hands of a prompt-injected model. Each agent gets its own share
+of Countersign (``[limits]``, bot/limit_settings.py), checked in this order on every submission:
+
+* **rate**: a token bucket per agent (``submissions_per_second``, ``submissions_burst``), checked
+  before the body is read; past it ``429`` with ``Retry-After`` computed from the bucket. Kept
+  per instance: N instances let an agent submit N times the rate.
+* **pending**: proposals waiting for a person (``max_pending_proposals``), counted in the store,
+  so the bound holds across instances. Checked after the idempotency replay (a retry of a stored
+  submission still gets its proposal) and only for what would wait for a person (an automatic
+  or denied proposal waits for nobody). Concurrent submissions may each see the last free
+  place, so the count can overshoot by the agent's submissions in flight at that moment.
+* **open escalations**: the same, for escalations nobody has taken (``max_open_escalations``).
+* **long-polls**: ``?wait=`` reads held at once per agent (``max_long_polls``), per instance.
+
+A refused request takes nothing: no token from the bucket, no slot, no row, no audit entry.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from bot.limit_settings import Limits
+from bot.problems import Problem
+from bot.settings import AgentSettings
+from contracts.base import FieldProblem
+from store.base import NewProposal, Store
+from store.escalations import EscalationStore
+from store.lifecycle import Status
+
+__all__ = [
+    "RETRY_WHEN_FULL",
+    "Quotas",
+    "TokenBucket",
+    "admit_escalation",
+    "admit_pending",
+    "over_limit",
+]
+
+#: Retry-After (seconds) when an agent's pending proposals or open escalations are at their
+#: limit: places free up only as people decide or proposals expire, not within a second.
+RETRY_WHEN_FULL = 30
+
+
+@dataclass
+class TokenBucket:
+    """``burst`` tokens, refilled at ``rate`` per second; a submission takes one."""
+
+    rate: float
+    burst: int
+    tokens: float
+    updated: float  #: the monotonic time ``tokens`` was last brought up to date
+
+    @classmethod
+    def full(cls, limits: Limits, now: float) -> TokenBucket:
+        burst = limits.submissions_burst
+        return cls(limits.submissions_per_second, burst, float(burst), now)
+
+    def take(self, now: float) -> float:
+        """Take a token: 0.0 when taken, otherwise the seconds until one is there (nothing is
+        taken then)."""
+        self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+
+def over_limit(
+    agent: AgentSettings, what: str, setting: str, limit: float, *, retry_after: float
+) -> Problem:
+    """429 naming the agent, the limit and the setting that raises it; nothing was stored."""
+    seconds = max(1, math.ceil(retry_after))
+    return Problem(
+        429,
+        "Too many requests",
+        f"agent {agent.name!r} has reached its limit of {limit:g} {what}; nothing was stored. "
+        f"Retry after {seconds} s (the operator can raise limits.{setting}).",
+        problems=[FieldProblem(field=f"limits.{setting}", message=f"at most {limit:g} {what}")],
+        headers={"Retry-After": str(seconds)},
+    )
+
+
+class Quotas:
+    """The per-instance part of the quotas: each agent's bucket and its long-polls in flight."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._monotonic = monotonic
+        self._buckets: dict[str, TokenBucket] = {}
+        self._long_polls: dict[str, int] = {}
+
+    def admit_submission(self, agent: AgentSettings) -> None:
+        """Take a token from ``agent``'s bucket, or raise 429 with the wait until the next one."""
+        now = self._monotonic()
+        bucket = self._buckets.get(agent.name)
+        if bucket is None:
+            bucket = self._buckets[agent.name] = TokenBucket.full(agent.limits, now)
+        wait = bucket.take(now)
+        if wait > 0:
+            limits = agent.limits
+            raise over_limit(
+                agent,
+                f"submissions per second (burst {limits.submissions_burst})",
+                "submissions_per_second",
+                limits.submissions_per_second,
+                retry_after=wait,
+            )
+
+    @contextmanager
+    def long_poll(self, agent: AgentSettings) -> Iterator[None]:
+        """Hold one of ``agent``'s long-poll places for the block, or raise 429 when all are
+        taken."""
+        held = self._long_polls.get(agent.name, 0)
+        limit = agent.limits.max_long_polls
+        if held >= limit:
+            raise over_limit(
+                agent, "long-polls held at once", "max_long_polls", limit, retry_after=1
+            )
+        self._long_polls[agent.name] = held + 1
+        try:
+            yield
+        finally:
+            left = self._long_polls[agent.name] - 1
+            if left:
+                self._long_polls[agent.name] = left
+            else:
+                del self._long_polls[agent.name]
+
+    def long_polls(self, agent: str) -> int:
+        """How many long-polls of ``agent`` are held now."""
+        return self._long_polls.get(agent, 0)
+
+
+async def admit_pending(store: Store, agent: AgentSettings, new: NewProposal) -> None:
+    """Raise 429 when ``new`` would wait for a person and ``agent`` already has its most
+    pending proposals (counted in the store: the same answer on every instance)."""
+    if new.status is not Status.PENDING:
+        return  # automatic or denied: nobody's queue grows
+    limit = agent.limits.max_pending_proposals
+    if await store.count_pending(agent.name) >= limit:
+        raise over_limit(
+            agent,
+            "proposals waiting for a decision",
+            "max_pending_proposals",
+            limit,
+            retry_after=RETRY_WHEN_FULL,
+        )
+
+
+async def admit_escalation(store: EscalationStore, agent: AgentSettings) -> None:
+    """Raise 429 when ``agent`` already has its most escalations that nobody has taken."""
+    limit = agent.limits.max_open_escalations
+    if await store.count_open(agent.name) >= limit:
+        raise over_limit(
+            agent,
+            "escalations nobody has taken yet",
+            "max_open_escalations",
+            limit,
+            retry_after=RETRY_WHEN_FULL,
+        )

@@ -1,0 +1,296 @@
+"""One agent cannot starve the others: each agent's rate, pending proposals, long-polls, open
+escalations and body time are bounded, and what one agent is refused never touches another.
+
+Each test plays the flooding agent over real HTTP (the support bot's token) and checks both
+sides: the flooder gets ``429`` (or ``408``) with ``Retry-After`` and a problem naming the
+limit, nothing of the refused request is stored, posted or audited, and the other agent (the
+ops bot's token) is still served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from bot.webhook import QUOTAS
+from tests.e2e.harness import (
+    AGENT_TOKEN,
+    CAMPAIGN_CHANNEL,
+    OTHER_AGENT_TOKEN,
+    REQUESTER,
+    Answer,
+    Countersign,
+    eventually,
+    running_countersign,
+)
+from tests.store.conformance import new_proposal
+
+
+def limits(table: str = "limits", **values: float) -> Callable[[str], str]:
+    """A ``config_edit`` adding ``[table]`` (``limits``, or ``agents.NAME.limits``)."""
+    lines = "".join(f"{key} = {value}\n" for key, value in values.items())
+    return lambda text: f"{text}\n[{table}]\n{lines}"
+
+
+def both(*edits: Callable[[str], str]) -> Callable[[str], str]:
+    def edit(text: str) -> str:
+        for one in edits:
+            text = one(text)
+        return text
+
+    return edit
+
+
+def campaign(n: int) -> dict[str, Any]:
+    """A campaign the policy asks finance about: it waits, pending, for a person."""
+    return {
+        "operation": "crm.send_campaign",
+        "request": {"segment": f"segment-{n}", "template": "tmpl_winback", "recipients": 10 + n},
+        "requested_by": REQUESTER,
+    }
+
+
+def escalation(conversation: str) -> dict[str, Any]:
+    return {
+        "conversation_id": conversation,
+        "requested_by": REQUESTER,
+        "summary": {"goal": "Refund a double charge", "blocked_on": "the refund tool fails"},
+        "trigger": {"kind": "repeated_failure", "signals": {"failed_turns": 5}},
+    }
+
+
+async def post(cs: Countersign, path: str, body: dict[str, Any], token: str) -> Answer:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    return await cs.request("POST", path, data=json.dumps(body).encode(), headers=headers)
+
+
+async def audit_entries(cs: Countersign) -> int:
+    return len(await cs.store.audit_log())
+
+
+def assert_refused(answer: Answer, setting: str) -> None:
+    assert answer.status == 429, answer.body
+    assert answer.headers["Content-Type"].startswith("application/problem+json")
+    assert int(answer.headers["Retry-After"]) >= 1
+    problem = answer.json()
+    assert [e["field"] for e in problem["errors"]] == [f"limits.{setting}"]
+    assert "support-bot" in problem["detail"]
+    assert "nothing was stored" in problem["detail"]
+
+
+# --- submissions per second -------------------------------------------------------------------
+
+
+async def test_a_flooding_agent_gets_429_with_retry_after_from_its_bucket_and_the_other_agent_is_served(  # noqa: E501
+    tmp_path: Path,
+) -> None:
+    edit = limits(submissions_per_second=0.5, submissions_burst=3)
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        answers = await asyncio.gather(
+            *(post(cs, "/v1/proposals", campaign(n), AGENT_TOKEN) for n in range(10))
+        )
+        audited, stored = await audit_entries(cs), await cs.proposal_count()
+        other = await post(cs, "/v1/proposals", campaign(99), OTHER_AGENT_TOKEN)
+
+        statuses = sorted(a.status for a in answers)
+        assert statuses == [201] * 3 + [429] * 7
+        refused = [a for a in answers if a.status == 429]
+        for answer in refused:
+            assert_refused(answer, "submissions_per_second")
+            # the bucket is empty and refills one token every 2 s: that is the wait it names
+            assert answer.headers["Retry-After"] == "2"
+        assert stored == 3  # nothing of the refused ones was stored
+        assert other.status == 201  # the ops bot has a bucket of its own
+        assert await audit_entries(cs) == audited + 1  # only the ops bot's submission
+
+
+async def test_an_agent_with_a_raised_rate_of_its_own_is_not_held_to_the_default(
+    tmp_path: Path,
+) -> None:
+    edit = both(
+        limits(submissions_per_second=0.5, submissions_burst=2),
+        limits("agents.ops-bot.limits", submissions_burst=8),
+    )
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        theirs = [await post(cs, "/v1/proposals", campaign(n), OTHER_AGENT_TOKEN) for n in range(8)]
+        mine = [await post(cs, "/v1/proposals", campaign(n), AGENT_TOKEN) for n in range(3)]
+
+    assert [a.status for a in theirs] == [201] * 8
+    assert [a.status for a in mine] == [201, 201, 429]
+
+
+# --- pending proposals ----------------------------------------------------------------------------
+
+
+async def test_past_its_pending_limit_an_agent_is_refused_and_nothing_is_stored_posted_or_audited(
+    tmp_path: Path,
+) -> None:
+    async with running_countersign(tmp_path, config_edit=limits(max_pending_proposals=2)) as cs:
+        first = await post(cs, "/v1/proposals", campaign(1), AGENT_TOKEN)
+        await post(cs, "/v1/proposals", campaign(2), AGENT_TOKEN)
+        await cs.settled()
+        audited, posts = await audit_entries(cs), len(cs.slack.messages(CAMPAIGN_CHANNEL))
+
+        third = await post(cs, "/v1/proposals", campaign(3), AGENT_TOKEN)
+
+        assert_refused(third, "max_pending_proposals")
+        assert third.headers["Retry-After"] == "30"
+        await cs.settled()
+        assert await cs.proposal_count() == 2
+        assert await audit_entries(cs) == audited
+        assert len(cs.slack.messages(CAMPAIGN_CHANNEL)) == posts
+        # a retry of a stored submission is no new proposal: it still gets its answer
+        replay = await post(cs, "/v1/proposals", campaign(1), AGENT_TOKEN)
+        assert (replay.status, replay.json()["id"]) == (200, first.json()["id"])
+        # what waits for nobody is not held back: a small tagging runs at once
+        auto = await post(
+            cs,
+            "/v1/proposals",
+            {
+                "operation": "crm.tag_customers",
+                "request": {"segment": "vip", "tag": "thanks", "customers": 5},
+                "requested_by": REQUESTER,
+            },
+            AGENT_TOKEN,
+        )
+        assert auto.status == 201
+        # the other agent's share is its own
+        assert (await post(cs, "/v1/proposals", campaign(3), OTHER_AGENT_TOKEN)).status == 201
+
+        # when the waiting ones expire, there is room again
+        cs.clock.advance(timedelta(minutes=31))
+
+        async def expired() -> bool:
+            return await cs.store.count_pending("support-bot") == 0
+
+        await eventually(expired)
+        assert (await post(cs, "/v1/proposals", campaign(3), AGENT_TOKEN)).status == 201
+
+
+async def test_the_pending_limit_counts_what_the_store_holds_not_what_this_instance_saw(
+    tmp_path: Path,
+) -> None:
+    """Another instance's proposals count too: the count is read from the shared store."""
+    async with running_countersign(tmp_path, config_edit=limits(max_pending_proposals=3)) as cs:
+        for _ in range(3):  # stored by "another instance": straight into the store
+            await cs.store.create_proposal(
+                new_proposal(cs.clock(), agent="support-bot", channel=CAMPAIGN_CHANNEL)
+            )
+
+        answer = await post(cs, "/v1/proposals", campaign(1), AGENT_TOKEN)
+
+        assert_refused(answer, "max_pending_proposals")
+        assert await cs.proposal_count() == 3
+
+
+# --- long-polls ---------------------------------------------------------------------------------
+
+
+async def test_past_its_long_poll_limit_an_agent_gets_429_while_other_agents_keep_polling(
+    tmp_path: Path,
+) -> None:
+    async with running_countersign(tmp_path, config_edit=limits(max_long_polls=2)) as cs:
+        mine = (await post(cs, "/v1/proposals", campaign(1), AGENT_TOKEN)).json()["id"]
+        theirs = (await post(cs, "/v1/proposals", campaign(2), OTHER_AGENT_TOKEN)).json()["id"]
+        quotas = cs.app[QUOTAS]
+        held = [asyncio.create_task(cs.read(mine, wait=2)) for _ in range(2)]
+        await eventually(lambda: _true(quotas.long_polls("support-bot") == 2))
+
+        third = await cs.request(
+            "GET",
+            f"/v1/proposals/{mine}",
+            params={"wait": "2"},
+            headers={"Authorization": f"Bearer {AGENT_TOKEN}"},
+        )
+        plain = await cs.read(mine)  # a read that does not wait is no long-poll
+        other = await cs.read(theirs, wait=0.2, token=OTHER_AGENT_TOKEN)
+
+        assert_refused(third, "max_long_polls")
+        assert plain[0] == 200
+        assert other[0] == 200
+        assert [status for status, _ in await asyncio.gather(*held)] == [200, 200]
+        assert quotas.long_polls("support-bot") == 0  # the places are given back
+        assert (await cs.read(mine, wait=0.1))[0] == 200
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+# --- escalations --------------------------------------------------------------------------------
+
+
+async def test_past_its_open_escalations_limit_an_agent_is_refused_and_nothing_is_stored(
+    tmp_path: Path,
+) -> None:
+    async with running_countersign(tmp_path, config_edit=limits(max_open_escalations=2)) as cs:
+        first = await post(cs, "/v1/escalations", escalation("conv-1"), AGENT_TOKEN)
+        await post(cs, "/v1/escalations", escalation("conv-2"), AGENT_TOKEN)
+        audited = await audit_entries(cs)
+
+        third = await post(cs, "/v1/escalations", escalation("conv-3"), AGENT_TOKEN)
+        other = await post(cs, "/v1/escalations", escalation("conv-3"), OTHER_AGENT_TOKEN)
+
+        assert_refused(third, "max_open_escalations")
+        assert other.status == 201
+        assert await audit_entries(cs) == audited + 1  # the ops bot's only
+        assert await cs.store.escalations().count_open("support-bot") == 2
+        # once a person has taken one, its place is free
+        taken = await cs.store.escalations().take(
+            first.json()["id"], actor="U0APPROVER", now=cs.clock()
+        )
+        assert taken.escalation.status == "taken"
+        again = await post(cs, "/v1/escalations", escalation("conv-3"), AGENT_TOKEN)
+        assert again.status == 201
+
+
+# --- slow bodies --------------------------------------------------------------------------------
+
+
+async def test_a_slow_body_holds_no_submission_slot_and_gets_408(tmp_path: Path) -> None:
+    """The slow sender dribbles its body; with one submission slot in all, the other agent is
+    still served at once, and the slow one is cut off when its time is up."""
+    edit = both(
+        lambda text: text.replace("[server]\n", "[server]\nmax_in_flight_submissions = 1\n", 1),
+        limits(body_timeout_seconds=1),
+    )
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        host, port = cs.url.removeprefix("http://").split(":")
+        body = json.dumps(campaign(1)).encode()
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(
+            (
+                "POST /v1/proposals HTTP/1.1\r\n"
+                f"Host: {host}:{port}\r\n"
+                f"Authorization: Bearer {AGENT_TOKEN}\r\n"
+                "Content-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            ).encode()
+            + body[:5]
+        )
+        await writer.drain()
+
+        async def dribble() -> None:
+            for byte in body[5:40]:
+                await asyncio.sleep(0.1)
+                writer.write(bytes([byte]))
+                await writer.drain()
+
+        dribbling = asyncio.create_task(dribble())
+        await asyncio.sleep(0.3)  # the slow request is in the server, reading its body
+        started = time.perf_counter()
+        other = await post(cs, "/v1/proposals", campaign(2), OTHER_AGENT_TOKEN)
+        served_in = time.perf_counter() - started
+        status_line = await asyncio.wait_for(reader.readline(), timeout=5)
+        dribbling.cancel()
+        writer.close()
+
+        assert other.status == 201, other.body
+        assert served_in < 0.5
+        assert status_line.startswith(b"HTTP/1.1 408"), status_line
+        assert await cs.proposal_count() == 1  # the ops bot's only
