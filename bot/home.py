@@ -12,8 +12,9 @@ many changes pile up meanwhile.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -27,7 +28,7 @@ from bot.service import Service
 from bot.settings import is_user_group
 from bot.tasks import BackgroundTasks
 from contracts.policy import AskRule
-from store.base import Proposal
+from store.base import Proposal, ProposalNotFound
 from store.escalations import Escalation
 
 __all__ = ["REFRESH_MAX", "SUBSCRIBED_EVENTS", "HomeTab", "register_home_listener"]
@@ -70,16 +71,29 @@ class HomeTab:
         pending = await self._service.store.pending_proposals(limit=PENDING_READ)
         return [p for p in pending if await self._service.refusal_for(p, user) is None]
 
+    async def previous_versions(self, proposals: Sequence[Proposal]) -> dict[str, Proposal]:
+        """For each edit among ``proposals``, the version it replaced (to show what changed)."""
+        found: dict[str, Proposal] = {}
+        for proposal in proposals:
+            if proposal.supersedes is not None:
+                with contextlib.suppress(ProposalNotFound):
+                    found[proposal.id] = await self._service.store.get_proposal(
+                        proposal.supersedes
+                    )
+        return found
+
     async def publish(self, user: str, *, notice: str | None = None) -> None:
         """Build and publish ``user``'s tab; a failure is logged (the tab is not state)."""
         store = self._service.store
+        waiting = await self.waiting_for(user)
         view = home_view(
-            waiting=await self.waiting_for(user),
+            waiting=waiting,
             owned=await self._escalations.store.owned_by(user, limit=10),
             decisions=await store.decisions_by(user, limit=10),
             now=self._clock(),
             notice=notice,
             delegations=await self._delegations.active_of(user) if self._delegations else (),
+            previous=await self.previous_versions(waiting),
         )
         try:
             await self._service.publisher.client.views_publish(user_id=user, view=view)

@@ -11,7 +11,7 @@ only value), so a click here is checked and handled exactly like one in the chan
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -76,6 +76,7 @@ def home_view(
     now: datetime,
     notice: str | None = None,
     delegations: Sequence[Delegation] = (),
+    previous: Mapping[str, Proposal] | None = None,
 ) -> dict[str, Any]:
     """The Home tab: a notice (the answer to a click made here), what waits for the person,
     the escalations they own, the agents acting for them (delegations, with Revoke) and their
@@ -83,7 +84,10 @@ def home_view(
     blocks: Blocks = []
     if notice:
         blocks += [_section(clip(notice, SECTION_MAX)), {"type": "divider"}]
-    blocks += [_header("Waiting for your decision"), *waiting_blocks(waiting, now=now)]
+    blocks += [
+        _header("Waiting for your decision"),
+        *waiting_blocks(waiting, now=now, previous=previous),
+    ]
     blocks += [_header("Escalations you own"), *_owned_blocks(owned)]
     if delegations:
         blocks += [_header("Agents acting for you"), *delegation_list_blocks(delegations, now=now)]
@@ -91,9 +95,15 @@ def home_view(
     return {"type": "home", "blocks": blocks[:HOME_BLOCKS_MAX]}
 
 
-def waiting_blocks(waiting: Sequence[Proposal], *, now: datetime) -> Blocks:
+def waiting_blocks(
+    waiting: Sequence[Proposal],
+    *,
+    now: datetime,
+    previous: Mapping[str, Proposal] | None = None,
+) -> Blocks:
     """The proposals a person may decide, in the order given (riskiest first, then soonest
-    expiry), with their buttons."""
+    expiry), with their buttons. ``previous`` maps an edit's id to the version it replaced,
+    to list what the edit changed."""
     if not waiting:
         return [_context("Nothing waits for you. :tada:")]
     blocks: Blocks = []
@@ -107,12 +117,9 @@ def waiting_blocks(waiting: Sequence[Proposal], *, now: datetime) -> Blocks:
             f"*{inert(proposal.preview.title)}*",
             f"*Why you are asked:* policy rule {rule}: {escape(proposal.policy_note)}",
         ]
-        if proposal.supersedes is not None:
-            who = _mention(proposal.edited_by) if proposal.edited_by else "someone"
-            lines.append(
-                f":pencil2: *Edited by {who}* (replaces {_code(proposal.supersedes[:12], 20)};"
-                " `/countersign show` lists what changed)"
-            )
+        earlier = (previous or {}).get(proposal.id)
+        for block in edit_blocks(proposal, earlier):  # who edited it, and what changed
+            lines.append(block["text"]["text"])
         if proposal.agent_reason:
             lines.append(
                 "*Agent's explanation (unverified)* _the agent's own words:_\n"
@@ -168,7 +175,7 @@ def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
         return [_context("You own no escalations.")]
     blocks: Blocks = []
     for escalation in owned[:10]:
-        goal = clip(escape(escalation.summary.goal), 300)
+        goal = clip(inert(escalation.summary.goal), 300)
         blocks.append(
             _section(
                 f"*Conversation {_code(escalation.conversation_id, 120)}* from agent "

@@ -64,7 +64,8 @@ class SlashCommand:
         if verb == "list":
             waiting = await self._home.waiting_for(user)
             text = f"{len(waiting)} proposal(s) wait for your decision"
-            return text, waiting_blocks(waiting, now=self._clock())
+            previous = await self._home.previous_versions(waiting)
+            return text, waiting_blocks(waiting, now=self._clock(), previous=previous)
         if verb == "show" and rest.strip():
             return await self._show(user, rest.strip().split()[0])
         if verb == "show":

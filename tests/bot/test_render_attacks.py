@@ -317,8 +317,11 @@ def test_an_edited_proposal_says_who_edited_it_and_what_changed() -> None:
 
 def test_the_home_tab_and_show_say_who_edited_it_and_why_asked() -> None:
     old, new = edited_pair()
-    home = json.dumps(home_view(waiting=[new], owned=[], decisions=[], now=NOW))
+    view = home_view(waiting=[new], owned=[], decisions=[], now=NOW, previous={new.id: old})
+    View(**view).validate_json()
+    home = json.dumps(view, ensure_ascii=False)
     assert "*Edited by <@U0EDITOR>*" in home
+    assert "• `amount_cents` `12000` → `9000`" in home
     assert "*Why you are asked:* policy rule `big-refunds`" in home
     assert "Agent's explanation (unverified)" in home
     assert ">The customer was charged twice." in home

@@ -137,3 +137,15 @@ async def test_reject_asks_for_a_reason_in_a_modal_and_the_thread_shows_it(
     thread = page.message(REFUND).locator(".thread")
     await expect(thread).to_contain_text("Rejected by @Marcus Lee")
     await expect(thread).to_contain_text("Ask the customer for photos first.")
+
+
+async def test_the_agent_panel_shows_where_the_token_goes_but_never_the_token(
+    page: SandboxPage, sandbox: Sandbox
+) -> None:
+    await page.submit_demo()
+    await expect(page.page.locator("#proposals li").first).to_be_visible()
+
+    panel = page.page.locator("aside.agent")
+    await expect(panel.locator("#curl")).to_contain_text("Authorization: Bearer $COUNTERSIGN_TOKEN")
+    await expect(panel).to_contain_text("printed in the terminal where the sandbox runs")
+    assert sandbox.secrets.agent_token not in await page.page.content()
