@@ -53,6 +53,10 @@ class DigestService:
         digest = await self._digest(digest_id, user=user, channel=channel)
         if digest is None:
             return None
+        if not render_digest.shown_whole(digest, now=self._clock()):
+            # the message offers no Approve all then; a click from an older message is refused
+            await self._tell(digest, channel, user, render.refusal_text(NOT_SHOWN_WHOLE))
+            return None
         return await self._approve(digest, digest.items, user=user, channel=channel)
 
     async def begin_reject_all(
@@ -191,6 +195,13 @@ class DigestService:
 
     async def _tell(self, digest: Digest, channel: str | None, user: str, text: str) -> None:
         await self.publisher.tell(None, channel or digest.channel, user, text)
+
+
+#: Why Approve all is refused on a digest not shown in full.
+NOT_SHOWN_WHOLE = (
+    "some proposals of this digest are not shown in full, so they cannot be approved all at "
+    "once. Use Show full to read them, then Choose… to decide them."
+)
 
 
 def _pending(items: Sequence[Proposal]) -> list[Proposal]:

@@ -65,6 +65,7 @@ __all__ = [
     "digest_message",
     "digest_reply",
     "reject_modal",
+    "shown_whole",
     "tally_text",
 ]
 
@@ -125,15 +126,10 @@ def digest_message(digest: Digest, *, now: datetime) -> Message:
         ),
         _section(asked),
     ]
+    budget = _rows_budget(len(blocks), bool(pending))
     rows = [_row(n, p, now) for n, p in enumerate(items, 1)]
-    in_part = len(_shown_in_part(digest.id))
-    tail_size = 1 if pending else 0
-    budget = BLOCKS_MAX - len(blocks) - tail_size - in_part
     sections = _rows_in_sections(rows, budget)
-    hidden = len(_pack(rows)) > budget
-    whole = not hidden and not any(
-        CLIPPED in row for row, p in zip(rows, items, strict=True) if p.status is Status.PENDING
-    )
+    whole = _whole(rows, items, budget)
     blocks += sections
     if not whole:
         blocks += _shown_in_part(
@@ -142,6 +138,32 @@ def digest_message(digest: Digest, *, now: datetime) -> Message:
     tail: Blocks = [_buttons(digest, len(pending), approve_all=whole)] if pending else []
     text = f"{'Approval needed' if pending else 'Decided'}: {_title(digest)}"
     return {"text": clip(inert(text), FALLBACK_MAX), "blocks": [*blocks, *tail][:BLOCKS_MAX]}
+
+
+def shown_whole(digest: Digest, *, now: datetime) -> bool:
+    """Whether :func:`digest_message` shows every pending item in full (then, and only then, it
+    offers Approve all; the digest service checks this again before approving all)."""
+    rows = [_row(n, p, now) for n, p in enumerate(digest.items, 1)]
+    pending = any(p.status is Status.PENDING for p in digest.items)
+    return _whole(rows, digest.items, _rows_budget(_HEAD_BLOCKS, pending))
+
+
+#: Blocks above the rows: header, why asked, risk and operation, requested by.
+_HEAD_BLOCKS: Final = 4
+
+
+def _rows_budget(head: int, pending: bool) -> int:
+    """Sections left for the rows, keeping room for the buttons and the shown-in-part note."""
+    return BLOCKS_MAX - head - (1 if pending else 0) - len(_shown_in_part(""))
+
+
+def _whole(rows: Sequence[str], items: Sequence[Proposal], budget: int) -> bool:
+    """No pending item's row was cut, and every row fits in the message."""
+    if len(_pack(rows)) > budget:
+        return False
+    return not any(
+        CLIPPED in row for row, p in zip(rows, items, strict=True) if p.status is Status.PENDING
+    )
 
 
 def _title(digest: Digest) -> str:

@@ -13,7 +13,13 @@ import pytest
 from slack_sdk.models.views import View
 
 from bot import render
-from bot.render_digest import APPROVE_ALL, CHOOSE, DIGEST_SHOW_FULL, digest_message
+from bot.render_digest import (
+    APPROVE_ALL,
+    CHOOSE,
+    DIGEST_SHOW_FULL,
+    digest_message,
+    shown_whole,
+)
 from bot.render_escalation import escalation_message
 from bot.render_full import full_view, full_views
 from bot.render_home import home_view, proposal_detail_blocks
@@ -288,6 +294,28 @@ def test_a_digest_with_rows_beyond_the_message_offers_no_approve_all() -> None:
     assert_valid_message(message)
     assert APPROVE_ALL not in actions_of(message)
     assert DIGEST_SHOW_FULL in actions_of(message)
+
+
+def test_shown_whole_agrees_with_the_offer_of_approve_all() -> None:
+    fields = tuple(PreviewField(label=f"Field {k}", value="v" * 80) for k in range(3))
+    many = [
+        item(n, agent_reason="r" * 190, preview=Preview(title="t" * 140, fields=fields))
+        for n in range(1, 200)
+    ]
+    cases = [
+        [item(1), item(2)],
+        [item(1), item(2, preview=Preview(title="Refund " + "9" * 400))],
+        [item(1, agent_reason="word " * 100)],
+        many,
+        many[:20],
+    ]
+    seen = set()
+    for items in cases:
+        shown = digest([*items])
+        offered = APPROVE_ALL in actions_of(digest_message(shown, now=NOW))
+        assert shown_whole(shown, now=NOW) is offered
+        seen.add(offered)
+    assert seen == {True, False}
 
 
 # --- edits say who changed what -------------------------------------------------------------------

@@ -64,6 +64,11 @@ async def views_of(cs: Countersign, user: str) -> list[Any] | None:
     return cs.slack.views(user) or None
 
 
+async def told(cs: Countersign, user: str) -> list[str] | None:
+    """What ``user`` was told privately, once something was."""
+    return [m.text for m in cs.slack.ephemeral(user)] or None
+
+
 def mrkdwn(blocks: Any) -> list[str]:
     found: list[str] = []
 
@@ -210,6 +215,23 @@ async def test_a_digest_with_a_clipped_item_offers_choose_but_not_approve_all(
         assert "segment-1 " + "y" * 400 in shown
         for item in ids:
             assert (await cs.store.get_proposal(item)).binding_hash in shown
+
+        # an Approve all click (a message from before, say) is refused: nothing runs
+        approve_all = block_action_body(
+            user_id=APPROVER,
+            action_id=APPROVE_ALL,
+            value=digest_id,
+            channel_id=CAMPAIGN_CHANNEL,
+            message_ts=proposal.slack_ts or "",
+            trigger_id=cs.slack.issue_trigger(APPROVER),
+            block_id="digest",
+        )
+        assert await cs.post_slack(approve_all) == 200
+        refusal = await eventually(lambda: told(cs, APPROVER))
+        assert "not shown in full" in refusal[-1]
+        await cs.settled()
+        assert [str((await cs.store.get_proposal(i)).status) for i in ids] == ["pending"] * 3
+        assert cs.target.executions() == []
 
 
 async def test_an_edits_message_says_who_edited_it_and_what_changed(cs: Countersign) -> None:
