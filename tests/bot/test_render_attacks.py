@@ -10,6 +10,8 @@ import unicodedata
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from slack_sdk.models.views import View
 
 from bot import render
@@ -370,3 +372,34 @@ def test_home_and_show_render_attacker_text_inert() -> None:
     assert_nothing_interpreted(home)
     detail = proposal_detail_blocks(proposal, [], now=NOW)
     assert_nothing_interpreted(detail)
+
+
+# --- whatever the agent writes, the message's own lines stay its own ------------------------------
+
+_OUR_TOKENS = re.compile(r"<@U0REQUESTER>|<!date\^\d+\^\{date_short_pretty\} at \{time\}\|[^>]*>")
+agent_text = st.text(
+    alphabet=st.one_of(st.sampled_from("*_~`:<>&@!|#\n\u202e\u200d"), st.characters()),
+    min_size=1,
+    max_size=120,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(title=agent_text, value=agent_text, reason=agent_text, run_id=agent_text)
+def test_no_agent_text_adds_a_token_or_a_line_of_countersigns(
+    title: str, value: str, reason: str, run_id: str
+) -> None:
+    proposal = make_proposal(
+        preview=Preview(title=title, fields=(PreviewField(label="Memo", value=value),)),
+        agent_reason=reason,
+        run_id=run_id,
+    )
+    message = render.proposal_message(proposal, now=NOW)
+    texts = mrkdwn_texts(message)
+    for text in [*texts, message["text"]]:
+        assert "<" not in _OUR_TOKENS.sub("", text)
+    assert len(our_lines(texts)) == 3  # the risk, why you are asked, requested by
+    assert not any(
+        unicodedata.category(c) in ("Cf", "Cc", "Zl", "Zp")
+        for c in json.dumps(message, ensure_ascii=False)
+    )
