@@ -6,7 +6,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import aiohttp
 from aiohttp import web
@@ -14,8 +14,10 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.admission import Admission
 from bot.anchoring import Anchorer, anchor_forever
-from bot.callbacks import CallbackSender
+from bot.callback_http import CallbackHttp
+from bot.callbacks import CallbackPoster, CallbackSender, DestinationSlots
 from bot.delegations import DELEGATIONS, Delegations
+from bot.destinations import CallbackGuard, Resolve, system_resolve
 from bot.digest_outbox import DigestOutbox
 from bot.digests import DigestService
 from bot.directory import SlackDirectory
@@ -64,8 +66,10 @@ def build_app(
     store: Store,
     *,
     clock: Callable[[], datetime] = utc_now,
+    resolve: Resolve = system_resolve,
 ) -> web.Application:
-    """Everything wired together. Slack credentials must be present (checked by the caller)."""
+    """Everything wired together. Slack credentials must be present (checked by the caller).
+    ``resolve`` looks up callback hosts (a test's own DNS)."""
     missing = settings.slack.missing()
     if missing:
         raise ValueError("; ".join(missing))
@@ -90,7 +94,19 @@ def build_app(
         outbox_client=outbox_client,
         extension_of=functools.partial(extension_of, settings.policy),
     )
-    callbacks = CallbackSender(http, store, settings.agents, clock)
+    # Callbacks go to agent-chosen URLs: their own client, which connects only to checked
+    # addresses, with per-destination slots that end before the outbox lease does.
+    guard = CallbackGuard(resolve)
+    callback_http = CallbackHttp(guard)
+    lease = timedelta(seconds=60)
+    slots = DestinationSlots(
+        server.callback_concurrency,
+        max_wait=lease.total_seconds() - server.callback_timeout_seconds - 5,
+    )
+    poster = CallbackPoster(
+        callback_http, guard, slots, timeout=server.callback_timeout_seconds
+    )
+    callbacks = CallbackSender(poster, store, settings.agents, clock)
 
     async def deliver_review(delivery: Delivery) -> None:
         await reviews.deliver(delivery)  # built with the service, below
@@ -107,6 +123,7 @@ def build_app(
         },
         clock,
         policy=RetryPolicy(callback_attempts=server.callback_attempts),
+        lease=lease,
     )
     service = Service(
         settings=settings,
@@ -116,6 +133,7 @@ def build_app(
         clock=clock,
         wake_outbox=outbox.wake,
         directory=SlackDirectory(client),
+        callback_guard=guard,
     )
     publisher.reminder = Reminders(service, clock).message
     reviews = Reviews(service, clock)
@@ -136,8 +154,9 @@ def build_app(
         waiters=service.waiters,
         clock=clock,
         wake_outbox=outbox.wake,
+        callback_guard=guard,
     )
-    escalation_deliverer = EscalationDeliverer(store, publisher, http, settings.agents, clock)
+    escalation_deliverer = EscalationDeliverer(store, publisher, poster, settings.agents, clock)
     outbox.add_queue(store.escalations(), escalation_deliverer.deliver)
     outbox.coalesce_with(
         DigestOutbox(
@@ -215,6 +234,7 @@ def build_app(
         if socket is not None:
             await socket.close_async()  # type: ignore[no-untyped-call]
         await http.close()
+        await callback_http.close()
         client.session = outbox_client.session = None
         await slack_http.close()
 

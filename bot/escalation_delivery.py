@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from bot import render_escalation as render
-from bot.callbacks import post_signed
+from bot.callbacks import CallbackPoster
 from bot.escalation_schemas import EscalationOut
 from bot.publish import DeliveryFailed, SlackPublisher
 from bot.settings import AgentSettings
-from contracts.base import HttpClient
+from contracts.redaction import shown_url
 from store.base import Store
 from store.escalations import Escalation, EscalationDelivery, EscalationStatus, EscalationStore
 from store.lifecycle import Effect
@@ -34,19 +34,16 @@ class EscalationDeliverer:
         self,
         store: Store,
         publisher: SlackPublisher,
-        http: HttpClient,
+        callbacks: CallbackPoster,
         agents: Mapping[str, AgentSettings],
         clock: Callable[[], datetime],
-        *,
-        timeout: float = 10.0,
     ) -> None:
         self._audit = store
         self._store: EscalationStore = store.escalations()
         self._publisher = publisher
-        self._http = http
+        self._callbacks = callbacks
         self._agents = agents
         self._clock = clock
-        self._timeout = timeout
 
     async def deliver(self, delivery: EscalationDelivery) -> None:
         escalation = await self._store.get_escalation(delivery.escalation_id)
@@ -150,13 +147,11 @@ class EscalationDeliverer:
                 f"agent {escalation.agent!r} is no longer configured", lasting=True
             )
         body = EscalationOut.of(escalation).model_dump_json().encode()
-        await post_signed(
-            self._http,
+        await self._callbacks.post(
+            agent,
             escalation.callback_url,
             body,
-            secret=agent.callback_secret,
             now=self._clock(),
-            timeout=self._timeout,
             headers={
                 "X-Countersign-Escalation": escalation.id,
                 "X-Countersign-Delivery": f"escalation-{delivery.id}",
@@ -167,7 +162,7 @@ class EscalationDeliverer:
             actor="countersign",
             event="callback_delivered",
             detail={
-                "url": escalation.callback_url,
+                "url": shown_url(escalation.callback_url),
                 "attempts": delivery.attempts,
                 "status": delivery.status.value,
             },

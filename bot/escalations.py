@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot import render_escalation as render
+from bot.destinations import CallbackGuard
 from bot.directory import SlackDirectory
 from bot.escalation_schemas import EscalationBody
 from bot.publish import SlackPublisher
@@ -71,8 +72,11 @@ class EscalationService:
         waiters: Waiters,
         clock: Callable[[], datetime],
         wake_outbox: Callable[[], None],
+        callback_guard: CallbackGuard | None = None,
     ) -> None:
         self.settings = settings
+        #: checks an agent's callback_url (bot/destinations.py)
+        self.callback_guard = callback_guard or CallbackGuard()
         self.store: EscalationStore = store.escalations()
         self._audit = store
         self.publisher = publisher
@@ -116,16 +120,10 @@ class EscalationService:
             await check_requester(
                 agent, body.requested_by, roles=self.settings.roles, directory=self.directory
             )
-        if body.callback_url is not None and not agent.allows_callback(body.callback_url):
-            raise ContractViolation(
-                [
-                    FieldProblem(
-                        field="callback_url",
-                        message="must start with one of the prefixes configured for agent "
-                        f"{agent.name!r}: {', '.join(agent.callback_url_prefixes)}",
-                    )
-                ]
-            )
+        if body.callback_url is not None:
+            refused = await self.callback_guard.problem(agent, body.callback_url)
+            if refused is not None:
+                raise ContractViolation([FieldProblem(field="callback_url", message=refused)])
         body_json = body.model_dump(mode="json")
         key = idempotency_key or _derived_key(agent.name, body)
         fingerprint = hashlib.sha256(canonical_json(body_json)).hexdigest()

@@ -3,6 +3,8 @@
 Every failure without a response becomes :class:`contracts.base.HttpTransportError`, which says
 whether the request may have reached the server: a refused or failed connection means nothing was
 sent; a timeout, a dropped connection or a broken response means the target may have acted.
+Its messages show a target as ``scheme://host[:port]/…`` only: a URL's path, query and userinfo
+may hold the target's credentials (contracts/redaction.py).
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from collections.abc import Mapping
 from typing import Final
 
 import aiohttp
+import yarl
 
 from contracts.base import HttpResponse, HttpTransportError
+from contracts.redaction import scrub, shown_url
 
 __all__ = ["MAX_RESPONSE_BYTES", "AiohttpClient"]
 
@@ -20,6 +24,15 @@ __all__ = ["MAX_RESPONSE_BYTES", "AiohttpClient"]
 MAX_RESPONSE_BYTES: Final = 1024 * 1024
 
 _CHUNK: Final = 64 * 1024
+
+
+def _spellings(url: str) -> tuple[str, ...]:
+    """``url`` as yarl (and so aiohttp's messages) may write it."""
+    try:
+        parsed = yarl.URL(url)
+    except (ValueError, TypeError):
+        return ()
+    return (str(parsed), parsed.human_repr(), parsed.raw_path_qs, parsed.path_qs)
 
 
 class AiohttpClient:
@@ -46,7 +59,7 @@ class AiohttpClient:
     def _session_for_request(self, url: str) -> aiohttp.ClientSession:
         if self._closed:
             raise HttpTransportError(
-                f"not sending to {url}: the HTTP client is closed", maybe_received=False
+                f"not sending to {shown_url(url)}: the HTTP client is closed", maybe_received=False
             )
         if self._session is None:
             # No cookies and no proxy settings from the environment: targets are addressed
@@ -66,6 +79,12 @@ class AiohttpClient:
         timeout: float,
     ) -> HttpResponse:
         session = self._session_for_request(url)
+        shown = shown_url(url)
+
+        def said(error: BaseException) -> str:
+            """The client's own words, with the URL (in any spelling it quotes) shown safely."""
+            return scrub(str(error), url, *_spellings(url))
+
         try:
             async with session.post(
                 url,
@@ -78,29 +97,30 @@ class AiohttpClient:
                 return HttpResponse(status=response.status, body=content, headers=response.headers)
         except (aiohttp.ConnectionTimeoutError, aiohttp.ClientConnectorError) as error:
             raise HttpTransportError(
-                f"could not connect to {url}: {error}", maybe_received=False
+                f"could not connect to {shown}: {said(error)}", maybe_received=False
             ) from error
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as error:
             raise HttpTransportError(
-                f"invalid target URL {url!r}: {error}", maybe_received=False
+                f"invalid target URL {shown}: {type(error).__name__}", maybe_received=False
             ) from error
         except TimeoutError as error:
             raise HttpTransportError(
-                f"no complete response from {url} within {timeout:g}s", maybe_received=True
+                f"no complete response from {shown} within {timeout:g}s", maybe_received=True
             ) from error
         except aiohttp.ServerDisconnectedError as error:
             raise HttpTransportError(
-                f"{url} closed the connection before answering", maybe_received=True
+                f"{shown} closed the connection before answering", maybe_received=True
             ) from error
         except aiohttp.ClientPayloadError as error:
             raise HttpTransportError(
-                f"{url} sent a broken response body: {error}", maybe_received=True
+                f"{shown} sent a broken response body: {said(error)}", maybe_received=True
             ) from error
         except aiohttp.ClientError as error:
             # Connection resets after connecting, malformed responses and anything else the
             # client raises once the request may be on the wire: the target may have acted.
             raise HttpTransportError(
-                f"request to {url} failed: {type(error).__name__}: {error}", maybe_received=True
+                f"request to {shown} failed: {type(error).__name__}: {said(error)}",
+                maybe_received=True,
             ) from error
 
     async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes:

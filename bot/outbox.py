@@ -6,6 +6,11 @@ proposal in order, so this loop only has to deliver, and say when to try again. 
 with the same verbs (the escalations') join the same loop with :meth:`OutboxWorker.add_queue`.
 A :class:`Coalescer` (the digests', bot/digest_outbox.py) takes from each round's claim the
 entries it delivers together, as jobs that settle their entries themselves.
+
+Callbacks to agents have their own lane: a round starts them and moves on without waiting, so a
+callback target that accepts connections and never answers delays no Slack post and no other
+destination's callback (each callback is bounded by its own timeout and per-destination slots,
+bot/callbacks.py). The leases keep a started callback from being claimed again meanwhile.
 """
 
 from __future__ import annotations
@@ -115,6 +120,8 @@ class OutboxWorker:
         self.in_flight = 0  #: claims and deliveries under way right now
         self._queues: list[tuple[DeliveryQueue, Callable[[Any], Awaitable[None]]]] = []
         self._coalescer: Coalescer | None = None
+        #: callbacks started by a round and still under way (the callback lane)
+        self._callbacks: set[asyncio.Task[None]] = set()
 
     @property
     def lease(self) -> timedelta:
@@ -134,19 +141,33 @@ class OutboxWorker:
         self._wake.set()
 
     async def run(self) -> None:
-        while True:
-            try:
-                worked = await self.run_once()
-            except Exception:
-                log.exception("outbox round failed; trying again shortly")
-                worked = 0
-            if worked < self._batch:
-                self._wake.clear()
+        try:
+            while True:
                 try:
-                    async with asyncio.timeout(self._idle_poll):
-                        await self._wake.wait()
-                except TimeoutError:
-                    pass
+                    worked = await self.run_once()
+                except Exception:
+                    log.exception("outbox round failed; trying again shortly")
+                    worked = 0
+                if worked < self._batch:
+                    self._wake.clear()
+                    try:
+                        async with asyncio.timeout(self._idle_poll):
+                            await self._wake.wait()
+                    except TimeoutError:
+                        pass
+        finally:
+            await self.stop_callbacks()
+
+    @property
+    def callbacks_in_flight(self) -> int:
+        """Callbacks started and not finished (each within its timeout)."""
+        return len(self._callbacks)
+
+    async def stop_callbacks(self) -> None:
+        """Cancel the callbacks under way; their leases end and they are delivered later."""
+        for task in list(self._callbacks):
+            task.cancel()
+        await asyncio.gather(*self._callbacks, return_exceptions=True)
 
     async def run_once(self) -> int:
         """Deliver what is due now; returns how many entries were attempted."""
@@ -166,14 +187,40 @@ class OutboxWorker:
                     now=self._clock(), limit=self._batch, lease=self._lease
                 )
             ]
+            for delivery in due:
+                if delivery.effect is Effect.CALLBACK:
+                    self._start_callback(delivery)
+            for queue, deliver, entry in more:
+                if entry.effect is Effect.CALLBACK:
+                    self._start_callback(entry, queue, deliver)
             await asyncio.gather(
                 *(self._job(job) for job in jobs),
-                *(self._deliver(delivery) for delivery in due),
-                *(self._deliver(entry, queue, deliver) for queue, deliver, entry in more),
+                *(self._deliver(d) for d in due if d.effect is not Effect.CALLBACK),
+                *(
+                    self._deliver(entry, queue, deliver)
+                    for queue, deliver, entry in more
+                    if entry.effect is not Effect.CALLBACK
+                ),
             )
         finally:
             self.in_flight -= 1
         return claimed + len(more)
+
+    def _start_callback(
+        self,
+        delivery: Any,
+        queue: DeliveryQueue | None = None,
+        deliver: Callable[[Any], Awaitable[None]] | None = None,
+    ) -> None:
+        """Deliver a callback in its own lane: the round does not wait for it."""
+        self.in_flight += 1  # counted from now: it was claimed, so it is not visible as due
+        task = asyncio.create_task(self._deliver(delivery, queue, deliver))
+        self._callbacks.add(task)
+        task.add_done_callback(self._callback_done)
+
+    def _callback_done(self, task: asyncio.Task[None]) -> None:
+        self._callbacks.discard(task)
+        self.in_flight -= 1
 
     async def _job(self, job: Job) -> None:
         self.in_flight += 1

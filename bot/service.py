@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from bot import extensions, reminders, render, standing
+from bot.destinations import CallbackGuard
 from bot.directory import SlackDirectory
 from bot.execution import Executor
 from bot.lineage import editors_of
@@ -86,8 +87,11 @@ class Service:
         clock: Callable[[], datetime],
         wake_outbox: Callable[[], None],
         directory: SlackDirectory,
+        callback_guard: CallbackGuard | None = None,
     ) -> None:
         self.settings = settings
+        #: checks an agent's callback_url (bot/destinations.py)
+        self.callback_guard = callback_guard or CallbackGuard()
         self.store = store
         self.publisher = publisher
         self.waiters = Waiters()
@@ -137,16 +141,10 @@ class Service:
             operation = registry.get(body.operation)
         except UnknownOperation as error:
             raise ContractViolation([FieldProblem(field="operation", message=str(error))]) from None
-        if body.callback_url is not None and not agent.allows_callback(body.callback_url):
-            raise ContractViolation(
-                [
-                    FieldProblem(
-                        field="callback_url",
-                        message="must start with one of the prefixes configured for agent "
-                        f"{agent.name!r}: {', '.join(agent.callback_url_prefixes)}",
-                    )
-                ]
-            )
+        if body.callback_url is not None:
+            refused = await self.callback_guard.problem(agent, body.callback_url)
+            if refused is not None:
+                raise ContractViolation([FieldProblem(field="callback_url", message=refused)])
         body_json = body.model_dump(mode="json")
         key = idempotency_key or _derived_key(agent.name, body)
         fingerprint = hashlib.sha256(canonical_json(body_json)).hexdigest()

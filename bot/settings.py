@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bot.audit_settings import AnchorSettings, AuditSection, load_audit
 from bot.delegation_settings import DelegationSettings
+from bot.destinations import CallbackGuard, DestinationRefused, parse_prefix
 from bot.digest_settings import DigestSettings
 from bot.escalation_settings import EscalationSection, load_escalation
 from bot.limit_settings import AgentLimitsSection, Limits
@@ -25,6 +26,7 @@ from contracts.base import Operation
 from contracts.escalation import EscalationPolicy
 from contracts.operations import refund, webhook
 from contracts.policy import PolicyError, PolicyTable
+from contracts.redaction import shown_url
 from contracts.registry import Registry
 from contracts.reminders import DEFAULT_REMIND_AT, RemindAt, parse_remind_at
 
@@ -78,6 +80,10 @@ class ServerSettings(_Section):
     max_in_flight_clicks: int = Field(default=64, ge=1, le=10000)
     #: Slack Web API call timeout
     slack_timeout_seconds: float = Field(default=10, gt=0, le=120)
+    #: how long a callback to an agent may take before it counts as failed (and is retried)
+    callback_timeout_seconds: float = Field(default=5, gt=0, le=30)
+    #: callbacks delivered at once to one destination (scheme, host and port)
+    callback_concurrency: int = Field(default=2, ge=1, le=64)
 
 
 class StoreSettings(_Section):
@@ -125,7 +131,10 @@ class _AgentSection(_Section):
     #: people may let the agent act for them from Slack (/countersign delegate)
     delegation: bool = False
     callback_secret_env: str | None = None
+    #: where its callback_url may point (bot/destinations.py); empty: it may name none
     callback_url_prefixes: tuple[str, ...] = ()
+    #: its callbacks may go to loopback, private, link-local and CGNAT addresses
+    callback_allow_private: bool = False
     #: overrides of the [limits] defaults for this agent (bot/limit_settings.py)
     limits: AgentLimitsSection | None = None
 
@@ -150,7 +159,7 @@ class AgentSettings:
     name: str
     token: str
     callback_secret: str
-    #: when not empty, a proposal's callback_url must start with one of these
+    #: a callback_url must fall under one of these (parsed; bot/destinations.py); empty: none
     callback_url_prefixes: tuple[str, ...] = ()
     #: the agent's owners: part of the chain behind its proposals, so never approvers
     owners: tuple[str, ...] = ()
@@ -161,11 +170,16 @@ class AgentSettings:
     delegation: bool = False
     #: how much of Countersign it may use: [limits] with its own overrides
     limits: Limits = field(default_factory=Limits)
+    #: its callbacks may go to internal addresses (loopback, private, link-local, CGNAT)
+    callback_allow_private: bool = False
 
     def allows_callback(self, url: str) -> bool:
-        return not self.callback_url_prefixes or any(
-            url.startswith(prefix) for prefix in self.callback_url_prefixes
-        )
+        """``url`` is well-formed and under one of the prefixes (addresses are checked apart)."""
+        try:
+            CallbackGuard().allowed_destination(self, url)
+        except DestinationRefused:
+            return False
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +370,7 @@ def _load_agents(
                 "or W...)"
             )
         _check_acts_for(path, name, section, model.roles.keys(), problems)
+        _check_callback_prefixes(path, name, section.callback_url_prefixes, problems)
         agent = AgentSettings(
             name,
             token,
@@ -365,6 +380,7 @@ def _load_agents(
             acts_for=tuple(section.acts_for),
             delegation=section.delegation,
             limits=model.limits.overridden(section.limits),
+            callback_allow_private=section.callback_allow_private,
         )
         agents[name] = agent
         by_token[token] = agent
@@ -403,6 +419,19 @@ def _check_acts_for(
             "without acts_for may name only its owners), or delegation = true to let people "
             "delegate to it from Slack"
         )
+
+
+def _check_callback_prefixes(
+    path: Path, name: str, prefixes: tuple[str, ...], problems: list[str]
+) -> None:
+    for prefix in prefixes:
+        try:
+            parse_prefix(prefix)
+        except ValueError as error:
+            problems.append(
+                f"{path}: agents.{name}.callback_url_prefixes: {shown_url(prefix)} {error} "
+                "(expected e.g. \"https://agents.example.com/countersign\")"
+            )
 
 
 def _load_operations(

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from contracts.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from contracts.signing import EXECUTION, SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 
 __all__ = ["Delivery", "DemoTarget"]
 
@@ -57,6 +57,7 @@ class DemoTarget:
             raw,
             request.headers.get(SIGNATURE_HEADER, ""),
             now=self._clock(),
+            purpose=EXECUTION,
         ):
             return raw
         self.refused += 1

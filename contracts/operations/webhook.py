@@ -66,7 +66,8 @@ from contracts.outcomes import (
     Succeeded,
     TerminalFailure,
 )
-from contracts.signing import signed_headers
+from contracts.redaction import scrub, shown_url
+from contracts.signing import EXECUTION, REVALIDATION, Purpose, signed_headers
 
 __all__ = [
     "FieldTemplate",
@@ -329,17 +330,19 @@ class WebhookOperation(Operation[WebhookArguments, WebhookArguments]):
             response = await ctx.http.post(
                 url,
                 body=body,
-                headers=self._headers(body, ctx),
+                headers=self._headers(body, ctx, REVALIDATION),
                 timeout=self.spec.timeout_seconds,
             )
         except Exception as error:  # fail closed: nothing executes unchecked
-            return RevisionRequired(reason=f"could not revalidate at {_shown_url(url)}: {error}")
+            return RevisionRequired(
+                reason=f"could not revalidate at {shown_url(url)}: {scrub(str(error), url)}"
+            )
         if 200 <= response.status < 300:
             return None
         if response.status in _REVISION_STATUSES:
             return RevisionRequired(reason=_reason(response))
         return RevisionRequired(
-            reason=f"could not revalidate at {_shown_url(url)}: target answered "
+            reason=f"could not revalidate at {shown_url(url)}: target answered "
             f"{response.status}: {_reason(response)}"
         )
 
@@ -350,7 +353,7 @@ class WebhookOperation(Operation[WebhookArguments, WebhookArguments]):
         body = canonical_json(
             {"proposal_key": key, "operation": self.name, "arguments": dict(arguments)}
         )
-        headers = {**self._headers(body, ctx), "Idempotency-Key": key}
+        headers = {**self._headers(body, ctx, EXECUTION), "Idempotency-Key": key}
         try:
             response = await ctx.http.post(
                 url, body=body, headers=headers, timeout=self.spec.timeout_seconds
@@ -358,24 +361,26 @@ class WebhookOperation(Operation[WebhookArguments, WebhookArguments]):
         except HttpTransportError as error:
             if not error.maybe_received:
                 return TerminalFailure(
-                    detail=f"could not reach {_shown_url(url)}: {error}; the request was not "
-                    "sent, so the effect did not happen",
+                    detail=f"could not reach {shown_url(url)}: {scrub(str(error), url)}; the "
+                    "request was not sent, so the effect did not happen",
                     correlation_id=ctx.correlation_id,
                 )
             return NeedsReconciliation(
-                detail=f"{error}; the target may have acted", correlation_id=ctx.correlation_id
+                detail=f"{scrub(str(error), url)}; the target may have acted",
+                correlation_id=ctx.correlation_id,
             )
         except Exception as error:  # unknown means uncertain, never "failed"
             return NeedsReconciliation(
-                detail=f"{type(error).__name__}: {error}", correlation_id=ctx.correlation_id
+                detail=f"{type(error).__name__}: {scrub(str(error), url)}",
+                correlation_id=ctx.correlation_id,
             )
         return _outcome(response, ctx.correlation_id)
 
-    def _headers(self, body: bytes, ctx: Context) -> dict[str, str]:
+    def _headers(self, body: bytes, ctx: Context, purpose: Purpose) -> dict[str, str]:
         return {
             "Content-Type": "application/json",
             "X-Countersign-Correlation-Id": ctx.correlation_id,
-            **signed_headers(self._secret, body, now=ctx.now),
+            **signed_headers(self._secret, body, now=ctx.now, purpose=purpose),
         }
 
 
@@ -574,11 +579,3 @@ def _show(value: object, *, limit: int | None = 60) -> str:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _shown_url(url: str) -> str:
-    """The URL without credentials, query or fragment: safe to show in outcomes."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"

@@ -238,11 +238,12 @@ def test_callback_secret_comes_from_its_own_variable_when_named(tmp_path: Path) 
     assert settings.agents["support-bot"].callback_secret == "callback-secret"
 
 
-def test_agent_without_prefixes_may_name_any_callback_url() -> None:
+def test_agent_without_prefixes_may_name_no_callback_url() -> None:
+    # Before, no prefixes meant "any URL": an agent could make Countersign POST anywhere.
     agent = AgentSettings("a", "t" * 16, "s")
 
-    assert agent.allows_callback("https://anywhere.example.net/hook")
-    assert agent.allows_callback("")
+    assert not agent.allows_callback("https://anywhere.example.net/hook")
+    assert not agent.allows_callback("")
 
 
 def test_agent_with_prefixes_may_only_name_urls_under_them(settings: Settings) -> None:
@@ -252,11 +253,59 @@ def test_agent_with_prefixes_may_only_name_urls_under_them(settings: Settings) -
         "https://agents.example.com/",
         "http://127.0.0.1:9000/",
     )
+    assert agent.callback_allow_private is False
     assert agent.allows_callback("https://agents.example.com/done")
+    assert agent.allows_callback("https://AGENTS.example.com:443/done")  # the same origin
+    assert agent.allows_callback("https://agents.example.com")  # its root, "/"
     assert agent.allows_callback("http://127.0.0.1:9000/callbacks/1")
     assert not agent.allows_callback("https://agents.example.com.evil.net/done")
+    assert not agent.allows_callback("https://agents.example.com:8443/done")
+    assert not agent.allows_callback("http://agents.example.com/done")
     assert not agent.allows_callback("http://127.0.0.1:9001/callbacks/1")
-    assert not agent.allows_callback("https://agents.example.com")
+    assert not agent.allows_callback("https://agents.example.com@evil.example/done")
+
+
+def test_callback_allow_private_is_read_per_agent(tmp_path: Path) -> None:
+    agents = """
+    [agents.support-bot]
+    token_env = "SUPPORT_TOKEN"
+    acts_for = ["U0FINANCE1"]
+    callback_url_prefixes = ["http://127.0.0.1:9000/hooks"]
+    callback_allow_private = true
+    """
+    path = write(tmp_path, *valid_sections(agents=agents, policy=""))
+
+    agent = load_settings(path, ENV).agents["support-bot"]
+
+    assert agent.callback_allow_private is True
+
+
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        ("agents.example.com/hooks", "expected an absolute http:// or https:// URL"),
+        ("ftp://agents.example.com/", "expected an absolute http:// or https:// URL"),
+        ("https://bot:hunter2@agents.example.com/", "must not contain a user name or password"),
+        ("https://agents.example.com/hooks?token=abc", "must not contain a query or a fragment"),
+        ("https://agents.example.com/hooks#x", "must not contain a query or a fragment"),
+    ],
+)
+def test_callback_url_prefix_that_is_not_an_absolute_plain_url_is_refused_at_load(
+    tmp_path: Path, prefix: str, expected: str
+) -> None:
+    agents = f"""
+    [agents.support-bot]
+    token_env = "SUPPORT_TOKEN"
+    acts_for = ["U0FINANCE1"]
+    callback_url_prefixes = ["{prefix}"]
+    """
+    path = write(tmp_path, *valid_sections(agents=agents, policy=""))
+
+    problem = only_problem(path)
+
+    assert problem.startswith(f"{path}: agents.support-bot.callback_url_prefixes: ")
+    assert expected in problem
+    assert "hunter2" not in problem and "token=abc" not in problem
 
 
 # --- problems, one at a time ----------------------------------------------------------------------
@@ -323,7 +372,7 @@ def test_unknown_agent_key_lists_the_agent_keys(tmp_path: Path) -> None:
     assert only_problem(path) == (
         f"{path}: agents.support-bot.callback_prefixes: unknown key "
         "(expected one of: token_env, owners, acts_for, delegation, callback_secret_env, "
-        "callback_url_prefixes, limits)"
+        "callback_url_prefixes, callback_allow_private, limits)"
     )
 
 

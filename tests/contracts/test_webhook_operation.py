@@ -30,7 +30,14 @@ from contracts.outcomes import (
     Succeeded,
     TerminalFailure,
 )
-from contracts.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from contracts.signing import (
+    CALLBACK,
+    EXECUTION,
+    REVALIDATION,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    verify,
+)
 
 SECRET = "target-shared-secret"
 NOW = datetime(2025, 3, 14, 9, 26, 53, tzinfo=UTC)
@@ -467,11 +474,19 @@ async def test_the_signature_verifies_only_with_the_right_secret_and_body(
     altered = received.body.replace(b"120", b"9999")
 
     assert signature.startswith("v1=")
-    assert verify(SECRET, timestamp, received.body, signature, now=NOW)
-    assert not verify("another-secret", timestamp, received.body, signature, now=NOW)
-    assert not verify(SECRET, timestamp, altered, signature, now=NOW)
-    assert not verify(SECRET, str(int(timestamp) + 1), received.body, signature, now=NOW)
-    assert not verify(SECRET, timestamp, received.body, signature, now=NOW + timedelta(hours=1))
+    assert verify(SECRET, timestamp, received.body, signature, now=NOW, purpose=EXECUTION)
+    assert not verify(
+        "another-secret", timestamp, received.body, signature, now=NOW, purpose=EXECUTION
+    )
+    assert not verify(SECRET, timestamp, altered, signature, now=NOW, purpose=EXECUTION)
+    assert not verify(
+        SECRET, str(int(timestamp) + 1), received.body, signature, now=NOW, purpose=EXECUTION
+    )
+    later = NOW + timedelta(hours=1)
+    assert not verify(SECRET, timestamp, received.body, signature, now=later, purpose=EXECUTION)
+    # an execution is neither a revalidation nor a callback, even under the same secret
+    for other in (REVALIDATION, CALLBACK):
+        assert not verify(SECRET, timestamp, received.body, signature, now=NOW, purpose=other)
 
 
 @pytest.mark.parametrize(
@@ -617,6 +632,16 @@ async def test_revalidation_posts_the_signed_arguments_and_2xx_means_still_valid
         received.body,
         received.headers[SIGNATURE_HEADER],
         now=NOW,
+        purpose=REVALIDATION,
+    )
+    # a captured revalidation does not verify as an execution at the target
+    assert not verify(
+        SECRET,
+        received.headers[TIMESTAMP_HEADER],
+        received.body,
+        received.headers[SIGNATURE_HEADER],
+        now=NOW,
+        purpose=EXECUTION,
     )
 
 
@@ -643,7 +668,9 @@ async def test_revalidation_fails_closed(target: Target, ctx: Context, path: str
     outcome = await op.revalidate(ARGUMENTS, ctx)
 
     assert isinstance(outcome, RevisionRequired)
-    assert outcome.reason.startswith(f"could not revalidate at {target.url(path)}")
+    # the target is named by scheme://host:port only: its path may hold a credential
+    assert outcome.reason.startswith(f"could not revalidate at {target.url('/')}…")
+    assert path not in outcome.reason
 
 
 async def test_revalidation_fails_closed_when_the_target_is_down(ctx: Context) -> None:

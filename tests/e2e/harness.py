@@ -27,6 +27,7 @@ from slack_sdk.http_retry.builtin_interval_calculators import (
 )
 
 from bot.app import OUTBOX, build_app
+from bot.destinations import Resolve, system_resolve
 from bot.localslack import LocalSlack, running_local_slack
 from bot.localsocket import LocalSocketMode
 from bot.settings import load_settings
@@ -51,6 +52,9 @@ REFUNDS_CHANNEL = "C0REFUNDS"
 CAMPAIGN_CHANNEL = "C0CAMPAIGNS"
 ESCALATION_CHANNEL = "C0ESCALATIONS"  #: the default escalation route
 LEGAL_CHANNEL = "C0LEGAL"  #: escalations on the reserved topic "legal"
+#: Where the agents' callback endpoints live, on the target's server (their callback_url_prefixes;
+#: loopback, so the agents are configured with callback_allow_private)
+AGENT_HOOKS = "/agent-hooks"
 
 
 class FakeClock:
@@ -71,9 +75,19 @@ class Target:
     """The webhook operation's execution target: records requests, answers as scripted."""
 
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: the agents' callback endpoints under AGENT_HOOKS, by name (never in ``requests``)
+    hooks: dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]] = field(
+        default_factory=dict
+    )
     status: int = 200
     body: dict[str, Any] = field(default_factory=lambda: {"campaign_id": "cmp_1", "queued": True})
     delay: float = 0.0
+
+    async def hook(self, request: web.Request) -> web.StreamResponse:
+        handler = self.hooks.get(request.match_info["name"])
+        if handler is None:
+            raise web.HTTPNotFound()
+        return await handler(request)
 
     async def handle(self, request: web.Request) -> web.Response:
         raw = await request.read()
@@ -146,10 +160,14 @@ def _base_config_text(target_url: str) -> str:
 
         [agents.support-bot]
         token_env = "E2E_AGENT_TOKEN"
+        callback_url_prefixes = ["{target_url}{AGENT_HOOKS}"]
+        callback_allow_private = true
         acts_for = ["{REQUESTER}", "{APPROVER_2}", "{OUTSIDER}"]
 
         [agents.ops-bot]
         token_env = "E2E_OTHER_AGENT_TOKEN"
+        callback_url_prefixes = ["{target_url}{AGENT_HOOKS}"]
+        callback_allow_private = true
         acts_for = ["{REQUESTER}"]
 
         [operations."payments.refund"]
@@ -244,10 +262,19 @@ class Countersign:
     app: web.Application
     http: aiohttp.ClientSession
     db_path: Path
+    #: the execution target's server, which also serves the agents' callback endpoints
+    target_url: str = ""
 
     @property
     def service(self) -> Any:
         return self.app[SERVICE]
+
+    def agent_hook(
+        self, name: str, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> str:
+        """Serve an agent's callback endpoint; its URL (under the agents' callback prefix)."""
+        self.target.hooks[name] = handler
+        return f"{self.target_url}{AGENT_HOOKS}/{name}"
 
     # --- the agent's side ----------------------------------------------------------------------
 
@@ -424,15 +451,18 @@ async def running_countersign(
     socket_mode: LocalSocketMode | None = None,
     usergroups_allowed: bool = True,
     config_edit: Callable[[str], str] | None = None,
+    resolve: Resolve | None = None,
 ) -> AsyncIterator[Countersign]:
     """The app, the local Slack and the target, running; with ``socket_mode``, Slack
     interactions go over a WebSocket (``SLACK_APP_TOKEN`` set) instead of ``/slack/events``.
     ``config_edit`` rewrites the configuration text first (a test's own policy rules or
-    settings; see :func:`replace_rule`)."""
+    settings; see :func:`replace_rule`); ``resolve`` answers the app's DNS lookups of callback
+    hosts (the system resolver otherwise)."""
     if socket_mode is not None:
         env = {"SLACK_APP_TOKEN": socket_mode.app_token, **(env or {})}
     target = Target()
     target_app = web.Application()
+    target_app.router.add_route("*", AGENT_HOOKS + "/{name}", target.hook)
     target_app.router.add_route("*", "/{tail:.*}", target.handle)
     target_server = TestServer(target_app, host="127.0.0.1")
     await target_server.start_server()
@@ -448,7 +478,7 @@ async def running_countersign(
         db_path = tmp_path / "countersign.sqlite"
         store = await SqliteStore.open(db_path)
         clock = FakeClock()
-        app = build_app(settings, store, clock=clock)
+        app = build_app(settings, store, clock=clock, resolve=resolve or system_resolve)
         server = TestServer(app, host="127.0.0.1")
         await server.start_server()
         try:
@@ -462,6 +492,7 @@ async def running_countersign(
                     app=app,
                     http=http,
                     db_path=db_path,
+                    target_url=target_url,
                 )
         finally:
             await server.close()

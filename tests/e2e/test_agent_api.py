@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 
-from contracts.signing import verify
+from contracts.signing import CALLBACK, verify
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,
@@ -594,17 +593,11 @@ class Receiver:
 
 
 @asynccontextmanager
-async def receiving(*statuses: int) -> AsyncIterator[Receiver]:
+async def receiving(cs: Countersign, *statuses: int) -> AsyncIterator[Receiver]:
+    """The agent's callback endpoint, under its configured callback prefix, for the block."""
     receiver = Receiver(list(statuses))
-    app = web.Application()
-    app.router.add_post("/hook", receiver.handle)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    receiver.url = str(server.make_url("/hook"))
-    try:
-        yield receiver
-    finally:
-        await server.close()
+    receiver.url = cs.agent_hook("hook", receiver.handle)
+    yield receiver
 
 
 async def _views_for(cs: Countersign, user: str) -> list[Any]:
@@ -616,7 +609,7 @@ async def _events(cs: Countersign, proposal_id: str, event: str) -> list[Any]:
 
 
 async def test_callback_posts_the_signed_final_state_once_after_approval(cs: Countersign) -> None:
-    async with receiving() as receiver:
+    async with receiving(cs) as receiver:
         _, created = await cs.submit({**CAMPAIGN, "callback_url": receiver.url})
         await cs.posted(created["id"])
         assert receiver.received == []  # nothing is final yet
@@ -635,15 +628,17 @@ async def test_callback_posts_the_signed_final_state_once_after_approval(cs: Cou
         "result": {"campaign_id": "cmp_1", "queued": True},
     }
     timestamp = headers["X-Countersign-Timestamp"]
-    signature = headers["X-Countersign-Signature"]
+    signature = headers["X-Countersign-Callback-Signature"]
+    assert "X-Countersign-Signature" not in headers  # an execution's header: never on a callback
+    now = cs.clock()
     # the harness agent has no callback_secret_env: its token is the secret
-    assert verify(AGENT_TOKEN, timestamp, body, signature, now=cs.clock())
-    assert not verify(OTHER_AGENT_TOKEN, timestamp, body, signature, now=cs.clock())
-    assert not verify(AGENT_TOKEN, timestamp, body + b" ", signature, now=cs.clock())
+    assert verify(AGENT_TOKEN, timestamp, body, signature, now=now, purpose=CALLBACK)
+    assert not verify(OTHER_AGENT_TOKEN, timestamp, body, signature, now=now, purpose=CALLBACK)
+    assert not verify(AGENT_TOKEN, timestamp, body + b" ", signature, now=now, purpose=CALLBACK)
 
 
 async def test_callback_is_retried_until_the_receiver_accepts(cs: Countersign) -> None:
-    async with receiving(500, 500) as receiver:
+    async with receiving(cs, 500, 500) as receiver:
         _, created = await cs.submit({**AUTO_TAG, "callback_url": receiver.url})
 
         [delivered] = await eventually(lambda: _events(cs, created["id"], "callback_delivered"))
@@ -655,7 +650,7 @@ async def test_callback_is_retried_until_the_receiver_accepts(cs: Countersign) -
 
 
 async def test_callback_that_keeps_failing_is_given_up_and_audited(cs: Countersign) -> None:
-    async with receiving(500, 500, 500, 500) as receiver:
+    async with receiving(cs, 500, 500, 500, 500) as receiver:
         _, created = await cs.submit({**AUTO_TAG, "callback_url": receiver.url})
 
         [failed] = await eventually(lambda: _events(cs, created["id"], "delivery_abandoned"))
@@ -668,7 +663,7 @@ async def test_callback_that_keeps_failing_is_given_up_and_audited(cs: Countersi
 
 
 async def test_callback_refused_with_a_client_error_is_not_retried(cs: Countersign) -> None:
-    async with receiving(404) as receiver:
+    async with receiving(cs, 404) as receiver:
         _, created = await cs.submit({**AUTO_TAG, "callback_url": receiver.url})
 
         [failed] = await eventually(lambda: _events(cs, created["id"], "delivery_abandoned"))
@@ -679,7 +674,7 @@ async def test_callback_refused_with_a_client_error_is_not_retried(cs: Countersi
 
 
 async def test_callback_reports_a_rejection_with_its_reason(cs: Countersign) -> None:
-    async with receiving() as receiver:
+    async with receiving(cs) as receiver:
         _, created = await cs.submit({**CAMPAIGN, "callback_url": receiver.url})
         await cs.posted(created["id"])
         await cs.click(APPROVER, "reject", created["id"])
@@ -697,7 +692,7 @@ async def test_callback_reports_a_rejection_with_its_reason(cs: Countersign) -> 
 
 
 async def test_callback_reports_an_expiry(cs: Countersign) -> None:
-    async with receiving() as receiver:
+    async with receiving(cs) as receiver:
         _, created = await cs.submit({**CAMPAIGN, "callback_url": receiver.url})
         await cs.posted(created["id"])
 
@@ -711,6 +706,7 @@ async def test_callback_reports_an_expiry(cs: Countersign) -> None:
         AGENT_TOKEN,
         headers["X-Countersign-Timestamp"],
         body,
-        headers["X-Countersign-Signature"],
+        headers["X-Countersign-Callback-Signature"],
         now=cs.clock(),
+        purpose=CALLBACK,
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from contracts.signing import verify
+from contracts.signing import EXECUTION, verify
 from tests.e2e.harness import (
     APPROVER,
     APPROVER_2,
@@ -90,6 +90,7 @@ async def test_webhook_operation_runs_once_after_a_proper_approval(cs: Countersi
         execution["body"],
         headers["X-Countersign-Signature"],
         now=cs.clock(),
+        purpose=EXECUTION,
     )
     assert json.loads(execution["body"])["arguments"] == created["arguments"]
 

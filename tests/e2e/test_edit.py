@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from tests.e2e.harness import (
     APPROVER,
@@ -119,7 +118,7 @@ async def the_edit_of(cs: Countersign, proposal_id: str) -> Any:
 async def test_an_approver_edits_the_amount_and_another_approves_the_edit_exactly(
     cs: Countersign,
 ) -> None:
-    async with receiving() as receiver:
+    async with receiving(cs) as receiver:
         old = await asked(cs, refund("pay_1002", callback_url=receiver.url))
         old_message = (await cs.store.get_proposal(old["id"])).slack_ts
         assert old_message is not None
@@ -520,15 +519,8 @@ class Receiver:
 
 
 @asynccontextmanager
-async def receiving() -> AsyncIterator[Receiver]:
-    """A callback receiver on a local port for the duration of the block."""
+async def receiving(cs: Countersign) -> AsyncIterator[Receiver]:
+    """The agent's callback endpoint (under its configured callback prefix) for the block."""
     receiver = Receiver()
-    app = web.Application()
-    app.router.add_post("/hook", receiver.handle)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    receiver.url = str(server.make_url("/hook"))
-    try:
-        yield receiver
-    finally:
-        await server.close()
+    receiver.url = cs.agent_hook("edit", receiver.handle)
+    yield receiver

@@ -12,10 +12,9 @@ from typing import Any
 import aiosqlite
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from bot.localslack import LocalUser
-from contracts.signing import verify
+from contracts.signing import CALLBACK, verify
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,
@@ -402,49 +401,43 @@ async def test_hand_back_asks_for_a_note_and_the_agent_gets_it_by_long_poll_and_
         received.append((dict(request.headers), await request.read()))
         return web.json_response({"ok": True})
 
-    agent_app = web.Application()
-    agent_app.router.add_post("/hook", callback)
-    agent = TestServer(agent_app, host="127.0.0.1")
-    await agent.start_server()
-    try:
-        async with running_countersign(tmp_path) as cs:
-            url = str(agent.make_url("/hook"))
-            _, created = await post(cs, escalation(callback_url=url))
-            await click(cs, APPROVER, "escalation_take", created["id"])
-            await read(cs, created["id"], wait="10")
+    async with running_countersign(tmp_path) as cs:
+        url = cs.agent_hook("hook", callback)
+        _, created = await post(cs, escalation(callback_url=url))
+        await click(cs, APPROVER, "escalation_take", created["id"])
+        await read(cs, created["id"], wait="10")
 
-            await click(cs, APPROVER, "escalation_hand_back", created["id"])
-            [modal] = await eventually(lambda: _views(cs, APPROVER))
-            assert modal.view["callback_id"] == "escalation_hand_back"
-            assert modal.view["private_metadata"] == created["id"]
-            submitted = view_submission_body(
-                user_id=APPROVER,
-                callback_id="escalation_hand_back",
-                private_metadata=created["id"],
-                values={"note": {"note": "Refunded by hand; confirm with the customer."}},
-            )
-            assert await cs.post_slack(submitted) == 200
+        await click(cs, APPROVER, "escalation_hand_back", created["id"])
+        [modal] = await eventually(lambda: _views(cs, APPROVER))
+        assert modal.view["callback_id"] == "escalation_hand_back"
+        assert modal.view["private_metadata"] == created["id"]
+        submitted = view_submission_body(
+            user_id=APPROVER,
+            callback_id="escalation_hand_back",
+            private_metadata=created["id"],
+            values={"note": {"note": "Refunded by hand; confirm with the customer."}},
+        )
+        assert await cs.post_slack(submitted) == 200
 
-            _, back = await read(cs, created["id"], wait="10", while_status="taken")
-            assert (back["status"], back["handed_off"]) == ("handed_back", False)
-            assert back["note"] == "Refunded by hand; confirm with the customer."
-            await cs.settled()
-            statuses = [json.loads(body)["status"] for _, body in received]
-            assert statuses[-1] == "handed_back"
-            headers, body = received[-1]
-            assert headers["X-Countersign-Escalation"] == created["id"]
-            assert verify(
-                AGENT_TOKEN,
-                headers["X-Countersign-Timestamp"],
-                body,
-                headers["X-Countersign-Signature"],
-                now=cs.clock(),
-            )
-            found = await cs.store.escalations().get_escalation(created["id"])
-            shown = json.dumps(cs.slack.message(ESCALATION_CHANNEL, found.slack_ts).blocks)
-            assert f"by <@{APPROVER}>" in shown and "confirm with the customer" in shown
-    finally:
-        await agent.close()
+        _, back = await read(cs, created["id"], wait="10", while_status="taken")
+        assert (back["status"], back["handed_off"]) == ("handed_back", False)
+        assert back["note"] == "Refunded by hand; confirm with the customer."
+        await cs.settled()
+        statuses = [json.loads(body)["status"] for _, body in received]
+        assert statuses[-1] == "handed_back"
+        headers, body = received[-1]
+        assert headers["X-Countersign-Escalation"] == created["id"]
+        assert verify(
+            AGENT_TOKEN,
+            headers["X-Countersign-Timestamp"],
+            body,
+            headers["X-Countersign-Callback-Signature"],
+            now=cs.clock(),
+            purpose=CALLBACK,
+        )
+        found = await cs.store.escalations().get_escalation(created["id"])
+        shown = json.dumps(cs.slack.message(ESCALATION_CHANNEL, found.slack_ts).blocks)
+        assert f"by <@{APPROVER}>" in shown and "confirm with the customer" in shown
 
 
 async def test_only_the_owner_may_hand_back(cs: Countersign) -> None:
