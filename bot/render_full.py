@@ -76,14 +76,21 @@ def _proposal_blocks(proposal: Proposal, number: int | None) -> Blocks:
             f"*Binding hash* (what an approval is bound to) {_code(proposal.binding_hash, 80)}"
         )
     ]
-    values: Blocks = [_label("Title (the operation's preview)"), *_chunks(proposal.preview.title)]
-    for field in proposal.preview.fields:
-        values += [_label(f"Preview: {field.label}"), *_chunks(field.value)]
-    for name, value in proposal.arguments.items():
-        shown = json.dumps(value, ensure_ascii=False, sort_keys=True)
-        values += [_label(f"Frozen argument {name}"), *_chunks(shown)]
+    preview = [("Title", proposal.preview.title)]
+    preview += [(field.label, field.value) for field in proposal.preview.fields]
+    arguments = [
+        (name, json.dumps(value, ensure_ascii=False, sort_keys=True))
+        for name, value in proposal.arguments.items()
+    ]
+    values: Blocks = [
+        _label("The preview, as the message shows it"),
+        *_chunks(_lines(preview)),
+        _label("The frozen arguments: exactly what runs (JSON values)"),
+        *_chunks(_lines(arguments) or "(none)"),
+    ]
     if proposal.agent_reason:
-        values += [_label("The agent's explanation (unverified)"), *_chunks(proposal.agent_reason)]
+        reason = inert_plain(proposal.agent_reason)
+        values += [_label("The agent's explanation (unverified)"), *_chunks(reason)]
     room = FULL_BLOCKS_MAX - 1 - len(ours) - 1
     if len(values) > room:
         values = [
@@ -103,13 +110,23 @@ def _label(text: str) -> dict[str, Any]:
     }
 
 
-def _chunks(value: str) -> Blocks:
-    """``value`` in full, as plain text sections of at most 3000 characters."""
-    shown = inert_plain(value) or " "
+def _lines(pairs: list[tuple[str, str]]) -> str:
+    """``name: value`` lines, each made inert (one line each, so no value can start another)."""
+    return "\n".join(f"{inert_plain(name)}: {inert_plain(value)}" for name, value in pairs)
+
+
+def _chunks(text: str) -> Blocks:
+    """``text`` (inert lines) in full, as plain text sections of at most 3000 characters, cut
+    between lines where a line fits."""
+    pieces: list[str] = []
+    for line in (text or " ").split("\n"):
+        parts = [line[start : start + _CHUNK] for start in range(0, len(line), _CHUNK)] or [" "]
+        for part in parts:
+            if pieces and len(pieces[-1]) + 1 + len(part) <= _CHUNK:
+                pieces[-1] += "\n" + part
+            else:
+                pieces.append(part)
     return [
-        {
-            "type": "section",
-            "text": {"type": "plain_text", "text": shown[start : start + _CHUNK], "emoji": False},
-        }
-        for start in range(0, len(shown), _CHUNK)
+        {"type": "section", "text": {"type": "plain_text", "text": piece, "emoji": False}}
+        for piece in pieces
     ]

@@ -244,10 +244,19 @@ def test_show_full_shows_agent_values_inert_but_character_for_character() -> Non
     assert all("<@U0BOSS>" not in t for t in mrkdwn)
 
 
+def test_show_full_lists_many_small_arguments_without_running_out_of_blocks() -> None:
+    arguments: dict[str, Any] = {f"arg_{k}": f"value {k}" for k in range(300)}
+    view = full_view(make_proposal(arguments=arguments))
+    View(**view).validate_json()
+    shown = json.dumps(view)
+    assert all(f'arg_{k}: \\"value {k}\\"' in shown for k in range(300))
+    assert "Too long" not in shown
+
+
 def test_show_full_for_a_digest_that_does_not_fit_says_which_are_left_out() -> None:
     big = "y" * 2900
     items = [
-        item(n, arguments={f"a{k}": big for k in range(6)}, agent_reason=None) for n in range(1, 9)
+        item(n, arguments={f"a{k}": big for k in range(6)}, agent_reason=None) for n in range(1, 15)
     ]
     view = full_views(items)
     View(**view).validate_json()
