@@ -2,8 +2,10 @@
 
 It lists the pending proposals that person may decide (every click-time check applied:
 separation of duties, roles as configured now, the person's Slack profile; not those they
-already approved), riskiest first, then soonest expiry, the escalations they own and their
-recent decisions. When something changes for someone (a proposal of a rule they approve, an
+already approved), each agent getting a fair share of the page (bot/waiting_page.py: one
+agent's flood cannot crowd the others out), grouped by agent, riskiest first, then soonest
+expiry, with how many are beyond the page; the escalations they own and their recent
+decisions. When something changes for someone (a proposal of a rule they approve, an
 escalation they own or owned), their tab is published
 again in the background, if they opened it since this process started (the others see a fresh
 tab whenever they open it): at most :data:`REFRESH_MAX` people per change, each once however
@@ -23,10 +25,11 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.delegations import Delegations
 from bot.escalations import EscalationService
-from bot.render_home import home_view
+from bot.render_home import WAITING_SHOWN, home_view
 from bot.service import Service
 from bot.settings import is_user_group
 from bot.tasks import BackgroundTasks
+from bot.waiting_page import WaitingPage, fair_page
 from contracts.policy import AskRule
 from store.base import Proposal, ProposalNotFound
 from store.escalations import Escalation
@@ -67,9 +70,30 @@ class HomeTab:
         escalations.home_notice = self.notice
 
     async def waiting_for(self, user: str) -> list[Proposal]:
-        """Pending proposals ``user`` may decide now, riskiest first, then soonest expiry."""
-        pending = await self._service.store.pending_proposals(limit=PENDING_READ)
-        return [p for p in pending if await self._service.refusal_for(p, user) is None]
+        """The page of pending proposals ``user`` may decide now (see :meth:`waiting_page`)."""
+        return list((await self.waiting_page(user)).shown)
+
+    async def waiting_page(self, user: str) -> WaitingPage:
+        """The pending proposals ``user`` may decide now, a fair share of the page for each
+        agent (bot/waiting_page.py), and how many of each agent's are beyond the page.
+
+        Each agent's pending proposals are read in the store's order (riskiest first, then
+        soonest expiry), at most :data:`PENDING_READ`, and checked until a page's worth is
+        found: one agent's flood costs no more to list than a page."""
+        store = self._service.store
+        decidable: dict[str, list[Proposal]] = {}
+        unchecked: dict[str, int] = {}
+        for agent, count in sorted((await store.pending_by_agent()).items()):
+            found = decidable[agent] = []
+            checked = 0
+            for proposal in await store.pending_proposals(agent=agent, limit=PENDING_READ):
+                if len(found) == WAITING_SHOWN:
+                    break
+                checked += 1
+                if await self._service.refusal_for(proposal, user) is None:
+                    found.append(proposal)
+            unchecked[agent] = max(0, count - checked)
+        return fair_page(decidable, unchecked, size=WAITING_SHOWN)
 
     async def previous_versions(self, proposals: Sequence[Proposal]) -> dict[str, Proposal]:
         """For each edit among ``proposals``, the version it replaced (to show what changed)."""
@@ -85,9 +109,11 @@ class HomeTab:
     async def publish(self, user: str, *, notice: str | None = None) -> None:
         """Build and publish ``user``'s tab; a failure is logged (the tab is not state)."""
         store = self._service.store
-        waiting = await self.waiting_for(user)
+        page = await self.waiting_page(user)
+        waiting = list(page.shown)
         view = home_view(
             waiting=waiting,
+            beyond=page.beyond,
             owned=await self._escalations.store.owned_by(user, limit=10),
             decisions=await store.decisions_by(user, limit=10),
             now=self._clock(),

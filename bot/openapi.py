@@ -210,8 +210,10 @@ def _submit_operation(operations: list[Operation[Any, Any]], max_body_bytes: int
             },
             "400": {"$ref": "#/components/responses/MalformedRequest"},
             "401": {"$ref": "#/components/responses/Unauthorized"},
+            "408": {"$ref": "#/components/responses/RequestTimeout"},
             "413": {"$ref": "#/components/responses/BodyTooLarge"},
             "422": {"$ref": "#/components/responses/ContractViolation"},
+            "429": {"$ref": "#/components/responses/TooManyRequests"},
             "503": {"$ref": "#/components/responses/Unavailable"},
         },
     }
@@ -247,6 +249,7 @@ def _read_operation(long_poll_max_seconds: float) -> dict[str, Any]:
             "400": {"$ref": "#/components/responses/MalformedRequest"},
             "401": {"$ref": "#/components/responses/Unauthorized"},
             "404": {"$ref": "#/components/responses/NotFound"},
+            "429": {"$ref": "#/components/responses/TooManyRequests"},
             "503": {"$ref": "#/components/responses/Unavailable"},
         },
     }
@@ -339,6 +342,16 @@ def _problem_responses(max_body_bytes: int) -> dict[str, Any]:
             "names each field and what was expected."
         ),
         "NotFound": problem("No proposal with that id belongs to this agent."),
+        "RequestTimeout": problem(
+            "The body did not arrive whole within the agent's `body_timeout_seconds`: nothing "
+            "was stored. Send the body at once."
+        ),
+        "TooManyRequests": problem(
+            "The agent is at one of its limits (submissions per second, proposals waiting for "
+            "a decision, long-polls held at once); `errors` names the limit (`limits.<key>`). "
+            "Nothing was stored; retry after `Retry-After` seconds.",
+            **{"Retry-After": "Retry-After"},
+        ),
         "Unavailable": problem(
             "At capacity, or the store is not available: nothing was stored; retry after "
             "`Retry-After` seconds.",

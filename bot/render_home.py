@@ -77,6 +77,7 @@ def home_view(
     notice: str | None = None,
     delegations: Sequence[Delegation] = (),
     previous: Mapping[str, Proposal] | None = None,
+    beyond: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The Home tab: a notice (the answer to a click made here), what waits for the person,
     the escalations they own, the agents acting for them (delegations, with Revoke) and their
@@ -86,7 +87,7 @@ def home_view(
         blocks += [_section(clip(notice, SECTION_MAX)), {"type": "divider"}]
     blocks += [
         _header("Waiting for your decision"),
-        *waiting_blocks(waiting, now=now, previous=previous),
+        *waiting_blocks(waiting, now=now, previous=previous, beyond=beyond),
     ]
     blocks += [_header("Escalations you own"), *_owned_blocks(owned)]
     if delegations:
@@ -100,14 +101,21 @@ def waiting_blocks(
     *,
     now: datetime,
     previous: Mapping[str, Proposal] | None = None,
+    beyond: Mapping[str, int] | None = None,
 ) -> Blocks:
     """The proposals a person may decide, in the order given (riskiest first, then soonest
     expiry), with their buttons. ``previous`` maps an edit's id to the version it replaced,
-    to list what the edit changed."""
-    if not waiting:
+    to list what the edit changed. With ``beyond`` (per agent, its pending proposals not on
+    the page: bot/waiting_page.py), the page comes grouped by agent, each group saying how
+    many more of that agent's are pending, and a last line counts the other agents'."""
+    if not waiting and not beyond:
         return [_context("Nothing waits for you. :tada:")]
     blocks: Blocks = []
+    group: str | None = None
     for proposal in waiting[:WAITING_SHOWN]:
+        if beyond is not None and proposal.agent != group:
+            group = proposal.agent
+            blocks.append(_context(_group_line(group, beyond.get(group, 0))))
         fields = [_field_text(f.label, f.value) for f in proposal.preview.fields[:KEY_FIELDS]]
         more = len(proposal.preview.fields) - KEY_FIELDS
         if more > 0:
@@ -152,12 +160,41 @@ def waiting_blocks(
         if proposal.quorum > 1:
             line += f" · {len(counted(proposal))} of {proposal.quorum} approved"
         blocks += [_context(line), section, buttons]
+    if beyond is not None:
+        return blocks + _beyond_lines(waiting[:WAITING_SHOWN], beyond)
     hidden = len(waiting) - WAITING_SHOWN
     if hidden > 0:
         blocks.append(
             _context(f"{hidden} more not shown; the riskiest and soonest to expire come first.")
         )
     return blocks
+
+
+def _group_line(agent: str, more: int) -> str:
+    line = f":robot_face: From agent *{escape(agent)}*"
+    return line + (f" · and {more} more pending from this agent, not shown" if more else "")
+
+
+def _beyond_lines(shown: Sequence[Proposal], beyond: Mapping[str, int]) -> Blocks:
+    """What is pending beyond the page: the agents with nothing on it, and the total."""
+    on_page = {proposal.agent for proposal in shown}
+    others = {agent: n for agent, n in beyond.items() if agent not in on_page}
+    lines = []
+    if others:
+        names = ", ".join(f"*{escape(agent)}*" for agent in sorted(others)[:5])
+        if len(others) > 5:
+            names += f" and {len(others) - 5} more"
+        lines.append(
+            f"And {sum(others.values())} more pending from {len(others)} other "
+            f"agent{'s' if len(others) > 1 else ''} ({names}), not shown."
+        )
+    total = sum(beyond.values())
+    if total:
+        lines.append(
+            f"{total} more pending beyond this page. Each agent gets a share of the page, "
+            "its riskiest and soonest to expire first."
+        )
+    return [_context(" ".join(lines))] if lines else []
 
 
 def _show_full_button(proposal_id: str) -> dict[str, Any]:

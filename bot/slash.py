@@ -61,11 +61,17 @@ class SlashCommand:
         verb = verb.lower()
         if verb in ("", "help"):
             return "How to use /countersign", help_blocks()
-        if verb == "list":
-            waiting = await self._home.waiting_for(user)
+        if verb == "list":  # the App Home's page: each agent gets a share of it
+            page = await self._home.waiting_page(user)
+            waiting = list(page.shown)
             text = f"{len(waiting)} proposal(s) wait for your decision"
+            if page.more:
+                text += f", and {page.more} more pending beyond this page"
             previous = await self._home.previous_versions(waiting)
-            return text, waiting_blocks(waiting, now=self._clock(), previous=previous)
+            blocks = waiting_blocks(
+                waiting, now=self._clock(), previous=previous, beyond=page.beyond
+            )
+            return text, blocks
         if verb == "show" and rest.strip():
             return await self._show(user, rest.strip().split()[0])
         if verb == "show":

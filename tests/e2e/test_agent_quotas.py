@@ -20,14 +20,18 @@ from typing import Any
 from bot.webhook import QUOTAS
 from tests.e2e.harness import (
     AGENT_TOKEN,
+    APPROVER,
     CAMPAIGN_CHANNEL,
+    ESCALATION_CHANNEL,
     OTHER_AGENT_TOKEN,
     REQUESTER,
+    SIGNING_SECRET,
     Answer,
     Countersign,
     eventually,
     running_countersign,
 )
+from tests.slack_requests import app_home_opened_body, signed_headers, slash_command_body
 from tests.store.conformance import new_proposal
 
 
@@ -294,3 +298,139 @@ async def test_a_slow_body_holds_no_submission_slot_and_gets_408(tmp_path: Path)
         assert served_in < 0.5
         assert status_line.startswith(b"HTTP/1.1 408"), status_line
         assert await cs.proposal_count() == 1  # the ops bot's only
+
+
+# --- re-announcements ---------------------------------------------------------------------------
+
+
+async def test_an_unclaimed_escalation_is_announced_again_a_bounded_number_of_times_and_here_once(
+    tmp_path: Path,
+) -> None:
+    def edit(text: str) -> str:
+        return text.replace(
+            'reannounce_after = "10m"\n', 'reannounce_after = "10m"\nreannounce_max = 2\n'
+        )
+
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        created = (await post(cs, "/v1/escalations", escalation("conv-1"), AGENT_TOKEN)).json()
+
+        async def posted() -> Any:
+            found = await cs.store.escalations().get_escalation(created["id"])
+            return found if found.slack_ts else None
+
+        ts = (await eventually(posted)).slack_ts
+
+        def replies() -> list[Any]:
+            return cs.slack.replies(ESCALATION_CHANNEL, ts)
+
+        for announced in (1, 2):
+            cs.clock.advance(timedelta(minutes=11))
+
+            async def reminded(n: int = announced) -> bool:
+                return len(replies()) == n
+
+            await eventually(reminded)
+        for _ in range(3):  # more periods pass: nobody is paged again
+            cs.clock.advance(timedelta(minutes=11))
+            await asyncio.sleep(0.3)  # several sweeps (every 0.05 s)
+        await cs.settled()
+
+        texts = [json.dumps(reply.blocks) for reply in replies()]
+        assert len(texts) == 2
+        assert ["<!here>" in text for text in texts] == [True, False]
+        log = await cs.store.escalations().escalation_log(created["id"])
+        assert [e.event for e in log].count("reannounced") == 2
+
+
+# --- App Home and /countersign list ----------------------------------------------------------
+
+
+async def open_home(cs: Countersign, user: str) -> dict[str, Any]:
+    before = cs.slack.home_view(user)
+    body = app_home_opened_body(user_id=user)
+    headers = signed_headers(SIGNING_SECRET, body, content_type="application/json")
+    assert await cs.post_slack(body, headers) == 200
+
+    async def published() -> Any:
+        view = cs.slack.home_view(user)
+        return view if view is not None and view is not before else None
+
+    view: dict[str, Any] = await eventually(published)
+    return view
+
+
+async def slash_list(cs: Countersign, user: str) -> dict[str, Any]:
+    body = slash_command_body(user_id=user, command="/countersign", text="list")
+    answer = await cs.request(
+        "POST", "/slack/events", data=body.encode(), headers=signed_headers(SIGNING_SECRET, body)
+    )
+    assert answer.status == 200, answer.body
+    answered: dict[str, Any] = answer.json()
+    return answered
+
+
+def buttons_by_agent(blocks: list[dict[str, Any]], ids: dict[str, str]) -> dict[str, int]:
+    """How many proposals with decision buttons each agent has in ``blocks``."""
+    shown: dict[str, int] = {}
+    for block in blocks:
+        if block["type"] == "actions" and block["block_id"].startswith("decision-"):
+            agent = ids[block["block_id"].removeprefix("decision-")]
+            shown[agent] = shown.get(agent, 0) + 1
+    return shown
+
+
+async def test_one_agents_200_proposals_do_not_crowd_the_other_agent_out_of_app_home_or_list(
+    tmp_path: Path,
+) -> None:
+    flood = limits(
+        "agents.support-bot.limits",
+        max_pending_proposals=1000,
+        submissions_per_second=100000,
+        submissions_burst=100000,
+    )
+    async with running_countersign(tmp_path, config_edit=flood) as cs:
+        ids: dict[str, str] = {}
+        for batch in range(10):
+            answers = await asyncio.gather(
+                *(
+                    post(cs, "/v1/proposals", campaign(batch * 20 + n), AGENT_TOKEN)
+                    for n in range(20)
+                )
+            )
+            ids.update((a.json()["id"], "support-bot") for a in answers)
+        for payment in ("pay_1001", "pay_1003"):
+            refund = {
+                "operation": "payments.refund",
+                "request": {"payment_id": payment},
+                "requested_by": REQUESTER,
+            }
+            answer = await post(cs, "/v1/proposals", refund, OTHER_AGENT_TOKEN)
+            assert answer.status == 201, answer.body
+            ids[answer.json()["id"]] = "ops-bot"
+        assert len(ids) == 202
+
+        home = await open_home(cs, APPROVER)
+        listed = await slash_list(cs, APPROVER)
+
+    for blocks in (home["blocks"], listed["blocks"]):
+        assert buttons_by_agent(blocks, ids) == {"support-bot": 13, "ops-bot": 2}
+        text = json.dumps(blocks)
+        assert "From agent *ops-bot*" in text
+        assert "and 187 more pending from this agent, not shown" in text
+        assert "187 more pending beyond this page" in text
+    assert len(home["blocks"]) <= 100
+    assert listed["text"] == (
+        "15 proposal(s) wait for your decision, and 187 more pending beyond this page"
+    )
+
+
+async def test_the_openapi_document_lists_the_refusals_of_the_limits(tmp_path: Path) -> None:
+    async with running_countersign(tmp_path) as cs:
+        document = (await cs.request("GET", "/v1/openapi.json")).json()
+
+    submit = document["paths"]["/v1/proposals"]["post"]["responses"]
+    read = document["paths"]["/v1/proposals/{id}"]["get"]["responses"]
+    assert {"408", "429"} <= set(submit)
+    assert "429" in read
+    too_many = document["components"]["responses"]["TooManyRequests"]
+    assert "Retry-After" in too_many["headers"]
