@@ -526,6 +526,11 @@ class Service:
         """Why ``user`` may not decide ``proposal`` now (contracts.authority), or None."""
         rule = self._current_rule(proposal)
         agent = self.settings.agents.get(proposal.agent)
+        if agent is None:  # its owners are unknown now: fail closed rather than forget them
+            return (
+                f"agent {proposal.agent!r} is no longer configured, so its owners cannot be "
+                "told apart from other approvers; nobody can decide its proposals"
+            )
         teams = self.settings.approvals.allowed_teams
         if not teams:
             home = await self.directory.home_team()
@@ -534,7 +539,7 @@ class Service:
             approver=await self.directory.profile(user),
             chain=DecisionChain(
                 requested_by=proposal.requested_by,
-                agent_owners=agent.owners if agent is not None else (),
+                agent_owners=agent.owners,
                 editors=await editors_of(self.store, proposal),
             ),
             approver_roles=rule.approvers if rule is not None else (),

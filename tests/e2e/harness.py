@@ -162,7 +162,7 @@ def _base_config_text(target_url: str) -> str:
         token_env = "E2E_AGENT_TOKEN"
         callback_url_prefixes = ["{target_url}{AGENT_HOOKS}"]
         callback_allow_private = true
-        acts_for = ["{REQUESTER}", "{APPROVER_2}", "{OUTSIDER}"]
+        acts_for = ["{REQUESTER}", "{APPROVER}", "{APPROVER_2}", "{OUTSIDER}"]
 
         [agents.ops-bot]
         token_env = "E2E_OTHER_AGENT_TOKEN"

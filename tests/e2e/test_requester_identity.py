@@ -19,6 +19,7 @@ from tests.e2e.harness import (
     APPROVER,
     APPROVER_2,
     FINANCE_GROUP,
+    OTHER_AGENT_TOKEN,
     REQUESTER,
     SIGNING_SECRET,
     Countersign,
@@ -413,3 +414,25 @@ async def test_the_requester_roles_condition_sees_the_verified_requester(tmp_pat
         status, ran = await cs.submit({**tagging, "run_id": "dana"}, token=dana_token)
         assert status == 201 and ran["policy"]["rule_id"] == "support-tags"
         assert ran["requested_by"] == DANA
+
+
+# --- the agent's owners, always ------------------------------------------------------------------
+
+
+def without_ops_bot(text: str) -> str:
+    start = text.index("[agents.ops-bot]\n")
+    end = text.index("\n[", start)
+    return text[:start] + text[end + 1 :]
+
+
+async def test_once_its_agent_is_removed_nobody_decides_a_proposal(tmp_path: Path) -> None:
+    # ops-bot is owned by Alex, who holds finance; its proposal waits when ops-bot is removed
+    owned = {"ops-bot": {"owners": [ALEX]}}
+    async with running_countersign(tmp_path, agent_settings=owned) as cs:
+        status, created = await cs.submit(campaign(DANA), token=OTHER_AGENT_TOKEN)
+        assert status == 201
+        await cs.posted(created["id"])
+
+    async with running_countersign(tmp_path, config_edit=without_ops_bot) as cs:
+        # Alex's ownership is no longer written anywhere: he must not become an approver
+        assert "no longer configured" in await refused_click(cs, ALEX, created["id"])
