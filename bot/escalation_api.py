@@ -15,6 +15,7 @@ from bot.quotas import admit_escalation
 from bot.settings import AgentSettings
 from bot.webhook import QUOTAS, SUBMISSIONS, _agent, _wait_seconds
 from contracts.base import FieldProblem
+from store.base import StoreUnavailable
 from store.escalations import Escalation, EscalationNotFound, EscalationStatus
 
 __all__ = ["ESCALATIONS", "escalation_routes"]
@@ -36,12 +37,19 @@ def escalation_routes() -> list[web.RouteDef]:
 async def submit(request: web.Request) -> web.Response:
     """As for proposals (bot/webhook.py): the agent's rate, its whole body, then a slot."""
     agent = _agent(request)
-    request.app[QUOTAS].admit_submission(agent)
+    quotas = request.app[QUOTAS]
+    quotas.admit_submission(agent)
     raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
     with request.app[SUBMISSIONS].slot() as admitted:
         if not admitted:
+            quotas.refund(agent)
             raise busy()
-        return await _submit(request, agent, raw)
+        try:
+            return await _submit(request, agent, raw)
+        except (Problem, StoreUnavailable) as refused:
+            if isinstance(refused, StoreUnavailable) or refused.status in (429, 503):
+                quotas.refund(agent)  # refused, not served: the agent's rate is not charged
+            raise
 
 
 async def _submit(request: web.Request, agent: AgentSettings, raw: bytes) -> web.Response:

@@ -14,7 +14,9 @@ of Countersign (``[limits]``, bot/limit_settings.py), checked in this order on e
 * **open escalations**: the same, for escalations nobody has taken (``max_open_escalations``).
 * **long-polls**: ``?wait=`` reads held at once per agent (``max_long_polls``), per instance.
 
-A refused request takes nothing: no token from the bucket, no slot, no row, no audit entry.
+A refused request takes nothing: no slot, no row, no audit entry, and no token from the
+bucket (a submission refused after taking one, at capacity or at one of these limits, gives it
+back: a refused request is not throughput).
 """
 
 from __future__ import annotations
@@ -111,6 +113,14 @@ class Quotas:
                 limits.submissions_per_second,
                 retry_after=wait,
             )
+
+    def refund(self, agent: AgentSettings) -> None:
+        """Give back the token of a submission Countersign then refused for its own reasons (at
+        capacity, store unavailable, or at one of the agent's limits): a refused request was
+        not served, so it does not count against the agent's rate."""
+        bucket = self._buckets.get(agent.name)
+        if bucket is not None:
+            bucket.tokens = min(bucket.burst, bucket.tokens + 1)
 
     @contextmanager
     def long_poll(self, agent: AgentSettings) -> Iterator[None]:

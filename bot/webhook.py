@@ -17,7 +17,7 @@ from bot.schemas import ProposalOut, SubmitBody
 from bot.service import Service
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
-from store.base import NewProposal, Proposal, ProposalNotFound
+from store.base import NewProposal, Proposal, ProposalNotFound, StoreUnavailable
 from store.delegations import Delegation
 from store.lifecycle import Status
 
@@ -73,12 +73,19 @@ async def submit(request: web.Request) -> web.Response:
     """The agent's rate first, then its whole body (within its deadline), and only then a slot:
     neither a flood nor a slow sender holds the capacity other agents need."""
     agent, delegation = await _caller(request)
-    request.app[QUOTAS].admit_submission(agent)
+    quotas = request.app[QUOTAS]
+    quotas.admit_submission(agent)
     raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
     with request.app[SUBMISSIONS].slot() as admitted:
         if not admitted:
+            quotas.refund(agent)
             raise busy()
-        return await _submit(request, agent, raw, delegation)
+        try:
+            return await _submit(request, agent, raw, delegation)
+        except (Problem, StoreUnavailable) as refused:
+            if isinstance(refused, StoreUnavailable) or refused.status in (429, 503):
+                quotas.refund(agent)  # refused, not served: the agent's rate is not charged
+            raise
 
 
 async def _submit(

@@ -74,6 +74,14 @@ def config_text(store_url: str, target_url: str) -> str:
         token_env = "{TOKEN_ENV}"
         acts_for = ["{REQUESTER}", "{REQUESTERS_GROUP}"]
 
+        # The benchmark is one agent driving Countersign as hard as it can: its per-agent
+        # limits are raised out of the way so that throughput, not the quota, is measured.
+        [agents.{AGENT}.limits]
+        max_pending_proposals = 10000000
+        submissions_per_second = 1000000
+        submissions_burst = 10000000
+        max_long_polls = 100000
+
         [operations."{OPERATION}"]
         kind = "webhook"
         description = "A benchmark deployment"

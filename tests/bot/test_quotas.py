@@ -69,3 +69,18 @@ def test_long_poll_places_are_per_agent_and_given_back_even_when_the_block_raise
     with pytest.raises(RuntimeError), quotas.long_poll(poller):
         raise RuntimeError("the client went away")
     assert quotas.long_polls("flooder") == 0
+
+
+def test_a_refund_gives_back_one_token_never_more_than_the_burst() -> None:
+    quotas = Quotas(Ticks())
+    slow = agent(submissions_per_second=0.001, submissions_burst=2)
+    quotas.admit_submission(slow)
+    quotas.admit_submission(slow)
+    quotas.refund(slow)
+    quotas.refund(slow)
+    quotas.refund(slow)
+
+    quotas.admit_submission(slow)
+    quotas.admit_submission(slow)
+    with pytest.raises(Problem):
+        quotas.admit_submission(slow)

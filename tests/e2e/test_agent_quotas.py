@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.webhook import QUOTAS
+from bot.webhook import QUOTAS, SUBMISSIONS
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,
@@ -126,6 +126,36 @@ async def test_an_agent_with_a_raised_rate_of_its_own_is_not_held_to_the_default
 
     assert [a.status for a in theirs] == [201] * 8
     assert [a.status for a in mine] == [201, 201, 429]
+
+
+async def test_a_submission_refused_at_capacity_or_at_a_limit_is_not_charged_to_the_rate(
+    tmp_path: Path,
+) -> None:
+    """A refused request is not throughput: a 503 (capacity) or a 429 (pending limit) gives the
+    token back, so the agent is not rate-limited for requests that were never served."""
+    edit = limits(submissions_per_second=0.01, submissions_burst=2, max_pending_proposals=1)
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        admission = cs.app[SUBMISSIONS]
+        admission.limit = 1
+        with admission.slot():  # capacity taken by work in flight
+            busy = [await post(cs, "/v1/proposals", campaign(n), AGENT_TOKEN) for n in range(3)]
+        admission.limit = 64
+        first = await post(cs, "/v1/proposals", campaign(1), AGENT_TOKEN)
+        over = [await post(cs, "/v1/proposals", campaign(n), AGENT_TOKEN) for n in (2, 3, 4)]
+        auto_tag = {
+            "operation": "crm.tag_customers",
+            "request": {"segment": "vip", "tag": "thanks", "customers": 5},
+            "requested_by": REQUESTER,
+        }
+        served = await post(cs, "/v1/proposals", auto_tag, AGENT_TOKEN)
+        spent = await post(cs, "/v1/proposals", {**auto_tag, "run_id": "again"}, AGENT_TOKEN)
+
+    assert [a.status for a in busy] == [503] * 3
+    assert first.status == 201
+    for answer in over:  # the pending limit each time, never the rate
+        assert_refused(answer, "max_pending_proposals")
+    assert served.status == 201  # the burst's second token was still there
+    assert_refused(spent, "submissions_per_second")
 
 
 # --- pending proposals ----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,12 +52,14 @@ class ThreadedCountersign:
 
 
 @contextmanager
-def threaded_countersign(tmp_path: Path) -> Iterator[ThreadedCountersign]:
-    """``running_countersign(tmp_path)`` on an event loop in its own thread."""
+def threaded_countersign(
+    tmp_path: Path, *, config_edit: Callable[[str], str] | None = None
+) -> Iterator[ThreadedCountersign]:
+    """``running_countersign(tmp_path, config_edit=...)`` on an event loop in its own thread."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="countersign", daemon=True)
     thread.start()
-    running = running_countersign(tmp_path)
+    running = running_countersign(tmp_path, config_edit=config_edit)
     try:
         cs = asyncio.run_coroutine_threadsafe(running.__aenter__(), loop).result(60)
         try:

@@ -41,6 +41,17 @@ CHECKS = [
     negative_data_rejection,
 ]
 
+#: The fuzz sends thousands of requests as fast as it can from one agent: its per-agent limits
+#: (tests/e2e/test_agent_quotas.py) are raised out of the way so that every case reaches the
+#: checks of the body instead of a 429.
+UNLIMITED = """
+[limits]
+max_pending_proposals = 10000000
+submissions_per_second = 1000000
+submissions_burst = 10000000
+max_long_polls = 100000
+"""
+
 #: Whose token a case carries: mostly the agent's own; sometimes another's, a wrong one, none.
 TOKENS = st.sampled_from([AGENT_TOKEN] * 6 + [OTHER_AGENT_TOKEN, "not-a-token-of-any-agent", None])
 
@@ -63,7 +74,7 @@ def _ids(db: Path) -> set[str]:
 def test_generated_requests_get_documented_answers_and_store_only_accepted_proposals(
     tmp_path: Path,
 ) -> None:
-    with threaded_countersign(tmp_path) as app:
+    with threaded_countersign(tmp_path, config_edit=lambda text: text + UNLIMITED) as app:
         cs = app.cs
         http = requests.Session()
         raw = http.get(f"{cs.url}/v1/openapi.json", timeout=10).json()

@@ -132,7 +132,18 @@ def scale_config(
     kept.update({key: f"{key} = {value}" for key, value in server.items()})
     body = "\n".join(kept.values())
     slack = f"[slack]\ndigests = {'true' if digests else 'false'}\n"
-    return f'{head}[server]\n{body}\n\n{tail}\n[store]\nurl = "{store_url}"\n\n{slack}'
+    return f'{head}[server]\n{body}\n\n{tail}\n[store]\nurl = "{store_url}"\n\n{slack}\n{UNLIMITED}'
+
+
+#: The scale tests drive one agent far past its default per-agent limits on purpose (they
+#: measure the instances, not the quota): raised out of the way.
+UNLIMITED = """[limits]
+max_pending_proposals = 10000000
+submissions_per_second = 1000000
+submissions_burst = 10000000
+max_long_polls = 100000
+max_open_escalations = 1000000
+"""
 
 
 # --- the server processes -----------------------------------------------------------------------
