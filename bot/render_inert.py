@@ -21,6 +21,8 @@ a line that looks like    line breaks (``\\n``, ``\\r``, U+2028, …) become a v
 ours, a block quote       leading ``>`` becomes U+FF1E
 control, bidirectional,   shown as their code, ``\\u202e``: the approver sees that they are
 zero-width, invisible     there, and they cannot reorder or hide what follows
+emoji characters          shown as their code too (``\\U0001f534``): Countersign's own lines
+                          begin with emoji (the risk class, "Approved by"), agent text cannot
 ========================  ====================================================================
 
 Countersign's own lines are made of what agent text can no longer produce (bold labels, emoji,
@@ -29,8 +31,8 @@ only in its labelled place. Multi-line agent text is shown as a block quote whos
 marked (:func:`inert_quote`), so it cannot start a line outside the quote.
 
 :func:`inert_plain` is the same for ``plain_text`` objects (headers, modal text, button
-confirmations), which Slack does not parse for markup: only line breaks and invisible characters
-are replaced there, and such objects are sent with ``emoji: false``. The "Show full" modal uses
+confirmations), which Slack does not parse for markup: only line breaks, invisible characters
+and emoji are replaced there, and such objects are sent with ``emoji: false``. The "Show full" modal uses
 it, so the values it shows are the frozen ones character for character, except the invisible.
 """
 
@@ -70,11 +72,25 @@ _HIDDEN_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 _LINE_BREAKS: Final = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
+def _pictograph(char: str, category: str) -> bool:
+    """An emoji (or a symbol shown as one): Countersign's own lines start with such symbols
+    (the risk class, "Approved by"), so agent text shows them by their code instead."""
+    point = ord(char)
+    if 0x1F000 <= point <= 0x1FAFF:  # emoji, modifiers, regional indicators (flags)
+        return True
+    if point in (0x3030, 0x303D, 0x3297, 0x3299):
+        return True
+    return category == "So" and 0x2190 <= point <= 0x2BFF  # arrows, dingbats, misc symbols
+
+
 def _hidden(char: str) -> bool:
     if char in _INVISIBLE:
         return True
+    point = ord(char)
+    if 0xFE00 <= point <= 0xFE0F or 0xE0100 <= point <= 0xE01EF:  # variation selectors
+        return True
     category = unicodedata.category(char)
-    if category in _HIDDEN_CATEGORIES:
+    if category in _HIDDEN_CATEGORIES or _pictograph(char, category):
         return True
     return category == "Zs" and char != " "
 
@@ -86,15 +102,17 @@ def _code_point(char: str) -> str:
 
 def visible(text: str) -> str:
     """``text`` on one line with every line break shown as ``⏎`` and every control,
-    bidirectional, zero-width or otherwise invisible character (and every space other than
-    U+0020) shown as its code (``\\u202e``)."""
-    text = _LINE_BREAKS.sub(LINE_BREAK, text)
-    return "".join(_code_point(char) if _hidden(char) else char for char in text)
+    bidirectional, zero-width or otherwise invisible character, every space other than U+0020
+    and every emoji shown as its code (``\\u202e``); so is a ``⏎`` of the text's own."""
+    return LINE_BREAK.join(
+        "".join(_code_point(char) if _hidden(char) else char for char in line)
+        for line in _LINE_BREAKS.split(text)
+    )
 
 
 def inert_plain(text: str) -> str:
     """``text`` for a ``plain_text`` object (sent with ``emoji: false``): one line, nothing
-    invisible. Slack shows plain text as written, so nothing else changes."""
+    invisible, no emoji. Slack shows plain text as written, so nothing else changes."""
     return visible(text)
 
 

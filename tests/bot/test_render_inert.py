@@ -13,6 +13,7 @@ from bot.render_inert import LINE_BREAK, MARKERS, inert, inert_plain, inert_quot
 
 #: Characters an attacker reaches for, mixed into arbitrary text below.
 NASTY = (
+    "\U0001f534\u2705\u274c\u26aa\U0001f7e0\ufe0f\u23ce"
     "*_~`:<>&@!|\n\r\t\u2028\u2029\u202e\u202d\u2066\u2067\u2068\u2069\u200b\u200c\u200d"
     "\u2060\ufeff\u00ad\u3164\u115f\u2800\x00\x1b\x7f\x85\u00a0\U000e0041#."
 )
@@ -32,6 +33,15 @@ _SHORTCODE = re.compile(r":[^\s:]+:")
 
 
 def _invisible(char: str) -> bool:
+    """Invisible, or an emoji character (Countersign's own lines begin with one); the line
+    break mark is ours."""
+    if char == LINE_BREAK:
+        return False
+    point = ord(char)
+    if 0x1F000 <= point <= 0x1FAFF or 0xFE00 <= point <= 0xFE0F:
+        return True
+    if unicodedata.category(char) == "So" and 0x2190 <= point <= 0x2BFF:
+        return True
     return (
         unicodedata.category(char) in {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
         or (unicodedata.category(char) == "Zs" and char != " ")
@@ -105,6 +115,11 @@ def test_the_classic_forgery_cannot_look_like_countersigns_lines() -> None:
     assert shown == (
         "\u2217Approved by &lt;@U0BOSS&gt;\u2217⏎\u2236white_check_mark: Why you are asked: safe"
     )
+
+
+def test_emoji_characters_are_shown_by_their_code_and_so_is_a_line_break_mark() -> None:
+    shown = inert("\U0001f534 Irreversible\n\u2705 Approved by \u23ce")
+    assert shown == "\\U0001f534 Irreversible⏎\\u2705 Approved by \\u23ce"
 
 
 def test_identifiers_with_underscores_and_times_stay_readable() -> None:
