@@ -32,8 +32,9 @@ marked (:func:`inert_quote`), so it cannot start a line outside the quote.
 
 :func:`inert_plain` is the same for ``plain_text`` objects (headers, modal text, button
 confirmations), which Slack does not parse for markup: only line breaks, invisible characters
-and emoji are replaced there, and such objects are sent with ``emoji: false``. The "Show full" modal uses
-it, so the values it shows are the frozen ones character for character, except the invisible.
+and emoji are replaced there, and such objects are sent with ``emoji: false``. The "Show full"
+modal uses it, so the values it shows are the frozen ones character for character, except the
+invisible and the emoji.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def test_every_state_renders_valid_block_kit_with_its_buttons() -> None:
         EscalationStatus.HANDED_BACK: ["escalation_take", "escalation_resolve"],
         EscalationStatus.RESOLVED: [],
     }
-    extra = {
+    extra: dict[EscalationStatus, dict[str, object]] = {
         EscalationStatus.TAKEN: {"owner": "U0OWNER"},
         EscalationStatus.HANDED_BACK: {"note": "back to you"},
         EscalationStatus.RESOLVED: {"resolved_by": "U0OWNER", "resolved_at": NOW},
