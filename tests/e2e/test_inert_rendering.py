@@ -20,15 +20,17 @@ from bot.render import SHOW_FULL
 from bot.render_digest import APPROVE_ALL, CHOOSE, DIGEST_SHOW_FULL
 from tests.e2e.harness import (
     APPROVER,
+    APPROVER_2,
     CAMPAIGN_CHANNEL,
     OUTSIDER,
     REQUESTER,
+    SIGNING_SECRET,
     Countersign,
     eventually,
     running_countersign,
 )
 from tests.e2e.test_edit import asked, number, open_edit, refund, submit_edit, the_edit_of
-from tests.slack_requests import block_action_body, signed_headers
+from tests.slack_requests import block_action_body, signed_headers, slash_command_body
 
 FORGERY = "*Approved by <@U0BOSS>*\n:white_check_mark: Why you are asked: safe"
 ATTACK = (
@@ -245,3 +247,34 @@ async def test_an_edits_message_says_who_edited_it_and_what_changed(cs: Counters
     assert f"*Edited by <@{APPROVER}>*" in said
     assert "• `amount_cents` _(not set)_ → `50000`" in said
     assert "payment_id" not in said  # unchanged: not listed
+
+
+async def test_countersign_show_and_the_home_tab_say_what_an_edit_changed_and_why_asked(
+    cs: Countersign,
+) -> None:
+    old = await asked(cs, refund("pay_1002"))
+    view = await open_edit(cs, APPROVER, old["id"])
+    await submit_edit(cs, APPROVER, view, amount_cents=number("50000"))
+    edit = await the_edit_of(cs, old["id"])
+
+    shown = json.dumps((await slash(cs, APPROVER_2, f"show {edit.id}"))["blocks"])
+    assert f"*Edited by <@{APPROVER}>*" in shown
+    assert "`amount_cents` _(not set)_ \\u2192 `50000`" in shown
+    assert "*Why you are asked:* policy rule" in shown
+    assert "Agent's explanation (unverified)" in shown
+    assert ">The customer asked for their money back." in shown
+
+    listed = json.dumps((await slash(cs, APPROVER_2, "list"))["blocks"])
+    assert "`amount_cents` _(not set)_ \\u2192 `50000`" in listed
+    assert ">The customer asked for their money back." in listed
+
+
+async def slash(cs: Countersign, user: str, text: str) -> dict[str, Any]:
+    """``/countersign text`` as ``user``, signed; the answer Slack would show them."""
+    body = slash_command_body(user_id=user, command="/countersign", text=text)
+    answer = await cs.request(
+        "POST", "/slack/events", data=body.encode(), headers=signed_headers(SIGNING_SECRET, body)
+    )
+    assert answer.status == 200, answer.body
+    answered: dict[str, Any] = answer.json()
+    return answered
