@@ -21,6 +21,7 @@ from bot.explain import explain
 from bot.review import review_stats_command
 from bot.sandbox import DEFAULT_PORT, run_sandbox
 from bot.settings import ConfigError, Settings, is_user_group, load_settings, slack_settings
+from contracts.redaction import shown_store_url
 from store.base import StoreError
 from store.open import open_store
 
@@ -196,7 +197,10 @@ async def _audit_export(
     try:
         store = await open_store(settings.store.url)
     except StoreError as error:
-        print(f"cannot open the store {settings.store.url}: {error}", file=sys.stderr)
+        print(
+            f"cannot open the store {shown_store_url(settings.store.url)}: {error}",
+            file=sys.stderr,
+        )
         return 2
     try:
         entries = await store.audit_log()

@@ -23,6 +23,7 @@ from bot.publish import DeliveryFailed, SlackPublisher
 from bot.settings import Settings
 from contracts.authority import DecisionChain, refusal_reason
 from contracts.policy import AskRule
+from contracts.redaction import shown_store_url
 from store.base import Delivery, Proposal, ProposalNotFound, Store, StoreError
 from store.lifecycle import Status
 from store.open import open_store
@@ -231,7 +232,7 @@ async def review_stats_command(settings: Settings, out: IO[str], err: IO[str]) -
     try:
         store = await open_store(settings.store.url)
     except StoreError as error:
-        print(f"cannot open the store {settings.store.url}: {error}", file=err)
+        print(f"cannot open the store {shown_store_url(settings.store.url)}: {error}", file=err)
         return 2
     try:
         stats = await store.standing().review_stats()

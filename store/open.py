@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contracts.redaction import shown_store_url
 from store.base import Store, StoreError
 from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
@@ -28,11 +29,15 @@ async def open_store(url: str, *, durable: bool = True) -> Store:
     if url.startswith(_SQLITE):
         rest = url.removeprefix(_SQLITE)
         if not rest.startswith("/") or rest == "/":
-            raise StoreError(f"store URL {url!r}: no database path; expected {_EXAMPLES}")
+            raise StoreError(
+                f"store URL {shown_store_url(url)!r}: no database path; expected {_EXAMPLES}"
+            )
         path = rest[1:]
     elif "://" in url:
         scheme = url.split("://", 1)[0]
-        raise StoreError(f"store URL {url!r}: unknown scheme {scheme!r}; expected {_EXAMPLES}")
+        raise StoreError(
+            f"store URL {shown_store_url(url)!r}: unknown scheme {scheme!r}; expected {_EXAMPLES}"
+        )
     elif not url:
         raise StoreError(f"store URL is empty; expected {_EXAMPLES}")
     else:

@@ -19,12 +19,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 from pydantic import JsonValue
 
 from contracts.outcomes import NeedsReconciliation, Outcome
+from contracts.redaction import scrub, shown_store_url
 from store import pg_queries as sql
 from store import pg_reminders
 from store.audit import entry_hash, verify_chain
@@ -96,16 +96,8 @@ Isolation = Literal["read_committed", "repeatable_read"]
 
 
 def redacted(url: str) -> str:
-    """``url`` without its password, fit for messages and logs."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.netloc.rsplit("@", 1)[1]
-        user = parts.username or ""
-        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-    except ValueError:
-        return "<a store URL that does not parse>"
+    """``url`` without its password, fit for messages and logs (contracts/redaction.py)."""
+    return shown_store_url(url)
 
 
 class PostgresStore:
@@ -179,7 +171,7 @@ class PostgresStore:
                 f"cannot open PostgreSQL database {where}: {translate(error)}"
             ) from error
         except ValueError as error:  # asyncpg's own checks of the URL and its options
-            raise StoreError(f"store URL {where}: {error}") from error
+            raise StoreError(f"store URL {where}: {scrub(str(error), url)}") from error
         try:
             async with pool.acquire() as db:
                 await apply_migrations(db, load_migrations("postgres"))
@@ -338,6 +330,8 @@ class PostgresStore:
             "rule_id": new.rule_id,
             "status": new.status.value,
         }
+        if new.delegation_id is not None:  # the delegation behind requested_by
+            submitted |= {"delegation_id": new.delegation_id, "requested_by": new.requested_by}
         await self._append(db, new.created_at, new.id, new.agent, "submitted", submitted)
         if edit is not None:
             editor = new.edited_by or "unknown"

@@ -24,6 +24,7 @@ from bot.bench.floors import bolt_floor, http_floor, store_floor
 from bot.bench.report import Measurement, render_table, write_json
 from bot.bench.scale import ScaleStore, scale
 from bot.bench.stage import running_stage
+from contracts.redaction import shown_store_url
 
 __all__ = ["BenchOptions", "add_bench_arguments", "bench_command", "run_bench"]
 
@@ -269,11 +270,7 @@ def _context(options: BenchOptions, backend: str) -> dict[str, Any]:
 
 
 def _redacted(url: str) -> str:
-    scheme, _, rest = url.partition("://")
-    credentials, at, host = rest.rpartition("@")
-    if at and ":" in credentials:
-        credentials = credentials.split(":", 1)[0] + ":***"
-    return f"{scheme}://{credentials}{at}{host}"
+    return shown_store_url(url)
 
 
 def _with_search_path(url: str, schema: str) -> str:

@@ -45,6 +45,7 @@ class Silent:
         self.connections = 0
         self.requests = 0  #: connections that sent a request's first bytes
         self._writers: list[asyncio.StreamWriter] = []
+        self._closed = asyncio.Event()
         self.port = 0
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -52,7 +53,8 @@ class Silent:
         self._writers.append(writer)
         if await reader.read(1):
             self.requests += 1
-        await asyncio.Event().wait()  # never answers
+        await self._closed.wait()  # never answers; hangs up when the test ends
+        writer.close()
 
 
 @asynccontextmanager
@@ -63,9 +65,9 @@ async def silent_server() -> AsyncIterator[Silent]:
     try:
         yield silent
     finally:
+        silent._closed.set()
         server.close()
-        for writer in silent._writers:
-            writer.close()
+        await server.wait_closed()
 
 
 def hanging_agent(port: int, *, timeout: float = 30) -> Callable[[str], str]:
