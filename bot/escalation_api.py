@@ -11,7 +11,6 @@ from bot.agent_requests import busy, idempotency_key, parse_body, receive_body
 from bot.escalation_schemas import EscalationBody, EscalationOut
 from bot.escalations import EscalationService
 from bot.problems import Problem
-from bot.quotas import admit_escalation
 from bot.settings import AgentSettings
 from bot.webhook import QUOTAS, SUBMISSIONS, _agent, _wait_seconds
 from contracts.base import FieldProblem
@@ -56,11 +55,8 @@ async def _submit(request: web.Request, agent: AgentSettings, raw: bytes) -> web
     body = parse_body(raw, EscalationBody, noun="escalation")
     key = idempotency_key(request)
     service = request.app[ESCALATIONS]
-
-    async def admit() -> None:
-        await admit_escalation(service.store, agent)
-
-    submitted = await service.submit(agent, body, key, admit=admit)
+    with request.app[QUOTAS].escalation_claim(service.store, agent) as claim:
+        submitted = await service.submit(agent, body, key, admit=claim.take)
     headers = {"Location": f"/v1/escalations/{submitted.escalation.id}"}
     if not submitted.created:
         headers["Idempotent-Replayed"] = "true"

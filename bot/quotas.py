@@ -7,10 +7,12 @@ of Countersign (``[limits]``, bot/limit_settings.py), checked in this order on e
   before the body is read; past it ``429`` with ``Retry-After`` computed from the bucket. Kept
   per instance: N instances let an agent submit N times the rate.
 * **pending**: proposals waiting for a person (``max_pending_proposals``), counted in the store,
-  so the bound holds across instances. Checked after the idempotency replay (a retry of a stored
-  submission still gets its proposal) and only for what would wait for a person (an automatic
-  or denied proposal waits for nobody). Concurrent submissions may each see the last free
-  place, so the count can overshoot by the agent's submissions in flight at that moment.
+  so the bound holds across instances, plus the agent's submissions in flight on this instance
+  (:class:`Claim`: a burst of concurrent submissions cannot all see the last free place).
+  Checked after the idempotency replay (a retry of a stored submission still gets its
+  proposal) and only for what would wait for a person (an automatic or denied proposal waits
+  for nobody). Across instances the bound can be overshot by what the other instances have in
+  flight for the agent at that moment.
 * **open escalations**: the same, for escalations nobody has taken (``max_open_escalations``).
 * **long-polls**: ``?wait=`` reads held at once per agent (``max_long_polls``), per instance.
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -37,9 +39,9 @@ from store.lifecycle import Status
 
 __all__ = [
     "RETRY_WHEN_FULL",
+    "Claim",
     "Quotas",
     "TokenBucket",
-    "admit_escalation",
     "admit_pending",
     "over_limit",
 ]
@@ -96,6 +98,8 @@ class Quotas:
         self._monotonic = monotonic
         self._buckets: dict[str, TokenBucket] = {}
         self._long_polls: dict[str, int] = {}
+        self._pending_claims: dict[str, int] = {}
+        self._escalation_claims: dict[str, int] = {}
 
     def admit_submission(self, agent: AgentSettings) -> None:
         """Take a token from ``agent``'s bucket, or raise 429 with the wait until the next one."""
@@ -146,31 +150,102 @@ class Quotas:
         """How many long-polls of ``agent`` are held now."""
         return self._long_polls.get(agent, 0)
 
-
-async def admit_pending(store: Store, agent: AgentSettings, new: NewProposal) -> None:
-    """Raise 429 when ``new`` would wait for a person and ``agent`` already has its most
-    pending proposals (counted in the store: the same answer on every instance)."""
-    if new.status is not Status.PENDING:
-        return  # automatic or denied: nobody's queue grows
-    limit = agent.limits.max_pending_proposals
-    if await store.count_pending(agent.name) >= limit:
-        raise over_limit(
+    @contextmanager
+    def pending_claim(self, store: Store, agent: AgentSettings) -> Iterator[Claim]:
+        """A claim for one proposal submission, released when the block ends (stored or not:
+        once stored, the store's count has it)."""
+        claim = Claim(
+            self._pending_claims,
             agent,
-            "proposals waiting for a decision",
-            "max_pending_proposals",
-            limit,
-            retry_after=RETRY_WHEN_FULL,
+            lambda: store.count_pending(agent.name),
+            limit=agent.limits.max_pending_proposals,
+            what="proposals waiting for a decision",
+            setting="max_pending_proposals",
         )
+        try:
+            yield claim
+        finally:
+            claim.release()
 
-
-async def admit_escalation(store: EscalationStore, agent: AgentSettings) -> None:
-    """Raise 429 when ``agent`` already has its most escalations that nobody has taken."""
-    limit = agent.limits.max_open_escalations
-    if await store.count_open(agent.name) >= limit:
-        raise over_limit(
+    @contextmanager
+    def escalation_claim(self, store: EscalationStore, agent: AgentSettings) -> Iterator[Claim]:
+        """A claim for one escalation submission, released when the block ends."""
+        claim = Claim(
+            self._escalation_claims,
             agent,
-            "escalations nobody has taken yet",
-            "max_open_escalations",
-            limit,
-            retry_after=RETRY_WHEN_FULL,
+            lambda: store.count_open(agent.name),
+            limit=agent.limits.max_open_escalations,
+            what="escalations nobody has taken yet",
+            setting="max_open_escalations",
         )
+        try:
+            yield claim
+        finally:
+            claim.release()
+
+
+class Claim:
+    """One submission's claim on a place among its agent's pending proposals (or open
+    escalations): taken before the store is counted, given back when the request ends.
+
+    Counting alone is not enough: an agent sending 20 submissions at once would have each one
+    count the store before any of them is stored, and all 20 would pass a limit of 3. A claim
+    counts itself in first, so each submission also sees those of the same agent still in
+    flight on this instance (a stored one may be counted twice for a moment: the check errs on
+    the side of refusing). Across instances, each instance's in-flight submissions can still
+    overshoot by what the others have in flight.
+    """
+
+    def __init__(
+        self,
+        claims: dict[str, int],
+        agent: AgentSettings,
+        count: Callable[[], Awaitable[int]],
+        *,
+        limit: int,
+        what: str,
+        setting: str,
+    ) -> None:
+        self._claims = claims
+        self._agent = agent
+        self._count = count
+        self._limit = limit
+        self._what = what
+        self._setting = setting
+        self.held = False
+
+    async def take(self) -> None:
+        """Claim a place, or raise 429 when the agent's stored and in-flight ones fill them."""
+        if self.held:  # asked again for the same submission (a re-classification)
+            return
+        name = self._agent.name
+        others = self._claims.get(name, 0)
+        self._claims[name] = others + 1  # counted in before the await: the next one sees it
+        self.held = True
+        try:
+            full = await self._count() + others >= self._limit
+        except BaseException:
+            self.release()
+            raise
+        if full:
+            self.release()
+            raise over_limit(
+                self._agent, self._what, self._setting, self._limit, retry_after=RETRY_WHEN_FULL
+            )
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        left = self._claims[self._agent.name] - 1
+        if left:
+            self._claims[self._agent.name] = left
+        else:
+            del self._claims[self._agent.name]
+
+
+async def admit_pending(claim: Claim, new: NewProposal) -> None:
+    """Claim a place among the agent's pending proposals when ``new`` would wait for a person
+    (429 past its limit); an automatic or denied proposal waits for nobody."""
+    if new.status is Status.PENDING:
+        await claim.take()

@@ -94,11 +94,12 @@ async def _submit(
     body = parse_body(raw, SubmitBody, noun="proposal")
     key = idempotency_key(request)
     service = request.app[SERVICE]
+    with request.app[QUOTAS].pending_claim(service.store, agent) as claim:
 
-    async def admit(new: NewProposal) -> None:
-        await admit_pending(service.store, agent, new)
+        async def admit(new: NewProposal) -> None:
+            await admit_pending(claim, new)
 
-    submitted = await service.submit(agent, body, key, admit=admit, delegation=delegation)
+        submitted = await service.submit(agent, body, key, admit=admit, delegation=delegation)
     status = 201 if submitted.created else 200
     headers = {"Location": f"/v1/proposals/{submitted.proposal.id}"}
     if not submitted.created:

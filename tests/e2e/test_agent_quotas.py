@@ -206,6 +206,35 @@ async def test_past_its_pending_limit_an_agent_is_refused_and_nothing_is_stored_
         assert (await post(cs, "/v1/proposals", campaign(3), AGENT_TOKEN)).status == 201
 
 
+async def test_a_burst_of_concurrent_submissions_cannot_all_take_the_last_free_places(
+    tmp_path: Path,
+) -> None:
+    """Twenty at once, each counting the store before any is stored, would all see room."""
+    edit = limits(max_pending_proposals=3, submissions_per_second=1000, submissions_burst=1000)
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        answers = await asyncio.gather(
+            *(post(cs, "/v1/proposals", campaign(n), AGENT_TOKEN) for n in range(20))
+        )
+        stored = await cs.proposal_count()
+
+    assert sorted(a.status for a in answers) == [201] * 3 + [429] * 17
+    assert stored == 3
+
+
+async def test_a_burst_of_concurrent_escalations_cannot_all_take_the_last_free_places(
+    tmp_path: Path,
+) -> None:
+    edit = limits(max_open_escalations=2, submissions_per_second=1000, submissions_burst=1000)
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        answers = await asyncio.gather(
+            *(post(cs, "/v1/escalations", escalation(f"conv-{n}"), AGENT_TOKEN) for n in range(12))
+        )
+        opened = await cs.store.escalations().count_open("support-bot")
+
+    assert sorted(a.status for a in answers) == [201] * 2 + [429] * 10
+    assert opened == 2
+
+
 async def test_the_pending_limit_counts_what_the_store_holds_not_what_this_instance_saw(
     tmp_path: Path,
 ) -> None:
