@@ -367,7 +367,11 @@ async def test_callback_url_outside_the_agents_prefixes_is_422_naming_them(
     tmp_path: Path,
 ) -> None:
     prefixes = {"support-bot": {"callback_url_prefixes": ["https://agents.example.com/"]}}
-    async with running_countersign(tmp_path, agent_settings=prefixes) as cs:
+
+    async def public(host: str, port: int) -> list[str]:  # no test asks the real DNS
+        return ["93.184.216.34"]
+
+    async with running_countersign(tmp_path, agent_settings=prefixes, resolve=public) as cs:
         answer = await post(cs, {**CAMPAIGN, "callback_url": "https://evil.example.net/hook"})
 
         document = problem(answer, 422)
