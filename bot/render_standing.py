@@ -84,6 +84,18 @@ def _ceiling(field: str, ceiling: int | float) -> str:
     return f"{_code(field, 100)} up to {_code(str(ceiling), 60)}"
 
 
+def _calls(count: int) -> str:
+    return f"{count} call{'s' if count != 1 else ''}"
+
+
+def _varying(varying: Sequence[str], ceiling: str) -> str:
+    """The arguments besides the ceiling that a covered call may change, if any."""
+    others = [_code(name, 100) for name in varying if name != ceiling]
+    if not others:
+        return "every other argument as approved"
+    return f"every other argument as approved except {', '.join(others)}"
+
+
 def standing_modal(
     proposal: Proposal, standing: StandingPolicy, choices: Sequence[timedelta]
 ) -> dict[str, Any]:
@@ -108,9 +120,10 @@ def standing_modal(
                 f"of {_code(proposal.operation, 200)} by agent *{escape(proposal.agent)}* that "
                 f"policy rule {_code(proposal.rule_id or '', 120)} would ask for, with "
                 f"{_ceiling(standing.ceiling, ceiling if isinstance(ceiling, int | float) else 0)}"
-                ", are approved automatically, audited, and can be revoked with "
-                "`/countersign standing`. Calls its requester makes are never covered by a rule "
-                "they granted."
+                f" and {_varying(standing.varying, standing.ceiling)}, are approved "
+                f"automatically, at most {_calls(standing.max_uses)}, audited, and can be "
+                "revoked with `/countersign standing`. Calls its requester makes are never "
+                "covered by a rule they granted."
             ),
             {
                 "type": "input",
@@ -132,7 +145,10 @@ def granted_text(standing_rule_id: str, grant: Grant) -> str:
     return clip(
         f":white_check_mark: Approved, and standing rule {_code(standing_rule_id, 60)} allows "
         f"similar {_code(grant.operation, 200)} calls by agent *{escape(grant.agent)}* with "
-        f"{_ceiling(grant.ceiling_field, grant.ceiling)} until {_when(grant.expires_at)}. "
+        f"{_ceiling(grant.ceiling_field, grant.ceiling)} and "
+        f"{_varying(grant.varying, grant.ceiling_field)}, {_calls(grant.max_uses)} at most, "
+        f"until {_when(grant.expires_at)}: {grant.max_uses} use"
+        f"{'s' if grant.max_uses != 1 else ''} remaining. "
         "Revoke it with `/countersign standing`.",
         SECTION_MAX,
     )
@@ -144,7 +160,10 @@ def standing_list_blocks(rules: Sequence[StandingRule], *, now: datetime) -> Blo
         return [_section("No standing rules are active.")]
     blocks: Blocks = [_header("Active standing rules")]
     for rule in rules[:LISTED]:
-        uses = f"{rule.uses} call{'s' if rule.uses != 1 else ''} approved so far"
+        uses = (
+            f"{_calls(rule.uses)} approved so far, {rule.remaining} of {rule.max_uses} "
+            f"use{'s' if rule.max_uses != 1 else ''} remaining"
+        )
         blocks.append(
             {
                 "type": "section",
@@ -155,6 +174,7 @@ def standing_list_blocks(rules: Sequence[StandingRule], *, now: datetime) -> Blo
                     "text": clip(
                         f"*{escape(rule.operation)}* by agent *{escape(rule.agent)}*, rule "
                         f"{_code(rule.rule_id, 120)}: {_ceiling(rule.ceiling_field, rule.ceiling)}"
+                        f", {_varying(rule.varying, rule.ceiling_field)}"
                         f"\nGranted by {_mention(rule.created_by)} · expires "
                         f"{_when(rule.expires_at)} ({_remaining(rule.expires_at, now)}) · {uses}"
                         f" · {_code(rule.id, 60)}",

@@ -50,6 +50,7 @@ from store.base import (
     NotApprovable,
     Proposal,
     Store,
+    StoreError,
     Transitioned,
     TransitionResult,
 )
@@ -158,22 +159,31 @@ class Service:
         now = self._clock()
         request = operation.parse_request(body.request)
         ctx = Context(now=now, http=self._http, correlation_id=f"submit.{secrets.token_hex(4)}")
-        new = await self.frozen_contract(
-            operation,
-            await operation.resolve(request, ctx),
-            agent=agent.name,
-            requested_by=requested_by,
-            request=body_json["request"],
-            submission_key=key,
-            fingerprint=fingerprint,
-            run_id=body.run_id,
-            reason=body.reason,
-            callback_url=body.callback_url,
-            now=now,
-        )
-        if admit is not None:
-            await admit(new)
-        proposal, created = await self.store.create_proposal(new)
+        resolved = await operation.resolve(request, ctx)
+        for attempt in range(1, standing.RACE_ATTEMPTS + 1):
+            new = await self.frozen_contract(
+                operation,
+                resolved,
+                agent=agent.name,
+                requested_by=requested_by,
+                request=body_json["request"],
+                submission_key=key,
+                fingerprint=fingerprint,
+                run_id=body.run_id,
+                reason=body.reason,
+                callback_url=body.callback_url,
+                now=now,
+            )
+            if admit is not None:
+                await admit(new)
+            try:
+                proposal, created = await self.store.create_proposal(new)
+                break
+            except StoreError:
+                # its standing rule was used up or revoked by a concurrent call since it was
+                # read (the database counts the uses): classify again without it
+                if new.standing_rule_id is None or attempt == standing.RACE_ATTEMPTS:
+                    raise
         if not created:
             if proposal.submission_fingerprint != fingerprint:
                 raise _conflict(proposal, derived=idempotency_key is None)

@@ -7,10 +7,11 @@ profile) plus the admin role, then the proposal is approved and the standing rul
 transaction (``StandingStore.claim_and_grant``) and the proposal executes once, as any approval.
 
 Later submissions that the same rule would ask for are approved automatically when an active
-standing rule covers them (:func:`cover`, called by ``Service.submit``). Everything is read as
-the policy is configured *now* and fails closed: a rule that no longer allows standing rules,
-a changed ceiling field, a shorter ``max`` or a granter who lost the admin role stops a
-standing rule from covering anything.
+standing rule covers them (:func:`cover`, called by ``Service.submit``): the same call but for
+the ceiling (and the arguments the rule lets vary), while it has uses left. Everything is read
+as the policy is configured *now* and fails closed: a rule that no longer allows standing
+rules, a changed ceiling field, a shorter ``max``, fewer ``max_uses``, other varying arguments
+or a granter who lost the admin role stops a standing rule from covering anything more.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from bot import render, render_standing
 from contracts.canonical import binding_hash
 from contracts.durations import format_duration, parse_duration
 from contracts.policy import Ask, AskRule, Auto, Decision, PolicyTable
-from contracts.standing import Grant, StandingPolicy, covers, duration_choices
+from contracts.standing import Grant, StandingPolicy, bound_arguments, covers, duration_choices
 from store.base import Proposal, Store, Transitioned
 from store.lifecycle import Status
 from store.standing import StandingRule
@@ -35,9 +36,21 @@ from store.standing import StandingRule
 if TYPE_CHECKING:
     from bot.service import Service
 
-__all__ = ["StandingGrants", "cover", "new_standing_rule_id", "offer", "standing_policy"]
+__all__ = [
+    "RACE_ATTEMPTS",
+    "StandingGrants",
+    "cover",
+    "new_standing_rule_id",
+    "offer",
+    "standing_policy",
+]
 
 log = logging.getLogger(__name__)
+
+#: How often a submission is classified again when the database refuses the standing rule that
+#: covered it (concurrent calls used it up, or it was revoked, since it was read); each attempt
+#: finds the rules with uses left anew, so the last one normally finds none and asks.
+RACE_ATTEMPTS = 3
 
 
 def new_standing_rule_id() -> str:
@@ -114,6 +127,8 @@ async def cover(
         if (
             candidate.ceiling_field == standing.ceiling
             and candidate.expires_at - candidate.created_at <= standing.max
+            and candidate.uses < min(candidate.max_uses, standing.max_uses)
+            and set(candidate.varying) <= set(standing.varying)
             and candidate.created_by in admins
             and covers(
                 candidate,
@@ -128,7 +143,8 @@ async def cover(
             note = (
                 f"standing rule {candidate.id}, granted by {candidate.created_by} until "
                 f"{candidate.expires_at.astimezone(UTC).isoformat(timespec='seconds')} under "
-                f"rule {rule.id!r}: {standing.ceiling} {value} <= {candidate.ceiling}"
+                f"rule {rule.id!r}: {standing.ceiling} {value} <= {candidate.ceiling}, the "
+                f"other arguments as approved; use {candidate.uses + 1} of {candidate.max_uses}"
             )
             return Auto(rule_id=rule.id, explanation=note), candidate
     return decision, None
@@ -184,6 +200,9 @@ class StandingGrants:
             rule_id=proposal.rule_id,
             ceiling_field=standing.ceiling,
             ceiling=ceiling,
+            arguments=bound_arguments(proposal.arguments, standing.varying),
+            varying=standing.varying,
+            max_uses=standing.max_uses,
             created_by=user,
             created_from=proposal.id,
             created_at=now,

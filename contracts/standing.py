@@ -7,6 +7,12 @@ agent that the same rule matches, whose ``ceiling`` argument is at most the appr
 approved automatically. The ceiling is required: a standing rule always has a numeric bound, the
 approved call's own value, so "similar" never means "anything this rule matches".
 
+"Similar" means *the same call but for the ceiling*: a grant binds every other argument to the
+approved call's value (the same payment, the same customer, the same segment). The rule may name
+more arguments that may differ (``vary = ["note"]``); nothing else may. And a grant covers at
+most ``max_uses`` calls (default :data:`DEFAULT_MAX_USES`, at most :data:`MAX_USES`), counted by
+the store in the transaction that records each covered call, so concurrent calls never exceed it.
+
 This module reads the ``standing`` table of a rule (:func:`read_standing`), says whether a granted
 rule covers a call (:func:`covers`), and decides which automatic approvals are sampled for a
 person to review after the fact (:func:`sampled`). Pure functions; no I/O.
@@ -24,15 +30,19 @@ from typing import Final
 from pydantic import Field, JsonValue
 
 from contracts.base import ArgType
+from contracts.canonical import canonical_json
 from contracts.durations import format_duration, parse_duration
 from contracts.frozen import Frozen
 
 __all__ = [
+    "DEFAULT_MAX_USES",
     "DURATION_CHOICES",
     "MAX_STANDING",
+    "MAX_USES",
     "STANDING_KEYS",
     "Grant",
     "StandingPolicy",
+    "bound_arguments",
     "covers",
     "duration_choices",
     "read_standing",
@@ -45,7 +55,11 @@ MAX_STANDING: Final = timedelta(days=30)
 DURATION_CHOICES: Final = tuple(
     timedelta(hours=hours) for hours in (1, 4, 8, 24, 72, 168, 336, 720)
 )
-STANDING_KEYS: Final = ("max", "admins", "ceiling")
+#: How many calls a standing rule covers when its policy rule does not say (``max_uses``).
+DEFAULT_MAX_USES: Final = 10
+#: The most calls any standing rule may cover, whatever a rule says.
+MAX_USES: Final = 1000
+STANDING_KEYS: Final = ("max", "admins", "ceiling", "max_uses", "vary")
 _EXAMPLE: Final = '{ max = "7d", admins = ["finance-admins"], ceiling = "amount_cents" }'
 
 
@@ -55,16 +69,32 @@ class StandingPolicy(Frozen):
     max: timedelta = Field(gt=timedelta(0), le=MAX_STANDING)
     admins: tuple[str, ...] = Field(min_length=1)  #: roles whose members may grant one
     ceiling: str = Field(min_length=1)  #: the numeric argument bounded by the approved value
+    #: how many calls one standing rule covers at most
+    max_uses: int = Field(default=DEFAULT_MAX_USES, ge=1, le=MAX_USES)
+    #: arguments besides the ceiling that may differ from the approved call's
+    vary: tuple[str, ...] = ()
+
+    @property
+    def varying(self) -> tuple[str, ...]:
+        """Every argument a covered call may change: the ceiling, then ``vary``."""
+        return (self.ceiling, *(name for name in self.vary if name != self.ceiling))
 
 
 class Grant(Frozen):
-    """A standing rule as granted: what it covers and until when (stored by the store)."""
+    """A standing rule as granted: what it covers, how often and until when (stored by the
+    store, never changed)."""
 
     operation: str
     agent: str
     rule_id: str
     ceiling_field: str
     ceiling: int | float
+    #: the approved call's arguments but the varying ones: a covered call has exactly these
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    #: the arguments a covered call may change (the ceiling field first)
+    varying: tuple[str, ...] = ()
+    #: how many calls it covers at most
+    max_uses: int = Field(default=DEFAULT_MAX_USES, ge=1, le=MAX_USES)
     created_by: str
     created_from: str  #: the proposal whose approval granted it
     created_at: datetime
@@ -77,6 +107,13 @@ def duration_choices(maximum: timedelta) -> tuple[timedelta, ...]:
     return (*shorter, maximum)
 
 
+def bound_arguments(
+    arguments: Mapping[str, JsonValue], varying: Collection[str]
+) -> dict[str, JsonValue]:
+    """The arguments a grant binds: all of them but the ``varying`` ones."""
+    return {name: value for name, value in arguments.items() if name not in varying}
+
+
 def covers(
     grant: Grant,
     *,
@@ -87,9 +124,12 @@ def covers(
     requested_by: str,
     now: datetime,
 ) -> bool:
-    """Whether ``grant`` (unrevoked) covers a call: same operation, agent and rule, unexpired,
-    not requested by the granter, and its ceiling argument a number at most the ceiling."""
+    """Whether ``grant`` (unrevoked, with uses left) covers a call: same operation, agent and
+    rule, unexpired, not requested by the granter, its ceiling argument a number at most the
+    ceiling, and every other argument that may not vary the approved call's, none missing and
+    none added (compared as canonical JSON: ``1`` is not ``1.0`` nor ``true``)."""
     value = arguments.get(grant.ceiling_field)
+    varying = {grant.ceiling_field, *grant.varying}
     return (
         grant.operation == operation
         and grant.agent == agent
@@ -98,6 +138,13 @@ def covers(
         and now < grant.expires_at
         and _is_number(value)
         and value <= grant.ceiling  # type: ignore[operator]
+        and _same(bound_arguments(arguments, varying), grant.arguments)
+    )
+
+
+def _same(arguments: Mapping[str, JsonValue], bound: Mapping[str, JsonValue]) -> bool:
+    return arguments.keys() == bound.keys() and all(
+        canonical_json(arguments[name]) == canonical_json(bound[name]) for name in bound
     )
 
 
@@ -138,6 +185,8 @@ def read_standing(
     maximum = _max(raw.get("max"), problems)
     admins = _admins(raw.get("admins"), roles, problems)
     ceiling = _ceiling(raw.get("ceiling"), operation, argument_types, problems)
+    max_uses = _max_uses(raw.get("max_uses", DEFAULT_MAX_USES), problems)
+    vary = _vary(raw.get("vary", []), ceiling, operation, argument_types, problems)
     if isinstance(quorum, int) and not isinstance(quorum, bool) and quorum > 1:
         problems.append(
             f"field 'standing': this rule needs {quorum} approvals (field 'quorum'), but a "
@@ -145,7 +194,44 @@ def read_standing(
         )
     if problems or maximum is None or ceiling is None:
         return None, problems
-    return StandingPolicy(max=maximum, admins=admins, ceiling=ceiling), []
+    return (
+        StandingPolicy(max=maximum, admins=admins, ceiling=ceiling, max_uses=max_uses, vary=vary),
+        [],
+    )
+
+
+def _max_uses(value: object, problems: list[str]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_USES:
+        problems.append(
+            "field 'standing.max_uses' must be a whole number of calls from 1 to "
+            f"{MAX_USES} (how many calls one standing rule may approve), got {value!r}"
+        )
+        return DEFAULT_MAX_USES
+    return value
+
+
+def _vary(
+    value: object,
+    ceiling: str | None,
+    operation: str | None,
+    types: Mapping[str, ArgType] | None,
+    problems: list[str],
+) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        problems.append(
+            "field 'standing.vary' must list the argument names (besides the ceiling) that a "
+            f'covered call may change, such as ["note"], got {value!r}'
+        )
+        return ()
+    names = tuple(dict.fromkeys(name for name in value if name != ceiling))
+    unknown = [name for name in names if types is not None and name not in types]
+    if unknown:
+        problems.append(
+            f"field 'standing.vary': {unknown!r} are not arguments of operation {operation!r} "
+            f"(it has: {', '.join(sorted(types or ())) or 'none'})"
+        )
+        return ()
+    return names
 
 
 def _max(value: object, problems: list[str]) -> timedelta | None:

@@ -8,6 +8,7 @@ the audit head: rows first, head second, as everywhere). Get it from
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -60,8 +61,8 @@ INSERT INTO approvals (proposal_id, approver, binding_hash, approved_at) VALUES 
 INSERT_STANDING_RULE = """
 INSERT INTO standing_rules (
     id, operation, agent, rule_id, ceiling_field, ceiling, created_by, created_from, created_at,
-    expires_at
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    expires_at, arguments, varying, max_uses
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12::text[], $13)
 """
 
 #: A standing rule with the number of proposals it approved.
@@ -73,13 +74,15 @@ FROM standing_rules AS s
 #: One standing rule by id.
 SELECT_STANDING_RULE = _WITH_USES + "WHERE s.id = $1"
 
-#: The active rules that cover a call: operation, agent, policy rule, ceiling, not the granter's
-#: own request (the partial index standing_rules_active finds the candidates).
+#: The active rules that may cover a call: operation, agent, policy rule, ceiling, not the
+#: granter's own request, uses left (the partial index standing_rules_active finds the
+#: candidates; the bound arguments are compared in Python and again by the insert's trigger).
 SELECT_COVERING = (
     _WITH_USES
     + """
 WHERE s.operation = $1 AND s.agent = $2 AND s.revoked_at IS NULL AND s.expires_at > $6
-  AND s.rule_id = $3 AND s.ceiling >= $4 AND s.created_by <> $5
+  AND s.rule_id = $3 AND s.ceiling >= $4 AND s.created_by <> $5 AND s.arguments IS NOT NULL
+  AND (SELECT count(*) FROM proposals AS p WHERE p.standing_rule_id = s.id) < s.max_uses
 ORDER BY s.expires_at DESC, s.id
 LIMIT 10
 """
@@ -145,6 +148,10 @@ def standing_rule_from_record(row: asyncpg.Record) -> StandingRule:
         expires_at=row["expires_at"].astimezone(UTC),
         revoked_by=row["revoked_by"],
         revoked_at=None if revoked_at is None else revoked_at.astimezone(UTC),
+        # a grant from before arguments were bound (NULL) binds an impossible call: none
+        arguments=json.loads(row["arguments"] or "{}"),
+        varying=tuple(row["varying"]),
+        max_uses=row["max_uses"],
         uses=row["uses"],
     )
 
@@ -206,6 +213,9 @@ class PgStanding:
                 grant.created_from,
                 aware(grant.created_at, field="created_at"),
                 aware(grant.expires_at, field="expires_at"),
+                json.dumps(grant.arguments, ensure_ascii=False, allow_nan=False),
+                list(grant.varying),
+                grant.max_uses,
             )
             approved = approval_detail(actor, binding_hash)
             await self._store._append(db, at, proposal_id, actor, "approved", approved)

@@ -7,6 +7,7 @@ entry. Get it from :meth:`SqliteStore.standing`.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from pydantic import JsonValue
 
 from contracts.standing import Grant
 from store.base import ProposalNotFound, Transitioned, TransitionResult
-from store.rows import db_time, from_db_time
+from store.rows import db_time, dump_json, from_db_time
 from store.shield import finish_even_if_cancelled
 from store.standing import (
     AlreadyReviewed,
@@ -59,10 +60,10 @@ INSERT INTO approvals (proposal_id, approver, binding_hash, approved_at) VALUES 
 INSERT_STANDING_RULE = """
 INSERT INTO standing_rules (
     id, operation, agent, rule_id, ceiling_field, ceiling, created_by, created_from, created_at,
-    expires_at
+    expires_at, arguments, varying, max_uses
 ) VALUES (
     :id, :operation, :agent, :rule_id, :ceiling_field, :ceiling, :created_by, :created_from,
-    :created_at, :expires_at
+    :created_at, :expires_at, :arguments, :varying, :max_uses
 )
 """
 
@@ -75,14 +76,16 @@ FROM standing_rules AS s
 #: One standing rule by id.
 SELECT_STANDING_RULE = _WITH_USES + "WHERE s.id = ?"
 
-#: The active rules that cover a call: operation, agent, policy rule, ceiling, not the granter's
-#: own request (the partial index standing_rules_active finds the candidates).
+#: The active rules that may cover a call: operation, agent, policy rule, ceiling, not the
+#: granter's own request, uses left (the partial index standing_rules_active finds the
+#: candidates; the bound arguments are compared in Python and again by the insert's trigger).
 SELECT_COVERING = (
     _WITH_USES
     + """
 WHERE s.operation = :operation AND s.agent = :agent AND s.revoked_at IS NULL
   AND s.expires_at > :now AND s.rule_id = :rule_id AND s.ceiling >= :value
-  AND s.created_by <> :requested_by
+  AND s.created_by <> :requested_by AND s.arguments IS NOT NULL
+  AND (SELECT count(*) FROM proposals AS p WHERE p.standing_rule_id = s.id) < s.max_uses
 ORDER BY s.expires_at DESC, s.id
 LIMIT 10
 """
@@ -143,6 +146,10 @@ def standing_rule_from_row(row: sqlite3.Row) -> StandingRule:
         expires_at=from_db_time(row["expires_at"]),
         revoked_by=row["revoked_by"],
         revoked_at=None if revoked_at is None else from_db_time(revoked_at),
+        # a grant from before arguments were bound (NULL) binds an impossible call: none
+        arguments=json.loads(row["arguments"] or "{}"),
+        varying=tuple(json.loads(row["varying"])),
+        max_uses=row["max_uses"],
         uses=row["uses"],
     )
 
@@ -199,6 +206,9 @@ class SqliteStanding:
             "created_from": grant.created_from,
             "created_at": db_time(grant.created_at, field="created_at"),
             "expires_at": db_time(grant.expires_at, field="expires_at"),
+            "arguments": dump_json(grant.arguments),
+            "varying": dump_json(list(grant.varying)),
+            "max_uses": grant.max_uses,
         }
         async with self._store._transaction(write=True) as db:
             row = await self._store._one(db, CLAIM_FOR_GRANT, claim)

@@ -2,7 +2,11 @@
 
 A standing rule (contracts/standing.py) is granted in the same transaction as the approval that
 grants it (:meth:`StandingStore.claim_and_grant`), is immutable afterwards except for one
-revocation (a compare-and-set, audited), and covers later calls until it expires. A review is
+revocation (a compare-and-set, audited), and covers later calls until it expires or has covered
+``max_uses`` of them. Its uses are not a counter on the grant: each use *is* the proposal it
+approved (``proposals.standing_rule_id``, frozen, never deleted), and the database refuses a
+proposal beyond ``max_uses`` when it is inserted, counting under a lock on the grant, so
+concurrent calls cannot exceed it and the grant's row never changes. A review is
 one person's verdict on one automatic approval that was sampled for review; one per proposal.
 Every backend implements :class:`StandingStore` on its own database and audit chain; get it from
 ``Store.standing()``.
@@ -52,8 +56,14 @@ class StandingRule(Grant):
     revoked_at: datetime | None = None
     uses: int = 0  #: proposals it approved so far
 
+    @property
+    def remaining(self) -> int:
+        """How many more calls it may approve."""
+        return max(0, self.max_uses - self.uses)
+
     def active(self, now: datetime) -> bool:
-        return self.revoked_at is None and now < self.expires_at
+        """Unrevoked, unexpired and with uses left: it may still cover a call."""
+        return self.revoked_at is None and now < self.expires_at and self.remaining > 0
 
 
 class ReviewStats(Frozen):
@@ -157,6 +167,9 @@ def grant_detail(standing_rule_id: str, grant: Grant) -> dict[str, JsonValue]:
         "rule_id": grant.rule_id,
         "ceiling_field": grant.ceiling_field,
         "ceiling": grant.ceiling,
+        "arguments": grant.arguments,
+        "varying": list(grant.varying),
+        "max_uses": grant.max_uses,
         "expires_at": grant.expires_at.isoformat(),
     }
 
@@ -204,11 +217,13 @@ class StandingStore(Protocol):
         now: datetime,
     ) -> list[StandingRule]:
         """Active standing rules for this operation, agent and policy rule whose ceiling is at
-        least ``value`` and whose granter is not ``requested_by``, latest expiry first."""
+        least ``value``, whose granter is not ``requested_by`` and which have uses left, latest
+        expiry first. (Whether the other arguments match is :func:`contracts.standing.covers`;
+        the database checks it again, and the uses, when the covered proposal is created.)"""
         ...
 
     async def active_standing_rules(self, *, now: datetime, limit: int = 50) -> list[StandingRule]:
-        """Unrevoked, unexpired standing rules, soonest expiry first."""
+        """Unrevoked, unexpired standing rules (used up or not), soonest expiry first."""
         ...
 
     async def revoke_standing_rule(

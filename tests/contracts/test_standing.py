@@ -198,6 +198,8 @@ def grant(**changes: Any) -> Grant:
         "rule_id": "refunds",
         "ceiling_field": "amount_cents",
         "ceiling": 5000,
+        "arguments": {"payment_id": "pay_1"},
+        "varying": ("amount_cents",),
         "created_by": "U0ADMIN",
         "created_from": "cs_first",
         "created_at": NOW,
@@ -224,12 +226,13 @@ def test_a_grant_covers_the_same_call_up_to_its_ceiling_until_it_expires() -> No
     standing = grant()
 
     assert covered(standing)
-    assert covered(standing, arguments={"amount_cents": 1})
-    assert not covered(standing, arguments={"amount_cents": 5001})
-    assert not covered(standing, arguments={"amount_cents": 5000.5})
-    assert not covered(standing, arguments={"amount_cents": True})  # not a number
-    assert not covered(standing, arguments={"amount_cents": "10"})
-    assert not covered(standing, arguments={})
+    assert covered(standing, arguments={"payment_id": "pay_1", "amount_cents": 1})
+    assert not covered(standing, arguments={"payment_id": "pay_1", "amount_cents": 5001})
+    assert not covered(standing, arguments={"payment_id": "pay_1", "amount_cents": 5000.5})
+    # not a number
+    assert not covered(standing, arguments={"payment_id": "pay_1", "amount_cents": True})
+    assert not covered(standing, arguments={"payment_id": "pay_1", "amount_cents": "10"})
+    assert not covered(standing, arguments={"payment_id": "pay_1"})
     assert not covered(standing, operation="crm.send_campaign")
     assert not covered(standing, agent="ops-bot")
     assert not covered(standing, rule_id="big-refunds")
@@ -238,10 +241,64 @@ def test_a_grant_covers_the_same_call_up_to_its_ceiling_until_it_expires() -> No
 
 
 def test_a_float_ceiling_bounds_a_number_argument() -> None:
-    standing = grant(ceiling_field="ratio", ceiling=0.25)
+    standing = grant(ceiling_field="ratio", ceiling=0.25, arguments={}, varying=("ratio",))
 
     assert covered(standing, arguments={"ratio": 0.25})
     assert not covered(standing, arguments={"ratio": 0.2500001})
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"payment_id": "pay_2", "amount_cents": 10},  # another payment
+        {"amount_cents": 10},  # a bound argument left out
+        {"payment_id": "pay_1", "amount_cents": 10, "customer": "cus_x"},  # one added
+        {"payment_id": None, "amount_cents": 10},
+        {"payment_id": ["pay_1"], "amount_cents": 10},
+    ],
+    ids=["other-value", "missing", "added", "null", "list"],
+)
+def test_a_grant_covers_only_the_approved_call_but_for_the_ceiling(
+    arguments: dict[str, Any],
+) -> None:
+    assert not covered(grant(), arguments=arguments)
+
+
+def test_json_types_must_match_exactly() -> None:
+    standing = grant(arguments={"payment_id": "pay_1", "count": 1})
+
+    assert covered(standing, arguments={"payment_id": "pay_1", "count": 1, "amount_cents": 9})
+    assert not covered(standing, arguments={"payment_id": "pay_1", "count": 1.0, "amount_cents": 9})
+    assert not covered(
+        standing, arguments={"payment_id": "pay_1", "count": True, "amount_cents": 9}
+    )
+
+
+def test_arguments_the_rule_lets_vary_may_differ() -> None:
+    standing = grant(arguments={"payment_id": "pay_1"}, varying=("amount_cents", "note"))
+
+    assert covered(standing, arguments={"payment_id": "pay_1", "amount_cents": 9, "note": "a"})
+    assert covered(standing, arguments={"payment_id": "pay_1", "amount_cents": 9})
+    assert not covered(standing, arguments={"payment_id": "pay_2", "amount_cents": 9})
+
+
+def test_max_uses_and_vary_are_read_and_checked() -> None:
+    [rule] = load(ask_rule(standing={**STANDING, "max_uses": 3, "vary": ["currency"]})).rules
+
+    assert isinstance(rule, AskRule) and rule.standing is not None
+    assert (rule.standing.max_uses, rule.standing.vary) == (3, ("currency",))
+    assert rule.standing.varying == ("amount_cents", "currency")
+    found = problems(ask_rule(standing={**STANDING, "max_uses": 0, "vary": ["nope"]}))
+    joined = "\n".join(found)
+    assert "field 'standing.max_uses' must be a whole number of calls from 1 to 1000" in joined
+    assert "field 'standing.vary': ['nope'] are not arguments of operation" in joined
+
+
+def test_a_rule_without_max_uses_covers_ten_calls() -> None:
+    [rule] = load(ask_rule()).rules
+
+    assert isinstance(rule, AskRule) and rule.standing is not None
+    assert (rule.standing.max_uses, rule.standing.varying) == (10, ("amount_cents",))
 
 
 def test_the_durations_offered_stop_at_the_rules_max() -> None:

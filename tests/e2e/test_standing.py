@@ -7,6 +7,7 @@ submissions and slash commands are Slack's payloads signed with the signing secr
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
@@ -41,6 +42,13 @@ from tests.slack_requests import (
 ADMIN = APPROVER  #: holds finance-admins (and finance)
 REVIEW_CHANNEL = "C0REVIEWS"
 
+MAX_USES = 5  #: calls one standing rule approves at most
+#: what is refundable changes with each refund, so it may vary between covered calls
+STANDING = (
+    '{ max = "7d", admins = ["finance-admins"], ceiling = "amount_cents", '
+    f'vary = ["refundable_cents_at_preview"], max_uses = {MAX_USES} }}'
+)
+
 REFUNDS_WITH_STANDING = f"""
 [[policy]]
 id = "refunds"
@@ -50,7 +58,7 @@ decision = "ask"
 approvers = ["finance"]
 channel = "{REFUNDS_CHANNEL}"
 expires_after = "1h"
-standing = {{ max = "7d", admins = ["finance-admins"], ceiling = "amount_cents" }}
+standing = {STANDING}
 """
 
 
@@ -213,7 +221,7 @@ async def test_a_similar_call_below_the_ceiling_runs_without_asking_and_is_audit
     _, rule = await granted(cs)
     posts_before = cs.slack.messages(REFUNDS_CHANNEL)
 
-    created = await asked(cs, refund("pay_1004", 30_000))
+    created = await asked(cs, refund("pay_1002", 30_000))
 
     assert created["status"] == "succeeded"
     await cs.settled()
@@ -231,19 +239,23 @@ async def test_a_similar_call_below_the_ceiling_runs_without_asking_and_is_audit
 
 
 @pytest.mark.parametrize(
-    "case", ["above-ceiling", "other-agent", "granter-requests", "after-expiry"]
+    "case",
+    ["above-ceiling", "other-payment", "other-agent", "granter-requests", "after-expiry"],
 )
 async def test_calls_the_standing_rule_does_not_cover_are_asked_again(
     cs: Countersign, case: str
 ) -> None:
     await granted(cs)
-    body, options = refund("pay_1004", 30_000), {}
+    body, options = refund("pay_1002", 30_000), {}
     if case == "above-ceiling":
-        body = refund("pay_1004", 50_001)
+        body = refund("pay_1002", 50_001)
+    elif case == "other-payment":
+        # below the ceiling, but another payment (and customer): not the call that was approved
+        body = refund("pay_1001", 3_000)
     elif case == "other-agent":
         options = {"token": OTHER_AGENT_TOKEN}
     elif case == "granter-requests":
-        body = refund("pay_1004", 30_000, by=ADMIN)
+        body = refund("pay_1002", 30_000, by=ADMIN)
     else:
         cs.clock.advance(timedelta(hours=1, seconds=1))
 
@@ -253,6 +265,57 @@ async def test_calls_the_standing_rule_does_not_cover_are_asked_again(
     stored = await cs.posted(created["id"])
     assert stored.standing_rule_id is None
     assert "auto_approved" not in await events(cs, created["id"])
+
+
+async def test_once_its_uses_are_spent_similar_calls_are_asked_again(cs: Countersign) -> None:
+    _, rule = await granted(cs)
+    note = await eventually(lambda: _ephemeral(cs, ADMIN))
+    assert f"{MAX_USES} uses remaining" in note.text
+
+    ran = [await asked(cs, refund("pay_1002", 1000 + i)) for i in range(MAX_USES)]
+    beyond = await asked(cs, refund("pay_1002", 999))
+
+    assert [created["status"] for created in ran] == ["succeeded"] * MAX_USES
+    assert beyond["status"] == "pending"
+    stored = await cs.posted(beyond["id"])
+    assert stored.standing_rule_id is None
+    assert "auto_approved" not in await events(cs, beyond["id"])
+    spent = await cs.store.standing().get_standing_rule(rule.id)
+    assert (spent.uses, spent.remaining) == (MAX_USES, 0)
+    listed = json.dumps((await slash(cs, ADMIN, "standing"))["blocks"])
+    assert f"0 of {MAX_USES} uses remaining" in listed
+
+
+async def test_concurrent_similar_calls_run_at_most_max_uses_times(cs: Countersign) -> None:
+    _, rule = await granted(cs)
+    extra = 4
+
+    answers = await asyncio.gather(
+        *(asked(cs, refund("pay_1002", 500 + i)) for i in range(MAX_USES + extra))
+    )
+
+    # covered calls ran at once (a refund may then ask for a revision, as the others changed
+    # what is refundable); the others wait for a person
+    decisions = sorted(created["policy"]["decision"] for created in answers)
+    assert decisions == ["ask"] * extra + ["auto"] * MAX_USES
+    assert all(
+        created["status"] == "pending"
+        for created in answers
+        if created["policy"]["decision"] == "ask"
+    )
+    assert (await cs.store.standing().get_standing_rule(rule.id)).uses == MAX_USES
+    await cs.settled()
+    assert (await cs.store.verify_audit()).ok
+
+
+async def test_the_list_shows_each_rules_remaining_uses(cs: Countersign) -> None:
+    _, rule = await granted(cs)
+    await asked(cs, refund("pay_1002", 1000))
+
+    listed = json.dumps((await slash(cs, ADMIN, "standing"))["blocks"])
+
+    assert f"1 call approved so far, {MAX_USES - 1} of {MAX_USES} uses remaining" in listed
+    assert "every other argument as approved except" in listed and rule.id in listed
 
 
 async def test_a_non_admin_cannot_allow_similar_and_nothing_is_granted(cs: Countersign) -> None:
@@ -337,7 +400,7 @@ async def test_admins_list_and_revoke_standing_rules_from_slack(cs: Countersign)
     assert (entry.actor, entry.detail) == (ADMIN, {"standing_rule_id": rule.id})
     assert "revoked" in (await eventually(lambda: _ephemeral(cs, ADMIN))).text
 
-    after = await asked(cs, refund("pay_1004", 30_000))
+    after = await asked(cs, refund("pay_1002", 30_000))
     assert after["status"] == "pending"
     assert (await slash(cs, ADMIN, "standing"))["text"] == "0 active standing rule(s)"
 
@@ -358,7 +421,7 @@ async def test_sampled_automatic_approvals_are_posted_for_review_and_judged_once
     async with running_countersign(tmp_path, config_edit=configured(sample=0.5)) as cs:
         _, rule = await granted(cs)
         autos = [await asked(cs, {**AUTO_TAG, "run_id": f"run-{i}"}) for i in range(8)]
-        covered = [await asked(cs, refund("pay_1004", 1000 + i)) for i in range(4)]
+        covered = [await asked(cs, refund("pay_1002", 1000 + i)) for i in range(4)]
         ids = [p["id"] for p in autos + covered]
         assert {p["status"] for p in autos + covered} == {"succeeded"}
         expected = {i for i in ids if sampled(i, 0.5)}

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from contracts.outcomes import Succeeded
-from contracts.standing import Grant
+from contracts.standing import Grant, bound_arguments
 from store.base import (
     AlreadyDecided,
     Delivery,
@@ -50,9 +50,10 @@ def _proposal(now: datetime, **changes: Any) -> NewProposal:
 def covered(
     now: datetime, standing_rule_id: str | None, amount: int, **changes: Any
 ) -> NewProposal:
-    """A refund the policy asks for, approved automatically by ``standing_rule_id``."""
+    """A refund the policy asks for, approved automatically by ``standing_rule_id``: the granted
+    call (:func:`grant_of`) but for the amount."""
     fields: dict[str, Any] = {
-        "arguments": {"payment_id": "pay_43", "amount_cents": amount, "note": "again"},
+        "arguments": {"payment_id": "pay_42", "amount_cents": amount, "note": "dup charge ✓"},
         "status": Status.EXECUTING,
         "decision": "auto",
         "channel": None,
@@ -65,7 +66,9 @@ def covered(
     return _proposal(now, **fields)
 
 
-def grant_of(proposal: Proposal, now: datetime, *, by: str = ADMIN, hours: int = 1) -> Grant:
+def grant_of(
+    proposal: Proposal, now: datetime, *, by: str = ADMIN, hours: int = 1, max_uses: int = 10
+) -> Grant:
     amount = proposal.arguments["amount_cents"]
     assert isinstance(amount, int)
     assert proposal.rule_id is not None
@@ -75,6 +78,9 @@ def grant_of(proposal: Proposal, now: datetime, *, by: str = ADMIN, hours: int =
         rule_id=proposal.rule_id,
         ceiling_field="amount_cents",
         ceiling=amount,
+        arguments=bound_arguments(proposal.arguments, ("amount_cents",)),
+        varying=("amount_cents",),
+        max_uses=max_uses,
         created_by=by,
         created_from=proposal.id,
         created_at=now,
@@ -263,6 +269,103 @@ class StandingConformance:
         [auto] = [e for e in await store.audit_log(created.id) if e.event == "auto_approved"]
         assert auto.detail["standing_rule_id"] == rule_id
         assert (await store.standing().get_standing_rule(rule_id)).uses == 1
+
+    async def _granted_uses(self, store: Store, now: datetime, max_uses: int) -> str:
+        proposal, _ = await store.create_proposal(_proposal(now))
+        rule_id = new_rule_id()
+        result = await store.standing().claim_and_grant(
+            proposal.id,
+            actor=ADMIN,
+            now=now,
+            binding_hash=proposal.binding_hash,
+            lease_until=now + LEASE,
+            grant=grant_of(proposal, now, max_uses=max_uses),
+            standing_rule_id=rule_id,
+        )
+        assert isinstance(result, Transitioned), result
+        return rule_id
+
+    async def test_a_grant_records_what_it_binds_and_how_often_it_covers(
+        self, store: Store, now: datetime
+    ) -> None:
+        rule_id = await self._granted_uses(store, now, 4)
+
+        rule = await store.standing().get_standing_rule(rule_id)
+        assert rule.arguments == {"payment_id": "pay_42", "note": "dup charge ✓"}
+        assert (rule.varying, rule.max_uses, rule.uses, rule.remaining) == (
+            ("amount_cents",),
+            4,
+            0,
+            4,
+        )
+
+    async def test_a_used_up_rule_covers_nothing_more(self, store: Store, now: datetime) -> None:
+        rule_id = await self._granted_uses(store, now, 2)
+        for amount in (100, 200):
+            await store.create_proposal(covered(now, rule_id, amount))
+
+        rule = await store.standing().get_standing_rule(rule_id)
+        assert (rule.uses, rule.remaining, rule.active(now)) == (2, 0, False)
+        found = await store.standing().find_covering(
+            operation="payments.refund",
+            agent="billing-agent",
+            rule_id="refunds-ask",
+            value=100,
+            requested_by="U0SOMEONE",
+            now=now,
+        )
+        assert found == []
+        third = covered(now, rule_id, 300)
+        with pytest.raises(StoreError):
+            await store.create_proposal(third)
+        with pytest.raises(ProposalNotFound):
+            await store.get_proposal(third.id)
+
+    @pytest.mark.parametrize("max_uses", [1, 3])
+    async def test_concurrent_uses_beyond_max_uses_are_refused(
+        self, store: Store, now: datetime, max_uses: int
+    ) -> None:
+        rule_id = await self._granted_uses(store, now, max_uses)
+        attempts = [covered(now, rule_id, 100 + i) for i in range(max_uses + 5)]
+
+        results = await asyncio.gather(
+            *(store.create_proposal(new) for new in attempts), return_exceptions=True
+        )
+
+        admitted = [r for r in results if not isinstance(r, BaseException)]
+        refused = [r for r in results if isinstance(r, BaseException)]
+        assert len(admitted) == max_uses, results
+        assert all(isinstance(r, StoreError) for r in refused), refused
+        assert (await store.standing().get_standing_rule(rule_id)).uses == max_uses
+        assert (await store.verify_audit()).ok
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            {"arguments": {"payment_id": "pay_43", "amount_cents": 3000, "note": "dup charge ✓"}},
+            {"arguments": {"amount_cents": 3000, "note": "dup charge ✓"}},
+            {
+                "arguments": {
+                    "payment_id": "pay_42",
+                    "amount_cents": 3000,
+                    "note": "dup charge ✓",
+                    "x": 1,
+                }
+            },
+        ],
+        ids=["other-bound-value", "bound-argument-missing", "argument-added"],
+    )
+    async def test_the_database_refuses_a_covered_call_whose_other_arguments_differ(
+        self, store: Store, now: datetime, change: dict[str, Any]
+    ) -> None:
+        _, rule_id = await self._granted(store, now)
+        new = covered(now, rule_id, 3000, **change)
+
+        with pytest.raises(StoreError):
+            await store.create_proposal(new)
+
+        with pytest.raises(ProposalNotFound):
+            await store.get_proposal(new.id)
 
     @pytest.mark.parametrize(
         "change",
