@@ -7,7 +7,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.schemas import SLACK_USER_ID
-from contracts.escalation import Summary, Trigger, TriggerVerdict
+from contracts.escalation import Summary, Trigger, TriggerVerdict, agent_verdict
 from store.escalations import FINAL_ESCALATION, Escalation, EscalationStatus
 
 __all__ = ["EscalationBody", "EscalationOut"]
@@ -68,7 +68,7 @@ class EscalationOut(BaseModel):
             channel=escalation.channel,
             summary=escalation.summary,
             trigger=escalation.trigger,
-            verdict=escalation.verdict,
+            verdict=agent_verdict(escalation.verdict),
             owner=escalation.owner,
             note=escalation.note,
             resolved_by=escalation.resolved_by,

@@ -35,6 +35,7 @@ __all__ = [
     "Trigger",
     "TriggerKind",
     "TriggerVerdict",
+    "agent_verdict",
     "choose_route",
     "judge_trigger",
     "responder_refusal",
@@ -129,6 +130,22 @@ class TriggerVerdict(Frozen):
     kind: TriggerKind
     note: str  #: the measured signal and the threshold it crossed
     topic: str | None = None  #: the reserved topic that matched, for routing
+
+
+#: What the agent is told of a verdict: which trigger held, never the threshold it crossed.
+_AGENT_NOTES: dict[TriggerKind, str] = {
+    TriggerKind.EXPLICIT_REQUEST: "the customer asked for a person",
+    TriggerKind.REPEATED_FAILURE: "repeated failures reached the configured threshold",
+    TriggerKind.NEGATIVE_SENTIMENT: "the sentiment reached the configured threshold",
+    TriggerKind.RESERVED_TOPIC: "the topic is reserved for people",
+    TriggerKind.LOW_CONFIDENCE: "low confidence, corroborated by a measured signal",
+}
+
+
+def agent_verdict(verdict: TriggerVerdict) -> TriggerVerdict:
+    """The verdict as the agent reads it: the trigger that held (and the reserved topic it
+    named), without the configured thresholds the people in Slack see."""
+    return TriggerVerdict(kind=verdict.kind, note=_AGENT_NOTES[verdict.kind], topic=verdict.topic)
 
 
 def judge_trigger(trigger: Trigger, policy: EscalationPolicy) -> TriggerVerdict:
