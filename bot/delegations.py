@@ -98,12 +98,6 @@ class Delegations:
             )
         return agent, delegation
 
-    async def used(self, delegation: Delegation, *, proposal_id: str) -> None:
-        """Audit a proposal made under ``delegation`` (once, when it is created)."""
-        await self._service.store.delegations().record_delegated_submission(
-            delegation.id, proposal_id=proposal_id, agent=delegation.agent, now=self._clock()
-        )
-
     # --- the person's side: /countersign delegate, delegations, revoke-delegation -------------
 
     async def delegate(self, user: str, text: str) -> Answer:

@@ -166,6 +166,7 @@ class Service:
                 resolved,
                 agent=agent.name,
                 requested_by=requested_by,
+                delegation_id=None if delegation is None else delegation.id,
                 request=body_json["request"],
                 submission_key=key,
                 fingerprint=fingerprint,
@@ -188,10 +189,6 @@ class Service:
             if proposal.submission_fingerprint != fingerprint:
                 raise _conflict(proposal, derived=idempotency_key is None)
             return Submitted(proposal, created=False)
-        if delegation is not None:  # audited once per proposal, on the proposal
-            await self.store.delegations().record_delegated_submission(
-                delegation.id, proposal_id=proposal.id, agent=agent.name, now=now
-            )
         self._changed(proposal)
         if proposal.status is Status.EXECUTING:
             proposal = await self._execute(proposal)
@@ -213,6 +210,7 @@ class Service:
         now: datetime,
         supersedes: str | None = None,
         edited_by: str | None = None,
+        delegation_id: str | None = None,
     ) -> NewProposal:
         """The proposal to store, for a submission and for an edit alike: the frozen arguments
         and preview, classified by the policy table (and any standing rule that covers them)
@@ -262,6 +260,7 @@ class Service:
             created_at=now,
             supersedes=supersedes,
             edited_by=edited_by,
+            delegation_id=delegation_id,
         )
 
     # --- decisions from Slack -----------------------------------------------------------------

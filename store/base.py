@@ -86,6 +86,9 @@ class NewProposal(Frozen):
     standing_rule_id: str | None = None
     #: its automatic approval was sampled for a person's review after the fact
     review_sampled: bool = False
+    #: the delegation from Slack it was submitted under (requested_by is that delegation's
+    #: person); None: submitted with the agent's own token, or an edit
+    delegation_id: str | None = None
 
 
 class Approval(Frozen):

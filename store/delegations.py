@@ -4,8 +4,11 @@ delegate``). Records, answers, the protocol.
 The delegation's token is shown to the person once and never stored: only its SHA-256 is, and a
 proposal sent with the token is found by that hash. A delegation is written once and never
 changed except for one revocation (a compare-and-set, audited); it stops working when it expires.
-Every backend implements :class:`DelegationStore` on its own database and audit chain; get it
-from ``Store.delegations()``.
+A proposal made under a delegation names it (``NewProposal.delegation_id``, audited in its
+"submitted" entry), and the database refuses one whose delegation does not name its agent and
+requester or was revoked or expired when it was created. Every backend implements
+:class:`DelegationStore` on its own database and audit chain; get it from
+``Store.delegations()``.
 """
 
 from __future__ import annotations
@@ -132,12 +135,4 @@ class DelegationStore(Protocol):
     ) -> DelegationRevokeResult:
         """Active -> revoked, once, audited as "delegation_revoked" (subject: the delegation's
         id). Raises DelegationNotFound."""
-        ...
-
-    async def record_delegated_submission(
-        self, delegation_id: str, *, proposal_id: str, agent: str, now: datetime
-    ) -> None:
-        """Audit that ``agent`` submitted ``proposal_id`` under the delegation, as
-        "delegation_used" on the proposal (detail: the delegation's id and person). Raises
-        DelegationNotFound."""
         ...

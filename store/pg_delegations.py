@@ -138,16 +138,3 @@ class PgDelegations:
             detail: dict[str, JsonValue] = {"delegation_id": delegation_id, "agent": current.agent}
             await self._store._append(db, at, delegation_id, actor, "delegation_revoked", detail)
             return DelegationRevoked(current)
-
-    @finish_even_if_cancelled
-    async def record_delegated_submission(
-        self, delegation_id: str, *, proposal_id: str, agent: str, now: datetime
-    ) -> None:
-        at = aware(now, field="now")
-        async with self._store._transaction() as db:
-            current = await self._delegation(db, delegation_id)
-            detail: dict[str, JsonValue] = {
-                "delegation_id": delegation_id,
-                "person": current.person,
-            }
-            await self._store._append(db, at, proposal_id, agent, "delegation_used", detail)

@@ -43,10 +43,10 @@ INSERT INTO proposals (
     id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
     arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
     approver_roles, channel, status, created_at, expires_at, updated_at, lease_until, risk,
-    quorum, supersedes, edited_by, remind_at, standing_rule_id, review_sampled
+    quorum, supersedes, edited_by, remind_at, standing_rule_id, review_sampled, delegation_id
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-    $21, $22, $23, $24, $25, $26, $27, $28, $29, $30
+    $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31
 )
 ON CONFLICT (agent, submission_key) DO NOTHING
 RETURNING *

@@ -73,6 +73,7 @@ def new_proposal_args(new: NewProposal) -> tuple[Any, ...]:
         _optional_aware(new.remind_at, field="remind_at"),
         new.standing_rule_id,
         new.review_sampled,
+        new.delegation_id,
     )
 
 
@@ -123,6 +124,7 @@ def proposal_from_record(row: asyncpg.Record) -> Proposal:
         extended_at=_utc(row["extended_at"]),
         standing_rule_id=row["standing_rule_id"],
         review_sampled=row["review_sampled"],
+        delegation_id=row["delegation_id"],
         digest_id=row["digest_id"],
     )
 

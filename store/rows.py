@@ -91,6 +91,7 @@ def new_proposal_params(new: NewProposal) -> dict[str, Any]:
         "remind_at": None if new.remind_at is None else db_time(new.remind_at, field="remind_at"),
         "standing_rule_id": new.standing_rule_id,
         "review_sampled": int(new.review_sampled),
+        "delegation_id": new.delegation_id,
     }
 
 
@@ -137,6 +138,7 @@ def proposal_from_row(row: sqlite3.Row) -> Proposal:
         extended_at=_optional_time(row["extended_at"]),
         standing_rule_id=row["standing_rule_id"],
         review_sampled=bool(row["review_sampled"]),
+        delegation_id=row["delegation_id"],
         digest_id=row["digest_id"],
     )
 

@@ -90,13 +90,13 @@ INSERT INTO proposals (
     id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
     arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
     approver_roles, channel, status, created_at, expires_at, updated_at, lease_until, risk,
-    quorum, supersedes, edited_by, remind_at, standing_rule_id, review_sampled
+    quorum, supersedes, edited_by, remind_at, standing_rule_id, review_sampled, delegation_id
 ) VALUES (
     :id, :agent, :submission_key, :submission_fingerprint, :requested_by, :run_id, :operation,
     :request, :arguments, :preview, :binding_hash, :agent_reason, :callback_url, :rule_id,
     :decision, :policy_note, :approver_roles, :channel, :status, :created_at, :expires_at,
     :updated_at, :lease_until, :risk, :quorum, :supersedes, :edited_by, :remind_at,
-    :standing_rule_id, :review_sampled
+    :standing_rule_id, :review_sampled, :delegation_id
 )
 ON CONFLICT (agent, submission_key) DO NOTHING
 RETURNING *
@@ -564,6 +564,8 @@ class SqliteStore:
             "rule_id": new.rule_id,
             "status": new.status.value,
         }
+        if new.delegation_id is not None:  # the delegation behind requested_by
+            submitted |= {"delegation_id": new.delegation_id, "requested_by": new.requested_by}
         await self._append(db, new.created_at, new.id, new.agent, "submitted", submitted)
         if edit is not None:
             editor = new.edited_by or "unknown"

@@ -145,15 +145,3 @@ class SqliteDelegations:
             detail: dict[str, JsonValue] = {"delegation_id": delegation_id, "agent": current.agent}
             await self._store._append(db, now, delegation_id, actor, "delegation_revoked", detail)
             return DelegationRevoked(current)
-
-    @finish_even_if_cancelled
-    async def record_delegated_submission(
-        self, delegation_id: str, *, proposal_id: str, agent: str, now: datetime
-    ) -> None:
-        async with self._store._transaction(write=True) as db:
-            current = await self._delegation(db, delegation_id)
-            detail: dict[str, JsonValue] = {
-                "delegation_id": delegation_id,
-                "person": current.person,
-            }
-            await self._store._append(db, now, proposal_id, agent, "delegation_used", detail)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from bot.localslack import LocalUser
 from store.delegations import token_hash
 from tests.e2e.harness import (
     AGENT_TOKEN,
@@ -238,10 +239,13 @@ async def test_a_delegated_proposal_names_the_delegating_person_who_cannot_appro
     assert created["agent"] == "support-bot" and created["requested_by"] == ALEX
     await cs.posted(created["id"])
     assert "accountable" in await refused_click(cs, ALEX, created["id"])
-    used = [e for e in await cs.store.audit_log(created["id"]) if e.event == "delegation_used"]
-    assert [(e.actor, e.detail) for e in used] == [
-        ("support-bot", {"delegation_id": delegation_id, "person": ALEX})
-    ]
+    [submitted] = [e for e in await cs.store.audit_log(created["id"]) if e.event == "submitted"]
+    assert submitted.actor == "support-bot"
+    assert (submitted.detail["delegation_id"], submitted.detail["requested_by"]) == (
+        delegation_id,
+        ALEX,
+    )
+    assert (await cs.store.get_proposal(created["id"])).delegation_id == delegation_id
     # another approver decides it
     await cs.click(APPROVER_2, "approve", created["id"])
     _, final = await cs.read(created["id"], wait=10, token=token)
@@ -436,3 +440,51 @@ async def test_once_its_agent_is_removed_nobody_decides_a_proposal(tmp_path: Pat
     async with running_countersign(tmp_path, config_edit=without_ops_bot) as cs:
         # Alex's ownership is no longer written anywhere: he must not become an approver
         assert "no longer configured" in await refused_click(cs, ALEX, created["id"])
+
+
+async def test_a_delegation_stops_working_when_its_agent_no_longer_accepts_delegations(
+    tmp_path: Path,
+) -> None:
+    settings = {"support-bot": {"acts_for": [DANA], "delegation": True}}
+    async with running_countersign(tmp_path, agent_settings=settings) as cs:
+        token, _ = await delegate(cs, ALEX)
+
+    async with running_countersign(tmp_path) as cs:  # delegation = false again
+        status, problem = await cs.submit(campaign(None), token=token)
+
+        assert status == 401 and "no longer accepts delegations" in problem["detail"]
+        assert await cs.proposal_count() == 0
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        ({"is_bot": True}, "bots"),
+        ({"deleted": True}, "deactivated"),
+        ({"is_restricted": True}, "guests"),
+        ({"team_id": "T0ELSEWHERE"}, "another workspace"),
+    ],
+)
+async def test_only_full_members_of_the_workspace_may_delegate(
+    cs: Countersign, profile: dict[str, Any], expected: str
+) -> None:
+    cs.slack.add_user(LocalUser(id=ALEX, **profile))
+
+    answered = await slash(cs, ALEX, "delegate support-bot")
+
+    assert expected in answered["text"]
+    assert await cs.store.delegations().delegations_of(ALEX, now=cs.clock()) == []
+
+
+async def test_one_person_s_delegated_run_never_replays_as_another_s(cs: Countersign) -> None:
+    alex, _ = await delegate(cs, ALEX)
+    dana, _ = await delegate(cs, DANA)
+    status, first = await cs.submit(campaign(None), token=alex)
+    assert status == 201
+
+    # the same run id and request, under Dana's delegation: not Alex's proposal handed back
+    status, answer = await cs.submit(campaign(None), token=dana)
+
+    assert status == 422 and [e["field"] for e in answer["errors"]] == ["run_id"]
+    assert await cs.proposal_count() == 1
+    assert (await cs.store.get_proposal(first["id"])).requested_by == ALEX

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from store.base import Store, StoreError
+from store.base import NewProposal, Store, StoreError
 from store.delegations import (
     DelegationNotFound,
     DelegationNotRevocable,
@@ -24,8 +24,17 @@ from store.delegations import (
 
 __all__ = ["DelegationConformance", "new_delegation"]
 
+
+
 NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 HOUR = timedelta(hours=1)
+
+
+def _proposal(now: datetime = NOW, **changes: Any) -> NewProposal:
+    """A pending proposal (the shared builder, which imports this module's suite)."""
+    from tests.store.conformance import new_proposal
+
+    return new_proposal(now, **changes)
 
 
 def new_delegation(now: datetime = NOW, **changes: Any) -> tuple[NewDelegation, str]:
@@ -117,20 +126,50 @@ class DelegationConformance:
         with pytest.raises(DelegationNotFound):
             await store.delegations().revoke_delegation("dl_nope", actor="U0DANA", now=NOW)
 
-    async def test_a_delegated_submission_is_audited_on_the_proposal(self, store: Store) -> None:
-        from tests.store.conformance import new_proposal
-
+    async def test_a_proposal_made_under_a_delegation_names_it_and_is_audited(
+        self, store: Store
+    ) -> None:
         new, _ = new_delegation()
         await store.delegations().create_delegation(new)
-        proposal, _ = await store.create_proposal(new_proposal(NOW, requested_by="U0DANA"))
-        await store.delegations().record_delegated_submission(
-            new.id, proposal_id=proposal.id, agent="billing-agent", now=NOW
-        )
-        used = [e for e in await store.audit_log(proposal.id) if e.event == "delegation_used"]
-        assert [(e.actor, e.detail) for e in used] == [
-            ("billing-agent", {"delegation_id": new.id, "person": "U0DANA"})
-        ]
+        made = _proposal(requested_by="U0DANA", agent="billing-agent", delegation_id=new.id)
+
+        proposal, created = await store.create_proposal(made)
+
+        assert created and proposal.delegation_id == new.id
+        assert (await store.get_proposal(proposal.id)).delegation_id == new.id
+        [submitted] = [e for e in await store.audit_log(proposal.id) if e.event == "submitted"]
+        assert submitted.detail["delegation_id"] == new.id
+        assert submitted.detail["requested_by"] == "U0DANA"
         assert (await store.verify_audit()).ok
+
+    @pytest.mark.parametrize(
+        ("changes", "state"),
+        [
+            ({"requested_by": "U0ALEX"}, "active"),  # someone else than its person
+            ({"agent": "other-agent"}, "active"),  # another agent
+            ({}, "revoked"),
+            ({}, "expired"),
+            ({"delegation_id": "dl_unknown"}, "active"),
+        ],
+    )
+    async def test_the_database_refuses_a_proposal_its_delegation_does_not_cover(
+        self, store: Store, changes: dict[str, Any], state: str
+    ) -> None:
+        new, _ = new_delegation()
+        await store.delegations().create_delegation(new)
+        if state == "revoked":
+            await store.delegations().revoke_delegation(new.id, actor="U0DANA", now=NOW)
+        fields: dict[str, Any] = {
+            "requested_by": "U0DANA",
+            "agent": "billing-agent",
+            "delegation_id": new.id,
+        }
+        at = NOW + (2 * HOUR if state == "expired" else timedelta(minutes=1))
+        made = _proposal(at, **(fields | changes))
+
+        with pytest.raises(StoreError):
+            await store.create_proposal(made)
+        assert await store.audit_log(made.id) == []
 
     async def test_a_delegation_must_expire_after_it_is_created(self, store: Store) -> None:
         new, _ = new_delegation(expires_at=NOW)

@@ -11,6 +11,7 @@ import pytest
 from store.base import Store, StoreError
 from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
+from tests.store.conformance import new_proposal
 from tests.store.delegation_conformance import NOW, DelegationConformance, new_delegation
 from tests.store.test_postgres import OpenStore, open_pg, schema  # noqa: F401 (fixtures)
 
@@ -37,6 +38,7 @@ REFUSED = {
     "swap-token": "UPDATE delegations SET token_hash = '{other}' WHERE id = '{id}'",
     "half-revocation": "UPDATE delegations SET revoked_by = 'U0X' WHERE id = '{id}'",
     "delete": "DELETE FROM delegations WHERE id = '{id}'",
+    "set-on-a-proposal": "UPDATE proposals SET delegation_id = '{id}'",
 }
 
 
@@ -48,6 +50,7 @@ async def test_sqlite_refuses_changing_or_deleting_a_delegation(
     try:
         new, _ = new_delegation()
         await store.delegations().create_delegation(new)
+        await store.create_proposal(new_proposal(NOW, requested_by="U0DANA"))
         sql = REFUSED[statement].format(id=new.id, other="a" * 64)
         with pytest.raises(StoreError):
             await _execute(store, sql)
@@ -66,6 +69,7 @@ async def test_postgres_refuses_changing_or_deleting_a_delegation(
     store = await open_pg()
     new, _ = new_delegation()
     created = await store.delegations().create_delegation(new)
+    await store.create_proposal(new_proposal(NOW, requested_by="U0DANA"))
     sql = REFUSED[statement].format(id=new.id, other="a" * 64)
     with pytest.raises(StoreError):
         await _execute(store, sql)

@@ -48,3 +48,50 @@ FOR EACH ROW EXECUTE FUNCTION delegations_only_revocation_changes();
 CREATE TRIGGER delegations_refuse_truncate
 BEFORE TRUNCATE ON delegations
 FOR EACH STATEMENT EXECUTE FUNCTION delegations_only_revocation_changes();
+
+
+-- The delegation a proposal was submitted under (NULL: the agent's own token). Decided when the
+-- proposal is created and never changed. The database checks that the delegation names the
+-- proposal's agent and requester and was unrevoked and unexpired when the proposal was created;
+-- its row is locked (FOR SHARE) so a revocation cannot commit between the check and the insert.
+ALTER TABLE proposals ADD COLUMN delegation_id text REFERENCES delegations (id);
+
+CREATE INDEX proposals_delegation ON proposals (delegation_id) WHERE delegation_id IS NOT NULL;
+
+CREATE FUNCTION proposals_delegation_is_frozen() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.delegation_id IS DISTINCT FROM OLD.delegation_id THEN
+        RAISE EXCEPTION 'proposals: the delegation of a proposal is frozen'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+CREATE TRIGGER proposals_delegation_is_frozen
+BEFORE UPDATE OF delegation_id ON proposals
+FOR EACH ROW EXECUTE FUNCTION proposals_delegation_is_frozen();
+
+CREATE FUNCTION proposals_delegation_covers() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.delegation_id IS NULL THEN
+        RETURN NEW;
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM delegations AS d
+        WHERE d.id = NEW.delegation_id AND d.agent = NEW.agent AND d.person = NEW.requested_by
+          AND d.revoked_at IS NULL AND d.expires_at > NEW.created_at
+        FOR SHARE)
+    THEN
+        RAISE EXCEPTION 'proposals: the delegation does not cover this proposal'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+CREATE TRIGGER proposals_delegation_covers
+BEFORE INSERT ON proposals
+FOR EACH ROW EXECUTE FUNCTION proposals_delegation_covers();

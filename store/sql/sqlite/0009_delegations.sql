@@ -40,3 +40,28 @@ BEFORE DELETE ON delegations
 BEGIN
     SELECT RAISE(ABORT, 'delegations: a delegation cannot be deleted; revoke it');
 END;
+
+
+-- The delegation a proposal was submitted under (NULL: the agent's own token). Decided when the
+-- proposal is created and never changed. The database checks that the delegation names the
+-- proposal's agent and requester and was unrevoked and unexpired when the proposal was created.
+ALTER TABLE proposals ADD COLUMN delegation_id TEXT REFERENCES delegations (id);
+
+CREATE INDEX proposals_delegation ON proposals (delegation_id) WHERE delegation_id IS NOT NULL;
+
+CREATE TRIGGER proposals_delegation_is_frozen
+BEFORE UPDATE OF delegation_id ON proposals
+WHEN NEW.delegation_id IS NOT OLD.delegation_id
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: the delegation of a proposal is frozen');
+END;
+
+CREATE TRIGGER proposals_delegation_covers
+BEFORE INSERT ON proposals
+WHEN NEW.delegation_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM delegations AS d
+    WHERE d.id = NEW.delegation_id AND d.agent = NEW.agent AND d.person = NEW.requested_by
+      AND d.revoked_at IS NULL AND d.expires_at > NEW.created_at)
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: the delegation does not cover this proposal');
+END;
