@@ -97,10 +97,14 @@ def _varying(varying: Sequence[str], ceiling: str) -> str:
 
 
 def standing_modal(
-    proposal: Proposal, standing: StandingPolicy, choices: Sequence[timedelta]
+    proposal: Proposal,
+    standing: StandingPolicy,
+    choices: Sequence[timedelta],
+    uses: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """The modal that asks how long similar calls may be approved automatically;
-    private_metadata is the proposal id, each option's value a duration ("1h", "7d")."""
+    """The modal that asks how long similar calls may be approved automatically, and how many
+    (``uses``, largest last; none: no choice, the rule's ``max_uses``); private_metadata is the
+    proposal id, each option's value a duration ("1h", "7d") or a number of calls."""
     ceiling = proposal.arguments.get(standing.ceiling)
     options = [
         {"text": _plain(_duration(choice), 75), "value": format_duration(choice)}
@@ -136,8 +140,28 @@ def standing_modal(
                     "initial_option": options[0],
                 },
             },
+            *_uses_input(uses),
         ],
     }
+
+
+def _uses_input(uses: Sequence[int]) -> Blocks:
+    if not uses:
+        return []
+    options = [{"text": _plain(_calls(count), 75), "value": str(count)} for count in uses]
+    return [
+        {
+            "type": "input",
+            "block_id": "uses",
+            "label": _plain("At most", 2000),
+            "element": {
+                "type": "static_select",
+                "action_id": "uses",
+                "options": options,
+                "initial_option": options[-1],
+            },
+        }
+    ]
 
 
 def granted_text(standing_rule_id: str, grant: Grant) -> str:

@@ -44,15 +44,19 @@ class DurationChosen(BaseModel):
     user: str
     proposal_id: str
     duration: str
+    uses: str | None = None  #: None: the modal had no choice of uses (the rule's max_uses)
 
     @classmethod
     def of(cls, body: dict[str, Any]) -> DurationChosen:
         view = body["view"]
-        chosen = view["state"]["values"]["duration"]["duration"].get("selected_option") or {}
+        values = view["state"]["values"]
+        chosen = values["duration"]["duration"].get("selected_option") or {}
+        uses = (values.get("uses") or {}).get("uses")
         return cls(
             user=body["user"]["id"],
             proposal_id=view["private_metadata"],
             duration=str(chosen.get("value") or ""),
+            uses=None if uses is None else str((uses.get("selected_option") or {}).get("value")),
         )
 
 
@@ -101,7 +105,9 @@ def register_standing_listeners(
         except (KeyError, TypeError, AttributeError, ValidationError) as error:
             log.warning("ignored a malformed standing-rule submission: %s", error)
             return
-        await grants.grant(chosen.proposal_id, user=chosen.user, duration=chosen.duration)
+        await grants.grant(
+            chosen.proposal_id, user=chosen.user, duration=chosen.duration, uses=chosen.uses
+        )
 
     async def revoke(click: MessageClick) -> None:
         await admin.revoke(click.value, user=click.user, channel=click.channel)

@@ -28,7 +28,14 @@ from bot import render, render_standing
 from contracts.canonical import binding_hash
 from contracts.durations import format_duration, parse_duration
 from contracts.policy import Ask, AskRule, Auto, Decision, PolicyTable
-from contracts.standing import Grant, StandingPolicy, bound_arguments, covers, duration_choices
+from contracts.standing import (
+    Grant,
+    StandingPolicy,
+    bound_arguments,
+    covers,
+    duration_choices,
+    uses_choices,
+)
 from store.base import Proposal, Store, Transitioned
 from store.lifecycle import Status
 from store.standing import StandingRule
@@ -169,12 +176,20 @@ class StandingGrants:
         if checked is not None:
             proposal, standing = checked
             modal = render_standing.standing_modal(
-                proposal, standing, duration_choices(standing.max)
+                proposal,
+                standing,
+                duration_choices(standing.max),
+                uses_choices(standing.max_uses),
             )
             await self._service.publisher.open_view(proposal, trigger_id, modal)
 
-    async def grant(self, proposal_id: str, *, user: str, duration: str) -> Proposal | None:
-        """The modal, submitted: check everything again, approve and grant, execute once."""
+    async def grant(
+        self, proposal_id: str, *, user: str, duration: str, uses: str | None = None
+    ) -> Proposal | None:
+        """The modal, submitted: check everything again, approve and grant, execute once.
+
+        ``uses`` is the number of calls chosen in the modal, one of :func:`uses_choices`
+        under the rule's ``max_uses`` as configured now (None: that maximum)."""
         checked = await self._checked(proposal_id, user=user, channel=None)
         if checked is None:
             return None
@@ -191,6 +206,14 @@ class StandingGrants:
             await self._refuse(proposal, user, None, why)
             return None
         assert lasting is not None
+        allowed_uses = uses_choices(standing.max_uses)
+        max_uses = standing.max_uses if uses is None else _whole_number(uses)
+        if max_uses not in allowed_uses:
+            listed = ", ".join(str(choice) for choice in allowed_uses)
+            why = f"the number of uses {uses!r} is not one of: {listed}"
+            await self._refuse(proposal, user, None, why)
+            return None
+        assert max_uses is not None
         ceiling = proposal.arguments[standing.ceiling]
         assert isinstance(ceiling, int | float) and proposal.rule_id is not None
         now = self._clock()
@@ -202,7 +225,7 @@ class StandingGrants:
             ceiling=ceiling,
             arguments=bound_arguments(proposal.arguments, standing.varying),
             varying=standing.varying,
-            max_uses=standing.max_uses,
+            max_uses=max_uses,
             created_by=user,
             created_from=proposal.id,
             created_at=now,
@@ -260,6 +283,10 @@ class StandingGrants:
             now=self._clock(),
         )
         await self._service._tell(proposal, channel, user, render.refusal_text(why))
+
+
+def _whole_number(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else None
 
 
 def _is_number(value: object) -> bool:

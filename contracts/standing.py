@@ -47,6 +47,7 @@ __all__ = [
     "duration_choices",
     "read_standing",
     "sampled",
+    "uses_choices",
 ]
 
 #: The longest a standing rule may last, whatever a rule allows.
@@ -105,6 +106,15 @@ def duration_choices(maximum: timedelta) -> tuple[timedelta, ...]:
     """The durations offered for a rule whose ``max`` is ``maximum``, shortest first."""
     shorter = [choice for choice in DURATION_CHOICES if choice < maximum]
     return (*shorter, maximum)
+
+
+#: The numbers of uses an admin may pick from (those below the rule's ``max_uses``, and it).
+USES_CHOICES: Final = (1, 3, 5, 10, 25, 50, 100, 250, 500)
+
+
+def uses_choices(maximum: int) -> tuple[int, ...]:
+    """The numbers of uses offered for a rule whose ``max_uses`` is ``maximum``, largest last."""
+    return (*(choice for choice in USES_CHOICES if choice < maximum), maximum)
 
 
 def bound_arguments(

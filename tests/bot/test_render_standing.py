@@ -11,7 +11,7 @@ from slack_sdk.models.views import View
 
 from bot import render, render_standing
 from contracts.outcomes import Succeeded
-from contracts.standing import StandingPolicy, duration_choices
+from contracts.standing import StandingPolicy, duration_choices, uses_choices
 from store.lifecycle import Status
 from store.standing import Reviewed, StandingRule
 from tests.bot.test_render import INJECTION, NOW, assert_valid_message, make_proposal
@@ -73,6 +73,34 @@ def test_the_grant_modal_offers_durations_up_to_the_max_and_shows_the_ceiling() 
     text = json.dumps(modal["blocks"][0])
     assert "12000" in text and "amount_cents" in text
     assert "<!channel>" not in text  # the agent's name is escaped
+
+
+def test_the_grant_modal_offers_uses_up_to_the_rules_max_uses_and_says_what_is_bound() -> None:
+    standing = STANDING.model_copy(update={"max_uses": 25, "vary": ("note",)})
+    proposal = make_proposal()
+
+    modal = render_standing.standing_modal(
+        proposal, standing, duration_choices(standing.max), uses_choices(standing.max_uses)
+    )
+
+    View(**modal).validate_json()
+    select = modal["blocks"][2]["element"]
+    assert [o["value"] for o in select["options"]] == ["1", "3", "5", "10", "25"]
+    assert select["initial_option"]["value"] == "25"
+    text = json.dumps(modal["blocks"][0])
+    assert "at most 25 calls" in text
+    assert "every other argument as approved except `note`" in text
+
+
+def test_the_granter_and_the_list_see_the_remaining_uses() -> None:
+    spent = rule(max_uses=4, uses=3, varying=("amount_cents",), arguments={"payment_id": "p"})
+
+    listed = json.dumps(render_standing.standing_list_blocks([spent], now=NOW))
+    granted = render_standing.granted_text(spent.id, spent)
+
+    assert "3 calls approved so far, 1 of 4 uses remaining" in listed
+    assert "every other argument as approved" in listed
+    assert "4 calls at most" in granted and "4 uses remaining" in granted
 
 
 def test_the_standing_list_has_a_revoke_button_carrying_the_rule_id_only() -> None:

@@ -101,25 +101,28 @@ async def asked(cs: Countersign, body: dict[str, Any], **options: Any) -> dict[s
     return created
 
 
-async def allow_similar(cs: Countersign, user: str, proposal_id: str, duration: str) -> int:
-    """``user`` clicks "Approve + allow similar…" and submits the modal with ``duration``."""
+def _selected(value: str) -> dict[str, Any]:
+    return {
+        "type": "static_select",
+        "selected_option": {"text": {"type": "plain_text", "text": value}, "value": value},
+    }
+
+
+async def allow_similar(
+    cs: Countersign, user: str, proposal_id: str, duration: str, uses: str | None = None
+) -> int:
+    """``user`` clicks "Approve + allow similar…" and submits the modal with ``duration`` (and
+    ``uses``, when given)."""
     assert await cs.click(user, "approve_standing", proposal_id) == 200
+    states = {"duration": {"duration": _selected(duration)}}
+    if uses is not None:
+        states["uses"] = {"uses": _selected(uses)}
     body = view_submission_body(
         user_id=user,
         callback_id="approve_standing",
         private_metadata=proposal_id,
         values={},
-        states={
-            "duration": {
-                "duration": {
-                    "type": "static_select",
-                    "selected_option": {
-                        "text": {"type": "plain_text", "text": duration},
-                        "value": duration,
-                    },
-                }
-            }
-        },
+        states=states,
     )
     return await cs.post_slack(body)
 
@@ -284,6 +287,39 @@ async def test_once_its_uses_are_spent_similar_calls_are_asked_again(cs: Counter
     assert (spent.uses, spent.remaining) == (MAX_USES, 0)
     listed = json.dumps((await slash(cs, ADMIN, "standing"))["blocks"])
     assert f"0 of {MAX_USES} uses remaining" in listed
+
+
+async def test_the_admin_may_grant_fewer_uses_than_the_rule_allows(cs: Countersign) -> None:
+    created = await asked(cs, refund("pay_1002", 50_000))
+    await cs.posted(created["id"])
+
+    assert await allow_similar(cs, ADMIN, created["id"], "1h", uses="1") == 200
+
+    [view] = await eventually(lambda: _views(cs, ADMIN))
+    offered = view.view["blocks"][2]["element"]
+    assert [o["value"] for o in offered["options"]] == ["1", "3", str(MAX_USES)]
+    assert offered["initial_option"]["value"] == str(MAX_USES)
+    _, final = await cs.read(created["id"], wait=10)
+    assert final["status"] == "succeeded"
+    [rule] = await cs.store.standing().active_standing_rules(now=cs.clock())
+    assert rule.max_uses == 1
+    first = await asked(cs, refund("pay_1002", 1000))
+    second = await asked(cs, refund("pay_1002", 1001))
+    assert (first["policy"]["decision"], second["policy"]["decision"]) == ("auto", "ask")
+
+
+async def test_more_uses_than_the_rule_allows_are_refused(cs: Countersign) -> None:
+    created = await asked(cs, refund("pay_1002", 50_000))
+    await cs.posted(created["id"])
+
+    # a forged submission: the modal never offers more than the rule's max_uses
+    assert await allow_similar(cs, ADMIN, created["id"], "1h", uses=str(MAX_USES + 1)) == 200
+
+    refusal = await eventually(lambda: _ephemeral(cs, ADMIN, containing="number of uses"))
+    assert f"is not one of: 1, 3, {MAX_USES}" in refusal.text
+    assert (await cs.store.get_proposal(created["id"])).status == "pending"
+    assert await cs.store.standing().active_standing_rules(now=cs.clock()) == []
+    assert "approve_standing_refused" in await events(cs, created["id"])
 
 
 async def test_concurrent_similar_calls_run_at_most_max_uses_times(cs: Countersign) -> None:
