@@ -210,6 +210,7 @@ def _submit_operation(operations: list[Operation[Any, Any]], max_body_bytes: int
             },
             "400": {"$ref": "#/components/responses/MalformedRequest"},
             "401": {"$ref": "#/components/responses/Unauthorized"},
+            "403": {"$ref": "#/components/responses/RequesterRefused"},
             "408": {"$ref": "#/components/responses/RequestTimeout"},
             "413": {"$ref": "#/components/responses/BodyTooLarge"},
             "422": {"$ref": "#/components/responses/ContractViolation"},
@@ -342,6 +343,11 @@ def _problem_responses(max_body_bytes: int) -> dict[str, Any]:
             "names each field and what was expected."
         ),
         "NotFound": problem("No proposal with that id belongs to this agent."),
+        "RequesterRefused": problem(
+            "`requested_by` names someone this agent may not act for (its `acts_for`, or the "
+            "person of the delegation it calls with); `errors` names the field. Nothing was "
+            "stored."
+        ),
         "RequestTimeout": problem(
             "The body did not arrive whole within the agent's `body_timeout_seconds`: nothing "
             "was stored. Send the body at once."
