@@ -10,11 +10,14 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import aiosqlite
 import asyncpg
 import pytest
 
 from store.base import Store, StoreError, Transitioned
-from store.sqlite import SqliteStore
+from store.migrate import load_migrations
+from store.pg_migrate import apply_migrations as pg_apply_migrations
+from store.sqlite import SqliteStore, apply_migrations
 from tests.store.conformance import new_proposal
 from tests.store.standing_conformance import LEASE, covered, grant_of, new_rule_id
 from tests.store.test_postgres import open_pg, raw, schema  # noqa: F401 (fixtures)
@@ -36,6 +39,9 @@ REFUSED = {
         "VALUES ('{plain}', 'ok', 'U0R', {at})"
     ),
     "set-standing-rule": ("UPDATE proposals SET standing_rule_id = '{rule}' WHERE id = '{plain}'"),
+    "raise-max-uses": "UPDATE standing_rules SET max_uses = max_uses + 1 WHERE id = '{rule}'",
+    "unbind-arguments": "UPDATE standing_rules SET arguments = NULL WHERE id = '{rule}'",
+    "vary-more": ("UPDATE standing_rules SET varying = {varying} WHERE id = '{rule}'"),
     "unsample": "UPDATE proposals SET review_sampled = {false} WHERE id = '{sampled}'",
 }
 
@@ -71,7 +77,12 @@ async def test_sqlite_refuses(tmp_path: Path, name: str) -> None:
     store = await SqliteStore.open(path)
     ids = await _fill(store)
     await store.close()
-    statement = REFUSED[name].format(**ids, at="'2031-03-14T15:09:26.535897Z'", false=0)
+    statement = REFUSED[name].format(
+        **ids,
+        at="'2031-03-14T15:09:26.535897Z'",
+        false=0,
+        varying="""'["amount_cents","payment_id"]'""",
+    )
 
     db = sqlite3.connect(path, isolation_level=None)
     try:
@@ -137,7 +148,9 @@ async def test_postgres_refuses(
     name: str,
 ) -> None:
     ids = await _fill(await open_pg())
-    statement = REFUSED[name].format(**ids, at="now()", false="false")
+    statement = REFUSED[name].format(
+        **ids, at="now()", false="false", varying="ARRAY['amount_cents', 'payment_id']"
+    )
 
     with pytest.raises(asyncpg.IntegrityConstraintViolationError):
         await raw.execute(statement)
@@ -156,3 +169,73 @@ async def test_postgres_allows_one_complete_revocation_only(
         await raw.execute(revoke, ids["rule"], "U0OTHER")
     with pytest.raises(asyncpg.IntegrityConstraintViolationError):
         await raw.execute("TRUNCATE standing_rules CASCADE")
+
+
+# --- grants made before max_uses and bound arguments ---------------------------------------------
+
+
+async def test_sqlite_migration_binds_earlier_grants_to_their_approved_call(tmp_path: Path) -> None:
+    """A grant stored before 0010 binds its approved call's arguments but the ceiling, and
+    covers DEFAULT_MAX_USES calls."""
+    path = tmp_path / "old.sqlite"
+    before = [m for m in load_migrations("sqlite") if m.version < 10]  # up to 0009
+    at = "2031-03-14T15:09:26.535897Z"
+    async with aiosqlite.connect(path, isolation_level=None) as db:
+        await db.execute("PRAGMA foreign_keys = ON")
+        await apply_migrations(db, before)
+        await db.execute(
+            "INSERT INTO proposals (id, agent, submission_key, submission_fingerprint, "
+            "requested_by, operation, request, arguments, preview, binding_hash, decision, "
+            "policy_note, status, created_at, updated_at, channel, decided_by, decided_at, "
+            "lease_until) VALUES ('old', 'a', 'k', 'f', 'U1', 'payments.refund', '{}', "
+            """'{"payment_id":"pay_7","amount_cents":500,"note":"x"}', '{}', 'h', 'ask', 'n', """
+            "'executing', ?, ?, 'C1', 'U0ADMIN', ?, ?)",
+            (at, at, at, "2031-03-14T15:14:26.535897Z"),
+        )
+        await db.execute(
+            "INSERT INTO standing_rules (id, operation, agent, rule_id, ceiling_field, ceiling, "
+            "created_by, created_from, created_at, expires_at) VALUES ('sr_old', "
+            "'payments.refund', 'a', 'r', 'amount_cents', 500, 'U0ADMIN', 'old', ?, "
+            "'2031-03-14T16:09:26.535897Z')",
+            (at,),
+        )
+
+    store = await SqliteStore.open(path)
+    try:
+        rule = await store.standing().get_standing_rule("sr_old")
+    finally:
+        await store.close()
+
+    assert rule.arguments == {"payment_id": "pay_7", "note": "x"}
+    assert (rule.varying, rule.max_uses, rule.remaining) == (("amount_cents",), 10, 10)
+
+
+@pytest.mark.postgres
+async def test_postgres_migration_binds_earlier_grants_to_their_approved_call(
+    open_pg: Callable[..., Awaitable[Store]],  # noqa: F811
+    raw: asyncpg.Connection[asyncpg.Record],  # noqa: F811
+) -> None:
+    before = [m for m in load_migrations("postgres") if m.version < 9]  # up to 0008
+    await pg_apply_migrations(raw, before)
+    await raw.execute(
+        "INSERT INTO proposals (id, agent, submission_key, submission_fingerprint, requested_by, "
+        "operation, request, arguments, preview, binding_hash, decision, policy_note, status, "
+        "created_at, updated_at, channel, decided_by, decided_at, lease_until) VALUES ('old', "
+        "'a', 'k', 'f', 'U1', 'payments.refund', '{}', "
+        """'{"payment_id":"pay_7","amount_cents":500,"note":"x"}', '{}', 'h', 'ask', 'n', """
+        "'executing', $1, $1, 'C1', 'U0ADMIN', $1, $2)",
+        NOW,
+        NOW + LEASE,
+    )
+    await raw.execute(
+        "INSERT INTO standing_rules (id, operation, agent, rule_id, ceiling_field, ceiling, "
+        "created_by, created_from, created_at, expires_at) VALUES ('sr_old', "
+        "'payments.refund', 'a', 'r', 'amount_cents', 500, 'U0ADMIN', 'old', $1, $2)",
+        NOW,
+        NOW + timedelta(hours=1),
+    )
+
+    rule = await (await open_pg()).standing().get_standing_rule("sr_old")
+
+    assert rule.arguments == {"payment_id": "pay_7", "note": "x"}
+    assert (rule.varying, rule.max_uses, rule.remaining) == (("amount_cents",), 10, 10)
