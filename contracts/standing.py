@@ -21,6 +21,7 @@ person to review after the fact (:func:`sampled`). Pure functions; no I/O.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
@@ -30,7 +31,6 @@ from typing import Final
 from pydantic import Field, JsonValue
 
 from contracts.base import ArgType
-from contracts.canonical import canonical_json
 from contracts.durations import format_duration, parse_duration
 from contracts.frozen import Frozen
 
@@ -137,7 +137,7 @@ def covers(
     """Whether ``grant`` (unrevoked, with uses left) covers a call: same operation, agent and
     rule, unexpired, not requested by the granter, its ceiling argument a number at most the
     ceiling, and every other argument that may not vary the approved call's, none missing and
-    none added (compared as canonical JSON: ``1`` is not ``1.0`` nor ``true``)."""
+    none added (compared as JSON text: ``1`` is not ``1.0`` nor ``true``)."""
     value = arguments.get(grant.ceiling_field)
     varying = {grant.ceiling_field, *grant.varying}
     return (
@@ -153,9 +153,16 @@ def covers(
 
 
 def _same(arguments: Mapping[str, JsonValue], bound: Mapping[str, JsonValue]) -> bool:
+    """The same names, each with the same JSON text: nested objects with their keys in the same
+    order, as the database compares them (so Python never covers what SQLite's trigger would
+    refuse)."""
     return arguments.keys() == bound.keys() and all(
-        canonical_json(arguments[name]) == canonical_json(bound[name]) for name in bound
+        _text(arguments[name]) == _text(bound[name]) for name in bound
     )
+
+
+def _text(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def sampled(proposal_id: str, rate: float) -> bool:

@@ -62,7 +62,7 @@ INSERT_STANDING_RULE = """
 INSERT INTO standing_rules (
     id, operation, agent, rule_id, ceiling_field, ceiling, created_by, created_from, created_at,
     expires_at, arguments, varying, max_uses
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12::text[], $13)
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12::text[], $13)
 """
 
 #: A standing rule with the number of proposals it approved.

@@ -274,6 +274,17 @@ def test_json_types_must_match_exactly() -> None:
     )
 
 
+def test_nested_values_must_be_the_same_json_text() -> None:
+    standing = grant(arguments={"payment_id": "pay_1", "meta": {"a": 1, "b": [1, 2]}})
+
+    same = {"payment_id": "pay_1", "meta": {"a": 1, "b": [1, 2]}, "amount_cents": 9}
+    assert covered(standing, arguments=same)
+    reordered = {"payment_id": "pay_1", "meta": {"b": [1, 2], "a": 1}, "amount_cents": 9}
+    assert not covered(standing, arguments=reordered)  # as SQLite's trigger compares them
+    other = {"payment_id": "pay_1", "meta": {"a": 1, "b": [2, 1]}, "amount_cents": 9}
+    assert not covered(standing, arguments=other)
+
+
 def test_arguments_the_rule_lets_vary_may_differ() -> None:
     standing = grant(arguments={"payment_id": "pay_1"}, varying=("amount_cents", "note"))
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from contracts.outcomes import Succeeded
-from contracts.standing import Grant, bound_arguments
+from contracts.standing import Grant, bound_arguments, covers
 from store.base import (
     AlreadyDecided,
     Delivery,
@@ -320,6 +320,45 @@ class StandingConformance:
             await store.create_proposal(third)
         with pytest.raises(ProposalNotFound):
             await store.get_proposal(third.id)
+
+    async def test_the_database_covers_the_same_nested_values_as_python(
+        self, store: Store, now: datetime
+    ) -> None:
+        nested: dict[str, Any] = {
+            "payment_id": "pay_42",
+            "amount_cents": 4200,
+            "meta": {"tags": ["a", "b"], "flag": True, "ratio": 0.5, "none": None, "n": 3},
+            "note": "dup charge ✓",
+        }
+        proposal, _ = await store.create_proposal(_proposal(now, arguments=nested))
+        rule_id = new_rule_id()
+        granted = await store.standing().claim_and_grant(
+            proposal.id,
+            actor=ADMIN,
+            now=now,
+            binding_hash=proposal.binding_hash,
+            lease_until=now + LEASE,
+            grant=grant_of(proposal, now),
+            standing_rule_id=rule_id,
+        )
+        assert isinstance(granted, Transitioned)
+        grant = await store.standing().get_standing_rule(rule_id)
+        call = {**nested, "amount_cents": 100}
+        assert covers(
+            grant,
+            operation=proposal.operation,
+            agent=proposal.agent,
+            rule_id="refunds-ask",
+            arguments=call,
+            requested_by="U0SOMEONE",
+            now=now,
+        )
+
+        created, _ = await store.create_proposal(
+            covered(now, rule_id, 100, arguments=call, requested_by="U0SOMEONE")
+        )
+
+        assert created.standing_rule_id == rule_id
 
     @pytest.mark.parametrize("max_uses", [1, 3])
     async def test_concurrent_uses_beyond_max_uses_are_refused(

@@ -9,10 +9,12 @@
 -- grant are counted one after the other: each sees the uses committed before it, never more
 -- than max_uses are admitted.
 
+-- arguments is json, not jsonb: it keeps the text as written, nested keys in their order, which
+-- is what Python compares (contracts.standing.covers); the trigger below compares it as jsonb.
 ALTER TABLE standing_rules
-    ADD COLUMN arguments jsonb
+    ADD COLUMN arguments json
         CONSTRAINT standing_rules_arguments_are_an_object
-        CHECK (arguments IS NULL OR jsonb_typeof(arguments) = 'object'),
+        CHECK (arguments IS NULL OR json_typeof(arguments) = 'object'),
     ADD COLUMN varying text[] NOT NULL DEFAULT '{}',
     -- contracts.standing.MAX_USES; grants made before this migration cover DEFAULT_MAX_USES
     ADD COLUMN max_uses integer NOT NULL DEFAULT 10
@@ -21,7 +23,7 @@ ALTER TABLE standing_rules
 -- Grants made before: they bind what their approved call had, but the ceiling.
 ALTER TABLE standing_rules DISABLE TRIGGER standing_rules_only_revocation_changes;
 UPDATE standing_rules AS s
-SET arguments = p.arguments::jsonb - s.ceiling_field, varying = ARRAY[s.ceiling_field]
+SET arguments = (p.arguments::jsonb - s.ceiling_field)::json, varying = ARRAY[s.ceiling_field]
 FROM proposals AS p WHERE p.id = s.created_from;
 ALTER TABLE standing_rules ENABLE TRIGGER standing_rules_only_revocation_changes;
 
@@ -31,11 +33,11 @@ LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP <> 'UPDATE'
        OR (NEW.id, NEW.operation, NEW.agent, NEW.rule_id, NEW.ceiling_field, NEW.ceiling,
-           NEW.created_by, NEW.created_from, NEW.created_at, NEW.expires_at, NEW.arguments,
+           NEW.created_by, NEW.created_from, NEW.created_at, NEW.expires_at, NEW.arguments::text,
            NEW.varying, NEW.max_uses)
           IS DISTINCT FROM
           (OLD.id, OLD.operation, OLD.agent, OLD.rule_id, OLD.ceiling_field, OLD.ceiling,
-           OLD.created_by, OLD.created_from, OLD.created_at, OLD.expires_at, OLD.arguments,
+           OLD.created_by, OLD.created_from, OLD.created_at, OLD.expires_at, OLD.arguments::text,
            OLD.varying, OLD.max_uses)
        OR OLD.revoked_at IS NOT NULL OR NEW.revoked_at IS NULL
     THEN
@@ -69,7 +71,7 @@ BEGIN
           AND json_typeof(NEW.arguments -> s.ceiling_field) = 'number'
           AND (NEW.arguments ->> s.ceiling_field)::numeric <= s.ceiling
           AND s.arguments IS NOT NULL
-          AND (NEW.arguments::jsonb - s.ceiling_field - s.varying) = s.arguments
+          AND (NEW.arguments::jsonb - s.ceiling_field - s.varying) = s.arguments::jsonb
           AND (SELECT count(*) FROM proposals AS p WHERE p.standing_rule_id = s.id)
               < s.max_uses)
     THEN
