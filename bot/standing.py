@@ -128,6 +128,7 @@ async def cover(
         agent=agent,
         rule_id=rule.id,
         value=value,
+        arguments=arguments,
         requested_by=requested_by,
         now=now,
     ):

@@ -9,6 +9,7 @@ the audit head: rows first, head second, as everywhere). Get it from
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -76,13 +77,14 @@ SELECT_STANDING_RULE = _WITH_USES + "WHERE s.id = $1"
 
 #: The active rules that may cover a call: operation, agent, policy rule, ceiling, not the
 #: granter's own request, uses left (the partial index standing_rules_active finds the
-#: candidates; the bound arguments are compared in Python and again by the insert's trigger).
+#: candidates), binding the call's arguments but the varying ones, as the insert's trigger checks.
 SELECT_COVERING = (
     _WITH_USES
     + """
 WHERE s.operation = $1 AND s.agent = $2 AND s.revoked_at IS NULL AND s.expires_at > $6
   AND s.rule_id = $3 AND s.ceiling >= $4 AND s.created_by <> $5 AND s.arguments IS NOT NULL
   AND (SELECT count(*) FROM proposals AS p WHERE p.standing_rule_id = s.id) < s.max_uses
+  AND ($7::jsonb - s.ceiling_field - s.varying) = s.arguments::jsonb
 ORDER BY s.expires_at DESC, s.id
 LIMIT 10
 """
@@ -236,13 +238,15 @@ class PgStanding:
         agent: str,
         rule_id: str,
         value: int | float,
+        arguments: Mapping[str, JsonValue],
         requested_by: str,
         now: datetime,
     ) -> list[StandingRule]:
         at = aware(now, field="now")
+        call = json.dumps(dict(arguments), ensure_ascii=False, allow_nan=False)
         async with self._store._connection() as db:
             rows = await db.fetch(
-                SELECT_COVERING, operation, agent, rule_id, _numeric(value), requested_by, at
+                SELECT_COVERING, operation, agent, rule_id, _numeric(value), requested_by, at, call
             )
             return [standing_rule_from_record(row) for row in rows]
 

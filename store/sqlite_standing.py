@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -78,7 +79,7 @@ SELECT_STANDING_RULE = _WITH_USES + "WHERE s.id = ?"
 
 #: The active rules that may cover a call: operation, agent, policy rule, ceiling, not the
 #: granter's own request, uses left (the partial index standing_rules_active finds the
-#: candidates; the bound arguments are compared in Python and again by the insert's trigger).
+#: candidates), binding the call's arguments but the varying ones, as the insert's trigger checks.
 SELECT_COVERING = (
     _WITH_USES
     + """
@@ -86,6 +87,16 @@ WHERE s.operation = :operation AND s.agent = :agent AND s.revoked_at IS NULL
   AND s.expires_at > :now AND s.rule_id = :rule_id AND s.ceiling >= :value
   AND s.created_by <> :requested_by AND s.arguments IS NOT NULL
   AND (SELECT count(*) FROM proposals AS p WHERE p.standing_rule_id = s.id) < s.max_uses
+  AND NOT EXISTS (
+      SELECT 1 FROM json_each(:arguments) AS a
+      WHERE a.key <> s.ceiling_field
+        AND a.key NOT IN (SELECT v.value FROM json_each(s.varying) AS v)
+        AND NOT EXISTS (
+            SELECT 1 FROM json_each(s.arguments) AS b
+            WHERE b.key = a.key AND b.type = a.type AND b.value IS a.value))
+  AND NOT EXISTS (
+      SELECT 1 FROM json_each(s.arguments) AS b
+      WHERE NOT EXISTS (SELECT 1 FROM json_each(:arguments) AS a WHERE a.key = b.key))
 ORDER BY s.expires_at DESC, s.id
 LIMIT 10
 """
@@ -236,6 +247,7 @@ class SqliteStanding:
         agent: str,
         rule_id: str,
         value: int | float,
+        arguments: Mapping[str, JsonValue],
         requested_by: str,
         now: datetime,
     ) -> list[StandingRule]:
@@ -244,6 +256,7 @@ class SqliteStanding:
             "agent": agent,
             "rule_id": rule_id,
             "value": value,
+            "arguments": dump_json(dict(arguments)),
             "requested_by": requested_by,
             "now": db_time(now, field="now"),
         }

@@ -14,6 +14,7 @@ Every backend implements :class:`StandingStore` on its own database and audit ch
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
@@ -213,13 +214,15 @@ class StandingStore(Protocol):
         agent: str,
         rule_id: str,
         value: int | float,
+        arguments: Mapping[str, JsonValue],
         requested_by: str,
         now: datetime,
     ) -> list[StandingRule]:
         """Active standing rules for this operation, agent and policy rule whose ceiling is at
-        least ``value``, whose granter is not ``requested_by`` and which have uses left, latest
-        expiry first. (Whether the other arguments match is :func:`contracts.standing.covers`;
-        the database checks it again, and the uses, when the covered proposal is created.)"""
+        least ``value``, which bind exactly the call's ``arguments`` but those they let vary,
+        whose granter is not ``requested_by`` and which have uses left, latest expiry first.
+        (:func:`contracts.standing.covers` checks it all again, and so does the database, with
+        the uses, when the covered proposal is created.)"""
         ...
 
     async def active_standing_rules(self, *, now: datetime, limit: int = 50) -> list[StandingRule]:

@@ -240,13 +240,19 @@ class StandingConformance:
                 "agent": approved.agent,
                 "rule_id": approved.rule_id,
                 "value": 4200,
+                "arguments": approved.arguments,
                 "requested_by": "U0SOMEONE",
                 "now": now + timedelta(minutes=30),
                 **changes,
             }
             return [rule.id for rule in await standing.find_covering(**query)]
 
+        bound = {"payment_id": "pay_42", "note": "dup charge ✓"}
         assert await found() == [rule_id]
+        assert await found(arguments={**bound, "amount_cents": 1}) == [rule_id]
+        assert await found(arguments={**bound, "payment_id": "pay_43", "amount_cents": 1}) == []
+        assert await found(arguments={"payment_id": "pay_42", "amount_cents": 1}) == []
+        assert await found(arguments={**bound, "amount_cents": 1, "extra": 1}) == []
         assert await found(value=100) == [rule_id]
         assert await found(value=4201) == []
         assert await found(value=4200.5) == []
@@ -255,6 +261,36 @@ class StandingConformance:
         assert await found(rule_id="another-rule") == []
         assert await found(requested_by=ADMIN) == []  # never the granter's own requests
         assert await found(now=now + timedelta(hours=1)) == []  # expired
+
+    async def test_many_grants_for_other_calls_do_not_hide_the_one_that_covers(
+        self, store: Store, now: datetime
+    ) -> None:
+        mine, rule_id = await self._granted(store, now, hours=1)
+        for n in range(12):  # later expiry: listed first, were the arguments not compared
+            other = {**mine.arguments, "payment_id": f"pay_other_{n}"}
+            proposal, _ = await store.create_proposal(_proposal(now, arguments=other))
+            granted = await store.standing().claim_and_grant(
+                proposal.id,
+                actor=ADMIN,
+                now=now,
+                binding_hash=proposal.binding_hash,
+                lease_until=now + LEASE,
+                grant=grant_of(proposal, now, hours=2),
+                standing_rule_id=new_rule_id(),
+            )
+            assert isinstance(granted, Transitioned)
+
+        found = await store.standing().find_covering(
+            operation=mine.operation,
+            agent=mine.agent,
+            rule_id="refunds-ask",
+            value=100,
+            arguments={**mine.arguments, "amount_cents": 100},
+            requested_by="U0SOMEONE",
+            now=now,
+        )
+
+        assert [rule.id for rule in found] == [rule_id]
 
     async def test_a_covered_proposal_records_its_standing_rule_and_counts_as_a_use(
         self, store: Store, now: datetime
@@ -311,6 +347,7 @@ class StandingConformance:
             agent="billing-agent",
             rule_id="refunds-ask",
             value=100,
+            arguments=covered(now, rule_id, 100).arguments,
             requested_by="U0SOMEONE",
             now=now,
         )
@@ -449,6 +486,7 @@ class StandingConformance:
                 agent="billing-agent",
                 rule_id="refunds-ask",
                 value=1,
+                arguments=covered(now, rule_id, 1).arguments,
                 requested_by="U0SOMEONE",
                 now=now,
             )
