@@ -259,8 +259,10 @@ async def test_each_message_shows_its_risk_class(classes: Countersign) -> None:
 
         message = classes.slack.message(channel, proposal.slack_ts)
 
-        contexts = [b for b in message.blocks if b["type"] == "context"]
-        assert label in _text(contexts)
+        # Countersign's verdict comes right after the title, before any agent-supplied value
+        header, verdict = message.blocks[0], message.blocks[1]
+        assert header["type"] == "header", message.blocks
+        assert verdict["text"]["text"].startswith(label), verdict
 
 
 async def test_every_queue_shows_the_riskiest_first_then_the_soonest_to_expire(
