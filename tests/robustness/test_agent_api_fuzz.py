@@ -29,7 +29,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.e2e.harness import AGENT_TOKEN, OTHER_AGENT_TOKEN
+from tests.e2e.harness import AGENT_TOKEN, OTHER_AGENT_TOKEN, REQUESTER
 from tests.robustness.support import FUZZ_CASES, threaded_countersign
 
 CHECKS = [
@@ -103,6 +103,10 @@ def test_generated_requests_get_documented_answers_and_store_only_accepted_propo
                 # half the positive reads ask for a stored proposal (without waiting on it)
                 case.path_parameters["id"] = sorted(accepted)[pick % len(accepted)]
                 case.query = {}
+            if method == "POST" and positive and known and isinstance(case.body, dict):
+                # half the positive submissions name someone the agent acts for (a random
+                # Slack id is refused with 403), so that accepted proposals are fuzzed too
+                case.body["requested_by"] = REQUESTER
             headers = {} if token is None else {"Authorization": f"Bearer {token}"}
             before = len(accepted)
             response = case.call(base_url=cs.url, session=http, headers=headers, timeout=30)
@@ -138,6 +142,7 @@ def test_generated_requests_get_documented_answers_and_store_only_accepted_propo
 
     assert sent >= FUZZ_CASES
     assert not any(status >= 500 for _, status in answers)
+    assert accepted, "no generated submission was accepted: the fuzz checked refusals only"
     assert stored == set(accepted)
     assert {entry.proposal_id for entry in log} <= set(accepted)
     assert report.ok, report.problem
