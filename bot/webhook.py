@@ -17,7 +17,7 @@ from bot.schemas import ProposalOut, SubmitBody
 from bot.service import Service
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
-from store.base import NewProposal, Proposal, ProposalNotFound, StoreUnavailable
+from store.base import NewProposal, Proposal, ProposalNotFound, StoreError, StoreUnavailable
 from store.delegations import Delegation
 from store.lifecycle import Status
 
@@ -99,7 +99,17 @@ async def _submit(
         async def admit(new: NewProposal) -> None:
             await admit_pending(claim, new)
 
-        submitted = await service.submit(agent, body, key, admit=admit, delegation=delegation)
+        try:
+            submitted = await service.submit(
+                agent, body, key, admit=admit, delegation=delegation
+            )
+        except StoreError as refused:
+            if delegation is None or isinstance(refused, StoreUnavailable):
+                raise
+            # The database refused the proposal: its delegation was revoked (or ran out) after
+            # the token was checked. Answer as the check would now: 401, nothing stored.
+            await _caller(request)
+            raise
     status = 201 if submitted.created else 200
     headers = {"Location": f"/v1/proposals/{submitted.proposal.id}"}
     if not submitted.created:

@@ -488,3 +488,24 @@ async def test_one_person_s_delegated_run_never_replays_as_another_s(cs: Counter
     assert status == 422 and [e["field"] for e in answer["errors"]] == ["run_id"]
     assert await cs.proposal_count() == 1
     assert (await cs.store.get_proposal(first["id"])).requested_by == ALEX
+
+
+async def test_a_delegation_revoked_while_its_proposal_is_being_stored_is_refused_with_401(
+    cs: Countersign, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race: the token is checked, the person revokes it, then the proposal is inserted.
+    The database refuses the insert; the agent is told 401 (not a 500) and nothing is stored."""
+    token, delegation_id = await delegate(cs, ALEX)
+    create = cs.store.create_proposal
+
+    async def revoked_meanwhile(new: Any) -> Any:
+        assert "revoked" in (await slash(cs, ALEX, f"revoke-delegation {delegation_id}"))["text"]
+        return await create(new)
+
+    monkeypatch.setattr(cs.store, "create_proposal", revoked_meanwhile)
+
+    status, problem = await cs.submit(campaign(None), token=token)
+
+    assert status == 401, problem
+    assert "revoked" in problem["detail"]
+    assert await cs.proposal_count() == 0
