@@ -100,9 +100,7 @@ async def _submit(
             await admit_pending(claim, new)
 
         try:
-            submitted = await service.submit(
-                agent, body, key, admit=admit, delegation=delegation
-            )
+            submitted = await service.submit(agent, body, key, admit=admit, delegation=delegation)
         except StoreError as refused:
             if delegation is None or isinstance(refused, StoreUnavailable):
                 raise
