@@ -6,7 +6,9 @@ submission the editor is checked again (the same click-time checks as Approve), 
 read (bot/edit_form.py) and put through the operation's contract (parse_request, resolve) and the
 policy, as a submission would be; the store then supersedes the old proposal and stores the edit
 in one transaction (Store.supersede). The edit may run at once (auto), ask again (perhaps of
-other people, elsewhere) or be denied. Its editor, like every editor before them, cannot decide
+other people, elsewhere) or be denied; when the standing rule that covered it is used up or
+revoked before it is stored, the database refuses it and it is classified again, as a submission
+is. Its editor, like every editor before them, cannot decide
 it (bot/lineage.py). These are the service's own verbs, kept in a module of their own.
 """
 
@@ -21,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bot import edit_form, render
+from bot import edit_form, render, standing
 from bot.render_edit import edit_modal
 from bot.schemas import SubmitBody
 from bot.service import Service
@@ -32,6 +34,8 @@ from store.base import (
     IdempotencyConflict,
     NotApprovable,
     Proposal,
+    StoreError,
+    StoreUnavailable,
     Transitioned,
 )
 from store.lifecycle import Status
@@ -128,28 +132,38 @@ class EditFlow:
             reason=proposal.agent_reason,
             callback_url=proposal.callback_url,
         )
-        # frozen and classified again exactly as a submission is
-        new = await service.frozen_contract(
-            operation,
-            resolved,
-            agent=proposal.agent,
-            requested_by=proposal.requested_by,
-            request=request,
-            submission_key=edit_submission_key(proposal.id),
-            fingerprint=hashlib.sha256(canonical_json(body.model_dump(mode="json"))).hexdigest(),
-            run_id=proposal.run_id,
-            reason=proposal.agent_reason,
-            callback_url=proposal.callback_url,
-            now=now,
-            supersedes=proposal.id,
-            edited_by=user,
-        )
-        try:
-            result = await service.store.supersede(proposal.id, new, actor=user, now=now)
-        except IdempotencyConflict as conflict:
-            why = f"the agent already used this edit's key for proposal {conflict.existing.id}"
-            await service._tell(proposal, None, user, render.refusal_text(why))
-            return EditAnswer()
+        fingerprint = hashlib.sha256(canonical_json(body.model_dump(mode="json"))).hexdigest()
+        for attempt in range(1, standing.RACE_ATTEMPTS + 1):
+            # frozen and classified again exactly as a submission is
+            new = await service.frozen_contract(
+                operation,
+                resolved,
+                agent=proposal.agent,
+                requested_by=proposal.requested_by,
+                request=request,
+                submission_key=edit_submission_key(proposal.id),
+                fingerprint=fingerprint,
+                run_id=proposal.run_id,
+                reason=proposal.agent_reason,
+                callback_url=proposal.callback_url,
+                now=now,
+                supersedes=proposal.id,
+                edited_by=user,
+            )
+            try:
+                result = await service.store.supersede(proposal.id, new, actor=user, now=now)
+                break
+            except IdempotencyConflict as conflict:
+                why = f"the agent already used this edit's key for proposal {conflict.existing.id}"
+                await service._tell(proposal, None, user, render.refusal_text(why))
+                return EditAnswer()
+            except StoreUnavailable:
+                raise
+            except StoreError:
+                # its standing rule was used up or revoked by a concurrent call since it was
+                # read (the database counts the uses; nothing was stored): classify it again
+                if new.standing_rule_id is None or attempt == standing.RACE_ATTEMPTS:
+                    raise
         if not isinstance(result, Transitioned):
             if isinstance(result, AlreadyDecided | NotApprovable):
                 await service._not_claimed(result, user=user, channel=None)

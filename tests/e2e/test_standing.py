@@ -32,6 +32,7 @@ from tests.e2e.harness import (
     replace_rule,
     running_countersign,
 )
+from tests.e2e.test_edit import number, open_edit, submit_edit, the_edit_of
 from tests.slack_requests import (
     block_action_body,
     signed_headers,
@@ -341,6 +342,52 @@ async def test_concurrent_similar_calls_run_at_most_max_uses_times(cs: Countersi
     )
     assert (await cs.store.standing().get_standing_rule(rule.id)).uses == MAX_USES
     await cs.settled()
+    assert (await cs.store.verify_audit()).ok
+
+
+@pytest.mark.parametrize("race", ["spent", "revoked"])
+async def test_an_edit_whose_standing_rule_is_spent_or_revoked_while_it_is_stored_is_asked(
+    cs: Countersign, monkeypatch: pytest.MonkeyPatch, race: str
+) -> None:
+    """The race: an approver's edit is classified as covered by a standing rule's last use, then
+    a similar call takes that use (or an admin revokes the rule), then the edit is inserted.
+    The database refuses the insert; the edit is classified again and asked, not an error."""
+    created = await asked(cs, refund("pay_1002", 50_000))
+    await cs.posted(created["id"])
+    assert await allow_similar(cs, ADMIN, created["id"], "1h", uses="1") == 200
+    await cs.read(created["id"], wait=10)
+    [rule] = await cs.store.standing().active_standing_rules(now=cs.clock())
+    old = await asked(cs, refund("pay_1002", 60_000))  # above the ceiling: asked
+    await cs.posted(old["id"])
+    view = await open_edit(cs, APPROVER_2, old["id"])
+    supersede = cs.store.supersede
+    covered: list[str | None] = []  # the standing rule of the edit's first classification
+
+    async def taken_meanwhile(old_id: str, new: Any, **options: Any) -> Any:
+        if not covered:
+            covered.append(new.standing_rule_id)
+            if race == "spent":
+                status, similar = await cs.submit(refund("pay_1002", 1000))
+                assert (status, similar["policy"]["decision"]) == (201, "auto"), similar
+            else:
+                standing = cs.store.standing()
+                await standing.revoke_standing_rule(rule.id, actor=ADMIN, now=cs.clock())
+        return await supersede(old_id, new, **options)
+
+    monkeypatch.setattr(cs.store, "supersede", taken_meanwhile)
+
+    answer = await submit_edit(cs, APPROVER_2, view, amount_cents=number("30000"))
+
+    assert (answer.status, answer.body) == (200, b"")
+    assert covered == [rule.id]  # without the race the rule would have approved the edit
+    edit = await the_edit_of(cs, old["id"])
+    assert (edit.status, edit.decision, edit.standing_rule_id) == ("pending", "ask", None)
+    assert edit.arguments["amount_cents"] == 30_000
+    await cs.posted(edit.id)
+    assert "auto_approved" not in await events(cs, edit.id)
+    await cs.settled()
+    ledger = cs.service.settings.registry.get("payments.refund").ledger
+    assert 30_000 not in [done.amount_cents for done in ledger.refunds]
     assert (await cs.store.verify_audit()).ok
 
 
