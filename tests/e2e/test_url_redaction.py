@@ -101,3 +101,54 @@ async def test_a_timeout_at_a_secret_url_shows_only_scheme_and_host(
         assert final["outcome"]["kind"] == "needs_reconciliation"
         assert f"http://127.0.0.1:{silent.port}/…" in final["outcome"]["detail"]
         await assert_nowhere(cs, final, caplog)
+
+
+#: What a Python operation's backend might say when it fails: its URL, credentials and all.
+LEDGER_URL = "https://user:secret@ledger.example/path/tok_secret?key=secret"
+
+
+async def test_a_python_operation_raising_with_a_secret_url_shows_only_scheme_and_host(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """payments.refund is written in Python; its ledger raises an error that quotes the
+    ledger's URL. The executor turns the exception into the outcome: no credential in it."""
+    caplog.set_level(logging.INFO)
+
+    async def unreachable(*_: Any) -> Any:
+        raise ConnectionError(f"could not reach {LEDGER_URL}: connection reset")
+
+    async with running_countersign(tmp_path) as cs:
+        ledger = cs.service.settings.registry.get("payments.refund").ledger
+        monkeypatch.setattr(ledger, "refund", unreachable)
+        _, created = await cs.submit(
+            {
+                "operation": "payments.refund",
+                "request": {"payment_id": "pay_1002", "amount_cents": 50_000},
+                "requested_by": REQUESTER,
+            }
+        )
+        await cs.posted(created["id"])
+        await cs.click(APPROVER, "approve", created["id"])
+
+        async def final_state() -> dict[str, Any] | None:
+            _, read = await cs.read(created["id"])
+            return None if read["status"] in ("pending", "executing") else read
+
+        final = await eventually(final_state)
+        await cs.settled()
+
+        assert final["outcome"]["kind"] == "needs_reconciliation", final
+        assert "ConnectionError" in final["outcome"]["detail"]
+        assert "https://ledger.example/…" in final["outcome"]["detail"]
+        stored = await cs.store.get_proposal(created["id"])
+        assert "secret" not in json.dumps(stored.outcome, default=str)
+        for where, text in [
+            ("the agent's read", json.dumps(final)),
+            ("Slack calls", "\n".join(json.dumps(c.args, default=str) for c in cs.slack.calls())),
+            (
+                "the audit log",
+                "\n".join(json.dumps(e.detail, default=str) for e in await cs.store.audit_log()),
+            ),
+            ("the logs", caplog.text),
+        ]:
+            assert "secret" not in text, f"'secret' appears in {where}: {text[:2000]}"
