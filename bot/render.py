@@ -32,6 +32,8 @@ from store.approvals import counted, missing
 from store.base import Proposal
 from store.lifecycle import Status
 
+#: Besides the messages, the vocabulary the other render modules build with: Block Kit blocks
+#: and the words every message uses (mentions, times, code spans, quotes, buttons and state).
 __all__ = [
     "CLIPPED",
     "RISK_LABELS",
@@ -39,18 +41,39 @@ __all__ = [
     "already_decided_text",
     "approval_recorded_text",
     "busy_text",
+    "buttons",
     "clip",
+    "code",
+    "compact",
+    "context",
     "edit_blocks",
     "escape",
     "expiry_reply",
+    "explanation",
+    "field_sections",
+    "field_text",
+    "header",
     "is_clipped",
+    "mention",
+    "message",
     "outcome_reply",
+    "plain",
     "proposal_message",
     "quorum_progress",
+    "quote",
     "refusal_text",
     "reject_modal",
     "rejection_reply",
+    "remaining",
     "request_changes",
+    "said",
+    "section",
+    "short_id",
+    "shown_in_part",
+    "span",
+    "state_line",
+    "status_word",
+    "when",
 ]
 
 #: Appended wherever a text was cut to fit.
@@ -109,7 +132,7 @@ def _clip_plain(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - len(CLIPPED)] + CLIPPED
 
 
-def _code(value: str, limit: int) -> str:
+def code(value: str, limit: int) -> str:
     """``value`` as inline code on one line, made inert (backticks become look-alikes, so it
     cannot break out)."""
     return f"`{clip(inert(value), limit - 2)}`"
@@ -120,25 +143,25 @@ def _code_block(value: str, limit: int) -> str:
     return f"```\n{clip(inner, limit - 8)}\n```"
 
 
-def _quote(value: str, limit: int) -> str:
+def quote(value: str, limit: int) -> str:
     """Someone else's words as a block quote, every line marked and inert, so they cannot pose
     as ours."""
     return clip(inert_quote(value), limit)
 
 
-def _mention(user_id: str | None) -> str:
+def mention(user_id: str | None) -> str:
     if user_id is None:
         return "someone"
-    return f"<@{user_id}>" if _USER_ID.match(user_id) else _code(user_id, 60)
+    return f"<@{user_id}>" if _USER_ID.match(user_id) else code(user_id, 60)
 
 
-def _when(moment: datetime) -> str:
+def when(moment: datetime) -> str:
     """A Slack date token, shown in the reader's time zone (ISO 8601 UTC where unsupported)."""
     fallback = moment.astimezone(UTC).isoformat(timespec="seconds")
     return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
-def _span(seconds: float) -> str:
+def span(seconds: float) -> str:
     seconds = int(abs(seconds))
     days, rest = divmod(seconds, 86_400)
     hours, rest = divmod(rest, 3_600)
@@ -152,12 +175,12 @@ def _span(seconds: float) -> str:
     return f"{seconds} s"
 
 
-def _remaining(expires_at: datetime, now: datetime) -> str:
+def remaining(expires_at: datetime, now: datetime) -> str:
     left = (expires_at - now).total_seconds()
-    return f"in {_span(left)}" if left > 0 else f"{_span(left)} ago"
+    return f"in {span(left)}" if left > 0 else f"{span(left)} ago"
 
 
-def _short_id(proposal_id: str) -> str:
+def short_id(proposal_id: str) -> str:
     return proposal_id if len(proposal_id) <= 12 else proposal_id[:12]
 
 
@@ -168,29 +191,29 @@ def _mrkdwn(text: str, limit: int = SECTION_MAX) -> dict[str, Any]:
     return {"type": "mrkdwn", "text": clip(text, limit), "verbatim": True}
 
 
-def _plain(text: str, limit: int) -> dict[str, Any]:
+def plain(text: str, limit: int) -> dict[str, Any]:
     """Countersign's own plain text (button labels, modal titles)."""
     return {"type": "plain_text", "text": _clip_plain(text, limit), "emoji": True}
 
 
-def _said(text: str, limit: int) -> dict[str, Any]:
+def said(text: str, limit: int) -> dict[str, Any]:
     """Plain text that holds agent-supplied values: inert, and no emoji from shortcodes."""
     return {"type": "plain_text", "text": _clip_plain(inert_plain(text), limit), "emoji": False}
 
 
-def _section(text: str) -> dict[str, Any]:
+def section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": _mrkdwn(text)}
 
 
-def _context(*texts: str) -> dict[str, Any]:
+def context(*texts: str) -> dict[str, Any]:
     return {"type": "context", "elements": [_mrkdwn(text, FIELD_MAX) for text in texts]}
 
 
-def _header(title: str) -> dict[str, Any]:
-    return {"type": "header", "text": _said(title or "(untitled)", HEADER_MAX)}
+def header(title: str) -> dict[str, Any]:
+    return {"type": "header", "text": said(title or "(untitled)", HEADER_MAX)}
 
 
-def _field_text(label: str, value: str) -> str:
+def field_text(label: str, value: str) -> str:
     shown_label = clip(inert(label), 200)
     return f"*{shown_label}*\n{clip(inert(value) or ' ', FIELD_MAX - len(shown_label) - 3)}"
 
@@ -201,12 +224,12 @@ def is_clipped(blocks: Blocks) -> bool:
     return CLIPPED in json.dumps(blocks, ensure_ascii=False)
 
 
-def _shown_in_part(
+def shown_in_part(
     value: str, *, action_id: str = SHOW_FULL, what: str = "some values above"
 ) -> Blocks:
     """The note that a message is shown in part, and the button that shows all of it."""
     return [
-        _context(
+        context(
             f":scissors: *Shown in part*: {what} are longer than Slack shows in a message and"
             " are cut where marked. *Show full* shows every frozen argument in full, with the"
             " binding hash an approval is bound to."
@@ -218,7 +241,7 @@ def _shown_in_part(
                 {
                     "type": "button",
                     "action_id": action_id,
-                    "text": _plain("Show full", BUTTON_MAX),
+                    "text": plain("Show full", BUTTON_MAX),
                     "value": value,
                 }
             ],
@@ -226,7 +249,7 @@ def _shown_in_part(
     ]
 
 
-def _field_sections(texts: Sequence[str], *, budget: int) -> Blocks:
+def field_sections(texts: Sequence[str], *, budget: int) -> Blocks:
     """``texts`` as section fields, ten to a section, in at most ``budget`` sections."""
     texts = list(texts)
     capacity = max(budget, 1) * FIELDS_PER_SECTION
@@ -244,7 +267,7 @@ def _field_sections(texts: Sequence[str], *, budget: int) -> Blocks:
     ]
 
 
-def _message(text: str, blocks: Blocks) -> Message:
+def message(text: str, blocks: Blocks) -> Message:
     return {"text": clip(text, FALLBACK_MAX), "blocks": blocks[:BLOCKS_MAX]}
 
 
@@ -274,53 +297,53 @@ def proposal_message(
     """
     verdict = _verdict(proposal, now)
     agent = escape(agent_display or proposal.agent)
-    asked = f"*Requested by* agent *{agent}* for {_mention(proposal.requested_by)}"
+    asked = f"*Requested by* agent *{agent}* for {mention(proposal.requested_by)}"
     if proposal.run_id:
-        asked += f" (the agent's run id {_code(proposal.run_id, 80)})"
-    details: Blocks = [_section(asked)]
+        asked += f" (the agent's run id {code(proposal.run_id, 80)})"
+    details: Blocks = [section(asked)]
     details += edit_blocks(proposal, previous)
     if proposal.agent_reason:
-        details.append(_explanation(proposal.agent_reason))
+        details.append(explanation(proposal.agent_reason))
     details.append(
-        _context(
-            f"Operation {_code(proposal.operation, 200)} · id {_code(_short_id(proposal.id), 20)}"
-            f" · binding hash {_code(proposal.binding_hash[:12], 20)}"
+        context(
+            f"Operation {code(proposal.operation, 200)} · id {code(short_id(proposal.id), 20)}"
+            f" · binding hash {code(proposal.binding_hash[:12], 20)}"
         )
     )
     tail: Blocks = []
     progress = quorum_progress(proposal) if proposal.status is Status.PENDING else None
     if progress is not None:
-        tail.append(_section(progress))
+        tail.append(section(progress))
     if proposal.status is Status.PENDING:
-        actions = _buttons(proposal, extend_by)
+        actions = buttons(proposal, extend_by)
         actions["elements"].append(_edit_button(proposal))  # the channel message only
         if allow_similar:
             actions["elements"].insert(1, _standing_button(proposal))
         tail.append(actions)
     else:
         tail.append({"type": "divider"})
-        tail.append(_section(_state_line(proposal)))
+        tail.append(section(state_line(proposal)))
         if proposal.status is Status.NEEDS_RECONCILIATION:
             tail.append(_reconcile_buttons(proposal))
-    reserved = len(_shown_in_part(proposal.id))
-    fields = [_field_text(f.label, f.value) for f in proposal.preview.fields]
+    reserved = len(shown_in_part(proposal.id))
+    fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
     budget = BLOCKS_MAX - 1 - len(verdict) - len(details) - len(tail) - reserved
     body = [
-        _header(proposal.preview.title),
+        header(proposal.preview.title),
         *verdict,
-        *_field_sections(fields, budget=budget),
+        *field_sections(fields, budget=budget),
         *details,
     ]
     if is_clipped([*body, *tail]):
-        body += _shown_in_part(proposal.id)
+        body += shown_in_part(proposal.id)
     title = inert(proposal.preview.title)
-    return _message(f"{_status_word(proposal)}: {title}", [*body, *tail])
+    return message(f"{status_word(proposal)}: {title}", [*body, *tail])
 
 
 def _verdict(proposal: Proposal, now: datetime) -> Blocks:
     """Countersign's own facts, before anything the agent supplied: the risk class, why the
     policy asked, and (while pending) when it expires."""
-    rule = _code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+    rule = code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
     lines = [
         RISK_LABELS[proposal.risk],
         f"*Why you are asked:* policy rule {rule}\n{escape(proposal.policy_note)}",
@@ -328,18 +351,18 @@ def _verdict(proposal: Proposal, now: datetime) -> Blocks:
     if proposal.status is Status.PENDING and proposal.expires_at is not None:
         extended = ""
         if proposal.extended_by is not None:
-            extended = f" · extended by {_mention(proposal.extended_by)}"
+            extended = f" · extended by {mention(proposal.extended_by)}"
         lines.append(
-            f":hourglass_flowing_sand: Expires {_when(proposal.expires_at)}"
-            f" ({_remaining(proposal.expires_at, now)}){extended}"
+            f":hourglass_flowing_sand: Expires {when(proposal.expires_at)}"
+            f" ({remaining(proposal.expires_at, now)}){extended}"
         )
-    return [_section("\n".join(lines))]
+    return [section("\n".join(lines))]
 
 
-def _explanation(reason: str, limit: int = SECTION_MAX) -> dict[str, Any]:
+def explanation(reason: str, limit: int = SECTION_MAX) -> dict[str, Any]:
     """The agent's explanation, labelled as its unverified words and quoted inert."""
     label = "*Agent's explanation (unverified)* _the agent's own words:_\n"
-    return _section(label + _quote(reason, limit - len(label)))
+    return section(label + quote(reason, limit - len(label)))
 
 
 def edit_blocks(proposal: Proposal, previous: Proposal | None) -> Blocks:
@@ -347,16 +370,16 @@ def edit_blocks(proposal: Proposal, previous: Proposal | None) -> Blocks:
     ``previous``, the version it replaced. Empty for a proposal that is not an edit."""
     if proposal.supersedes is None:
         return []
-    who = _mention(proposal.edited_by) if proposal.edited_by else "someone"
+    who = mention(proposal.edited_by) if proposal.edited_by else "someone"
     head = (
         f":pencil2: *Edited by {who}*: this replaces proposal"
-        f" {_code(_short_id(proposal.supersedes), 20)}, and was checked and classified again."
+        f" {code(short_id(proposal.supersedes), 20)}, and was checked and classified again."
     )
     if previous is None:
-        return [_section(head)]
+        return [section(head)]
     changes = request_changes(previous.request, proposal.request)
     listed = "\n".join(f"• {change}" for change in changes) or "• nothing in the request"
-    return [_section(f"{head}\n*What the edit changed* (old → new):\n{listed}")]
+    return [section(f"{head}\n*What the edit changed* (old → new):\n{listed}")]
 
 
 #: How many changed request fields an edit lists.
@@ -368,7 +391,7 @@ def request_changes(before: JsonValue, after: JsonValue) -> list[str]:
     old: dict[str, JsonValue] = before if isinstance(before, dict) else {"request": before}
     new: dict[str, JsonValue] = after if isinstance(after, dict) else {"request": after}
     changed = [
-        f"{_code(name, 100)} {_shown_value(old, name)} → {_shown_value(new, name)}"
+        f"{code(name, 100)} {_shown_value(old, name)} → {_shown_value(new, name)}"
         for name in [*old, *(n for n in new if n not in old)]
         if (name in old) != (name in new) or old.get(name) != new.get(name)
     ]
@@ -380,10 +403,10 @@ def request_changes(before: JsonValue, after: JsonValue) -> list[str]:
 def _shown_value(request: dict[str, JsonValue], name: str) -> str:
     if name not in request:
         return "_(not set)_"
-    return _code(json.dumps(request[name], ensure_ascii=False, sort_keys=True), 200)
+    return code(json.dumps(request[name], ensure_ascii=False, sort_keys=True), 200)
 
 
-def _buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str, Any]:
+def buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str, Any]:
     extend = [] if extend_by is None or proposal.extended_by else [_extend(proposal, extend_by)]
     return {
         "type": "actions",
@@ -392,26 +415,26 @@ def _buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str
             {
                 "type": "button",
                 "action_id": "approve",
-                "text": _plain("Approve", BUTTON_MAX),
+                "text": plain("Approve", BUTTON_MAX),
                 "style": "primary",
                 "value": proposal.id,
                 "confirm": {
-                    "title": _plain(
+                    "title": plain(
                         "Approve and execute?" if missing(proposal) <= 1 else "Approve?",
                         CONFIRM_TITLE_MAX,
                     ),
-                    "text": _said(
+                    "text": said(
                         f"{proposal.operation}: {proposal.preview.title}", CONFIRM_TEXT_MAX
                     ),
-                    "confirm": _plain("Approve", 30),
-                    "deny": _plain("Cancel", 30),
+                    "confirm": plain("Approve", 30),
+                    "deny": plain("Cancel", 30),
                     "style": "primary",
                 },
             },
             {
                 "type": "button",
                 "action_id": "reject",
-                "text": _plain("Reject", BUTTON_MAX),
+                "text": plain("Reject", BUTTON_MAX),
                 "style": "danger",
                 "value": proposal.id,
             },
@@ -425,7 +448,7 @@ def _extend(proposal: Proposal, extend_by: timedelta) -> dict[str, Any]:
     return {
         "type": "button",
         "action_id": "extend",
-        "text": _plain(f"Extend by {_span(extend_by.total_seconds())}", BUTTON_MAX),
+        "text": plain(f"Extend by {span(extend_by.total_seconds())}", BUTTON_MAX),
         "value": proposal.id,
     }
 
@@ -436,7 +459,7 @@ def _standing_button(proposal: Proposal) -> dict[str, Any]:
     return {
         "type": "button",
         "action_id": "approve_standing",
-        "text": _plain("Approve + allow similar…", BUTTON_MAX),
+        "text": plain("Approve + allow similar…", BUTTON_MAX),
         "value": proposal.id,
     }
 
@@ -447,7 +470,7 @@ def _edit_button(proposal: Proposal) -> dict[str, Any]:
     return {
         "type": "button",
         "action_id": "edit",
-        "text": _plain("Edit", BUTTON_MAX),
+        "text": plain("Edit", BUTTON_MAX),
         "value": proposal.id,
     }
 
@@ -459,7 +482,7 @@ def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
         element: dict[str, Any] = {
             "type": "button",
             "action_id": action_id,
-            "text": _plain(text, BUTTON_MAX),
+            "text": plain(text, BUTTON_MAX),
             "value": proposal.id,
         }
         if style is not None:
@@ -468,13 +491,13 @@ def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
 
     retry = button("reconcile_retry", "Retry (same idempotency key)")
     retry["confirm"] = {
-        "title": _plain("Execute again?", CONFIRM_TITLE_MAX),
-        "text": _plain(
+        "title": plain("Execute again?", CONFIRM_TITLE_MAX),
+        "text": plain(
             "Only if the target honours the idempotency key or you checked it did not happen.",
             CONFIRM_TEXT_MAX,
         ),
-        "confirm": _plain("Retry", 30),
-        "deny": _plain("Cancel", 30),
+        "confirm": plain("Retry", 30),
+        "deny": plain("Cancel", 30),
     }
     return {
         "type": "actions",
@@ -487,7 +510,7 @@ def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
     }
 
 
-def _status_word(proposal: Proposal) -> str:
+def status_word(proposal: Proposal) -> str:
     return {
         Status.PENDING: "Approval needed",
         Status.DENIED: "Denied by policy",
@@ -505,34 +528,33 @@ def _status_word(proposal: Proposal) -> str:
 def _approval(proposal: Proposal) -> str:
     if proposal.decided_by is None:
         return ":white_check_mark: Approved automatically by the policy"
-    at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
     if proposal.quorum > 1:
         people = _people(a.approver for a in counted(proposal))
         quorum = proposal.quorum
         return f":white_check_mark: Approved by {people} ({quorum} of {quorum}){at}"
-    return f":white_check_mark: Approved by {_mention(proposal.decided_by)}{at}"
+    return f":white_check_mark: Approved by {mention(proposal.decided_by)}{at}"
 
 
-def _state_line(proposal: Proposal) -> str:
+def state_line(proposal: Proposal) -> str:
     """The final (or current) state, in place of the buttons."""
     status = proposal.status
     if status is Status.REJECTED:
-        at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
-        reason = _quote(proposal.decision_note or "(no reason given)", 2000)
+        at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+        reason = quote(proposal.decision_note or "(no reason given)", 2000)
         return (
-            f":x: *Rejected* by {_mention(proposal.decided_by)}{at}. Nothing was executed.\n"
-            f"{reason}"
+            f":x: *Rejected* by {mention(proposal.decided_by)}{at}. Nothing was executed.\n{reason}"
         )
     if status is Status.EXPIRED:
-        at = f" at {_when(proposal.expires_at)}" if proposal.expires_at is not None else ""
+        at = f" at {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
         return f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed."
     if status is Status.DENIED:
         return f":no_entry: *Denied by the policy*: {escape(proposal.policy_note)}"
     if status is Status.SUPERSEDED:
-        at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
-        edit = f" (id {_code(proposal.superseded_by, 60)})" if proposal.superseded_by else ""
+        at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+        edit = f" (id {code(proposal.superseded_by, 60)})" if proposal.superseded_by else ""
         return (
-            f":pencil2: *Superseded* by an edit of {_mention(proposal.decided_by)}{at}: this"
+            f":pencil2: *Superseded* by an edit of {mention(proposal.decided_by)}{at}: this"
             f" version will not be executed. The edit{edit} was checked and classified again"
             " as a new proposal; the thread says where it went."
         )
@@ -549,7 +571,7 @@ def _outcome_summary(outcome: Outcome) -> str:
         case NeedsReconciliation(correlation_id=correlation_id):
             return (
                 ":warning: *Outcome unknown*: the effect may or may not have happened."
-                f" Check before retrying. Correlation id {_code(correlation_id, 100)}"
+                f" Check before retrying. Correlation id {code(correlation_id, 100)}"
             )
         case RevisionRequired(reason=reason):
             return (
@@ -559,7 +581,7 @@ def _outcome_summary(outcome: Outcome) -> str:
         case TerminalFailure(detail=detail, correlation_id=correlation_id):
             return (
                 f":x: *Failed*: {clip(inert(detail), 1000)} The effect did not happen."
-                f" Correlation id {_code(correlation_id, 100)}"
+                f" Correlation id {code(correlation_id, 100)}"
             )
 
 
@@ -574,7 +596,7 @@ RISK_LABELS: Final[Mapping[Risk, str]] = {
 
 
 def _people(users: Iterable[str]) -> str:
-    mentions = [_mention(user) for user in users]
+    mentions = [mention(user) for user in users]
     if len(mentions) <= 1:
         return "".join(mentions) or "nobody"
     return ", ".join(mentions[:-1]) + f" and {mentions[-1]}"
@@ -595,7 +617,7 @@ def quorum_progress(proposal: Proposal) -> str | None:
     return (
         f":busts_in_silhouette: *{len(done)} of {proposal.quorum} approved*{shown}\n"
         f"{missing(proposal)} more from {_roles(proposal)}; not "
-        f"{_mention(proposal.requested_by)}{not_again}"
+        f"{mention(proposal.requested_by)}{not_again}"
     )
 
 
@@ -617,7 +639,7 @@ def outcome_reply(proposal: Proposal) -> Message:
     reply = _outcome_reply(proposal)
     if proposal.quorum > 1 and proposal.decided_by is not None:
         people = _people(a.approver for a in counted(proposal))
-        reply["blocks"] = [*reply["blocks"], _context(f"Approved by {people}")][:BLOCKS_MAX]
+        reply["blocks"] = [*reply["blocks"], context(f"Approved by {people}")][:BLOCKS_MAX]
     return reply
 
 
@@ -632,62 +654,62 @@ def _outcome_reply(proposal: Proposal) -> Message:
     title = inert(proposal.preview.title)
     match outcome:
         case Succeeded(result=result):
-            return _message(
+            return message(
                 f"Succeeded: {title}",
-                [_section(f":white_check_mark: *Succeeded*: {title}"), *_result_blocks(result)],
+                [section(f":white_check_mark: *Succeeded*: {title}"), *_result_blocks(result)],
             )
         case NeedsReconciliation(detail=detail, correlation_id=correlation_id):
-            return _message(
+            return message(
                 f"Outcome unknown: {title}",
                 [
-                    _section(
+                    section(
                         f":warning: *Outcome unknown*: {title}\nThe effect *may or may not* have"
                         " happened. Find out before anyone retries it; it will not be retried"
                         " automatically."
                     ),
-                    _section(f"*What went wrong*\n{_code_block(detail, 2000)}"),
-                    _context(f"Correlation id {_code(correlation_id, 200)}"),
+                    section(f"*What went wrong*\n{_code_block(detail, 2000)}"),
+                    context(f"Correlation id {code(correlation_id, 200)}"),
                 ],
             )
         case RevisionRequired(reason=reason):
-            return _message(
+            return message(
                 f"Revision required: {title}",
                 [
-                    _section(
+                    section(
                         f":leftwards_arrow_with_hook: *Revision required*: {title}\n"
                         "Nothing was executed: things changed since the preview was made."
                         " The agent must propose again."
                     ),
-                    _section(f"*Why*\n{_quote(reason, 2000)}"),
+                    section(f"*Why*\n{quote(reason, 2000)}"),
                 ],
             )
         case TerminalFailure(detail=detail, correlation_id=correlation_id):
-            return _message(
+            return message(
                 f"Failed: {title}",
                 [
-                    _section(
+                    section(
                         f":x: *Failed*: {title}\nThe effect did not happen, and retrying the"
                         " same arguments will not help."
                     ),
-                    _section(f"*Detail*\n{_code_block(detail, 2000)}"),
-                    _context(f"Correlation id {_code(correlation_id, 200)}"),
+                    section(f"*Detail*\n{_code_block(detail, 2000)}"),
+                    context(f"Correlation id {code(correlation_id, 200)}"),
                 ],
             )
 
 
 def _result_blocks(result: JsonValue) -> Blocks:
     if result is None or result == {}:
-        return [_context("No result details.")]
+        return [context("No result details.")]
     if isinstance(result, dict):
         fields = [
-            f"*{clip(inert(key), 200)}*\n{_code(_compact(value), 1000)}"
+            f"*{clip(inert(key), 200)}*\n{code(compact(value), 1000)}"
             for key, value in result.items()
         ]
-        return _field_sections(fields, budget=3)
-    return [_section(f"*Result*\n{_code_block(_compact(result), 2500)}")]
+        return field_sections(fields, budget=3)
+    return [section(f"*Result*\n{_code_block(compact(result), 2500)}")]
 
 
-def _compact(value: JsonValue) -> str:
+def compact(value: JsonValue) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
@@ -695,26 +717,24 @@ def _compact(value: JsonValue) -> str:
 
 def rejection_reply(proposal: Proposal) -> Message:
     """The thread reply that says who rejected the proposal, when and why."""
-    at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
-    reason = _quote(proposal.decision_note or "(no reason given)", 2000)
-    return _message(
-        f"Rejected by {_mention(proposal.decided_by)}: {inert(proposal.preview.title)}",
+    at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    reason = quote(proposal.decision_note or "(no reason given)", 2000)
+    return message(
+        f"Rejected by {mention(proposal.decided_by)}: {inert(proposal.preview.title)}",
         [
-            _section(
-                f":x: *Rejected* by {_mention(proposal.decided_by)}{at}. Nothing was executed."
-            ),
-            _section(f"*Reason*\n{reason}"),
+            section(f":x: *Rejected* by {mention(proposal.decided_by)}{at}. Nothing was executed."),
+            section(f"*Reason*\n{reason}"),
         ],
     )
 
 
 def expiry_reply(proposal: Proposal) -> Message:
     """The thread reply that says nobody decided in time."""
-    at = f" at {_when(proposal.expires_at)}" if proposal.expires_at is not None else ""
-    return _message(
+    at = f" at {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
+    return message(
         f"Expired: {inert(proposal.preview.title)}",
         [
-            _section(
+            section(
                 f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed;"
                 " the agent has been told it was not approved."
             )
@@ -741,7 +761,7 @@ def refusal_text(reason: str) -> str:
 def already_decided_text(proposal: Proposal) -> str:
     """What a late clicker sees, only to them: who decided first and how it ended."""
     return clip(
-        f"This proposal was already decided. {_status_word(proposal)}.\n{_state_line(proposal)}",
+        f"This proposal was already decided. {status_word(proposal)}.\n{state_line(proposal)}",
         SECTION_MAX,
     )
 
@@ -752,26 +772,26 @@ def reject_modal(proposal: Proposal) -> dict[str, Any]:
         "type": "modal",
         "callback_id": "reject_reason",
         "private_metadata": proposal.id,
-        "title": _plain("Reject proposal", MODAL_TITLE_MAX),
-        "submit": _plain("Reject", MODAL_TITLE_MAX),
-        "close": _plain("Cancel", MODAL_TITLE_MAX),
+        "title": plain("Reject proposal", MODAL_TITLE_MAX),
+        "submit": plain("Reject", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
-            _section(
+            section(
                 f"*{inert(proposal.preview.title)}*\n"
-                f"Operation {_code(proposal.operation, 200)}. Nothing will be executed."
+                f"Operation {code(proposal.operation, 200)}. Nothing will be executed."
             ),
             {
                 "type": "input",
                 "block_id": "reason",
                 "optional": False,
-                "label": _plain("Why do you reject it?", 2000),
-                "hint": _plain("The agent and the channel will see this reason.", 2000),
+                "label": plain("Why do you reject it?", 2000),
+                "hint": plain("The agent and the channel will see this reason.", 2000),
                 "element": {
                     "type": "plain_text_input",
                     "action_id": "reason",
                     "multiline": True,
                     "max_length": REASON_MAX,
-                    "placeholder": _plain("What should the agent do instead?", 150),
+                    "placeholder": plain("What should the agent do instead?", 150),
                 },
             },
         ],

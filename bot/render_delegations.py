@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from bot.render import Blocks, _code, _context, _remaining, _section, _when, escape
+from bot.render import Blocks, code, context, escape, remaining, section, when
 from store.delegations import Delegation
 
 __all__ = ["REVOKE_DELEGATION", "delegation_list_blocks", "minted_blocks"]
@@ -19,14 +19,14 @@ REVOKE_DELEGATION: Final = "delegation_revoke"
 
 def minted_blocks(delegation: Delegation, token: str, *, now: datetime) -> Blocks:
     """The answer to ``/countersign delegate``: the token, once, and how to use and revoke it."""
-    until = f"{_when(delegation.expires_at)} ({_remaining(delegation.expires_at, now)})"
+    until = f"{when(delegation.expires_at)} ({remaining(delegation.expires_at, now)})"
     return [
-        _section(
+        section(
             f":key: Agent *{escape(delegation.agent)}* may act for you until {until}. Give it "
             "this token; Countersign shows it only now and keeps only its hash:"
         ),
-        _section(f"```{token}```"),
-        _context(
+        section(f"```{token}```"),
+        context(
             "The agent sends it as `Authorization: Bearer <token>`; what it proposes with it "
             "names you as the person who asked, so you cannot approve it yourself. "
             f"Revoke it any time: `/countersign revoke-delegation {delegation.id}`, or on your "
@@ -38,22 +38,22 @@ def minted_blocks(delegation: Delegation, token: str, *, now: datetime) -> Block
 def delegation_list_blocks(delegations: Sequence[Delegation], *, now: datetime) -> Blocks:
     """A person's active delegations, each with a Revoke button."""
     if not delegations:
-        return [_context("No agent acts for you. `/countersign delegate <agent>` lets one.")]
+        return [context("No agent acts for you. `/countersign delegate <agent>` lets one.")]
     blocks: Blocks = []
     for delegation in delegations[:20]:
         text = (
             f"Agent *{escape(delegation.agent)}* acts for you until "
-            f"{_when(delegation.expires_at)} ({_remaining(delegation.expires_at, now)}) · "
-            f"{_code(delegation.id, 60)}"
+            f"{when(delegation.expires_at)} ({remaining(delegation.expires_at, now)}) · "
+            f"{code(delegation.id, 60)}"
         )
-        section: dict[str, Any] = _section(text)
-        section["block_id"] = f"delegation-{delegation.id}"
-        section["accessory"] = {
+        row: dict[str, Any] = section(text)
+        row["block_id"] = f"delegation-{delegation.id}"
+        row["accessory"] = {
             "type": "button",
             "action_id": REVOKE_DELEGATION,
             "text": {"type": "plain_text", "text": "Revoke", "emoji": True},
             "style": "danger",
             "value": delegation.id,
         }
-        blocks.append(section)
+        blocks.append(row)
     return blocks

@@ -31,20 +31,20 @@ from bot.render import (
     SECTION_MAX,
     Blocks,
     Message,
-    _code,
-    _compact,
-    _context,
-    _header,
-    _mention,
-    _plain,
-    _quote,
-    _remaining,
-    _said,
-    _section,
-    _shown_in_part,
-    _when,
     clip,
+    code,
+    compact,
+    context,
     escape,
+    header,
+    mention,
+    plain,
+    quote,
+    remaining,
+    said,
+    section,
+    shown_in_part,
+    when,
 )
 from bot.render_inert import inert
 from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
@@ -113,18 +113,18 @@ def digest_message(digest: Digest, *, now: datetime) -> Message:
     notes = sorted({p.policy_note for p in items})
     asked = (
         f"*Requested by* agent{'s' if len(agents) > 1 else ''} "
-        f"{', '.join(f'*{escape(a)}*' for a in agents)} for {_mention(digest.requested_by)}"
+        f"{', '.join(f'*{escape(a)}*' for a in agents)} for {mention(digest.requested_by)}"
     )
-    why = ", ".join(_code(r, 120) if r else "_no rule matched_" for r in rules)
+    why = ", ".join(code(r, 120) if r else "_no rule matched_" for r in rules)
     blocks: Blocks = [
-        _header(_title(digest)),
-        _section(f"*Why you are asked:* policy rule {why}\n{escape('; '.join(notes))}"),
-        _context(
+        header(_title(digest)),
+        section(f"*Why you are asked:* policy rule {why}\n{escape('; '.join(notes))}"),
+        context(
             *(RISK_LABELS[risk] for risk in sorted({p.risk for p in items})),
-            f"Operation {_code(digest.operation, 200)} · digest {_code(digest.id[:12], 20)} · "
+            f"Operation {code(digest.operation, 200)} · digest {code(digest.id[:12], 20)} · "
             f"{_counts(items)}. Each proposal is checked and executed on its own.",
         ),
-        _section(asked),
+        section(asked),
     ]
     budget = _rows_budget(len(blocks), bool(pending))
     rows = [_row(n, p, now) for n, p in enumerate(items, 1)]
@@ -132,7 +132,7 @@ def digest_message(digest: Digest, *, now: datetime) -> Message:
     whole = _whole(rows, items, budget)
     blocks += sections
     if not whole:
-        blocks += _shown_in_part(
+        blocks += shown_in_part(
             digest.id, action_id=DIGEST_SHOW_FULL, what="some proposals listed above"
         )
     tail: Blocks = [_buttons(digest, len(pending), approve_all=whole)] if pending else []
@@ -154,7 +154,7 @@ _HEAD_BLOCKS: Final = 4
 
 def _rows_budget(head: int, pending: bool) -> int:
     """Sections left for the rows, keeping room for the buttons and the shown-in-part note."""
-    return BLOCKS_MAX - head - (1 if pending else 0) - len(_shown_in_part(""))
+    return BLOCKS_MAX - head - (1 if pending else 0) - len(shown_in_part(""))
 
 
 def _whole(rows: Sequence[str], items: Sequence[Proposal], budget: int) -> bool:
@@ -187,12 +187,12 @@ def _row(n: int, proposal: Proposal, now: datetime) -> str:
         shown.append(f"_{more} more field{'s' if more > 1 else ''}_ {CLIPPED}")
     fields = " · ".join(shown)
     lines = [
-        f"*{n}.* {_code(proposal.id[:12], 20)} *{clip(inert(proposal.preview.title), 150)}*"
+        f"*{n}.* {code(proposal.id[:12], 20)} *{clip(inert(proposal.preview.title), 150)}*"
         + (f"\n{fields}" if fields else ""),
         _status(proposal, now),
     ]
     if proposal.agent_reason:
-        lines.append("_Agent's words (unverified):_\n" + _quote(proposal.agent_reason, 200))
+        lines.append("_Agent's words (unverified):_\n" + quote(proposal.agent_reason, 200))
     return "\n".join(lines)
 
 
@@ -205,10 +205,10 @@ def _status(proposal: Proposal, now: datetime) -> str:
         if proposal.expires_at is None:
             return f":hourglass_flowing_sand: Pending{progress}"
         return (
-            f":hourglass_flowing_sand: Pending{progress} · expires {_when(proposal.expires_at)}"
-            f" ({_remaining(proposal.expires_at, now)})"
+            f":hourglass_flowing_sand: Pending{progress} · expires {when(proposal.expires_at)}"
+            f" ({remaining(proposal.expires_at, now)})"
         )
-    by = _mention(proposal.decided_by)
+    by = mention(proposal.decided_by)
     if status is Status.REJECTED:
         reason = clip(inert(proposal.decision_note or "(no reason given)"), 200)
         return f":x: Rejected by {by}: {reason}"
@@ -253,7 +253,7 @@ def _rows_in_sections(rows: Sequence[str], budget: int) -> Blocks:
     if len(sections) > budget:
         hidden = sum(s.count("\n\n") + 1 for s in sections[budget - 1 :])
         sections = [*sections[: budget - 1], f"_{hidden} more not shown here_ {CLIPPED}"]
-    return [_section(text) for text in sections]
+    return [section(text) for text in sections]
 
 
 def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[str, Any]:
@@ -263,7 +263,7 @@ def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[
         element: dict[str, Any] = {
             "type": "button",
             "action_id": action_id,
-            "text": _plain(text, BUTTON_MAX),
+            "text": plain(text, BUTTON_MAX),
             "value": digest.id,
         }
         if style is not None:
@@ -272,14 +272,14 @@ def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[
 
     approve = button(APPROVE_ALL, f"Approve all ({pending})", "primary")
     approve["confirm"] = {
-        "title": _plain(f"Approve {pending} proposals?", CONFIRM_TITLE_MAX),
-        "text": _plain(
+        "title": plain(f"Approve {pending} proposals?", CONFIRM_TITLE_MAX),
+        "text": plain(
             f"Every pending {digest.operation} listed here is checked and executed on its own, "
             "with its own outcome in the thread.",
             CONFIRM_TEXT_MAX,
         ),
-        "confirm": _plain("Approve all", 30),
-        "deny": _plain("Cancel", 30),
+        "confirm": plain("Approve all", 30),
+        "deny": plain("Cancel", 30),
         "style": "primary",
     }
     return {
@@ -319,32 +319,32 @@ def digest_reply(entries: Sequence[tuple[Proposal, Status]]) -> Message | None:
 
 
 def _reply_line(proposal: Proposal, status: Status) -> str | None:
-    head = f"{_code(proposal.id[:12], 20)} *{clip(inert(proposal.preview.title), 150)}*"
+    head = f"{code(proposal.id[:12], 20)} *{clip(inert(proposal.preview.title), 150)}*"
     if status is Status.REJECTED:
-        reason = _quote(proposal.decision_note or "(no reason given)", 500)
-        by = _mention(proposal.decided_by)
+        reason = quote(proposal.decision_note or "(no reason given)", 500)
+        by = mention(proposal.decided_by)
         return f":x: *Rejected* by {by}: {head}. Nothing was executed.\n{reason}"
     if status is Status.EXPIRED:
         return f":hourglass: *Expired*: {head}. Nobody decided in time; nothing was executed."
     match proposal.outcome:
         case Succeeded(result=result):
-            shown = "" if result in (None, {}) else f"\nResult {_code(_compact(result), 300)}"
+            shown = "" if result in (None, {}) else f"\nResult {code(compact(result), 300)}"
             return f":white_check_mark: *Succeeded*: {head}{shown}"
         case NeedsReconciliation(detail=detail, correlation_id=correlation_id):
             return (
                 f":warning: *Outcome unknown*: {head}. The effect *may or may not* have happened;"
-                f" find out before anyone retries it.\n{_code(detail, 300)} · correlation id "
-                f"{_code(correlation_id, 100)}"
+                f" find out before anyone retries it.\n{code(detail, 300)} · correlation id "
+                f"{code(correlation_id, 100)}"
             )
         case RevisionRequired(reason=reason):
             return (
                 f":leftwards_arrow_with_hook: *Revision required*: {head}. Nothing was executed.\n"
-                f"{_quote(reason, 500)}"
+                f"{quote(reason, 500)}"
             )
         case TerminalFailure(detail=detail, correlation_id=correlation_id):
             return (
-                f":x: *Failed*: {head}. The effect did not happen.\n{_code(detail, 300)} · "
-                f"correlation id {_code(correlation_id, 100)}"
+                f":x: *Failed*: {head}. The effect did not happen.\n{code(detail, 300)} · "
+                f"correlation id {code(correlation_id, 100)}"
             )
         case None:
             return None
@@ -357,7 +357,7 @@ def _reconcile_buttons(n: int, proposal: Proposal) -> dict[str, Any]:
         element: dict[str, Any] = {
             "type": "button",
             "action_id": action_id,
-            "text": _plain(text, BUTTON_MAX),
+            "text": plain(text, BUTTON_MAX),
             "value": proposal.id,
         }
         if style is not None:
@@ -383,12 +383,12 @@ def reject_modal(digest: Digest, pending: int) -> dict[str, Any]:
         "type": "modal",
         "callback_id": REJECT_VIEW,
         "private_metadata": digest.id,
-        "title": _plain("Reject all", MODAL_TITLE_MAX),
-        "submit": _plain("Reject all", MODAL_TITLE_MAX),
-        "close": _plain("Cancel", MODAL_TITLE_MAX),
+        "title": plain("Reject all", MODAL_TITLE_MAX),
+        "submit": plain("Reject all", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
-            _section(
-                f"Reject the *{pending}* pending proposals of {_code(digest.operation, 200)} in "
+            section(
+                f"Reject the *{pending}* pending proposals of {code(digest.operation, 200)} in "
                 "this digest. Nothing of them will be executed."
             ),
             _reason_input(optional=False),
@@ -407,7 +407,7 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
                 "type": "input",
                 "block_id": f"items_{start // OPTIONS_MAX}",
                 "optional": True,
-                "label": _plain(f"Proposals {start + 1} to {start + len(chunk)}", 2000),
+                "label": plain(f"Proposals {start + 1} to {start + len(chunk)}", 2000),
                 "element": {
                     "type": "checkboxes",
                     "action_id": "items",
@@ -419,19 +419,19 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
         "type": "modal",
         "callback_id": CHOOSE_VIEW,
         "private_metadata": digest.id,
-        "title": _plain("Choose proposals", MODAL_TITLE_MAX),
-        "submit": _plain("Apply", MODAL_TITLE_MAX),
-        "close": _plain("Cancel", MODAL_TITLE_MAX),
+        "title": plain("Choose proposals", MODAL_TITLE_MAX),
+        "submit": plain("Apply", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
-            _section(
-                f"Select pending proposals of {_code(digest.operation, 200)}; each one is "
+            section(
+                f"Select pending proposals of {code(digest.operation, 200)}; each one is "
                 "checked and decided on its own."
             ),
             *groups,
             {
                 "type": "input",
                 "block_id": "decision",
-                "label": _plain("Decision", 2000),
+                "label": plain("Decision", 2000),
                 "element": {
                     "type": "radio_buttons",
                     "action_id": "decision",
@@ -447,17 +447,17 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
 def _option(proposal: Proposal) -> dict[str, Any]:
     fields = " · ".join(f"{f.label}: {f.value}" for f in proposal.preview.fields[:ROW_FIELDS])
     option: dict[str, Any] = {
-        "text": _said(f"{proposal.id[:12]} {proposal.preview.title}", OPTION_TEXT_MAX),
+        "text": said(f"{proposal.id[:12]} {proposal.preview.title}", OPTION_TEXT_MAX),
         "value": proposal.id,
     }
     if fields:
-        option["description"] = _said(fields, OPTION_TEXT_MAX)
+        option["description"] = said(fields, OPTION_TEXT_MAX)
     return option
 
 
 def _choice(value: str) -> dict[str, Any]:
     words = {"approve": "Approve and execute them", "reject": "Reject them"}
-    return {"text": _plain(words[value], OPTION_TEXT_MAX), "value": value}
+    return {"text": plain(words[value], OPTION_TEXT_MAX), "value": value}
 
 
 def _reason_input(*, optional: bool) -> dict[str, Any]:
@@ -465,8 +465,8 @@ def _reason_input(*, optional: bool) -> dict[str, Any]:
         "type": "input",
         "block_id": "reason",
         "optional": optional,
-        "label": _plain("Why do you reject them?" if not optional else "Reason (to reject)", 2000),
-        "hint": _plain("The agent and the channel will see this reason.", 2000),
+        "label": plain("Why do you reject them?" if not optional else "Reason (to reject)", 2000),
+        "hint": plain("The agent and the channel will see this reason.", 2000),
         "element": {
             "type": "plain_text_input",
             "action_id": "reason",

@@ -15,17 +15,17 @@ from bot.edit_form import ACTION_ID, EditField, EditForm
 from bot.render import (
     MODAL_TITLE_MAX,
     Message,
-    _code,
-    _context,
-    _mention,
-    _message,
-    _plain,
-    _section,
-    _short_id,
-    _when,
     clip,
+    code,
+    context,
     escape,
+    mention,
+    message,
+    plain,
     request_changes,
+    section,
+    short_id,
+    when,
 )
 from bot.render_inert import inert
 from store.base import Proposal
@@ -53,29 +53,29 @@ _OPTION_TEXT_MAX: Final = 75
 def edit_modal(proposal: Proposal, form: EditForm) -> dict[str, Any]:
     """The modal that edits ``proposal``'s request: one input per field of ``form``."""
     blocks: list[dict[str, Any]] = [
-        _section(
-            f"*{inert(proposal.preview.title)}*\nOperation {_code(proposal.operation, 200)}"
-            f" · id {_code(_short_id(proposal.id), 20)}"
+        section(
+            f"*{inert(proposal.preview.title)}*\nOperation {code(proposal.operation, 200)}"
+            f" · id {code(short_id(proposal.id), 20)}"
         ),
-        _context(EDIT_NOTE),
+        context(EDIT_NOTE),
         *(_input(field) for field in form.fields),
     ]
     if form.kept:
-        kept = ", ".join(_code(name, 100) for name in form.kept[:20])
+        kept = ", ".join(code(name, 100) for name in form.kept[:20])
         more = f" and {len(form.kept) - 20} more" if len(form.kept) > 20 else ""
-        blocks.append(_context(f"Kept as they are (too many fields to show): {kept}{more}"))
+        blocks.append(context(f"Kept as they are (too many fields to show): {kept}{more}"))
     view: dict[str, Any] = {
         "type": "modal",
         "callback_id": EDIT_CALLBACK,
         "private_metadata": proposal.id,
-        "title": _plain("Edit proposal", MODAL_TITLE_MAX),
-        "close": _plain("Cancel", MODAL_TITLE_MAX),
+        "title": plain("Edit proposal", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": blocks,
     }
     if form.fields:
-        view["submit"] = _plain("Check and submit", MODAL_TITLE_MAX)
+        view["submit"] = plain("Check and submit", MODAL_TITLE_MAX)
     else:
-        blocks.append(_section("This operation's request has no fields to edit."))
+        blocks.append(section("This operation's request has no fields to edit."))
     return view
 
 
@@ -87,11 +87,11 @@ def _input(field: EditField) -> dict[str, Any]:
         "type": "input",
         "block_id": field.block_id,
         "optional": not field.required,
-        "label": _plain(field.name or "(unnamed)", _LABEL_MAX),
+        "label": plain(field.name or "(unnamed)", _LABEL_MAX),
         "element": _element(field),
     }
     if hint:
-        block["hint"] = _plain(hint, _HINT_MAX)
+        block["hint"] = plain(hint, _HINT_MAX)
     return block
 
 
@@ -103,7 +103,7 @@ def _element(field: EditField) -> dict[str, Any]:
         element: dict[str, Any] = {
             "type": "static_select",
             "action_id": ACTION_ID,
-            "placeholder": _plain("Choose", 150),
+            "placeholder": plain("Choose", 150),
             "options": options,
         }
         chosen = json.dumps(value) if isinstance(value, bool) else value
@@ -132,7 +132,7 @@ def _element(field: EditField) -> dict[str, Any]:
 
 
 def _option(value: str) -> dict[str, Any]:
-    return {"text": _plain(value, _OPTION_TEXT_MAX), "value": value}
+    return {"text": plain(value, _OPTION_TEXT_MAX), "value": value}
 
 
 def _number(value: int | float) -> str:
@@ -148,36 +148,36 @@ def _number(value: int | float) -> str:
 def superseded_reply(proposal: Proposal, edit: Proposal | None, *, link: str | None) -> Message:
     """The reply in a superseded proposal's thread: who edited it, where the edit is, what the
     policy made of it and which request fields changed."""
-    at = f" at {_when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
     title = inert(proposal.preview.title)
     blocks = [
-        _section(
-            f":pencil2: *Superseded*: {_mention(proposal.decided_by)} edited this proposal{at}."
+        section(
+            f":pencil2: *Superseded*: {mention(proposal.decided_by)} edited this proposal{at}."
             " This version will not be executed."
         )
     ]
     if edit is None:
-        shown = _code(proposal.superseded_by or "unknown", 60)
-        blocks.append(_section(f"The edit is proposal {shown}."))
-        return _message(f"Superseded by an edit: {title}", blocks)
+        shown = code(proposal.superseded_by or "unknown", 60)
+        blocks.append(section(f"The edit is proposal {shown}."))
+        return message(f"Superseded by an edit: {title}", blocks)
     name = f"<{link}|{inert(edit.preview.title)}>" if link else f"*{inert(edit.preview.title)}*"
     blocks.append(
-        _section(
-            f"The edit, checked and classified again: {name} (id {_code(edit.id, 60)}).\n"
+        section(
+            f"The edit, checked and classified again: {name} (id {code(edit.id, 60)}).\n"
             f"{_edit_status(proposal, edit)}"
         )
     )
     changes = request_changes(proposal.request, edit.request)
     if changes:
-        blocks.append(_context(clip("*Changed:* " + "; ".join(changes), _TEXT_MAX)))
-    return _message(f"Superseded by an edit: {title}", blocks)
+        blocks.append(context(clip("*Changed:* " + "; ".join(changes), _TEXT_MAX)))
+    return message(f"Superseded by an edit: {title}", blocks)
 
 
 def _edit_status(proposal: Proposal, edit: Proposal) -> str:
     if edit.status is Status.DENIED:
         return f":no_entry: The policy denied it: {escape(edit.policy_note)}"
     if edit.decision == "auto":
-        rule = f" (rule {_code(edit.rule_id, 120)})" if edit.rule_id else ""
+        rule = f" (rule {code(edit.rule_id, 120)})" if edit.rule_id else ""
         return f":white_check_mark: The policy approved it automatically{rule}."
     if edit.status is Status.PENDING:
         elsewhere = edit.channel and edit.channel != proposal.channel

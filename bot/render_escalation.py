@@ -19,17 +19,17 @@ from bot.render import (
     SECTION_MAX,
     Blocks,
     Message,
-    _code,
-    _context,
-    _header,
-    _mention,
-    _message,
-    _plain,
-    _quote,
-    _section,
-    _when,
     clip,
+    code,
+    context,
     escape,
+    header,
+    mention,
+    message,
+    plain,
+    quote,
+    section,
+    when,
 )
 from bot.render_inert import inert
 from contracts.escalation import Signals, TriggerKind
@@ -64,35 +64,35 @@ def escalation_message(escalation: Escalation, *, handed_back_by: str | None = N
     """The channel message: who asks and why, the agent's report, the state and its buttons."""
     title = f"Escalation: {_KIND[escalation.verdict.kind]}"
     blocks: Blocks = [
-        _header(title),
-        _section(
+        header(title),
+        section(
             f"*Why Countersign escalated it:* {escape(escalation.verdict.note)}\n{_who(escalation)}"
         ),
         *_report(escalation),
-        _context(
+        context(
             f"Signals as measured by the agent: {_signals(escalation.trigger.signals)}",
-            f"Escalation {_code(escalation.id, 60)} · opened {_when(escalation.created_at)}",
+            f"Escalation {code(escalation.id, 60)} · opened {when(escalation.created_at)}",
         ),
         {"type": "divider"},
-        _section(_state_line(escalation, handed_back_by=handed_back_by)),
+        section(_state_line(escalation, handed_back_by=handed_back_by)),
     ]
     buttons = _buttons(escalation)
     if buttons is not None:
         blocks.append(buttons)
-    return _message(f"{_status_word(escalation)}: {escape(title)}", blocks[:BLOCKS_MAX])
+    return message(f"{_status_word(escalation)}: {escape(title)}", blocks[:BLOCKS_MAX])
 
 
 def _who(escalation: Escalation) -> str:
     parts = [
         f"Agent *{escape(escalation.agent)}*",
-        f"conversation {_code(escalation.conversation_id, 120)}",
+        f"conversation {code(escalation.conversation_id, 120)}",
     ]
     if escalation.requested_by is not None:
-        parts.append(f"for {_mention(escalation.requested_by)}")
+        parts.append(f"for {mention(escalation.requested_by)}")
     if escalation.customer_ref is not None:
-        parts.append(f"customer {_code(escalation.customer_ref, 120)}")
+        parts.append(f"customer {code(escalation.customer_ref, 120)}")
     if escalation.team is not None:
-        parts.append(f"team {_code(escalation.team, 60)}")
+        parts.append(f"team {code(escalation.team, 60)}")
     return " · ".join(parts)
 
 
@@ -100,27 +100,27 @@ def _report(escalation: Escalation) -> Blocks:
     """The agent's summary, every part labelled and quoted as the agent's words."""
     summary = escalation.summary
     blocks: Blocks = [
-        _section(
+        section(
             "*The agent's report (unverified)* _in the agent's own words:_\n"
-            f"*Goal*\n{_quote(summary.goal, 1000)}\n"
-            f"*Blocked on*\n{_quote(summary.blocked_on, 1000)}"
+            f"*Goal*\n{quote(summary.goal, 1000)}\n"
+            f"*Blocked on*\n{quote(summary.blocked_on, 1000)}"
         )
     ]
     if summary.steps_done:
         steps = "\n".join(
             f"{n}. {clip(inert(step), 300)}" for n, step in enumerate(summary.steps_done, 1)
         )
-        blocks.append(_section(f"*Steps done (agent's words)*\n{_quote_lines(steps)}"))
+        blocks.append(section(f"*Steps done (agent's words)*\n{_quote_lines(steps)}"))
     if summary.tool_results:
         results = "\n".join(
-            f"{_code(result.tool, 100)}: {clip(inert(result.result_summary), 400)}"
+            f"{code(result.tool, 100)}: {clip(inert(result.result_summary), 400)}"
             for result in summary.tool_results
         )
-        blocks.append(_section(f"*Tool results (agent's words)*\n{_quote_lines(results)}"))
-    quote = escalation.trigger.signals.customer_quote
-    if quote is not None:
+        blocks.append(section(f"*Tool results (agent's words)*\n{_quote_lines(results)}"))
+    words = escalation.trigger.signals.customer_quote
+    if words is not None:
         blocks.append(
-            _section("*The customer's words, as the agent reports them*\n" + _quote(quote, 1000))
+            section("*The customer's words, as the agent reports them*\n" + quote(words, 1000))
         )
     return blocks
 
@@ -135,7 +135,7 @@ def _signals(signals: Signals) -> str:
     measured = signals.model_dump(exclude_defaults=True, exclude={"customer_quote"}, mode="json")
     if not measured:
         return "none"
-    return _code(json.dumps(measured, ensure_ascii=False, separators=(", ", ": ")), 1500)
+    return code(json.dumps(measured, ensure_ascii=False, separators=(", ", ": ")), 1500)
 
 
 def _status_word(escalation: Escalation) -> str:
@@ -153,19 +153,19 @@ def _state_line(escalation: Escalation, *, handed_back_by: str | None) -> str:
         return ":bell: *Nobody has taken it yet.* The agent keeps the conversation meanwhile."
     if status is EscalationStatus.TAKEN:
         return (
-            f":raising_hand: *Taken by {_mention(escalation.owner)}.* The agent has been told to "
+            f":raising_hand: *Taken by {mention(escalation.owner)}.* The agent has been told to "
             "stop replying."
         )
     if status is EscalationStatus.HANDED_BACK:
-        note = _quote(escalation.note or "(no note)", 1000)
+        note = quote(escalation.note or "(no note)", 1000)
         return (
             f":leftwards_arrow_with_hook: *Handed back to the agent* by "
-            f"{_mention(handed_back_by)}, with this note:\n{note}"
+            f"{mention(handed_back_by)}, with this note:\n{note}"
         )
-    at = f" at {_when(escalation.resolved_at)}" if escalation.resolved_at is not None else ""
-    line = f":white_check_mark: *Resolved* by {_mention(escalation.resolved_by)}{at}."
+    at = f" at {when(escalation.resolved_at)}" if escalation.resolved_at is not None else ""
+    line = f":white_check_mark: *Resolved* by {mention(escalation.resolved_by)}{at}."
     if escalation.note:
-        line += f"\n{_quote(escalation.note, 1000)}"
+        line += f"\n{quote(escalation.note, 1000)}"
     return line
 
 
@@ -173,7 +173,7 @@ def _button(action_id: str, text: str, escalation: Escalation, style: str | None
     element: dict[str, Any] = {
         "type": "button",
         "action_id": action_id,
-        "text": _plain(text, BUTTON_MAX),
+        "text": plain(text, BUTTON_MAX),
         "value": escalation.id,
     }
     if style is not None:
@@ -204,19 +204,19 @@ def _buttons(escalation: Escalation) -> dict[str, Any] | None:
 def escalation_reply(escalation: Escalation, *, handed_back_by: str | None = None) -> Message:
     """The thread reply for the status the escalation just entered."""
     line = _state_line(escalation, handed_back_by=handed_back_by)
-    return _message(f"{_status_word(escalation)}: escalation {escalation.id}", [_section(line)])
+    return message(f"{_status_word(escalation)}: escalation {escalation.id}", [section(line)])
 
 
 def reannouncement_reply(escalation: Escalation) -> Message:
     """The reminder that nobody has taken an escalation. Only the first reminder mentions the
     channel (``@here``): however many escalations an agent opens, each pages people once."""
     here = "<!here> " if escalation.reannouncements == 1 else ""
-    return _message(
+    return message(
         "Still waiting for someone to take this escalation",
         [
-            _section(
+            section(
                 f"{here}:bell: *Still waiting for someone to take this escalation* "
-                f"(open since {_when(escalation.created_at)}; reminder "
+                f"(open since {when(escalation.created_at)}; reminder "
                 f"{escalation.reannouncements})."
             )
         ],
@@ -229,12 +229,12 @@ def reannouncement_reply(escalation: Escalation) -> Message:
 def escalation_refusal_text(escalation: Escalation | None, reason: str) -> str:
     """What a clicker sees, only to them, when their click changed nothing."""
     if escalation is not None and escalation.status is EscalationStatus.RESOLVED:
-        who = _mention(escalation.resolved_by)
+        who = mention(escalation.resolved_by)
         return f":no_entry_sign: This escalation was already resolved by {who}."
     owner = escalation.owner if escalation is not None else None
     if owner is not None and reason.startswith(owner):  # "U123 has already taken it"
         rest = reason.removeprefix(owner).strip()
-        return clip(f":no_entry_sign: {_mention(owner)} {escape(rest)}.", SECTION_MAX)
+        return clip(f":no_entry_sign: {mention(owner)} {escape(rest)}.", SECTION_MAX)
     return clip(f":no_entry_sign: Countersign did not do that: {escape(reason)}", SECTION_MAX)
 
 
@@ -244,20 +244,20 @@ def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
         "type": "modal",
         "callback_id": HAND_BACK,
         "private_metadata": escalation.id,
-        "title": _plain("Hand back", MODAL_TITLE_MAX),
-        "submit": _plain("Hand back", MODAL_TITLE_MAX),
-        "close": _plain("Cancel", MODAL_TITLE_MAX),
+        "title": plain("Hand back", MODAL_TITLE_MAX),
+        "submit": plain("Hand back", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
-            _section(
-                f"Conversation {_code(escalation.conversation_id, 120)} goes back to agent "
+            section(
+                f"Conversation {code(escalation.conversation_id, 120)} goes back to agent "
                 f"*{escape(escalation.agent)}*."
             ),
             {
                 "type": "input",
                 "block_id": "note",
                 "optional": False,
-                "label": _plain("What should the agent know?", 2000),
-                "hint": _plain("The agent receives this note with the conversation.", 2000),
+                "label": plain("What should the agent know?", 2000),
+                "hint": plain("The agent receives this note with the conversation.", 2000),
                 "element": {
                     "type": "plain_text_input",
                     "action_id": "note",

@@ -18,11 +18,11 @@ from bot.render import (
     MODAL_TITLE_MAX,
     RISK_LABELS,
     Blocks,
-    _code,
-    _mention,
-    _plain,
-    _section,
+    code,
     escape,
+    mention,
+    plain,
+    section,
 )
 from bot.render_inert import inert, inert_plain
 from store.base import Proposal
@@ -49,9 +49,9 @@ def full_views(proposals: Sequence[Proposal], *, title: str = "Full proposals") 
         if len(blocks) + len(part) > FULL_BLOCKS_MAX - 1:
             left = [p.id for p in proposals[number - 1 :]]
             blocks.append(
-                _section(
+                section(
                     f"*{len(left)} more proposals do not fit here.* See each with "
-                    f"`/countersign show <id>`: {', '.join(_code(i, 60) for i in left[:20])}"
+                    f"`/countersign show <id>`: {', '.join(code(i, 60) for i in left[:20])}"
                 )
             )
             break
@@ -59,8 +59,8 @@ def full_views(proposals: Sequence[Proposal], *, title: str = "Full proposals") 
     return {
         "type": "modal",
         "callback_id": "show_full",
-        "title": _plain(title, MODAL_TITLE_MAX),
-        "close": _plain("Close", MODAL_TITLE_MAX),
+        "title": plain(title, MODAL_TITLE_MAX),
+        "close": plain("Close", MODAL_TITLE_MAX),
         "blocks": blocks[:FULL_BLOCKS_MAX],
     }
 
@@ -69,11 +69,11 @@ def _proposal_blocks(proposal: Proposal, number: int | None) -> Blocks:
     # A proposal that alone exceeds the modal is cut, and says so; ours come first.
     heading = f"*{number}.* " if number is not None else ""
     ours: Blocks = [
-        _section(
-            f"{heading}Operation {_code(proposal.operation, 200)} · id {_code(proposal.id, 60)} · "
+        section(
+            f"{heading}Operation {code(proposal.operation, 200)} · id {code(proposal.id, 60)} · "
             f"{RISK_LABELS[proposal.risk]}\n"
-            f"Agent *{escape(proposal.agent)}* for {_mention(proposal.requested_by)}\n"
-            f"*Binding hash* (what an approval is bound to) {_code(proposal.binding_hash, 80)}"
+            f"Agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}\n"
+            f"*Binding hash* (what an approval is bound to) {code(proposal.binding_hash, 80)}"
         )
     ]
     preview = [("Title", proposal.preview.title)]
@@ -95,7 +95,7 @@ def _proposal_blocks(proposal: Proposal, number: int | None) -> Blocks:
     if len(values) > room:
         values = [
             *values[: room - 1],
-            _section(
+            section(
                 "*Too long for one modal*: the rest is left out here. The binding hash above "
                 "covers every argument."
             ),

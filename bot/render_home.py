@@ -22,25 +22,25 @@ from bot.render import (
     SECTION_MAX,
     SHOW_FULL,
     Blocks,
-    _buttons,
-    _code,
-    _context,
-    _explanation,
-    _field_sections,
-    _field_text,
-    _header,
-    _mention,
-    _plain,
-    _quote,
-    _remaining,
-    _section,
-    _shown_in_part,
-    _status_word,
-    _when,
+    buttons,
     clip,
+    code,
+    context,
     edit_blocks,
     escape,
+    explanation,
+    field_sections,
+    field_text,
+    header,
     is_clipped,
+    mention,
+    plain,
+    quote,
+    remaining,
+    section,
+    shown_in_part,
+    status_word,
+    when,
 )
 from bot.render_delegations import delegation_list_blocks
 from bot.render_escalation import HAND_BACK, RESOLVE
@@ -84,15 +84,15 @@ def home_view(
     recent decisions."""
     blocks: Blocks = []
     if notice:
-        blocks += [_section(clip(notice, SECTION_MAX)), {"type": "divider"}]
+        blocks += [section(clip(notice, SECTION_MAX)), {"type": "divider"}]
     blocks += [
-        _header("Waiting for your decision"),
+        header("Waiting for your decision"),
         *waiting_blocks(waiting, now=now, previous=previous, beyond=beyond),
     ]
-    blocks += [_header("Escalations you own"), *_owned_blocks(owned)]
+    blocks += [header("Escalations you own"), *_owned_blocks(owned)]
     if delegations:
-        blocks += [_header("Agents acting for you"), *delegation_list_blocks(delegations, now=now)]
-    blocks += [_header("Your recent decisions"), *_decision_blocks(decisions)]
+        blocks += [header("Agents acting for you"), *delegation_list_blocks(delegations, now=now)]
+    blocks += [header("Your recent decisions"), *_decision_blocks(decisions)]
     return {"type": "home", "blocks": blocks[:HOME_BLOCKS_MAX]}
 
 
@@ -109,18 +109,18 @@ def waiting_blocks(
     the page: bot/waiting_page.py), the page comes grouped by agent, each group saying how
     many more of that agent's are pending, and a last line counts the other agents'."""
     if not waiting and not beyond:
-        return [_context("Nothing waits for you. :tada:")]
+        return [context("Nothing waits for you. :tada:")]
     blocks: Blocks = []
     group: str | None = None
     for proposal in waiting[:WAITING_SHOWN]:
         if beyond is not None and proposal.agent != group:
             group = proposal.agent
-            blocks.append(_context(_group_line(group, beyond.get(group, 0))))
-        fields = [_field_text(f.label, f.value) for f in proposal.preview.fields[:KEY_FIELDS]]
+            blocks.append(context(_group_line(group, beyond.get(group, 0))))
+        fields = [field_text(f.label, f.value) for f in proposal.preview.fields[:KEY_FIELDS]]
         more = len(proposal.preview.fields) - KEY_FIELDS
         if more > 0:
             fields.append(f"_{more} more field{'s' if more > 1 else ''}_ {CLIPPED}")
-        rule = _code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+        rule = code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
         lines = [
             f"*{inert(proposal.preview.title)}*",
             f"*Why you are asked:* policy rule {rule}: {escape(proposal.policy_note)}",
@@ -131,9 +131,9 @@ def waiting_blocks(
         if proposal.agent_reason:
             lines.append(
                 "*Agent's explanation (unverified)* _the agent's own words:_\n"
-                + _quote(proposal.agent_reason, REASON_SHOWN)
+                + quote(proposal.agent_reason, REASON_SHOWN)
             )
-        section: dict[str, Any] = {
+        row: dict[str, Any] = {
             "type": "section",
             "text": {
                 "type": "mrkdwn",
@@ -142,30 +142,30 @@ def waiting_blocks(
             },
         }
         if fields:
-            section["fields"] = [
+            row["fields"] = [
                 {"type": "mrkdwn", "text": text, "verbatim": True} for text in fields[:10]
             ]
         expiry = (
-            f":hourglass_flowing_sand: expires {_when(proposal.expires_at)} "
-            f"({_remaining(proposal.expires_at, now)})"
+            f":hourglass_flowing_sand: expires {when(proposal.expires_at)} "
+            f"({remaining(proposal.expires_at, now)})"
             if proposal.expires_at is not None
             else "no expiry"
         )
-        asked = f"agent *{escape(proposal.agent)}* for {_mention(proposal.requested_by)}"
-        buttons = _buttons(proposal)
-        buttons["block_id"] = f"decision-{proposal.id}"  # block ids are unique within a view
-        if is_clipped([section]):
-            buttons["elements"].append(_show_full_button(proposal.id))
-        line = f"{RISK_LABELS[proposal.risk]} · {expiry} · {asked} · {_code(proposal.id, 40)}"
+        asked = f"agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}"
+        actions = buttons(proposal)
+        actions["block_id"] = f"decision-{proposal.id}"  # block ids are unique within a view
+        if is_clipped([row]):
+            actions["elements"].append(_show_full_button(proposal.id))
+        line = f"{RISK_LABELS[proposal.risk]} · {expiry} · {asked} · {code(proposal.id, 40)}"
         if proposal.quorum > 1:
             line += f" · {len(counted(proposal))} of {proposal.quorum} approved"
-        blocks += [_context(line), section, buttons]
+        blocks += [context(line), row, actions]
     if beyond is not None:
         return blocks + _beyond_lines(waiting[:WAITING_SHOWN], beyond)
     hidden = len(waiting) - WAITING_SHOWN
     if hidden > 0:
         blocks.append(
-            _context(f"{hidden} more not shown; the riskiest and soonest to expire come first.")
+            context(f"{hidden} more not shown; the riskiest and soonest to expire come first.")
         )
     return blocks
 
@@ -194,7 +194,7 @@ def _beyond_lines(shown: Sequence[Proposal], beyond: Mapping[str, int]) -> Block
             f"{total} more pending beyond this page. Each agent gets a share of the page, "
             "its riskiest and soonest to expire first."
         )
-    return [_context(" ".join(lines))] if lines else []
+    return [context(" ".join(lines))] if lines else []
 
 
 def _show_full_button(proposal_id: str) -> dict[str, Any]:
@@ -202,20 +202,20 @@ def _show_full_button(proposal_id: str) -> dict[str, Any]:
     return {
         "type": "button",
         "action_id": SHOW_FULL,
-        "text": _plain("Show full", 75),
+        "text": plain("Show full", 75),
         "value": proposal_id,
     }
 
 
 def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
     if not owned:
-        return [_context("You own no escalations.")]
+        return [context("You own no escalations.")]
     blocks: Blocks = []
     for escalation in owned[:10]:
         goal = clip(inert(escalation.summary.goal), 300)
         blocks.append(
-            _section(
-                f"*Conversation {_code(escalation.conversation_id, 120)}* from agent "
+            section(
+                f"*Conversation {code(escalation.conversation_id, 120)}* from agent "
                 f"*{escape(escalation.agent)}*\n_The agent's words:_ {goal}\n"
                 f"Why: {escape(escalation.verdict.note)}"
             )
@@ -249,13 +249,13 @@ def _escalation_button(
 
 def _decision_blocks(decisions: Sequence[Proposal]) -> Blocks:
     if not decisions:
-        return [_context("You have decided nothing yet.")]
+        return [context("You have decided nothing yet.")]
     lines = [
-        f"• {_status_word(p)}: {clip(escape(p.preview.title), 150)}"
-        + (f" ({_when(p.decided_at)})" if p.decided_at is not None else "")
+        f"• {status_word(p)}: {clip(escape(p.preview.title), 150)}"
+        + (f" ({when(p.decided_at)})" if p.decided_at is not None else "")
         for p in decisions
     ]
-    return [_section("\n".join(lines))]
+    return [section("\n".join(lines))]
 
 
 # --- /countersign -------------------------------------------------------------------------------
@@ -271,53 +271,50 @@ def proposal_detail_blocks(
     """``/countersign show <id>``: the preview, Countersign's verdict (risk, why the policy
     asked), who edited it and what changed from ``previous``, the agent's explanation, the
     status and the audit trail of one proposal. What had to be cut says so, with Show full."""
-    rule = _code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+    rule = code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
     blocks: Blocks = [
-        _header(proposal.preview.title),
-        _section(
+        header(proposal.preview.title),
+        section(
             f"{RISK_LABELS[proposal.risk]}\n*Why you are asked:* policy rule {rule}\n"
             f"{escape(proposal.policy_note)}"
         ),
     ]
-    fields = [_field_text(f.label, f.value) for f in proposal.preview.fields]
-    blocks += _field_sections(fields, budget=3)
+    fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
+    blocks += field_sections(fields, budget=3)
     blocks += edit_blocks(proposal, previous)
     blocks.append(
-        _section(
-            f"*Requested by* agent *{escape(proposal.agent)}* for "
-            f"{_mention(proposal.requested_by)}"
+        section(
+            f"*Requested by* agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}"
         )
     )
     if proposal.agent_reason:
-        blocks.append(_explanation(proposal.agent_reason))
-    status = f"*Status:* {_status_word(proposal)} ({_code(proposal.status.value, 40)})"
+        blocks.append(explanation(proposal.agent_reason))
+    status = f"*Status:* {status_word(proposal)} ({code(proposal.status.value, 40)})"
     if proposal.expires_at is not None:
-        status += (
-            f" · expires {_when(proposal.expires_at)} ({_remaining(proposal.expires_at, now)})"
-        )
-    blocks.append(_section(status))
+        status += f" · expires {when(proposal.expires_at)} ({remaining(proposal.expires_at, now)})"
+    blocks.append(section(status))
     if is_clipped(blocks):
-        blocks += _shown_in_part(proposal.id)
+        blocks += shown_in_part(proposal.id)
     lines = [
-        f"`{entry.seq}` {_when(entry.at)} {_code(entry.event, 60)} by {_actor(entry.actor)}"
+        f"`{entry.seq}` {when(entry.at)} {code(entry.event, 60)} by {_actor(entry.actor)}"
         for entry in trail[-25:]
     ]
-    blocks.append(_section("*Audit trail*\n" + ("\n".join(lines) or "_empty_")))
+    blocks.append(section("*Audit trail*\n" + ("\n".join(lines) or "_empty_")))
     blocks.append(
-        _context(
-            f"Proposal {_code(proposal.id, 60)} · binding hash {_code(proposal.binding_hash, 80)}"
+        context(
+            f"Proposal {code(proposal.id, 60)} · binding hash {code(proposal.binding_hash, 80)}"
         )
     )
     return blocks[:BLOCKS_MAX]
 
 
 def _actor(actor: str) -> str:
-    return _mention(actor) if actor[:1] in ("U", "W") and actor.isupper() else escape(actor)
+    return mention(actor) if actor[:1] in ("U", "W") and actor.isupper() else escape(actor)
 
 
 def help_blocks() -> Blocks:
     return [
-        _section(
+        section(
             "*/countersign* shows what waits for you, only to you:\n"
             "• `/countersign list`: the proposals you may decide, riskiest first, then "
             "soonest expiry\n"

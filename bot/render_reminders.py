@@ -15,14 +15,14 @@ from typing import Final
 
 from bot.render import (
     Message,
-    _code,
-    _context,
-    _mention,
-    _message,
-    _remaining,
-    _section,
-    _span,
-    _when,
+    code,
+    context,
+    mention,
+    message,
+    remaining,
+    section,
+    span,
+    when,
 )
 from bot.render_inert import inert
 from store.base import Proposal
@@ -43,7 +43,7 @@ def _who(approver: str) -> str:
     """A person or a user group, mentioned so Slack notifies them."""
     if _USER_GROUP.match(approver):
         return f"<!subteam^{approver}>"
-    return _mention(approver)
+    return mention(approver)
 
 
 def reminder_reply(
@@ -61,16 +61,16 @@ def reminder_reply(
     """
     title = inert(proposal.preview.title)
     if proposal.expires_at is not None:
-        expiry = f"expires {_remaining(proposal.expires_at, now)} (at {_when(proposal.expires_at)})"
+        expiry = f"expires {remaining(proposal.expires_at, now)} (at {when(proposal.expires_at)})"
     else:
         expiry = "is still waiting for a decision"
     names = " ".join(_who(approver) for approver in approvers)
     decide = f"{names} can approve." if approvers else NOBODY_CAN_APPROVE
-    blocks = [_section(f":alarm_clock: This {expiry}. {decide}")]
-    notes = [f"Reminder for {_code(proposal.operation, 200)}: {title}"]
+    blocks = [section(f":alarm_clock: This {expiry}. {decide}")]
+    notes = [f"Reminder for {code(proposal.operation, 200)}: {title}"]
     if extend_by is not None:
-        longer = _span(extend_by.total_seconds())
+        longer = span(extend_by.total_seconds())
         notes.append(f"An approver can extend it once, by {longer}, with the Extend button.")
-    blocks.append(_context(*notes))
+    blocks.append(context(*notes))
     fallback = f"Reminder: {title} {expiry}. {decide}"
-    return _message(fallback, blocks)
+    return message(fallback, blocks)

@@ -17,21 +17,21 @@ from bot.render import (
     SECTION_MAX,
     Blocks,
     Message,
-    _code,
-    _context,
-    _field_sections,
-    _field_text,
-    _header,
-    _mention,
-    _message,
-    _plain,
-    _remaining,
-    _section,
-    _span,
-    _state_line,
-    _when,
     clip,
+    code,
+    context,
     escape,
+    field_sections,
+    field_text,
+    header,
+    mention,
+    message,
+    plain,
+    remaining,
+    section,
+    span,
+    state_line,
+    when,
 )
 from bot.render_inert import inert
 from contracts.durations import format_duration
@@ -77,11 +77,11 @@ def _duration(duration: timedelta) -> str:
         return f"{days} day{'s' if days != 1 else ''}"
     if rest == 0 and hours < 24:
         return f"{hours} hour{'s' if hours != 1 else ''}"
-    return _span(duration.total_seconds())
+    return span(duration.total_seconds())
 
 
 def _ceiling(field: str, ceiling: int | float) -> str:
-    return f"{_code(field, 100)} up to {_code(str(ceiling), 60)}"
+    return f"{code(field, 100)} up to {code(str(ceiling), 60)}"
 
 
 def _calls(count: int) -> str:
@@ -90,7 +90,7 @@ def _calls(count: int) -> str:
 
 def _varying(varying: Sequence[str], ceiling: str) -> str:
     """The arguments besides the ceiling that a covered call may change, if any."""
-    others = [_code(name, 100) for name in varying if name != ceiling]
+    others = [code(name, 100) for name in varying if name != ceiling]
     if not others:
         return "every other argument as approved"
     return f"every other argument as approved except {', '.join(others)}"
@@ -107,22 +107,22 @@ def standing_modal(
     proposal id, each option's value a duration ("1h", "7d") or a number of calls."""
     ceiling = proposal.arguments.get(standing.ceiling)
     options = [
-        {"text": _plain(_duration(choice), 75), "value": format_duration(choice)}
+        {"text": plain(_duration(choice), 75), "value": format_duration(choice)}
         for choice in choices
     ]
     return {
         "type": "modal",
         "callback_id": MODAL_CALLBACK,
         "private_metadata": proposal.id,
-        "title": _plain("Approve + allow similar", MODAL_TITLE_MAX),
-        "submit": _plain("Approve", MODAL_TITLE_MAX),
-        "close": _plain("Cancel", MODAL_TITLE_MAX),
+        "title": plain("Approve + allow similar", MODAL_TITLE_MAX),
+        "submit": plain("Approve", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
-            _section(
+            section(
                 f"*{inert(proposal.preview.title)}*\n"
                 f"This call is approved and executed now. For the time you choose, later calls "
-                f"of {_code(proposal.operation, 200)} by agent *{escape(proposal.agent)}* that "
-                f"policy rule {_code(proposal.rule_id or '', 120)} would ask for, with "
+                f"of {code(proposal.operation, 200)} by agent *{escape(proposal.agent)}* that "
+                f"policy rule {code(proposal.rule_id or '', 120)} would ask for, with "
                 f"{_ceiling(standing.ceiling, ceiling if isinstance(ceiling, int | float) else 0)}"
                 f" and {_varying(standing.varying, standing.ceiling)}, are approved "
                 f"automatically, at most {_calls(standing.max_uses)}, audited, and can be "
@@ -132,7 +132,7 @@ def standing_modal(
             {
                 "type": "input",
                 "block_id": "duration",
-                "label": _plain("Allow similar calls for", 2000),
+                "label": plain("Allow similar calls for", 2000),
                 "element": {
                     "type": "static_select",
                     "action_id": "duration",
@@ -148,12 +148,12 @@ def standing_modal(
 def _uses_input(uses: Sequence[int]) -> Blocks:
     if not uses:
         return []
-    options = [{"text": _plain(_calls(count), 75), "value": str(count)} for count in uses]
+    options = [{"text": plain(_calls(count), 75), "value": str(count)} for count in uses]
     return [
         {
             "type": "input",
             "block_id": "uses",
-            "label": _plain("At most", 2000),
+            "label": plain("At most", 2000),
             "element": {
                 "type": "static_select",
                 "action_id": "uses",
@@ -167,11 +167,11 @@ def _uses_input(uses: Sequence[int]) -> Blocks:
 def granted_text(standing_rule_id: str, grant: Grant) -> str:
     """What the granter sees, only to them, once the rule exists."""
     return clip(
-        f":white_check_mark: Approved, and standing rule {_code(standing_rule_id, 60)} allows "
-        f"similar {_code(grant.operation, 200)} calls by agent *{escape(grant.agent)}* with "
+        f":white_check_mark: Approved, and standing rule {code(standing_rule_id, 60)} allows "
+        f"similar {code(grant.operation, 200)} calls by agent *{escape(grant.agent)}* with "
         f"{_ceiling(grant.ceiling_field, grant.ceiling)} and "
         f"{_varying(grant.varying, grant.ceiling_field)}, {_calls(grant.max_uses)} at most, "
-        f"until {_when(grant.expires_at)}: {grant.max_uses} use"
+        f"until {when(grant.expires_at)}: {grant.max_uses} use"
         f"{'s' if grant.max_uses != 1 else ''} remaining. "
         "Revoke it with `/countersign standing`.",
         SECTION_MAX,
@@ -181,8 +181,8 @@ def granted_text(standing_rule_id: str, grant: Grant) -> str:
 def standing_list_blocks(rules: Sequence[StandingRule], *, now: datetime) -> Blocks:
     """``/countersign standing``: the active standing rules, each with a Revoke button."""
     if not rules:
-        return [_section("No standing rules are active.")]
-    blocks: Blocks = [_header("Active standing rules")]
+        return [section("No standing rules are active.")]
+    blocks: Blocks = [header("Active standing rules")]
     for rule in rules[:LISTED]:
         uses = (
             f"{_calls(rule.uses)} approved so far, {rule.remaining} of {rule.max_uses} "
@@ -197,25 +197,25 @@ def standing_list_blocks(rules: Sequence[StandingRule], *, now: datetime) -> Blo
                     "verbatim": True,
                     "text": clip(
                         f"*{escape(rule.operation)}* by agent *{escape(rule.agent)}*, rule "
-                        f"{_code(rule.rule_id, 120)}: {_ceiling(rule.ceiling_field, rule.ceiling)}"
+                        f"{code(rule.rule_id, 120)}: {_ceiling(rule.ceiling_field, rule.ceiling)}"
                         f", {_varying(rule.varying, rule.ceiling_field)}"
-                        f"\nGranted by {_mention(rule.created_by)} · expires "
-                        f"{_when(rule.expires_at)} ({_remaining(rule.expires_at, now)}) · {uses}"
-                        f" · {_code(rule.id, 60)}",
+                        f"\nGranted by {mention(rule.created_by)} · expires "
+                        f"{when(rule.expires_at)} ({remaining(rule.expires_at, now)}) · {uses}"
+                        f" · {code(rule.id, 60)}",
                         SECTION_MAX,
                     ),
                 },
                 "accessory": {
                     "type": "button",
                     "action_id": REVOKE_STANDING,
-                    "text": _plain("Revoke", BUTTON_MAX),
+                    "text": plain("Revoke", BUTTON_MAX),
                     "style": "danger",
                     "value": rule.id,
                     "confirm": {
-                        "title": _plain("Revoke this standing rule?", 100),
-                        "text": _plain("Similar calls will be asked for again from now on.", 300),
-                        "confirm": _plain("Revoke", 30),
-                        "deny": _plain("Cancel", 30),
+                        "title": plain("Revoke this standing rule?", 100),
+                        "text": plain("Similar calls will be asked for again from now on.", 300),
+                        "confirm": plain("Revoke", 30),
+                        "deny": plain("Cancel", 30),
                         "style": "danger",
                     },
                 },
@@ -223,7 +223,7 @@ def standing_list_blocks(rules: Sequence[StandingRule], *, now: datetime) -> Blo
         )
     hidden = len(rules) - LISTED
     if hidden > 0:
-        blocks.append(_context(f"{hidden} more not shown; the soonest to expire come first."))
+        blocks.append(context(f"{hidden} more not shown; the soonest to expire come first."))
     return blocks
 
 
@@ -232,21 +232,21 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
     asking, what came of it; the verdict buttons until someone gives a verdict, then theirs."""
     title = inert(proposal.preview.title)
     if proposal.standing_rule_id is not None:
-        why = f"standing rule {_code(proposal.standing_rule_id, 60)}"
+        why = f"standing rule {code(proposal.standing_rule_id, 60)}"
     else:
-        why = f"policy rule {_code(proposal.rule_id or '(none)', 120)}"
-    fields = [_field_text(f.label, f.value) for f in proposal.preview.fields]
+        why = f"policy rule {code(proposal.rule_id or '(none)', 120)}"
+    fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
     blocks: Blocks = [
-        _header(f"Review: {proposal.preview.title}"),
-        *_field_sections(fields, budget=3),
-        _section(
+        header(f"Review: {proposal.preview.title}"),
+        *field_sections(fields, budget=3),
+        section(
             f"*Approved automatically by* {why}, without asking anyone.\n"
             f"{escape(proposal.policy_note)}"
         ),
-        _section(_state_line(proposal)),
-        _context(
-            f"Agent *{escape(proposal.agent)}* for {_mention(proposal.requested_by)} · "
-            f"{_code(proposal.operation, 200)} · id {_code(proposal.id, 60)}"
+        section(state_line(proposal)),
+        context(
+            f"Agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)} · "
+            f"{code(proposal.operation, 200)} · id {code(proposal.id, 60)}"
         ),
     ]
     if review is None:
@@ -264,19 +264,19 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
         )
     else:
         blocks.append(
-            _section(
-                f"{_VERDICTS[review.verdict]}, said {_mention(review.reviewer)} "
-                f"at {_when(review.at)}."
+            section(
+                f"{_VERDICTS[review.verdict]}, said {mention(review.reviewer)} "
+                f"at {when(review.at)}."
             )
         )
-    return _message(f"Review an automatic approval: {title}", blocks)
+    return message(f"Review an automatic approval: {title}", blocks)
 
 
 def _verdict_button(action_id: str, text: str, value: str, style: str) -> dict[str, Any]:
     return {
         "type": "button",
         "action_id": action_id,
-        "text": _plain(text, BUTTON_MAX),
+        "text": plain(text, BUTTON_MAX),
         "style": style,
         "value": value,
     }
