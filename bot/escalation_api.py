@@ -12,7 +12,7 @@ from bot.escalation_schemas import EscalationBody, EscalationOut
 from bot.escalations import EscalationService
 from bot.problems import Problem
 from bot.settings import AgentSettings
-from bot.webhook import QUOTAS, SUBMISSIONS, _agent, _wait_seconds
+from bot.webhook import QUOTAS, SUBMISSIONS, authenticated_agent, wait_seconds
 from contracts.base import FieldProblem
 from store.base import StoreUnavailable
 from store.escalations import Escalation, EscalationNotFound, EscalationStatus
@@ -35,7 +35,7 @@ def escalation_routes() -> list[web.RouteDef]:
 
 async def submit(request: web.Request) -> web.Response:
     """As for proposals (bot/webhook.py): the agent's rate, its whole body, then a slot."""
-    agent = _agent(request)
+    agent = authenticated_agent(request)
     quotas = request.app[QUOTAS]
     quotas.admit_submission(agent)
     raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
@@ -66,9 +66,9 @@ async def _submit(request: web.Request, agent: AgentSettings, raw: bytes) -> web
 async def read(request: web.Request) -> web.Response:
     """The escalation; ``?wait=S`` holds the answer while its status is one of ``while_status``
     (comma-separated; default ``open,handed_back``: until a person owns it or it is resolved)."""
-    agent = _agent(request)
+    agent = authenticated_agent(request)
     service = request.app[ESCALATIONS]
-    wait = _wait_seconds(request, service.settings.server.long_poll_max_seconds)
+    wait = wait_seconds(request, service.settings.server.long_poll_max_seconds)
     holding = _while_status(request)
     escalation = await _own(service, agent, request.match_info["id"])
     if wait <= 0 or escalation.status not in holding:

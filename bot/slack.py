@@ -28,7 +28,15 @@ from bot.service import APP_HOME, Service
 from bot.show_full import ShowFull
 from bot.slack_gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 
-__all__ = ["BOLT", "SIGNING_SECRET", "Click", "ReasonSubmitted", "build_bolt", "slack_events"]
+__all__ = [
+    "BOLT",
+    "SIGNING_SECRET",
+    "Click",
+    "ReasonSubmitted",
+    "build_bolt",
+    "click_listener",
+    "slack_events",
+]
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +128,7 @@ def build_bolt(
         ),
     }
     for action_id, handle in clicks.items():
-        app.action(action_id)(_click_listener(handle, service, admission))
+        app.action(action_id)(click_listener(handle, service, admission))
 
     @app.view("reject_reason")
     async def on_reason(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -172,7 +180,7 @@ def build_bolt(
     return app
 
 
-def _click_listener(
+def click_listener(
     handle: Callable[[Click], Awaitable[object]], service: Service, admission: Admission
 ) -> Callable[..., Awaitable[None]]:
     """Acknowledge at once; then do the work if there is room, or tell the clicker it is busy."""

@@ -26,7 +26,7 @@ from bot.render_standing import (
 )
 from bot.review import Reviews
 from bot.service import Service
-from bot.slack import Click, _click_listener
+from bot.slack import Click, click_listener
 from bot.standing import StandingGrants
 from bot.standing_admin import StandingAdmin
 from store.standing import Verdict
@@ -95,7 +95,7 @@ def register_standing_listeners(
             click.proposal_id, user=click.user, channel=click.channel, trigger_id=click.trigger_id
         )
 
-    app.action(APPROVE_STANDING)(_click_listener(begin, service, admission))
+    app.action(APPROVE_STANDING)(click_listener(begin, service, admission))
 
     @app.view(MODAL_CALLBACK)
     async def on_duration(ack: AsyncAck, body: dict[str, Any]) -> None:

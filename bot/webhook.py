@@ -21,7 +21,14 @@ from store.base import NewProposal, Proposal, ProposalNotFound, StoreError, Stor
 from store.delegations import Delegation
 from store.lifecycle import Status
 
-__all__ = ["QUOTAS", "SERVICE", "SUBMISSIONS", "agent_routes"]
+__all__ = [
+    "QUOTAS",
+    "SERVICE",
+    "SUBMISSIONS",
+    "agent_routes",
+    "authenticated_agent",
+    "wait_seconds",
+]
 
 SERVICE: web.AppKey[Service] = web.AppKey("service", Service)
 #: bounds the submissions handled at once (bot/admission.py)
@@ -43,7 +50,7 @@ def agent_routes() -> list[web.RouteDef]:
     ]
 
 
-def _agent(request: web.Request) -> AgentSettings:
+def authenticated_agent(request: web.Request) -> AgentSettings:
     """The agent is whoever holds the bearer token: never what the body says."""
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
@@ -66,7 +73,7 @@ async def _caller(request: web.Request) -> tuple[AgentSettings, Delegation | Non
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() == "bearer" and is_delegation_token(token.strip()):
         return await request.app[DELEGATIONS].authenticate(token.strip())
-    return _agent(request), None
+    return authenticated_agent(request), None
 
 
 async def submit(request: web.Request) -> web.Response:
@@ -118,7 +125,7 @@ async def _submit(
 async def read(request: web.Request) -> web.Response:
     agent, _ = await _caller(request)
     service = request.app[SERVICE]
-    wait = _wait_seconds(request, service.settings.server.long_poll_max_seconds)
+    wait = wait_seconds(request, service.settings.server.long_poll_max_seconds)
     proposal = await _own(service, agent, request.match_info["id"])
     if wait <= 0 or proposal.status not in _UNSETTLED:
         return _json(proposal)
@@ -157,7 +164,8 @@ async def _own(service: Service, agent: AgentSettings, proposal_id: str) -> Prop
     return proposal
 
 
-def _wait_seconds(request: web.Request, ceiling: float) -> float:
+def wait_seconds(request: web.Request, ceiling: float) -> float:
+    """The long-poll the agent asked for with ``?wait=S`` (0 without it); 400 unless 0..ceiling."""
     raw = request.query.get("wait")
     if raw is None:
         return 0.0
