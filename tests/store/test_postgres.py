@@ -385,16 +385,28 @@ async def test_a_database_migrated_by_a_newer_version_is_refused(
 
 
 async def test_status_check_lists_exactly_the_lifecycle_statuses(
-    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], schema: str
 ) -> None:
     await open_pg()
+    # another schema's constraint of that name (a concurrent test run's, another deployment's)
+    other_schema = f"cs_other_{secrets.token_hex(4)}"
+    await raw.execute(f'CREATE SCHEMA "{other_schema}"')
+    try:
+        await raw.execute(
+            f'CREATE TABLE "{other_schema}".proposals (status TEXT CONSTRAINT '
+            "proposals_status_is_a_lifecycle_status CHECK (status IN ('elsewhere')))"
+        )
 
-    check = await raw.fetchval(
-        "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
-        "WHERE conname = 'proposals_status_is_a_lifecycle_status'"
-    )
+        [check] = await raw.fetch(
+            "SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c "
+            "JOIN pg_namespace n ON n.oid = c.connamespace "
+            "WHERE c.conname = 'proposals_status_is_a_lifecycle_status' AND n.nspname = $1",
+            schema,
+        )
+    finally:
+        await raw.execute(f'DROP SCHEMA "{other_schema}" CASCADE')
 
-    assert set(re.findall(r"'(\w+)'", check)) == {status.value for status in Status}
+    assert set(re.findall(r"'(\w+)'", check[0])) == {status.value for status in Status}
 
 
 async def test_database_allows_exactly_the_lifecycle_transitions(
