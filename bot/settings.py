@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Collection, Mapping
+import types
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -41,6 +42,7 @@ __all__ = [
     "SlackSettings",
     "is_user_group",
     "load_settings",
+    "setting_keys",
     "slack_settings",
 ]
 
@@ -495,6 +497,42 @@ def _keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
     if len(parent) == 3 and parent[0] == "agents" and parent[2] == "limits":
         return tuple(AgentLimitsSection.model_fields)
     return ()
+
+
+def setting_keys() -> list[str]:
+    """Every key the file accepts, dotted as the configuration reference lists them.
+
+    ``server.port``; a table of names of your choosing as ``<name>`` (``agents.<name>.acts_for``);
+    an array of tables as ``[]`` (``escalation.routes[].channel``). ``operations.<name>`` and
+    ``policy`` end here: their keys are checked by the operations and the policy table.
+    """
+    return sorted(_keys_under(_FileModel, ""))
+
+
+def _keys_under(model: type[BaseModel], prefix: str) -> Iterator[str]:
+    for name, info in model.model_fields.items():
+        yield from _keys_of(info.annotation, f"{prefix}{name}")
+
+
+def _keys_of(annotation: Any, key: str) -> Iterator[str]:
+    origin, args = get_origin(annotation), get_args(annotation)
+    present = [arg for arg in args if arg is not type(None)]
+    if origin in (Union, types.UnionType) and len(present) == 1:
+        yield from _keys_of(present[0], key)
+    elif _is_model(annotation):
+        yield from _keys_under(annotation, f"{key}.")
+    elif origin is dict and _is_model(args[1]):
+        yield from _keys_under(args[1], f"{key}.<name>.")
+    elif origin is dict:
+        yield f"{key}.<name>"
+    elif origin in (tuple, list) and _is_model(args[0]):
+        yield from _keys_under(args[0], f"{key}[].")
+    else:
+        yield key
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
 def is_user_group(value: str) -> bool:
