@@ -120,7 +120,7 @@ async def approve(
     """Store.claim_for_execution on PostgreSQL: record ``actor``'s approval; claim at the
     quorum."""
     at, lease = aware(now, field="now"), aware(lease_until, field="lease_until")
-    async with store._transaction() as db:
+    async with store.transaction() as db:
         current = await _locked(db, proposal_id)
         refused = approval_refusal(current, actor=actor, now=at, binding_hash=binding_hash)
         if refused is not None:
@@ -130,7 +130,7 @@ async def approve(
         if len(counted(recorded)) < recorded.quorum:
             [approval] = [a for a in recorded.approvals if a.approver == actor]
             detail = recorded_detail(recorded, approval)
-            await store._append(db, at, proposal_id, actor, APPROVAL_RECORDED, detail)
+            await store.append_audit(db, at, proposal_id, actor, APPROVAL_RECORDED, detail)
             for effect in progress_effects(recorded):
                 status = recorded.status.value
                 await db.execute(
@@ -141,5 +141,5 @@ async def approve(
         if row is None:  # the row is locked since the read: nothing can have changed
             raise StoreError(f"proposal {proposal_id!r} changed during its approval")
         detail = approved_detail(recorded, binding_hash)
-        await store._append(db, at, proposal_id, actor, "approved", detail)
-        return Transitioned(await store._enqueue(db, row, at))
+        await store.append_audit(db, at, proposal_id, actor, "approved", detail)
+        return Transitioned(await store.enqueue_effects(db, row, at))

@@ -1,8 +1,8 @@
 """The PostgreSQL backend of the DelegationStore protocol.
 
 It shares the PostgresStore's pool and audit chain: every change is one transaction holding the
-change (which locks its row), then its audit entry (PostgresStore._append, which locks the audit
-head: rows first, head second, as everywhere). Get it from :meth:`PostgresStore.delegations`.
+change (which locks its row), then its audit entry (PostgresStore.append_audit, which locks the
+audit head: rows first, head second, as everywhere). Get it from :meth:`PostgresStore.delegations`.
 """
 
 from __future__ import annotations
@@ -95,24 +95,26 @@ class PgDelegations:
             )
         created = aware(new.created_at, field="created_at")
         expires = aware(new.expires_at, field="expires_at")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             row = await db.fetchrow(
                 INSERT_DELEGATION, new.id, new.token_hash, new.agent, new.person, created, expires
             )
             assert row is not None  # RETURNING of an INSERT that did not fail
             detail = grant_detail(new)
-            await self._store._append(db, created, new.id, new.person, "delegation_granted", detail)
+            await self._store.append_audit(
+                db, created, new.id, new.person, "delegation_granted", detail
+            )
             return delegation_from_record(row)
 
     @finish_even_if_cancelled
     async def delegation_for_token(self, token_hash: str) -> Delegation | None:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             row = await db.fetchrow(SELECT_BY_TOKEN_HASH, token_hash)
             return None if row is None else delegation_from_record(row)
 
     @finish_even_if_cancelled
     async def get_delegation(self, delegation_id: str) -> Delegation:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             return await self._delegation(db, delegation_id)
 
     @finish_even_if_cancelled
@@ -121,7 +123,7 @@ class PgDelegations:
     ) -> list[Delegation]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of delegations")
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             rows = await db.fetch(SELECT_ACTIVE_OF, person, aware(now, field="now"), limit)
             return [delegation_from_record(row) for row in rows]
 
@@ -130,11 +132,13 @@ class PgDelegations:
         self, delegation_id: str, *, actor: str, now: datetime
     ) -> DelegationRevokeResult:
         at = aware(now, field="now")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             changed = await db.fetchrow(REVOKE, delegation_id, actor, at)
             current = await self._delegation(db, delegation_id)
             if changed is None:
                 return not_revocable(current, at)
             detail: dict[str, JsonValue] = {"delegation_id": delegation_id, "agent": current.agent}
-            await self._store._append(db, at, delegation_id, actor, "delegation_revoked", detail)
+            await self._store.append_audit(
+                db, at, delegation_id, actor, "delegation_revoked", detail
+            )
             return DelegationRevoked(current)

@@ -163,7 +163,7 @@ class PgDigests:
     ) -> Digest:
         at = aware(now, field="now")
         created = aware(digest.created_at, field="created_at")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             await db.execute(
                 INSERT_DIGEST,
                 digest.id,
@@ -191,21 +191,23 @@ class PgDigests:
             }
             for item in ids:
                 if item in attached:
-                    await self._store._append(db, at, item, SLACK_ACTOR, "posted_to_slack", detail)
+                    await self._store.append_audit(
+                        db, at, item, SLACK_ACTOR, "posted_to_slack", detail
+                    )
             if deliveries:
                 await db.execute(COMPLETE_DELIVERIES, list(deliveries), at)
             return await self._read(db, digest.id)
 
     @finish_even_if_cancelled
     async def get_digest(self, digest_id: str) -> Digest:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             return await self._read(db, digest_id)
 
     @finish_even_if_cancelled
     async def get_proposals(self, proposal_ids: Sequence[str]) -> list[Proposal]:
         if not proposal_ids:
             return []
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             rows = await db.fetch(SELECT_PROPOSALS, list(proposal_ids))
             found = {
                 p.id: p for p in await with_approvals(db, [proposal_from_record(r) for r in rows])
@@ -220,7 +222,7 @@ class PgDigests:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of entries")
         at = aware(now, field="now")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             rows = await db.fetch(sql, at, at + lease, limit, *args)
             return sorted(map(delivery_from_record, rows), key=lambda d: d.id)
 
@@ -250,7 +252,7 @@ class PgDigests:
     @finish_even_if_cancelled
     async def complete_deliveries(self, delivery_ids: Sequence[int], *, now: datetime) -> None:
         if delivery_ids:
-            async with self._store._connection() as db:
+            async with self._store.connection() as db:
                 await db.execute(COMPLETE_DELIVERIES, list(delivery_ids), aware(now, field="now"))
 
     @finish_even_if_cancelled
@@ -258,7 +260,7 @@ class PgDigests:
         self, delivery_ids: Sequence[int], *, at: datetime, error: str
     ) -> None:
         if delivery_ids:
-            async with self._store._connection() as db:
+            async with self._store.connection() as db:
                 await db.execute(
                     RETRY_DELIVERIES, list(delivery_ids), aware(at, field="at"), error[:2000]
                 )
@@ -266,5 +268,5 @@ class PgDigests:
     @finish_even_if_cancelled
     async def defer_deliveries(self, delivery_ids: Sequence[int], *, at: datetime) -> None:
         if delivery_ids:
-            async with self._store._connection() as db:
+            async with self._store.connection() as db:
                 await db.execute(DEFER_DELIVERIES, list(delivery_ids), aware(at, field="at"))

@@ -1,7 +1,7 @@
 """The PostgreSQL backend of the EscalationStore protocol.
 
 It shares the PostgresStore's pool and audit chain: every transition is one transaction holding
-the compare-and-set (which locks the escalation's row), its audit entry (PostgresStore._append,
+the compare-and-set (which locks the escalation's row), its audit entry (PostgresStore.append_audit,
 which then locks the audit head: rows first, head second, as everywhere) and its outbox
 entries. The re-announcement sweep and outbox leasing take rows with ``FOR UPDATE SKIP LOCKED``,
 so instances doing them at once never do one twice. Get it from
@@ -247,7 +247,7 @@ class PgEscalations:
         reannounce: bool = False,
     ) -> Escalation:
         escalation = escalation_from_record(row)
-        await self._store._append(db, now, escalation.id, actor, event, detail)
+        await self._store.append_audit(db, now, escalation.id, actor, event, detail)
         effects = [Effect.SLACK_REPLY] if reannounce else escalation_effects_of(escalation)
         at = aware(now, field="now")
         for effect in effects:
@@ -264,7 +264,7 @@ class PgEscalations:
 
     @finish_even_if_cancelled
     async def create_escalation(self, new: NewEscalation) -> tuple[Escalation, bool]:
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             row = await db.fetchrow(INSERT_ESCALATION, *_new_args(new))
             if row is None:
                 found = await db.fetchrow(SELECT_BY_KEY, new.agent, new.submission_key)
@@ -286,12 +286,12 @@ class PgEscalations:
 
     @finish_even_if_cancelled
     async def get_escalation(self, escalation_id: str) -> Escalation:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             return await self._existing(db, escalation_id)
 
     @finish_even_if_cancelled
     async def find_escalation(self, agent: str, submission_key: str) -> Escalation | None:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             row = await db.fetchrow(SELECT_BY_KEY, agent, submission_key)
             return None if row is None else escalation_from_record(row)
 
@@ -300,19 +300,19 @@ class PgEscalations:
         self, escalation_id: str, channel: str, ts: str, *, now: datetime
     ) -> Escalation:
         at = aware(now, field="now")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             row = await db.fetchrow(UPDATE_MESSAGE, escalation_id, channel, ts, at)
             if row is None:
                 raise EscalationNotFound(f"no escalation has id {escalation_id!r}")
             detail = {"channel": channel, "ts": ts}
             event = "posted_to_slack"
-            await self._store._append(db, at, escalation_id, SLACK_ACTOR, event, detail)
+            await self._store.append_audit(db, at, escalation_id, SLACK_ACTOR, event, detail)
             return escalation_from_record(row)
 
     @finish_even_if_cancelled
     async def take(self, escalation_id: str, *, actor: str, now: datetime) -> EscalationResult:
         at = aware(now, field="now")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             row = await db.fetchrow(TAKE, escalation_id, actor, at)
             if row is None:
                 current = await self._existing(db, escalation_id)
@@ -324,7 +324,7 @@ class PgEscalations:
         self, escalation_id: str, *, actor: str, note: str, now: datetime
     ) -> EscalationResult:
         at = aware(now, field="now")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             row = await db.fetchrow(HAND_BACK, escalation_id, actor, note, at)
             if row is None:
                 current = await self._existing(db, escalation_id)
@@ -338,7 +338,7 @@ class PgEscalations:
         self, escalation_id: str, *, actor: str, note: str | None, now: datetime
     ) -> EscalationResult:
         at = aware(now, field="now")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             row = await db.fetchrow(RESOLVE, escalation_id, actor, note, at)
             if row is None:
                 current = await self._existing(db, escalation_id)
@@ -354,7 +354,7 @@ class PgEscalations:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of escalations")
         at = aware(now, field="now")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             rows = await db.fetch(REANNOUNCE_DUE, at, at - after, limit, most)
             announced = []
             for row in sorted(rows, key=lambda r: r["id"]):
@@ -374,7 +374,7 @@ class PgEscalations:
 
     @finish_even_if_cancelled
     async def count_open(self, agent: str) -> int:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             count = await db.fetchval(COUNT_OPEN, agent)
             return int(count or 0)
 
@@ -382,13 +382,13 @@ class PgEscalations:
     async def owned_by(self, user: str, *, limit: int = 20) -> list[Escalation]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of escalations")
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             rows = await db.fetch(SELECT_OWNED, user, limit)
             return [escalation_from_record(row) for row in rows]
 
     @finish_even_if_cancelled
     async def escalation_log(self, escalation_id: str) -> list[AuditEntry]:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             rows = await db.fetch(SELECT_LOG, escalation_id)
             return [audit_entry_from_record(row) for row in rows]
 
@@ -401,33 +401,33 @@ class PgEscalations:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of entries")
         at = aware(now, field="now")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             rows = await db.fetch(CLAIM_DELIVERIES, at, at + lease, limit)
             return sorted(map(_delivery_from_record, rows), key=lambda d: d.id)
 
     @finish_even_if_cancelled
     async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             await db.execute(COMPLETE_DELIVERY, delivery_id, aware(now, field="now"))
 
     @finish_even_if_cancelled
     async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             await db.execute(RETRY_DELIVERY, delivery_id, aware(at, field="at"), error[:2000])
 
     @finish_even_if_cancelled
     async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
         at = aware(now, field="now")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             row = await db.fetchrow(ABANDON_DELIVERY, delivery_id, at, error[:2000])
             if row is not None:
                 detail = {"effect": row["effect"], "attempts": row["attempts"], "error": error}
-                await self._store._append(
+                await self._store.append_audit(
                     db, at, row["escalation_id"], OUTBOX_ACTOR, "delivery_abandoned", detail
                 )
 
     @finish_even_if_cancelled
     async def pending_deliveries(self) -> int:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             count: int = await db.fetchval(COUNT_PENDING)
             return count

@@ -83,13 +83,13 @@ async def remind_due(store: PostgresStore, *, now: datetime, limit: int) -> list
     if limit < 1:
         raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
     at = aware(now, field="now")
-    async with store._transaction() as db:
+    async with store.transaction() as db:
         rows = await db.fetch(REMIND_DUE, at, limit)
         reminded = []
         for row in sorted(rows, key=lambda r: (r["remind_at"], r["id"])):
             proposal = proposal_from_record(row)
             detail = reminder_detail(proposal)
-            await store._append(db, at, proposal.id, REMINDER_ACTOR, "reminded", detail)
+            await store.append_audit(db, at, proposal.id, REMINDER_ACTOR, "reminded", detail)
             await _enqueue(db, proposal, REMINDER_EFFECT, at)
             reminded.append(proposal)
         return await with_approvals(db, reminded)
@@ -99,17 +99,17 @@ async def extend(
     store: PostgresStore, proposal_id: str, *, actor: str, until: datetime, now: datetime
 ) -> TransitionResult:
     at, to = aware(now, field="now"), aware(until, field="until")
-    async with store._transaction() as db:
-        current = await store._existing(db, proposal_id)
+    async with store.transaction() as db:
+        current = await store.existing_proposal(db, proposal_id)
         if current.expires_at is None:
             return not_extendable(current, at, to)
         remind_at = moved_reminder(current, to)
         row = await db.fetchrow(EXTEND, proposal_id, actor, at, to, current.expires_at, remind_at)
         if row is None:
-            return not_extendable(await store._existing(db, proposal_id), at, to)
+            return not_extendable(await store.existing_proposal(db, proposal_id), at, to)
         proposal = proposal_from_record(row)
         detail = extension_detail(current.expires_at, to)
-        await store._append(db, at, proposal.id, actor, "extended", detail)
+        await store.append_audit(db, at, proposal.id, actor, "extended", detail)
         await _enqueue(db, proposal, EXTENSION_EFFECT, at)
         [proposal] = await with_approvals(db, [proposal])
         return Transitioned(proposal)

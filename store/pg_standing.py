@@ -1,7 +1,7 @@
 """The PostgreSQL backend of the StandingStore protocol.
 
 It shares the PostgresStore's pool and audit chain: every change is one transaction holding the
-compare-and-set (which locks its row), then its audit entry (PostgresStore._append, which locks
+compare-and-set (which locks its row), then its audit entry (PostgresStore.append_audit, which locks
 the audit head: rows first, head second, as everywhere). Get it from
 :meth:`PostgresStore.standing`.
 """
@@ -197,10 +197,10 @@ class PgStanding:
         standing_rule_id: str,
     ) -> TransitionResult:
         at, lease = aware(now, field="now"), aware(lease_until, field="lease_until")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             row = await db.fetchrow(CLAIM_FOR_GRANT, proposal_id, actor, at, binding_hash, lease)
             if row is None:
-                current = await self._store._existing(db, proposal_id)
+                current = await self._store.existing_proposal(db, proposal_id)
                 return grant_refusal(current, at, binding_hash)
             await db.execute(INSERT_APPROVAL, proposal_id, actor, binding_hash, at)
             await db.execute(
@@ -220,14 +220,16 @@ class PgStanding:
                 grant.max_uses,
             )
             approved = approval_detail(actor, binding_hash)
-            await self._store._append(db, at, proposal_id, actor, "approved", approved)
+            await self._store.append_audit(db, at, proposal_id, actor, "approved", approved)
             detail = grant_detail(standing_rule_id, grant)
-            await self._store._append(db, at, proposal_id, actor, "standing_rule_granted", detail)
-            return Transitioned(await self._store._enqueue(db, row, at))
+            await self._store.append_audit(
+                db, at, proposal_id, actor, "standing_rule_granted", detail
+            )
+            return Transitioned(await self._store.enqueue_effects(db, row, at))
 
     @finish_even_if_cancelled
     async def get_standing_rule(self, standing_rule_id: str) -> StandingRule:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             return await self._rule(db, standing_rule_id)
 
     @finish_even_if_cancelled
@@ -244,7 +246,7 @@ class PgStanding:
     ) -> list[StandingRule]:
         at = aware(now, field="now")
         call = json.dumps(dict(arguments), ensure_ascii=False, allow_nan=False)
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             rows = await db.fetch(
                 SELECT_COVERING, operation, agent, rule_id, _numeric(value), requested_by, at, call
             )
@@ -254,7 +256,7 @@ class PgStanding:
     async def active_standing_rules(self, *, now: datetime, limit: int = 50) -> list[StandingRule]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of rules")
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             rows = await db.fetch(SELECT_ACTIVE, aware(now, field="now"), limit)
             return [standing_rule_from_record(row) for row in rows]
 
@@ -263,14 +265,14 @@ class PgStanding:
         self, standing_rule_id: str, *, actor: str, now: datetime
     ) -> RevokeResult:
         at = aware(now, field="now")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             changed = await db.fetchrow(REVOKE, standing_rule_id, actor, at)
             current = await self._rule(db, standing_rule_id)
             if changed is None:
                 return not_revocable(current, at)
             detail: dict[str, JsonValue] = {"standing_rule_id": standing_rule_id}
             subject = current.created_from
-            await self._store._append(db, at, subject, actor, "standing_rule_revoked", detail)
+            await self._store.append_audit(db, at, subject, actor, "standing_rule_revoked", detail)
             return Revoked(current)
 
     @finish_even_if_cancelled
@@ -280,7 +282,7 @@ class PgStanding:
         if verdict not in ("ok", "should_have_asked"):
             raise ValueError(f"verdict: got {verdict!r}; expected 'ok' or 'should_have_asked'")
         at = aware(now, field="now")
-        async with self._store._transaction() as db:
+        async with self._store.transaction() as db:
             sampled = await db.fetchrow(SELECT_SAMPLED, proposal_id)
             if sampled is None:
                 raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
@@ -292,18 +294,18 @@ class PgStanding:
                 assert first is not None  # the row whose key refused ours
                 return AlreadyReviewed(_review_from_record(first))
             detail: dict[str, JsonValue] = {"verdict": verdict}
-            await self._store._append(db, at, proposal_id, reviewer, "reviewed", detail)
+            await self._store.append_audit(db, at, proposal_id, reviewer, "reviewed", detail)
             return _review_from_record(row)
 
     @finish_even_if_cancelled
     async def get_review(self, proposal_id: str) -> Reviewed | None:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             row = await db.fetchrow(SELECT_REVIEW, proposal_id)
             return None if row is None else _review_from_record(row)
 
     @finish_even_if_cancelled
     async def review_stats(self) -> list[ReviewStats]:
-        async with self._store._connection() as db:
+        async with self._store.connection() as db:
             rows = await db.fetch(REVIEW_STATS)
         stats = [
             ReviewStats(

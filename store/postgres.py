@@ -205,9 +205,12 @@ class PostgresStore:
             await self._pool.close()
 
     # --- connections and transactions -------------------------------------------------------
+    # connection, transaction, existing_proposal, append_audit and enqueue_effects are what the
+    # feature stores sharing this pool and audit chain (pg_*.py) build their verbs with;
+    # SqliteStore has the same names. They are not part of the Store protocol.
 
     @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[Connection]:
+    async def connection(self) -> AsyncIterator[Connection]:
         """A pooled connection for single statements. Driver errors are translated here."""
         if self._closed:
             raise StoreUnavailable("the store is closed")
@@ -220,21 +223,22 @@ class PostgresStore:
             raise translate(error) from error
 
     @asynccontextmanager
-    async def _transaction(
+    async def transaction(
         self, *, isolation: Isolation = "read_committed", readonly: bool = False
     ) -> AsyncIterator[Connection]:
         """One transaction on a pooled connection: committed at the end, rolled back on error."""
-        async with self._connection() as db, db.transaction(isolation=isolation, readonly=readonly):
+        async with self.connection() as db, db.transaction(isolation=isolation, readonly=readonly):
             yield db
 
-    async def _existing(self, db: Connection, proposal_id: str) -> Proposal:
+    async def existing_proposal(self, db: Connection, proposal_id: str) -> Proposal:
+        """The proposal with its approvals, read inside ``db``'s transaction; ProposalNotFound."""
         row = await db.fetchrow(sql.SELECT_PROPOSAL, proposal_id)
         if row is None:
             raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
         [proposal] = await with_approvals(db, [proposal_from_record(row)])
         return proposal
 
-    async def _append(
+    async def append_audit(
         self,
         db: Connection,
         at: datetime,
@@ -272,7 +276,7 @@ class PostgresStore:
         assert row is not None  # RETURNING of an INSERT that did not fail
         return audit_entry_from_record(row)
 
-    async def _enqueue(self, db: Connection, row: asyncpg.Record, now: datetime) -> Proposal:
+    async def enqueue_effects(self, db: Connection, row: asyncpg.Record, now: datetime) -> Proposal:
         """Write the outbox entries of the status ``row`` just entered; return the proposal."""
         [proposal] = await with_approvals(db, [proposal_from_record(row)])
         at = aware(now, field="now")
@@ -302,7 +306,7 @@ class PostgresStore:
                 f"executing (status {new.status.value!r}, lease_until {new.lease_until!r})"
             )
         args = new_proposal_args(new)
-        async with self._transaction() as db:
+        async with self.transaction() as db:
             row = await db.fetchrow(sql.INSERT_PROPOSAL, *args)
             if row is None:  # the agent used this submission key before
                 found = await db.fetchrow(
@@ -332,24 +336,24 @@ class PostgresStore:
         }
         if new.delegation_id is not None:  # the delegation behind requested_by
             submitted |= {"delegation_id": new.delegation_id, "requested_by": new.requested_by}
-        await self._append(db, new.created_at, new.id, new.agent, "submitted", submitted)
+        await self.append_audit(db, new.created_at, new.id, new.agent, "submitted", submitted)
         if edit is not None:
             editor = new.edited_by or "unknown"
-            await self._append(db, new.created_at, new.id, editor, "edited", edit)
+            await self.append_audit(db, new.created_at, new.id, editor, "edited", edit)
         if new.status in _POLICY_EVENT:
             policy = policy_detail(new)
             event = _POLICY_EVENT[new.status]
-            await self._append(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
-        return await self._enqueue(db, row, new.created_at)
+            await self.append_audit(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
+        return await self.enqueue_effects(db, row, new.created_at)
 
     @finish_even_if_cancelled
     async def get_proposal(self, proposal_id: str) -> Proposal:
-        async with self._connection() as db:
-            return await self._existing(db, proposal_id)
+        async with self.connection() as db:
+            return await self.existing_proposal(db, proposal_id)
 
     @finish_even_if_cancelled
     async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
-        async with self._connection() as db:
+        async with self.connection() as db:
             row = await db.fetchrow(sql.SELECT_BY_SUBMISSION_KEY, agent, submission_key)
             if row is None:
                 return None
@@ -362,7 +366,7 @@ class PostgresStore:
     ) -> list[Proposal]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
-        async with self._connection() as db:
+        async with self.connection() as db:
             if agent is None:
                 rows = await db.fetch(sql.SELECT_PENDING, limit)
             else:
@@ -371,13 +375,13 @@ class PostgresStore:
 
     @finish_even_if_cancelled
     async def count_pending(self, agent: str) -> int:
-        async with self._connection() as db:
+        async with self.connection() as db:
             count = await db.fetchval(sql.COUNT_PENDING, agent)
             return int(count or 0)
 
     @finish_even_if_cancelled
     async def pending_by_agent(self) -> dict[str, int]:
-        async with self._connection() as db:
+        async with self.connection() as db:
             rows = await db.fetch(sql.COUNT_PENDING_BY_AGENT)
             return {str(row["agent"]): int(row["pending"]) for row in rows}
 
@@ -385,19 +389,19 @@ class PostgresStore:
     async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
-        async with self._connection() as db:
+        async with self.connection() as db:
             rows = await db.fetch(sql.SELECT_DECIDED_BY, user, limit)
             return await with_approvals(db, [proposal_from_record(row) for row in rows])
 
     @finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
         now = aware(self._clock(), field="clock()")
-        async with self._transaction() as db:
+        async with self.transaction() as db:
             row = await db.fetchrow(sql.UPDATE_MESSAGE, proposal_id, channel, ts, now)
             if row is None:
                 raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
             detail = {"channel": channel, "ts": ts}
-            await self._append(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
+            await self.append_audit(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
             [proposal] = await with_approvals(db, [proposal_from_record(row)])
             return proposal
 
@@ -425,12 +429,12 @@ class PostgresStore:
         self, proposal_id: str, *, actor: str, now: datetime, lease_until: datetime
     ) -> TransitionResult:
         at, lease = aware(now, field="now"), aware(lease_until, field="lease_until")
-        async with self._transaction() as db:
+        async with self.transaction() as db:
             row = await db.fetchrow(sql.RETRY, proposal_id, at, lease)
             if row is None:
-                return not_reconcilable(await self._existing(db, proposal_id))
-            await self._append(db, at, proposal_id, actor, "retry_approved", {})
-            return Transitioned(await self._enqueue(db, row, at))
+                return not_reconcilable(await self.existing_proposal(db, proposal_id))
+            await self.append_audit(db, at, proposal_id, actor, "retry_approved", {})
+            return Transitioned(await self.enqueue_effects(db, row, at))
 
     @finish_even_if_cancelled
     async def resolve_reconciliation(
@@ -443,26 +447,28 @@ class PostgresStore:
             )
         status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
         at = aware(now, field="now")
-        async with self._transaction() as db:
+        async with self.transaction() as db:
             row = await db.fetchrow(sql.RESOLVE, proposal_id, status.value, dump_json(detail), at)
             if row is None:
-                return not_reconcilable(await self._existing(db, proposal_id))
+                return not_reconcilable(await self.existing_proposal(db, proposal_id))
             audit: dict[str, JsonValue] = {"outcome": detail, "note": note}
-            await self._append(db, at, proposal_id, actor, "reconciled", audit)
-            return Transitioned(await self._enqueue(db, row, at))
+            await self.append_audit(db, at, proposal_id, actor, "reconciled", audit)
+            return Transitioned(await self.enqueue_effects(db, row, at))
 
     @finish_even_if_cancelled
     async def reclaim_abandoned(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         at, outcome = aware(now, field="now"), dump_json(outcome_json(_ABANDONED))
-        async with self._transaction() as db:
+        async with self.transaction() as db:
             rows = await db.fetch(sql.RECLAIM_ABANDONED, at, limit, outcome)
             reclaimed = []
             for row in sorted(rows, key=lambda r: (r["lease_until"], r["id"])):
                 detail = {"lease_until": row["lease_until"].astimezone(UTC).isoformat()}
-                await self._append(db, at, row["id"], EXPIRY_ACTOR, "execution_abandoned", detail)
-                reclaimed.append(await self._enqueue(db, row, at))
+                await self.append_audit(
+                    db, at, row["id"], EXPIRY_ACTOR, "execution_abandoned", detail
+                )
+                reclaimed.append(await self.enqueue_effects(db, row, at))
             return reclaimed
 
     @finish_even_if_cancelled
@@ -470,12 +476,12 @@ class PostgresStore:
         self, proposal_id: str, *, actor: str, reason: str, now: datetime
     ) -> TransitionResult:
         at = aware(now, field="now")
-        async with self._transaction() as db:
+        async with self.transaction() as db:
             row = await db.fetchrow(sql.REJECT, proposal_id, actor, at, reason)
             if row is None:
-                return refusal(await self._existing(db, proposal_id), at, None)
-            await self._append(db, at, proposal_id, actor, "rejected", {"reason": reason})
-            return Transitioned(await self._enqueue(db, row, at))
+                return refusal(await self.existing_proposal(db, proposal_id), at, None)
+            await self.append_audit(db, at, proposal_id, actor, "rejected", {"reason": reason})
+            return Transitioned(await self.enqueue_effects(db, row, at))
 
     @finish_even_if_cancelled
     async def supersede(
@@ -483,12 +489,12 @@ class PostgresStore:
     ) -> TransitionResult:
         check_edit(old_id, new, actor=actor)
         at, args = aware(now, field="now"), new_proposal_args(new)
-        async with self._transaction() as db:
+        async with self.transaction() as db:
             row = await db.fetchrow(sql.SUPERSEDE, old_id, new.id, actor, at)
             if row is None:
-                return refusal(await self._existing(db, old_id), at, None)
-            old = await self._enqueue(db, row, at)
-            await self._append(db, at, old_id, actor, "superseded", superseded_detail(new))
+                return refusal(await self.existing_proposal(db, old_id), at, None)
+            old = await self.enqueue_effects(db, row, at)
+            await self.append_audit(db, at, old_id, actor, "superseded", superseded_detail(new))
             inserted = await db.fetchrow(sql.INSERT_PROPOSAL, *args)
             if inserted is None:  # the agent used this submission key: undo the transition
                 key = (new.agent, new.submission_key)
@@ -504,32 +510,32 @@ class PostgresStore:
     ) -> Proposal:
         status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
         at = aware(now, field="now")
-        async with self._transaction() as db:
+        async with self.transaction() as db:
             row = await db.fetchrow(
                 sql.RECORD_OUTCOME, proposal_id, status.value, dump_json(detail), at
             )
             if row is None:
-                current = await self._existing(db, proposal_id)
+                current = await self.existing_proposal(db, proposal_id)
                 raise InvalidTransition(
                     f"proposal {proposal_id!r} is {current.status.value!r}, not 'executing': "
                     f"an outcome ({outcome.kind!r}) can only be recorded while executing"
                 )
-            await self._append(db, at, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
-            return await self._enqueue(db, row, at)
+            await self.append_audit(db, at, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
+            return await self.enqueue_effects(db, row, at)
 
     @finish_even_if_cancelled
     async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         at = aware(now, field="now")
-        async with self._transaction() as db:
+        async with self.transaction() as db:
             rows = await db.fetch(sql.EXPIRE_DUE, at, limit)
             expired = []
             for row in sorted(rows, key=lambda r: (r["expires_at"], r["id"])):
-                proposal = await self._enqueue(db, row, at)
+                proposal = await self.enqueue_effects(db, row, at)
                 assert proposal.expires_at is not None  # only proposals with an expiry expire
                 detail = {"expires_at": proposal.expires_at.isoformat()}
-                await self._append(db, at, proposal.id, EXPIRY_ACTOR, "expired", detail)
+                await self.append_audit(db, at, proposal.id, EXPIRY_ACTOR, "expired", detail)
                 expired.append(proposal)
             return expired
 
@@ -552,18 +558,18 @@ class PostgresStore:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of entries")
         at = aware(now, field="now")
-        async with self._transaction() as db:
+        async with self.transaction() as db:
             rows = await db.fetch(sql.CLAIM_DELIVERIES, at, at + lease, limit)
             return sorted(map(delivery_from_record, rows), key=lambda d: d.id)
 
     @finish_even_if_cancelled
     async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
-        async with self._connection() as db:
+        async with self.connection() as db:
             await db.execute(sql.COMPLETE_DELIVERY, delivery_id, aware(now, field="now"))
 
     @finish_even_if_cancelled
     async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
-        async with self._connection() as db:
+        async with self.connection() as db:
             await db.execute(
                 sql.RETRY_DELIVERY, delivery_id, aware(at, field="at"), error[:_ERROR_CHARS]
             )
@@ -571,17 +577,17 @@ class PostgresStore:
     @finish_even_if_cancelled
     async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
         at = aware(now, field="now")
-        async with self._transaction() as db:
+        async with self.transaction() as db:
             row = await db.fetchrow(sql.ABANDON_DELIVERY, delivery_id, at, error[:_ERROR_CHARS])
             if row is not None:
                 detail = {"effect": row["effect"], "attempts": row["attempts"], "error": error}
-                await self._append(
+                await self.append_audit(
                     db, at, row["proposal_id"], OUTBOX_ACTOR, "delivery_abandoned", detail
                 )
 
     @finish_even_if_cancelled
     async def pending_deliveries(self) -> int:
-        async with self._connection() as db:
+        async with self.connection() as db:
             count: int = await db.fetchval(sql.COUNT_PENDING_DELIVERIES)
             return count
 
@@ -595,12 +601,12 @@ class PostgresStore:
         detail: dict[str, JsonValue],
         now: datetime,
     ) -> AuditEntry:
-        async with self._transaction() as db:
-            return await self._append(db, now, proposal_id, actor, event, detail)
+        async with self.transaction() as db:
+            return await self.append_audit(db, now, proposal_id, actor, event, detail)
 
     @finish_even_if_cancelled
     async def audit_log(self, proposal_id: str | None = None) -> list[AuditEntry]:
-        async with self._connection() as db:
+        async with self.connection() as db:
             if proposal_id is None:
                 rows = await db.fetch(sql.SELECT_AUDIT_LOG)
             else:
@@ -616,7 +622,7 @@ class PostgresStore:
         transaction of every append, names the true last entry: a log that ends before it has
         lost its tail (reported as the first missing entry).
         """
-        async with self._transaction(isolation="repeatable_read", readonly=True) as db:
+        async with self.transaction(isolation="repeatable_read", readonly=True) as db:
             entries = [audit_entry_from_record(row) for row in await db.fetch(sql.SELECT_AUDIT_LOG)]
             head = await db.fetchrow(sql.SELECT_AUDIT_HEAD)
         report = verify_chain(entries)
@@ -624,7 +630,7 @@ class PostgresStore:
 
     @finish_even_if_cancelled
     async def audit_head(self) -> AuditHead:
-        async with self._connection() as db:
+        async with self.connection() as db:
             head = await db.fetchrow(sql.SELECT_AUDIT_HEAD)
         if head is None:
             raise StoreError("the audit head row is missing; the database was altered by hand")

@@ -411,9 +411,12 @@ class SqliteStore:
         return self._writes
 
     # --- transactions -----------------------------------------------------------------------
+    # transaction, one, existing_proposal, append_audit and enqueue_effects are what the
+    # feature stores sharing this connection and audit chain (sqlite_*.py) build their verbs
+    # with; PostgresStore has the same names. They are not part of the Store protocol.
 
     @asynccontextmanager
-    async def _transaction(self, *, write: bool) -> AsyncIterator[aiosqlite.Connection]:
+    async def transaction(self, *, write: bool) -> AsyncIterator[aiosqlite.Connection]:
         """One transaction, serialized with every other use of the connection.
 
         Driver errors are translated here: none leaves the store. Write transactions are
@@ -464,18 +467,20 @@ class SqliteStore:
             except sqlite3.Error as error:
                 raise _translated(error) from error
 
-    async def _one(self, db: aiosqlite.Connection, sql: str, params: Any) -> Row | None:
+    async def one(self, db: aiosqlite.Connection, sql: str, params: Any) -> Row | None:
+        """The first row ``sql`` returns inside ``db``'s transaction, or None."""
         rows = list(await db.execute_fetchall(sql, params))
         return rows[0] if rows else None
 
-    async def _existing(self, db: aiosqlite.Connection, proposal_id: str) -> Proposal:
-        row = await self._one(db, SELECT_PROPOSAL, (proposal_id,))
+    async def existing_proposal(self, db: aiosqlite.Connection, proposal_id: str) -> Proposal:
+        """The proposal with its approvals, read inside ``db``'s transaction; ProposalNotFound."""
+        row = await self.one(db, SELECT_PROPOSAL, (proposal_id,))
         if row is None:
             raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
         [proposal] = await with_approvals(db, [proposal_from_row(row)])
         return proposal
 
-    async def _append(
+    async def append_audit(
         self,
         db: aiosqlite.Connection,
         at: datetime,
@@ -491,7 +496,7 @@ class SqliteStore:
         batches and after a writer that failed).
         """
         if self._head is None:
-            head = await self._one(db, SELECT_AUDIT_HEAD, ())
+            head = await self.one(db, SELECT_AUDIT_HEAD, ())
             if head is None:
                 raise StoreError("the audit head row is missing; the database was altered by hand")
             self._head = (int(head["seq"]), str(head["hash"]))
@@ -508,12 +513,12 @@ class SqliteStore:
         )
         params = (seq, at_text, proposal_id, actor, event, detail_text, prev_hash, digest)
         self._head = None  # unknown until the INSERT succeeds
-        row = await self._one(db, INSERT_AUDIT_ENTRY, params)
+        row = await self.one(db, INSERT_AUDIT_ENTRY, params)
         assert row is not None  # RETURNING of an INSERT that did not fail
         self._head = (seq, digest)
         return audit_entry_from_row(row)
 
-    async def _enqueue(self, db: aiosqlite.Connection, row: Row, now: datetime) -> Proposal:
+    async def enqueue_effects(self, db: aiosqlite.Connection, row: Row, now: datetime) -> Proposal:
         """Write the outbox entries of the status ``row`` just entered; return the proposal."""
         [proposal] = await with_approvals(db, [proposal_from_row(row)])
         at = db_time(now, field="now")
@@ -537,11 +542,11 @@ class SqliteStore:
                 f"executing (status {new.status.value!r}, lease_until {new.lease_until!r})"
             )
         params = new_proposal_params(new)
-        async with self._transaction(write=True) as db:
-            row = await self._one(db, INSERT_PROPOSAL, params)
+        async with self.transaction(write=True) as db:
+            row = await self.one(db, INSERT_PROPOSAL, params)
             if row is None:  # the agent used this submission key before
                 key = (new.agent, new.submission_key)
-                found = await self._one(db, SELECT_BY_SUBMISSION_KEY, key)
+                found = await self.one(db, SELECT_BY_SUBMISSION_KEY, key)
                 assert found is not None  # the row whose unique key refused the insert
                 [existing] = await with_approvals(db, [proposal_from_row(found)])
                 if existing.submission_fingerprint != new.submission_fingerprint:
@@ -566,20 +571,20 @@ class SqliteStore:
         }
         if new.delegation_id is not None:  # the delegation behind requested_by
             submitted |= {"delegation_id": new.delegation_id, "requested_by": new.requested_by}
-        await self._append(db, new.created_at, new.id, new.agent, "submitted", submitted)
+        await self.append_audit(db, new.created_at, new.id, new.agent, "submitted", submitted)
         if edit is not None:
             editor = new.edited_by or "unknown"
-            await self._append(db, new.created_at, new.id, editor, "edited", edit)
+            await self.append_audit(db, new.created_at, new.id, editor, "edited", edit)
         if new.status in _POLICY_EVENT:
             policy = policy_detail(new)
             event = _POLICY_EVENT[new.status]
-            await self._append(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
-        return await self._enqueue(db, row, new.created_at)
+            await self.append_audit(db, new.created_at, new.id, POLICY_ACTOR, event, policy)
+        return await self.enqueue_effects(db, row, new.created_at)
 
     @finish_even_if_cancelled
     async def get_proposal(self, proposal_id: str) -> Proposal:
         async with self._reading() as db:
-            return await self._existing(db, proposal_id)
+            return await self.existing_proposal(db, proposal_id)
 
     @finish_even_if_cancelled
     async def pending_proposals(
@@ -587,7 +592,7 @@ class SqliteStore:
     ) -> list[Proposal]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
-        async with self._transaction(write=False) as db:
+        async with self.transaction(write=False) as db:
             if agent is None:
                 rows = await db.execute_fetchall(SELECT_PENDING, (limit,))
             else:
@@ -597,7 +602,7 @@ class SqliteStore:
     @finish_even_if_cancelled
     async def count_pending(self, agent: str) -> int:
         async with self._reading() as db:
-            row = await self._one(db, COUNT_PENDING, (agent,))
+            row = await self.one(db, COUNT_PENDING, (agent,))
             return 0 if row is None else int(row[0])
 
     @finish_even_if_cancelled
@@ -610,14 +615,14 @@ class SqliteStore:
     async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
-        async with self._transaction(write=False) as db:
+        async with self.transaction(write=False) as db:
             rows = await db.execute_fetchall(SELECT_DECIDED_BY, (user, limit))
             return await with_approvals(db, [proposal_from_row(row) for row in rows])
 
     @finish_even_if_cancelled
     async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
         async with self._reading() as db:
-            row = await self._one(db, SELECT_BY_SUBMISSION_KEY, (agent, submission_key))
+            row = await self.one(db, SELECT_BY_SUBMISSION_KEY, (agent, submission_key))
             if row is None:
                 return None
             [proposal] = await with_approvals(db, [proposal_from_row(row)])
@@ -626,12 +631,12 @@ class SqliteStore:
     @finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
         now = self._clock()
-        async with self._transaction(write=True) as db:
-            row = await self._one(db, UPDATE_MESSAGE, (channel, ts, db_time(now), proposal_id))
+        async with self.transaction(write=True) as db:
+            row = await self.one(db, UPDATE_MESSAGE, (channel, ts, db_time(now), proposal_id))
             if row is None:
                 raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
             detail = {"channel": channel, "ts": ts}
-            await self._append(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
+            await self.append_audit(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
             [proposal] = await with_approvals(db, [proposal_from_row(row)])
             return proposal
 
@@ -659,12 +664,12 @@ class SqliteStore:
         self, proposal_id: str, *, actor: str, now: datetime, lease_until: datetime
     ) -> TransitionResult:
         at, lease = db_time(now, field="now"), db_time(lease_until, field="lease_until")
-        async with self._transaction(write=True) as db:
-            row = await self._one(db, RETRY, (at, lease, proposal_id))
+        async with self.transaction(write=True) as db:
+            row = await self.one(db, RETRY, (at, lease, proposal_id))
             if row is None:
-                return not_reconcilable(await self._existing(db, proposal_id))
-            await self._append(db, now, proposal_id, actor, "retry_approved", {})
-            return Transitioned(await self._enqueue(db, row, now))
+                return not_reconcilable(await self.existing_proposal(db, proposal_id))
+            await self.append_audit(db, now, proposal_id, actor, "retry_approved", {})
+            return Transitioned(await self.enqueue_effects(db, row, now))
 
     @finish_even_if_cancelled
     async def resolve_reconciliation(
@@ -677,13 +682,13 @@ class SqliteStore:
             )
         status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
         params = (status.value, dump_json(detail), db_time(now, field="now"), proposal_id)
-        async with self._transaction(write=True) as db:
-            row = await self._one(db, RESOLVE, params)
+        async with self.transaction(write=True) as db:
+            row = await self.one(db, RESOLVE, params)
             if row is None:
-                return not_reconcilable(await self._existing(db, proposal_id))
+                return not_reconcilable(await self.existing_proposal(db, proposal_id))
             audit: dict[str, JsonValue] = {"outcome": detail, "note": note}
-            await self._append(db, now, proposal_id, actor, "reconciled", audit)
-            return Transitioned(await self._enqueue(db, row, now))
+            await self.append_audit(db, now, proposal_id, actor, "reconciled", audit)
+            return Transitioned(await self.enqueue_effects(db, row, now))
 
     @finish_even_if_cancelled
     async def reclaim_abandoned(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
@@ -699,13 +704,15 @@ class SqliteStore:
             "limit": limit,
             "outcome": dump_json(outcome_json(outcome)),
         }
-        async with self._transaction(write=True) as db:
+        async with self.transaction(write=True) as db:
             rows = await db.execute_fetchall(RECLAIM_ABANDONED, params)
             reclaimed = []
             for row in sorted(rows, key=lambda r: (r["lease_until"], r["id"])):
                 detail = {"lease_until": row["lease_until"]}
-                await self._append(db, now, row["id"], EXPIRY_ACTOR, "execution_abandoned", detail)
-                reclaimed.append(await self._enqueue(db, row, now))
+                await self.append_audit(
+                    db, now, row["id"], EXPIRY_ACTOR, "execution_abandoned", detail
+                )
+                reclaimed.append(await self.enqueue_effects(db, row, now))
             return reclaimed
 
     @finish_even_if_cancelled
@@ -713,12 +720,12 @@ class SqliteStore:
         self, proposal_id: str, *, actor: str, reason: str, now: datetime
     ) -> TransitionResult:
         at = db_time(now, field="now")
-        async with self._transaction(write=True) as db:
-            row = await self._one(db, REJECT, (actor, at, reason, at, proposal_id, at))
+        async with self.transaction(write=True) as db:
+            row = await self.one(db, REJECT, (actor, at, reason, at, proposal_id, at))
             if row is None:
-                return refusal(await self._existing(db, proposal_id), now, None)
-            await self._append(db, now, proposal_id, actor, "rejected", {"reason": reason})
-            return Transitioned(await self._enqueue(db, row, now))
+                return refusal(await self.existing_proposal(db, proposal_id), now, None)
+            await self.append_audit(db, now, proposal_id, actor, "rejected", {"reason": reason})
+            return Transitioned(await self.enqueue_effects(db, row, now))
 
     @finish_even_if_cancelled
     async def supersede(
@@ -726,16 +733,16 @@ class SqliteStore:
     ) -> TransitionResult:
         check_edit(old_id, new, actor=actor)
         at, params = db_time(now, field="now"), new_proposal_params(new)
-        async with self._transaction(write=True) as db:
-            row = await self._one(db, SUPERSEDE, (new.id, actor, at, at, old_id, at))
+        async with self.transaction(write=True) as db:
+            row = await self.one(db, SUPERSEDE, (new.id, actor, at, at, old_id, at))
             if row is None:
-                return refusal(await self._existing(db, old_id), now, None)
-            old = await self._enqueue(db, row, now)
-            await self._append(db, now, old_id, actor, "superseded", superseded_detail(new))
-            inserted = await self._one(db, INSERT_PROPOSAL, params)
+                return refusal(await self.existing_proposal(db, old_id), now, None)
+            old = await self.enqueue_effects(db, row, now)
+            await self.append_audit(db, now, old_id, actor, "superseded", superseded_detail(new))
+            inserted = await self.one(db, INSERT_PROPOSAL, params)
             if inserted is None:  # the agent used this submission key: undo the transition
                 key = (new.agent, new.submission_key)
-                found = await self._one(db, SELECT_BY_SUBMISSION_KEY, key)
+                found = await self.one(db, SELECT_BY_SUBMISSION_KEY, key)
                 assert found is not None  # the row whose unique key refused the insert
                 raise IdempotencyConflict(proposal_from_row(found))
             edit = edited_detail(old, new)
@@ -747,30 +754,30 @@ class SqliteStore:
     ) -> Proposal:
         status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
         params = (status.value, dump_json(detail), db_time(now, field="now"), proposal_id)
-        async with self._transaction(write=True) as db:
-            row = await self._one(db, RECORD_OUTCOME, params)
+        async with self.transaction(write=True) as db:
+            row = await self.one(db, RECORD_OUTCOME, params)
             if row is None:
-                current = await self._existing(db, proposal_id)
+                current = await self.existing_proposal(db, proposal_id)
                 raise InvalidTransition(
                     f"proposal {proposal_id!r} is {current.status.value!r}, not 'executing': "
                     f"an outcome ({outcome.kind!r}) can only be recorded while executing"
                 )
-            await self._append(db, now, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
-            return await self._enqueue(db, row, now)
+            await self.append_audit(db, now, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
+            return await self.enqueue_effects(db, row, now)
 
     @finish_even_if_cancelled
     async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
         if limit < 1:  # SQLite reads a negative LIMIT as "no limit"
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         params = {"now": db_time(now, field="now"), "limit": limit}
-        async with self._transaction(write=True) as db:
+        async with self.transaction(write=True) as db:
             rows = await db.execute_fetchall(EXPIRE_DUE, params)
             expired = []
             for row in sorted(rows, key=lambda r: (r["expires_at"], r["id"])):
-                proposal = await self._enqueue(db, row, now)
+                proposal = await self.enqueue_effects(db, row, now)
                 assert proposal.expires_at is not None  # only proposals with an expiry expire
                 detail = {"expires_at": proposal.expires_at.isoformat()}
-                await self._append(db, now, proposal.id, EXPIRY_ACTOR, "expired", detail)
+                await self.append_audit(db, now, proposal.id, EXPIRY_ACTOR, "expired", detail)
                 expired.append(proposal)
             return expired
 
@@ -795,36 +802,36 @@ class SqliteStore:
             "lease": db_time(now + lease, field="now"),
             "limit": limit,
         }
-        async with self._transaction(write=True) as db:
+        async with self.transaction(write=True) as db:
             rows = await db.execute_fetchall(CLAIM_DELIVERIES, params)
             return sorted((delivery_from_row(row) for row in rows), key=lambda d: d.id)
 
     @finish_even_if_cancelled
     async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
-        async with self._transaction(write=True) as db:
+        async with self.transaction(write=True) as db:
             await db.execute(COMPLETE_DELIVERY, (db_time(now, field="now"), delivery_id))
 
     @finish_even_if_cancelled
     async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
-        async with self._transaction(write=True) as db:
+        async with self.transaction(write=True) as db:
             await db.execute(RETRY_DELIVERY, (db_time(at, field="at"), error[:2000], delivery_id))
 
     @finish_even_if_cancelled
     async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
-        async with self._transaction(write=True) as db:
+        async with self.transaction(write=True) as db:
             params = (db_time(now, field="now"), error[:2000], delivery_id)
-            row = await self._one(db, ABANDON_DELIVERY, params)
+            row = await self.one(db, ABANDON_DELIVERY, params)
             if row is not None:
                 detail = {"effect": row["effect"], "attempts": row["attempts"], "error": error}
                 proposal_id = row["proposal_id"]
-                await self._append(
+                await self.append_audit(
                     db, now, proposal_id, OUTBOX_ACTOR, "delivery_abandoned", detail
                 )
 
     @finish_even_if_cancelled
     async def pending_deliveries(self) -> int:
-        async with self._transaction(write=False) as db:
-            row = await self._one(db, COUNT_PENDING_DELIVERIES, ())
+        async with self.transaction(write=False) as db:
+            row = await self.one(db, COUNT_PENDING_DELIVERIES, ())
             assert row is not None
             return int(row[0])
 
@@ -838,12 +845,12 @@ class SqliteStore:
         detail: dict[str, JsonValue],
         now: datetime,
     ) -> AuditEntry:
-        async with self._transaction(write=True) as db:
-            return await self._append(db, now, proposal_id, actor, event, detail)
+        async with self.transaction(write=True) as db:
+            return await self.append_audit(db, now, proposal_id, actor, event, detail)
 
     @finish_even_if_cancelled
     async def audit_log(self, proposal_id: str | None = None) -> list[AuditEntry]:
-        async with self._transaction(write=False) as db:
+        async with self.transaction(write=False) as db:
             if proposal_id is None:
                 rows = await db.execute_fetchall(SELECT_AUDIT_LOG)
             else:
@@ -859,16 +866,16 @@ class SqliteStore:
         the transaction of every append, still names the true last entry, so a log that ends
         before the head has lost its tail (reported as the first missing entry).
         """
-        async with self._transaction(write=False) as db:
+        async with self.transaction(write=False) as db:
             entries = [audit_entry_from_row(r) for r in await db.execute_fetchall(SELECT_AUDIT_LOG)]
-            head = await self._one(db, SELECT_AUDIT_HEAD, ())
+            head = await self.one(db, SELECT_AUDIT_HEAD, ())
         stored_head = None if head is None else (int(head["seq"]), str(head["hash"]))
         return check_head(verify_chain(entries), entries, stored_head)
 
     @finish_even_if_cancelled
     async def audit_head(self) -> AuditHead:
-        async with self._transaction(write=False) as db:
-            head = await self._one(db, SELECT_AUDIT_HEAD, ())
+        async with self.transaction(write=False) as db:
+            head = await self.one(db, SELECT_AUDIT_HEAD, ())
         if head is None:
             raise StoreError("the audit head row is missing; the database was altered by hand")
         return AuditHead(seq=int(head["seq"]), hash=str(head["hash"]))

@@ -1,6 +1,6 @@
 """Approvals towards a quorum in the SQLite store: reading them with proposals, and approving.
 
-An approval is one ``BEGIN IMMEDIATE`` transaction (SqliteStore._transaction): the proposal is
+An approval is one ``BEGIN IMMEDIATE`` transaction (SqliteStore.transaction): the proposal is
 read, the approval refused or recorded, the approvals counted, and either the compare-and-set
 pending -> executing made (the quorum is reached) or the progress audited and its message's
 update queued. Rules shared with PostgreSQL are in ``store/approvals.py``.
@@ -108,8 +108,8 @@ async def approve(
 ) -> TransitionResult:
     """Store.claim_for_execution on SQLite: record ``actor``'s approval; claim at the quorum."""
     at, lease = db_time(now, field="now"), db_time(lease_until, field="lease_until")
-    async with store._transaction(write=True) as db:
-        current = await store._existing(db, proposal_id)
+    async with store.transaction(write=True) as db:
+        current = await store.existing_proposal(db, proposal_id)
         refused = approval_refusal(current, actor=actor, now=now, binding_hash=binding_hash)
         if refused is not None:
             return refused
@@ -118,15 +118,15 @@ async def approve(
         if len(counted(recorded)) < recorded.quorum:
             [approval] = [a for a in recorded.approvals if a.approver == actor]
             detail = recorded_detail(recorded, approval)
-            await store._append(db, now, proposal_id, actor, APPROVAL_RECORDED, detail)
+            await store.append_audit(db, now, proposal_id, actor, APPROVAL_RECORDED, detail)
             for effect in progress_effects(recorded):
                 status = recorded.status.value
                 params = (proposal_id, effect.value, lane_of(effect), status, at, at)
                 await db.execute(INSERT_PROGRESS, params)
             return ApprovalCounted(recorded)
-        row = await store._one(db, CLAIM, (actor, at, at, lease, proposal_id, at, binding_hash))
+        row = await store.one(db, CLAIM, (actor, at, at, lease, proposal_id, at, binding_hash))
         if row is None:  # the write lock was held since the read: nothing can have changed
             raise StoreError(f"proposal {proposal_id!r} changed during its approval")
         detail = approved_detail(recorded, binding_hash)
-        await store._append(db, now, proposal_id, actor, "approved", detail)
-        return Transitioned(await store._enqueue(db, row, now))
+        await store.append_audit(db, now, proposal_id, actor, "approved", detail)
+        return Transitioned(await store.enqueue_effects(db, row, now))

@@ -1,7 +1,7 @@
 """The SQLite backend of the DelegationStore protocol.
 
 It shares the SqliteStore's connection, lock and audit chain: every change is one write
-transaction (SqliteStore._transaction) holding the change and its audit entry. Get it from
+transaction (SqliteStore.transaction) holding the change and its audit entry. Get it from
 :meth:`SqliteStore.delegations`.
 """
 
@@ -81,7 +81,7 @@ class SqliteDelegations:
         self._store = store
 
     async def _delegation(self, db: aiosqlite.Connection, delegation_id: str) -> Delegation:
-        row = await self._store._one(db, SELECT_DELEGATION, (delegation_id,))
+        row = await self._store.one(db, SELECT_DELEGATION, (delegation_id,))
         if row is None:
             raise DelegationNotFound(f"no delegation has id {delegation_id!r}")
         return delegation_from_row(row)
@@ -101,24 +101,24 @@ class SqliteDelegations:
             "created_at": db_time(new.created_at, field="created_at"),
             "expires_at": db_time(new.expires_at, field="expires_at"),
         }
-        async with self._store._transaction(write=True) as db:
-            row = await self._store._one(db, INSERT_DELEGATION, params)
+        async with self._store.transaction(write=True) as db:
+            row = await self._store.one(db, INSERT_DELEGATION, params)
             assert row is not None  # RETURNING of an INSERT that did not fail
             detail = grant_detail(new)
-            await self._store._append(
+            await self._store.append_audit(
                 db, new.created_at, new.id, new.person, "delegation_granted", detail
             )
             return delegation_from_row(row)
 
     @finish_even_if_cancelled
     async def delegation_for_token(self, token_hash: str) -> Delegation | None:
-        async with self._store._transaction(write=False) as db:
-            row = await self._store._one(db, SELECT_BY_TOKEN_HASH, (token_hash,))
+        async with self._store.transaction(write=False) as db:
+            row = await self._store.one(db, SELECT_BY_TOKEN_HASH, (token_hash,))
             return None if row is None else delegation_from_row(row)
 
     @finish_even_if_cancelled
     async def get_delegation(self, delegation_id: str) -> Delegation:
-        async with self._store._transaction(write=False) as db:
+        async with self._store.transaction(write=False) as db:
             return await self._delegation(db, delegation_id)
 
     @finish_even_if_cancelled
@@ -128,7 +128,7 @@ class SqliteDelegations:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of delegations")
         params = {"person": person, "now": db_time(now, field="now"), "limit": limit}
-        async with self._store._transaction(write=False) as db:
+        async with self._store.transaction(write=False) as db:
             rows = await db.execute_fetchall(SELECT_ACTIVE_OF, params)
             return [delegation_from_row(row) for row in rows]
 
@@ -137,11 +137,13 @@ class SqliteDelegations:
         self, delegation_id: str, *, actor: str, now: datetime
     ) -> DelegationRevokeResult:
         params = {"id": delegation_id, "actor": actor, "now": db_time(now, field="now")}
-        async with self._store._transaction(write=True) as db:
-            changed = await self._store._one(db, REVOKE, params)
+        async with self._store.transaction(write=True) as db:
+            changed = await self._store.one(db, REVOKE, params)
             current = await self._delegation(db, delegation_id)
             if changed is None:
                 return not_revocable(current, now)
             detail: dict[str, JsonValue] = {"delegation_id": delegation_id, "agent": current.agent}
-            await self._store._append(db, now, delegation_id, actor, "delegation_revoked", detail)
+            await self._store.append_audit(
+                db, now, delegation_id, actor, "delegation_revoked", detail
+            )
             return DelegationRevoked(current)

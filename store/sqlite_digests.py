@@ -142,7 +142,7 @@ class SqliteDigests:
         self._store = store
 
     async def _read(self, db: aiosqlite.Connection, digest_id: str) -> Digest:
-        row = await self._store._one(db, SELECT_DIGEST, (digest_id,))
+        row = await self._store.one(db, SELECT_DIGEST, (digest_id,))
         if row is None:
             raise DigestNotFound(f"no digest has id {digest_id!r}")
         rows = await db.execute_fetchall(SELECT_ITEMS, (digest_id,))
@@ -160,7 +160,7 @@ class SqliteDigests:
         at = db_time(now, field="now")
         params = digest.model_dump()
         params["created_at"] = db_time(digest.created_at, field="created_at")
-        async with self._store._transaction(write=True) as db:
+        async with self._store.transaction(write=True) as db:
             await db.execute(INSERT_DIGEST, params)
             problem = conflict(await self._read(db, digest.id), digest)
             if problem is not None:
@@ -168,12 +168,12 @@ class SqliteDigests:
             detail = {"channel": digest.channel, "ts": digest.ts, "digest_id": digest.id}
             for item in items:
                 attach = {"digest_id": digest.id, "channel": digest.channel, "ts": digest.ts}
-                attached = await self._store._one(
-                    db, ATTACH_ITEM, {**attach, "now": at, "id": item}
-                )
+                attached = await self._store.one(db, ATTACH_ITEM, {**attach, "now": at, "id": item})
                 if attached is not None:
-                    await self._store._append(db, now, item, SLACK_ACTOR, "posted_to_slack", detail)
-                elif await self._store._one(db, PROPOSAL_EXISTS, (item,)) is None:
+                    await self._store.append_audit(
+                        db, now, item, SLACK_ACTOR, "posted_to_slack", detail
+                    )
+                elif await self._store.one(db, PROPOSAL_EXISTS, (item,)) is None:
                     raise ProposalNotFound(f"no proposal has id {item!r}")
             if deliveries:
                 await db.execute(COMPLETE_DELIVERIES, (at, _ids(deliveries)))
@@ -181,14 +181,14 @@ class SqliteDigests:
 
     @finish_even_if_cancelled
     async def get_digest(self, digest_id: str) -> Digest:
-        async with self._store._transaction(write=False) as db:
+        async with self._store.transaction(write=False) as db:
             return await self._read(db, digest_id)
 
     @finish_even_if_cancelled
     async def get_proposals(self, proposal_ids: Sequence[str]) -> list[Proposal]:
         if not proposal_ids:
             return []
-        async with self._store._transaction(write=False) as db:
+        async with self._store.transaction(write=False) as db:
             rows = await db.execute_fetchall(SELECT_PROPOSALS, (_ids(proposal_ids),))
             found = {
                 p.id: p for p in await with_approvals(db, [proposal_from_row(r) for r in rows])
@@ -201,7 +201,7 @@ class SqliteDigests:
         limit = params["limit"]
         if not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit: got {limit!r}; expected a positive number of entries")
-        async with self._store._transaction(write=True) as db:
+        async with self._store.transaction(write=True) as db:
             rows = await db.execute_fetchall(sql, params)
             return sorted((delivery_from_row(row) for row in rows), key=lambda d: d.id)
 
@@ -242,7 +242,7 @@ class SqliteDigests:
     @finish_even_if_cancelled
     async def complete_deliveries(self, delivery_ids: Sequence[int], *, now: datetime) -> None:
         if delivery_ids:
-            async with self._store._transaction(write=True) as db:
+            async with self._store.transaction(write=True) as db:
                 await db.execute(COMPLETE_DELIVERIES, (db_time(now), _ids(delivery_ids)))
 
     @finish_even_if_cancelled
@@ -251,11 +251,11 @@ class SqliteDigests:
     ) -> None:
         if delivery_ids:
             params = (db_time(at, field="at"), error[:2000], _ids(delivery_ids))
-            async with self._store._transaction(write=True) as db:
+            async with self._store.transaction(write=True) as db:
                 await db.execute(RETRY_DELIVERIES, params)
 
     @finish_even_if_cancelled
     async def defer_deliveries(self, delivery_ids: Sequence[int], *, at: datetime) -> None:
         if delivery_ids:
-            async with self._store._transaction(write=True) as db:
+            async with self._store.transaction(write=True) as db:
                 await db.execute(DEFER_DELIVERIES, (db_time(at, field="at"), _ids(delivery_ids)))

@@ -1,8 +1,8 @@
 """The SQLite backend of the EscalationStore protocol.
 
 It shares the SqliteStore's connection, lock and audit chain: every transition is one
-``BEGIN IMMEDIATE`` transaction (SqliteStore._transaction) holding the compare-and-set, its audit
-entry on the one hash chain (SqliteStore._append) and its outbox entries. Get it from
+``BEGIN IMMEDIATE`` transaction (SqliteStore.transaction) holding the compare-and-set, its audit
+entry on the one hash chain (SqliteStore.append_audit) and its outbox entries. Get it from
 :meth:`SqliteStore.escalations`.
 """
 
@@ -231,7 +231,7 @@ class SqliteEscalations:
         self._store = store
 
     async def _existing(self, db: aiosqlite.Connection, escalation_id: str) -> Escalation:
-        row = await self._store._one(db, SELECT_ESCALATION, (escalation_id,))
+        row = await self._store.one(db, SELECT_ESCALATION, (escalation_id,))
         if row is None:
             raise EscalationNotFound(f"no escalation has id {escalation_id!r}")
         return escalation_from_row(row)
@@ -250,7 +250,7 @@ class SqliteEscalations:
         """Audit the transition ``row`` shows and write its outbox entries, in ``db``'s
         transaction."""
         escalation = escalation_from_row(row)
-        await self._store._append(db, now, escalation.id, actor, event, detail)
+        await self._store.append_audit(db, now, escalation.id, actor, event, detail)
         effects = [Effect.SLACK_REPLY] if reannounce else escalation_effects_of(escalation)
         at = db_time(now, field="now")
         for effect in effects:
@@ -268,10 +268,10 @@ class SqliteEscalations:
 
     @finish_even_if_cancelled
     async def create_escalation(self, new: NewEscalation) -> tuple[Escalation, bool]:
-        async with self._store._transaction(write=True) as db:
-            row = await self._store._one(db, INSERT_ESCALATION, _new_params(new))
+        async with self._store.transaction(write=True) as db:
+            row = await self._store.one(db, INSERT_ESCALATION, _new_params(new))
             if row is None:
-                found = await self._store._one(db, SELECT_BY_KEY, (new.agent, new.submission_key))
+                found = await self._store.one(db, SELECT_BY_KEY, (new.agent, new.submission_key))
                 assert found is not None  # the row whose unique key refused the insert
                 existing = escalation_from_row(found)
                 if existing.submission_fingerprint != new.submission_fingerprint:
@@ -290,34 +290,34 @@ class SqliteEscalations:
 
     @finish_even_if_cancelled
     async def get_escalation(self, escalation_id: str) -> Escalation:
-        async with self._store._transaction(write=False) as db:
+        async with self._store.transaction(write=False) as db:
             return await self._existing(db, escalation_id)
 
     @finish_even_if_cancelled
     async def find_escalation(self, agent: str, submission_key: str) -> Escalation | None:
-        async with self._store._transaction(write=False) as db:
-            row = await self._store._one(db, SELECT_BY_KEY, (agent, submission_key))
+        async with self._store.transaction(write=False) as db:
+            row = await self._store.one(db, SELECT_BY_KEY, (agent, submission_key))
             return None if row is None else escalation_from_row(row)
 
     @finish_even_if_cancelled
     async def attach_escalation_message(
         self, escalation_id: str, channel: str, ts: str, *, now: datetime
     ) -> Escalation:
-        async with self._store._transaction(write=True) as db:
+        async with self._store.transaction(write=True) as db:
             params = (channel, ts, db_time(now, field="now"), escalation_id)
-            row = await self._store._one(db, UPDATE_MESSAGE, params)
+            row = await self._store.one(db, UPDATE_MESSAGE, params)
             if row is None:
                 raise EscalationNotFound(f"no escalation has id {escalation_id!r}")
             detail = {"channel": channel, "ts": ts}
             event = "posted_to_slack"
-            await self._store._append(db, now, escalation_id, SLACK_ACTOR, event, detail)
+            await self._store.append_audit(db, now, escalation_id, SLACK_ACTOR, event, detail)
             return escalation_from_row(row)
 
     @finish_even_if_cancelled
     async def take(self, escalation_id: str, *, actor: str, now: datetime) -> EscalationResult:
         params = {"id": escalation_id, "actor": actor, "now": db_time(now, field="now")}
-        async with self._store._transaction(write=True) as db:
-            row = await self._store._one(db, TAKE, params)
+        async with self._store.transaction(write=True) as db:
+            row = await self._store.one(db, TAKE, params)
             if row is None:
                 return _why_not(await self._existing(db, escalation_id), actor, "take")
             taken = await self._moved(db, row, now, actor=actor, event="taken", detail={})
@@ -333,8 +333,8 @@ class SqliteEscalations:
             "note": note,
             "now": db_time(now, field="now"),
         }
-        async with self._store._transaction(write=True) as db:
-            row = await self._store._one(db, HAND_BACK, params)
+        async with self._store.transaction(write=True) as db:
+            row = await self._store.one(db, HAND_BACK, params)
             if row is None:
                 return _why_not(await self._existing(db, escalation_id), actor, "hand back")
             detail: dict[str, JsonValue] = {"note": note}
@@ -351,8 +351,8 @@ class SqliteEscalations:
             "note": note,
             "now": db_time(now, field="now"),
         }
-        async with self._store._transaction(write=True) as db:
-            row = await self._store._one(db, RESOLVE, params)
+        async with self._store.transaction(write=True) as db:
+            row = await self._store.one(db, RESOLVE, params)
             if row is None:
                 return _why_not(await self._existing(db, escalation_id), actor, "resolve")
             detail: dict[str, JsonValue] = {"note": note}
@@ -371,7 +371,7 @@ class SqliteEscalations:
             "most": most,
             "limit": limit,
         }
-        async with self._store._transaction(write=True) as db:
+        async with self._store.transaction(write=True) as db:
             rows = await db.execute_fetchall(REANNOUNCE_DUE, params)
             announced = []
             for row in sorted(rows, key=lambda r: r["id"]):
@@ -391,21 +391,21 @@ class SqliteEscalations:
 
     @finish_even_if_cancelled
     async def count_open(self, agent: str) -> int:
-        async with self._store._transaction(write=False) as db:
-            row = await self._store._one(db, COUNT_OPEN, (agent,))
+        async with self._store.transaction(write=False) as db:
+            row = await self._store.one(db, COUNT_OPEN, (agent,))
             return 0 if row is None else int(row[0])
 
     @finish_even_if_cancelled
     async def owned_by(self, user: str, *, limit: int = 20) -> list[Escalation]:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of escalations")
-        async with self._store._transaction(write=False) as db:
+        async with self._store.transaction(write=False) as db:
             rows = await db.execute_fetchall(SELECT_OWNED, (user, limit))
             return [escalation_from_row(row) for row in rows]
 
     @finish_even_if_cancelled
     async def escalation_log(self, escalation_id: str) -> list[AuditEntry]:
-        async with self._store._transaction(write=False) as db:
+        async with self._store.transaction(write=False) as db:
             rows = await db.execute_fetchall(SELECT_LOG, (escalation_id,))
             return [audit_entry_from_row(row) for row in rows]
 
@@ -422,35 +422,35 @@ class SqliteEscalations:
             "lease": db_time(now + lease, field="now"),
             "limit": limit,
         }
-        async with self._store._transaction(write=True) as db:
+        async with self._store.transaction(write=True) as db:
             rows = await db.execute_fetchall(CLAIM_DELIVERIES, params)
             return sorted((_delivery_from_row(row) for row in rows), key=lambda d: d.id)
 
     @finish_even_if_cancelled
     async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
-        async with self._store._transaction(write=True) as db:
+        async with self._store.transaction(write=True) as db:
             await db.execute(COMPLETE_DELIVERY, (db_time(now, field="now"), delivery_id))
 
     @finish_even_if_cancelled
     async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
-        async with self._store._transaction(write=True) as db:
+        async with self._store.transaction(write=True) as db:
             await db.execute(RETRY_DELIVERY, (db_time(at, field="at"), error[:2000], delivery_id))
 
     @finish_even_if_cancelled
     async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
-        async with self._store._transaction(write=True) as db:
+        async with self._store.transaction(write=True) as db:
             params = (db_time(now, field="now"), error[:2000], delivery_id)
-            row = await self._store._one(db, ABANDON_DELIVERY, params)
+            row = await self._store.one(db, ABANDON_DELIVERY, params)
             if row is not None:
                 detail = {"effect": row["effect"], "attempts": row["attempts"], "error": error}
-                await self._store._append(
+                await self._store.append_audit(
                     db, now, row["escalation_id"], OUTBOX_ACTOR, "delivery_abandoned", detail
                 )
 
     @finish_even_if_cancelled
     async def pending_deliveries(self) -> int:
-        async with self._store._transaction(write=False) as db:
-            row = await self._store._one(db, COUNT_PENDING, ())
+        async with self._store.transaction(write=False) as db:
+            row = await self._store.one(db, COUNT_PENDING, ())
             assert row is not None
             return int(row[0])
 

@@ -77,13 +77,13 @@ async def remind_due(store: SqliteStore, *, now: datetime, limit: int) -> list[P
     if limit < 1:  # SQLite reads a negative LIMIT as "no limit"
         raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
     at = db_time(now, field="now")
-    async with store._transaction(write=True) as db:
+    async with store.transaction(write=True) as db:
         rows = await db.execute_fetchall(REMIND_DUE, {"now": at, "limit": limit})
         reminded = []
         for row in sorted(rows, key=lambda r: (r["remind_at"], r["id"])):
             proposal = proposal_from_row(row)
             detail = reminder_detail(proposal)
-            await store._append(db, now, proposal.id, REMINDER_ACTOR, "reminded", detail)
+            await store.append_audit(db, now, proposal.id, REMINDER_ACTOR, "reminded", detail)
             await _enqueue(db, proposal, REMINDER_EFFECT, at)
             reminded.append(proposal)
         return await with_approvals(db, reminded)
@@ -93,10 +93,10 @@ async def extend(
     store: SqliteStore, proposal_id: str, *, actor: str, until: datetime, now: datetime
 ) -> TransitionResult:
     at, to = db_time(now, field="now"), db_time(until, field="until")
-    async with store._transaction(write=True) as db:
+    async with store.transaction(write=True) as db:
         # Read inside the write transaction (no other writer until it ends); the UPDATE still
         # compares what it read, so it is a compare-and-set on its own.
-        current = await store._existing(db, proposal_id)
+        current = await store.existing_proposal(db, proposal_id)
         if current.expires_at is None:
             return not_extendable(current, now, until)
         remind_at = moved_reminder(current, until)
@@ -108,12 +108,12 @@ async def extend(
             "previous": db_time(current.expires_at),
             "remind_at": None if remind_at is None else db_time(remind_at),
         }
-        row = await store._one(db, EXTEND, params)
+        row = await store.one(db, EXTEND, params)
         if row is None:
             return not_extendable(current, now, until)
         proposal = proposal_from_row(row)
         detail = extension_detail(current.expires_at, until)
-        await store._append(db, now, proposal.id, actor, "extended", detail)
+        await store.append_audit(db, now, proposal.id, actor, "extended", detail)
         await _enqueue(db, proposal, EXTENSION_EFFECT, at)
         [proposal] = await with_approvals(db, [proposal])
         return Transitioned(proposal)

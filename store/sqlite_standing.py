@@ -1,7 +1,7 @@
 """The SQLite backend of the StandingStore protocol.
 
 It shares the SqliteStore's connection, lock and audit chain: every change is one ``BEGIN
-IMMEDIATE`` transaction (SqliteStore._transaction) holding the compare-and-set and its audit
+IMMEDIATE`` transaction (SqliteStore.transaction) holding the compare-and-set and its audit
 entry. Get it from :meth:`SqliteStore.standing`.
 """
 
@@ -181,7 +181,7 @@ class SqliteStanding:
         self._store = store
 
     async def _rule(self, db: aiosqlite.Connection, standing_rule_id: str) -> StandingRule:
-        row = await self._store._one(db, SELECT_STANDING_RULE, (standing_rule_id,))
+        row = await self._store.one(db, SELECT_STANDING_RULE, (standing_rule_id,))
         if row is None:
             raise StandingRuleNotFound(f"no standing rule has id {standing_rule_id!r}")
         return standing_rule_from_row(row)
@@ -221,22 +221,24 @@ class SqliteStanding:
             "varying": dump_json(list(grant.varying)),
             "max_uses": grant.max_uses,
         }
-        async with self._store._transaction(write=True) as db:
-            row = await self._store._one(db, CLAIM_FOR_GRANT, claim)
+        async with self._store.transaction(write=True) as db:
+            row = await self._store.one(db, CLAIM_FOR_GRANT, claim)
             if row is None:
-                current = await self._store._existing(db, proposal_id)
+                current = await self._store.existing_proposal(db, proposal_id)
                 return grant_refusal(current, now, binding_hash)
             await db.execute(INSERT_APPROVAL, (proposal_id, actor, binding_hash, at))
             await db.execute(INSERT_STANDING_RULE, rule)
             approved = approval_detail(actor, binding_hash)
-            await self._store._append(db, now, proposal_id, actor, "approved", approved)
+            await self._store.append_audit(db, now, proposal_id, actor, "approved", approved)
             detail = grant_detail(standing_rule_id, grant)
-            await self._store._append(db, now, proposal_id, actor, "standing_rule_granted", detail)
-            return Transitioned(await self._store._enqueue(db, row, now))
+            await self._store.append_audit(
+                db, now, proposal_id, actor, "standing_rule_granted", detail
+            )
+            return Transitioned(await self._store.enqueue_effects(db, row, now))
 
     @finish_even_if_cancelled
     async def get_standing_rule(self, standing_rule_id: str) -> StandingRule:
-        async with self._store._transaction(write=False) as db:
+        async with self._store.transaction(write=False) as db:
             return await self._rule(db, standing_rule_id)
 
     @finish_even_if_cancelled
@@ -260,7 +262,7 @@ class SqliteStanding:
             "requested_by": requested_by,
             "now": db_time(now, field="now"),
         }
-        async with self._store._transaction(write=False) as db:
+        async with self._store.transaction(write=False) as db:
             rows = await db.execute_fetchall(SELECT_COVERING, params)
             return [standing_rule_from_row(row) for row in rows]
 
@@ -269,7 +271,7 @@ class SqliteStanding:
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of rules")
         params = {"now": db_time(now, field="now"), "limit": limit}
-        async with self._store._transaction(write=False) as db:
+        async with self._store.transaction(write=False) as db:
             rows = await db.execute_fetchall(SELECT_ACTIVE, params)
             return [standing_rule_from_row(row) for row in rows]
 
@@ -278,14 +280,14 @@ class SqliteStanding:
         self, standing_rule_id: str, *, actor: str, now: datetime
     ) -> RevokeResult:
         params = {"id": standing_rule_id, "actor": actor, "now": db_time(now, field="now")}
-        async with self._store._transaction(write=True) as db:
-            changed = await self._store._one(db, REVOKE, params)
+        async with self._store.transaction(write=True) as db:
+            changed = await self._store.one(db, REVOKE, params)
             current = await self._rule(db, standing_rule_id)
             if changed is None:
                 return not_revocable(current, now)
             detail: dict[str, JsonValue] = {"standing_rule_id": standing_rule_id}
             subject = current.created_from
-            await self._store._append(db, now, subject, actor, "standing_rule_revoked", detail)
+            await self._store.append_audit(db, now, subject, actor, "standing_rule_revoked", detail)
             return Revoked(current)
 
     @finish_even_if_cancelled
@@ -295,30 +297,30 @@ class SqliteStanding:
         if verdict not in ("ok", "should_have_asked"):
             raise ValueError(f"verdict: got {verdict!r}; expected 'ok' or 'should_have_asked'")
         at = db_time(now, field="now")
-        async with self._store._transaction(write=True) as db:
-            sampled = await self._store._one(db, SELECT_SAMPLED, (proposal_id,))
+        async with self._store.transaction(write=True) as db:
+            sampled = await self._store.one(db, SELECT_SAMPLED, (proposal_id,))
             if sampled is None:
                 raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
             if not sampled["review_sampled"]:
                 raise ValueError(f"proposal {proposal_id!r} was not sampled for review")
-            row = await self._store._one(db, INSERT_REVIEW, (proposal_id, verdict, reviewer, at))
+            row = await self._store.one(db, INSERT_REVIEW, (proposal_id, verdict, reviewer, at))
             if row is None:
-                first = await self._store._one(db, SELECT_REVIEW, (proposal_id,))
+                first = await self._store.one(db, SELECT_REVIEW, (proposal_id,))
                 assert first is not None  # the row whose key refused ours
                 return AlreadyReviewed(_review_from_row(first))
             detail: dict[str, JsonValue] = {"verdict": verdict}
-            await self._store._append(db, now, proposal_id, reviewer, "reviewed", detail)
+            await self._store.append_audit(db, now, proposal_id, reviewer, "reviewed", detail)
             return _review_from_row(row)
 
     @finish_even_if_cancelled
     async def get_review(self, proposal_id: str) -> Reviewed | None:
-        async with self._store._transaction(write=False) as db:
-            row = await self._store._one(db, SELECT_REVIEW, (proposal_id,))
+        async with self._store.transaction(write=False) as db:
+            row = await self._store.one(db, SELECT_REVIEW, (proposal_id,))
             return None if row is None else _review_from_row(row)
 
     @finish_even_if_cancelled
     async def review_stats(self) -> list[ReviewStats]:
-        async with self._store._transaction(write=False) as db:
+        async with self._store.transaction(write=False) as db:
             rows = await db.execute_fetchall(REVIEW_STATS)
         stats = [
             ReviewStats(

@@ -79,8 +79,8 @@ async def test_postgres_refuses_changing_or_deleting_a_delegation(
 async def _execute(store: Store, sql: str) -> None:
     """One statement straight on the backend's connection, translated as the store does."""
     if isinstance(store, SqliteStore):
-        async with store._transaction(write=True) as db:
+        async with store.transaction(write=True) as db:
             await db.execute(sql)
     elif isinstance(store, PostgresStore):
-        async with store._transaction() as db:
+        async with store.transaction() as db:
             await db.execute(sql)

@@ -651,7 +651,7 @@ async def test_a_connection_killed_mid_transaction_raises_store_unavailable_then
 
 
 async def _backend_pid(store: PostgresStore) -> int:
-    async with store._connection() as db:  # the pool's one connection
+    async with store.connection() as db:  # the pool's one connection
         pid: int = await db.fetchval("SELECT pg_backend_pid()")
         return pid
 
@@ -786,7 +786,7 @@ async def test_durable_false_turns_off_synchronous_commit_only(open_pg: OpenStor
     fast, safe = await open_pg(durable=False), await open_pg()
 
     async def setting(store: PostgresStore) -> str:
-        async with store._connection() as db:
+        async with store.connection() as db:
             value: str = await db.fetchval("SHOW synchronous_commit")
             return value
 
