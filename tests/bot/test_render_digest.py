@@ -1,5 +1,5 @@
-"""Rendering digests: pure functions of stored values, within Block Kit's limits, validated by
-slack_sdk's own models; agent text escaped and labelled; buttons carrying the digest id only."""
+"""Rendering digests: within Block Kit's limits, validated by slack_sdk's own models; agent text
+escaped and labelled; buttons carrying the digest id only (pure: test_render_purity.py)."""
 
 from __future__ import annotations
 
