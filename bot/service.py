@@ -158,7 +158,7 @@ class Service:
 
         now = self._clock()
         request = operation.parse_request(body.request)
-        ctx = Context(now=now, http=self._http, correlation_id=f"submit.{secrets.token_hex(4)}")
+        ctx = self.operation_context("submit", now)
         resolved = await operation.resolve(request, ctx)
         for attempt in range(1, standing.RACE_ATTEMPTS + 1):
             new = await self.frozen_contract(
@@ -189,9 +189,9 @@ class Service:
             if proposal.submission_fingerprint != fingerprint:
                 raise _conflict(proposal, derived=idempotency_key is None)
             return Submitted(proposal, created=False)
-        self._changed(proposal)
+        self.changed(proposal)
         if proposal.status is Status.EXECUTING:
-            proposal = await self._execute(proposal)
+            proposal = await self.execute(proposal)
         return Submitted(proposal, created=True)
 
     async def frozen_contract(
@@ -268,69 +268,67 @@ class Service:
     async def approve(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
         """An Approve click: check the clicker, record the approval; once the rule's quorum of
         distinct approvers is reached, claim atomically, execute once, report."""
-        proposal = await self._decidable(proposal_id, user=user, channel=channel, verb="approve")
+        proposal = await self.decidable(proposal_id, user=user, channel=channel, verb="approve")
         if proposal is None:
             return None
         again = already_approved(proposal, user)
         if again is not None:
-            await self._audit_refusal(proposal, user=user, verb="approve", why=again)
-            await self._tell(proposal, channel, user, render.refusal_text(again))
+            await self.refuse(proposal, user=user, channel=channel, verb="approve", why=again)
             return None
         result = await self._approve_in_store(proposal, user)
         if isinstance(result, Transitioned):
-            self._changed(result.proposal)
-            return await self._execute(result.proposal)
+            self.changed(result.proposal)
+            return await self.execute(result.proposal)
         if isinstance(result, ApprovalCounted):  # the message shows the progress (outbox)
-            self._changed(result.proposal)
+            self.changed(result.proposal)
             text = render.approval_recorded_text(result.proposal)
-            await self._tell(result.proposal, channel, user, text)
+            await self.tell(result.proposal, channel, user, text)
             return result.proposal
         if isinstance(result, NotApprovable) and already_approved(result.proposal, user):
             # the same person's two clicks raced: the store counted one and refused the other
-            await self._audit_refusal(result.proposal, user=user, verb="approve", why=result.reason)
-        await self._not_claimed(result, user=user, channel=channel)
+            await self.audit_refusal(result.proposal, user=user, verb="approve", why=result.reason)
+        await self.not_claimed(result, user=user, channel=channel)
         return None
 
     async def begin_reject(
         self, proposal_id: str, *, user: str, channel: str | None, trigger_id: str
     ) -> None:
         """A Reject click: check the clicker, then ask for a reason in a modal."""
-        proposal = await self._decidable(proposal_id, user=user, channel=channel, verb="reject")
+        proposal = await self.decidable(proposal_id, user=user, channel=channel, verb="reject")
         if proposal is not None:
             await self.publisher.open_view(proposal, trigger_id, render.reject_modal(proposal))
 
     async def reject(self, proposal_id: str, *, user: str, reason: str) -> Proposal | None:
         """The reason modal was submitted: check the clicker again, then reject atomically."""
-        proposal = await self._decidable(proposal_id, user=user, channel=None, verb="reject")
+        proposal = await self.decidable(proposal_id, user=user, channel=None, verb="reject")
         if proposal is None:
             return None
         result = await self.store.reject(proposal.id, actor=user, reason=reason, now=self._clock())
         if isinstance(result, Transitioned):
-            self._changed(result.proposal)
+            self.changed(result.proposal)
             return result.proposal
-        await self._not_claimed(result, user=user, channel=None)
+        await self.not_claimed(result, user=user, channel=None)
         return None
 
     async def extend(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
         """An Extend click: the same checks as Approve, then the one extension the rule allows
         (bot/extensions.py). A refusal is told to the clicker alone and audited."""
-        proposal = await self._decidable(proposal_id, user=user, channel=channel, verb="extend")
+        proposal = await self.decidable(proposal_id, user=user, channel=channel, verb="extend")
         if proposal is None:
             return None
         now = self._clock()
         until = extensions.extension_until(self.settings.policy, proposal, now)
         if isinstance(until, str):
-            await self._audit_refusal(proposal, user=user, verb="extend", why=until)
-            await self._tell(proposal, channel, user, render.refusal_text(until))
+            await self.refuse(proposal, user=user, channel=channel, verb="extend", why=until)
             return None
         result = await self.store.extend(proposal.id, actor=user, until=until, now=now)
         if isinstance(result, Transitioned):
-            self._changed(result.proposal)
+            self.changed(result.proposal)
             return result.proposal
         if isinstance(result, NotApprovable):
-            await self._audit_refusal(proposal, user=user, verb="extend", why=result.reason)
+            await self.audit_refusal(proposal, user=user, verb="extend", why=result.reason)
         if isinstance(result, AlreadyDecided | NotApprovable):
-            await self._not_claimed(result, user=user, channel=channel)
+            await self.not_claimed(result, user=user, channel=channel)
         return None
 
     async def remind_due(self) -> list[Proposal]:
@@ -348,7 +346,7 @@ class Service:
         expired: list[Proposal] = []
         while batch := await self.store.expire_due(now=self._clock(), limit=100):
             for proposal in batch:
-                self._changed(proposal)
+                self.changed(proposal)
             expired += batch
         return expired
 
@@ -358,7 +356,7 @@ class Service:
         while batch := await self.store.reclaim_abandoned(now=self._clock(), limit=100):
             for proposal in batch:
                 log.warning("execution of %s was abandoned; a person must reconcile", proposal.id)
-                self._changed(proposal)
+                self.changed(proposal)
             reclaimed += batch
         return reclaimed
 
@@ -368,7 +366,7 @@ class Service:
         self, proposal_id: str, *, user: str, channel: str | None, resolution: str
     ) -> Proposal | None:
         """Record what really happened to an uncertain execution: 'succeeded' or 'failed'."""
-        proposal = await self._decidable(
+        proposal = await self.decidable(
             proposal_id,
             user=user,
             channel=channel,
@@ -390,14 +388,14 @@ class Service:
             proposal.id, actor=user, outcome=outcome, note=note, now=self._clock()
         )
         if isinstance(result, Transitioned):
-            self._changed(result.proposal)
+            self.changed(result.proposal)
             return result.proposal
-        await self._not_claimed(result, user=user, channel=channel)
+        await self.not_claimed(result, user=user, channel=channel)
         return None
 
     async def retry(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
         """Try an uncertain execution again, with the same idempotency key."""
-        proposal = await self._decidable(
+        proposal = await self.decidable(
             proposal_id,
             user=user,
             channel=channel,
@@ -411,9 +409,9 @@ class Service:
             proposal.id, actor=user, now=now, lease_until=now + self._lease
         )
         if isinstance(result, Transitioned):
-            self._changed(result.proposal)
-            return await self._execute(result.proposal)
-        await self._not_claimed(result, user=user, channel=channel)
+            self.changed(result.proposal)
+            return await self.execute(result.proposal)
+        await self.not_claimed(result, user=user, channel=channel)
         return None
 
     # --- one digest item at a time (bot/digests.py): one click's checks, telling nobody ------
@@ -427,14 +425,14 @@ class Service:
         why = await self.item_refusal(proposal, user)
         why = why or already_approved(proposal, user)
         if why is not None:
-            await self._audit_refusal(proposal, user=user, verb="approve", why=why)
+            await self.audit_refusal(proposal, user=user, verb="approve", why=why)
             return why
         result = await self._approve_in_store(proposal, user)
         if isinstance(result, Transitioned):
-            self._changed(result.proposal)
-            return Transitioned(await self._execute(result.proposal))
+            self.changed(result.proposal)
+            return Transitioned(await self.execute(result.proposal))
         if isinstance(result, ApprovalCounted):
-            self._changed(result.proposal)
+            self.changed(result.proposal)
         return result
 
     async def reject_item(
@@ -445,15 +443,15 @@ class Service:
             return AlreadyDecided(proposal)
         why = await self.item_refusal(proposal, user)
         if why is not None:
-            await self._audit_refusal(proposal, user=user, verb="reject", why=why)
+            await self.audit_refusal(proposal, user=user, verb="reject", why=why)
             return why
         result = await self.store.reject(proposal.id, actor=user, reason=reason, now=self._clock())
         if isinstance(result, Transitioned):
-            self._changed(result.proposal)
+            self.changed(result.proposal)
         return result
 
     async def item_refusal(self, proposal: Proposal, user: str) -> str | None:
-        """Why ``user`` may not decide the pending ``proposal``: the checks ``_decidable``
+        """Why ``user`` may not decide the pending ``proposal``: the checks ``decidable``
         makes (the operation still configured, contracts.authority), nothing audited."""
         if proposal.operation not in self.settings.registry:
             return f"operation {proposal.operation!r} is no longer configured"
@@ -462,11 +460,27 @@ class Service:
     async def busy(self, proposal_id: str, *, user: str, channel: str | None) -> None:
         """A click that found no room: nothing changed; say so to the clicker alone."""
         log.warning("busy: click on %s by %s not applied", proposal_id, user)
-        await self._tell(None, channel, user, render.busy_text())
+        await self.tell(None, channel, user, render.busy_text())
 
-    # --- helpers ----------------------------------------------------------------------------
+    # --- the decision steps features share ----------------------------------------------------
+    # Every click that decides a proposal, here and in the features (edits, standing rules,
+    # digests), takes the same steps: decidable? (else refuse: tell and audit); the transition
+    # in the store; changed; execute when claimed; tell the clicker. These are those steps.
 
-    async def _decidable(
+    def now(self) -> datetime:
+        """The service's clock (injected, so expiry and leases are testable)."""
+        return self._clock()
+
+    def lease_until(self, now: datetime) -> datetime:
+        """Until when an execution claimed at ``now`` is this process's (a crash frees it)."""
+        return now + self._lease
+
+    def operation_context(self, purpose: str, now: datetime) -> Context:
+        """What an operation's resolve, revalidate and execute steps see: ``now``, the shared
+        HTTP client and a fresh correlation id starting with ``purpose`` (``submit``, ``edit``)."""
+        return Context(now=now, http=self._http, correlation_id=f"{purpose}.{secrets.token_hex(4)}")
+
+    async def decidable(
         self,
         proposal_id: str,
         *,
@@ -475,12 +489,14 @@ class Service:
         verb: str,
         expect: Status = Status.PENDING,
     ) -> Proposal | None:
-        """The proposal if ``user`` may decide it now; otherwise tell them why and audit it."""
+        """The proposal if ``user`` may decide it now (its status is ``expect``, its operation
+        still configured, and contracts.authority allows ``user``); otherwise None, having told
+        ``user`` why and audited the refusal as ``<verb>_refused``."""
         try:
             proposal = await self.store.get_proposal(proposal_id)
         except Exception:
             log.info("click on unknown proposal %r by %s", proposal_id, user)
-            await self._tell(
+            await self.tell(
                 None, channel, user, render.refusal_text("this proposal does not exist")
             )
             return None
@@ -492,18 +508,20 @@ class Service:
             why = f"operation {proposal.operation!r} is no longer configured"
         if why is None:
             return proposal
-        await self.store.record_event(
-            proposal.id,
-            actor=user,
-            event=f"{verb}_refused",
-            detail={"user": user, "reason": why},
-            now=self._clock(),
-        )
-        await self._tell(proposal, channel, user, render.refusal_text(why))
+        await self.refuse(proposal, user=user, channel=channel, verb=verb, why=why)
         return None
 
-    async def _audit_refusal(self, proposal: Proposal, *, user: str, verb: str, why: str) -> None:
-        """A refused click, audited as ``_decidable`` audits its own refusals."""
+    async def refuse(
+        self, proposal: Proposal, *, user: str, channel: str | None, verb: str, why: str
+    ) -> None:
+        """Refuse ``user``'s click: audit it as ``<verb>_refused`` with ``why``, then tell them
+        ``why`` (privately, see :meth:`tell`). Nothing else changes."""
+        await self.audit_refusal(proposal, user=user, verb=verb, why=why)
+        await self.tell(proposal, channel, user, render.refusal_text(why))
+
+    async def audit_refusal(self, proposal: Proposal, *, user: str, verb: str, why: str) -> None:
+        """A refused click, audited as ``<verb>_refused`` (as ``decidable`` audits its own
+        refusals), telling nobody: for callers that answer in their own way (digests)."""
         await self.store.record_event(
             proposal.id,
             actor=user,
@@ -518,7 +536,7 @@ class Service:
             return f"operation {proposal.operation!r} is no longer configured"
         return already_approved(proposal, user) or await self._refusal(proposal, user)
 
-    async def _tell(
+    async def tell(
         self, proposal: Proposal | None, channel: str | None, user: str, text: str
     ) -> None:
         """A private answer: on the Home tab for clicks there, else ephemeral in the channel
@@ -564,13 +582,15 @@ class Service:
                 return rule if isinstance(rule, AskRule) else None
         return None
 
-    async def _not_claimed(
+    async def not_claimed(
         self,
         result: AlreadyDecided | NotApprovable | ApprovalCounted,
         *,
         user: str,
         channel: str | None,
     ) -> None:
+        """The store did not make the transition a click asked for: tell the clicker why (already
+        decided, or the store's reason; an overdue proposal is expired first)."""
         if isinstance(result, ApprovalCounted):  # only an approval answers so (approve())
             return
         if isinstance(result, AlreadyDecided):
@@ -578,10 +598,10 @@ class Service:
             return
         if result.proposal.expires_at is not None and result.proposal.expires_at <= self._clock():
             await self.expire_due()
-        await self._tell(result.proposal, channel, user, render.refusal_text(result.reason))
+        await self.tell(result.proposal, channel, user, render.refusal_text(result.reason))
 
     async def _tell_decided(self, proposal: Proposal, *, user: str, channel: str | None) -> None:
-        await self._tell(proposal, channel, user, render.already_decided_text(proposal))
+        await self.tell(proposal, channel, user, render.already_decided_text(proposal))
 
     async def _approve_in_store(self, proposal: Proposal, user: str) -> TransitionResult:
         """Record ``user``'s approval, bound to the hash of the stored contract; the store claims
@@ -598,19 +618,28 @@ class Service:
             lease_until=now + self._lease,
         )
 
-    async def _execute(self, proposal: Proposal) -> Proposal:
-        """Run a proposal this process has claimed and record its outcome."""
+    async def execute(self, proposal: Proposal) -> Proposal:
+        """Run a proposal this process has claimed (status executing) and record its outcome;
+        the proposal as it is afterwards."""
         outcome = await self._executor.run(proposal)
         proposal = await self.store.record_outcome(proposal.id, outcome, now=self._clock())
-        self._changed(proposal)
+        self.changed(proposal)
         return proposal
 
-    def _changed(self, proposal: Proposal) -> None:
-        """Its transition wrote its effects to the outbox: wake long-polls and the worker."""
+    def changed(self, proposal: Proposal) -> None:
+        """Call after every transition of ``proposal``: the transition wrote its effects to the
+        outbox; wake long-polls and the outbox worker and tell the subscribers."""
         self.waiters.notify(proposal.id)
         self._wake_outbox()
         if self.on_change is not None:
             self.on_change(proposal)
+
+    # Old names, until bot/edits.py moves to the public verbs above.
+    _decidable = decidable
+    _tell = tell
+    _execute = execute
+    _changed = changed
+    _not_claimed = not_claimed
 
 
 def _derived_key(agent: str, body: SubmitBody) -> str:

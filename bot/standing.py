@@ -2,7 +2,7 @@
 
 A rule with ``standing`` (contracts/standing.py) offers a third button on its proposals,
 **Approve + allow similar…**. An admin's click opens a modal to pick how long; its submission is
-checked like an Approve click (``Service._refusal``: separation of duties, approver role,
+checked like an Approve click (``Service.decidable``: separation of duties, approver role,
 profile) plus the admin role, then the proposal is approved and the standing rule granted in one
 transaction (``StandingStore.claim_and_grant``) and the proposal executes once, as any approval.
 
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
-from bot import render, render_standing
+from bot import render_standing
 from contracts.canonical import binding_hash
 from contracts.durations import format_duration, parse_duration
 from contracts.policy import Ask, AskRule, Auto, Decision, PolicyTable
@@ -240,24 +240,24 @@ class StandingGrants:
             binding_hash=binding_hash(
                 proposal.operation, proposal.arguments, proposal.preview.model_dump(mode="json")
             ),
-            lease_until=now + service._lease,
+            lease_until=service.lease_until(now),
             grant=grant,
             standing_rule_id=standing_rule_id,
         )
         if not isinstance(result, Transitioned):
-            await service._not_claimed(result, user=user, channel=None)
+            await service.not_claimed(result, user=user, channel=None)
             return None
-        service._changed(result.proposal)
+        service.changed(result.proposal)
         text = render_standing.granted_text(standing_rule_id, grant)
-        await service._tell(result.proposal, None, user, text)
-        return await service._execute(result.proposal)
+        await service.tell(result.proposal, None, user, text)
+        return await service.execute(result.proposal)
 
     async def _checked(
         self, proposal_id: str, *, user: str, channel: str | None
     ) -> tuple[Proposal, StandingPolicy] | None:
         """The proposal and what may be granted, if ``user`` may approve it and grant one."""
         service = self._service
-        proposal = await service._decidable(
+        proposal = await service.decidable(
             proposal_id, user=user, channel=channel, verb="approve_standing"
         )
         if proposal is None:
@@ -276,14 +276,9 @@ class StandingGrants:
 
     async def _refuse(self, proposal: Proposal, user: str, channel: str | None, why: str) -> None:
         """Tell the clicker why, and audit it; nothing is approved or granted."""
-        await self._service.store.record_event(
-            proposal.id,
-            actor=user,
-            event="approve_standing_refused",
-            detail={"user": user, "reason": why},
-            now=self._clock(),
+        await self._service.refuse(
+            proposal, user=user, channel=channel, verb="approve_standing", why=why
         )
-        await self._service._tell(proposal, channel, user, render.refusal_text(why))
 
 
 def _whole_number(text: str) -> int | None:
