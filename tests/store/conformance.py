@@ -137,7 +137,6 @@ class StoreConformance(PendingConformance, ReminderConformance, StandingConforma
         assert was_created
         assert stored == created
         assert stored.model_dump(include=set(NewProposal.model_fields)) == new.model_dump()
-        assert isinstance(stored.preview, Preview)
         assert stored.approver_roles == ("finance", "support-leads")
         assert stored.created_at == now
         assert stored.updated_at == now
