@@ -183,13 +183,7 @@ class DigestService:
             return True
         for proposal, why in zip(pending, refusals, strict=True):
             if verb is not None and why is not None:
-                await self._service.store.record_event(
-                    proposal.id,
-                    actor=user,
-                    event=f"{verb}_refused",
-                    detail={"user": user, "reason": why},
-                    now=self._clock(),
-                )
+                await self._service.audit_refusal(proposal, user=user, verb=verb, why=why)
         await self._tell(digest, channel, user, render.refusal_text(str(refusals[0])))
         return False
 

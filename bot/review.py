@@ -120,13 +120,7 @@ class Reviews:
             return None
         why = await self._refusal(proposal, user)
         if why is not None:
-            await store.record_event(
-                proposal.id,
-                actor=user,
-                event="review_refused",
-                detail={"user": user, "reason": why},
-                now=self._clock(),
-            )
+            await self._service.audit_refusal(proposal, user=user, verb="review", why=why)
             await self._tell(proposal, channel, user, why)
             return None
         try:
