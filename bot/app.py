@@ -44,6 +44,7 @@ from bot.slack_standing import register_standing_listeners
 from bot.slash import SlashCommand, register_slash_command
 from bot.standing import StandingGrants
 from bot.standing_admin import StandingAdmin
+from bot.subscribers import Subscribers
 from bot.webhook import QUOTAS, SERVICE, SUBMISSIONS, agent_routes
 from store.base import Delivery, Store
 from store.lifecycle import Effect
@@ -125,6 +126,7 @@ def build_app(
         policy=RetryPolicy(callback_attempts=server.callback_attempts),
         lease=lease,
     )
+    subscribers = Subscribers()  # the App Home tab, once built (below)
     service = Service(
         settings=settings,
         store=store,
@@ -134,6 +136,7 @@ def build_app(
         wake_outbox=outbox.wake,
         directory=SlackDirectory(client),
         callback_guard=guard,
+        subscribers=subscribers,
     )
     publisher.reminder = Reminders(service, clock).message
     reviews = Reviews(service, clock)
@@ -155,6 +158,7 @@ def build_app(
         clock=clock,
         wake_outbox=outbox.wake,
         callback_guard=guard,
+        subscribers=subscribers,
     )
     escalation_deliverer = EscalationDeliverer(store, publisher, poster, settings.agents, clock)
     outbox.add_queue(store.escalations(), escalation_deliverer.deliver)
@@ -172,6 +176,7 @@ def build_app(
     register_escalation_listeners(bolt, escalations, clicks)
     delegations = Delegations(service, clock)
     home = HomeTab(service, escalations, clock, delegations)
+    subscribers.add(home)  # it refreshes tabs on changes and shows answers to clicks there
     register_home_listener(bolt, home)
     register_slash_command(bolt, SlashCommand(service, home, clock, delegations))
     register_delegation_listeners(

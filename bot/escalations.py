@@ -25,6 +25,7 @@ from bot.publish import SlackPublisher
 from bot.requesters import check_requester
 from bot.service import APP_HOME
 from bot.settings import AgentSettings, Settings
+from bot.subscribers import Subscribers
 from bot.waiters import Waiters
 from contracts.base import ContractViolation, FieldProblem
 from contracts.canonical import canonical_json
@@ -73,6 +74,7 @@ class EscalationService:
         clock: Callable[[], datetime],
         wake_outbox: Callable[[], None],
         callback_guard: CallbackGuard | None = None,
+        subscribers: Subscribers | None = None,
     ) -> None:
         self.settings = settings
         #: checks an agent's callback_url (bot/destinations.py)
@@ -84,10 +86,9 @@ class EscalationService:
         self.waiters = waiters
         self._clock = clock
         self._wake_outbox = wake_outbox
-        #: called with every escalation that changed (App Home refreshes its owner's tab)
-        self.on_change: Callable[[Escalation, str | None], None] | None = None
-        #: shows a private answer on a person's App Home tab (set by bot/home.py)
-        self.home_notice: Callable[[str, str], Awaitable[None]] | None = None
+        #: told of every escalation that changed, and shows private answers on a person's App
+        #: Home tab (bot/home.py subscribes: it refreshes the owners' tabs)
+        self._subscribers = subscribers or Subscribers()
 
     # --- submission ---------------------------------------------------------------------------
 
@@ -308,8 +309,7 @@ class EscalationService:
         self, escalation: Escalation, *, user: str, channel: str | None, reason: str
     ) -> None:
         text = render.escalation_refusal_text(escalation, reason)
-        if channel == APP_HOME and self.home_notice is not None:
-            await self.home_notice(user, text)
+        if channel == APP_HOME and await self._subscribers.notice(user, text):
             return
         where = (channel if channel != APP_HOME else None) or escalation.slack_channel
         if where:
@@ -319,8 +319,7 @@ class EscalationService:
         """Its transition wrote its effects to the outbox: wake long-polls and the worker."""
         self.waiters.notify(escalation.id)
         self._wake_outbox()
-        if self.on_change is not None:
-            self.on_change(escalation, previous_owner)
+        self._subscribers.escalation_changed(escalation, previous_owner)
 
 
 def _derived_key(agent: str, body: EscalationBody) -> str:

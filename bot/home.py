@@ -64,10 +64,6 @@ class HomeTab:
         self._opened: set[str] = set()  #: who opened their tab since this process started
         self._tasks = BackgroundTasks()
         self._draining = False
-        service.home_notice = self.notice
-        service.on_change = self.proposal_changed
-        escalations.on_change = self.escalation_changed
-        escalations.home_notice = self.notice
 
     async def waiting_for(self, user: str) -> list[Proposal]:
         """The page of pending proposals ``user`` may decide now (see :meth:`waiting_page`)."""
@@ -149,6 +145,8 @@ class HomeTab:
                 await self.publish(self._dirty.pop())
         finally:
             self._draining = False
+
+    # --- as a subscriber of the services (bot/subscribers.py, added by bot/app.py) -----------
 
     def proposal_changed(self, proposal: Proposal) -> None:
         people = {proposal.decided_by} if proposal.decided_by else set()

@@ -26,6 +26,7 @@ from bot.publish import SlackPublisher
 from bot.requesters import verified_requester
 from bot.schemas import SubmitBody
 from bot.settings import AgentSettings, Settings
+from bot.subscribers import Subscribers
 from bot.waiters import Waiters
 from contracts.authority import DecisionChain, refusal_reason
 from contracts.base import (
@@ -62,7 +63,7 @@ __all__ = ["APP_HOME", "Service", "Submitted", "new_proposal_id"]
 log = logging.getLogger(__name__)
 
 #: The "channel" of a click on the App Home tab: answers to the clicker go to their Home tab
-#: (``Service.home_notice``), where they are looking, instead of an ephemeral message.
+#: (bot/subscribers.py), where they are looking, instead of an ephemeral message.
 APP_HOME = "app_home"
 
 
@@ -89,6 +90,7 @@ class Service:
         wake_outbox: Callable[[], None],
         directory: SlackDirectory,
         callback_guard: CallbackGuard | None = None,
+        subscribers: Subscribers | None = None,
     ) -> None:
         self.settings = settings
         #: checks an agent's callback_url (bot/destinations.py)
@@ -102,10 +104,9 @@ class Service:
         self.directory = directory
         self._executor = Executor(settings.registry, http, clock)
         self._lease = timedelta(seconds=settings.server.execution_lease_seconds)
-        #: shows a private answer on a person's App Home tab (set by bot/home.py)
-        self.home_notice: Callable[[str, str], Awaitable[None]] | None = None
-        #: called with every proposal that changed (App Home refreshes its approvers' tabs)
-        self.on_change: Callable[[Proposal], None] | None = None
+        #: told of every proposal that changed, and shows private answers on a person's App Home
+        #: tab (bot/home.py subscribes: it refreshes its approvers' tabs)
+        self._subscribers = subscribers or Subscribers()
 
     # --- submission ---------------------------------------------------------------------------
 
@@ -541,8 +542,7 @@ class Service:
     ) -> None:
         """A private answer: on the Home tab for clicks there, else ephemeral in the channel
         (the proposal's own channel when the click came without one, as from a modal)."""
-        if channel == APP_HOME and self.home_notice is not None:
-            await self.home_notice(user, text)
+        if channel == APP_HOME and await self._subscribers.notice(user, text):
             return
         where = channel if channel != APP_HOME else None
         where = where or (proposal.slack_channel if proposal is not None else None)
@@ -631,8 +631,7 @@ class Service:
         outbox; wake long-polls and the outbox worker and tell the subscribers."""
         self.waiters.notify(proposal.id)
         self._wake_outbox()
-        if self.on_change is not None:
-            self.on_change(proposal)
+        self._subscribers.proposal_changed(proposal)
 
     # Old names, until bot/edits.py moves to the public verbs above.
     _decidable = decidable
