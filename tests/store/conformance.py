@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from pydantic import JsonValue
 
 from contracts.base import Preview, PreviewField
 from contracts.canonical import binding_hash
@@ -946,10 +947,11 @@ class StoreConformance(PendingConformance, ReminderConformance, StandingConforma
             ("submitted", edit.agent),
             ("edited", "U0EDITOR"),
         ]
+        edited_request: JsonValue = {"payment": "pay_42", "x": 1}
         assert entries[1].detail == {
             "supersedes": old.id,
             "proposed_request": old.request,
-            "edited_request": {"payment": "pay_42", "x": 1},
+            "edited_request": edited_request,
             "proposed_arguments": old.arguments,
             "arguments": edit.arguments,
         }
