@@ -19,10 +19,10 @@ from typing import Any, Final, Literal
 
 from pydantic import JsonValue
 
+from bot.actions import EDIT_FIELD_INPUT
 from contracts.base import FieldProblem
 
 __all__ = [
-    "ACTION_ID",
     "MAX_INPUTS",
     "EditField",
     "EditForm",
@@ -34,8 +34,6 @@ __all__ = [
 
 FieldKind = Literal["string", "choice", "integer", "number", "boolean", "json"]
 
-#: The action id of every input of the form (the block id tells the fields apart).
-ACTION_ID: Final = "value"
 #: The most fields a form shows (a modal has at most 100 blocks); the rest keep their values.
 MAX_INPUTS: Final = 90
 #: Slack's limits: a block id, a select's options and an option's value.
@@ -121,7 +119,7 @@ def read_request(
     errors: dict[str, str] = {}
     for field in form.fields:
         block = values.get(field.block_id)
-        state = block.get(ACTION_ID) if isinstance(block, Mapping) else None
+        state = block.get(EDIT_FIELD_INPUT) if isinstance(block, Mapping) else None
         if not isinstance(state, Mapping):
             continue
         try:

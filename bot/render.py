@@ -19,6 +19,19 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
+from bot.actions import (
+    APPROVE,
+    APPROVE_STANDING,
+    EDIT,
+    EXTEND,
+    REASON_INPUT,
+    RECONCILE_FAILED,
+    RECONCILE_RETRY,
+    RECONCILE_SUCCEEDED,
+    REJECT,
+    REJECT_VIEW,
+    SHOW_FULL,
+)
 from bot.render_inert import inert, inert_plain, inert_quote
 from contracts.base import Risk
 from contracts.outcomes import (
@@ -37,7 +50,6 @@ from store.lifecycle import Status
 __all__ = [
     "CLIPPED",
     "RISK_LABELS",
-    "SHOW_FULL",
     "already_decided_text",
     "approval_recorded_text",
     "busy_text",
@@ -78,8 +90,6 @@ __all__ = [
 
 #: Appended wherever a text was cut to fit.
 CLIPPED: Final = "… (clipped)"
-#: The button that opens every frozen argument in full (its value is the proposal id only).
-SHOW_FULL: Final = "show_full"
 
 # Block Kit limits (https://docs.slack.dev/reference/block-kit/).
 HEADER_MAX: Final = 150
@@ -414,7 +424,7 @@ def buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str,
         "elements": [
             {
                 "type": "button",
-                "action_id": "approve",
+                "action_id": APPROVE,
                 "text": plain("Approve", BUTTON_MAX),
                 "style": "primary",
                 "value": proposal.id,
@@ -433,7 +443,7 @@ def buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str,
             },
             {
                 "type": "button",
-                "action_id": "reject",
+                "action_id": REJECT,
                 "text": plain("Reject", BUTTON_MAX),
                 "style": "danger",
                 "value": proposal.id,
@@ -447,7 +457,7 @@ def _extend(proposal: Proposal, extend_by: timedelta) -> dict[str, Any]:
     """The Extend button: once, by the rule's extend_by; its value is the proposal id only."""
     return {
         "type": "button",
-        "action_id": "extend",
+        "action_id": EXTEND,
         "text": plain(f"Extend by {span(extend_by.total_seconds())}", BUTTON_MAX),
         "value": proposal.id,
     }
@@ -458,7 +468,7 @@ def _standing_button(proposal: Proposal) -> dict[str, Any]:
     ones (bot/standing.py); its value is the proposal id only."""
     return {
         "type": "button",
-        "action_id": "approve_standing",
+        "action_id": APPROVE_STANDING,
         "text": plain("Approve + allow similar…", BUTTON_MAX),
         "value": proposal.id,
     }
@@ -469,7 +479,7 @@ def _edit_button(proposal: Proposal) -> dict[str, Any]:
     as a new proposal (bot/edits.py); its value is the proposal id only."""
     return {
         "type": "button",
-        "action_id": "edit",
+        "action_id": EDIT,
         "text": plain("Edit", BUTTON_MAX),
         "value": proposal.id,
     }
@@ -489,7 +499,7 @@ def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
             element["style"] = style
         return element
 
-    retry = button("reconcile_retry", "Retry (same idempotency key)")
+    retry = button(RECONCILE_RETRY, "Retry (same idempotency key)")
     retry["confirm"] = {
         "title": plain("Execute again?", CONFIRM_TITLE_MAX),
         "text": plain(
@@ -503,8 +513,8 @@ def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
         "type": "actions",
         "block_id": "reconcile",
         "elements": [
-            button("reconcile_succeeded", "It happened", "primary"),
-            button("reconcile_failed", "It did not happen", "danger"),
+            button(RECONCILE_SUCCEEDED, "It happened", "primary"),
+            button(RECONCILE_FAILED, "It did not happen", "danger"),
             retry,
         ],
     }
@@ -770,7 +780,7 @@ def reject_modal(proposal: Proposal) -> dict[str, Any]:
     """The modal that asks for the reason of a rejection; private_metadata is the proposal id."""
     return {
         "type": "modal",
-        "callback_id": "reject_reason",
+        "callback_id": REJECT_VIEW,
         "private_metadata": proposal.id,
         "title": plain("Reject proposal", MODAL_TITLE_MAX),
         "submit": plain("Reject", MODAL_TITLE_MAX),
@@ -782,13 +792,13 @@ def reject_modal(proposal: Proposal) -> dict[str, Any]:
             ),
             {
                 "type": "input",
-                "block_id": "reason",
+                "block_id": REASON_INPUT,
                 "optional": False,
                 "label": plain("Why do you reject it?", 2000),
                 "hint": plain("The agent and the channel will see this reason.", 2000),
                 "element": {
                     "type": "plain_text_input",
-                    "action_id": "reason",
+                    "action_id": REASON_INPUT,
                     "multiline": True,
                     "max_length": REASON_MAX,
                     "placeholder": plain("What should the agent do instead?", 150),

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
+from bot.actions import REVOKE_DELEGATION
 from bot.render import Blocks, code, context, escape, remaining, section, when
 from store.delegations import Delegation
 
-__all__ = ["REVOKE_DELEGATION", "delegation_list_blocks", "minted_blocks"]
-
-#: The action id of a delegation's Revoke button (its value: the delegation's id).
-REVOKE_DELEGATION: Final = "delegation_revoke"
+__all__ = ["delegation_list_blocks", "minted_blocks"]
 
 
 def minted_blocks(delegation: Delegation, token: str, *, now: datetime) -> Blocks:

@@ -18,6 +18,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
+from bot.actions import (
+    DIGEST_APPROVE_ALL,
+    DIGEST_CHOOSE,
+    DIGEST_CHOOSE_VIEW,
+    DIGEST_DECISION_INPUT,
+    DIGEST_ITEMS_INPUT,
+    DIGEST_REJECT_ALL,
+    DIGEST_REJECT_VIEW,
+    DIGEST_SHOW_FULL,
+    REASON_INPUT,
+    RECONCILE_FAILED,
+    RECONCILE_SUCCEEDED,
+)
 from bot.render import (
     BLOCKS_MAX,
     BUTTON_MAX,
@@ -54,12 +67,6 @@ from store.digests import Digest
 from store.lifecycle import Status
 
 __all__ = [
-    "APPROVE_ALL",
-    "CHOOSE",
-    "CHOOSE_VIEW",
-    "DIGEST_SHOW_FULL",
-    "REJECT_ALL",
-    "REJECT_VIEW",
     "Tally",
     "choose_modal",
     "digest_message",
@@ -69,14 +76,6 @@ __all__ = [
     "tally_text",
 ]
 
-#: The digest's buttons (their value is the digest id) and its modals' callback ids.
-APPROVE_ALL: Final = "digest_approve_all"
-REJECT_ALL: Final = "digest_reject_all"
-CHOOSE: Final = "digest_choose"
-REJECT_VIEW: Final = "digest_reject"
-CHOOSE_VIEW: Final = "digest_choose_items"
-#: Show full on a digest: every item in full, in a read-only modal (bot/show_full.py).
-DIGEST_SHOW_FULL: Final = "digest_show_full"
 
 #: Options in one checkboxes element (Slack's limit).
 OPTIONS_MAX: Final = 10
@@ -259,6 +258,7 @@ def _rows_in_sections(rows: Sequence[str], budget: int) -> Blocks:
 def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[str, Any]:
     """Approve all (only when ``approve_all``: every pending item is shown in full), Reject
     all… and Choose…."""
+
     def button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
         element: dict[str, Any] = {
             "type": "button",
@@ -270,7 +270,7 @@ def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[
             element["style"] = style
         return element
 
-    approve = button(APPROVE_ALL, f"Approve all ({pending})", "primary")
+    approve = button(DIGEST_APPROVE_ALL, f"Approve all ({pending})", "primary")
     approve["confirm"] = {
         "title": plain(f"Approve {pending} proposals?", CONFIRM_TITLE_MAX),
         "text": plain(
@@ -287,8 +287,8 @@ def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[
         "block_id": "digest",
         "elements": [
             *([approve] if approve_all else []),
-            button(REJECT_ALL, "Reject all…", "danger"),
-            button(CHOOSE, "Choose…"),
+            button(DIGEST_REJECT_ALL, "Reject all…", "danger"),
+            button(DIGEST_CHOOSE, "Choose…"),
         ],
     }
 
@@ -368,8 +368,8 @@ def _reconcile_buttons(n: int, proposal: Proposal) -> dict[str, Any]:
         "type": "actions",
         "block_id": f"reconcile_{n}",
         "elements": [
-            button("reconcile_succeeded", f"{short}: it happened", "primary"),
-            button("reconcile_failed", f"{short}: it did not happen", "danger"),
+            button(RECONCILE_SUCCEEDED, f"{short}: it happened", "primary"),
+            button(RECONCILE_FAILED, f"{short}: it did not happen", "danger"),
         ],
     }
 
@@ -381,7 +381,7 @@ def reject_modal(digest: Digest, pending: int) -> dict[str, Any]:
     """The reason for rejecting every pending item; private_metadata is the digest id."""
     return {
         "type": "modal",
-        "callback_id": REJECT_VIEW,
+        "callback_id": DIGEST_REJECT_VIEW,
         "private_metadata": digest.id,
         "title": plain("Reject all", MODAL_TITLE_MAX),
         "submit": plain("Reject all", MODAL_TITLE_MAX),
@@ -405,19 +405,19 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
         groups.append(
             {
                 "type": "input",
-                "block_id": f"items_{start // OPTIONS_MAX}",
+                "block_id": f"{DIGEST_ITEMS_INPUT}_{start // OPTIONS_MAX}",
                 "optional": True,
                 "label": plain(f"Proposals {start + 1} to {start + len(chunk)}", 2000),
                 "element": {
                     "type": "checkboxes",
-                    "action_id": "items",
+                    "action_id": DIGEST_ITEMS_INPUT,
                     "options": [_option(p) for p in chunk],
                 },
             }
         )
     return {
         "type": "modal",
-        "callback_id": CHOOSE_VIEW,
+        "callback_id": DIGEST_CHOOSE_VIEW,
         "private_metadata": digest.id,
         "title": plain("Choose proposals", MODAL_TITLE_MAX),
         "submit": plain("Apply", MODAL_TITLE_MAX),
@@ -430,11 +430,11 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
             *groups,
             {
                 "type": "input",
-                "block_id": "decision",
+                "block_id": DIGEST_DECISION_INPUT,
                 "label": plain("Decision", 2000),
                 "element": {
                     "type": "radio_buttons",
-                    "action_id": "decision",
+                    "action_id": DIGEST_DECISION_INPUT,
                     "initial_option": _choice("approve"),
                     "options": [_choice("approve"), _choice("reject")],
                 },
@@ -463,13 +463,13 @@ def _choice(value: str) -> dict[str, Any]:
 def _reason_input(*, optional: bool) -> dict[str, Any]:
     return {
         "type": "input",
-        "block_id": "reason",
+        "block_id": REASON_INPUT,
         "optional": optional,
         "label": plain("Why do you reject them?" if not optional else "Reason (to reject)", 2000),
         "hint": plain("The agent and the channel will see this reason.", 2000),
         "element": {
             "type": "plain_text_input",
-            "action_id": "reason",
+            "action_id": REASON_INPUT,
             "multiline": True,
             "max_length": REASON_MAX,
         },

@@ -11,7 +11,8 @@ import json
 from decimal import Decimal
 from typing import Any, Final
 
-from bot.edit_form import ACTION_ID, EditField, EditForm
+from bot.actions import EDIT_FIELD_INPUT, EDIT_VIEW
+from bot.edit_form import EditField, EditForm
 from bot.render import (
     MODAL_TITLE_MAX,
     Message,
@@ -31,11 +32,8 @@ from bot.render_inert import inert
 from store.base import Proposal
 from store.lifecycle import Status
 
-__all__ = ["EDIT_ACTION", "EDIT_CALLBACK", "edit_modal", "superseded_reply"]
+__all__ = ["edit_modal", "superseded_reply"]
 
-#: The Edit button's action id, and the callback id of the modal it opens.
-EDIT_ACTION: Final = "edit"
-EDIT_CALLBACK: Final = "edit_proposal"
 
 #: What the person editing is told before they submit.
 EDIT_NOTE: Final = (
@@ -66,7 +64,7 @@ def edit_modal(proposal: Proposal, form: EditForm) -> dict[str, Any]:
         blocks.append(context(f"Kept as they are (too many fields to show): {kept}{more}"))
     view: dict[str, Any] = {
         "type": "modal",
-        "callback_id": EDIT_CALLBACK,
+        "callback_id": EDIT_VIEW,
         "private_metadata": proposal.id,
         "title": plain("Edit proposal", MODAL_TITLE_MAX),
         "close": plain("Cancel", MODAL_TITLE_MAX),
@@ -102,7 +100,7 @@ def _element(field: EditField) -> dict[str, Any]:
         options = [_option(choice) for choice in choices]
         element: dict[str, Any] = {
             "type": "static_select",
-            "action_id": ACTION_ID,
+            "action_id": EDIT_FIELD_INPUT,
             "placeholder": plain("Choose", 150),
             "options": options,
         }
@@ -113,13 +111,13 @@ def _element(field: EditField) -> dict[str, Any]:
     if field.kind in ("integer", "number"):
         element = {
             "type": "number_input",
-            "action_id": ACTION_ID,
+            "action_id": EDIT_FIELD_INPUT,
             "is_decimal_allowed": field.kind == "number",
         }
         if isinstance(value, int | float) and not isinstance(value, bool):
             element["initial_value"] = _number(value)
         return element
-    element = {"type": "plain_text_input", "action_id": ACTION_ID}
+    element = {"type": "plain_text_input", "action_id": EDIT_FIELD_INPUT}
     if field.kind == "json":
         element["multiline"] = True
         if value is not None:

@@ -12,6 +12,13 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from bot.actions import (
+    ESCALATION_HAND_BACK,
+    ESCALATION_HAND_BACK_VIEW,
+    ESCALATION_RESOLVE,
+    ESCALATION_TAKE,
+    NOTE_INPUT,
+)
 from bot.render import (
     BLOCKS_MAX,
     BUTTON_MAX,
@@ -47,9 +54,6 @@ __all__ = [
 #: The longest hand-back note the modal accepts.
 HAND_BACK_NOTE_MAX: Final = 1000
 
-TAKE: Final = "escalation_take"
-HAND_BACK: Final = "escalation_hand_back"
-RESOLVE: Final = "escalation_resolve"
 
 _KIND: Final = {
     TriggerKind.EXPLICIT_REQUEST: "The customer asked for a person",
@@ -187,13 +191,13 @@ def _buttons(escalation: Escalation) -> dict[str, Any] | None:
         return None
     if status is EscalationStatus.TAKEN:
         elements = [
-            _button(HAND_BACK, "Hand back", escalation),
-            _button(RESOLVE, "Resolve", escalation, "primary"),
+            _button(ESCALATION_HAND_BACK, "Hand back", escalation),
+            _button(ESCALATION_RESOLVE, "Resolve", escalation, "primary"),
         ]
     else:
         elements = [
-            _button(TAKE, "Take it", escalation, "primary"),
-            _button(RESOLVE, "Resolve", escalation),
+            _button(ESCALATION_TAKE, "Take it", escalation, "primary"),
+            _button(ESCALATION_RESOLVE, "Resolve", escalation),
         ]
     return {"type": "actions", "block_id": "escalation", "elements": elements}
 
@@ -242,7 +246,7 @@ def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
     """Asks for the note the agent gets with the conversation; private_metadata is the id."""
     return {
         "type": "modal",
-        "callback_id": HAND_BACK,
+        "callback_id": ESCALATION_HAND_BACK_VIEW,
         "private_metadata": escalation.id,
         "title": plain("Hand back", MODAL_TITLE_MAX),
         "submit": plain("Hand back", MODAL_TITLE_MAX),
@@ -254,13 +258,13 @@ def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
             ),
             {
                 "type": "input",
-                "block_id": "note",
+                "block_id": NOTE_INPUT,
                 "optional": False,
                 "label": plain("What should the agent know?", 2000),
                 "hint": plain("The agent receives this note with the conversation.", 2000),
                 "element": {
                     "type": "plain_text_input",
-                    "action_id": "note",
+                    "action_id": NOTE_INPUT,
                     "multiline": True,
                     "max_length": HAND_BACK_NOTE_MAX,
                 },

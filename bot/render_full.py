@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
+from bot.actions import SHOW_FULL_VIEW
 from bot.render import (
     MODAL_TITLE_MAX,
     RISK_LABELS,
@@ -58,7 +59,7 @@ def full_views(proposals: Sequence[Proposal], *, title: str = "Full proposals") 
         blocks += part
     return {
         "type": "modal",
-        "callback_id": "show_full",
+        "callback_id": SHOW_FULL_VIEW,
         "title": plain(title, MODAL_TITLE_MAX),
         "close": plain("Close", MODAL_TITLE_MAX),
         "blocks": blocks[:FULL_BLOCKS_MAX],

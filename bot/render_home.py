@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from bot.actions import ESCALATION_HAND_BACK, ESCALATION_RESOLVE, SHOW_FULL
 from bot.render import (
     BLOCKS_MAX,
     CLIPPED,
     RISK_LABELS,
     SECTION_MAX,
-    SHOW_FULL,
     Blocks,
     buttons,
     clip,
@@ -43,7 +43,6 @@ from bot.render import (
     when,
 )
 from bot.render_delegations import delegation_list_blocks
-from bot.render_escalation import HAND_BACK, RESOLVE
 from bot.render_inert import inert
 from store.approvals import counted
 from store.base import AuditEntry, Proposal
@@ -225,8 +224,8 @@ def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
                 "type": "actions",
                 "block_id": f"escalation-{escalation.id}",
                 "elements": [
-                    _escalation_button(HAND_BACK, "Hand back", escalation.id),
-                    _escalation_button(RESOLVE, "Resolve", escalation.id, "primary"),
+                    _escalation_button(ESCALATION_HAND_BACK, "Hand back", escalation.id),
+                    _escalation_button(ESCALATION_RESOLVE, "Resolve", escalation.id, "primary"),
                 ],
             }
         )

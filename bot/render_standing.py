@@ -11,6 +11,14 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from bot.actions import (
+    APPROVE_STANDING_VIEW,
+    DURATION_INPUT,
+    REVIEW_OK,
+    REVIEW_SHOULD_HAVE_ASKED,
+    REVOKE_STANDING,
+    USES_INPUT,
+)
 from bot.render import (
     BUTTON_MAX,
     MODAL_TITLE_MAX,
@@ -40,25 +48,12 @@ from store.base import Proposal
 from store.standing import Reviewed, StandingRule
 
 __all__ = [
-    "APPROVE_STANDING",
-    "MODAL_CALLBACK",
-    "REVIEW_OK",
-    "REVIEW_SHOULD_HAVE_ASKED",
-    "REVOKE_STANDING",
     "granted_text",
     "review_message",
     "standing_list_blocks",
     "standing_modal",
 ]
 
-#: The button on a proposal's message, and the modal it opens.
-APPROVE_STANDING: Final = "approve_standing"
-MODAL_CALLBACK: Final = "approve_standing"
-#: The Revoke button in ``/countersign standing``.
-REVOKE_STANDING: Final = "revoke_standing"
-#: The verdict buttons of a review post.
-REVIEW_OK: Final = "review_ok"
-REVIEW_SHOULD_HAVE_ASKED: Final = "review_should_have_asked"
 
 #: The standing rules ``/countersign standing`` shows (each takes two blocks).
 LISTED: Final = 20
@@ -112,7 +107,7 @@ def standing_modal(
     ]
     return {
         "type": "modal",
-        "callback_id": MODAL_CALLBACK,
+        "callback_id": APPROVE_STANDING_VIEW,
         "private_metadata": proposal.id,
         "title": plain("Approve + allow similar", MODAL_TITLE_MAX),
         "submit": plain("Approve", MODAL_TITLE_MAX),
@@ -131,11 +126,11 @@ def standing_modal(
             ),
             {
                 "type": "input",
-                "block_id": "duration",
+                "block_id": DURATION_INPUT,
                 "label": plain("Allow similar calls for", 2000),
                 "element": {
                     "type": "static_select",
-                    "action_id": "duration",
+                    "action_id": DURATION_INPUT,
                     "options": options,
                     "initial_option": options[0],
                 },
@@ -152,11 +147,11 @@ def _uses_input(uses: Sequence[int]) -> Blocks:
     return [
         {
             "type": "input",
-            "block_id": "uses",
+            "block_id": USES_INPUT,
             "label": plain("At most", 2000),
             "element": {
                 "type": "static_select",
-                "action_id": "uses",
+                "action_id": USES_INPUT,
                 "options": options,
                 "initial_option": options[-1],
             },

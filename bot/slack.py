@@ -19,11 +19,22 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.actions import (
+    APPROVE,
+    DIGEST_SHOW_FULL,
+    EDIT,
+    EDIT_VIEW,
+    EXTEND,
+    REASON_INPUT,
+    RECONCILE_FAILED,
+    RECONCILE_RETRY,
+    RECONCILE_SUCCEEDED,
+    REJECT,
+    REJECT_VIEW,
+    SHOW_FULL,
+)
 from bot.admission import Admission
 from bot.edits import EditFlow, EditSubmitted
-from bot.render import SHOW_FULL
-from bot.render_digest import DIGEST_SHOW_FULL
-from bot.render_edit import EDIT_ACTION, EDIT_CALLBACK
 from bot.service import APP_HOME, Service
 from bot.show_full import ShowFull
 from bot.slack_gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
@@ -81,7 +92,7 @@ class ReasonSubmitted(BaseModel):
     @classmethod
     def of(cls, body: dict[str, Any]) -> ReasonSubmitted:
         view = body["view"]
-        value = view["state"]["values"]["reason"]["reason"].get("value") or ""
+        value = view["state"]["values"][REASON_INPUT][REASON_INPUT].get("value") or ""
         return cls(
             user=body["user"]["id"], proposal_id=view["private_metadata"], reason=value.strip()
         )
@@ -106,21 +117,21 @@ def build_bolt(
     edits = EditFlow(service)
     full = ShowFull(service.store, service.publisher)
     clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
-        "approve": lambda c: service.approve(c.proposal_id, user=c.user, channel=c.channel),
-        EDIT_ACTION: lambda c: edits.begin(
+        APPROVE: lambda c: service.approve(c.proposal_id, user=c.user, channel=c.channel),
+        EDIT: lambda c: edits.begin(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
-        "reject": lambda c: service.begin_reject(
+        REJECT: lambda c: service.begin_reject(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
-        "reconcile_succeeded": lambda c: service.reconcile(
+        RECONCILE_SUCCEEDED: lambda c: service.reconcile(
             c.proposal_id, user=c.user, channel=c.channel, resolution="succeeded"
         ),
-        "reconcile_failed": lambda c: service.reconcile(
+        RECONCILE_FAILED: lambda c: service.reconcile(
             c.proposal_id, user=c.user, channel=c.channel, resolution="failed"
         ),
-        "reconcile_retry": lambda c: service.retry(c.proposal_id, user=c.user, channel=c.channel),
-        "extend": lambda c: service.extend(c.proposal_id, user=c.user, channel=c.channel),
+        RECONCILE_RETRY: lambda c: service.retry(c.proposal_id, user=c.user, channel=c.channel),
+        EXTEND: lambda c: service.extend(c.proposal_id, user=c.user, channel=c.channel),
         # read-only, no role needed: a signed click and its own trigger_id (bot/show_full.py)
         SHOW_FULL: lambda c: full.proposal(c.proposal_id, user=c.user, trigger_id=c.trigger_id),
         DIGEST_SHOW_FULL: lambda c: full.digest(
@@ -130,24 +141,24 @@ def build_bolt(
     for action_id, handle in clicks.items():
         app.action(action_id)(click_listener(handle, service, admission))
 
-    @app.view("reject_reason")
+    @app.view(REJECT_VIEW)
     async def on_reason(ack: AsyncAck, body: dict[str, Any]) -> None:
         submitted = _decode(ReasonSubmitted.of, body)
         if submitted is None:
             await ack()
             return
         if not submitted.reason:
-            await ack(response_action="errors", errors={"reason": "Say why you reject it."})
+            await ack(response_action="errors", errors={REASON_INPUT: "Say why you reject it."})
             return
         if len(submitted.reason) > REASON_MAX:
             await ack(
-                response_action="errors", errors={"reason": f"At most {REASON_MAX} characters."}
+                response_action="errors", errors={REASON_INPUT: f"At most {REASON_MAX} characters."}
             )
             return
         await ack()
         await service.reject(submitted.proposal_id, user=submitted.user, reason=submitted.reason)
 
-    @app.view(EDIT_CALLBACK)
+    @app.view(EDIT_VIEW)
     async def on_edit(ack: AsyncAck, body: dict[str, Any]) -> None:
         submitted = _decode(EditSubmitted.of, body)
         if submitted is None:

@@ -14,10 +14,10 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot import render
+from bot.actions import REVOKE_DELEGATION
 from bot.admission import Admission
 from bot.delegations import Delegations
 from bot.home import HomeTab
-from bot.render_delegations import REVOKE_DELEGATION
 from bot.service import Service
 
 __all__ = ["RevokeClick", "register_delegation_listeners"]

@@ -15,10 +15,19 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
+from bot.actions import (
+    DIGEST_APPROVE_ALL,
+    DIGEST_CHOOSE,
+    DIGEST_CHOOSE_VIEW,
+    DIGEST_DECISION_INPUT,
+    DIGEST_ITEMS_INPUT,
+    DIGEST_REJECT_ALL,
+    DIGEST_REJECT_VIEW,
+    REASON_INPUT,
+)
 from bot.admission import Admission
 from bot.digests import DigestService
 from bot.render import REASON_MAX
-from bot.render_digest import APPROVE_ALL, CHOOSE, CHOOSE_VIEW, REJECT_ALL, REJECT_VIEW
 from bot.slack import Click
 
 __all__ = ["Chosen", "register_digest_listeners"]
@@ -41,8 +50,9 @@ class Chosen(BaseModel):
     def of(cls, body: dict[str, Any]) -> Chosen:
         view = body["view"]
         values: dict[str, Any] = view["state"]["values"]
-        reason = (values.get("reason", {}).get("reason", {}).get("value") or "").strip()
-        if view["callback_id"] == REJECT_VIEW:
+        reason = values.get(REASON_INPUT, {}).get(REASON_INPUT, {}).get("value") or ""
+        reason = reason.strip()
+        if view["callback_id"] == DIGEST_REJECT_VIEW:
             return cls(
                 user=body["user"]["id"],
                 digest_id=view["private_metadata"],
@@ -53,10 +63,10 @@ class Chosen(BaseModel):
         items = [
             option["value"]
             for block_id, actions in values.items()
-            if block_id.startswith("items_")
-            for option in actions["items"].get("selected_options") or []
+            if block_id.startswith(f"{DIGEST_ITEMS_INPUT}_")
+            for option in actions[DIGEST_ITEMS_INPUT].get("selected_options") or []
         ]
-        decision = values["decision"]["decision"]["selected_option"]["value"]
+        decision = values[DIGEST_DECISION_INPUT][DIGEST_DECISION_INPUT]["selected_option"]["value"]
         return cls(
             user=body["user"]["id"],
             digest_id=view["private_metadata"],
@@ -68,21 +78,23 @@ class Chosen(BaseModel):
     def problems(self) -> dict[str, str]:
         """What the person must fix before anything is done, by block id."""
         if self.items == ():
-            return {"items_0": "Choose at least one proposal."}
+            return {f"{DIGEST_ITEMS_INPUT}_0": "Choose at least one proposal."}
         if self.decision == "reject" and not self.reason:
-            return {"reason": "Say why you reject them."}
+            return {REASON_INPUT: "Say why you reject them."}
         if len(self.reason) > REASON_MAX:
-            return {"reason": f"At most {REASON_MAX} characters."}
+            return {REASON_INPUT: f"At most {REASON_MAX} characters."}
         return {}
 
 
 def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: Admission) -> None:
     clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
-        APPROVE_ALL: lambda c: digests.approve_all(c.proposal_id, user=c.user, channel=c.channel),
-        REJECT_ALL: lambda c: digests.begin_reject_all(
+        DIGEST_APPROVE_ALL: lambda c: digests.approve_all(
+            c.proposal_id, user=c.user, channel=c.channel
+        ),
+        DIGEST_REJECT_ALL: lambda c: digests.begin_reject_all(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
-        CHOOSE: lambda c: digests.begin_choose(
+        DIGEST_CHOOSE: lambda c: digests.begin_choose(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
     }
@@ -114,8 +126,8 @@ def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: 
                 assert chosen.items is not None  # Reject all is the only modal without a choice
                 await digests.approve(chosen.digest_id, chosen.items, user=chosen.user)
 
-    app.view(REJECT_VIEW)(on_submitted)
-    app.view(CHOOSE_VIEW)(on_submitted)
+    app.view(DIGEST_REJECT_VIEW)(on_submitted)
+    app.view(DIGEST_CHOOSE_VIEW)(on_submitted)
 
 
 def _listener(

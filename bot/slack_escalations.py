@@ -15,9 +15,16 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot import render
+from bot.actions import (
+    ESCALATION_HAND_BACK,
+    ESCALATION_HAND_BACK_VIEW,
+    ESCALATION_RESOLVE,
+    ESCALATION_TAKE,
+    NOTE_INPUT,
+)
 from bot.admission import Admission
 from bot.escalations import EscalationService
-from bot.render_escalation import HAND_BACK, HAND_BACK_NOTE_MAX, RESOLVE, TAKE
+from bot.render_escalation import HAND_BACK_NOTE_MAX
 from bot.slack import Click
 
 __all__ = ["NoteSubmitted", "register_escalation_listeners"]
@@ -37,7 +44,7 @@ class NoteSubmitted(BaseModel):
     @classmethod
     def of(cls, body: dict[str, Any]) -> NoteSubmitted:
         view = body["view"]
-        value = view["state"]["values"]["note"]["note"].get("value") or ""
+        value = view["state"]["values"][NOTE_INPUT][NOTE_INPUT].get("value") or ""
         return cls(
             user=body["user"]["id"], escalation_id=view["private_metadata"], note=value.strip()
         )
@@ -47,16 +54,18 @@ def register_escalation_listeners(
     app: AsyncApp, service: EscalationService, admission: Admission
 ) -> None:
     clicks: dict[str, Callable[[Click], Awaitable[None]]] = {
-        TAKE: lambda c: service.take(c.proposal_id, user=c.user, channel=c.channel),
-        HAND_BACK: lambda c: service.begin_hand_back(
+        ESCALATION_TAKE: lambda c: service.take(c.proposal_id, user=c.user, channel=c.channel),
+        ESCALATION_HAND_BACK: lambda c: service.begin_hand_back(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
-        RESOLVE: lambda c: service.resolve(c.proposal_id, user=c.user, channel=c.channel),
+        ESCALATION_RESOLVE: lambda c: service.resolve(
+            c.proposal_id, user=c.user, channel=c.channel
+        ),
     }
     for action_id, handle in clicks.items():
         app.action(action_id)(_listener(handle, service, admission))
 
-    @app.view(HAND_BACK)
+    @app.view(ESCALATION_HAND_BACK_VIEW)
     async def on_note(ack: AsyncAck, body: dict[str, Any]) -> None:
         try:
             submitted = NoteSubmitted.of(body)
@@ -65,12 +74,12 @@ def register_escalation_listeners(
             await ack()
             return
         if not submitted.note:
-            await ack(response_action="errors", errors={"note": "Tell the agent what to do."})
+            await ack(response_action="errors", errors={NOTE_INPUT: "Tell the agent what to do."})
             return
         if len(submitted.note) > HAND_BACK_NOTE_MAX:
             await ack(
                 response_action="errors",
-                errors={"note": f"At most {HAND_BACK_NOTE_MAX} characters."},
+                errors={NOTE_INPUT: f"At most {HAND_BACK_NOTE_MAX} characters."},
             )
             return
         await ack()

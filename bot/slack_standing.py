@@ -16,14 +16,16 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot import render
-from bot.admission import Admission
-from bot.render_standing import (
+from bot.actions import (
     APPROVE_STANDING,
-    MODAL_CALLBACK,
+    APPROVE_STANDING_VIEW,
+    DURATION_INPUT,
     REVIEW_OK,
     REVIEW_SHOULD_HAVE_ASKED,
     REVOKE_STANDING,
+    USES_INPUT,
 )
+from bot.admission import Admission
 from bot.review import Reviews
 from bot.service import Service
 from bot.slack import Click, click_listener
@@ -50,8 +52,8 @@ class DurationChosen(BaseModel):
     def of(cls, body: dict[str, Any]) -> DurationChosen:
         view = body["view"]
         values = view["state"]["values"]
-        chosen = values["duration"]["duration"].get("selected_option") or {}
-        uses = (values.get("uses") or {}).get("uses")
+        chosen = values[DURATION_INPUT][DURATION_INPUT].get("selected_option") or {}
+        uses = (values.get(USES_INPUT) or {}).get(USES_INPUT)
         return cls(
             user=body["user"]["id"],
             proposal_id=view["private_metadata"],
@@ -97,7 +99,7 @@ def register_standing_listeners(
 
     app.action(APPROVE_STANDING)(click_listener(begin, service, admission))
 
-    @app.view(MODAL_CALLBACK)
+    @app.view(APPROVE_STANDING_VIEW)
     async def on_duration(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         try:

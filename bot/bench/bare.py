@@ -25,6 +25,8 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.actions import APPROVE
+
 __all__ = ["bare_aiohttp", "bare_bolt", "main"]
 
 
@@ -51,7 +53,7 @@ def bare_bolt(signing_secret: str, token: str, api_url: str) -> web.Application:
         logger=logging.getLogger("bare.bolt"),
     )
 
-    @bolt.action("approve")
+    @bolt.action(APPROVE)
     async def approve(ack: AsyncAck) -> None:
         await ack()
 

@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from bot.actions import APPROVE
 from bot.bench.processes import ServerProcess
 from bot.localslack import LocalSlack, StoredMessage, running_local_slack
 from bot.sandbox.payloads import Actor, block_actions, form_body, signed_headers
@@ -185,7 +186,7 @@ class Stage:
 
     def approve_click(self, message: StoredMessage, url: str | None = None) -> tuple[str, bytes]:
         """An Approve click on ``message`` as Slack sends it: (request URL, signed form body)."""
-        button = _button(message, "approve")
+        button = _button(message, APPROVE)
         actor = Actor(id=APPROVER, name="bench approver", team_id=self.slack.team_id)
         payload = block_actions(
             actor=actor,

@@ -15,13 +15,8 @@ from hypothesis import strategies as st
 from slack_sdk.models.views import View
 
 from bot import render
-from bot.render_digest import (
-    APPROVE_ALL,
-    CHOOSE,
-    DIGEST_SHOW_FULL,
-    digest_message,
-    shown_whole,
-)
+from bot.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_SHOW_FULL
+from bot.render_digest import digest_message, shown_whole
 from bot.render_escalation import escalation_message
 from bot.render_full import full_view, full_views
 from bot.render_home import home_view, proposal_detail_blocks
@@ -273,7 +268,7 @@ def actions_of(message: dict[str, Any]) -> set[str]:
 
 def test_a_digest_shown_whole_offers_approve_all() -> None:
     message = digest_message(digest([item(1), item(2)]), now=NOW)
-    assert {APPROVE_ALL, CHOOSE} <= actions_of(message)
+    assert {DIGEST_APPROVE_ALL, DIGEST_CHOOSE} <= actions_of(message)
     assert DIGEST_SHOW_FULL not in actions_of(message)
 
 
@@ -282,8 +277,8 @@ def test_a_digest_with_a_clipped_item_offers_only_choose_and_show_full() -> None
     message = digest_message(digest([item(1), long_title]), now=NOW)
 
     assert_valid_message(message)
-    assert APPROVE_ALL not in actions_of(message)
-    assert {CHOOSE, DIGEST_SHOW_FULL} <= actions_of(message)
+    assert DIGEST_APPROVE_ALL not in actions_of(message)
+    assert {DIGEST_CHOOSE, DIGEST_SHOW_FULL} <= actions_of(message)
     assert buttons(message)[DIGEST_SHOW_FULL]["value"] == "dg_digest"
     assert "*Shown in part*" in all_text(message)
 
@@ -291,7 +286,7 @@ def test_a_digest_with_a_clipped_item_offers_only_choose_and_show_full() -> None
 def test_a_digest_item_with_more_fields_than_its_row_is_not_shown_whole() -> None:
     fields = tuple(PreviewField(label=f"F{i}", value="v") for i in range(5))
     message = digest_message(digest([item(1, preview=Preview(title="T", fields=fields))]), now=NOW)
-    assert APPROVE_ALL not in actions_of(message)
+    assert DIGEST_APPROVE_ALL not in actions_of(message)
     assert "2 more fields" in all_text(message)
 
 
@@ -303,7 +298,7 @@ def test_a_digest_with_rows_beyond_the_message_offers_no_approve_all() -> None:
     ]
     message = digest_message(digest(items), now=NOW)
     assert_valid_message(message)
-    assert APPROVE_ALL not in actions_of(message)
+    assert DIGEST_APPROVE_ALL not in actions_of(message)
     assert DIGEST_SHOW_FULL in actions_of(message)
 
 
@@ -323,7 +318,7 @@ def test_shown_whole_agrees_with_the_offer_of_approve_all() -> None:
     seen = set()
     for items in cases:
         shown = digest([*items])
-        offered = APPROVE_ALL in actions_of(digest_message(shown, now=NOW))
+        offered = DIGEST_APPROVE_ALL in actions_of(digest_message(shown, now=NOW))
         assert shown_whole(shown, now=NOW) is offered
         seen.add(offered)
     assert seen == {True, False}

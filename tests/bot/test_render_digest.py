@@ -10,12 +10,14 @@ from typing import Any
 
 from slack_sdk.models.views import View
 
+from bot.actions import (
+    DIGEST_APPROVE_ALL,
+    DIGEST_CHOOSE,
+    DIGEST_CHOOSE_VIEW,
+    DIGEST_REJECT_ALL,
+    DIGEST_REJECT_VIEW,
+)
 from bot.render_digest import (
-    APPROVE_ALL,
-    CHOOSE,
-    CHOOSE_VIEW,
-    REJECT_ALL,
-    REJECT_VIEW,
     Tally,
     choose_modal,
     digest_message,
@@ -99,7 +101,9 @@ def test_a_pending_digest_lists_every_item_and_offers_its_buttons_with_its_id_on
     assert "3 proposals: payments.refund" in text
     assert "<@U0REQUESTER>" in text and "`refunds`" in text
     assert "Irreversible" in text  # the operation's risk class, as on a proposal's own message
-    assert button_values(message) == dict.fromkeys([APPROVE_ALL, REJECT_ALL, CHOOSE], "dg_digest")
+    assert button_values(message) == dict.fromkeys(
+        [DIGEST_APPROVE_ALL, DIGEST_REJECT_ALL, DIGEST_CHOOSE], "dg_digest"
+    )
 
 
 def test_the_agents_words_are_labelled_and_escaped() -> None:
@@ -178,7 +182,7 @@ def test_the_choose_modal_offers_ten_items_a_group_and_validates() -> None:
     modal = choose_modal(digest(items), items)
 
     View(**modal).validate_json()
-    assert (modal["callback_id"], modal["private_metadata"]) == (CHOOSE_VIEW, "dg_digest")
+    assert (modal["callback_id"], modal["private_metadata"]) == (DIGEST_CHOOSE_VIEW, "dg_digest")
     groups = [b for b in modal["blocks"] if b.get("block_id", "").startswith("items_")]
     assert [len(g["element"]["options"]) for g in groups] == [10, 10, 3]
     offered = [o["value"] for g in groups for o in g["element"]["options"]]
@@ -190,7 +194,7 @@ def test_the_reject_all_modal_asks_for_a_reason() -> None:
     modal = reject_modal(digest([item(1), item(2)]), 2)
 
     View(**modal).validate_json()
-    assert (modal["callback_id"], modal["private_metadata"]) == (REJECT_VIEW, "dg_digest")
+    assert (modal["callback_id"], modal["private_metadata"]) == (DIGEST_REJECT_VIEW, "dg_digest")
     [reason] = [b for b in modal["blocks"] if b.get("block_id") == "reason"]
     assert reason["optional"] is False
 

@@ -12,8 +12,9 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
 from bot import render
+from bot.actions import EDIT_VIEW
 from bot.edit_form import MAX_INPUTS, EditForm, edit_form, problem_errors, read_request
-from bot.render_edit import EDIT_CALLBACK, EDIT_NOTE, edit_modal, superseded_reply
+from bot.render_edit import EDIT_NOTE, edit_modal, superseded_reply
 from contracts.base import FieldProblem, Preview
 from contracts.operations.refund import RefundRequest
 from store.base import Proposal
@@ -137,7 +138,7 @@ def test_required_and_optional_follow_the_schema() -> None:
 def test_the_modal_says_the_edit_is_checked_and_classified_again_and_carries_only_the_id() -> None:
     view = edit_modal(proposal(), edit_form(SCHEMA, STORED))
 
-    assert view["callback_id"] == EDIT_CALLBACK
+    assert view["callback_id"] == EDIT_VIEW
     assert view["private_metadata"] == PROPOSAL_ID
     shown = json.dumps(view["blocks"])
     assert EDIT_NOTE in shown

@@ -13,9 +13,15 @@ from urllib.parse import quote
 
 import pytest
 
+from bot.actions import (
+    DIGEST_APPROVE_ALL,
+    DIGEST_CHOOSE,
+    DIGEST_CHOOSE_VIEW,
+    DIGEST_REJECT_ALL,
+    DIGEST_REJECT_VIEW,
+)
 from bot.digest_outbox import DIGEST_EVENT, DIGEST_REPLY_EVENT
 from bot.localslack import StoredMessage
-from bot.render_digest import APPROVE_ALL, CHOOSE, CHOOSE_VIEW, REJECT_ALL, REJECT_VIEW
 from store.digests import Digest
 from tests.e2e.harness import (
     APPROVER,
@@ -171,7 +177,9 @@ async def test_ten_similar_proposals_submitted_together_are_one_digest_message(
     assert "<!channel>" not in rendered  # the agent's words are escaped, and labelled
     assert "Agent's words (unverified)" in rendered
     # the buttons carry the digest's opaque id and nothing else
-    assert buttons(message) == dict.fromkeys([APPROVE_ALL, REJECT_ALL, CHOOSE], digest.id)
+    assert buttons(message) == dict.fromkeys(
+        [DIGEST_APPROVE_ALL, DIGEST_REJECT_ALL, DIGEST_CHOOSE], digest.id
+    )
     for proposal_id in ids:
         [posted] = [
             e for e in await cs.store.audit_log(proposal_id) if e.event == "posted_to_slack"
@@ -315,7 +323,7 @@ async def test_approve_all_executes_each_item_once_with_its_own_outcome(cs: Coun
     ids = await submit_all(cs, [campaign(n) for n in range(10)])
     digest = await posted_digest(cs, ids)
 
-    assert await click(cs, APPROVER, APPROVE_ALL, digest) == 200
+    assert await click(cs, APPROVER, DIGEST_APPROVE_ALL, digest) == 200
 
     async def all_succeeded() -> bool:
         return await statuses(cs, ids) == ["succeeded"] * 10
@@ -348,7 +356,7 @@ async def test_updates_and_outcomes_due_while_slack_is_rate_limited_go_out_toget
     await cs.settled()
     cs.slack.fail_next("chat.update", status=429, retry_after=2)
 
-    assert await click(cs, APPROVER, APPROVE_ALL, digest) == 200
+    assert await click(cs, APPROVER, DIGEST_APPROVE_ALL, digest) == 200
 
     async def all_reported() -> bool:
         return len(cs.slack.replies(CAMPAIGN_CHANNEL, digest.ts)) > 0
@@ -372,7 +380,7 @@ async def test_an_outcome_reply_whose_answer_was_lost_is_not_posted_twice(
     await cs.settled()
     cs.slack.stall_after_accepting("chat.postMessage", seconds=2.5)  # the client gives up at 1 s
 
-    assert await click(cs, APPROVER, APPROVE_ALL, digest) == 200
+    assert await click(cs, APPROVER, DIGEST_APPROVE_ALL, digest) == 200
 
     async def delivered() -> bool:
         done = await statuses(cs, ids) == ["succeeded"] * 4
@@ -392,7 +400,7 @@ async def test_an_uncertain_item_is_resolved_from_the_buttons_in_the_digests_thr
     digest = await posted_digest(cs, ids)
     cs.target.status = 503  # the effect may or may not have happened
 
-    assert await click(cs, APPROVER, APPROVE_ALL, digest) == 200
+    assert await click(cs, APPROVER, DIGEST_APPROVE_ALL, digest) == 200
 
     async def uncertain() -> bool:
         return await statuses(cs, ids) == ["needs_reconciliation"] * 2
@@ -433,10 +441,10 @@ async def test_choosing_three_of_ten_executes_only_those(cs: Countersign) -> Non
     ids = await submit_all(cs, [campaign(n) for n in range(10)])
     digest = await posted_digest(cs, ids)
 
-    assert await click(cs, APPROVER, CHOOSE, digest) == 200
+    assert await click(cs, APPROVER, DIGEST_CHOOSE, digest) == 200
     [opened] = await eventually(lambda: _views(cs, APPROVER))
     view = opened.view
-    assert view["callback_id"] == CHOOSE_VIEW and view["private_metadata"] == digest.id
+    assert view["callback_id"] == DIGEST_CHOOSE_VIEW and view["private_metadata"] == digest.id
     offered = [
         option["value"]
         for block in view["blocks"]
@@ -456,7 +464,9 @@ async def test_choosing_three_of_ten_executes_only_those(cs: Countersign) -> Non
         f"countersign-{i}" for i in ids[2:5]
     )
     message = cs.slack.message(CAMPAIGN_CHANNEL, digest.ts)
-    assert buttons(message) == dict.fromkeys([APPROVE_ALL, REJECT_ALL, CHOOSE], digest.id)
+    assert buttons(message) == dict.fromkeys(
+        [DIGEST_APPROVE_ALL, DIGEST_REJECT_ALL, DIGEST_CHOOSE], digest.id
+    )
     assert "Approve all (7)" in json.dumps(message.blocks)
     assert told(cs, APPROVER) == ["Approved 3, 0 already decided, 0 refused."]
 
@@ -466,7 +476,7 @@ async def test_rejecting_chosen_items_needs_a_reason_and_rejects_only_those(
 ) -> None:
     ids = await submit_all(cs, [campaign(n) for n in range(4)])
     digest = await posted_digest(cs, ids)
-    assert await click(cs, APPROVER, CHOOSE, digest) == 200
+    assert await click(cs, APPROVER, DIGEST_CHOOSE, digest) == 200
     [opened] = await eventually(lambda: _views(cs, APPROVER))
 
     refused = await submit_view(cs, APPROVER, opened.view, chosen(ids[:2], "reject"))
@@ -497,14 +507,14 @@ async def test_rejecting_chosen_items_needs_a_reason_and_rejects_only_those(
 async def test_reject_all_asks_one_reason_and_skips_what_was_decided(cs: Countersign) -> None:
     ids = await submit_all(cs, [campaign(n) for n in range(3)])
     digest = await posted_digest(cs, ids)
-    assert await click(cs, APPROVER, CHOOSE, digest) == 200
+    assert await click(cs, APPROVER, DIGEST_CHOOSE, digest) == 200
     [choose] = await eventually(lambda: _views(cs, APPROVER))
     await submit_view(cs, APPROVER, choose.view, chosen(ids[:1], "approve"))
     await eventually(lambda: _has_status(cs, ids[0], "succeeded"))
 
-    assert await click(cs, APPROVER_2, REJECT_ALL, digest) == 200
+    assert await click(cs, APPROVER_2, DIGEST_REJECT_ALL, digest) == 200
     [opened] = await eventually(lambda: _views(cs, APPROVER_2))
-    assert opened.view["callback_id"] == REJECT_VIEW
+    assert opened.view["callback_id"] == DIGEST_REJECT_VIEW
     values = {"reason": {"reason": {"type": "plain_text_input", "value": "Not this week"}}}
     await submit_view(cs, APPROVER_2, opened.view, values)
 
@@ -521,7 +531,7 @@ async def test_the_requesters_approve_all_is_refused_for_each_item_and_audited(
     ids = await submit_all(cs, [campaign(n) for n in range(3)])
     digest = await posted_digest(cs, ids)
 
-    assert await click(cs, REQUESTER, APPROVE_ALL, digest) == 200
+    assert await click(cs, REQUESTER, DIGEST_APPROVE_ALL, digest) == 200
 
     [text] = await eventually(lambda: _told(cs, REQUESTER))
     assert text.startswith("Approved 0, 0 already decided, 3 refused.")
@@ -536,7 +546,7 @@ async def test_the_requesters_approve_all_is_refused_for_each_item_and_audited(
         assert "accountable" in str(refusal.detail["reason"])
 
     # nor may someone without the rule's role open the list to choose from
-    assert await click(cs, OUTSIDER, CHOOSE, digest) == 200
+    assert await click(cs, OUTSIDER, DIGEST_CHOOSE, digest) == 200
     [text] = await eventually(lambda: _told(cs, OUTSIDER))
     assert "finance" in text
     assert cs.slack.views(OUTSIDER) == []
@@ -547,7 +557,7 @@ async def test_a_click_on_an_unknown_digest_changes_nothing(cs: Countersign) -> 
     digest = await posted_digest(cs, ids)
     forged = digest.model_copy(update={"id": "dg_" + "a" * 26})
 
-    assert await click(cs, APPROVER, APPROVE_ALL, forged) == 200
+    assert await click(cs, APPROVER, DIGEST_APPROVE_ALL, forged) == 200
 
     [text] = await eventually(lambda: _told(cs, APPROVER))
     assert "does not exist" in text

@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
+from bot.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_SHOW_FULL, SHOW_FULL
 from bot.localslack import StoredMessage
-from bot.render import SHOW_FULL
-from bot.render_digest import APPROVE_ALL, CHOOSE, DIGEST_SHOW_FULL
 from tests.e2e.harness import (
     APPROVER,
     APPROVER_2,
@@ -197,8 +196,8 @@ async def test_a_digest_with_a_clipped_item_offers_choose_but_not_approve_all(
 
         message = await eventually(digest_message)
         actions = action_ids(message.blocks)
-        assert APPROVE_ALL not in actions
-        assert CHOOSE in actions
+        assert DIGEST_APPROVE_ALL not in actions
+        assert DIGEST_CHOOSE in actions
         digest_id = actions[DIGEST_SHOW_FULL]
         assert "*Shown in part*" in json.dumps(message.blocks)
 
@@ -221,7 +220,7 @@ async def test_a_digest_with_a_clipped_item_offers_choose_but_not_approve_all(
         # an Approve all click (a message from before, say) is refused: nothing runs
         approve_all = block_action_body(
             user_id=APPROVER,
-            action_id=APPROVE_ALL,
+            action_id=DIGEST_APPROVE_ALL,
             value=digest_id,
             channel_id=CAMPAIGN_CHANNEL,
             message_ts=proposal.slack_ts or "",

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.actions import DIGEST_APPROVE_ALL
 from bot.digest_outbox import shown_in
-from bot.render_digest import APPROVE_ALL
 from store.lifecycle import Status
 from tests.scale.cluster import (
     APPROVERS,
@@ -78,7 +78,7 @@ async def test_a_burst_over_two_instances_is_shown_once_and_each_item_runs_once(
     async def approve(n: int, ts: str, items: list[str]) -> None:
         first = await cluster.store.get_proposal(items[0])
         target = first.digest_id if ts in digests else first.id
-        action = APPROVE_ALL if ts in digests else "approve"
+        action = DIGEST_APPROVE_ALL if ts in digests else "approve"
         assert target is not None
         for user_n, user in enumerate(APPROVERS):  # two approvers, on both instances
             status = await click(
