@@ -42,7 +42,7 @@ from bot.slack_digests import register_digest_listeners
 from bot.slack_escalations import register_escalation_listeners
 from bot.slack_standing import register_standing_listeners
 from bot.slash import SlashCommand, register_slash_command
-from bot.standing import StandingGrants
+from bot.standing import StandingGrants, offers
 from bot.standing_admin import StandingAdmin
 from bot.subscribers import Subscribers
 from bot.webhook import QUOTAS, SERVICE, SUBMISSIONS, agent_routes
@@ -94,6 +94,7 @@ def build_app(
         clock,
         outbox_client=outbox_client,
         extension_of=functools.partial(extension_of, settings.policy),
+        offers_standing=functools.partial(offers, settings.policy),
     )
     # Callbacks go to agent-chosen URLs: their own client, which connects only to checked
     # addresses, with per-destination slots that end before the outbox lease does.
@@ -141,7 +142,6 @@ def build_app(
     publisher.reminder = Reminders(service, clock).message
     reviews = Reviews(service, clock)
     grants = StandingGrants(service, clock)
-    publisher.offers_standing = grants.offers
     clicks = Admission(server.max_in_flight_clicks)
     bolt = build_bolt(
         admission=clicks,

@@ -94,9 +94,11 @@ class SlackPublisher:
         *,
         outbox_client: AsyncWebClient | None = None,
         extension_of: Callable[[Proposal], timedelta | None] | None = None,
+        offers_standing: Callable[[Proposal], bool] | None = None,
     ) -> None:
         """``extension_of`` says what an Extend button on a proposal's message would add to its
-        expiry, or None for no button (bot/extensions.py)."""
+        expiry, or None for no button (bot/extensions.py); ``offers_standing`` whether it shows
+        "Approve + allow similar…" (bot/standing.py)."""
         self.client = client
         self._outbox_client = outbox_client or client
         self._store = store
@@ -104,8 +106,7 @@ class SlackPublisher:
         self._extension_of = extension_of or (lambda _: None)
         #: builds the reminder posted for a slack.remind (bot/reminders.py; set by bot/app.py)
         self.reminder: Callable[[Proposal], Awaitable[render.Message]] | None = None
-        #: whether a proposal's message offers "Approve + allow similar…" (bot/standing.py)
-        self.offers_standing: Callable[[Proposal], bool] = lambda _: False
+        self._offers_standing = offers_standing or (lambda _: False)
 
     # --- the outbox's effects -----------------------------------------------------------------
 
@@ -187,7 +188,7 @@ class SlackPublisher:
             proposal,
             now=self._clock(),
             extend_by=self._extension_of(proposal),
-            allow_similar=self.offers_standing(proposal),
+            allow_similar=self._offers_standing(proposal),
             previous=previous,
         )
 

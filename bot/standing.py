@@ -49,6 +49,7 @@ __all__ = [
     "cover",
     "new_standing_rule_id",
     "offer",
+    "offers",
     "standing_policy",
 ]
 
@@ -74,6 +75,11 @@ def standing_policy(policy: PolicyTable, rule_id: str | None) -> tuple[AskRule, 
     if rule.standing is None:
         raise ValueError(f"policy rule {rule_id!r} does not allow standing rules")
     return rule, rule.standing
+
+
+def offers(policy: PolicyTable, proposal: Proposal) -> bool:
+    """Whether the proposal's message shows "Approve + allow similar…"."""
+    return isinstance(offer(policy, proposal), StandingPolicy)
 
 
 def offer(policy: PolicyTable, proposal: Proposal) -> StandingPolicy | str:
@@ -164,10 +170,6 @@ class StandingGrants:
     def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
         self._service = service
         self._clock = clock
-
-    def offers(self, proposal: Proposal) -> bool:
-        """Whether the proposal's message shows "Approve + allow similar…"."""
-        return isinstance(offer(self._service.settings.policy, proposal), StandingPolicy)
 
     async def begin(
         self, proposal_id: str, *, user: str, channel: str | None, trigger_id: str
