@@ -33,6 +33,7 @@ from bot.publish import SlackPublisher, make_web_client
 from bot.quorum import unreachable_quorums
 from bot.quotas import Quotas
 from bot.reminders import Reminders
+from bot.render import Message
 from bot.review import Reviews
 from bot.service import Service
 from bot.settings import Settings
@@ -46,7 +47,7 @@ from bot.standing import StandingGrants, offers
 from bot.standing_admin import StandingAdmin
 from bot.subscribers import Subscribers
 from bot.webhook import QUOTAS, SERVICE, SUBMISSIONS, agent_routes
-from store.base import Delivery, Store
+from store.base import Delivery, Proposal, Store
 from store.lifecycle import Effect
 
 __all__ = ["CLICKS", "OUTBOX", "build_app", "utc_now"]
@@ -88,6 +89,10 @@ def build_app(
         retries=False,
     )
     http = AiohttpClient()
+
+    async def reminder(proposal: Proposal) -> Message:
+        return await reminders.message(proposal)  # built with the service, below
+
     publisher = SlackPublisher(
         client,
         store,
@@ -95,6 +100,7 @@ def build_app(
         outbox_client=outbox_client,
         extension_of=functools.partial(extension_of, settings.policy),
         offers_standing=functools.partial(offers, settings.policy),
+        reminder=reminder,
     )
     # Callbacks go to agent-chosen URLs: their own client, which connects only to checked
     # addresses, with per-destination slots that end before the outbox lease does.
@@ -139,7 +145,7 @@ def build_app(
         callback_guard=guard,
         subscribers=subscribers,
     )
-    publisher.reminder = Reminders(service, clock).message
+    reminders = Reminders(service, clock)
     reviews = Reviews(service, clock)
     grants = StandingGrants(service, clock)
     clicks = Admission(server.max_in_flight_clicks)

@@ -95,17 +95,18 @@ class SlackPublisher:
         outbox_client: AsyncWebClient | None = None,
         extension_of: Callable[[Proposal], timedelta | None] | None = None,
         offers_standing: Callable[[Proposal], bool] | None = None,
+        reminder: Callable[[Proposal], Awaitable[render.Message]] | None = None,
     ) -> None:
         """``extension_of`` says what an Extend button on a proposal's message would add to its
         expiry, or None for no button (bot/extensions.py); ``offers_standing`` whether it shows
-        "Approve + allow similar…" (bot/standing.py)."""
+        "Approve + allow similar…" (bot/standing.py); ``reminder`` builds the reminder posted
+        for a slack.remind (bot/reminders.py; none without it)."""
         self.client = client
         self._outbox_client = outbox_client or client
         self._store = store
         self._clock = clock
         self._extension_of = extension_of or (lambda _: None)
-        #: builds the reminder posted for a slack.remind (bot/reminders.py; set by bot/app.py)
-        self.reminder: Callable[[Proposal], Awaitable[render.Message]] | None = None
+        self._reminder = reminder
         self._offers_standing = offers_standing or (lambda _: False)
 
     # --- the outbox's effects -----------------------------------------------------------------
@@ -136,8 +137,8 @@ class SlackPublisher:
                 await self._thread_reply(proposal, delivery, reply)
         elif delivery.effect is Effect.SLACK_REMIND:
             # only while it is still pending: a decision since the sweep makes it moot
-            if proposal.status is Status.PENDING and self.reminder is not None:
-                await self._thread_reply(proposal, delivery, await self.reminder(proposal))
+            if proposal.status is Status.PENDING and self._reminder is not None:
+                await self._thread_reply(proposal, delivery, await self._reminder(proposal))
         else:
             raise ValueError(f"not a Slack effect: {delivery.effect}")
 

@@ -40,7 +40,8 @@ def due_time(decision: Auto | Ask | Deny, default: RemindAt, now: datetime) -> d
 
 
 class Reminders:
-    """Builds the reminder the publisher posts for a slack.remind (SlackPublisher.reminder)."""
+    """Builds the reminder the publisher posts for a slack.remind (its ``message`` is the
+    ``reminder`` SlackPublisher is built with, bot/app.py)."""
 
     def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
         self._service = service
