@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +26,7 @@ from bot import edit_form, render, standing
 from bot.render_edit import edit_modal
 from bot.schemas import SubmitBody
 from bot.service import Service
-from contracts.base import Context, ContractViolation, Operation
+from contracts.base import ContractViolation, Operation
 from contracts.canonical import canonical_json
 from store.base import (
     AlreadyDecided,
@@ -111,14 +110,14 @@ class EditFlow:
             return EditAnswer()
         if request == proposal.request:
             return EditAnswer(errors={form.fields[0].block_id: UNCHANGED})
-        now = service._clock()
-        ctx = Context(now=now, http=service._http, correlation_id=f"edit.{secrets.token_hex(4)}")
+        now = service.now()
+        ctx = service.operation_context("edit", now)
         try:
             resolved = await operation.resolve(operation.parse_request(request), ctx)
         except ContractViolation as violation:
             shown = edit_form.problem_errors(form, violation.problems)
             if not shown:
-                await service._tell(proposal, None, user, render.refusal_text(str(violation)))
+                await service.tell(proposal, None, user, render.refusal_text(str(violation)))
             return EditAnswer(errors=shown)
         except Exception as error:  # the operation could not check it (its backend is down...)
             log.warning("checking the edit of %s failed: %s", proposal.id, error, exc_info=error)
@@ -155,7 +154,7 @@ class EditFlow:
                 break
             except IdempotencyConflict as conflict:
                 why = f"the agent already used this edit's key for proposal {conflict.existing.id}"
-                await service._tell(proposal, None, user, render.refusal_text(why))
+                await service.tell(proposal, None, user, render.refusal_text(why))
                 return EditAnswer()
             except StoreUnavailable:
                 raise
@@ -166,11 +165,11 @@ class EditFlow:
                     raise
         if not isinstance(result, Transitioned):
             if isinstance(result, AlreadyDecided | NotApprovable):
-                await service._not_claimed(result, user=user, channel=None)
+                await service.not_claimed(result, user=user, channel=None)
             return EditAnswer()
         log.info("%s edited %s into %s (%s)", user, proposal.id, new.id, new.status.value)
-        service._changed(await service.store.get_proposal(proposal.id))
-        service._changed(result.proposal)
+        service.changed(await service.store.get_proposal(proposal.id))
+        service.changed(result.proposal)
         return EditAnswer(proposal=result.proposal)
 
     async def finish(self, answer: EditAnswer) -> Proposal | None:
@@ -178,7 +177,7 @@ class EditFlow:
         edit = answer.proposal
         if edit is None or edit.status is not Status.EXECUTING:
             return edit
-        return await self._service._execute(edit)
+        return await self._service.execute(edit)
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -188,23 +187,16 @@ class EditFlow:
         """The proposal if ``user`` may edit it now (pending, unexpired, and the checks of
         Approve); otherwise they are told why, and a refusal of the person is audited."""
         service = self._service
-        proposal = await service._decidable(proposal_id, user=user, channel=channel, verb="edit")
+        proposal = await service.decidable(proposal_id, user=user, channel=channel, verb="edit")
         if proposal is None:
             return None
         if proposal.agent not in service.settings.agents:
             why = f"agent {proposal.agent!r} is no longer configured"
-            await service.store.record_event(
-                proposal.id,
-                actor=user,
-                event="edit_refused",
-                detail={"user": user, "reason": why},
-                now=service._clock(),
-            )
-            await service._tell(proposal, channel, user, render.refusal_text(why))
+            await service.refuse(proposal, user=user, channel=channel, verb="edit", why=why)
             return None
-        if proposal.expires_at is not None and proposal.expires_at <= service._clock():
+        if proposal.expires_at is not None and proposal.expires_at <= service.now():
             expired = NotApprovable(proposal, f"expired at {proposal.expires_at.isoformat()}")
-            await service._not_claimed(expired, user=user, channel=channel)
+            await service.not_claimed(expired, user=user, channel=channel)
             return None
         return proposal
 

@@ -633,13 +633,6 @@ class Service:
         self._wake_outbox()
         self._subscribers.proposal_changed(proposal)
 
-    # Old names, until bot/edits.py moves to the public verbs above.
-    _decidable = decidable
-    _tell = tell
-    _execute = execute
-    _changed = changed
-    _not_claimed = not_claimed
-
 
 def _derived_key(agent: str, body: SubmitBody) -> str:
     material = canonical_json(
