@@ -70,7 +70,7 @@ SHOW_FULL: Final = "show_full"
 DIGEST_APPROVE_ALL: Final = "digest_approve_all"
 DIGEST_REJECT_ALL: Final = "digest_reject_all"
 DIGEST_CHOOSE: Final = "digest_choose"
-#: every item of a digest in full, in a read-only modal (bot/show_full.py)
+#: every item of a digest in full, in a read-only modal (bot/slack/show_full.py)
 DIGEST_SHOW_FULL: Final = "digest_show_full"
 
 # --- escalations (value: the escalation id) -------------------------------------------------

@@ -12,48 +12,48 @@ import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-from bot.admission import Admission
-from bot.anchoring import Anchorer, anchor_forever
-from bot.callback_http import CallbackHttp
-from bot.callbacks import CallbackPoster, CallbackSender, DestinationSlots
-from bot.delegations import DELEGATIONS, Delegations
-from bot.destinations import CallbackGuard, Resolve, system_resolve
-from bot.digest_outbox import DigestOutbox
-from bot.digests import DigestService
-from bot.directory import SlackDirectory
-from bot.escalation_api import ESCALATIONS, escalation_routes
-from bot.escalation_delivery import EscalationDeliverer
-from bot.escalations import EscalationService, reannounce_forever
+from bot.api.admission import Admission
+from bot.api.callback_http import CallbackHttp
+from bot.api.callbacks import CallbackPoster, CallbackSender, DestinationSlots
+from bot.api.destinations import CallbackGuard, Resolve, system_resolve
+from bot.api.problems import problem_middleware
+from bot.api.proposals import QUOTAS, SERVICE, SUBMISSIONS, agent_routes
+from bot.api.quotas import Quotas
+from bot.audit.anchoring import Anchorer, anchor_forever
+from bot.delegations.commands import DELEGATIONS, Delegations
+from bot.delegations.listeners import register_delegation_listeners
+from bot.digests.decisions import DigestService
+from bot.digests.listeners import register_digest_listeners
+from bot.digests.outbox import DigestOutbox
+from bot.escalations.api import ESCALATIONS, escalation_routes
+from bot.escalations.delivery import EscalationDeliverer
+from bot.escalations.flow import EscalationService, reannounce_forever
+from bot.escalations.listeners import register_escalation_listeners
 from bot.extensions import extension_of
-from bot.home import HomeTab, register_home_listener
 from bot.http import AiohttpClient
 from bot.outbox import OutboxWorker, RetryPolicy
-from bot.problems import problem_middleware
-from bot.publish import SlackPublisher, make_web_client
 from bot.quorum import unreachable_quorums
-from bot.quotas import Quotas
 from bot.reminders import Reminders
-from bot.render import Message
-from bot.review import Reviews
+from bot.render.proposal import Message
 from bot.service import Service
 from bot.settings import Settings
-from bot.slack import BOLT, SIGNING_SECRET, build_bolt, slack_events
-from bot.slack_delegations import register_delegation_listeners
-from bot.slack_digests import register_digest_listeners
-from bot.slack_escalations import register_escalation_listeners
-from bot.slack_standing import register_standing_listeners
-from bot.slash import SlashCommand, register_slash_command
-from bot.standing import StandingGrants, offers
-from bot.standing_admin import StandingAdmin
+from bot.slack.directory import SlackDirectory
+from bot.slack.home import HomeTab, register_home_listener
+from bot.slack.listeners import BOLT, SIGNING_SECRET, build_bolt, slack_events
+from bot.slack.publish import SlackPublisher, make_web_client
+from bot.slack.slash import SlashCommand, register_slash_command
+from bot.standing.admin import StandingAdmin
+from bot.standing.listeners import register_standing_listeners
+from bot.standing.review import Reviews
+from bot.standing.rules import StandingGrants, offers
 from bot.subscribers import Subscribers
-from bot.webhook import QUOTAS, SERVICE, SUBMISSIONS, agent_routes
 from store.base import Delivery, Proposal, Store
 from store.lifecycle import Effect
 
 __all__ = ["CLICKS", "OUTBOX", "build_app", "utc_now"]
 
 OUTBOX: web.AppKey[OutboxWorker] = web.AppKey("outbox", OutboxWorker)
-#: bounds the Slack clicks worked on at once (bot/admission.py)
+#: bounds the Slack clicks worked on at once (bot/api/admission.py)
 CLICKS: web.AppKey[Admission] = web.AppKey("clicks", Admission)
 
 log = logging.getLogger(__name__)

@@ -13,14 +13,14 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.app import build_app
-from bot.audit_commands import audit_anchor, audit_verify
-from bot.audit_export import ExportFormat, parse_since, write_export
+from bot.audit.commands import audit_anchor, audit_verify
+from bot.audit.export import ExportFormat, parse_since, write_export
 from bot.bench import add_bench_arguments, bench_command
 from bot.duty_check import separation_warnings
 from bot.explain import explain
-from bot.review import review_stats_command
 from bot.sandbox import DEFAULT_PORT, run_sandbox
 from bot.settings import ConfigError, Settings, is_user_group, load_settings, slack_settings
+from bot.standing.review import review_stats_command
 from contracts.redaction import shown_store_url
 from store.base import StoreError
 from store.open import open_store

@@ -1,7 +1,7 @@
 """Edit, then re-classify: an approver changes a pending proposal's request; the edit becomes a new
 proposal that supersedes it.
 
-The Edit button opens a modal (bot/render_edit.py) with the stored request's fields. On
+The Edit button opens a modal (bot/render/edit.py) with the stored request's fields. On
 submission the editor is checked again (the same click-time checks as Approve), the values are
 read (bot/edit_form.py) and put through the operation's contract (parse_request, resolve) and the
 policy, as a submission would be; the store then supersedes the old proposal and stores the edit
@@ -22,10 +22,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bot import edit_form, render, standing
-from bot.render_edit import edit_modal
-from bot.schemas import SubmitBody
+from bot import edit_form
+from bot.api.schemas import SubmitBody
+from bot.render import proposal as render
+from bot.render.edit import edit_modal
 from bot.service import Service
+from bot.standing import rules as standing
 from contracts.base import ContractViolation, Operation
 from contracts.canonical import canonical_json
 from store.base import (

@@ -4,13 +4,13 @@ transitions wrote, with retries, in every instance at once.
 The store hands each due entry to one worker at a time (a lease) and keeps the entries of one
 proposal in order, so this loop only has to deliver, and say when to try again. Other outboxes
 with the same verbs (the escalations') join the same loop with :meth:`OutboxWorker.add_queue`.
-A :class:`Coalescer` (the digests', bot/digest_outbox.py) takes from each round's claim the
+A :class:`Coalescer` (the digests', bot/digests/outbox.py) takes from each round's claim the
 entries it delivers together, as jobs that settle their entries themselves.
 
 Callbacks to agents have their own lane: a round starts them and moves on without waiting, so a
 callback target that accepts connections and never answers delays no Slack post and no other
 destination's callback (each callback is bounded by its own timeout and per-destination slots,
-bot/callbacks.py). The leases keep a started callback from being claimed again meanwhile.
+bot/api/callbacks.py). The leases keep a started callback from being claimed again meanwhile.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from bot.publish import DeliveryFailed
+from bot.slack.publish import DeliveryFailed
 from store.base import Delivery, Store
 from store.lifecycle import Effect
 
@@ -65,7 +65,8 @@ class Job:
 
 
 class Coalescer(Protocol):
-    """Takes, from what a round claimed, the entries it delivers together (bot/digest_outbox.py)."""
+    """Takes, from what a round claimed, the entries it delivers together
+    (bot/digests/outbox.py)."""
 
     async def split(
         self, due: Sequence[Delivery], *, full: bool

@@ -2,7 +2,7 @@
 
 A policy rule's quorum is checked when the policy loads, but only against roles that list user
 ids: a user group's members are known only by asking Slack. At startup the groups are read
-(bot/directory.py) and each rule whose approver roles hold fewer people than its quorum is
+(bot/slack/directory.py) and each rule whose approver roles hold fewer people than its quorum is
 named in a warning: its proposals could never be approved and would expire.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.directory import SlackDirectory
+from bot.slack.directory import SlackDirectory
 from contracts.policy import AskRule, PolicyTable
 from contracts.quorum import shortfall, statically_known_members
 

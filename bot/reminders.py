@@ -17,8 +17,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from bot.extensions import ask_rule, extension_of
-from bot.render import Message
-from bot.render_reminders import reminder_reply
+from bot.render.proposal import Message
+from bot.render.reminders import reminder_reply
 from bot.settings import is_user_group
 from contracts.policy import Ask, Auto, Deny
 from contracts.reminders import RemindAt, remind_time

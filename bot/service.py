@@ -17,17 +17,19 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from bot import extensions, reminders, render, standing
-from bot.destinations import CallbackGuard
-from bot.directory import SlackDirectory
+from bot import extensions, reminders
+from bot.api.destinations import CallbackGuard
+from bot.api.requesters import verified_requester
+from bot.api.schemas import SubmitBody
+from bot.api.waiters import Waiters
 from bot.execution import Executor
 from bot.lineage import editors_of
-from bot.publish import SlackPublisher
-from bot.requesters import verified_requester
-from bot.schemas import SubmitBody
+from bot.render import proposal as render
 from bot.settings import AgentSettings, Settings
+from bot.slack.directory import SlackDirectory
+from bot.slack.publish import SlackPublisher
+from bot.standing import rules as standing
 from bot.subscribers import Subscribers
-from bot.waiters import Waiters
 from contracts.authority import DecisionChain, refusal_reason
 from contracts.base import (
     Context,
@@ -93,7 +95,7 @@ class Service:
         subscribers: Subscribers | None = None,
     ) -> None:
         self.settings = settings
-        #: checks an agent's callback_url (bot/destinations.py)
+        #: checks an agent's callback_url (bot/api/destinations.py)
         self.callback_guard = callback_guard or CallbackGuard()
         self.store = store
         self.publisher = publisher
@@ -105,7 +107,7 @@ class Service:
         self._executor = Executor(settings.registry, http, clock)
         self._lease = timedelta(seconds=settings.server.execution_lease_seconds)
         #: told of every proposal that changed, and shows private answers on a person's App Home
-        #: tab (bot/home.py subscribes: it refreshes its approvers' tabs)
+        #: tab (bot/slack/home.py subscribes: it refreshes its approvers' tabs)
         self._subscribers = subscribers or Subscribers()
 
     # --- submission ---------------------------------------------------------------------------
@@ -121,12 +123,12 @@ class Service:
     ) -> Submitted:
         """Validate, resolve, classify and store one proposal; run it at once if policy says auto.
 
-        Who asked is verified first (bot/requesters.py): ``requested_by`` must be someone the
+        Who asked is verified first (bot/api/requesters.py): ``requested_by`` must be someone the
         agent acts for, or the person of the ``delegation`` the agent's call came with; else
         RequesterRefused, and nothing is stored or posted.
 
         ``admit`` sees the classified proposal before it is stored (not for a replay) and may
-        refuse it by raising (the agent's pending limit, bot/quotas.py).
+        refuse it by raising (the agent's pending limit, bot/api/quotas.py).
 
         Raises ContractViolation (nothing stored) or IdempotencyConflict.
         """
@@ -225,7 +227,7 @@ class Service:
             arguments=arguments,
             requester_roles=frozenset(r for r, m in members.items() if requested_by in m),
         )
-        # an active standing rule may approve what the rule would ask for (bot/standing.py)
+        # an active standing rule may approve what the rule would ask for (bot/standing/rules.py)
         decision, standing_rule = await standing.cover(
             self.store,
             self.settings.policy,
@@ -415,7 +417,7 @@ class Service:
         await self.not_claimed(result, user=user, channel=channel)
         return None
 
-    # --- one digest item at a time (bot/digests.py): one click's checks, telling nobody ------
+    # --- one digest item at a time (bot/digests/decisions.py): one click's checks, telling nobody
 
     async def approve_item(self, proposal: Proposal, *, user: str) -> TransitionResult | str:
         """What an Approve click on ``proposal`` alone does, but telling nobody: the same checks

@@ -17,12 +17,12 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bot.audit_settings import AnchorSettings, AuditSection, load_audit
-from bot.delegation_settings import DelegationSettings
-from bot.destinations import CallbackGuard, DestinationRefused, parse_prefix
-from bot.digest_settings import DigestSettings
-from bot.escalation_settings import EscalationSection, load_escalation
-from bot.limit_settings import AgentLimitsSection, Limits
+from bot.api.destinations import CallbackGuard, DestinationRefused, parse_prefix
+from bot.api.limit_settings import AgentLimitsSection, Limits
+from bot.audit.settings import AnchorSettings, AuditSection, load_audit
+from bot.delegations.settings import DelegationSettings
+from bot.digests.settings import DigestSettings
+from bot.escalations.settings import EscalationSection, load_escalation
 from contracts.base import Operation
 from contracts.escalation import EscalationPolicy
 from contracts.operations import refund, webhook
@@ -133,11 +133,11 @@ class _AgentSection(_Section):
     #: people may let the agent act for them from Slack (/countersign delegate)
     delegation: bool = False
     callback_secret_env: str | None = None
-    #: where its callback_url may point (bot/destinations.py); empty: it may name none
+    #: where its callback_url may point (bot/api/destinations.py); empty: it may name none
     callback_url_prefixes: tuple[str, ...] = ()
     #: its callbacks may go to loopback, private, link-local and CGNAT addresses
     callback_allow_private: bool = False
-    #: overrides of the [limits] defaults for this agent (bot/limit_settings.py)
+    #: overrides of the [limits] defaults for this agent (bot/api/limit_settings.py)
     limits: AgentLimitsSection | None = None
 
 
@@ -161,12 +161,12 @@ class AgentSettings:
     name: str
     token: str
     callback_secret: str
-    #: a callback_url must fall under one of these (parsed; bot/destinations.py); empty: none
+    #: a callback_url must fall under one of these (parsed; bot/api/destinations.py); empty: none
     callback_url_prefixes: tuple[str, ...] = ()
     #: the agent's owners: part of the chain behind its proposals, so never approvers
     owners: tuple[str, ...] = ()
     #: whom it may name as requested_by: user ids, user group ids (S...) and "role:NAME";
-    #: empty: its owners only (bot/requesters.py)
+    #: empty: its owners only (bot/api/requesters.py)
     acts_for: tuple[str, ...] = ()
     #: people may let it act for them from Slack (/countersign delegate)
     delegation: bool = False
@@ -221,11 +221,11 @@ class Settings:
     policy: PolicyTable
     #: the [escalation] section: trigger thresholds, responders, routes
     escalation: EscalationPolicy = field(default_factory=EscalationPolicy)
-    #: the [slack] section: digests of similar proposals (bot/digest_settings.py)
+    #: the [slack] section: digests of similar proposals (bot/digests/settings.py)
     digests: DigestSettings = field(default_factory=DigestSettings)
     #: the [delegation] section: how long delegations from Slack last
     delegation: DelegationSettings = field(default_factory=DelegationSettings)
-    #: the [audit] section: where the audit chain's head is anchored (bot/audit_settings.py)
+    #: the [audit] section: where the audit chain's head is anchored (bot/audit/settings.py)
     audit: AnchorSettings = field(default_factory=AnchorSettings)
     _agents_by_token: Mapping[str, AgentSettings] = field(default_factory=dict, repr=False)
 

@@ -2,10 +2,10 @@
 answers to clicks made on the App Home tab.
 
 A :class:`Subscribers` is built first and passed to ``Service`` and ``EscalationService`` at
-construction; they call it after every transition and for every answer to a click on the Home
-tab. Whoever listens (the App Home tab, bot/home.py) is added with :meth:`Subscribers.add` when
-it is built (it needs those services itself, so it cannot exist before them): nothing is patched
-onto the services afterwards.
+construction; they call it after every transition and for every answer to a click on the Home tab.
+Whoever listens (the App Home tab, bot/slack/home.py) is added with :meth:`Subscribers.add` when it
+is built (it needs those services itself, so it cannot exist before them): nothing is patched onto
+the services afterwards.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator
 
-from bot.home import SUBSCRIBED_EVENTS
-from bot.slash import COMMAND
+from bot.slack.home import SUBSCRIBED_EVENTS
+from bot.slack.slash import COMMAND
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = Path(__file__).parent / "fixtures" / "slack" / "manifest.schema.1.0.0.json"
@@ -74,7 +74,7 @@ def test_slack_posts_interactions_to_slack_events_and_no_unhandled_events(
     settings = manifest["settings"]
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["interactivity"]["request_url"].endswith("/slack/events")
-    # every subscribed event needs a listener: exactly the ones bot/home.py registers
+    # every subscribed event needs a listener: exactly the ones bot/slack/home.py registers
     events = settings["event_subscriptions"]
     assert events["request_url"].endswith("/slack/events")
     assert sorted(events["bot_events"]) == sorted(SUBSCRIBED_EVENTS)

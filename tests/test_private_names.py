@@ -86,7 +86,7 @@ def reach_ins(source: str, filename: str = "<module>") -> list[str]:
 
 def test_the_check_finds_each_kind_of_reach_in() -> None:
     source = (
-        "from bot.render import _section, code, __version__\n"
+        "from bot.render.proposal import _section, code, __version__\n"
         "import bot._private\n"
         "class Grants:\n"
         "    def __init__(self, service):\n"
@@ -101,7 +101,7 @@ def test_the_check_finds_each_kind_of_reach_in() -> None:
         "    return x\n"
     )
     assert reach_ins(source, "m.py") == [
-        "m.py:1: from bot.render import _section",
+        "m.py:1: from bot.render.proposal import _section",
         "m.py:2: import bot._private",
         "m.py:9: service._tell",
         "m.py:10: self._store._transaction",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from bot.bench.load import at_rate, back_to_back
 from bot.bench.report import Measurement
 from bot.bench.stage import APPROVER, CLICK_REQUESTERS, Stage
-from bot.digest_outbox import shown_in
+from bot.digests.outbox import shown_in
 
 __all__ = [
     "AGENTS",

@@ -22,8 +22,8 @@ from aiohttp import web
 
 from bot.actions import APPROVE
 from bot.bench.processes import ServerProcess
-from bot.localslack import LocalSlack, StoredMessage, running_local_slack
 from bot.sandbox.payloads import Actor, block_actions, form_body, signed_headers
+from bot.slack.local import LocalSlack, StoredMessage, running_local_slack
 
 __all__ = ["APPROVER", "CHANNELS", "Stage", "Target", "config_text", "running_stage"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import aiohttp
 
-from bot.localslack import LocalSlack
 from bot.sandbox import payloads
+from bot.slack.local import LocalSlack
 
 __all__ = ["Forwarded", "Refused", "SlackForwarder"]
 

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
-from bot import localslack
 from bot.sandbox.demo import PEOPLE, DemoRefused
 from bot.sandbox.forwarder import Forwarded, Refused
 from bot.sandbox.origin import own_origin_only
 from bot.sandbox.state import workspace_view
+from bot.slack import local as localslack
 
 if TYPE_CHECKING:
     from bot.sandbox.server import Sandbox

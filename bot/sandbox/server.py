@@ -3,7 +3,7 @@
 Two HTTP servers run on loopback:
 
 - the sandbox (``--port``): the page and its JSON endpoints, the local Slack Web API at
-  ``/slack/api/<method>`` (:mod:`bot.localslack`, the one the tests use), and the demo execution
+  ``/slack/api/<method>`` (:mod:`bot.slack.local`, the one the tests use), and the demo execution
   target at ``/demo-target/``;
 - Countersign itself (``--api-port``), built by :func:`bot.app.build_app` from the demo
   configuration with a SQLite store: the agent API and the Slack request URL ``/slack/events``.
@@ -33,7 +33,6 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
 from bot.app import build_app
-from bot.localslack import LocalSlack, LocalUser
 from bot.sandbox.demo import (
     CHANNELS,
     DEMO_PROPOSALS,
@@ -46,6 +45,7 @@ from bot.sandbox.forwarder import SlackForwarder
 from bot.sandbox.page import TOKEN_VARIABLE, page_app
 from bot.sandbox.target import DemoTarget
 from bot.settings import ConfigError, Settings, load_settings
+from bot.slack.local import LocalSlack, LocalUser
 from store.open import open_store
 
 __all__ = ["USER_AGENT", "Sandbox", "Submission", "running_sandbox"]

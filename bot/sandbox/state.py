@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from bot.localslack import EphemeralMessage, LocalSlack, StoredMessage
 from bot.sandbox.demo import Person
+from bot.slack.local import EphemeralMessage, LocalSlack, StoredMessage
 
 __all__ = ["workspace_view"]
 

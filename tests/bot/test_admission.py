@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.admission import Admission
+from bot.api.admission import Admission
 
 
 def test_slots_are_granted_up_to_the_limit_and_released_after_the_block() -> None:

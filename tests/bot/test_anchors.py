@@ -20,8 +20,8 @@ from typing import TypeVar
 import asyncpg
 import pytest
 
-from bot.anchoring import Anchorer, AnchorFailed, anchor_forever
-from bot.anchors import (
+from bot.audit.anchoring import Anchorer, AnchorFailed, anchor_forever
+from bot.audit.anchors import (
     Anchor,
     AnchorFileError,
     anchor_line,
@@ -29,10 +29,10 @@ from bot.anchors import (
     make_anchor,
     read_anchors,
 )
-from bot.audit_settings import AnchorSettings
+from bot.audit.settings import AnchorSettings
 from bot.cli import main
-from bot.localslack import running_local_slack
-from bot.publish import make_web_client
+from bot.slack.local import running_local_slack
+from bot.slack.publish import make_web_client
 from store.audit import entry_hash
 from store.base import AuditEntry, AuditHead, Store
 from store.open import open_store

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.audit_export import parse_since
+from bot.audit.export import parse_since
 from bot.cli import main
 from store.sqlite import SqliteStore
 from tests.bot.test_cli import write_config

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.destinations import (
+from bot.api.destinations import (
     Destination,
     DestinationRefused,
     address_refusal,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.digest_settings import DigestSettings
+from bot.digests.settings import DigestSettings
 from bot.settings import load_settings
 from tests.bot.test_settings import ENV, only_problem, valid_sections, write
 

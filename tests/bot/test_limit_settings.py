@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.limit_settings import Limits
+from bot.api.limit_settings import Limits
 from bot.settings import ConfigError, Settings, load_settings
 from tests.e2e.harness import ENV, config_text
 

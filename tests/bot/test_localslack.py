@@ -16,8 +16,8 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import render
-from bot.localslack import LocalSlack, LocalUser, running_local_slack
+from bot.render import proposal as render
+from bot.slack.local import LocalSlack, LocalUser, running_local_slack
 from tests.bot.test_render import NOW, make_proposal
 
 TOKEN = "xoxb-test-token"

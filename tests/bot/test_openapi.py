@@ -11,9 +11,9 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from pydantic.json_schema import models_json_schema
 
-from bot.openapi import PROPOSAL_ID_PATTERN, openapi_document
-from bot.problems import Problem
-from bot.schemas import ProblemOut, ProposalOut, SubmitBody
+from bot.api.openapi import PROPOSAL_ID_PATTERN, openapi_document
+from bot.api.problems import Problem
+from bot.api.schemas import ProblemOut, ProposalOut, SubmitBody
 from bot.service import new_proposal_id
 from contracts.base import FieldProblem, Operation
 from contracts.operations.refund import from_config as refund_from_config

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.limit_settings import Limits
-from bot.problems import Problem
-from bot.quotas import Quotas, TokenBucket
+from bot.api.limit_settings import Limits
+from bot.api.problems import Problem
+from bot.api.quotas import Quotas, TokenBucket
 from bot.settings import AgentSettings
 
 

@@ -14,7 +14,7 @@ from pydantic import JsonValue
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
-from bot import render
+from bot.render import proposal as render
 from contracts.base import Preview, PreviewField
 from contracts.outcomes import (
     NeedsReconciliation,

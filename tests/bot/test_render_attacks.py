@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_sdk.models.views import View
 
-from bot import render
 from bot.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_SHOW_FULL
-from bot.render_digest import digest_message, shown_whole
-from bot.render_escalation import escalation_message
-from bot.render_full import full_view, full_views
-from bot.render_home import home_view, proposal_detail_blocks
+from bot.render import proposal as render
+from bot.render.digest import digest_message, shown_whole
+from bot.render.escalation import escalation_message
+from bot.render.full import full_view, full_views
+from bot.render.home import home_view, proposal_detail_blocks
 from contracts.base import Preview, PreviewField
 from contracts.escalation import Summary
 from tests.bot.test_render import (

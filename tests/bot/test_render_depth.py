@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot import render
-from bot.render_home import proposal_detail_blocks, waiting_blocks
+from bot.render import proposal as render
+from bot.render.home import proposal_detail_blocks, waiting_blocks
 from contracts.outcomes import Succeeded
 from store.base import Approval, Proposal
 from store.lifecycle import Status

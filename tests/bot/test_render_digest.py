@@ -17,7 +17,7 @@ from bot.actions import (
     DIGEST_REJECT_ALL,
     DIGEST_REJECT_VIEW,
 )
-from bot.render_digest import (
+from bot.render.digest import (
     Tally,
     choose_modal,
     digest_message,

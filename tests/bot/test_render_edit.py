@@ -11,10 +11,10 @@ import pytest
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
-from bot import render
 from bot.actions import EDIT_VIEW
 from bot.edit_form import MAX_INPUTS, EditForm, edit_form, problem_errors, read_request
-from bot.render_edit import EDIT_NOTE, edit_modal, superseded_reply
+from bot.render import proposal as render
+from bot.render.edit import EDIT_NOTE, edit_modal, superseded_reply
 from contracts.base import FieldProblem, Preview
 from contracts.operations.refund import RefundRequest
 from store.base import Proposal

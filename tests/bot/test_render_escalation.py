@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from slack_sdk.models.views import View
 
-from bot.render_escalation import escalation_message, escalation_reply, hand_back_modal
-from bot.render_home import home_view
+from bot.render.escalation import escalation_message, escalation_reply, hand_back_modal
+from bot.render.home import home_view
 from store.escalations import Escalation, EscalationStatus
 from tests.bot.test_render import assert_valid_message, buttons
 from tests.store.escalation_conformance import new_escalation

@@ -9,7 +9,7 @@ import unicodedata
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from bot.render_inert import LINE_BREAK, MARKERS, inert, inert_plain, inert_quote, visible
+from bot.render.inert import LINE_BREAK, MARKERS, inert, inert_plain, inert_quote, visible
 
 #: Characters an attacker reaches for, mixed into arbitrary text below.
 NASTY = (

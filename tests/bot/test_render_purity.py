@@ -38,19 +38,17 @@ from typing import Any, NoReturn
 import pytest
 
 import bot
-from bot import (
-    render,
-    render_delegations,
-    render_digest,
-    render_edit,
-    render_escalation,
-    render_full,
-    render_home,
-    render_inert,
-    render_reminders,
-    render_standing,
-)
 from bot.edit_form import edit_form
+from bot.render import delegations as render_delegations
+from bot.render import digest as render_digest
+from bot.render import edit as render_edit
+from bot.render import escalation as render_escalation
+from bot.render import full as render_full
+from bot.render import home as render_home
+from bot.render import inert as render_inert
+from bot.render import proposal as render
+from bot.render import reminders as render_reminders
+from bot.render import standing as render_standing
 from contracts.base import Preview
 from contracts.standing import Grant, duration_choices
 from store.base import Approval, AuditEntry
@@ -214,7 +212,7 @@ def plain(function: Callable[..., object], *args: object, **kwargs: Any) -> Case
 
 
 CASES: list[Case] = [
-    # bot/render.py
+    # bot/render/proposal.py
     dated(render.proposal_message, PENDING),
     dated(
         render.proposal_message,
@@ -248,29 +246,29 @@ CASES: list[Case] = [
     plain(render.refusal_text, "you asked for it <!here>"),
     plain(render.already_decided_text, REJECTED),
     plain(render.reject_modal, PENDING),
-    # bot/render_delegations.py
+    # bot/render/delegations.py
     dated(render_delegations.minted_blocks, DELEGATIONS[0], "cs_dlg_token"),
     dated(render_delegations.delegation_list_blocks, DELEGATIONS),
-    # bot/render_digest.py
+    # bot/render/digest.py
     dated(render_digest.digest_message, DIGEST),
     dated(render_digest.shown_whole, DIGEST, time_left=False),
     plain(render_digest.digest_reply, DIGEST_CHANGES),
     plain(render_digest.reject_modal, DIGEST, 2),
     plain(render_digest.choose_modal, DIGEST, DIGEST.items[:2]),
     plain(render_digest.tally_text, TALLY),
-    # bot/render_edit.py
+    # bot/render/edit.py
     plain(render_edit.edit_modal, EDIT_PROPOSAL, edit_form(edit_inputs.SCHEMA, edit_inputs.STORED)),
     plain(render_edit.superseded_reply, EDIT_SUPERSEDED, EDIT_NEW, link="https://x.example/1"),
-    # bot/render_escalation.py
+    # bot/render/escalation.py
     plain(render_escalation.escalation_message, ESCALATION),
     plain(render_escalation.escalation_reply, TAKEN, handed_back_by="U0OWNER"),
     plain(render_escalation.reannouncement_reply, ESCALATION),
     plain(render_escalation.escalation_refusal_text, TAKEN, "someone else owns it"),
     plain(render_escalation.hand_back_modal, TAKEN),
-    # bot/render_full.py
+    # bot/render/full.py
     plain(render_full.full_view, PENDING),
     plain(render_full.full_views, [PENDING, EDITED], title="Two proposals"),
-    # bot/render_home.py
+    # bot/render/home.py
     dated(
         render_home.home_view,
         waiting=[PENDING, QUORUM],
@@ -283,7 +281,7 @@ CASES: list[Case] = [
     dated(render_home.waiting_blocks, [EDITED], previous={EDITED.id: PENDING}, beyond={"a": 2}),
     dated(render_home.proposal_detail_blocks, EDITED, TRAIL, previous=PENDING),
     plain(render_home.help_blocks),
-    # bot/render_inert.py
+    # bot/render/inert.py
     *[
         plain(function, f"{INJECTION}\n\u202eabc\u200d :smile: *bold*")
         for function in (
@@ -293,14 +291,14 @@ CASES: list[Case] = [
             render_inert.inert_quote,
         )
     ],
-    # bot/render_reminders.py
+    # bot/render/reminders.py
     dated(
         render_reminders.reminder_reply,
         PENDING,
         approvers=["U0ANA", "S0FINANCE"],
         extend_by=timedelta(minutes=30),
     ),
-    # bot/render_standing.py
+    # bot/render/standing.py
     plain(render_standing.standing_modal, PENDING, STANDING, duration_choices(timedelta(days=7))),
     plain(render_standing.granted_text, "sr_0123456789abcdef0123456789abcdef", GRANT),
     dated(
@@ -321,7 +319,7 @@ def _case_id(case: Case) -> str:
 
 
 def render_modules() -> list[ModuleType]:
-    """bot/render.py and every bot/render_*.py (or the modules of a bot/render package)."""
+    """Every module of the bot/render package (and any bot/render*.py that appears beside it)."""
     found = []
     for info in pkgutil.iter_modules(bot.__path__, "bot."):
         if not info.name.removeprefix("bot.").startswith("render"):
@@ -352,16 +350,16 @@ def test_every_render_module_and_every_message_taking_now_has_a_case() -> None:
     dated_covered = {case.name for case in CASES if case.dated}
 
     assert {module.__name__ for module in modules} >= {
-        "bot.render",
-        "bot.render_delegations",
-        "bot.render_digest",
-        "bot.render_edit",
-        "bot.render_escalation",
-        "bot.render_full",
-        "bot.render_home",
-        "bot.render_inert",
-        "bot.render_reminders",
-        "bot.render_standing",
+        "bot.render.proposal",
+        "bot.render.delegations",
+        "bot.render.digest",
+        "bot.render.edit",
+        "bot.render.escalation",
+        "bot.render.full",
+        "bot.render.home",
+        "bot.render.inert",
+        "bot.render.reminders",
+        "bot.render.standing",
     }
     for module in modules:
         functions = _public_functions(module)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bot import render
-from bot.render_reminders import NOBODY_CAN_APPROVE, reminder_reply
+from bot.render import proposal as render
+from bot.render.reminders import NOBODY_CAN_APPROVE, reminder_reply
 from contracts.base import Preview
 from tests.bot.test_render import (
     INJECTION,

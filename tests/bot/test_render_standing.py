@@ -9,7 +9,8 @@ from typing import Any
 
 from slack_sdk.models.views import View
 
-from bot import render, render_standing
+from bot.render import proposal as render
+from bot.render import standing as render_standing
 from contracts.outcomes import Succeeded
 from contracts.standing import StandingPolicy, duration_choices, uses_choices
 from store.lifecycle import Status

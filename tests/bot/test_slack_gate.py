@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.slack_gate import MAX_SKEW_SECONDS, signature_verifies
+from bot.slack.gate import MAX_SKEW_SECONDS, signature_verifies
 from tests.slack_requests import signed_headers
 
 SECRET = "gate-test-secret"

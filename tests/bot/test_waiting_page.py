@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.waiting_page import fair_page
+from bot.slack.waiting_page import fair_page
 from store.base import Proposal
 from tests.store.conformance import new_proposal
 

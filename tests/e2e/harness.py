@@ -26,12 +26,12 @@ from slack_sdk.http_retry.builtin_interval_calculators import (
     FixedValueRetryIntervalCalculator,
 )
 
+from bot.api.destinations import Resolve, system_resolve
+from bot.api.proposals import SERVICE
 from bot.app import OUTBOX, build_app
-from bot.destinations import Resolve, system_resolve
-from bot.localslack import LocalSlack, running_local_slack
-from bot.localsocket import LocalSocketMode
 from bot.settings import load_settings
-from bot.webhook import SERVICE
+from bot.slack.local import LocalSlack, running_local_slack
+from bot.slack.local_socket import LocalSocketMode
 from store.rows import db_time
 from store.sqlite import SqliteStore
 from tests.slack_requests import block_action_body, signed_headers, view_submission_body

@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.webhook import QUOTAS, SUBMISSIONS
+from bot.api.proposals import QUOTAS, SUBMISSIONS
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,

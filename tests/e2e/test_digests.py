@@ -20,8 +20,8 @@ from bot.actions import (
     DIGEST_REJECT_ALL,
     DIGEST_REJECT_VIEW,
 )
-from bot.digest_outbox import DIGEST_EVENT, DIGEST_REPLY_EVENT
-from bot.localslack import StoredMessage
+from bot.digests.outbox import DIGEST_EVENT, DIGEST_REPLY_EVENT
+from bot.slack.local import StoredMessage
 from store.digests import Digest
 from tests.e2e.harness import (
     APPROVER,

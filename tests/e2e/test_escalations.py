@@ -13,7 +13,7 @@ import aiosqlite
 import pytest
 from aiohttp import web
 
-from bot.localslack import LocalUser
+from bot.slack.local import LocalUser
 from contracts.signing import CALLBACK, verify
 from tests.e2e.harness import (
     AGENT_TOKEN,

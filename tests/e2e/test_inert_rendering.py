@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from bot.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_SHOW_FULL, SHOW_FULL
-from bot.localslack import StoredMessage
+from bot.slack.local import StoredMessage
 from tests.e2e.harness import (
     APPROVER,
     APPROVER_2,

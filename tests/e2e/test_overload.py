@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from bot.api.proposals import SUBMISSIONS
 from bot.app import CLICKS
-from bot.webhook import SUBMISSIONS
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.localslack import LocalUser
+from bot.slack.local import LocalUser
 from store.delegations import token_hash
 from tests.e2e.harness import (
     AGENT_TOKEN,

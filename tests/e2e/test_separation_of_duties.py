@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.localslack import LocalUser
+from bot.slack.local import LocalUser
 from tests.e2e.harness import (
     APPROVER,
     APPROVER_2,

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.localslack import LocalSlack, running_local_slack
+from bot.slack.local import LocalSlack, running_local_slack
 from store.lifecycle import Status
 from store.sqlite import SqliteStore
 from tests.e2e.harness import (

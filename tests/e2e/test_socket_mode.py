@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from urllib.parse import unquote
 
-from bot.localsocket import LocalSocketMode
+from bot.slack.local_socket import LocalSocketMode
 from tests.e2e.harness import APPROVER, CAMPAIGN_CHANNEL, REQUESTER, running_countersign
 from tests.slack_requests import block_action_body
 

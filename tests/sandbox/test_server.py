@@ -16,11 +16,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from slack_sdk.signature import SignatureVerifier
 
-from bot.localslack import LocalSlack, LocalUser
 from bot.sandbox import Sandbox, running_sandbox
 from bot.sandbox.demo import DEMO_PROPOSALS, PEOPLE, REQUESTER
 from bot.sandbox.forwarder import Refused, SlackForwarder
 from bot.sandbox.origin import own_origin_only
+from bot.slack.local import LocalSlack, LocalUser
 from tests.e2e.harness import eventually
 
 APPROVER = "U0PRIYA"  #: finance

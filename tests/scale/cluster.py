@@ -29,7 +29,7 @@ import aiohttp
 import asyncpg
 from aiohttp import web
 
-from bot.localslack import LocalSlack, running_local_slack
+from bot.slack.local import LocalSlack, running_local_slack
 from store.postgres import PostgresStore
 from tests.e2e.harness import (
     AGENT_TOKEN,

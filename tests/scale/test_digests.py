@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.actions import DIGEST_APPROVE_ALL
-from bot.digest_outbox import shown_in
+from bot.digests.outbox import shown_in
 from store.lifecycle import Status
 from tests.scale.cluster import (
     APPROVERS,

@@ -50,7 +50,7 @@ SUBMISSIONS_AT_ONCE = 16
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     # Room for every click at once: each one must reach the claim, none be turned away as
-    # "busy" (bot/admission.py; tests/e2e/test_overload.py covers that answer).
+    # "busy" (bot/api/admission.py; tests/e2e/test_overload.py covers that answer).
     room = PROPOSALS * CLICKS_PER_PROPOSAL
     async with running_cluster(
         tmp_path,
@@ -189,7 +189,7 @@ async def held_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
 
 
 #: How long instance A's long-poll waits before it reads the store again on its own
-#: (bot/webhook.py _POLL_SLICE): an answer sooner than this was woken by a notification.
+#: (bot/api/proposals.py _POLL_SLICE): an answer sooner than this was woken by a notification.
 POLL_SLICE = 1.0
 
 

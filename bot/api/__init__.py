@@ -1,0 +1,94 @@
+"""The agent HTTP API: proposals submitted, read and long-polled over ``/v1``, with what guards it.
+
+- ``proposals``: the routes (submit, read, wait) and the agent's authentication
+- ``agent_requests``: reading a request body within its limits; idempotency keys
+- ``admission``, ``quotas``, ``limit_settings``: how much of the service one agent may use
+- ``requesters``: who counts as the person an agent acts for
+- ``schemas``, ``openapi``, ``problems``: the wire format, its OpenAPI document, error answers
+- ``waiters``: long polls woken by state changes
+- ``destinations``, ``callbacks``, ``callback_http``: where and how agents' callbacks are sent
+
+The names below are imported from their module when first asked for, so that importing one
+module of this package imports neither the others nor the app they need.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.api.admission import Admission
+    from bot.api.callback_http import CallbackHttp
+    from bot.api.callbacks import CallbackPoster, CallbackSender, DestinationSlots
+    from bot.api.destinations import (
+        CallbackGuard,
+        DestinationRefused,
+        Resolve,
+        parse_prefix,
+        system_resolve,
+    )
+    from bot.api.limit_settings import AgentLimitsSection, Limits
+    from bot.api.problems import Problem, problem_middleware
+    from bot.api.proposals import agent_routes, authenticated_agent
+    from bot.api.quotas import Quotas
+    from bot.api.requesters import check_requester, verified_requester
+    from bot.api.schemas import SLACK_USER_ID, SubmitBody
+    from bot.api.waiters import Waiters
+
+__all__ = [
+    "SLACK_USER_ID",
+    "Admission",
+    "AgentLimitsSection",
+    "CallbackGuard",
+    "CallbackHttp",
+    "CallbackPoster",
+    "CallbackSender",
+    "DestinationRefused",
+    "DestinationSlots",
+    "Limits",
+    "Problem",
+    "Quotas",
+    "Resolve",
+    "SubmitBody",
+    "Waiters",
+    "agent_routes",
+    "authenticated_agent",
+    "check_requester",
+    "parse_prefix",
+    "problem_middleware",
+    "system_resolve",
+    "verified_requester",
+]
+
+#: the module of this package that defines each public name
+_DEFINED_IN = {
+    "Admission": "admission",
+    "AgentLimitsSection": "limit_settings",
+    "CallbackGuard": "destinations",
+    "CallbackHttp": "callback_http",
+    "CallbackPoster": "callbacks",
+    "CallbackSender": "callbacks",
+    "DestinationRefused": "destinations",
+    "DestinationSlots": "callbacks",
+    "Limits": "limit_settings",
+    "Problem": "problems",
+    "Quotas": "quotas",
+    "Resolve": "destinations",
+    "SLACK_USER_ID": "schemas",
+    "SubmitBody": "schemas",
+    "Waiters": "waiters",
+    "agent_routes": "proposals",
+    "authenticated_agent": "proposals",
+    "check_requester": "requesters",
+    "parse_prefix": "destinations",
+    "problem_middleware": "problems",
+    "system_resolve": "destinations",
+    "verified_requester": "requesters",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _DEFINED_IN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_DEFINED_IN[name]}"), name)

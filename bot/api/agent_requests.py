@@ -1,0 +1,111 @@
+"""Reading an agent's submission: capacity, size, JSON, the body's model, the idempotency key.
+
+One place for what every agent endpoint that creates something checks, in the same order and
+with the same answers (``bot/api/proposals.py`` for proposals, ``bot/escalations/api.py`` for
+escalations). The body is received whole, within the agent's ``body_timeout_seconds``, before
+the request takes a submission slot: a sender that dribbles its body holds a connection, never
+a slot, and gets 408 when time is up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from bot.api.problems import Problem
+from contracts.base import FieldProblem, problems_from_validation_error
+
+__all__ = ["MAX_BODY", "busy", "idempotency_key", "parse_body", "receive_body"]
+
+MAX_BODY = 256 * 1024
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def busy() -> Problem:
+    """At capacity: nothing stored, come back after the delay."""
+    return Problem(
+        503,
+        "Busy",
+        "Countersign is at capacity; nothing was stored. Retry after the given delay.",
+        headers={"Retry-After": "1"},
+    )
+
+
+async def receive_body(request: web.Request, *, timeout: float) -> bytes:
+    """The whole body, received within ``timeout`` seconds: 408 when it takes longer, 413 past
+    MAX_BODY (said at once when Content-Length announces it)."""
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise _too_large()
+    received = bytearray()
+    try:
+        async with asyncio.timeout(timeout):
+            while chunk := await request.content.read(MAX_BODY + 1 - len(received)):
+                received += chunk
+                if len(received) > MAX_BODY:
+                    raise _too_large()
+    except TimeoutError:
+        raise Problem(
+            408,
+            "Request timeout",
+            f"the body did not arrive within {timeout:g} s (got {len(received)} bytes); "
+            "nothing was stored. Send the whole body at once.",
+            headers={"Connection": "close"},
+        ) from None
+    return bytes(received)
+
+
+def _too_large() -> Problem:
+    return Problem(413, "Body too large", f"the body must be at most {MAX_BODY} bytes")
+
+
+def parse_body(raw: bytes, model: type[ModelT], *, noun: str) -> ModelT:
+    """The body as ``model``: 400 for what is not a JSON object, 422 naming each field that
+    does not fit."""
+    try:
+        data = json.loads(raw, parse_constant=_refuse_constant)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise Problem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise Problem(400, "Malformed JSON", "the body is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise Problem(400, "Malformed request", "the body must be a JSON object")
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as error:
+        unparsed = [
+            e["msg"] for e in error.errors(include_url=False) if e["type"] == "json_invalid"
+        ]
+        if unparsed:  # JSON Python reads but the validator refuses (lone surrogates, depth)
+            raise Problem(
+                400, "Malformed JSON", f"the body could not be parsed: {unparsed[0]}"
+            ) from None
+        raise Problem(
+            422,
+            f"Invalid {noun}",
+            f"the {noun} body does not match what the API expects",
+            problems=problems_from_validation_error("", error),
+        ) from None
+
+
+def idempotency_key(request: web.Request) -> str | None:
+    """The Idempotency-Key header, if sent: 1 to 200 printable characters, else 422."""
+    key = request.headers.get("Idempotency-Key")
+    if key is not None and not (1 <= len(key) <= 200 and key.isprintable()):
+        raise Problem(
+            422,
+            "Invalid Idempotency-Key",
+            "expected 1 to 200 printable characters",
+            problems=[
+                FieldProblem(field="Idempotency-Key", message="1 to 200 printable characters")
+            ],
+        )
+    return key
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number; send a finite number or a string")

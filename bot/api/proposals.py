@@ -1,0 +1,195 @@
+"""The agent API: submit proposals, read (and long-poll) their state."""
+
+from __future__ import annotations
+
+import hmac
+import time
+
+from aiohttp import web
+
+from bot.api.admission import Admission
+from bot.api.agent_requests import MAX_BODY, busy, idempotency_key, parse_body, receive_body
+from bot.api.openapi import openapi_document
+from bot.api.problems import Problem
+from bot.api.quotas import Quotas, admit_pending
+from bot.api.schemas import ProposalOut, SubmitBody
+from bot.delegations.commands import DELEGATIONS, is_delegation_token
+from bot.service import Service
+from bot.settings import AgentSettings
+from contracts.base import FieldProblem
+from store.base import NewProposal, Proposal, ProposalNotFound, StoreError, StoreUnavailable
+from store.delegations import Delegation
+from store.lifecycle import Status
+
+__all__ = [
+    "QUOTAS",
+    "SERVICE",
+    "SUBMISSIONS",
+    "agent_routes",
+    "authenticated_agent",
+    "wait_seconds",
+]
+
+SERVICE: web.AppKey[Service] = web.AppKey("service", Service)
+#: bounds the submissions handled at once (bot/api/admission.py)
+SUBMISSIONS: web.AppKey[Admission] = web.AppKey("submissions", Admission)
+#: each agent's submission rate and long-polls in flight (bot/api/quotas.py)
+QUOTAS: web.AppKey[Quotas] = web.AppKey("quotas", Quotas)
+
+_UNSETTLED = {Status.PENDING, Status.EXECUTING}
+#: The longest a long-poll waits for a wake-up before it reads the store again.
+_POLL_SLICE = 1.0
+
+
+def agent_routes() -> list[web.RouteDef]:
+    return [
+        web.post("/v1/proposals", submit),
+        web.get("/v1/proposals/{id}", read),
+        web.get("/healthz", healthz),
+        web.get("/v1/openapi.json", openapi),
+    ]
+
+
+def authenticated_agent(request: web.Request) -> AgentSettings:
+    """The agent is whoever holds the bearer token: never what the body says."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    challenge = {"WWW-Authenticate": 'Bearer realm="countersign"'}
+    if scheme.lower() != "bearer" or not token:
+        raise Problem(
+            401, "Unauthorized", "send 'Authorization: Bearer <agent token>'", headers=challenge
+        )
+    service = request.app[SERVICE]
+    agent = service.settings.agent_for_token(token.strip())
+    # compare_digest on the hit too, so timing does not tell how much of a token matched
+    if agent is None or not hmac.compare_digest(agent.token, token.strip()):
+        raise Problem(401, "Unauthorized", "unknown agent token", headers=challenge)
+    return agent
+
+
+async def _caller(request: web.Request) -> tuple[AgentSettings, Delegation | None]:
+    """The agent, from its own token or from a delegation token (bot/delegations/commands.py),
+    which also names the person it acts for; an expired or revoked delegation is refused (401)."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and is_delegation_token(token.strip()):
+        return await request.app[DELEGATIONS].authenticate(token.strip())
+    return authenticated_agent(request), None
+
+
+async def submit(request: web.Request) -> web.Response:
+    """The agent's rate first, then its whole body (within its deadline), and only then a slot:
+    neither a flood nor a slow sender holds the capacity other agents need."""
+    agent, delegation = await _caller(request)
+    quotas = request.app[QUOTAS]
+    quotas.admit_submission(agent)
+    raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
+    with request.app[SUBMISSIONS].slot() as admitted:
+        if not admitted:
+            quotas.refund(agent)
+            raise busy()
+        try:
+            return await _submit(request, agent, raw, delegation)
+        except (Problem, StoreUnavailable) as refused:
+            if isinstance(refused, StoreUnavailable) or refused.status in (429, 503):
+                quotas.refund(agent)  # refused, not served: the agent's rate is not charged
+            raise
+
+
+async def _submit(
+    request: web.Request, agent: AgentSettings, raw: bytes, delegation: Delegation | None
+) -> web.Response:
+    body = parse_body(raw, SubmitBody, noun="proposal")
+    key = idempotency_key(request)
+    service = request.app[SERVICE]
+    with request.app[QUOTAS].pending_claim(service.store, agent) as claim:
+
+        async def admit(new: NewProposal) -> None:
+            await admit_pending(claim, new)
+
+        try:
+            submitted = await service.submit(agent, body, key, admit=admit, delegation=delegation)
+        except StoreError as refused:
+            if delegation is None or isinstance(refused, StoreUnavailable):
+                raise
+            # The database refused the proposal: its delegation was revoked (or ran out) after
+            # the token was checked. Answer as the check would now: 401, nothing stored.
+            await _caller(request)
+            raise
+    status = 201 if submitted.created else 200
+    headers = {"Location": f"/v1/proposals/{submitted.proposal.id}"}
+    if not submitted.created:
+        headers["Idempotent-Replayed"] = "true"
+    return _json(submitted.proposal, status=status, headers=headers)
+
+
+async def read(request: web.Request) -> web.Response:
+    agent, _ = await _caller(request)
+    service = request.app[SERVICE]
+    wait = wait_seconds(request, service.settings.server.long_poll_max_seconds)
+    proposal = await _own(service, agent, request.match_info["id"])
+    if wait <= 0 or proposal.status not in _UNSETTLED:
+        return _json(proposal)
+    with request.app[QUOTAS].long_poll(agent):  # 429 past the agent's long-polls at once
+        deadline = time.monotonic() + wait
+        while proposal.status in _UNSETTLED and (remaining := deadline - time.monotonic()) > 0:
+            # Re-read at least every slice: a change made by another process, or one that lands
+            # between the read above and the wait starting, is never missed for longer than that.
+            await service.waiters.wait(proposal.id, min(remaining, _POLL_SLICE))
+            proposal = await service.store.get_proposal(proposal.id)
+    return _json(proposal)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"ok": True})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    """The OpenAPI document of this API and its configured operations (no token needed)."""
+    settings = request.app[SERVICE].settings
+    document = openapi_document(
+        settings.registry,
+        long_poll_max_seconds=settings.server.long_poll_max_seconds,
+        max_body_bytes=MAX_BODY,
+    )
+    return web.json_response(document)
+
+
+async def _own(service: Service, agent: AgentSettings, proposal_id: str) -> Proposal:
+    try:
+        proposal = await service.store.get_proposal(proposal_id)
+    except ProposalNotFound:
+        proposal = None
+    if proposal is None or proposal.agent != agent.name:  # another agent's: same answer
+        raise Problem(404, "Not found", f"no proposal {proposal_id!r} for agent {agent.name!r}")
+    return proposal
+
+
+def wait_seconds(request: web.Request, ceiling: float) -> float:
+    """The long-poll the agent asked for with ``?wait=S`` (0 without it); 400 unless 0..ceiling."""
+    raw = request.query.get("wait")
+    if raw is None:
+        return 0.0
+    try:
+        wait = float(raw)
+    except ValueError:
+        wait = -1.0
+    if not 0 <= wait <= ceiling:
+        raise Problem(
+            400,
+            "Invalid wait",
+            f"query parameter 'wait' must be a number of seconds from 0 to {ceiling:g} "
+            f"(got {raw!r})",
+            problems=[FieldProblem(field="wait", message=f"a number from 0 to {ceiling:g}")],
+        )
+    return wait
+
+
+def _json(
+    proposal: Proposal, *, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        status=status,
+        body=ProposalOut.of(proposal).model_dump_json().encode(),
+        content_type="application/json",
+        headers=headers,
+    )

@@ -1,0 +1,251 @@
+"""Per-agent quotas: one agent, however it floods, cannot starve the others.
+
+An agent's token may be in the hands of a prompt-injected model. Each agent gets its own share
+of Countersign (``[limits]``, bot/api/limit_settings.py), checked in this order on every submission:
+
+* **rate**: a token bucket per agent (``submissions_per_second``, ``submissions_burst``), checked
+  before the body is read; past it ``429`` with ``Retry-After`` computed from the bucket. Kept
+  per instance: N instances let an agent submit N times the rate.
+* **pending**: proposals waiting for a person (``max_pending_proposals``), counted in the store,
+  so the bound holds across instances, plus the agent's submissions in flight on this instance
+  (:class:`Claim`: a burst of concurrent submissions cannot all see the last free place).
+  Checked after the idempotency replay (a retry of a stored submission still gets its
+  proposal) and only for what would wait for a person (an automatic or denied proposal waits
+  for nobody). Across instances the bound can be overshot by what the other instances have in
+  flight for the agent at that moment.
+* **open escalations**: the same, for escalations nobody has taken (``max_open_escalations``).
+* **long-polls**: ``?wait=`` reads held at once per agent (``max_long_polls``), per instance.
+
+A refused request takes nothing: no slot, no row, no audit entry, and no token from the
+bucket (a submission refused after taking one, at capacity or at one of these limits, gives it
+back: a refused request is not throughput).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from bot.api.limit_settings import Limits
+from bot.api.problems import Problem
+from bot.settings import AgentSettings
+from contracts.base import FieldProblem
+from store.base import NewProposal, Store
+from store.escalations import EscalationStore
+from store.lifecycle import Status
+
+__all__ = [
+    "RETRY_WHEN_FULL",
+    "Claim",
+    "Quotas",
+    "TokenBucket",
+    "admit_pending",
+    "over_limit",
+]
+
+#: Retry-After (seconds) when an agent's pending proposals or open escalations are at their
+#: limit: places free up only as people decide or proposals expire, not within a second.
+RETRY_WHEN_FULL = 30
+
+
+@dataclass
+class TokenBucket:
+    """``burst`` tokens, refilled at ``rate`` per second; a submission takes one."""
+
+    rate: float
+    burst: int
+    tokens: float
+    updated: float  #: the monotonic time ``tokens`` was last brought up to date
+
+    @classmethod
+    def full(cls, limits: Limits, now: float) -> TokenBucket:
+        burst = limits.submissions_burst
+        return cls(limits.submissions_per_second, burst, float(burst), now)
+
+    def take(self, now: float) -> float:
+        """Take a token: 0.0 when taken, otherwise the seconds until one is there (nothing is
+        taken then)."""
+        self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+
+def over_limit(
+    agent: AgentSettings, what: str, setting: str, limit: float, *, retry_after: float
+) -> Problem:
+    """429 naming the agent, the limit and the setting that raises it; nothing was stored."""
+    seconds = max(1, math.ceil(retry_after))
+    return Problem(
+        429,
+        "Too many requests",
+        f"agent {agent.name!r} has reached its limit of {limit:g} {what}; nothing was stored. "
+        f"Retry after {seconds} s (the operator can raise limits.{setting}).",
+        problems=[FieldProblem(field=f"limits.{setting}", message=f"at most {limit:g} {what}")],
+        headers={"Retry-After": str(seconds)},
+    )
+
+
+class Quotas:
+    """The per-instance part of the quotas: each agent's bucket and its long-polls in flight."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._monotonic = monotonic
+        self._buckets: dict[str, TokenBucket] = {}
+        self._long_polls: dict[str, int] = {}
+        self._pending_claims: dict[str, int] = {}
+        self._escalation_claims: dict[str, int] = {}
+
+    def admit_submission(self, agent: AgentSettings) -> None:
+        """Take a token from ``agent``'s bucket, or raise 429 with the wait until the next one."""
+        now = self._monotonic()
+        bucket = self._buckets.get(agent.name)
+        if bucket is None:
+            bucket = self._buckets[agent.name] = TokenBucket.full(agent.limits, now)
+        wait = bucket.take(now)
+        if wait > 0:
+            limits = agent.limits
+            raise over_limit(
+                agent,
+                f"submissions per second (burst {limits.submissions_burst})",
+                "submissions_per_second",
+                limits.submissions_per_second,
+                retry_after=wait,
+            )
+
+    def refund(self, agent: AgentSettings) -> None:
+        """Give back the token of a submission Countersign then refused for its own reasons (at
+        capacity, store unavailable, or at one of the agent's limits): a refused request was
+        not served, so it does not count against the agent's rate."""
+        bucket = self._buckets.get(agent.name)
+        if bucket is not None:
+            bucket.tokens = min(bucket.burst, bucket.tokens + 1)
+
+    @contextmanager
+    def long_poll(self, agent: AgentSettings) -> Iterator[None]:
+        """Hold one of ``agent``'s long-poll places for the block, or raise 429 when all are
+        taken."""
+        held = self._long_polls.get(agent.name, 0)
+        limit = agent.limits.max_long_polls
+        if held >= limit:
+            raise over_limit(
+                agent, "long-polls held at once", "max_long_polls", limit, retry_after=1
+            )
+        self._long_polls[agent.name] = held + 1
+        try:
+            yield
+        finally:
+            left = self._long_polls[agent.name] - 1
+            if left:
+                self._long_polls[agent.name] = left
+            else:
+                del self._long_polls[agent.name]
+
+    def long_polls(self, agent: str) -> int:
+        """How many long-polls of ``agent`` are held now."""
+        return self._long_polls.get(agent, 0)
+
+    @contextmanager
+    def pending_claim(self, store: Store, agent: AgentSettings) -> Iterator[Claim]:
+        """A claim for one proposal submission, released when the block ends (stored or not:
+        once stored, the store's count has it)."""
+        claim = Claim(
+            self._pending_claims,
+            agent,
+            lambda: store.count_pending(agent.name),
+            limit=agent.limits.max_pending_proposals,
+            what="proposals waiting for a decision",
+            setting="max_pending_proposals",
+        )
+        try:
+            yield claim
+        finally:
+            claim.release()
+
+    @contextmanager
+    def escalation_claim(self, store: EscalationStore, agent: AgentSettings) -> Iterator[Claim]:
+        """A claim for one escalation submission, released when the block ends."""
+        claim = Claim(
+            self._escalation_claims,
+            agent,
+            lambda: store.count_open(agent.name),
+            limit=agent.limits.max_open_escalations,
+            what="escalations nobody has taken yet",
+            setting="max_open_escalations",
+        )
+        try:
+            yield claim
+        finally:
+            claim.release()
+
+
+class Claim:
+    """One submission's claim on a place among its agent's pending proposals (or open
+    escalations): taken before the store is counted, given back when the request ends.
+
+    Counting alone is not enough: an agent sending 20 submissions at once would have each one
+    count the store before any of them is stored, and all 20 would pass a limit of 3. A claim
+    counts itself in first, so each submission also sees those of the same agent still in
+    flight on this instance (a stored one may be counted twice for a moment: the check errs on
+    the side of refusing). Across instances, each instance's in-flight submissions can still
+    overshoot by what the others have in flight.
+    """
+
+    def __init__(
+        self,
+        claims: dict[str, int],
+        agent: AgentSettings,
+        count: Callable[[], Awaitable[int]],
+        *,
+        limit: int,
+        what: str,
+        setting: str,
+    ) -> None:
+        self._claims = claims
+        self._agent = agent
+        self._count = count
+        self._limit = limit
+        self._what = what
+        self._setting = setting
+        self.held = False
+
+    async def take(self) -> None:
+        """Claim a place, or raise 429 when the agent's stored and in-flight ones fill them."""
+        if self.held:  # asked again for the same submission (a re-classification)
+            return
+        name = self._agent.name
+        others = self._claims.get(name, 0)
+        self._claims[name] = others + 1  # counted in before the await: the next one sees it
+        self.held = True
+        try:
+            full = await self._count() + others >= self._limit
+        except BaseException:
+            self.release()
+            raise
+        if full:
+            self.release()
+            raise over_limit(
+                self._agent, self._what, self._setting, self._limit, retry_after=RETRY_WHEN_FULL
+            )
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        left = self._claims[self._agent.name] - 1
+        if left:
+            self._claims[self._agent.name] = left
+        else:
+            del self._claims[self._agent.name]
+
+
+async def admit_pending(claim: Claim, new: NewProposal) -> None:
+    """Claim a place among the agent's pending proposals when ``new`` would wait for a person
+    (429 past its limit); an automatic or denied proposal waits for nobody."""
+    if new.status is Status.PENDING:
+        await claim.take()

@@ -1,0 +1,131 @@
+"""Who an agent may name as the person who asked (``requested_by``): verified, never asserted.
+
+``requested_by`` decides who may not approve (separation of duties), feeds the policy's
+``requester_roles`` conditions and is mentioned in Slack, so an agent may name only the people it
+acts for: its ``acts_for`` (Slack user ids, the members of user groups, the holders of roles, as
+they are now), or, without acts_for, its owners. A delegation from Slack
+(bot/delegations/commands.py) names its person instead. Anything else is refused before anything is
+stored or posted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bot.settings import ROLE_PREFIX, AgentSettings, is_user_group
+from bot.slack.directory import SlackDirectory
+from contracts.base import ContractViolation, FieldProblem
+from store.delegations import Delegation
+
+__all__ = [
+    "RequesterRefused",
+    "acts_for_members",
+    "check_requester",
+    "describe_acts_for",
+    "verified_requester",
+]
+
+
+class RequesterRefused(Exception):
+    """The agent may not name this person as the one who asked."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def describe_acts_for(agent: AgentSettings) -> str:
+    """Whom ``agent`` may name, in the configuration's terms, for the refusal's message."""
+    if not agent.acts_for:
+        if not agent.owners:
+            return "nobody (it has no acts_for and no owners; only delegations from Slack)"
+        return "its owners " + ", ".join(agent.owners)
+    parts = []
+    for entry in agent.acts_for:
+        if entry.startswith(ROLE_PREFIX):
+            parts.append(f"holders of role {entry.removeprefix(ROLE_PREFIX)!r}")
+        elif is_user_group(entry):
+            parts.append(f"members of user group {entry}")
+        else:
+            parts.append(entry)
+    return ", ".join(parts)
+
+
+async def acts_for_members(
+    agent: AgentSettings, *, roles: Mapping[str, frozenset[str]], directory: SlackDirectory
+) -> frozenset[str]:
+    """Everyone ``agent`` may name now: user ids, members of its user groups and holders of its
+    roles (a group Slack will not list adds nobody: fail closed); its owners without acts_for."""
+    if not agent.acts_for:
+        return frozenset(agent.owners)
+    people: set[str] = set()
+    named_roles = {e.removeprefix(ROLE_PREFIX) for e in agent.acts_for if e.startswith(ROLE_PREFIX)}
+    for entry in agent.acts_for:
+        if entry.startswith(ROLE_PREFIX):
+            continue
+        if is_user_group(entry):
+            people |= await directory.group_members(entry)
+        else:
+            people.add(entry)
+    if named_roles:
+        members = await directory.role_members({r: roles.get(r, frozenset()) for r in named_roles})
+        for role in named_roles:
+            people |= members.get(role, frozenset())
+    return frozenset(people)
+
+
+async def check_requester(
+    agent: AgentSettings,
+    requested_by: str,
+    *,
+    roles: Mapping[str, frozenset[str]],
+    directory: SlackDirectory,
+) -> None:
+    """Raise RequesterRefused unless ``agent`` may name ``requested_by``."""
+    if requested_by in await acts_for_members(agent, roles=roles, directory=directory):
+        return
+    delegate = (
+        f"; a person may also delegate to it from Slack (/countersign delegate {agent.name})"
+        if agent.delegation
+        else ""
+    )
+    raise RequesterRefused(
+        "requested_by",
+        f"agent {agent.name!r} may not act for {requested_by}: it may name "
+        f"{describe_acts_for(agent)}{delegate}",
+    )
+
+
+async def verified_requester(
+    agent: AgentSettings,
+    claimed: str | None,
+    delegation: Delegation | None,
+    *,
+    roles: Mapping[str, frozenset[str]],
+    directory: SlackDirectory,
+) -> str:
+    """The person accountable for a submission: a delegation's person (the body may repeat it,
+    or leave it out), or else the body's ``requested_by`` if ``agent`` may act for them.
+    Raises RequesterRefused (403) or ContractViolation (422, none named)."""
+    if delegation is not None:
+        if claimed is not None and claimed != delegation.person:
+            raise RequesterRefused(
+                "requested_by",
+                f"this delegation token ({delegation.id}) acts for {delegation.person} only, not "
+                f"{claimed}; send requested_by {delegation.person!r} or leave it out",
+            )
+        return delegation.person
+    if claimed is None:
+        raise ContractViolation(
+            [
+                FieldProblem(
+                    field="requested_by",
+                    message="required: the Slack user id (U... or W...) of the person "
+                    f"accountable for this run, one agent {agent.name!r} may act for: "
+                    f"{describe_acts_for(agent)}",
+                )
+            ]
+        )
+    await check_requester(agent, claimed, roles=roles, directory=directory)
+    return claimed

@@ -1,0 +1,55 @@
+"""The audit log outside the service: exporting it, verifying its hash chain, and anchoring
+its head elsewhere.
+
+- ``export``: ``countersign audit export`` (JSON Lines or CSV)
+- ``commands``: ``countersign audit verify`` and ``countersign audit anchor``
+- ``anchors``, ``anchoring``: anchor files, and writing anchors (also periodically from serve)
+- ``settings``: the ``[audit]`` section
+
+The names below are imported from their module when first asked for, so that importing one
+module of this package imports neither the others nor the app they need.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.audit.anchoring import Anchorer, anchor_forever
+    from bot.audit.commands import audit_anchor, audit_verify
+    from bot.audit.export import ExportFormat, parse_since, write_export
+    from bot.audit.settings import AnchorSettings, AuditSection, load_audit
+
+__all__ = [
+    "AnchorSettings",
+    "Anchorer",
+    "AuditSection",
+    "ExportFormat",
+    "anchor_forever",
+    "audit_anchor",
+    "audit_verify",
+    "load_audit",
+    "parse_since",
+    "write_export",
+]
+
+#: the module of this package that defines each public name
+_DEFINED_IN = {
+    "AnchorSettings": "settings",
+    "Anchorer": "anchoring",
+    "AuditSection": "settings",
+    "ExportFormat": "export",
+    "anchor_forever": "anchoring",
+    "audit_anchor": "commands",
+    "audit_verify": "commands",
+    "load_audit": "settings",
+    "parse_since": "export",
+    "write_export": "export",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _DEFINED_IN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_DEFINED_IN[name]}"), name)

@@ -1,0 +1,49 @@
+"""Delegation from Slack: a person lets one agent act for them for a short while.
+
+- ``commands``: ``/countersign delegate`` and ``delegations``, and the tokens they mint
+- ``listeners``: the Revoke button
+- ``settings``: the ``[delegation]`` section
+
+The names below are imported from their module when first asked for, so that importing one
+module of this package imports neither the others nor the app they need.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.delegations.commands import (
+        DELEGATIONS,
+        Delegations,
+        DelegationTokenRefused,
+        is_delegation_token,
+    )
+    from bot.delegations.listeners import register_delegation_listeners
+    from bot.delegations.settings import DelegationSettings
+
+__all__ = [
+    "DELEGATIONS",
+    "DelegationSettings",
+    "DelegationTokenRefused",
+    "Delegations",
+    "is_delegation_token",
+    "register_delegation_listeners",
+]
+
+#: the module of this package that defines each public name
+_DEFINED_IN = {
+    "DELEGATIONS": "commands",
+    "DelegationSettings": "settings",
+    "DelegationTokenRefused": "commands",
+    "Delegations": "commands",
+    "is_delegation_token": "commands",
+    "register_delegation_listeners": "listeners",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _DEFINED_IN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_DEFINED_IN[name]}"), name)

@@ -1,0 +1,204 @@
+"""Delegation from Slack: a person lets one agent act for them for a short while.
+
+``/countersign delegate <agent> [for 8h]`` mints a token bound to that person and agent, shown
+once and only to them (the slash command's ephemeral answer); the store keeps only its SHA-256.
+A proposal sent with the token (``Authorization: Bearer <token>``) is the agent's, with
+``requested_by`` = that person: the person delegates their own authority, so they need not be in
+the agent's ``acts_for``, and like any requester they can never approve what it proposes. Only
+agents configured with ``delegation = true`` accept delegations. A delegation lasts the
+``[delegation]`` default (1 hour) unless the person names a duration, never past the configured
+``max``; its person revokes it with ``/countersign revoke-delegation <id>`` or on the Home tab.
+Minting, every delegated submission and revoking are audited. An expired or revoked token, or
+one whose agent no longer accepts delegations, is refused (401).
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from aiohttp import web
+
+from bot.render import proposal as render
+from bot.render.delegations import delegation_list_blocks, minted_blocks
+from bot.settings import AgentSettings
+from contracts.durations import format_duration, parse_duration
+from store.delegations import (
+    Delegation,
+    DelegationNotFound,
+    DelegationRevoked,
+    NewDelegation,
+    token_hash,
+)
+
+if TYPE_CHECKING:
+    from bot.service import Service
+
+__all__ = [
+    "DELEGATIONS",
+    "TOKEN_PREFIX",
+    "DelegationTokenRefused",
+    "Delegations",
+    "is_delegation_token",
+]
+
+Answer = tuple[str, list[dict[str, Any]]]
+
+#: Every delegation token starts so: an agent's own token never does (they are told apart
+#: before any lookup).
+TOKEN_PREFIX: Final = "csd_"
+
+
+class DelegationTokenRefused(Exception):
+    """The delegation token is unknown, expired or revoked, or its agent no longer accepts
+    delegations."""
+
+
+def is_delegation_token(token: str) -> bool:
+    return token.startswith(TOKEN_PREFIX)
+
+
+def _new_id() -> str:
+    return "dl_" + base64.b32encode(secrets.token_bytes(16)).decode().rstrip("=").lower()
+
+
+class Delegations:
+    def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
+        self._service = service
+        self._clock = clock
+
+    # --- the agent's side -------------------------------------------------------------------
+
+    async def authenticate(self, token: str) -> tuple[AgentSettings, Delegation]:
+        """The agent and delegation ``token`` stands for, or DelegationTokenRefused. The token
+        is found by its hash: no stored secret is ever compared character by character."""
+        store = self._service.store.delegations()
+        delegation = await store.delegation_for_token(token_hash(token))
+        if delegation is None:
+            raise DelegationTokenRefused("unknown delegation token")
+        now = self._clock()
+        if delegation.revoked_at is not None:
+            raise DelegationTokenRefused(
+                f"delegation {delegation.id} was revoked by {delegation.revoked_by}; ask "
+                f"{delegation.person} to delegate again (/countersign delegate {delegation.agent})"
+            )
+        if delegation.expires_at <= now:
+            raise DelegationTokenRefused(
+                f"delegation {delegation.id} expired at {delegation.expires_at.isoformat()}; ask "
+                f"{delegation.person} to delegate again (/countersign delegate {delegation.agent})"
+            )
+        agent = self._service.settings.agents.get(delegation.agent)
+        if agent is None or not agent.delegation:
+            raise DelegationTokenRefused(
+                f"delegation {delegation.id}: agent {delegation.agent!r} no longer accepts "
+                "delegations (its configuration needs delegation = true)"
+            )
+        return agent, delegation
+
+    # --- the person's side: /countersign delegate, delegations, revoke-delegation -------------
+
+    async def delegate(self, user: str, text: str) -> Answer:
+        """``/countersign delegate <agent> [for 8h]``: mint a token, shown once, to ``user``."""
+        words = text.split()
+        settings = self._service.settings
+        accepting = sorted(name for name, agent in settings.agents.items() if agent.delegation)
+        usage = "Say which agent: `/countersign delegate <agent>` or `... <agent> for 8h`."
+        if accepting:
+            usage += f" Agents that accept delegations: {', '.join(accepting)}."
+        if not words:
+            return _plain(usage)
+        name, rest = words[0], words[1:]
+        agent = settings.agents.get(name)
+        if agent is None or not agent.delegation:
+            why = "is not configured" if agent is None else "does not accept delegations"
+            return _plain(f"Agent `{render.escape(name[:60])}` {why}. {usage}")
+        limits = settings.delegation
+        duration = limits.default
+        if rest:
+            if len(rest) != 2 or rest[0].lower() != "for":
+                return _plain(f"Expected `for` and a duration after the agent's name. {usage}")
+            try:
+                duration = parse_duration(rest[1])
+            except ValueError as error:
+                return _plain(f"{render.escape(str(error))}.")
+            if duration <= timedelta(0) or duration > limits.max:
+                return _plain(
+                    f"A delegation lasts at most {format_duration(limits.max)} here (asked: "
+                    f"`{render.escape(rest[1][:20])}`)."
+                )
+        refused = await self._person_refusal(user)
+        if refused is not None:
+            return _plain(render.refusal_text(refused))
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        now = self._clock()
+        delegation = await self._service.store.delegations().create_delegation(
+            NewDelegation(
+                id=_new_id(),
+                token_hash=token_hash(token),
+                agent=agent.name,
+                person=user,
+                created_at=now,
+                expires_at=now + duration,
+            )
+        )
+        # the fallback text never holds the token: only the blocks, shown to this person once
+        return (
+            f"Agent {agent.name} may act for you for {format_duration(duration)}",
+            minted_blocks(delegation, token, now=now),
+        )
+
+    async def listing(self, user: str) -> Answer:
+        """``/countersign delegations``: ``user``'s active delegations, each with Revoke."""
+        now = self._clock()
+        mine = await self.active_of(user)
+        return f"{len(mine)} agent(s) act for you", delegation_list_blocks(mine, now=now)
+
+    async def active_of(self, user: str) -> list[Delegation]:
+        return await self._service.store.delegations().delegations_of(user, now=self._clock())
+
+    async def revoke(self, user: str, delegation_id: str) -> str:
+        """Revoke ``delegation_id`` if it is ``user``'s own; the answer, for ``user`` alone."""
+        store = self._service.store.delegations()
+        try:
+            delegation = await store.get_delegation(delegation_id)
+        except DelegationNotFound:
+            delegation = None
+        if delegation is None or delegation.person != user:
+            # the same answer for someone else's delegation and one that does not exist
+            return render.refusal_text(f"you have no delegation {delegation_id[:60]}")
+        result = await store.revoke_delegation(delegation.id, actor=user, now=self._clock())
+        if isinstance(result, DelegationRevoked):
+            return (
+                f":no_entry: Delegation `{delegation.id}` is revoked: agent "
+                f"*{render.escape(delegation.agent)}* can no longer act for you with it."
+            )
+        return render.refusal_text(result.reason)
+
+    async def _person_refusal(self, user: str) -> str | None:
+        """Only a real, active, full member of an allowed workspace may delegate."""
+        directory = self._service.directory
+        profile = await directory.profile(user)
+        if profile is None:
+            return "Countersign could not check who you are in Slack right now; try again shortly"
+        if profile.is_bot or profile.deleted:
+            return "bots, apps and deactivated accounts cannot delegate"
+        if profile.is_guest:
+            return "guests cannot delegate to agents"
+        teams = self._service.settings.approvals.allowed_teams
+        if not teams:
+            home = await directory.home_team()
+            teams = (home,) if home else ()
+        if profile.team_id is None or profile.team_id not in teams:
+            return "people from another workspace cannot delegate here"
+        return None
+
+
+#: The Delegations of an app, for the agent API (bot/api/proposals.py).
+DELEGATIONS: web.AppKey[Delegations] = web.AppKey("delegations", Delegations)
+
+
+def _plain(text: str) -> Answer:
+    return text, [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]

@@ -1,0 +1,73 @@
+"""The Revoke button of a delegation (``/countersign delegations`` and the App Home tab).
+
+It acknowledges first, decodes the payload and calls bot/delegations/commands.py; the answer goes
+to the clicker alone: at the top of their Home tab for a click there, else as an ephemeral message.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from bot.actions import REVOKE_DELEGATION
+from bot.api.admission import Admission
+from bot.delegations.commands import Delegations
+from bot.render import proposal as render
+from bot.service import Service
+from bot.slack.home import HomeTab
+
+__all__ = ["RevokeClick", "register_delegation_listeners"]
+
+log = logging.getLogger(__name__)
+
+
+class RevokeClick(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    delegation_id: str
+    channel: str | None
+    on_home_tab: bool
+
+    @classmethod
+    def of(cls, body: dict[str, Any], action: dict[str, Any]) -> RevokeClick:
+        container = body.get("container") or {}
+        view = body.get("view") or {}
+        return cls(
+            user=body["user"]["id"],
+            delegation_id=action["value"],
+            channel=(body.get("channel") or {}).get("id") or container.get("channel_id"),
+            on_home_tab=view.get("type") == "home",
+        )
+
+
+def register_delegation_listeners(
+    app: AsyncApp,
+    *,
+    delegations: Delegations,
+    home: HomeTab,
+    service: Service,
+    admission: Admission,
+) -> None:
+    @app.action(REVOKE_DELEGATION)
+    async def on_revoke(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        try:
+            click = RevokeClick.of(body, action)
+        except (KeyError, TypeError, AttributeError, ValidationError) as error:
+            log.warning("ignored a malformed delegation click: %s", error)
+            return
+        with admission.slot() as admitted:
+            text = (
+                await delegations.revoke(click.user, click.delegation_id)
+                if admitted
+                else render.busy_text()
+            )
+        if click.on_home_tab:
+            await home.notice(click.user, text)
+        elif click.channel:
+            await service.publisher.tell(None, click.channel, click.user, text)

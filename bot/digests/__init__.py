@@ -1,0 +1,44 @@
+"""Digests: similar proposals due together, posted as one message and decided together.
+
+- ``decisions``: Approve all, Reject all…, Choose… (each item decided as a click on it alone)
+- ``outbox``: a digest's posts, updates and replies delivered as one
+- ``listeners``: the Slack listeners of a digest's buttons and modals
+- ``settings``: the ``[digest]`` section
+
+The names below are imported from their module when first asked for, so that importing one
+module of this package imports neither the others nor the app they need.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.digests.decisions import DigestService
+    from bot.digests.listeners import register_digest_listeners
+    from bot.digests.outbox import DigestOutbox, shown_in
+    from bot.digests.settings import DigestSettings
+
+__all__ = [
+    "DigestOutbox",
+    "DigestService",
+    "DigestSettings",
+    "register_digest_listeners",
+    "shown_in",
+]
+
+#: the module of this package that defines each public name
+_DEFINED_IN = {
+    "DigestOutbox": "outbox",
+    "DigestService": "decisions",
+    "DigestSettings": "settings",
+    "register_digest_listeners": "listeners",
+    "shown_in": "outbox",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _DEFINED_IN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_DEFINED_IN[name]}"), name)

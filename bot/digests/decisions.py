@@ -1,0 +1,225 @@
+"""Decisions on a digest: Approve all, Reject all…, and Choose… (some items, approved or rejected).
+
+Each item is decided exactly as a click on it alone decides it (Service.approve_item and
+reject_item: the same click-time checks, every refusal audited on the item, the same atomic
+claim, its own revalidation, execution and outcome); items decided already are skipped. At most
+:data:`CONCURRENCY` items are worked on at once. The clicker alone is told what came of it
+("Approved 10, 2 already decided, 0 refused").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from datetime import datetime
+
+from bot.render import digest as render_digest
+from bot.render import proposal as render
+from bot.render.digest import Tally
+from bot.service import Service
+from store.base import (
+    AlreadyDecided,
+    ApprovalCounted,
+    NotApprovable,
+    Proposal,
+    Transitioned,
+    TransitionResult,
+)
+from store.digests import Digest, DigestNotFound
+from store.lifecycle import Status
+
+__all__ = ["CONCURRENCY", "DigestService"]
+
+log = logging.getLogger(__name__)
+
+#: Items of one click worked on at once (each may execute against its target).
+CONCURRENCY = 8
+
+#: The refusal of an item chosen in a modal that the digest does not hold.
+NOT_IN_DIGEST = "it is not in this digest"
+
+
+class DigestService:
+    def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
+        self._service = service
+        self._digests = service.store.digests()
+        self._clock = clock
+        self.publisher = service.publisher
+
+    # --- clicks on the digest's buttons -------------------------------------------------------
+
+    async def approve_all(self, digest_id: str, *, user: str, channel: str | None) -> Tally | None:
+        """Approve every item still pending, each as if its own Approve was clicked."""
+        digest = await self._digest(digest_id, user=user, channel=channel)
+        if digest is None:
+            return None
+        if not render_digest.shown_whole(digest, now=self._clock()):
+            # the message offers no Approve all then; a click from an older message is refused
+            await self._tell(digest, channel, user, render.refusal_text(NOT_SHOWN_WHOLE))
+            return None
+        return await self._approve(digest, digest.items, user=user, channel=channel)
+
+    async def begin_reject_all(
+        self, digest_id: str, *, user: str, channel: str | None, trigger_id: str
+    ) -> None:
+        """Ask for one reason in a modal, unless the clicker may decide none of the items."""
+        digest = await self._digest(digest_id, user=user, channel=channel)
+        if digest is not None and await self._may_decide(digest, user, channel, verb="reject"):
+            view = render_digest.reject_modal(digest, len(_pending(digest.items)))
+            await self.publisher.open_view(None, trigger_id, view)
+
+    async def begin_choose(
+        self, digest_id: str, *, user: str, channel: str | None, trigger_id: str
+    ) -> None:
+        """Open the modal listing the pending items to choose from."""
+        digest = await self._digest(digest_id, user=user, channel=channel)
+        if digest is not None and await self._may_decide(digest, user, channel, verb=None):
+            view = render_digest.choose_modal(digest, _pending(digest.items))
+            await self.publisher.open_view(None, trigger_id, view)
+
+    # --- the modals, submitted ----------------------------------------------------------------
+
+    async def approve(self, digest_id: str, chosen: Sequence[str], *, user: str) -> Tally | None:
+        """Approve the chosen items (ids from the modal), each on its own."""
+        digest = await self._digest(digest_id, user=user, channel=None)
+        if digest is None:
+            return None
+        items, unknown = _chosen(digest, chosen)
+        return await self._approve(digest, items, user=user, channel=None, unknown=unknown)
+
+    async def reject(
+        self, digest_id: str, chosen: Sequence[str] | None, *, user: str, reason: str
+    ) -> Tally | None:
+        """Reject the chosen items (None: all of them) with one reason, each on its own."""
+        digest = await self._digest(digest_id, user=user, channel=None)
+        if digest is None:
+            return None
+        items, unknown = (digest.items, []) if chosen is None else _chosen(digest, chosen)
+        tally = Tally("rejected")
+        if unknown:
+            tally.refused[NOT_IN_DIGEST] = len(unknown)
+
+        async def one(proposal: Proposal) -> None:
+            _count(tally, await self._service.reject_item(proposal, user=user, reason=reason))
+
+        await self._each(items, one, tally)
+        await self._tell(digest, None, user, render_digest.tally_text(tally))
+        return tally
+
+    async def busy(self, digest_id: str, *, user: str, channel: str | None) -> None:
+        """A click that found no room: nothing changed; say so to the clicker alone."""
+        log.warning("busy: click on digest %s by %s not applied", digest_id, user)
+        if channel is None:  # a modal: answer in the digest's channel
+            digest = await self._digest(digest_id, user=user, channel=None)
+            channel = digest.channel if digest is not None else None
+        if channel:
+            await self.publisher.tell(None, channel, user, render.busy_text())
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    async def _approve(
+        self,
+        digest: Digest,
+        items: Sequence[Proposal],
+        *,
+        user: str,
+        channel: str | None,
+        unknown: Collection[str] = (),
+    ) -> Tally:
+        tally = Tally("approved")
+        if unknown:
+            tally.refused[NOT_IN_DIGEST] = len(unknown)
+
+        async def one(proposal: Proposal) -> None:
+            _count(tally, await self._service.approve_item(proposal, user=user))
+
+        await self._each(items, one, tally)
+        await self._tell(digest, channel, user, render_digest.tally_text(tally))
+        return tally
+
+    async def _each(
+        self,
+        items: Sequence[Proposal],
+        one: Callable[[Proposal], Awaitable[None]],
+        tally: Tally,
+    ) -> None:
+        """``one`` for every item, at most CONCURRENCY at once; then expire what had expired."""
+        room = asyncio.Semaphore(CONCURRENCY)
+
+        async def bounded(proposal: Proposal) -> None:
+            async with room:
+                try:
+                    await one(proposal)
+                except Exception:  # one item's failure must not stop the others
+                    log.exception("deciding digest item %s failed", proposal.id)
+                    tally.refused["something went wrong; its row shows where it stands"] += 1
+
+        await asyncio.gather(*(bounded(p) for p in items))
+        now = self._clock()
+        if any(p.expires_at is not None and p.expires_at <= now for p in _pending(items)):
+            await self._service.expire_due()
+
+    async def _digest(self, digest_id: str, *, user: str, channel: str | None) -> Digest | None:
+        try:
+            return await self._digests.get_digest(digest_id)
+        except DigestNotFound:
+            log.info("click on unknown digest %r by %s", digest_id, user)
+            if channel:
+                text = render.refusal_text("this digest does not exist")
+                await self.publisher.tell(None, channel, user, text)
+            return None
+
+    async def _may_decide(
+        self, digest: Digest, user: str, channel: str | None, *, verb: str | None
+    ) -> bool:
+        """Whether ``user`` may decide any pending item; if not, they are told why (and, for a
+        ``verb``, each refusal is audited as a click on the item alone would be)."""
+        pending = _pending(digest.items)
+        if not pending:
+            await self._tell(digest, channel, user, "Every proposal of this digest is decided.")
+            return False
+        refusals = [await self._service.item_refusal(p, user) for p in pending]
+        if any(why is None for why in refusals):
+            return True
+        for proposal, why in zip(pending, refusals, strict=True):
+            if verb is not None and why is not None:
+                await self._service.audit_refusal(proposal, user=user, verb=verb, why=why)
+        await self._tell(digest, channel, user, render.refusal_text(str(refusals[0])))
+        return False
+
+    async def _tell(self, digest: Digest, channel: str | None, user: str, text: str) -> None:
+        await self.publisher.tell(None, channel or digest.channel, user, text)
+
+
+#: Why Approve all is refused on a digest not shown in full.
+NOT_SHOWN_WHOLE = (
+    "some proposals of this digest are not shown in full, so they cannot be approved all at "
+    "once. Use Show full to read them, then Choose… to decide them."
+)
+
+
+def _pending(items: Sequence[Proposal]) -> list[Proposal]:
+    return [p for p in items if p.status is Status.PENDING]
+
+
+def _chosen(digest: Digest, chosen: Sequence[str]) -> tuple[list[Proposal], list[str]]:
+    """The digest's items among ``chosen`` (in the digest's order), and the ids it lacks."""
+    wanted = set(chosen)
+    items = [p for p in digest.items if p.id in wanted]
+    held = {p.id for p in digest.items}
+    return items, [i for i in dict.fromkeys(chosen) if i not in held]
+
+
+def _count(tally: Tally, result: TransitionResult | str) -> None:
+    """One item's result, added to the clicker's tally."""
+    if isinstance(result, str):
+        tally.refused[result] += 1
+    elif isinstance(result, Transitioned):
+        tally.done += 1
+    elif isinstance(result, ApprovalCounted):
+        tally.counted += 1
+    elif isinstance(result, AlreadyDecided):
+        tally.already += 1
+    elif isinstance(result, NotApprovable):
+        tally.refused[result.reason] += 1

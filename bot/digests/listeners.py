@@ -1,0 +1,149 @@
+"""Slack listeners for digests: Approve all, Reject all… (its reason modal), Choose… (its modal).
+
+Like every listener they acknowledge first, decode the payload into a typed value and call the
+service; nothing here decides anything. A button's value is the digest's id only; the chosen
+items come back as the ids the modal offered, and the service keeps only the digest's own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from bot.actions import (
+    DIGEST_APPROVE_ALL,
+    DIGEST_CHOOSE,
+    DIGEST_CHOOSE_VIEW,
+    DIGEST_DECISION_INPUT,
+    DIGEST_ITEMS_INPUT,
+    DIGEST_REJECT_ALL,
+    DIGEST_REJECT_VIEW,
+    REASON_INPUT,
+)
+from bot.api.admission import Admission
+from bot.digests.decisions import DigestService
+from bot.render.proposal import REASON_MAX
+from bot.slack.listeners import Click
+
+__all__ = ["Chosen", "register_digest_listeners"]
+
+log = logging.getLogger(__name__)
+
+
+class Chosen(BaseModel):
+    """A digest modal, submitted: the items chosen (None: all), the decision, the reason."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    digest_id: str
+    items: tuple[str, ...] | None
+    decision: Literal["approve", "reject"]
+    reason: str
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> Chosen:
+        view = body["view"]
+        values: dict[str, Any] = view["state"]["values"]
+        reason = values.get(REASON_INPUT, {}).get(REASON_INPUT, {}).get("value") or ""
+        reason = reason.strip()
+        if view["callback_id"] == DIGEST_REJECT_VIEW:
+            return cls(
+                user=body["user"]["id"],
+                digest_id=view["private_metadata"],
+                items=None,
+                decision="reject",
+                reason=reason,
+            )
+        items = [
+            option["value"]
+            for block_id, actions in values.items()
+            if block_id.startswith(f"{DIGEST_ITEMS_INPUT}_")
+            for option in actions[DIGEST_ITEMS_INPUT].get("selected_options") or []
+        ]
+        decision = values[DIGEST_DECISION_INPUT][DIGEST_DECISION_INPUT]["selected_option"]["value"]
+        return cls(
+            user=body["user"]["id"],
+            digest_id=view["private_metadata"],
+            items=tuple(items),
+            decision=decision,
+            reason=reason,
+        )
+
+    def problems(self) -> dict[str, str]:
+        """What the person must fix before anything is done, by block id."""
+        if self.items == ():
+            return {f"{DIGEST_ITEMS_INPUT}_0": "Choose at least one proposal."}
+        if self.decision == "reject" and not self.reason:
+            return {REASON_INPUT: "Say why you reject them."}
+        if len(self.reason) > REASON_MAX:
+            return {REASON_INPUT: f"At most {REASON_MAX} characters."}
+        return {}
+
+
+def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: Admission) -> None:
+    clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
+        DIGEST_APPROVE_ALL: lambda c: digests.approve_all(
+            c.proposal_id, user=c.user, channel=c.channel
+        ),
+        DIGEST_REJECT_ALL: lambda c: digests.begin_reject_all(
+            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
+        ),
+        DIGEST_CHOOSE: lambda c: digests.begin_choose(
+            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
+        ),
+    }
+    for action_id, handle in clicks.items():
+        app.action(action_id)(_listener(handle, digests, admission))
+
+    async def on_submitted(ack: AsyncAck, body: dict[str, Any]) -> None:
+        try:
+            chosen = Chosen.of(body)
+        except (KeyError, TypeError, AttributeError, ValidationError) as error:
+            log.warning(
+                "ignored a malformed digest submission: %s: %s", type(error).__name__, error
+            )
+            await ack()
+            return
+        problems = chosen.problems()
+        if problems:
+            await ack(response_action="errors", errors=problems)
+            return
+        await ack()
+        with admission.slot() as admitted:
+            if not admitted:
+                await digests.busy(chosen.digest_id, user=chosen.user, channel=None)
+            elif chosen.decision == "reject":
+                await digests.reject(
+                    chosen.digest_id, chosen.items, user=chosen.user, reason=chosen.reason
+                )
+            else:
+                assert chosen.items is not None  # Reject all is the only modal without a choice
+                await digests.approve(chosen.digest_id, chosen.items, user=chosen.user)
+
+    app.view(DIGEST_REJECT_VIEW)(on_submitted)
+    app.view(DIGEST_CHOOSE_VIEW)(on_submitted)
+
+
+def _listener(
+    handle: Callable[[Click], Awaitable[object]], digests: DigestService, admission: Admission
+) -> Callable[..., Awaitable[None]]:
+    async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        try:
+            click = Click.of(body, action)
+        except (KeyError, TypeError, AttributeError, ValidationError) as error:
+            log.warning("ignored a malformed digest click: %s: %s", type(error).__name__, error)
+            return
+        with admission.slot() as admitted:
+            if admitted:
+                await handle(click)
+                return
+        await digests.busy(click.proposal_id, user=click.user, channel=click.channel)
+
+    return listener

@@ -1,0 +1,53 @@
+"""Escalations: an agent hands a conversation to people; one person takes it, hands it back
+with a note, or resolves it.
+
+- ``flow``: the escalation's states and who may move it
+- ``api``, ``schemas``: the agent API for escalations and its wire format
+- ``delivery``: Slack posts, updates, replies and agent callbacks of the outbox
+- ``listeners``: Take it, Hand back, Resolve
+- ``settings``: the ``[escalation]`` section
+
+The names below are imported from their module when first asked for, so that importing one
+module of this package imports neither the others nor the app they need.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.escalations.api import ESCALATIONS, escalation_routes
+    from bot.escalations.delivery import EscalationDeliverer
+    from bot.escalations.flow import EscalationService, reannounce_forever
+    from bot.escalations.listeners import register_escalation_listeners
+    from bot.escalations.settings import EscalationSection, load_escalation
+
+__all__ = [
+    "ESCALATIONS",
+    "EscalationDeliverer",
+    "EscalationSection",
+    "EscalationService",
+    "escalation_routes",
+    "load_escalation",
+    "reannounce_forever",
+    "register_escalation_listeners",
+]
+
+#: the module of this package that defines each public name
+_DEFINED_IN = {
+    "ESCALATIONS": "api",
+    "EscalationDeliverer": "delivery",
+    "EscalationSection": "settings",
+    "EscalationService": "flow",
+    "escalation_routes": "api",
+    "load_escalation": "settings",
+    "reannounce_forever": "flow",
+    "register_escalation_listeners": "listeners",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _DEFINED_IN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_DEFINED_IN[name]}"), name)

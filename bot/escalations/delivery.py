@@ -1,0 +1,170 @@
+"""Delivering the escalations' outbox entries: Slack posts, updates, replies and agent callbacks.
+
+The outbox worker (bot/outbox.py) leases entries from the EscalationStore and calls
+:meth:`EscalationDeliverer.deliver` once per attempt; DeliveryFailed says whether and when to try
+again, exactly as for proposals. Everything is rendered from the escalation as it is *now*.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from bot.api.callbacks import CallbackPoster
+from bot.escalations.schemas import EscalationOut
+from bot.render import escalation as render
+from bot.settings import AgentSettings
+from bot.slack.publish import DeliveryFailed, SlackPublisher
+from contracts.redaction import shown_url
+from store.base import Store
+from store.escalations import Escalation, EscalationDelivery, EscalationStatus, EscalationStore
+from store.lifecycle import Effect
+
+__all__ = ["METADATA_EVENT", "EscalationDeliverer"]
+
+log = logging.getLogger(__name__)
+
+#: What Countersign puts in an escalation message's metadata, to find it again.
+METADATA_EVENT = "countersign_escalation"
+
+
+class EscalationDeliverer:
+    def __init__(
+        self,
+        store: Store,
+        publisher: SlackPublisher,
+        callbacks: CallbackPoster,
+        agents: Mapping[str, AgentSettings],
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._audit = store
+        self._store: EscalationStore = store.escalations()
+        self._publisher = publisher
+        self._callbacks = callbacks
+        self._agents = agents
+        self._clock = clock
+
+    async def deliver(self, delivery: EscalationDelivery) -> None:
+        escalation = await self._store.get_escalation(delivery.escalation_id)
+        if delivery.effect is Effect.CALLBACK:
+            await self._callback(escalation, delivery)
+        elif delivery.effect is Effect.SLACK_POST:
+            await self._post(escalation, search_first=delivery.attempts > 1)
+        elif escalation.slack_channel is None or escalation.slack_ts is None:
+            return  # never posted (or given up on): nothing to update or reply to
+        elif delivery.effect is Effect.SLACK_UPDATE:
+            message = render.escalation_message(
+                escalation, handed_back_by=await self._handed_back_by(escalation)
+            )
+            await self._publisher.outbox_call(
+                "chat.update",
+                channel=escalation.slack_channel,
+                ts=escalation.slack_ts,
+                text=message["text"],
+                blocks=message["blocks"],
+            )
+        elif delivery.reannounce:
+            if escalation.status is EscalationStatus.OPEN:  # nobody took it meanwhile
+                reply = render.reannouncement_reply(escalation)
+                await self._reply(escalation, reply, broadcast=True)
+        elif escalation.status is delivery.status:  # otherwise a later reply tells the news
+            reply = render.escalation_reply(
+                escalation, handed_back_by=await self._handed_back_by(escalation)
+            )
+            await self._reply(escalation, reply, broadcast=False)
+
+    async def _post(self, escalation: Escalation, *, search_first: bool) -> None:
+        if escalation.slack_ts is not None:
+            return
+        if search_first:  # an earlier attempt may have posted it without our knowing
+            found = await self._find_posted(escalation)
+            if found is not None:
+                await self._store.attach_escalation_message(
+                    escalation.id, escalation.channel, found, now=self._clock()
+                )
+                return
+        message = render.escalation_message(escalation)
+        response = await self._publisher.outbox_call(
+            "chat.postMessage",
+            channel=escalation.channel,
+            text=message["text"],
+            blocks=message["blocks"],
+            metadata={
+                "event_type": METADATA_EVENT,
+                "event_payload": {"escalation_id": escalation.id},
+            },
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+        await self._store.attach_escalation_message(
+            escalation.id, str(response["channel"]), str(response["ts"]), now=self._clock()
+        )
+
+    async def _find_posted(self, escalation: Escalation) -> str | None:
+        response = await self._publisher.outbox_call(
+            "conversations.history",
+            channel=escalation.channel,
+            oldest=f"{escalation.created_at.timestamp() - 60:.6f}",
+            include_all_metadata=True,
+            limit=200,
+        )
+        for message in response.get("messages", []):
+            metadata = message.get("metadata") or {}
+            payload = metadata.get("event_payload") or {}
+            if (
+                metadata.get("event_type") == METADATA_EVENT
+                and payload.get("escalation_id") == escalation.id
+            ):
+                return str(message["ts"])
+        return None
+
+    async def _reply(
+        self, escalation: Escalation, reply: dict[str, object], *, broadcast: bool
+    ) -> None:
+        await self._publisher.outbox_call(
+            "chat.postMessage",
+            channel=escalation.slack_channel,
+            thread_ts=escalation.slack_ts,
+            text=reply["text"],
+            blocks=reply["blocks"],
+            reply_broadcast=broadcast,
+        )
+
+    async def _handed_back_by(self, escalation: Escalation) -> str | None:
+        """Who handed it back last (the audit log says; the row keeps only the note)."""
+        if escalation.status is not EscalationStatus.HANDED_BACK:
+            return None
+        entries = await self._store.escalation_log(escalation.id)
+        return next((e.actor for e in reversed(entries) if e.event == "handed_back"), None)
+
+    async def _callback(self, escalation: Escalation, delivery: EscalationDelivery) -> None:
+        if escalation.callback_url is None:
+            return
+        agent = self._agents.get(escalation.agent)
+        if agent is None:
+            raise DeliveryFailed(
+                f"agent {escalation.agent!r} is no longer configured", lasting=True
+            )
+        body = EscalationOut.of(escalation).model_dump_json().encode()
+        await self._callbacks.post(
+            agent,
+            escalation.callback_url,
+            body,
+            now=self._clock(),
+            headers={
+                "X-Countersign-Escalation": escalation.id,
+                "X-Countersign-Delivery": f"escalation-{delivery.id}",
+            },
+        )
+        await self._audit.record_event(
+            escalation.id,
+            actor="countersign",
+            event="callback_delivered",
+            detail={
+                "url": shown_url(escalation.callback_url),
+                "attempts": delivery.attempts,
+                "status": delivery.status.value,
+            },
+            now=self._clock(),
+        )

@@ -1,0 +1,362 @@
+"""The escalation flow: an agent hands a conversation to people; one person takes it, hands it
+back with a note, or resolves it; unclaimed ones are announced again.
+
+HTTP handlers and Slack listeners decode their input and call in here; whether a trigger holds
+comes from ``contracts.escalation``, the transitions from the EscalationStore. Every transition
+writes its audit entry and its outbox entries (Slack, callback) in its own transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.api.destinations import CallbackGuard
+from bot.api.requesters import check_requester
+from bot.api.waiters import Waiters
+from bot.escalations.schemas import EscalationBody
+from bot.render import escalation as render
+from bot.service import APP_HOME
+from bot.settings import AgentSettings, Settings
+from bot.slack.directory import SlackDirectory
+from bot.slack.publish import SlackPublisher
+from bot.subscribers import Subscribers
+from contracts.base import ContractViolation, FieldProblem
+from contracts.canonical import canonical_json
+from contracts.escalation import choose_route, judge_trigger, responder_refusal
+from store.base import Store
+from store.escalations import (
+    Escalation,
+    EscalationConflict,
+    EscalationNotFound,
+    EscalationResult,
+    EscalationStore,
+    Moved,
+    NewEscalation,
+)
+
+__all__ = [
+    "EscalationService",
+    "SubmittedEscalation",
+    "new_escalation_id",
+    "reannounce_forever",
+]
+
+log = logging.getLogger(__name__)
+
+
+def new_escalation_id() -> str:
+    """128 random bits, base32: opaque, unguessable, safe in a Slack button value."""
+    return "esc_" + base64.b32encode(secrets.token_bytes(16)).decode().rstrip("=").lower()
+
+
+@dataclass(frozen=True, slots=True)
+class SubmittedEscalation:
+    escalation: Escalation
+    created: bool  #: False when this replays an earlier submission
+
+
+class EscalationService:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        publisher: SlackPublisher,
+        directory: SlackDirectory,
+        waiters: Waiters,
+        clock: Callable[[], datetime],
+        wake_outbox: Callable[[], None],
+        callback_guard: CallbackGuard | None = None,
+        subscribers: Subscribers | None = None,
+    ) -> None:
+        self.settings = settings
+        #: checks an agent's callback_url (bot/api/destinations.py)
+        self.callback_guard = callback_guard or CallbackGuard()
+        self.store: EscalationStore = store.escalations()
+        self._audit = store
+        self.publisher = publisher
+        self.directory = directory
+        self.waiters = waiters
+        self._clock = clock
+        self._wake_outbox = wake_outbox
+        #: told of every escalation that changed, and shows private answers on a person's App
+        #: Home tab (bot/slack/home.py subscribes: it refreshes the owners' tabs)
+        self._subscribers = subscribers or Subscribers()
+
+    # --- submission ---------------------------------------------------------------------------
+
+    async def submit(
+        self,
+        agent: AgentSettings,
+        body: EscalationBody,
+        idempotency_key: str | None,
+        *,
+        admit: Callable[[], Awaitable[None]] | None = None,
+    ) -> SubmittedEscalation:
+        """Check the trigger against the thresholds, route it, store it open and post it.
+
+        ``admit`` runs before a new escalation is stored (not for a replay) and may refuse it by
+        raising (the agent's open-escalations limit, bot/api/quotas.py).
+
+        Raises ContractViolation (nothing stored) or EscalationConflict.
+        """
+        if body.requested_by is None and body.customer_ref is None:
+            raise ContractViolation(
+                [
+                    FieldProblem(
+                        field="requested_by",
+                        message="name the accountable human (requested_by, a Slack user id) or "
+                        "the customer (customer_ref); got neither",
+                    )
+                ]
+            )
+        if body.requested_by is not None:  # only someone the agent acts for (403 otherwise)
+            await check_requester(
+                agent, body.requested_by, roles=self.settings.roles, directory=self.directory
+            )
+        if body.callback_url is not None:
+            refused = await self.callback_guard.problem(agent, body.callback_url)
+            if refused is not None:
+                raise ContractViolation([FieldProblem(field="callback_url", message=refused)])
+        body_json = body.model_dump(mode="json")
+        key = idempotency_key or _derived_key(agent.name, body)
+        fingerprint = hashlib.sha256(canonical_json(body_json)).hexdigest()
+        earlier = await self.store.find_escalation(agent.name, key)
+        if earlier is not None:
+            if earlier.submission_fingerprint != fingerprint:
+                raise _conflict(earlier, derived=idempotency_key is None)
+            return SubmittedEscalation(earlier, created=False)
+        if admit is not None:
+            await admit()
+
+        policy = self.settings.escalation
+        verdict = judge_trigger(body.trigger, policy)
+        route = choose_route(
+            policy.routes,
+            topic=verdict.topic,
+            labels=body.trigger.signals.topic_labels,
+            team=body.team,
+        )
+        if route is None:
+            raise ContractViolation(
+                [
+                    FieldProblem(
+                        field="team",
+                        message=f"no escalation route for team {body.team!r} or topics "
+                        f"{list(body.trigger.signals.topic_labels)!r}; the configuration's "
+                        "[escalation] routes need a default route (one with only a channel)",
+                    )
+                ]
+            )
+        new = NewEscalation(
+            id=new_escalation_id(),
+            agent=agent.name,
+            submission_key=key,
+            submission_fingerprint=fingerprint,
+            conversation_id=body.conversation_id,
+            requested_by=body.requested_by,
+            customer_ref=body.customer_ref,
+            team=body.team,
+            summary=body.summary,
+            trigger=body.trigger,
+            verdict=verdict,
+            channel=route.channel,
+            callback_url=body.callback_url,
+            created_at=self._clock(),
+        )
+        escalation, created = await self.store.create_escalation(new)
+        if not created and escalation.submission_fingerprint != fingerprint:
+            raise _conflict(escalation, derived=idempotency_key is None)
+        if created:
+            self._changed(escalation, None)
+        return SubmittedEscalation(escalation, created=created)
+
+    # --- people in Slack ----------------------------------------------------------------------
+
+    async def take(self, escalation_id: str, *, user: str, channel: str | None) -> None:
+        """Take it: the clicker owns the conversation; the agent must stop replying."""
+        escalation = await self._respondable(escalation_id, user=user, channel=channel, verb="take")
+        if escalation is not None:
+            result = await self.store.take(escalation.id, actor=user, now=self._clock())
+            await self._after(result, user=user, channel=channel, previous_owner=None)
+
+    async def begin_hand_back(
+        self, escalation_id: str, *, user: str, channel: str | None, trigger_id: str
+    ) -> None:
+        """Hand back: only the owner; a modal asks for the note the agent gets."""
+        escalation = await self._respondable(
+            escalation_id, user=user, channel=channel, verb="hand back"
+        )
+        if escalation is None:
+            return
+        if escalation.owner != user:
+            reason = (
+                f"{escalation.owner} has taken it; only they can hand it back now"
+                if escalation.owner
+                else "only the person who took it can hand it back, and nobody has it now"
+            )
+            await self._refuse(escalation, user=user, channel=channel, verb="hand back", why=reason)
+            return
+        await self.publisher.open_view(None, trigger_id, render.hand_back_modal(escalation))
+
+    async def hand_back(self, escalation_id: str, *, user: str, note: str) -> None:
+        escalation = await self._respondable(
+            escalation_id, user=user, channel=None, verb="hand back"
+        )
+        if escalation is not None:
+            result = await self.store.hand_back(
+                escalation.id, actor=user, note=note, now=self._clock()
+            )
+            await self._after(result, user=user, channel=None, previous_owner=escalation.owner)
+
+    async def resolve(self, escalation_id: str, *, user: str, channel: str | None) -> None:
+        escalation = await self._respondable(
+            escalation_id, user=user, channel=channel, verb="resolve"
+        )
+        if escalation is not None:
+            result = await self.store.resolve(
+                escalation.id, actor=user, note=None, now=self._clock()
+            )
+            await self._after(result, user=user, channel=channel, previous_owner=escalation.owner)
+
+    async def reannounce_due(self) -> list[Escalation]:
+        """Announce again the escalations nobody took in ``reannounce_after``, each at most
+        ``reannounce_max`` times (a flood of escalations cannot page the channel forever)."""
+        after = self.settings.escalation.reannounce_after
+        most = self.settings.escalation.reannounce_max
+        announced: list[Escalation] = []
+        while batch := await self.store.reannounce_due(
+            now=self._clock(), after=after, most=most, limit=100
+        ):
+            for escalation in batch:
+                self._changed(escalation, None)
+            announced += batch
+        return announced
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    async def _respondable(
+        self, escalation_id: str, *, user: str, channel: str | None, verb: str
+    ) -> Escalation | None:
+        """The escalation if ``user`` may act on it; otherwise tell them why and audit it."""
+        try:
+            escalation = await self.store.get_escalation(escalation_id)
+        except EscalationNotFound:
+            log.info("click on unknown escalation %r by %s", escalation_id, user)
+            if channel:
+                text = render.escalation_refusal_text(None, "this escalation does not exist")
+                await self.publisher.tell(None, channel, user, text)
+            return None
+        why = await self._refusal(escalation, user)
+        if why is None:
+            return escalation
+        await self._refuse(escalation, user=user, channel=channel, verb=verb, why=why)
+        return None
+
+    async def _refusal(self, escalation: Escalation, user: str) -> str | None:
+        """Why ``user`` may not act on ``escalation`` now (contracts.escalation), or None.
+
+        Read at click time from the configuration and the clicker's Slack profile, as an
+        approval is: workspace, bot, deactivated, guest, responder role, and nobody behind the
+        escalation (its accountable human, the agent's owners). Fails closed."""
+        agent = self.settings.agents.get(escalation.agent)
+        teams = self.settings.approvals.allowed_teams
+        if not teams:
+            home = await self.directory.home_team()
+            teams = (home,) if home else ()
+        return responder_refusal(
+            responder=await self.directory.profile(user),
+            requested_by=escalation.requested_by,
+            agent_owners=agent.owners if agent is not None else (),
+            responders=self.settings.escalation.responders,
+            roles=await self.directory.role_members(self.settings.roles),
+            allowed_teams=teams,
+        )
+
+    async def _refuse(
+        self, escalation: Escalation, *, user: str, channel: str | None, verb: str, why: str
+    ) -> None:
+        await self._audit.record_event(
+            escalation.id,
+            actor=user,
+            event=f"{verb.replace(' ', '_')}_refused",
+            detail={"user": user, "reason": why},
+            now=self._clock(),
+        )
+        await self._tell(escalation, user=user, channel=channel, reason=why)
+
+    async def _after(
+        self,
+        result: EscalationResult,
+        *,
+        user: str,
+        channel: str | None,
+        previous_owner: str | None,
+    ) -> None:
+        if isinstance(result, Moved):
+            self._changed(result.escalation, previous_owner)
+            return
+        await self._tell(result.escalation, user=user, channel=channel, reason=result.reason)
+
+    async def _tell(
+        self, escalation: Escalation, *, user: str, channel: str | None, reason: str
+    ) -> None:
+        text = render.escalation_refusal_text(escalation, reason)
+        if channel == APP_HOME and await self._subscribers.notice(user, text):
+            return
+        where = (channel if channel != APP_HOME else None) or escalation.slack_channel
+        if where:
+            await self.publisher.tell(None, where, user, text)
+
+    def _changed(self, escalation: Escalation, previous_owner: str | None) -> None:
+        """Its transition wrote its effects to the outbox: wake long-polls and the worker."""
+        self.waiters.notify(escalation.id)
+        self._wake_outbox()
+        self._subscribers.escalation_changed(escalation, previous_owner)
+
+
+def _derived_key(agent: str, body: EscalationBody) -> str:
+    """One escalation per agent, conversation and trigger kind, unless an Idempotency-Key says
+    otherwise."""
+    material = canonical_json(
+        {
+            "agent": agent,
+            "conversation_id": body.conversation_id,
+            "trigger": body.trigger.kind.value,
+        }
+    )
+    return "derived:" + hashlib.sha256(material).hexdigest()
+
+
+def _conflict(earlier: Escalation, *, derived: bool) -> Exception:
+    if not derived:
+        return EscalationConflict(earlier)
+    return ContractViolation(
+        [
+            FieldProblem(
+                field="conversation_id",
+                message=f"escalation {earlier.id} already has this conversation_id and trigger "
+                "kind with another summary or details; send an Idempotency-Key to escalate the "
+                "same conversation again",
+            )
+        ]
+    )
+
+
+async def reannounce_forever(service: EscalationService, interval: float) -> None:
+    """The escalations' sweep: announce again what nobody took in time."""
+    while True:
+        try:
+            announced = await service.reannounce_due()
+            if announced:
+                log.info("announced %d unclaimed escalation(s) again", len(announced))
+        except Exception:
+            log.exception("escalation sweep failed; trying again in %.0f s", interval)
+        await asyncio.sleep(interval)

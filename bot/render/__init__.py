@@ -1,0 +1,85 @@
+"""Block Kit, pure: every message, modal and Home tab Countersign shows, as a function of
+stored values (and ``now``) alone.
+
+- ``proposal``: a proposal's message and replies, and the text helpers the others share
+- ``digest``, ``edit``, ``escalation``, ``full``, ``home``, ``reminders``, ``standing``,
+  ``delegations``: the messages and views of each feature
+- ``inert``: an agent's words made inert (no mentions, links or formatting of their own)
+
+The names below are imported from their module when first asked for, so that importing one
+module of this package imports neither the others nor the app they need.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.render.delegations import delegation_list_blocks, minted_blocks
+    from bot.render.digest import Tally
+    from bot.render.edit import edit_modal
+    from bot.render.escalation import HAND_BACK_NOTE_MAX
+    from bot.render.full import full_view, full_views
+    from bot.render.home import (
+        WAITING_SHOWN,
+        help_blocks,
+        home_view,
+        proposal_detail_blocks,
+        waiting_blocks,
+    )
+    from bot.render.inert import inert
+    from bot.render.proposal import FALLBACK_MAX, REASON_MAX, Message, escape
+    from bot.render.reminders import reminder_reply
+    from bot.render.standing import standing_list_blocks
+
+__all__ = [
+    "FALLBACK_MAX",
+    "HAND_BACK_NOTE_MAX",
+    "REASON_MAX",
+    "WAITING_SHOWN",
+    "Message",
+    "Tally",
+    "delegation_list_blocks",
+    "edit_modal",
+    "escape",
+    "full_view",
+    "full_views",
+    "help_blocks",
+    "home_view",
+    "inert",
+    "minted_blocks",
+    "proposal_detail_blocks",
+    "reminder_reply",
+    "standing_list_blocks",
+    "waiting_blocks",
+]
+
+#: the module of this package that defines each public name
+_DEFINED_IN = {
+    "FALLBACK_MAX": "proposal",
+    "HAND_BACK_NOTE_MAX": "escalation",
+    "Message": "proposal",
+    "REASON_MAX": "proposal",
+    "Tally": "digest",
+    "WAITING_SHOWN": "home",
+    "delegation_list_blocks": "delegations",
+    "edit_modal": "edit",
+    "escape": "proposal",
+    "full_view": "full",
+    "full_views": "full",
+    "help_blocks": "home",
+    "home_view": "home",
+    "inert": "inert",
+    "minted_blocks": "delegations",
+    "proposal_detail_blocks": "home",
+    "reminder_reply": "reminders",
+    "standing_list_blocks": "standing",
+    "waiting_blocks": "home",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _DEFINED_IN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_DEFINED_IN[name]}"), name)

@@ -1,0 +1,491 @@
+"""Block Kit for digests: one message listing similar proposals, its thread replies, its modals.
+
+Pure functions of stored values (and ``now``), like bot/render/proposal.py, whose text helpers they
+use: everything from an agent or an operation's arguments is made inert and clipped, the agent's
+words are labelled as such, and buttons carry the digest's opaque id only. When a pending item is
+not shown in full (a clipped title, value or reason, fields beyond the row's, rows beyond the
+message's), the digest says so, offers Show full, and does not offer Approve all: an approver
+approves in bulk only what they could read whole; otherwise only Choose…. Each item keeps its own
+row with its own status; the whole message is rendered again from the current state on every change.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from bot.actions import (
+    DIGEST_APPROVE_ALL,
+    DIGEST_CHOOSE,
+    DIGEST_CHOOSE_VIEW,
+    DIGEST_DECISION_INPUT,
+    DIGEST_ITEMS_INPUT,
+    DIGEST_REJECT_ALL,
+    DIGEST_REJECT_VIEW,
+    DIGEST_SHOW_FULL,
+    REASON_INPUT,
+    RECONCILE_FAILED,
+    RECONCILE_SUCCEEDED,
+)
+from bot.render.inert import inert
+from bot.render.proposal import (
+    BLOCKS_MAX,
+    BUTTON_MAX,
+    CLIPPED,
+    CONFIRM_TEXT_MAX,
+    CONFIRM_TITLE_MAX,
+    FALLBACK_MAX,
+    MODAL_TITLE_MAX,
+    REASON_MAX,
+    RISK_LABELS,
+    SECTION_MAX,
+    Blocks,
+    Message,
+    clip,
+    code,
+    compact,
+    context,
+    escape,
+    header,
+    mention,
+    plain,
+    quote,
+    remaining,
+    said,
+    section,
+    shown_in_part,
+    when,
+)
+from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
+from store.approvals import counted
+from store.base import Proposal
+from store.digests import Digest
+from store.lifecycle import Status
+
+__all__ = [
+    "Tally",
+    "choose_modal",
+    "digest_message",
+    "digest_reply",
+    "reject_modal",
+    "shown_whole",
+    "tally_text",
+]
+
+
+#: Options in one checkboxes element (Slack's limit).
+OPTIONS_MAX: Final = 10
+OPTION_TEXT_MAX: Final = 75
+#: Preview fields shown in an item's row.
+ROW_FIELDS: Final = 3
+
+
+@dataclass
+class Tally:
+    """What one click on a digest did, item by item, to tell the clicker."""
+
+    verb: str  #: "approved" or "rejected"
+    done: int = 0  #: decided by this click
+    counted: int = 0  #: approvals recorded towards a quorum not reached yet
+    already: int = 0  #: decided before this click
+    refused: Counter[str] = field(default_factory=Counter)  #: why, and how many times
+
+    @property
+    def refusals(self) -> int:
+        return sum(self.refused.values())
+
+
+# --- the message ----------------------------------------------------------------------------------
+
+
+def digest_message(digest: Digest, *, now: datetime) -> Message:
+    """The digest: who asked, why, one row per item with its status, and while any item is
+    pending the buttons Approve all, Reject all… and Choose…."""
+    items = digest.items
+    pending = [p for p in items if p.status is Status.PENDING]
+    agents = sorted({p.agent for p in items})
+    rules = sorted({p.rule_id or "" for p in items})
+    notes = sorted({p.policy_note for p in items})
+    asked = (
+        f"*Requested by* agent{'s' if len(agents) > 1 else ''} "
+        f"{', '.join(f'*{escape(a)}*' for a in agents)} for {mention(digest.requested_by)}"
+    )
+    why = ", ".join(code(r, 120) if r else "_no rule matched_" for r in rules)
+    blocks: Blocks = [
+        header(_title(digest)),
+        section(f"*Why you are asked:* policy rule {why}\n{escape('; '.join(notes))}"),
+        context(
+            *(RISK_LABELS[risk] for risk in sorted({p.risk for p in items})),
+            f"Operation {code(digest.operation, 200)} · digest {code(digest.id[:12], 20)} · "
+            f"{_counts(items)}. Each proposal is checked and executed on its own.",
+        ),
+        section(asked),
+    ]
+    budget = _rows_budget(len(blocks), bool(pending))
+    rows = [_row(n, p, now) for n, p in enumerate(items, 1)]
+    sections = _rows_in_sections(rows, budget)
+    whole = _whole(rows, items, budget)
+    blocks += sections
+    if not whole:
+        blocks += shown_in_part(
+            digest.id, action_id=DIGEST_SHOW_FULL, what="some proposals listed above"
+        )
+    tail: Blocks = [_buttons(digest, len(pending), approve_all=whole)] if pending else []
+    text = f"{'Approval needed' if pending else 'Decided'}: {_title(digest)}"
+    return {"text": clip(inert(text), FALLBACK_MAX), "blocks": [*blocks, *tail][:BLOCKS_MAX]}
+
+
+def shown_whole(digest: Digest, *, now: datetime) -> bool:
+    """Whether :func:`digest_message` shows every pending item in full (then, and only then, it
+    offers Approve all; the digest service checks this again before approving all)."""
+    rows = [_row(n, p, now) for n, p in enumerate(digest.items, 1)]
+    pending = any(p.status is Status.PENDING for p in digest.items)
+    return _whole(rows, digest.items, _rows_budget(_HEAD_BLOCKS, pending))
+
+
+#: Blocks above the rows: header, why asked, risk and operation, requested by.
+_HEAD_BLOCKS: Final = 4
+
+
+def _rows_budget(head: int, pending: bool) -> int:
+    """Sections left for the rows, keeping room for the buttons and the shown-in-part note."""
+    return BLOCKS_MAX - head - (1 if pending else 0) - len(shown_in_part(""))
+
+
+def _whole(rows: Sequence[str], items: Sequence[Proposal], budget: int) -> bool:
+    """No pending item's row was cut, and every row fits in the message."""
+    if len(_pack(rows)) > budget:
+        return False
+    return not any(
+        CLIPPED in row for row, p in zip(rows, items, strict=True) if p.status is Status.PENDING
+    )
+
+
+def _title(digest: Digest) -> str:
+    return f"{len(digest.items)} proposals: {digest.operation}"
+
+
+def _counts(items: Sequence[Proposal]) -> str:
+    counts = Counter(p.status.value.replace("_", " ") for p in items)
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+
+
+def _row(n: int, proposal: Proposal, now: datetime) -> str:
+    """One item: its title, its first preview fields and its status; what had to be left out
+    is marked clipped."""
+    shown = [
+        f"{clip(inert(f.label), 40)}: {clip(inert(f.value), 80)}"
+        for f in proposal.preview.fields[:ROW_FIELDS]
+    ]
+    more = len(proposal.preview.fields) - ROW_FIELDS
+    if more > 0:
+        shown.append(f"_{more} more field{'s' if more > 1 else ''}_ {CLIPPED}")
+    fields = " · ".join(shown)
+    lines = [
+        f"*{n}.* {code(proposal.id[:12], 20)} *{clip(inert(proposal.preview.title), 150)}*"
+        + (f"\n{fields}" if fields else ""),
+        _status(proposal, now),
+    ]
+    if proposal.agent_reason:
+        lines.append("_Agent's words (unverified):_\n" + quote(proposal.agent_reason, 200))
+    return "\n".join(lines)
+
+
+def _status(proposal: Proposal, now: datetime) -> str:
+    status = proposal.status
+    if status is Status.PENDING:
+        progress = ""
+        if proposal.quorum > 1:
+            progress = f" · {len(counted(proposal))} of {proposal.quorum} approved"
+        if proposal.expires_at is None:
+            return f":hourglass_flowing_sand: Pending{progress}"
+        return (
+            f":hourglass_flowing_sand: Pending{progress} · expires {when(proposal.expires_at)}"
+            f" ({remaining(proposal.expires_at, now)})"
+        )
+    by = mention(proposal.decided_by)
+    if status is Status.REJECTED:
+        reason = clip(inert(proposal.decision_note or "(no reason given)"), 200)
+        return f":x: Rejected by {by}: {reason}"
+    if status is Status.EXPIRED:
+        return ":hourglass: Expired: nobody decided in time. Nothing was executed."
+    if status is Status.SUPERSEDED:
+        return f":pencil2: Superseded by an edit of {by}."
+    if status is Status.EXECUTING:
+        return f":gear: Approved by {by}, executing…"
+    approved = f"approved by {by}" if proposal.decided_by else "approved"
+    return f"{_outcome_word(proposal)} ({approved}; details in the thread)"
+
+
+def _outcome_word(proposal: Proposal) -> str:
+    match proposal.outcome:
+        case Succeeded():
+            return ":white_check_mark: Succeeded"
+        case NeedsReconciliation():
+            return ":warning: Outcome unknown: a person must check"
+        case RevisionRequired():
+            return ":leftwards_arrow_with_hook: Revision required, nothing executed"
+        case TerminalFailure():
+            return ":x: Failed, the effect did not happen"
+        case None:
+            return f"Status: {proposal.status.value}"
+
+
+def _pack(rows: Sequence[str]) -> list[str]:
+    """``rows`` joined into as few texts of at most 3000 characters as they fit in."""
+    sections: list[str] = []
+    for row in rows:
+        if sections and len(sections[-1]) + 2 + len(row) <= SECTION_MAX:
+            sections[-1] += "\n\n" + row
+        else:
+            sections.append(row)
+    return sections
+
+
+def _rows_in_sections(rows: Sequence[str], budget: int) -> Blocks:
+    """``rows`` joined into as few sections as fit (3000 characters each), at most ``budget``."""
+    sections = _pack(rows)
+    if len(sections) > budget:
+        hidden = sum(s.count("\n\n") + 1 for s in sections[budget - 1 :])
+        sections = [*sections[: budget - 1], f"_{hidden} more not shown here_ {CLIPPED}"]
+    return [section(text) for text in sections]
+
+
+def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[str, Any]:
+    """Approve all (only when ``approve_all``: every pending item is shown in full), Reject
+    all… and Choose…."""
+
+    def button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
+        element: dict[str, Any] = {
+            "type": "button",
+            "action_id": action_id,
+            "text": plain(text, BUTTON_MAX),
+            "value": digest.id,
+        }
+        if style is not None:
+            element["style"] = style
+        return element
+
+    approve = button(DIGEST_APPROVE_ALL, f"Approve all ({pending})", "primary")
+    approve["confirm"] = {
+        "title": plain(f"Approve {pending} proposals?", CONFIRM_TITLE_MAX),
+        "text": plain(
+            f"Every pending {digest.operation} listed here is checked and executed on its own, "
+            "with its own outcome in the thread.",
+            CONFIRM_TEXT_MAX,
+        ),
+        "confirm": plain("Approve all", 30),
+        "deny": plain("Cancel", 30),
+        "style": "primary",
+    }
+    return {
+        "type": "actions",
+        "block_id": "digest",
+        "elements": [
+            *([approve] if approve_all else []),
+            button(DIGEST_REJECT_ALL, "Reject all…", "danger"),
+            button(DIGEST_CHOOSE, "Choose…"),
+        ],
+    }
+
+
+# --- the thread reply -----------------------------------------------------------------------------
+
+
+def digest_reply(entries: Sequence[tuple[Proposal, Status]]) -> Message | None:
+    """One thread reply for several items that changed: each item's outcome, rejection or
+    expiry (``Status``: the status its outbox entry was written for). Items whose execution
+    ended uncertain get the buttons that resolve it. None when there is nothing to say."""
+    lines: list[str] = []
+    uncertain: list[Proposal] = []
+    for proposal, status in entries:
+        line = _reply_line(proposal, status)
+        if line is not None:
+            lines.append(line)
+            if status is Status.NEEDS_RECONCILIATION:
+                uncertain.append(proposal)
+    if not lines:
+        return None
+    actions = [_reconcile_buttons(n, p) for n, p in enumerate(uncertain, 1)]
+    budget = BLOCKS_MAX - 1 - min(len(actions), BLOCKS_MAX // 2)
+    blocks = _rows_in_sections(lines, budget)
+    blocks += actions[: BLOCKS_MAX - len(blocks)]
+    text = f"{len(lines)} proposal{'s' if len(lines) > 1 else ''} of this digest changed"
+    return {"text": text, "blocks": blocks}
+
+
+def _reply_line(proposal: Proposal, status: Status) -> str | None:
+    head = f"{code(proposal.id[:12], 20)} *{clip(inert(proposal.preview.title), 150)}*"
+    if status is Status.REJECTED:
+        reason = quote(proposal.decision_note or "(no reason given)", 500)
+        by = mention(proposal.decided_by)
+        return f":x: *Rejected* by {by}: {head}. Nothing was executed.\n{reason}"
+    if status is Status.EXPIRED:
+        return f":hourglass: *Expired*: {head}. Nobody decided in time; nothing was executed."
+    match proposal.outcome:
+        case Succeeded(result=result):
+            shown = "" if result in (None, {}) else f"\nResult {code(compact(result), 300)}"
+            return f":white_check_mark: *Succeeded*: {head}{shown}"
+        case NeedsReconciliation(detail=detail, correlation_id=correlation_id):
+            return (
+                f":warning: *Outcome unknown*: {head}. The effect *may or may not* have happened;"
+                f" find out before anyone retries it.\n{code(detail, 300)} · correlation id "
+                f"{code(correlation_id, 100)}"
+            )
+        case RevisionRequired(reason=reason):
+            return (
+                f":leftwards_arrow_with_hook: *Revision required*: {head}. Nothing was executed.\n"
+                f"{quote(reason, 500)}"
+            )
+        case TerminalFailure(detail=detail, correlation_id=correlation_id):
+            return (
+                f":x: *Failed*: {head}. The effect did not happen.\n{code(detail, 300)} · "
+                f"correlation id {code(correlation_id, 100)}"
+            )
+        case None:
+            return None
+
+
+def _reconcile_buttons(n: int, proposal: Proposal) -> dict[str, Any]:
+    short = proposal.id[:12]
+
+    def button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
+        element: dict[str, Any] = {
+            "type": "button",
+            "action_id": action_id,
+            "text": plain(text, BUTTON_MAX),
+            "value": proposal.id,
+        }
+        if style is not None:
+            element["style"] = style
+        return element
+
+    return {
+        "type": "actions",
+        "block_id": f"reconcile_{n}",
+        "elements": [
+            button(RECONCILE_SUCCEEDED, f"{short}: it happened", "primary"),
+            button(RECONCILE_FAILED, f"{short}: it did not happen", "danger"),
+        ],
+    }
+
+
+# --- modals and private answers -------------------------------------------------------------------
+
+
+def reject_modal(digest: Digest, pending: int) -> dict[str, Any]:
+    """The reason for rejecting every pending item; private_metadata is the digest id."""
+    return {
+        "type": "modal",
+        "callback_id": DIGEST_REJECT_VIEW,
+        "private_metadata": digest.id,
+        "title": plain("Reject all", MODAL_TITLE_MAX),
+        "submit": plain("Reject all", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
+        "blocks": [
+            section(
+                f"Reject the *{pending}* pending proposals of {code(digest.operation, 200)} in "
+                "this digest. Nothing of them will be executed."
+            ),
+            _reason_input(optional=False),
+        ],
+    }
+
+
+def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
+    """Checkboxes for the pending items (ten to a group), approve or reject, and a reason for
+    rejecting; private_metadata is the digest id, each option's value an item's id."""
+    groups: Blocks = []
+    for start in range(0, len(pending), OPTIONS_MAX):
+        chunk = pending[start : start + OPTIONS_MAX]
+        groups.append(
+            {
+                "type": "input",
+                "block_id": f"{DIGEST_ITEMS_INPUT}_{start // OPTIONS_MAX}",
+                "optional": True,
+                "label": plain(f"Proposals {start + 1} to {start + len(chunk)}", 2000),
+                "element": {
+                    "type": "checkboxes",
+                    "action_id": DIGEST_ITEMS_INPUT,
+                    "options": [_option(p) for p in chunk],
+                },
+            }
+        )
+    return {
+        "type": "modal",
+        "callback_id": DIGEST_CHOOSE_VIEW,
+        "private_metadata": digest.id,
+        "title": plain("Choose proposals", MODAL_TITLE_MAX),
+        "submit": plain("Apply", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
+        "blocks": [
+            section(
+                f"Select pending proposals of {code(digest.operation, 200)}; each one is "
+                "checked and decided on its own."
+            ),
+            *groups,
+            {
+                "type": "input",
+                "block_id": DIGEST_DECISION_INPUT,
+                "label": plain("Decision", 2000),
+                "element": {
+                    "type": "radio_buttons",
+                    "action_id": DIGEST_DECISION_INPUT,
+                    "initial_option": _choice("approve"),
+                    "options": [_choice("approve"), _choice("reject")],
+                },
+            },
+            _reason_input(optional=True),
+        ],
+    }
+
+
+def _option(proposal: Proposal) -> dict[str, Any]:
+    fields = " · ".join(f"{f.label}: {f.value}" for f in proposal.preview.fields[:ROW_FIELDS])
+    option: dict[str, Any] = {
+        "text": said(f"{proposal.id[:12]} {proposal.preview.title}", OPTION_TEXT_MAX),
+        "value": proposal.id,
+    }
+    if fields:
+        option["description"] = said(fields, OPTION_TEXT_MAX)
+    return option
+
+
+def _choice(value: str) -> dict[str, Any]:
+    words = {"approve": "Approve and execute them", "reject": "Reject them"}
+    return {"text": plain(words[value], OPTION_TEXT_MAX), "value": value}
+
+
+def _reason_input(*, optional: bool) -> dict[str, Any]:
+    return {
+        "type": "input",
+        "block_id": REASON_INPUT,
+        "optional": optional,
+        "label": plain("Why do you reject them?" if not optional else "Reason (to reject)", 2000),
+        "hint": plain("The agent and the channel will see this reason.", 2000),
+        "element": {
+            "type": "plain_text_input",
+            "action_id": REASON_INPUT,
+            "multiline": True,
+            "max_length": REASON_MAX,
+        },
+    }
+
+
+def tally_text(tally: Tally) -> str:
+    """What the clicker alone is told: how many items were decided, and why the others were not."""
+    parts = [f"{tally.verb.capitalize()} {tally.done}"]
+    if tally.counted:
+        parts.append(
+            f"{tally.counted} approval{'s' if tally.counted > 1 else ''} counted, "
+            "waiting for more approvers"
+        )
+    parts.append(f"{tally.already} already decided")
+    parts.append(f"{tally.refusals} refused")
+    text = ", ".join(parts) + "."
+    for reason, count in tally.refused.most_common(5):
+        text += f"\n• {count} refused: {escape(reason)}"
+    return clip(text, SECTION_MAX)

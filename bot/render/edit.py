@@ -1,0 +1,184 @@
+"""Block Kit for edits: the edit modal and the thread reply of a superseded proposal.
+
+Pure, like bot/render/proposal.py: functions of proposals and an :class:`~bot.edit_form.EditForm`.
+The modal's inputs are prefilled from the stored request; its private_metadata is the proposal id
+and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any, Final
+
+from bot.actions import EDIT_FIELD_INPUT, EDIT_VIEW
+from bot.edit_form import EditField, EditForm
+from bot.render.inert import inert
+from bot.render.proposal import (
+    MODAL_TITLE_MAX,
+    Message,
+    clip,
+    code,
+    context,
+    escape,
+    mention,
+    message,
+    plain,
+    request_changes,
+    section,
+    short_id,
+    when,
+)
+from store.base import Proposal
+from store.lifecycle import Status
+
+__all__ = ["edit_modal", "superseded_reply"]
+
+
+#: What the person editing is told before they submit.
+EDIT_NOTE: Final = (
+    "Your edit will be checked against the operation's contract and classified by the policy "
+    "again, as a new proposal that replaces this one: it may run at once, wait for other "
+    "approvers, or be denied. You cannot approve your own edit."
+)
+
+_LABEL_MAX: Final = 2000
+_HINT_MAX: Final = 2000
+_TEXT_MAX: Final = 3000
+_OPTION_TEXT_MAX: Final = 75
+
+
+def edit_modal(proposal: Proposal, form: EditForm) -> dict[str, Any]:
+    """The modal that edits ``proposal``'s request: one input per field of ``form``."""
+    blocks: list[dict[str, Any]] = [
+        section(
+            f"*{inert(proposal.preview.title)}*\nOperation {code(proposal.operation, 200)}"
+            f" · id {code(short_id(proposal.id), 20)}"
+        ),
+        context(EDIT_NOTE),
+        *(_input(field) for field in form.fields),
+    ]
+    if form.kept:
+        kept = ", ".join(code(name, 100) for name in form.kept[:20])
+        more = f" and {len(form.kept) - 20} more" if len(form.kept) > 20 else ""
+        blocks.append(context(f"Kept as they are (too many fields to show): {kept}{more}"))
+    view: dict[str, Any] = {
+        "type": "modal",
+        "callback_id": EDIT_VIEW,
+        "private_metadata": proposal.id,
+        "title": plain("Edit proposal", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
+        "blocks": blocks,
+    }
+    if form.fields:
+        view["submit"] = plain("Check and submit", MODAL_TITLE_MAX)
+    else:
+        blocks.append(section("This operation's request has no fields to edit."))
+    return view
+
+
+def _input(field: EditField) -> dict[str, Any]:
+    hint = field.description or ""
+    if field.kind == "json":
+        hint = f"{hint} (as JSON)".strip()
+    block: dict[str, Any] = {
+        "type": "input",
+        "block_id": field.block_id,
+        "optional": not field.required,
+        "label": plain(field.name or "(unnamed)", _LABEL_MAX),
+        "element": _element(field),
+    }
+    if hint:
+        block["hint"] = plain(hint, _HINT_MAX)
+    return block
+
+
+def _element(field: EditField) -> dict[str, Any]:
+    value = field.value
+    if field.kind in ("choice", "boolean"):
+        choices = field.choices if field.kind == "choice" else ("true", "false")
+        options = [_option(choice) for choice in choices]
+        element: dict[str, Any] = {
+            "type": "static_select",
+            "action_id": EDIT_FIELD_INPUT,
+            "placeholder": plain("Choose", 150),
+            "options": options,
+        }
+        chosen = json.dumps(value) if isinstance(value, bool) else value
+        if chosen in choices:
+            element["initial_option"] = _option(str(chosen))
+        return element
+    if field.kind in ("integer", "number"):
+        element = {
+            "type": "number_input",
+            "action_id": EDIT_FIELD_INPUT,
+            "is_decimal_allowed": field.kind == "number",
+        }
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            element["initial_value"] = _number(value)
+        return element
+    element = {"type": "plain_text_input", "action_id": EDIT_FIELD_INPUT}
+    if field.kind == "json":
+        element["multiline"] = True
+        if value is not None:
+            element["initial_value"] = json.dumps(value, indent=2, ensure_ascii=False)
+        return element
+    if isinstance(value, str) and value:
+        element["initial_value"] = value
+        element["multiline"] = "\n" in value or len(value) > 150
+    return element
+
+
+def _option(value: str) -> dict[str, Any]:
+    return {"text": plain(value, _OPTION_TEXT_MAX), "value": value}
+
+
+def _number(value: int | float) -> str:
+    """A number as number_input shows it: never in exponent notation."""
+    if isinstance(value, int):
+        return str(value)
+    return format(Decimal(repr(value)), "f")
+
+
+# --- the thread reply -----------------------------------------------------------------------------
+
+
+def superseded_reply(proposal: Proposal, edit: Proposal | None, *, link: str | None) -> Message:
+    """The reply in a superseded proposal's thread: who edited it, where the edit is, what the
+    policy made of it and which request fields changed."""
+    at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    title = inert(proposal.preview.title)
+    blocks = [
+        section(
+            f":pencil2: *Superseded*: {mention(proposal.decided_by)} edited this proposal{at}."
+            " This version will not be executed."
+        )
+    ]
+    if edit is None:
+        shown = code(proposal.superseded_by or "unknown", 60)
+        blocks.append(section(f"The edit is proposal {shown}."))
+        return message(f"Superseded by an edit: {title}", blocks)
+    name = f"<{link}|{inert(edit.preview.title)}>" if link else f"*{inert(edit.preview.title)}*"
+    blocks.append(
+        section(
+            f"The edit, checked and classified again: {name} (id {code(edit.id, 60)}).\n"
+            f"{_edit_status(proposal, edit)}"
+        )
+    )
+    changes = request_changes(proposal.request, edit.request)
+    if changes:
+        blocks.append(context(clip("*Changed:* " + "; ".join(changes), _TEXT_MAX)))
+    return message(f"Superseded by an edit: {title}", blocks)
+
+
+def _edit_status(proposal: Proposal, edit: Proposal) -> str:
+    if edit.status is Status.DENIED:
+        return f":no_entry: The policy denied it: {escape(edit.policy_note)}"
+    if edit.decision == "auto":
+        rule = f" (rule {code(edit.rule_id, 120)})" if edit.rule_id else ""
+        return f":white_check_mark: The policy approved it automatically{rule}."
+    if edit.status is Status.PENDING:
+        elsewhere = edit.channel and edit.channel != proposal.channel
+        where = f" in <#{edit.channel}>" if elsewhere else ""
+        return f":hourglass_flowing_sand: It waits for a decision{where}."
+    return f"It is now {edit.status.value.replace('_', ' ')}."

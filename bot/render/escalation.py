@@ -1,0 +1,273 @@
+"""Block Kit for escalations: pure functions of an escalation (and ``now``), no clock, env or I/O.
+
+The summary is the agent's report and is shown labelled as the agent's words, quoted and inert
+(bot/render/inert.py);
+Countersign's own reading of the trigger (which thresholds the measured signals crossed) is shown
+as Countersign's. Buttons carry the escalation id and nothing else. The helpers (escaping,
+clipping, Block Kit limits) are the proposal renderer's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from bot.actions import (
+    ESCALATION_HAND_BACK,
+    ESCALATION_HAND_BACK_VIEW,
+    ESCALATION_RESOLVE,
+    ESCALATION_TAKE,
+    NOTE_INPUT,
+)
+from bot.render.inert import inert
+from bot.render.proposal import (
+    BLOCKS_MAX,
+    BUTTON_MAX,
+    MODAL_TITLE_MAX,
+    SECTION_MAX,
+    Blocks,
+    Message,
+    clip,
+    code,
+    context,
+    escape,
+    header,
+    mention,
+    message,
+    plain,
+    quote,
+    section,
+    when,
+)
+from contracts.escalation import Signals, TriggerKind
+from store.escalations import Escalation, EscalationStatus
+
+__all__ = [
+    "HAND_BACK_NOTE_MAX",
+    "escalation_message",
+    "escalation_refusal_text",
+    "escalation_reply",
+    "hand_back_modal",
+    "reannouncement_reply",
+]
+
+#: The longest hand-back note the modal accepts.
+HAND_BACK_NOTE_MAX: Final = 1000
+
+
+_KIND: Final = {
+    TriggerKind.EXPLICIT_REQUEST: "The customer asked for a person",
+    TriggerKind.REPEATED_FAILURE: "The agent keeps failing",
+    TriggerKind.NEGATIVE_SENTIMENT: "The customer is unhappy",
+    TriggerKind.RESERVED_TOPIC: "A topic reserved for people",
+    TriggerKind.LOW_CONFIDENCE: "The agent is unsure, and the signals agree",
+}
+
+
+def escalation_message(escalation: Escalation, *, handed_back_by: str | None = None) -> Message:
+    """The channel message: who asks and why, the agent's report, the state and its buttons."""
+    title = f"Escalation: {_KIND[escalation.verdict.kind]}"
+    blocks: Blocks = [
+        header(title),
+        section(
+            f"*Why Countersign escalated it:* {escape(escalation.verdict.note)}\n{_who(escalation)}"
+        ),
+        *_report(escalation),
+        context(
+            f"Signals as measured by the agent: {_signals(escalation.trigger.signals)}",
+            f"Escalation {code(escalation.id, 60)} · opened {when(escalation.created_at)}",
+        ),
+        {"type": "divider"},
+        section(_state_line(escalation, handed_back_by=handed_back_by)),
+    ]
+    buttons = _buttons(escalation)
+    if buttons is not None:
+        blocks.append(buttons)
+    return message(f"{_status_word(escalation)}: {escape(title)}", blocks[:BLOCKS_MAX])
+
+
+def _who(escalation: Escalation) -> str:
+    parts = [
+        f"Agent *{escape(escalation.agent)}*",
+        f"conversation {code(escalation.conversation_id, 120)}",
+    ]
+    if escalation.requested_by is not None:
+        parts.append(f"for {mention(escalation.requested_by)}")
+    if escalation.customer_ref is not None:
+        parts.append(f"customer {code(escalation.customer_ref, 120)}")
+    if escalation.team is not None:
+        parts.append(f"team {code(escalation.team, 60)}")
+    return " · ".join(parts)
+
+
+def _report(escalation: Escalation) -> Blocks:
+    """The agent's summary, every part labelled and quoted as the agent's words."""
+    summary = escalation.summary
+    blocks: Blocks = [
+        section(
+            "*The agent's report (unverified)* _in the agent's own words:_\n"
+            f"*Goal*\n{quote(summary.goal, 1000)}\n"
+            f"*Blocked on*\n{quote(summary.blocked_on, 1000)}"
+        )
+    ]
+    if summary.steps_done:
+        steps = "\n".join(
+            f"{n}. {clip(inert(step), 300)}" for n, step in enumerate(summary.steps_done, 1)
+        )
+        blocks.append(section(f"*Steps done (agent's words)*\n{_quote_lines(steps)}"))
+    if summary.tool_results:
+        results = "\n".join(
+            f"{code(result.tool, 100)}: {clip(inert(result.result_summary), 400)}"
+            for result in summary.tool_results
+        )
+        blocks.append(section(f"*Tool results (agent's words)*\n{_quote_lines(results)}"))
+    words = escalation.trigger.signals.customer_quote
+    if words is not None:
+        blocks.append(
+            section("*The customer's words, as the agent reports them*\n" + quote(words, 1000))
+        )
+    return blocks
+
+
+def _quote_lines(escaped: str) -> str:
+    """Already-escaped lines as a block quote, clipped to fit a section."""
+    lines = clip(escaped, SECTION_MAX - 200).splitlines() or [""]
+    return "\n".join(f">{line}" for line in lines)
+
+
+def _signals(signals: Signals) -> str:
+    measured = signals.model_dump(exclude_defaults=True, exclude={"customer_quote"}, mode="json")
+    if not measured:
+        return "none"
+    return code(json.dumps(measured, ensure_ascii=False, separators=(", ", ": ")), 1500)
+
+
+def _status_word(escalation: Escalation) -> str:
+    return {
+        EscalationStatus.OPEN: "Needs a person",
+        EscalationStatus.TAKEN: "Taken",
+        EscalationStatus.HANDED_BACK: "Handed back",
+        EscalationStatus.RESOLVED: "Resolved",
+    }[escalation.status]
+
+
+def _state_line(escalation: Escalation, *, handed_back_by: str | None) -> str:
+    status = escalation.status
+    if status is EscalationStatus.OPEN:
+        return ":bell: *Nobody has taken it yet.* The agent keeps the conversation meanwhile."
+    if status is EscalationStatus.TAKEN:
+        return (
+            f":raising_hand: *Taken by {mention(escalation.owner)}.* The agent has been told to "
+            "stop replying."
+        )
+    if status is EscalationStatus.HANDED_BACK:
+        note = quote(escalation.note or "(no note)", 1000)
+        return (
+            f":leftwards_arrow_with_hook: *Handed back to the agent* by "
+            f"{mention(handed_back_by)}, with this note:\n{note}"
+        )
+    at = f" at {when(escalation.resolved_at)}" if escalation.resolved_at is not None else ""
+    line = f":white_check_mark: *Resolved* by {mention(escalation.resolved_by)}{at}."
+    if escalation.note:
+        line += f"\n{quote(escalation.note, 1000)}"
+    return line
+
+
+def _button(action_id: str, text: str, escalation: Escalation, style: str | None = None) -> Any:
+    element: dict[str, Any] = {
+        "type": "button",
+        "action_id": action_id,
+        "text": plain(text, BUTTON_MAX),
+        "value": escalation.id,
+    }
+    if style is not None:
+        element["style"] = style
+    return element
+
+
+def _buttons(escalation: Escalation) -> dict[str, Any] | None:
+    status = escalation.status
+    if status is EscalationStatus.RESOLVED:
+        return None
+    if status is EscalationStatus.TAKEN:
+        elements = [
+            _button(ESCALATION_HAND_BACK, "Hand back", escalation),
+            _button(ESCALATION_RESOLVE, "Resolve", escalation, "primary"),
+        ]
+    else:
+        elements = [
+            _button(ESCALATION_TAKE, "Take it", escalation, "primary"),
+            _button(ESCALATION_RESOLVE, "Resolve", escalation),
+        ]
+    return {"type": "actions", "block_id": "escalation", "elements": elements}
+
+
+# --- thread replies -------------------------------------------------------------------------------
+
+
+def escalation_reply(escalation: Escalation, *, handed_back_by: str | None = None) -> Message:
+    """The thread reply for the status the escalation just entered."""
+    line = _state_line(escalation, handed_back_by=handed_back_by)
+    return message(f"{_status_word(escalation)}: escalation {escalation.id}", [section(line)])
+
+
+def reannouncement_reply(escalation: Escalation) -> Message:
+    """The reminder that nobody has taken an escalation. Only the first reminder mentions the
+    channel (``@here``): however many escalations an agent opens, each pages people once."""
+    here = "<!here> " if escalation.reannouncements == 1 else ""
+    return message(
+        "Still waiting for someone to take this escalation",
+        [
+            section(
+                f"{here}:bell: *Still waiting for someone to take this escalation* "
+                f"(open since {when(escalation.created_at)}; reminder "
+                f"{escalation.reannouncements})."
+            )
+        ],
+    )
+
+
+# --- private answers and the hand-back modal -----------------------------------------------------
+
+
+def escalation_refusal_text(escalation: Escalation | None, reason: str) -> str:
+    """What a clicker sees, only to them, when their click changed nothing."""
+    if escalation is not None and escalation.status is EscalationStatus.RESOLVED:
+        who = mention(escalation.resolved_by)
+        return f":no_entry_sign: This escalation was already resolved by {who}."
+    owner = escalation.owner if escalation is not None else None
+    if owner is not None and reason.startswith(owner):  # "U123 has already taken it"
+        rest = reason.removeprefix(owner).strip()
+        return clip(f":no_entry_sign: {mention(owner)} {escape(rest)}.", SECTION_MAX)
+    return clip(f":no_entry_sign: Countersign did not do that: {escape(reason)}", SECTION_MAX)
+
+
+def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
+    """Asks for the note the agent gets with the conversation; private_metadata is the id."""
+    return {
+        "type": "modal",
+        "callback_id": ESCALATION_HAND_BACK_VIEW,
+        "private_metadata": escalation.id,
+        "title": plain("Hand back", MODAL_TITLE_MAX),
+        "submit": plain("Hand back", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
+        "blocks": [
+            section(
+                f"Conversation {code(escalation.conversation_id, 120)} goes back to agent "
+                f"*{escape(escalation.agent)}*."
+            ),
+            {
+                "type": "input",
+                "block_id": NOTE_INPUT,
+                "optional": False,
+                "label": plain("What should the agent know?", 2000),
+                "hint": plain("The agent receives this note with the conversation.", 2000),
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": NOTE_INPUT,
+                    "multiline": True,
+                    "max_length": HAND_BACK_NOTE_MAX,
+                },
+            },
+        ],
+    }

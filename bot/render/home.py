@@ -1,0 +1,329 @@
+"""Block Kit for a person's own workspace in Slack: the App Home tab and the ``/countersign``
+answers. Pure functions of stored values and ``now``; no clock, env or I/O.
+
+The proposals waiting for the person come as the store ranks them: riskiest first (irreversible,
+reversible, read), then soonest expiry; each shows its risk class, why the policy asked, who
+edited it (if it is an edit), the agent's explanation (labelled, inert) and, when it needs
+several approvers, how many approved so far. What had to be cut says so, with Show full. Their
+Approve / Reject buttons are the channel message's own (same action ids, the proposal id as the
+only value), so a click here is checked and handled exactly like one in the channel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+from bot.actions import ESCALATION_HAND_BACK, ESCALATION_RESOLVE, SHOW_FULL
+from bot.render.delegations import delegation_list_blocks
+from bot.render.inert import inert
+from bot.render.proposal import (
+    BLOCKS_MAX,
+    CLIPPED,
+    RISK_LABELS,
+    SECTION_MAX,
+    Blocks,
+    buttons,
+    clip,
+    code,
+    context,
+    edit_blocks,
+    escape,
+    explanation,
+    field_sections,
+    field_text,
+    header,
+    is_clipped,
+    mention,
+    plain,
+    quote,
+    remaining,
+    section,
+    shown_in_part,
+    status_word,
+    when,
+)
+from store.approvals import counted
+from store.base import AuditEntry, Proposal
+from store.delegations import Delegation
+from store.escalations import Escalation
+
+__all__ = [
+    "HOME_BLOCKS_MAX",
+    "help_blocks",
+    "home_view",
+    "proposal_detail_blocks",
+    "waiting_blocks",
+]
+
+#: Slack's limit for a Home tab.
+HOME_BLOCKS_MAX: Final = 100
+#: How many waiting proposals the tab shows (each takes three blocks).
+WAITING_SHOWN: Final = 15
+#: Preview fields shown per waiting proposal: the key ones, first in the preview.
+KEY_FIELDS: Final = 4
+#: Characters of the agent's explanation shown per waiting proposal.
+REASON_SHOWN: Final = 500
+
+
+def home_view(
+    *,
+    waiting: Sequence[Proposal],
+    owned: Sequence[Escalation],
+    decisions: Sequence[Proposal],
+    now: datetime,
+    notice: str | None = None,
+    delegations: Sequence[Delegation] = (),
+    previous: Mapping[str, Proposal] | None = None,
+    beyond: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """The Home tab: a notice (the answer to a click made here), what waits for the person,
+    the escalations they own, the agents acting for them (delegations, with Revoke) and their
+    recent decisions."""
+    blocks: Blocks = []
+    if notice:
+        blocks += [section(clip(notice, SECTION_MAX)), {"type": "divider"}]
+    blocks += [
+        header("Waiting for your decision"),
+        *waiting_blocks(waiting, now=now, previous=previous, beyond=beyond),
+    ]
+    blocks += [header("Escalations you own"), *_owned_blocks(owned)]
+    if delegations:
+        blocks += [header("Agents acting for you"), *delegation_list_blocks(delegations, now=now)]
+    blocks += [header("Your recent decisions"), *_decision_blocks(decisions)]
+    return {"type": "home", "blocks": blocks[:HOME_BLOCKS_MAX]}
+
+
+def waiting_blocks(
+    waiting: Sequence[Proposal],
+    *,
+    now: datetime,
+    previous: Mapping[str, Proposal] | None = None,
+    beyond: Mapping[str, int] | None = None,
+) -> Blocks:
+    """The proposals a person may decide, in the order given (riskiest first, then soonest
+    expiry), with their buttons. ``previous`` maps an edit's id to the version it replaced,
+    to list what the edit changed. With ``beyond`` (per agent, its pending proposals not on
+    the page: bot/slack/waiting_page.py), the page comes grouped by agent, each group saying how
+    many more of that agent's are pending, and a last line counts the other agents'."""
+    if not waiting and not beyond:
+        return [context("Nothing waits for you. :tada:")]
+    blocks: Blocks = []
+    group: str | None = None
+    for proposal in waiting[:WAITING_SHOWN]:
+        if beyond is not None and proposal.agent != group:
+            group = proposal.agent
+            blocks.append(context(_group_line(group, beyond.get(group, 0))))
+        fields = [field_text(f.label, f.value) for f in proposal.preview.fields[:KEY_FIELDS]]
+        more = len(proposal.preview.fields) - KEY_FIELDS
+        if more > 0:
+            fields.append(f"_{more} more field{'s' if more > 1 else ''}_ {CLIPPED}")
+        rule = code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+        lines = [
+            f"*{inert(proposal.preview.title)}*",
+            f"*Why you are asked:* policy rule {rule}: {escape(proposal.policy_note)}",
+        ]
+        earlier = (previous or {}).get(proposal.id)
+        for block in edit_blocks(proposal, earlier):  # who edited it, and what changed
+            lines.append(block["text"]["text"])
+        if proposal.agent_reason:
+            lines.append(
+                "*Agent's explanation (unverified)* _the agent's own words:_\n"
+                + quote(proposal.agent_reason, REASON_SHOWN)
+            )
+        row: dict[str, Any] = {
+            "type": "section",
+            "text": {
+                "type": "mrkdwn",
+                "text": clip("\n".join(lines), SECTION_MAX),
+                "verbatim": True,
+            },
+        }
+        if fields:
+            row["fields"] = [
+                {"type": "mrkdwn", "text": text, "verbatim": True} for text in fields[:10]
+            ]
+        expiry = (
+            f":hourglass_flowing_sand: expires {when(proposal.expires_at)} "
+            f"({remaining(proposal.expires_at, now)})"
+            if proposal.expires_at is not None
+            else "no expiry"
+        )
+        asked = f"agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}"
+        actions = buttons(proposal)
+        actions["block_id"] = f"decision-{proposal.id}"  # block ids are unique within a view
+        if is_clipped([row]):
+            actions["elements"].append(_show_full_button(proposal.id))
+        line = f"{RISK_LABELS[proposal.risk]} · {expiry} · {asked} · {code(proposal.id, 40)}"
+        if proposal.quorum > 1:
+            line += f" · {len(counted(proposal))} of {proposal.quorum} approved"
+        blocks += [context(line), row, actions]
+    if beyond is not None:
+        return blocks + _beyond_lines(waiting[:WAITING_SHOWN], beyond)
+    hidden = len(waiting) - WAITING_SHOWN
+    if hidden > 0:
+        blocks.append(
+            context(f"{hidden} more not shown; the riskiest and soonest to expire come first.")
+        )
+    return blocks
+
+
+def _group_line(agent: str, more: int) -> str:
+    line = f":robot_face: From agent *{escape(agent)}*"
+    return line + (f" · and {more} more pending from this agent, not shown" if more else "")
+
+
+def _beyond_lines(shown: Sequence[Proposal], beyond: Mapping[str, int]) -> Blocks:
+    """What is pending beyond the page: the agents with nothing on it, and the total."""
+    on_page = {proposal.agent for proposal in shown}
+    others = {agent: n for agent, n in beyond.items() if agent not in on_page}
+    lines = []
+    if others:
+        names = ", ".join(f"*{escape(agent)}*" for agent in sorted(others)[:5])
+        if len(others) > 5:
+            names += f" and {len(others) - 5} more"
+        lines.append(
+            f"And {sum(others.values())} more pending from {len(others)} other "
+            f"agent{'s' if len(others) > 1 else ''} ({names}), not shown."
+        )
+    total = sum(beyond.values())
+    if total:
+        lines.append(
+            f"{total} more pending beyond this page. Each agent gets a share of the page, "
+            "its riskiest and soonest to expire first."
+        )
+    return [context(" ".join(lines))] if lines else []
+
+
+def _show_full_button(proposal_id: str) -> dict[str, Any]:
+    """Show full, for a proposal whose entry here had to be cut (its value: the id only)."""
+    return {
+        "type": "button",
+        "action_id": SHOW_FULL,
+        "text": plain("Show full", 75),
+        "value": proposal_id,
+    }
+
+
+def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
+    if not owned:
+        return [context("You own no escalations.")]
+    blocks: Blocks = []
+    for escalation in owned[:10]:
+        goal = clip(inert(escalation.summary.goal), 300)
+        blocks.append(
+            section(
+                f"*Conversation {code(escalation.conversation_id, 120)}* from agent "
+                f"*{escape(escalation.agent)}*\n_The agent's words:_ {goal}\n"
+                f"Why: {escape(escalation.verdict.note)}"
+            )
+        )
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": f"escalation-{escalation.id}",
+                "elements": [
+                    _escalation_button(ESCALATION_HAND_BACK, "Hand back", escalation.id),
+                    _escalation_button(ESCALATION_RESOLVE, "Resolve", escalation.id, "primary"),
+                ],
+            }
+        )
+    return blocks
+
+
+def _escalation_button(
+    action_id: str, text: str, value: str, style: str | None = None
+) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "action_id": action_id,
+        "text": {"type": "plain_text", "text": text, "emoji": True},
+        "value": value,
+    }
+    if style is not None:
+        button["style"] = style
+    return button
+
+
+def _decision_blocks(decisions: Sequence[Proposal]) -> Blocks:
+    if not decisions:
+        return [context("You have decided nothing yet.")]
+    lines = [
+        f"• {status_word(p)}: {clip(escape(p.preview.title), 150)}"
+        + (f" ({when(p.decided_at)})" if p.decided_at is not None else "")
+        for p in decisions
+    ]
+    return [section("\n".join(lines))]
+
+
+# --- /countersign -------------------------------------------------------------------------------
+
+
+def proposal_detail_blocks(
+    proposal: Proposal,
+    trail: Sequence[AuditEntry],
+    *,
+    now: datetime,
+    previous: Proposal | None = None,
+) -> Blocks:
+    """``/countersign show <id>``: the preview, Countersign's verdict (risk, why the policy
+    asked), who edited it and what changed from ``previous``, the agent's explanation, the
+    status and the audit trail of one proposal. What had to be cut says so, with Show full."""
+    rule = code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+    blocks: Blocks = [
+        header(proposal.preview.title),
+        section(
+            f"{RISK_LABELS[proposal.risk]}\n*Why you are asked:* policy rule {rule}\n"
+            f"{escape(proposal.policy_note)}"
+        ),
+    ]
+    fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
+    blocks += field_sections(fields, budget=3)
+    blocks += edit_blocks(proposal, previous)
+    blocks.append(
+        section(
+            f"*Requested by* agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}"
+        )
+    )
+    if proposal.agent_reason:
+        blocks.append(explanation(proposal.agent_reason))
+    status = f"*Status:* {status_word(proposal)} ({code(proposal.status.value, 40)})"
+    if proposal.expires_at is not None:
+        status += f" · expires {when(proposal.expires_at)} ({remaining(proposal.expires_at, now)})"
+    blocks.append(section(status))
+    if is_clipped(blocks):
+        blocks += shown_in_part(proposal.id)
+    lines = [
+        f"`{entry.seq}` {when(entry.at)} {code(entry.event, 60)} by {_actor(entry.actor)}"
+        for entry in trail[-25:]
+    ]
+    blocks.append(section("*Audit trail*\n" + ("\n".join(lines) or "_empty_")))
+    blocks.append(
+        context(
+            f"Proposal {code(proposal.id, 60)} · binding hash {code(proposal.binding_hash, 80)}"
+        )
+    )
+    return blocks[:BLOCKS_MAX]
+
+
+def _actor(actor: str) -> str:
+    return mention(actor) if actor[:1] in ("U", "W") and actor.isupper() else escape(actor)
+
+
+def help_blocks() -> Blocks:
+    return [
+        section(
+            "*/countersign* shows what waits for you, only to you:\n"
+            "• `/countersign list`: the proposals you may decide, riskiest first, then "
+            "soonest expiry\n"
+            "• `/countersign show <id>`: a proposal's preview, status and audit trail\n"
+            "• `/countersign standing`: the active standing rules, to revoke (admins only)\n"
+            "• `/countersign delegate <agent> [for 8h]`: let an agent act for you for a while "
+            "(a token shown once); `/countersign delegations` lists them, "
+            "`/countersign revoke-delegation <id>` revokes one\n"
+            "• `/countersign help`: this help\n"
+            "Your Home tab in the Countersign app shows the same list, your escalations and "
+            "your recent decisions."
+        )
+    ]

@@ -1,0 +1,808 @@
+"""Block Kit for proposals: pure functions of a proposal (and ``now``), no clock, env or I/O.
+
+Everything a person reads is built here by code from typed values. Values that come from an agent
+or an operation's arguments are made inert (bot/render/inert.py): no formatting, emoji, mention,
+link, line break or invisible character of theirs is interpreted, and they appear only in their
+labelled place, after Countersign's own verdict and risk. mrkdwn texts are sent ``verbatim`` so
+Slack adds no links either. Texts are clipped to Block Kit's limits with a visible note, and a
+message with any clipped text says it is shown in part and offers "Show full" (a modal with every
+frozen argument in full and the binding hash; bot/render/full.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from pydantic import JsonValue
+
+from bot.actions import (
+    APPROVE,
+    APPROVE_STANDING,
+    EDIT,
+    EXTEND,
+    REASON_INPUT,
+    RECONCILE_FAILED,
+    RECONCILE_RETRY,
+    RECONCILE_SUCCEEDED,
+    REJECT,
+    REJECT_VIEW,
+    SHOW_FULL,
+)
+from bot.render.inert import inert, inert_plain, inert_quote
+from contracts.base import Risk
+from contracts.outcomes import (
+    NeedsReconciliation,
+    Outcome,
+    RevisionRequired,
+    Succeeded,
+    TerminalFailure,
+)
+from store.approvals import counted, missing
+from store.base import Proposal
+from store.lifecycle import Status
+
+#: Besides the messages, the vocabulary the other render modules build with: Block Kit blocks
+#: and the words every message uses (mentions, times, code spans, quotes, buttons and state).
+__all__ = [
+    "CLIPPED",
+    "RISK_LABELS",
+    "already_decided_text",
+    "approval_recorded_text",
+    "busy_text",
+    "buttons",
+    "clip",
+    "code",
+    "compact",
+    "context",
+    "edit_blocks",
+    "escape",
+    "expiry_reply",
+    "explanation",
+    "field_sections",
+    "field_text",
+    "header",
+    "is_clipped",
+    "mention",
+    "message",
+    "outcome_reply",
+    "plain",
+    "proposal_message",
+    "quorum_progress",
+    "quote",
+    "refusal_text",
+    "reject_modal",
+    "rejection_reply",
+    "remaining",
+    "request_changes",
+    "said",
+    "section",
+    "short_id",
+    "shown_in_part",
+    "span",
+    "state_line",
+    "status_word",
+    "when",
+]
+
+#: Appended wherever a text was cut to fit.
+CLIPPED: Final = "… (clipped)"
+
+# Block Kit limits (https://docs.slack.dev/reference/block-kit/).
+HEADER_MAX: Final = 150
+SECTION_MAX: Final = 3000
+FIELD_MAX: Final = 2000
+FIELDS_PER_SECTION: Final = 10
+BLOCKS_MAX: Final = 50
+BUTTON_MAX: Final = 75
+CONFIRM_TITLE_MAX: Final = 100
+CONFIRM_TEXT_MAX: Final = 300
+MODAL_TITLE_MAX: Final = 24
+#: Ours, not Slack's: the fallback text shows in notifications, where less is more.
+FALLBACK_MAX: Final = 300
+#: The longest rejection reason the modal accepts (Slack allows up to 3000).
+REASON_MAX: Final = 1000
+
+Message = dict[str, Any]
+Blocks = list[dict[str, Any]]
+
+_USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+
+
+# --- text helpers ---------------------------------------------------------------------------------
+
+
+def escape(text: str) -> str:
+    """Escape the three characters Slack treats as markup, so the text shows as written."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` characters; otherwise cut, ending with :data:`CLIPPED`.
+
+    The cut never ends inside an escape (``&amp;``) or a Slack token (``<@U123>``).
+    """
+    if len(text) <= limit:
+        return text
+    cut = text[: max(0, limit - len(CLIPPED))]
+    ampersand = cut.rfind("&")
+    if ampersand != -1 and ";" not in cut[ampersand:]:
+        cut = cut[:ampersand]
+    bracket = cut.rfind("<")
+    if bracket != -1 and ">" not in cut[bracket:]:
+        cut = cut[:bracket]
+    return cut + CLIPPED
+
+
+def _clip_plain(text: str, limit: int) -> str:
+    """Clip a plain_text value (shown as is: no escapes or tokens to respect)."""
+    return text if len(text) <= limit else text[: limit - len(CLIPPED)] + CLIPPED
+
+
+def code(value: str, limit: int) -> str:
+    """``value`` as inline code on one line, made inert (backticks become look-alikes, so it
+    cannot break out)."""
+    return f"`{clip(inert(value), limit - 2)}`"
+
+
+def _code_block(value: str, limit: int) -> str:
+    inner = "\n".join(inert(line) for line in value.splitlines()) or " "
+    return f"```\n{clip(inner, limit - 8)}\n```"
+
+
+def quote(value: str, limit: int) -> str:
+    """Someone else's words as a block quote, every line marked and inert, so they cannot pose
+    as ours."""
+    return clip(inert_quote(value), limit)
+
+
+def mention(user_id: str | None) -> str:
+    if user_id is None:
+        return "someone"
+    return f"<@{user_id}>" if _USER_ID.match(user_id) else code(user_id, 60)
+
+
+def when(moment: datetime) -> str:
+    """A Slack date token, shown in the reader's time zone (ISO 8601 UTC where unsupported)."""
+    fallback = moment.astimezone(UTC).isoformat(timespec="seconds")
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def span(seconds: float) -> str:
+    seconds = int(abs(seconds))
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min"
+    return f"{seconds} s"
+
+
+def remaining(expires_at: datetime, now: datetime) -> str:
+    left = (expires_at - now).total_seconds()
+    return f"in {span(left)}" if left > 0 else f"{span(left)} ago"
+
+
+def short_id(proposal_id: str) -> str:
+    return proposal_id if len(proposal_id) <= 12 else proposal_id[:12]
+
+
+# --- block helpers --------------------------------------------------------------------------------
+
+
+def _mrkdwn(text: str, limit: int = SECTION_MAX) -> dict[str, Any]:
+    return {"type": "mrkdwn", "text": clip(text, limit), "verbatim": True}
+
+
+def plain(text: str, limit: int) -> dict[str, Any]:
+    """Countersign's own plain text (button labels, modal titles)."""
+    return {"type": "plain_text", "text": _clip_plain(text, limit), "emoji": True}
+
+
+def said(text: str, limit: int) -> dict[str, Any]:
+    """Plain text that holds agent-supplied values: inert, and no emoji from shortcodes."""
+    return {"type": "plain_text", "text": _clip_plain(inert_plain(text), limit), "emoji": False}
+
+
+def section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": _mrkdwn(text)}
+
+
+def context(*texts: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [_mrkdwn(text, FIELD_MAX) for text in texts]}
+
+
+def header(title: str) -> dict[str, Any]:
+    return {"type": "header", "text": said(title or "(untitled)", HEADER_MAX)}
+
+
+def field_text(label: str, value: str) -> str:
+    shown_label = clip(inert(label), 200)
+    return f"*{shown_label}*\n{clip(inert(value) or ' ', FIELD_MAX - len(shown_label) - 3)}"
+
+
+def is_clipped(blocks: Blocks) -> bool:
+    """Whether any text in ``blocks`` was cut to fit (it carries :data:`CLIPPED`). Agent text
+    that contains the marker itself only makes a message look clipped: safe, never silent."""
+    return CLIPPED in json.dumps(blocks, ensure_ascii=False)
+
+
+def shown_in_part(
+    value: str, *, action_id: str = SHOW_FULL, what: str = "some values above"
+) -> Blocks:
+    """The note that a message is shown in part, and the button that shows all of it."""
+    return [
+        context(
+            f":scissors: *Shown in part*: {what} are longer than Slack shows in a message and"
+            " are cut where marked. *Show full* shows every frozen argument in full, with the"
+            " binding hash an approval is bound to."
+        ),
+        {
+            "type": "actions",
+            "block_id": "show_full",
+            "elements": [
+                {
+                    "type": "button",
+                    "action_id": action_id,
+                    "text": plain("Show full", BUTTON_MAX),
+                    "value": value,
+                }
+            ],
+        },
+    ]
+
+
+def field_sections(texts: Sequence[str], *, budget: int) -> Blocks:
+    """``texts`` as section fields, ten to a section, in at most ``budget`` sections."""
+    texts = list(texts)
+    capacity = max(budget, 1) * FIELDS_PER_SECTION
+    if len(texts) > capacity:
+        hidden = len(texts) - capacity + 1
+        texts = [*texts[: capacity - 1], f"_{hidden} more not shown_ {CLIPPED}"]
+    return [
+        {
+            "type": "section",
+            "fields": [
+                _mrkdwn(text, FIELD_MAX) for text in texts[start : start + FIELDS_PER_SECTION]
+            ],
+        }
+        for start in range(0, len(texts), FIELDS_PER_SECTION)
+    ]
+
+
+def message(text: str, blocks: Blocks) -> Message:
+    return {"text": clip(text, FALLBACK_MAX), "blocks": blocks[:BLOCKS_MAX]}
+
+
+# --- the proposal message -------------------------------------------------------------------------
+
+
+def proposal_message(
+    proposal: Proposal,
+    *,
+    now: datetime,
+    agent_display: str | None = None,
+    extend_by: timedelta | None = None,
+    allow_similar: bool = False,
+    previous: Proposal | None = None,
+) -> Message:
+    """The message that asks for a decision; once decided, the same message showing the result.
+
+    In a fixed order: the title, Countersign's verdict (risk class, why the policy asked,
+    expiry), then what runs and what the agent said, each labelled; an edit says who edited it
+    and what changed from ``previous`` (the version it replaced). ``allow_similar`` adds
+    "Approve + allow similar…" (its rule allows standing rules, bot/standing/rules.py).
+
+    While pending it ends with Approve / Reject buttons whose value is the proposal id and
+    nothing else (and Extend, when ``extend_by`` says what one extension adds); in any other
+    status it ends with who decided, when, and what came of it. When any text had to be cut,
+    the message says so and offers Show full.
+    """
+    verdict = _verdict(proposal, now)
+    agent = escape(agent_display or proposal.agent)
+    asked = f"*Requested by* agent *{agent}* for {mention(proposal.requested_by)}"
+    if proposal.run_id:
+        asked += f" (the agent's run id {code(proposal.run_id, 80)})"
+    details: Blocks = [section(asked)]
+    details += edit_blocks(proposal, previous)
+    if proposal.agent_reason:
+        details.append(explanation(proposal.agent_reason))
+    details.append(
+        context(
+            f"Operation {code(proposal.operation, 200)} · id {code(short_id(proposal.id), 20)}"
+            f" · binding hash {code(proposal.binding_hash[:12], 20)}"
+        )
+    )
+    tail: Blocks = []
+    progress = quorum_progress(proposal) if proposal.status is Status.PENDING else None
+    if progress is not None:
+        tail.append(section(progress))
+    if proposal.status is Status.PENDING:
+        actions = buttons(proposal, extend_by)
+        actions["elements"].append(_edit_button(proposal))  # the channel message only
+        if allow_similar:
+            actions["elements"].insert(1, _standing_button(proposal))
+        tail.append(actions)
+    else:
+        tail.append({"type": "divider"})
+        tail.append(section(state_line(proposal)))
+        if proposal.status is Status.NEEDS_RECONCILIATION:
+            tail.append(_reconcile_buttons(proposal))
+    reserved = len(shown_in_part(proposal.id))
+    fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
+    budget = BLOCKS_MAX - 1 - len(verdict) - len(details) - len(tail) - reserved
+    body = [
+        header(proposal.preview.title),
+        *verdict,
+        *field_sections(fields, budget=budget),
+        *details,
+    ]
+    if is_clipped([*body, *tail]):
+        body += shown_in_part(proposal.id)
+    title = inert(proposal.preview.title)
+    return message(f"{status_word(proposal)}: {title}", [*body, *tail])
+
+
+def _verdict(proposal: Proposal, now: datetime) -> Blocks:
+    """Countersign's own facts, before anything the agent supplied: the risk class, why the
+    policy asked, and (while pending) when it expires."""
+    rule = code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+    lines = [
+        RISK_LABELS[proposal.risk],
+        f"*Why you are asked:* policy rule {rule}\n{escape(proposal.policy_note)}",
+    ]
+    if proposal.status is Status.PENDING and proposal.expires_at is not None:
+        extended = ""
+        if proposal.extended_by is not None:
+            extended = f" · extended by {mention(proposal.extended_by)}"
+        lines.append(
+            f":hourglass_flowing_sand: Expires {when(proposal.expires_at)}"
+            f" ({remaining(proposal.expires_at, now)}){extended}"
+        )
+    return [section("\n".join(lines))]
+
+
+def explanation(reason: str, limit: int = SECTION_MAX) -> dict[str, Any]:
+    """The agent's explanation, labelled as its unverified words and quoted inert."""
+    label = "*Agent's explanation (unverified)* _the agent's own words:_\n"
+    return section(label + quote(reason, limit - len(label)))
+
+
+def edit_blocks(proposal: Proposal, previous: Proposal | None) -> Blocks:
+    """For an edit: who edited it, and each request field that changed (old → new) from
+    ``previous``, the version it replaced. Empty for a proposal that is not an edit."""
+    if proposal.supersedes is None:
+        return []
+    who = mention(proposal.edited_by) if proposal.edited_by else "someone"
+    head = (
+        f":pencil2: *Edited by {who}*: this replaces proposal"
+        f" {code(short_id(proposal.supersedes), 20)}, and was checked and classified again."
+    )
+    if previous is None:
+        return [section(head)]
+    changes = request_changes(previous.request, proposal.request)
+    listed = "\n".join(f"• {change}" for change in changes) or "• nothing in the request"
+    return [section(f"{head}\n*What the edit changed* (old → new):\n{listed}")]
+
+
+#: How many changed request fields an edit lists.
+CHANGES_SHOWN: Final = 10
+
+
+def request_changes(before: JsonValue, after: JsonValue) -> list[str]:
+    """``field: old → new`` (inert) for each top-level request field that differs."""
+    old: dict[str, JsonValue] = before if isinstance(before, dict) else {"request": before}
+    new: dict[str, JsonValue] = after if isinstance(after, dict) else {"request": after}
+    changed = [
+        f"{code(name, 100)} {_shown_value(old, name)} → {_shown_value(new, name)}"
+        for name in [*old, *(n for n in new if n not in old)]
+        if (name in old) != (name in new) or old.get(name) != new.get(name)
+    ]
+    if len(changed) > CHANGES_SHOWN:
+        changed = [*changed[:CHANGES_SHOWN], f"{len(changed) - CHANGES_SHOWN} more {CLIPPED}"]
+    return changed
+
+
+def _shown_value(request: dict[str, JsonValue], name: str) -> str:
+    if name not in request:
+        return "_(not set)_"
+    return code(json.dumps(request[name], ensure_ascii=False, sort_keys=True), 200)
+
+
+def buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str, Any]:
+    extend = [] if extend_by is None or proposal.extended_by else [_extend(proposal, extend_by)]
+    return {
+        "type": "actions",
+        "block_id": "decision",
+        "elements": [
+            {
+                "type": "button",
+                "action_id": APPROVE,
+                "text": plain("Approve", BUTTON_MAX),
+                "style": "primary",
+                "value": proposal.id,
+                "confirm": {
+                    "title": plain(
+                        "Approve and execute?" if missing(proposal) <= 1 else "Approve?",
+                        CONFIRM_TITLE_MAX,
+                    ),
+                    "text": said(
+                        f"{proposal.operation}: {proposal.preview.title}", CONFIRM_TEXT_MAX
+                    ),
+                    "confirm": plain("Approve", 30),
+                    "deny": plain("Cancel", 30),
+                    "style": "primary",
+                },
+            },
+            {
+                "type": "button",
+                "action_id": REJECT,
+                "text": plain("Reject", BUTTON_MAX),
+                "style": "danger",
+                "value": proposal.id,
+            },
+            *extend,
+        ],
+    }
+
+
+def _extend(proposal: Proposal, extend_by: timedelta) -> dict[str, Any]:
+    """The Extend button: once, by the rule's extend_by; its value is the proposal id only."""
+    return {
+        "type": "button",
+        "action_id": EXTEND,
+        "text": plain(f"Extend by {span(extend_by.total_seconds())}", BUTTON_MAX),
+        "value": proposal.id,
+    }
+
+
+def _standing_button(proposal: Proposal) -> dict[str, Any]:
+    """Approve + allow similar…: opens a modal to approve this one and, for a while, similar
+    ones (bot/standing/rules.py); its value is the proposal id only."""
+    return {
+        "type": "button",
+        "action_id": APPROVE_STANDING,
+        "text": plain("Approve + allow similar…", BUTTON_MAX),
+        "value": proposal.id,
+    }
+
+
+def _edit_button(proposal: Proposal) -> dict[str, Any]:
+    """Edit: opens a modal to change the request, which is then checked and classified again
+    as a new proposal (bot/edits.py); its value is the proposal id only."""
+    return {
+        "type": "button",
+        "action_id": EDIT,
+        "text": plain("Edit", BUTTON_MAX),
+        "value": proposal.id,
+    }
+
+
+def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
+    """For an uncertain execution: record what really happened, or retry with the same key."""
+
+    def button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
+        element: dict[str, Any] = {
+            "type": "button",
+            "action_id": action_id,
+            "text": plain(text, BUTTON_MAX),
+            "value": proposal.id,
+        }
+        if style is not None:
+            element["style"] = style
+        return element
+
+    retry = button(RECONCILE_RETRY, "Retry (same idempotency key)")
+    retry["confirm"] = {
+        "title": plain("Execute again?", CONFIRM_TITLE_MAX),
+        "text": plain(
+            "Only if the target honours the idempotency key or you checked it did not happen.",
+            CONFIRM_TEXT_MAX,
+        ),
+        "confirm": plain("Retry", 30),
+        "deny": plain("Cancel", 30),
+    }
+    return {
+        "type": "actions",
+        "block_id": "reconcile",
+        "elements": [
+            button(RECONCILE_SUCCEEDED, "It happened", "primary"),
+            button(RECONCILE_FAILED, "It did not happen", "danger"),
+            retry,
+        ],
+    }
+
+
+def status_word(proposal: Proposal) -> str:
+    return {
+        Status.PENDING: "Approval needed",
+        Status.DENIED: "Denied by policy",
+        Status.REJECTED: "Rejected",
+        Status.EXPIRED: "Expired",
+        Status.EXECUTING: "Approved, executing",
+        Status.SUCCEEDED: "Succeeded",
+        Status.NEEDS_RECONCILIATION: "Outcome unknown",
+        Status.REVISION_REQUIRED: "Revision required",
+        Status.FAILED: "Failed",
+        Status.SUPERSEDED: "Superseded by an edit",
+    }[proposal.status]
+
+
+def _approval(proposal: Proposal) -> str:
+    if proposal.decided_by is None:
+        return ":white_check_mark: Approved automatically by the policy"
+    at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    if proposal.quorum > 1:
+        people = _people(a.approver for a in counted(proposal))
+        quorum = proposal.quorum
+        return f":white_check_mark: Approved by {people} ({quorum} of {quorum}){at}"
+    return f":white_check_mark: Approved by {mention(proposal.decided_by)}{at}"
+
+
+def state_line(proposal: Proposal) -> str:
+    """The final (or current) state, in place of the buttons."""
+    status = proposal.status
+    if status is Status.REJECTED:
+        at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+        reason = quote(proposal.decision_note or "(no reason given)", 2000)
+        return (
+            f":x: *Rejected* by {mention(proposal.decided_by)}{at}. Nothing was executed.\n{reason}"
+        )
+    if status is Status.EXPIRED:
+        at = f" at {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
+        return f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed."
+    if status is Status.DENIED:
+        return f":no_entry: *Denied by the policy*: {escape(proposal.policy_note)}"
+    if status is Status.SUPERSEDED:
+        at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+        edit = f" (id {code(proposal.superseded_by, 60)})" if proposal.superseded_by else ""
+        return (
+            f":pencil2: *Superseded* by an edit of {mention(proposal.decided_by)}{at}: this"
+            f" version will not be executed. The edit{edit} was checked and classified again"
+            " as a new proposal; the thread says where it went."
+        )
+    if status is Status.EXECUTING:
+        return f"{_approval(proposal)}. :gear: Executing…"
+    summary = _outcome_summary(proposal.outcome) if proposal.outcome else f"Status: {status.value}"
+    return f"{_approval(proposal)}.\n{summary}"
+
+
+def _outcome_summary(outcome: Outcome) -> str:
+    match outcome:
+        case Succeeded():
+            return ":white_check_mark: *Succeeded.*"
+        case NeedsReconciliation(correlation_id=correlation_id):
+            return (
+                ":warning: *Outcome unknown*: the effect may or may not have happened."
+                f" Check before retrying. Correlation id {code(correlation_id, 100)}"
+            )
+        case RevisionRequired(reason=reason):
+            return (
+                f":leftwards_arrow_with_hook: *Revision required*: {clip(inert(reason), 1000)}"
+                " Nothing was executed."
+            )
+        case TerminalFailure(detail=detail, correlation_id=correlation_id):
+            return (
+                f":x: *Failed*: {clip(inert(detail), 1000)} The effect did not happen."
+                f" Correlation id {code(correlation_id, 100)}"
+            )
+
+
+# --- risk classes and quorum ---------------------------------------------------------------------
+
+#: How each risk class shows, in the message and in every queue.
+RISK_LABELS: Final[Mapping[Risk, str]] = {
+    "irreversible": ":red_circle: Irreversible (money or external effect)",
+    "reversible": ":large_orange_circle: Reversible write",
+    "read": ":white_circle: Read only",
+}
+
+
+def _people(users: Iterable[str]) -> str:
+    mentions = [mention(user) for user in users]
+    if len(mentions) <= 1:
+        return "".join(mentions) or "nobody"
+    return ", ".join(mentions[:-1]) + f" and {mentions[-1]}"
+
+
+def _roles(proposal: Proposal) -> str:
+    return " or ".join(escape(role) for role in proposal.approver_roles) or "the approvers"
+
+
+def quorum_progress(proposal: Proposal) -> str | None:
+    """For a pending proposal that needs several approvers: how many approved, who, and who
+    may still approve. None when one approval is enough."""
+    if proposal.quorum <= 1:
+        return None
+    done = counted(proposal)
+    shown = f": {_people(a.approver for a in done)}" if done else ""
+    not_again = " or those who already approved" if done else ""
+    return (
+        f":busts_in_silhouette: *{len(done)} of {proposal.quorum} approved*{shown}\n"
+        f"{missing(proposal)} more from {_roles(proposal)}; not "
+        f"{mention(proposal.requested_by)}{not_again}"
+    )
+
+
+def approval_recorded_text(proposal: Proposal) -> str:
+    """What an approver whose approval did not yet complete the quorum sees, only to them."""
+    return clip(
+        f":ballot_box_with_check: Your approval is recorded: {len(counted(proposal))} of "
+        f"{proposal.quorum}. Waiting for {missing(proposal)} more from {_roles(proposal)}.",
+        SECTION_MAX,
+    )
+
+
+# --- thread replies -------------------------------------------------------------------------------
+
+
+def outcome_reply(proposal: Proposal) -> Message:
+    """The thread reply that reports what execution came to; after several approvals, it names
+    every approver."""
+    reply = _outcome_reply(proposal)
+    if proposal.quorum > 1 and proposal.decided_by is not None:
+        people = _people(a.approver for a in counted(proposal))
+        reply["blocks"] = [*reply["blocks"], context(f"Approved by {people}")][:BLOCKS_MAX]
+    return reply
+
+
+def _outcome_reply(proposal: Proposal) -> Message:
+    """The thread reply that reports what execution came to, one rendering per outcome kind."""
+    outcome = proposal.outcome
+    if outcome is None:
+        raise ValueError(
+            f"proposal {proposal.id!r} has no outcome yet (status {proposal.status.value!r});"
+            " outcome_reply needs one"
+        )
+    title = inert(proposal.preview.title)
+    match outcome:
+        case Succeeded(result=result):
+            return message(
+                f"Succeeded: {title}",
+                [section(f":white_check_mark: *Succeeded*: {title}"), *_result_blocks(result)],
+            )
+        case NeedsReconciliation(detail=detail, correlation_id=correlation_id):
+            return message(
+                f"Outcome unknown: {title}",
+                [
+                    section(
+                        f":warning: *Outcome unknown*: {title}\nThe effect *may or may not* have"
+                        " happened. Find out before anyone retries it; it will not be retried"
+                        " automatically."
+                    ),
+                    section(f"*What went wrong*\n{_code_block(detail, 2000)}"),
+                    context(f"Correlation id {code(correlation_id, 200)}"),
+                ],
+            )
+        case RevisionRequired(reason=reason):
+            return message(
+                f"Revision required: {title}",
+                [
+                    section(
+                        f":leftwards_arrow_with_hook: *Revision required*: {title}\n"
+                        "Nothing was executed: things changed since the preview was made."
+                        " The agent must propose again."
+                    ),
+                    section(f"*Why*\n{quote(reason, 2000)}"),
+                ],
+            )
+        case TerminalFailure(detail=detail, correlation_id=correlation_id):
+            return message(
+                f"Failed: {title}",
+                [
+                    section(
+                        f":x: *Failed*: {title}\nThe effect did not happen, and retrying the"
+                        " same arguments will not help."
+                    ),
+                    section(f"*Detail*\n{_code_block(detail, 2000)}"),
+                    context(f"Correlation id {code(correlation_id, 200)}"),
+                ],
+            )
+
+
+def _result_blocks(result: JsonValue) -> Blocks:
+    if result is None or result == {}:
+        return [context("No result details.")]
+    if isinstance(result, dict):
+        fields = [
+            f"*{clip(inert(key), 200)}*\n{code(compact(value), 1000)}"
+            for key, value in result.items()
+        ]
+        return field_sections(fields, budget=3)
+    return [section(f"*Result*\n{_code_block(compact(result), 2500)}")]
+
+
+def compact(value: JsonValue) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+
+
+def rejection_reply(proposal: Proposal) -> Message:
+    """The thread reply that says who rejected the proposal, when and why."""
+    at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    reason = quote(proposal.decision_note or "(no reason given)", 2000)
+    return message(
+        f"Rejected by {mention(proposal.decided_by)}: {inert(proposal.preview.title)}",
+        [
+            section(f":x: *Rejected* by {mention(proposal.decided_by)}{at}. Nothing was executed."),
+            section(f"*Reason*\n{reason}"),
+        ],
+    )
+
+
+def expiry_reply(proposal: Proposal) -> Message:
+    """The thread reply that says nobody decided in time."""
+    at = f" at {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
+    return message(
+        f"Expired: {inert(proposal.preview.title)}",
+        [
+            section(
+                f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed;"
+                " the agent has been told it was not approved."
+            )
+        ],
+    )
+
+
+# --- ephemeral texts and the reject modal ---------------------------------------------------------
+
+
+def busy_text() -> str:
+    """What a clicker sees when Countersign is at capacity: nothing was done."""
+    return (
+        ":hourglass: Countersign is busy right now and did not act on your click. "
+        "Nothing changed; please try again in a few seconds."
+    )
+
+
+def refusal_text(reason: str) -> str:
+    """What a person who may not do what they clicked sees, only to them."""
+    return clip(f":no_entry_sign: Countersign did not do that: {escape(reason)}", SECTION_MAX)
+
+
+def already_decided_text(proposal: Proposal) -> str:
+    """What a late clicker sees, only to them: who decided first and how it ended."""
+    return clip(
+        f"This proposal was already decided. {status_word(proposal)}.\n{state_line(proposal)}",
+        SECTION_MAX,
+    )
+
+
+def reject_modal(proposal: Proposal) -> dict[str, Any]:
+    """The modal that asks for the reason of a rejection; private_metadata is the proposal id."""
+    return {
+        "type": "modal",
+        "callback_id": REJECT_VIEW,
+        "private_metadata": proposal.id,
+        "title": plain("Reject proposal", MODAL_TITLE_MAX),
+        "submit": plain("Reject", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
+        "blocks": [
+            section(
+                f"*{inert(proposal.preview.title)}*\n"
+                f"Operation {code(proposal.operation, 200)}. Nothing will be executed."
+            ),
+            {
+                "type": "input",
+                "block_id": REASON_INPUT,
+                "optional": False,
+                "label": plain("Why do you reject it?", 2000),
+                "hint": plain("The agent and the channel will see this reason.", 2000),
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": REASON_INPUT,
+                    "multiline": True,
+                    "max_length": REASON_MAX,
+                    "placeholder": plain("What should the agent do instead?", 150),
+                },
+            },
+        ],
+    }

@@ -1,0 +1,277 @@
+"""Block Kit for standing rules and reviews: pure functions of stored values (and ``now``).
+
+The grant modal, the confirmation to the granter, the ``/countersign standing`` list with its
+Revoke buttons, and the review post of a sampled automatic approval with its two verdict buttons.
+Every button's value is one opaque id (a proposal's or a standing rule's) and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from bot.actions import (
+    APPROVE_STANDING_VIEW,
+    DURATION_INPUT,
+    REVIEW_OK,
+    REVIEW_SHOULD_HAVE_ASKED,
+    REVOKE_STANDING,
+    USES_INPUT,
+)
+from bot.render.inert import inert
+from bot.render.proposal import (
+    BUTTON_MAX,
+    MODAL_TITLE_MAX,
+    SECTION_MAX,
+    Blocks,
+    Message,
+    clip,
+    code,
+    context,
+    escape,
+    field_sections,
+    field_text,
+    header,
+    mention,
+    message,
+    plain,
+    remaining,
+    section,
+    span,
+    state_line,
+    when,
+)
+from contracts.durations import format_duration
+from contracts.standing import Grant, StandingPolicy
+from store.base import Proposal
+from store.standing import Reviewed, StandingRule
+
+__all__ = [
+    "granted_text",
+    "review_message",
+    "standing_list_blocks",
+    "standing_modal",
+]
+
+
+#: The standing rules ``/countersign standing`` shows (each takes two blocks).
+LISTED: Final = 20
+
+_VERDICTS: Final = {
+    "ok": ":white_check_mark: *Looks right*",
+    "should_have_asked": ":warning: *Should have been asked*",
+}
+
+
+def _duration(duration: timedelta) -> str:
+    """A duration as people say it: "1 hour", "7 days", "1 d 12 h"."""
+    hours, rest = divmod(int(duration.total_seconds()), 3600)
+    if rest == 0 and hours % 24 == 0:
+        days = hours // 24
+        return f"{days} day{'s' if days != 1 else ''}"
+    if rest == 0 and hours < 24:
+        return f"{hours} hour{'s' if hours != 1 else ''}"
+    return span(duration.total_seconds())
+
+
+def _ceiling(field: str, ceiling: int | float) -> str:
+    return f"{code(field, 100)} up to {code(str(ceiling), 60)}"
+
+
+def _calls(count: int) -> str:
+    return f"{count} call{'s' if count != 1 else ''}"
+
+
+def _varying(varying: Sequence[str], ceiling: str) -> str:
+    """The arguments besides the ceiling that a covered call may change, if any."""
+    others = [code(name, 100) for name in varying if name != ceiling]
+    if not others:
+        return "every other argument as approved"
+    return f"every other argument as approved except {', '.join(others)}"
+
+
+def standing_modal(
+    proposal: Proposal,
+    standing: StandingPolicy,
+    choices: Sequence[timedelta],
+    uses: Sequence[int] = (),
+) -> dict[str, Any]:
+    """The modal that asks how long similar calls may be approved automatically, and how many
+    (``uses``, largest last; none: no choice, the rule's ``max_uses``); private_metadata is the
+    proposal id, each option's value a duration ("1h", "7d") or a number of calls."""
+    ceiling = proposal.arguments.get(standing.ceiling)
+    options = [
+        {"text": plain(_duration(choice), 75), "value": format_duration(choice)}
+        for choice in choices
+    ]
+    return {
+        "type": "modal",
+        "callback_id": APPROVE_STANDING_VIEW,
+        "private_metadata": proposal.id,
+        "title": plain("Approve + allow similar", MODAL_TITLE_MAX),
+        "submit": plain("Approve", MODAL_TITLE_MAX),
+        "close": plain("Cancel", MODAL_TITLE_MAX),
+        "blocks": [
+            section(
+                f"*{inert(proposal.preview.title)}*\n"
+                f"This call is approved and executed now. For the time you choose, later calls "
+                f"of {code(proposal.operation, 200)} by agent *{escape(proposal.agent)}* that "
+                f"policy rule {code(proposal.rule_id or '', 120)} would ask for, with "
+                f"{_ceiling(standing.ceiling, ceiling if isinstance(ceiling, int | float) else 0)}"
+                f" and {_varying(standing.varying, standing.ceiling)}, are approved "
+                f"automatically, at most {_calls(standing.max_uses)}, audited, and can be "
+                "revoked with `/countersign standing`. Calls its requester makes are never "
+                "covered by a rule they granted."
+            ),
+            {
+                "type": "input",
+                "block_id": DURATION_INPUT,
+                "label": plain("Allow similar calls for", 2000),
+                "element": {
+                    "type": "static_select",
+                    "action_id": DURATION_INPUT,
+                    "options": options,
+                    "initial_option": options[0],
+                },
+            },
+            *_uses_input(uses),
+        ],
+    }
+
+
+def _uses_input(uses: Sequence[int]) -> Blocks:
+    if not uses:
+        return []
+    options = [{"text": plain(_calls(count), 75), "value": str(count)} for count in uses]
+    return [
+        {
+            "type": "input",
+            "block_id": USES_INPUT,
+            "label": plain("At most", 2000),
+            "element": {
+                "type": "static_select",
+                "action_id": USES_INPUT,
+                "options": options,
+                "initial_option": options[-1],
+            },
+        }
+    ]
+
+
+def granted_text(standing_rule_id: str, grant: Grant) -> str:
+    """What the granter sees, only to them, once the rule exists."""
+    return clip(
+        f":white_check_mark: Approved, and standing rule {code(standing_rule_id, 60)} allows "
+        f"similar {code(grant.operation, 200)} calls by agent *{escape(grant.agent)}* with "
+        f"{_ceiling(grant.ceiling_field, grant.ceiling)} and "
+        f"{_varying(grant.varying, grant.ceiling_field)}, {_calls(grant.max_uses)} at most, "
+        f"until {when(grant.expires_at)}: {grant.max_uses} use"
+        f"{'s' if grant.max_uses != 1 else ''} remaining. "
+        "Revoke it with `/countersign standing`.",
+        SECTION_MAX,
+    )
+
+
+def standing_list_blocks(rules: Sequence[StandingRule], *, now: datetime) -> Blocks:
+    """``/countersign standing``: the active standing rules, each with a Revoke button."""
+    if not rules:
+        return [section("No standing rules are active.")]
+    blocks: Blocks = [header("Active standing rules")]
+    for rule in rules[:LISTED]:
+        uses = (
+            f"{_calls(rule.uses)} approved so far, {rule.remaining} of {rule.max_uses} "
+            f"use{'s' if rule.max_uses != 1 else ''} remaining"
+        )
+        blocks.append(
+            {
+                "type": "section",
+                "block_id": f"standing-{rule.id}",
+                "text": {
+                    "type": "mrkdwn",
+                    "verbatim": True,
+                    "text": clip(
+                        f"*{escape(rule.operation)}* by agent *{escape(rule.agent)}*, rule "
+                        f"{code(rule.rule_id, 120)}: {_ceiling(rule.ceiling_field, rule.ceiling)}"
+                        f", {_varying(rule.varying, rule.ceiling_field)}"
+                        f"\nGranted by {mention(rule.created_by)} · expires "
+                        f"{when(rule.expires_at)} ({remaining(rule.expires_at, now)}) · {uses}"
+                        f" · {code(rule.id, 60)}",
+                        SECTION_MAX,
+                    ),
+                },
+                "accessory": {
+                    "type": "button",
+                    "action_id": REVOKE_STANDING,
+                    "text": plain("Revoke", BUTTON_MAX),
+                    "style": "danger",
+                    "value": rule.id,
+                    "confirm": {
+                        "title": plain("Revoke this standing rule?", 100),
+                        "text": plain("Similar calls will be asked for again from now on.", 300),
+                        "confirm": plain("Revoke", 30),
+                        "deny": plain("Cancel", 30),
+                        "style": "danger",
+                    },
+                },
+            }
+        )
+    hidden = len(rules) - LISTED
+    if hidden > 0:
+        blocks.append(context(f"{hidden} more not shown; the soonest to expire come first."))
+    return blocks
+
+
+def review_message(proposal: Proposal, review: Reviewed | None = None) -> Message:
+    """A sampled automatic approval, for a person to judge: its preview, why it ran without
+    asking, what came of it; the verdict buttons until someone gives a verdict, then theirs."""
+    title = inert(proposal.preview.title)
+    if proposal.standing_rule_id is not None:
+        why = f"standing rule {code(proposal.standing_rule_id, 60)}"
+    else:
+        why = f"policy rule {code(proposal.rule_id or '(none)', 120)}"
+    fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
+    blocks: Blocks = [
+        header(f"Review: {proposal.preview.title}"),
+        *field_sections(fields, budget=3),
+        section(
+            f"*Approved automatically by* {why}, without asking anyone.\n"
+            f"{escape(proposal.policy_note)}"
+        ),
+        section(state_line(proposal)),
+        context(
+            f"Agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)} · "
+            f"{code(proposal.operation, 200)} · id {code(proposal.id, 60)}"
+        ),
+    ]
+    if review is None:
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": "review",
+                "elements": [
+                    _verdict_button(REVIEW_OK, "Looks right", proposal.id, "primary"),
+                    _verdict_button(
+                        REVIEW_SHOULD_HAVE_ASKED, "Should have been asked", proposal.id, "danger"
+                    ),
+                ],
+            }
+        )
+    else:
+        blocks.append(
+            section(
+                f"{_VERDICTS[review.verdict]}, said {mention(review.reviewer)} "
+                f"at {when(review.at)}."
+            )
+        )
+    return message(f"Review an automatic approval: {title}", blocks)
+
+
+def _verdict_button(action_id: str, text: str, value: str, style: str) -> dict[str, Any]:
+    return {
+        "type": "button",
+        "action_id": action_id,
+        "text": plain(text, BUTTON_MAX),
+        "style": style,
+        "value": value,
+    }

@@ -1,0 +1,239 @@
+"""Slack listeners (slack-bolt AsyncApp): acknowledge first, decode, call the service.
+
+Bolt verifies every request's signature with the signing secret before any listener runs; a
+forged, stale or unsigned request gets 401 and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, ValidationError
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.response import BoltResponse
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.actions import (
+    APPROVE,
+    DIGEST_SHOW_FULL,
+    EDIT,
+    EDIT_VIEW,
+    EXTEND,
+    REASON_INPUT,
+    RECONCILE_FAILED,
+    RECONCILE_RETRY,
+    RECONCILE_SUCCEEDED,
+    REJECT,
+    REJECT_VIEW,
+    SHOW_FULL,
+)
+from bot.api.admission import Admission
+from bot.edits import EditFlow, EditSubmitted
+from bot.service import APP_HOME, Service
+from bot.slack.gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
+from bot.slack.show_full import ShowFull
+
+__all__ = [
+    "BOLT",
+    "SIGNING_SECRET",
+    "Click",
+    "ReasonSubmitted",
+    "build_bolt",
+    "click_listener",
+    "slack_events",
+]
+
+log = logging.getLogger(__name__)
+
+BOLT: web.AppKey[AsyncApp] = web.AppKey("bolt", AsyncApp)
+#: The signing secret /slack/events verifies requests with (the one bolt was built with).
+SIGNING_SECRET: web.AppKey[str] = web.AppKey("slack_signing_secret", str)
+
+REASON_MAX = 1000
+
+
+class Click(BaseModel):
+    """A button click, decoded from a block_actions payload."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    proposal_id: str
+    channel: str | None
+    trigger_id: str
+
+    @classmethod
+    def of(cls, body: dict[str, Any], action: dict[str, Any]) -> Click:
+        return cls(
+            user=body["user"]["id"],
+            proposal_id=action["value"],
+            channel=(body.get("channel") or {}).get("id")
+            or (body.get("container") or {}).get("channel_id")
+            or (APP_HOME if (body.get("view") or {}).get("type") == "home" else None),
+            trigger_id=body["trigger_id"],
+        )
+
+
+class ReasonSubmitted(BaseModel):
+    """The reject modal, submitted."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    proposal_id: str
+    reason: str
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> ReasonSubmitted:
+        view = body["view"]
+        value = view["state"]["values"][REASON_INPUT][REASON_INPUT].get("value") or ""
+        return cls(
+            user=body["user"]["id"], proposal_id=view["private_metadata"], reason=value.strip()
+        )
+
+
+def build_bolt(
+    *,
+    signing_secret: str,
+    client: AsyncWebClient,
+    service: Service,
+    admission: Admission,
+) -> AsyncApp:
+    """The bolt app; ``client`` carries the bot token and the Slack API base URL."""
+    app = AsyncApp(
+        signing_secret=signing_secret,
+        client=client,
+        process_before_response=False,
+        request_verification_enabled=True,
+        logger=logging.getLogger("bot.slack.listeners.bolt"),
+    )
+
+    edits = EditFlow(service)
+    full = ShowFull(service.store, service.publisher)
+    clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
+        APPROVE: lambda c: service.approve(c.proposal_id, user=c.user, channel=c.channel),
+        EDIT: lambda c: edits.begin(
+            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
+        ),
+        REJECT: lambda c: service.begin_reject(
+            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
+        ),
+        RECONCILE_SUCCEEDED: lambda c: service.reconcile(
+            c.proposal_id, user=c.user, channel=c.channel, resolution="succeeded"
+        ),
+        RECONCILE_FAILED: lambda c: service.reconcile(
+            c.proposal_id, user=c.user, channel=c.channel, resolution="failed"
+        ),
+        RECONCILE_RETRY: lambda c: service.retry(c.proposal_id, user=c.user, channel=c.channel),
+        EXTEND: lambda c: service.extend(c.proposal_id, user=c.user, channel=c.channel),
+        # read-only, no role needed: a signed click and its own trigger_id (bot/slack/show_full.py)
+        SHOW_FULL: lambda c: full.proposal(c.proposal_id, user=c.user, trigger_id=c.trigger_id),
+        DIGEST_SHOW_FULL: lambda c: full.digest(
+            c.proposal_id, user=c.user, trigger_id=c.trigger_id
+        ),
+    }
+    for action_id, handle in clicks.items():
+        app.action(action_id)(click_listener(handle, service, admission))
+
+    @app.view(REJECT_VIEW)
+    async def on_reason(ack: AsyncAck, body: dict[str, Any]) -> None:
+        submitted = _decode(ReasonSubmitted.of, body)
+        if submitted is None:
+            await ack()
+            return
+        if not submitted.reason:
+            await ack(response_action="errors", errors={REASON_INPUT: "Say why you reject it."})
+            return
+        if len(submitted.reason) > REASON_MAX:
+            await ack(
+                response_action="errors", errors={REASON_INPUT: f"At most {REASON_MAX} characters."}
+            )
+            return
+        await ack()
+        await service.reject(submitted.proposal_id, user=submitted.user, reason=submitted.reason)
+
+    @app.view(EDIT_VIEW)
+    async def on_edit(ack: AsyncAck, body: dict[str, Any]) -> None:
+        submitted = _decode(EditSubmitted.of, body)
+        if submitted is None:
+            await ack()
+            return
+        answer = await edits.submit(submitted)  # checks and stores; errors keep the modal open
+        if answer.errors:
+            await ack(response_action="errors", errors=dict(answer.errors))
+            return
+        await ack()
+        await edits.finish(answer)
+
+    @app.error
+    async def on_error(error: Exception, response: BoltResponse | None) -> BoltResponse | None:
+        if response is None:  # a listener failed after acknowledging: the answer is sent
+            log.error(
+                "a Slack listener failed: %s: %s", type(error).__name__, error, exc_info=error
+            )
+            return None
+        if isinstance(error, PAYLOAD_ERRORS):
+            # Listeners acknowledge first, so an error before the answer is bolt's own reading
+            # of a signed body shaped unlike anything Slack sends: the request is at fault.
+            log.warning(
+                "refused a Slack payload bolt could not read: %s: %s", type(error).__name__, error
+            )
+            return BoltResponse(status=400, body={"error": "malformed request"})
+        log.error("Slack request failed: %s: %s", type(error).__name__, error, exc_info=error)
+        return None
+
+    return app
+
+
+def click_listener(
+    handle: Callable[[Click], Awaitable[object]], service: Service, admission: Admission
+) -> Callable[..., Awaitable[None]]:
+    """Acknowledge at once; then do the work if there is room, or tell the clicker it is busy."""
+
+    async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        click = _decode(Click.of, body, action)
+        if click is None:
+            return
+        with admission.slot() as admitted:
+            if admitted:
+                await handle(click)
+                return
+        await service.busy(click.proposal_id, user=click.user, channel=click.channel)
+
+    return listener
+
+
+def _decode(parse: Any, *args: Any) -> Any:
+    """The typed value, or None (logged) when the payload is not what Slack sends."""
+    try:
+        return parse(*args)
+    except (KeyError, TypeError, AttributeError, ValidationError) as error:
+        log.warning("ignored a malformed Slack payload: %s: %s", type(error).__name__, error)
+        return None
+
+
+async def slack_events(request: web.Request) -> web.Response:
+    """``POST /slack/events``: events, interactivity and slash commands, through bolt.
+
+    The signature is verified before anything reads the body (401, as bolt answers), and a
+    signed body Slack would never send is refused (400) before bolt parses it.
+    """
+    bolt = request.app[BOLT]
+    body = await request.read()
+    secret = request.app[SIGNING_SECRET]
+    if not signature_verifies(secret, body, request.headers, now=time.time()):
+        return web.json_response({"error": "invalid request"}, status=401)
+    try:
+        bolt_req = bolt_request(body, request.query_string, request.headers)
+    except MalformedSlackRequest as error:
+        log.warning("refused a signed Slack request: %s", error)
+        return web.json_response({"error": f"malformed request: {error}"}, status=400)
+    response = await bolt.async_dispatch(bolt_req)
+    return await to_aiohttp_response(response)

@@ -1,0 +1,361 @@
+"""Showing proposals in Slack.
+
+State changes reach Slack through the outbox (bot/outbox.py), which calls :meth:`deliver` for
+each entry and decides from :class:`DeliveryFailed` when to try again. Answers to one person's
+click (a private refusal, the reject modal) are not state changes and go out directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.render import edit as render_edit
+from bot.render import proposal as render
+from store.base import Delivery, Proposal, ProposalNotFound, Store
+from store.lifecycle import Effect, Status
+
+__all__ = ["DeliveryFailed", "SlackPublisher", "make_web_client"]
+
+log = logging.getLogger(__name__)
+
+#: What Countersign puts in a proposal message's metadata, to find it again.
+METADATA_EVENT = "countersign_proposal"
+#: ... and in a thread reply's, with the outbox entry it delivers, to find that reply again.
+REPLY_METADATA_EVENT = "countersign_reply"
+
+#: How many times a superseded proposal's reply waits (a second each) for the edit's message.
+_EDIT_POST_WAITS = 10
+
+#: How many pages of channel history (200 messages each) a search for a lost post reads.
+_HISTORY_PAGES = 50
+
+#: Slack errors that will not go away by retrying soon (the channel, the message or the app).
+_LASTING = {
+    "channel_not_found", "not_in_channel", "is_archived", "message_not_found",
+    "cant_update_message", "invalid_auth", "account_inactive", "token_revoked",
+    "missing_scope", "not_authed", "invalid_blocks", "invalid_blocks_format", "msg_too_long",
+    "no_permission", "restricted_action",
+}  # fmt: skip
+
+
+def make_web_client(
+    token: str | None, api_url: str, *, timeout: float = 10.0, retries: bool = True
+) -> AsyncWebClient:
+    """A Slack client; ``retries`` adds slack_sdk's handlers (429, 5xx, dropped connections).
+
+    The outbox's client has none: it reschedules instead, so a rate-limited channel never holds
+    up the delivery of anything else.
+    """
+    handlers = (
+        [
+            AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+            AsyncServerErrorRetryHandler(max_retry_count=2),
+            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        ]
+        if retries
+        else []
+    )
+    return AsyncWebClient(
+        token=token, base_url=api_url, timeout=max(1, round(timeout)), retry_handlers=handlers
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryFailed(Exception):
+    """A delivery did not happen; how the outbox should go on."""
+
+    detail: str
+    retry_after: float | None = None  #: the other side said when (Retry-After)
+    lasting: bool = False  #: retrying soon will not help (few, slow retries, then give up)
+    uncertain: bool = False  #: it may have happened (a timeout after sending)
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+class SlackPublisher:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: Store,
+        clock: Callable[[], datetime],
+        *,
+        outbox_client: AsyncWebClient | None = None,
+        extension_of: Callable[[Proposal], timedelta | None] | None = None,
+        offers_standing: Callable[[Proposal], bool] | None = None,
+        reminder: Callable[[Proposal], Awaitable[render.Message]] | None = None,
+    ) -> None:
+        """``extension_of`` says what an Extend button on a proposal's message would add to its
+        expiry, or None for no button (bot/extensions.py); ``offers_standing`` whether it shows
+        "Approve + allow similar…" (bot/standing/rules.py); ``reminder`` builds the reminder posted
+        for a slack.remind (bot/reminders.py; none without it)."""
+        self.client = client
+        self._outbox_client = outbox_client or client
+        self._store = store
+        self._clock = clock
+        self._extension_of = extension_of or (lambda _: None)
+        self._reminder = reminder
+        self._offers_standing = offers_standing or (lambda _: False)
+
+    # --- the outbox's effects -----------------------------------------------------------------
+
+    async def deliver(self, delivery: Delivery) -> None:
+        """Carry out one Slack effect from the current state; raise DeliveryFailed if not done."""
+        proposal = await self._store.get_proposal(delivery.proposal_id)
+        if delivery.effect is Effect.SLACK_POST:
+            await self._post(proposal, search_first=delivery.attempts > 1)
+        elif proposal.slack_channel is None or proposal.slack_ts is None:
+            return  # never posted (or given up on): nothing to update or reply to
+        elif delivery.effect is Effect.SLACK_UPDATE:
+            message = await self._proposal_message(proposal)
+            await self._outbox_call(
+                "chat.update",
+                channel=proposal.slack_channel,
+                ts=proposal.slack_ts,
+                text=message["text"],
+                blocks=message["blocks"],
+            )
+        elif delivery.effect is Effect.SLACK_REPLY:
+            reply = (
+                await self._superseded_reply(proposal, delivery)
+                if delivery.status is Status.SUPERSEDED
+                else _reply(proposal, delivery.status)
+            )
+            if reply is not None:
+                await self._thread_reply(proposal, delivery, reply)
+        elif delivery.effect is Effect.SLACK_REMIND:
+            # only while it is still pending: a decision since the sweep makes it moot
+            if proposal.status is Status.PENDING and self._reminder is not None:
+                await self._thread_reply(proposal, delivery, await self._reminder(proposal))
+        else:
+            raise ValueError(f"not a Slack effect: {delivery.effect}")
+
+    async def _superseded_reply(self, proposal: Proposal, delivery: Delivery) -> render.Message:
+        """The reply that points to the edit. While the edit's own message is still to be posted,
+        it waits a little (retried) so that it can link to it; then goes without the link."""
+        edit = None
+        if proposal.superseded_by is not None:
+            edit = await self._store.get_proposal(proposal.superseded_by)
+        link = None
+        if edit is not None and edit.slack_channel and edit.slack_ts:
+            found = await self._outbox_call(
+                "chat.getPermalink", channel=edit.slack_channel, message_ts=edit.slack_ts
+            )
+            link = found.get("permalink")
+        elif (
+            edit is not None
+            and edit.status is Status.PENDING
+            and edit.channel is not None
+            and delivery.attempts < _EDIT_POST_WAITS
+        ):
+            raise DeliveryFailed("waiting for the edit's message, to link to it", retry_after=1.0)
+        return render_edit.superseded_reply(proposal, edit, link=link)
+
+    async def _thread_reply(
+        self, proposal: Proposal, delivery: Delivery, reply: render.Message
+    ) -> None:
+        """Post ``reply`` in the proposal's thread, once: its metadata names the outbox entry,
+        and a retry first looks for it."""
+        marker = {"proposal_id": proposal.id, "delivery": delivery.id}
+        if delivery.attempts > 1 and await self._find_reply(proposal, marker):
+            return  # an earlier attempt posted it; its answer was lost
+        await self._outbox_call(
+            "chat.postMessage",
+            channel=proposal.slack_channel,
+            thread_ts=proposal.slack_ts,
+            text=reply["text"],
+            blocks=reply["blocks"],
+            metadata={"event_type": REPLY_METADATA_EVENT, "event_payload": marker},
+        )
+
+    async def _proposal_message(self, proposal: Proposal) -> render.Message:
+        previous = None  # an edit shows what changed from the version it replaced
+        if proposal.supersedes is not None:
+            with contextlib.suppress(ProposalNotFound):
+                previous = await self._store.get_proposal(proposal.supersedes)
+        return render.proposal_message(
+            proposal,
+            now=self._clock(),
+            extend_by=self._extension_of(proposal),
+            allow_similar=self._offers_standing(proposal),
+            previous=previous,
+        )
+
+    async def post(self, proposal: Proposal) -> None:
+        """Post ``proposal``'s own message now, not looking for an earlier post first (the
+        digests' outbox looked already: bot/digests/outbox.py)."""
+        await self._post(proposal, search_first=False)
+
+    async def _post(self, proposal: Proposal, *, search_first: bool) -> None:
+        if proposal.slack_ts is not None or proposal.channel is None:
+            return
+        if proposal.status is not Status.PENDING:
+            return  # decided before it was ever shown: its outcome goes to the agent only
+        if search_first:  # an earlier attempt may have posted it without our knowing
+            found = await self._find_posted(proposal)
+            if found is not None:
+                await self._store.attach_message(proposal.id, proposal.channel, found)
+                return
+        message = await self._proposal_message(proposal)
+        response = await self._outbox_call(
+            "chat.postMessage",
+            channel=proposal.channel,
+            text=message["text"],
+            blocks=message["blocks"],
+            metadata={"event_type": METADATA_EVENT, "event_payload": {"proposal_id": proposal.id}},
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+        await self._store.attach_message(proposal.id, str(response["channel"]), str(response["ts"]))
+
+    async def _find_posted(self, proposal: Proposal) -> str | None:
+        """The ts of a message already carrying this proposal's id in its metadata, if any."""
+        assert proposal.channel is not None
+        # Newest first, a page at a time: in a busy channel the message may be pages back.
+        page: dict[str, Any] = {}
+        for _ in range(_HISTORY_PAGES):
+            response = await self._outbox_call(
+                "conversations.history",
+                channel=proposal.channel,
+                oldest=f"{proposal.created_at.timestamp() - 60:.6f}",
+                include_all_metadata=True,
+                limit=200,
+                **page,
+            )
+            for message in response.get("messages", []):
+                metadata = message.get("metadata") or {}
+                payload = metadata.get("event_payload") or {}
+                if (
+                    metadata.get("event_type") == METADATA_EVENT
+                    and payload.get("proposal_id") == proposal.id
+                ):
+                    return str(message["ts"])
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not response.get("has_more") or not cursor:
+                return None
+            page = {"cursor": cursor}
+        return None
+
+    async def _find_reply(self, proposal: Proposal, marker: dict[str, Any]) -> bool:
+        """Whether the thread already has the reply that ``marker`` names in its metadata."""
+        page: dict[str, Any] = {}
+        for _ in range(_HISTORY_PAGES):
+            response = await self._outbox_call(
+                "conversations.replies",
+                channel=proposal.slack_channel,
+                ts=proposal.slack_ts,
+                include_all_metadata=True,
+                limit=200,
+                **page,
+            )
+            for message in response.get("messages", []):
+                metadata = message.get("metadata") or {}
+                if (
+                    metadata.get("event_type") == REPLY_METADATA_EVENT
+                    and metadata.get("event_payload") == marker
+                ):
+                    return True
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not response.get("has_more") or not cursor:
+                return False
+            page = {"cursor": cursor}
+        return False
+
+    async def outbox_call(self, method: str, **kwargs: Any) -> Any:
+        """A Web API call for an outbox entry (no retries here); DeliveryFailed says how it
+        failed. The escalations' deliverer uses it too."""
+        return await self._outbox_call(method, **kwargs)
+
+    async def _outbox_call(self, method: str, **kwargs: Any) -> Any:
+        try:
+            return await self._outbox_client.api_call(method, json=kwargs)
+        except SlackApiError as error:
+            raise _classify(method, error) from error
+        except (TimeoutError, SlackClientError, OSError) as error:
+            raise DeliveryFailed(
+                f"{method}: {type(error).__name__}: {error}", uncertain=True
+            ) from error
+
+    # --- answers to one person ------------------------------------------------------------------
+
+    async def tell(self, proposal: Proposal | None, channel: str, user: str, text: str) -> None:
+        """An ephemeral message only ``user`` sees."""
+        await self._direct(proposal, "chat.postEphemeral", channel=channel, user=user, text=text)
+
+    async def update(
+        self, proposal: Proposal | None, channel: str, ts: str, *, text: str, blocks: Any
+    ) -> None:
+        """Re-render a message Countersign posted (a review post), at once; a failure is
+        logged and audited, not retried."""
+        await self._direct(
+            proposal, "chat.update", channel=channel, ts=ts, text=text, blocks=blocks
+        )
+
+    async def open_view(
+        self, proposal: Proposal | None, trigger_id: str, view: dict[str, Any]
+    ) -> bool:
+        return (
+            await self._direct(proposal, "views.open", trigger_id=trigger_id, view=view) is not None
+        )
+
+    async def _direct(self, proposal: Proposal | None, method: str, **kwargs: Any) -> Any:
+        try:
+            return await self.client.api_call(method, json=kwargs)
+        except (SlackApiError, SlackClientError, OSError, TimeoutError) as error:
+            detail = _describe(error)
+            log.warning("Slack %s failed for %s: %s", method, proposal and proposal.id, detail)
+            await self._store.record_event(
+                proposal.id if proposal else None,
+                actor="countersign",
+                event="slack_call_failed",
+                detail={"method": method, "error": detail},
+                now=self._clock(),
+            )
+            return None
+
+
+def _reply(proposal: Proposal, status: Status) -> dict[str, Any] | None:
+    if status is Status.REJECTED:
+        return render.rejection_reply(proposal)
+    if status is Status.EXPIRED:
+        return render.expiry_reply(proposal)
+    if proposal.outcome is not None:
+        return render.outcome_reply(proposal)
+    return None
+
+
+def _classify(method: str, error: SlackApiError) -> DeliveryFailed:
+    status = error.response.status_code
+    code = str(error.response.get("error") or "")
+    detail = f"{method}: {status} {code}".strip()
+    if status == 429 or code == "ratelimited":
+        retry_after = error.response.headers.get("Retry-After") or error.response.headers.get(
+            "retry-after"
+        )
+        try:
+            seconds = float(retry_after) if retry_after is not None else 1.0
+        except ValueError:
+            seconds = 1.0
+        return DeliveryFailed(detail, retry_after=seconds)
+    if status >= 500:
+        return DeliveryFailed(detail, uncertain=method == "chat.postMessage")
+    return DeliveryFailed(detail, lasting=code in _LASTING or 400 <= status < 500)
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, SlackApiError):
+        return f"{error.response.status_code} {error.response.get('error')}"
+    return f"{type(error).__name__}: {error}"

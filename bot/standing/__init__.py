@@ -1,0 +1,47 @@
+"""Standing rules ("Approve, and allow similar for a while") and the review of automatic
+approvals after the fact.
+
+- ``rules``: granting standing rules and the calls they approve
+- ``admin``: listing and revoking them (``/countersign standing``)
+- ``review``: sampling automatic approvals for a person's verdict, and their statistics
+- ``listeners``: the Slack listeners of these buttons and modals
+
+The names below are imported from their module when first asked for, so that importing one
+module of this package imports neither the others nor the app they need.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.standing.admin import StandingAdmin
+    from bot.standing.listeners import register_standing_listeners
+    from bot.standing.review import Reviews, review_stats_command
+    from bot.standing.rules import StandingGrants, offers
+
+__all__ = [
+    "Reviews",
+    "StandingAdmin",
+    "StandingGrants",
+    "offers",
+    "register_standing_listeners",
+    "review_stats_command",
+]
+
+#: the module of this package that defines each public name
+_DEFINED_IN = {
+    "Reviews": "review",
+    "StandingAdmin": "admin",
+    "StandingGrants": "rules",
+    "offers": "rules",
+    "register_standing_listeners": "listeners",
+    "review_stats_command": "review",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _DEFINED_IN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_DEFINED_IN[name]}"), name)

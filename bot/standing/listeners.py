@@ -1,0 +1,157 @@
+"""Slack listeners for standing rules and reviews: Approve + allow similar… (and its modal),
+Revoke, and the two verdict buttons of a review post.
+
+Like the proposals' listeners they acknowledge first, decode the payload into a typed value and
+call into bot/standing/rules.py, bot/standing/admin.py or bot/standing/review.py; nothing here
+decides anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from bot.actions import (
+    APPROVE_STANDING,
+    APPROVE_STANDING_VIEW,
+    DURATION_INPUT,
+    REVIEW_OK,
+    REVIEW_SHOULD_HAVE_ASKED,
+    REVOKE_STANDING,
+    USES_INPUT,
+)
+from bot.api.admission import Admission
+from bot.render import proposal as render
+from bot.service import Service
+from bot.slack.listeners import Click, click_listener
+from bot.standing.admin import StandingAdmin
+from bot.standing.review import Reviews
+from bot.standing.rules import StandingGrants
+from store.standing import Verdict
+
+__all__ = ["DurationChosen", "MessageClick", "register_standing_listeners"]
+
+log = logging.getLogger(__name__)
+
+
+class DurationChosen(BaseModel):
+    """The Approve + allow similar modal, submitted."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    proposal_id: str
+    duration: str
+    uses: str | None = None  #: None: the modal had no choice of uses (the rule's max_uses)
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> DurationChosen:
+        view = body["view"]
+        values = view["state"]["values"]
+        chosen = values[DURATION_INPUT][DURATION_INPUT].get("selected_option") or {}
+        uses = (values.get(USES_INPUT) or {}).get(USES_INPUT)
+        return cls(
+            user=body["user"]["id"],
+            proposal_id=view["private_metadata"],
+            duration=str(chosen.get("value") or ""),
+            uses=None if uses is None else str((uses.get("selected_option") or {}).get("value")),
+        )
+
+
+class MessageClick(BaseModel):
+    """A click on a button whose value is one id, with the message it was on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: str
+    value: str
+    channel: str | None
+    message_ts: str | None
+
+    @classmethod
+    def of(cls, body: dict[str, Any], action: dict[str, Any]) -> MessageClick:
+        container = body.get("container") or {}
+        return cls(
+            user=body["user"]["id"],
+            value=action["value"],
+            channel=(body.get("channel") or {}).get("id") or container.get("channel_id"),
+            message_ts=container.get("message_ts"),
+        )
+
+
+def register_standing_listeners(
+    app: AsyncApp,
+    *,
+    service: Service,
+    grants: StandingGrants,
+    admin: StandingAdmin,
+    reviews: Reviews,
+    admission: Admission,
+) -> None:
+    async def begin(click: Click) -> None:
+        await grants.begin(
+            click.proposal_id, user=click.user, channel=click.channel, trigger_id=click.trigger_id
+        )
+
+    app.action(APPROVE_STANDING)(click_listener(begin, service, admission))
+
+    @app.view(APPROVE_STANDING_VIEW)
+    async def on_duration(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        try:
+            chosen = DurationChosen.of(body)
+        except (KeyError, TypeError, AttributeError, ValidationError) as error:
+            log.warning("ignored a malformed standing-rule submission: %s", error)
+            return
+        await grants.grant(
+            chosen.proposal_id, user=chosen.user, duration=chosen.duration, uses=chosen.uses
+        )
+
+    async def revoke(click: MessageClick) -> None:
+        await admin.revoke(click.value, user=click.user, channel=click.channel)
+
+    app.action(REVOKE_STANDING)(_message_listener(revoke, service, admission))
+
+    def judge(verdict: Verdict) -> Callable[[MessageClick], Awaitable[object]]:
+        async def handle(click: MessageClick) -> None:
+            await reviews.verdict(
+                click.value,
+                user=click.user,
+                verdict=verdict,
+                channel=click.channel,
+                message_ts=click.message_ts,
+            )
+
+        return handle
+
+    app.action(REVIEW_OK)(_message_listener(judge("ok"), service, admission))
+    app.action(REVIEW_SHOULD_HAVE_ASKED)(
+        _message_listener(judge("should_have_asked"), service, admission)
+    )
+
+
+def _message_listener(
+    handle: Callable[[MessageClick], Awaitable[object]], service: Service, admission: Admission
+) -> Callable[..., Awaitable[None]]:
+    """Acknowledge at once; then do the work if there is room, or tell the clicker it is busy."""
+
+    async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        try:
+            click = MessageClick.of(body, action)
+        except (KeyError, TypeError, AttributeError, ValidationError) as error:
+            log.warning("ignored a malformed Slack click: %s", error)
+            return
+        with admission.slot() as admitted:
+            if admitted:
+                await handle(click)
+                return
+        if click.channel:
+            await service.publisher.tell(None, click.channel, click.user, render.busy_text())
+
+    return listener
