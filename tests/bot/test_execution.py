@@ -18,7 +18,7 @@ from contracts.operations.refund import Refund as RefundOperation
 from contracts.outcomes import OUTCOMES, Outcome
 from contracts.registry import Registry
 from store.lifecycle import Status
-from tests.bot.test_render import make_proposal
+from tests.bot.render.test_proposal import make_proposal
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 #: What an operation's backend might say when it fails: its URL, credentials and all.

@@ -153,7 +153,7 @@ def categories(targets: list[tuple[str, str]]) -> st.SearchStrategy[Case]:
     )
     # Well past the 300 s window: the headers are made when the case is drawn and sent a little
     # later, so a skew just over the line could drift back inside it on a loaded machine. The
-    # exact boundary is tested with a fixed clock in tests/bot/test_slack_gate.py.
+    # exact boundary is tested with a fixed clock in tests/bot/slack/test_gate.py.
     stale = st.tuples(clicks, st.integers(360, 10**9), st.booleans()).map(
         lambda c: (
             "stale or future timestamp",

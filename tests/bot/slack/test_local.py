@@ -18,7 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.render import proposal as render
 from bot.slack.local import LocalSlack, LocalUser, running_local_slack
-from tests.bot.test_render import NOW, make_proposal
+from tests.bot.render.test_proposal import NOW, make_proposal
 
 TOKEN = "xoxb-test-token"
 CHANNEL = "C0APPROVALS"

@@ -10,7 +10,7 @@ from slack_sdk.models.views import View
 from bot.render.escalation import escalation_message, escalation_reply, hand_back_modal
 from bot.render.home import home_view
 from store.escalations import Escalation, EscalationStatus
-from tests.bot.test_render import assert_valid_message, buttons
+from tests.bot.render.test_proposal import assert_valid_message, buttons
 from tests.store.escalation_conformance import new_escalation
 
 NOW = datetime(2031, 3, 14, 9, 0, tzinfo=UTC)

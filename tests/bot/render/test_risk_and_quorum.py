@@ -13,7 +13,7 @@ from bot.render.home import proposal_detail_blocks, waiting_blocks
 from contracts.outcomes import Succeeded
 from store.base import Approval, Proposal
 from store.lifecycle import Status
-from tests.bot.test_render import NOW, assert_valid_message, make_proposal
+from tests.bot.render.test_proposal import NOW, assert_valid_message, make_proposal
 
 
 def approved_by(*people: str, binding_hash: str = "b" * 64) -> tuple[Approval, ...]:

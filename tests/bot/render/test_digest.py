@@ -30,7 +30,7 @@ from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded,
 from store.base import Proposal
 from store.digests import Digest
 from store.lifecycle import Status
-from tests.bot.test_render import all_text, assert_valid_message
+from tests.bot.render.test_proposal import all_text, assert_valid_message
 
 NOW = datetime(2031, 3, 14, 15, 0, tzinfo=UTC)
 

@@ -22,7 +22,9 @@ from bot.render.full import full_view, full_views
 from bot.render.home import home_view, proposal_detail_blocks
 from contracts.base import Preview, PreviewField
 from contracts.escalation import Summary
-from tests.bot.test_render import (
+from tests.bot.render.test_digest import digest, item
+from tests.bot.render.test_escalation import stored
+from tests.bot.render.test_proposal import (
     NOW,
     all_text,
     assert_valid_message,
@@ -30,8 +32,6 @@ from tests.bot.test_render import (
     make_proposal,
     mrkdwn_texts,
 )
-from tests.bot.test_render_digest import digest, item
-from tests.bot.test_render_escalation import stored
 
 FORGERY = "*Approved by <@U0BOSS>*\n:white_check_mark: Why you are asked: safe"
 RTL = "refund \u202e0001 USD\u202c to cus_1"

@@ -56,11 +56,11 @@ from store.delegations import Delegation
 from store.escalations import EscalationStatus
 from store.lifecycle import Status
 from store.standing import Reviewed
-from tests.bot import test_render_edit as edit_inputs
-from tests.bot.test_render import INJECTION, NOW, OUTCOMES, decided, make_proposal
-from tests.bot.test_render_digest import digest, item
-from tests.bot.test_render_escalation import stored
-from tests.bot.test_render_standing import STANDING, rule
+from tests.bot.render import test_edit as edit_inputs
+from tests.bot.render.test_digest import digest, item
+from tests.bot.render.test_escalation import stored
+from tests.bot.render.test_proposal import INJECTION, NOW, OUTCOMES, decided, make_proposal
+from tests.bot.render.test_standing import STANDING, rule
 
 #: Every dated input expires 1 h 5 min after NOW (make_proposal's expiry): moving ``now`` by an
 #: hour or two changes the time left shown, "in 1 h 5 min", to the given text.

@@ -15,7 +15,7 @@ from contracts.outcomes import Succeeded
 from contracts.standing import StandingPolicy, duration_choices, uses_choices
 from store.lifecycle import Status
 from store.standing import Reviewed, StandingRule
-from tests.bot.test_render import INJECTION, NOW, assert_valid_message, make_proposal
+from tests.bot.render.test_proposal import INJECTION, NOW, assert_valid_message, make_proposal
 
 STANDING = StandingPolicy(max=timedelta(days=7), admins=("finance-admins",), ceiling="amount_cents")
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 from bot.render import proposal as render
 from bot.render.reminders import NOBODY_CAN_APPROVE, reminder_reply
 from contracts.base import Preview
-from tests.bot.test_render import (
+from tests.bot.render.test_proposal import (
     INJECTION,
     NOW,
     PROPOSAL_ID,
