@@ -19,9 +19,9 @@ from store.delegations import Delegation
 
 __all__ = [
     "RequesterRefused",
-    "acts_for_members",
     "check_requester",
     "describe_acts_for",
+    "may_act_for",
     "verified_requester",
 ]
 
@@ -52,27 +52,29 @@ def describe_acts_for(agent: AgentSettings) -> str:
     return ", ".join(parts)
 
 
-async def acts_for_members(
-    agent: AgentSettings, *, roles: Mapping[str, frozenset[str]], directory: SlackDirectory
-) -> frozenset[str]:
-    """Everyone ``agent`` may name now: user ids, members of its user groups and holders of its
-    roles (a group Slack will not list adds nobody: fail closed); its owners without acts_for."""
+async def may_act_for(
+    agent: AgentSettings,
+    person: str,
+    *,
+    roles: Mapping[str, frozenset[str]],
+    directory: SlackDirectory,
+) -> bool:
+    """Whether ``agent`` may name ``person`` now: one of its user ids, a member of one of its
+    user groups (a group Slack will not list admits nobody: fail closed) or a holder of one of
+    its roles; its owners without acts_for. Membership is tested entry by entry, the cheapest
+    first, without building the union of large groups on every submission."""
     if not agent.acts_for:
-        return frozenset(agent.owners)
-    people: set[str] = set()
-    named_roles = {e.removeprefix(ROLE_PREFIX) for e in agent.acts_for if e.startswith(ROLE_PREFIX)}
+        return person in agent.owners
+    if person in agent.acts_for:
+        return True
     for entry in agent.acts_for:
-        if entry.startswith(ROLE_PREFIX):
-            continue
-        if is_user_group(entry):
-            people |= await directory.group_members(entry)
-        else:
-            people.add(entry)
+        if is_user_group(entry) and person in await directory.group_members(entry):
+            return True
+    named_roles = {e.removeprefix(ROLE_PREFIX) for e in agent.acts_for if e.startswith(ROLE_PREFIX)}
     if named_roles:
         members = await directory.role_members({r: roles.get(r, frozenset()) for r in named_roles})
-        for role in named_roles:
-            people |= members.get(role, frozenset())
-    return frozenset(people)
+        return any(person in members.get(role, frozenset()) for role in named_roles)
+    return False
 
 
 async def check_requester(
@@ -83,7 +85,7 @@ async def check_requester(
     directory: SlackDirectory,
 ) -> None:
     """Raise RequesterRefused unless ``agent`` may name ``requested_by``."""
-    if requested_by in await acts_for_members(agent, roles=roles, directory=directory):
+    if await may_act_for(agent, requested_by, roles=roles, directory=directory):
         return
     delegate = (
         f"; a person may also delegate to it from Slack (/countersign delegate {agent.name})"
