@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import time
 
 from aiohttp import web
 
@@ -37,8 +36,6 @@ SUBMISSIONS: web.AppKey[Admission] = web.AppKey("submissions", Admission)
 QUOTAS: web.AppKey[Quotas] = web.AppKey("quotas", Quotas)
 
 _UNSETTLED = {Status.PENDING, Status.EXECUTING}
-#: The longest a long-poll waits for a wake-up before it reads the store again.
-_POLL_SLICE = 1.0
 
 
 def agent_routes() -> list[web.RouteDef]:
@@ -130,12 +127,12 @@ async def read(request: web.Request) -> web.Response:
     if wait <= 0 or proposal.status not in _UNSETTLED:
         return _json(proposal)
     with request.app[QUOTAS].long_poll(agent):  # 429 past the agent's long-polls at once
-        deadline = time.monotonic() + wait
-        while proposal.status in _UNSETTLED and (remaining := deadline - time.monotonic()) > 0:
-            # Re-read at least every slice: a change made by another process, or one that lands
-            # between the read above and the wait starting, is never missed for longer than that.
-            await service.waiters.wait(proposal.id, min(remaining, _POLL_SLICE))
-            proposal = await service.store.get_proposal(proposal.id)
+        proposal = await service.waiters.hold(
+            proposal,
+            unsettled=lambda p: p.status in _UNSETTLED,
+            reread=service.store.get_proposal,
+            seconds=wait,
+        )
     return _json(proposal)
 
 

@@ -3,9 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from typing import Final, Protocol, TypeVar
 
-__all__ = ["Waiters"]
+__all__ = ["POLL_SLICE", "Waiters"]
+
+#: The longest a long-poll waits for a wake-up before it reads the store again: a change made
+#: by another process, or one that lands between a read and the wait starting, is never missed
+#: for longer than that.
+POLL_SLICE: Final = 1.0
+
+
+class _Identified(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+ItemT = TypeVar("ItemT", bound=_Identified)
 
 
 class Waiters:
@@ -32,3 +48,19 @@ class Waiters:
                 waiting.discard(event)
                 if not waiting:
                     del self._events[proposal_id]
+
+    async def hold(
+        self,
+        item: ItemT,
+        *,
+        unsettled: Callable[[ItemT], bool],
+        reread: Callable[[str], Awaitable[ItemT]],
+        seconds: float,
+    ) -> ItemT:
+        """``item`` as it is once it is no longer ``unsettled``, or after ``seconds``: the long
+        poll of every agent read (proposals and escalations alike)."""
+        deadline = time.monotonic() + seconds
+        while unsettled(item) and (remaining := deadline - time.monotonic()) > 0:
+            await self.wait(item.id, min(remaining, POLL_SLICE))
+            item = await reread(item.id)
+        return item

@@ -3,8 +3,6 @@ person owns it and the agent must stop replying."""
 
 from __future__ import annotations
 
-import time
-
 from aiohttp import web
 
 from bot.api.agent_requests import busy, idempotency_key, parse_body, receive_body
@@ -23,7 +21,6 @@ ESCALATIONS: web.AppKey[EscalationService] = web.AppKey("escalations", Escalatio
 
 #: Without ``while_status``, a long-poll holds while nobody owns the conversation.
 _UNOWNED = frozenset({EscalationStatus.OPEN, EscalationStatus.HANDED_BACK})
-_POLL_SLICE = 1.0
 
 
 def escalation_routes() -> list[web.RouteDef]:
@@ -74,10 +71,12 @@ async def read(request: web.Request) -> web.Response:
     if wait <= 0 or escalation.status not in holding:
         return _json(escalation)
     with request.app[QUOTAS].long_poll(agent):  # 429 past the agent's long-polls at once
-        deadline = time.monotonic() + wait
-        while escalation.status in holding and (remaining := deadline - time.monotonic()) > 0:
-            await service.waiters.wait(escalation.id, min(remaining, _POLL_SLICE))
-            escalation = await service.store.get_escalation(escalation.id)
+        escalation = await service.waiters.hold(
+            escalation,
+            unsettled=lambda e: e.status in holding,
+            reread=service.store.get_escalation,
+            seconds=wait,
+        )
     return _json(escalation)
 
 

@@ -189,7 +189,7 @@ async def held_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
 
 
 #: How long instance A's long-poll waits before it reads the store again on its own
-#: (bot/api/proposals.py _POLL_SLICE): an answer sooner than this was woken by a notification.
+#: (bot/api/waiters.py POLL_SLICE): an answer sooner than this was woken by a notification.
 POLL_SLICE = 1.0
 
 
