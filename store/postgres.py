@@ -15,10 +15,10 @@ Queries live in ``store/pg_queries.py``, row mapping in ``store/pg_rows.py``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import asyncpg
 from pydantic import JsonValue
@@ -43,13 +43,14 @@ from store.base import (
     Transitioned,
     TransitionResult,
 )
+from store.connector import Array, Dialect, Row, load_queries
+from store.delegations import Delegations
 from store.edits import check_edit, edited_detail, superseded_detail
 from store.effects import effects_of, lane_of
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import MigrationError, load_migrations
 from store.pg_approvals import approve, with_approvals
 from store.pg_changes import ChangeFeed
-from store.pg_delegations import PgDelegations
 from store.pg_digests import PgDigests
 from store.pg_errors import DRIVER_ERRORS, translate
 from store.pg_escalations import PgEscalations
@@ -127,9 +128,9 @@ class PostgresStore:
         """Standing rules and reviews in this database, sharing its pool and audit chain."""
         return PgStanding(self)
 
-    def delegations(self) -> PgDelegations:
+    def delegations(self) -> Delegations:
         """Delegations from Slack in this database, sharing its pool and audit chain."""
-        return PgDelegations(self)
+        return Delegations(self)
 
     def digests(self) -> PgDigests:
         """Digests of similar proposals in this database, sharing its pool and audit chain."""
@@ -229,6 +230,17 @@ class PostgresStore:
         """One transaction on a pooled connection: committed at the end, rolled back on error."""
         async with self.connection() as db, db.transaction(isolation=isolation, readonly=readonly):
             yield db
+
+    @asynccontextmanager
+    async def tx(self, *, write: bool) -> AsyncIterator[PgTx]:
+        """A transaction for the verbs written over the connector (store/connector.py); for
+        reads, a pooled connection whose statements each see what has committed."""
+        if write:
+            async with self.transaction() as db:
+                yield PgTx(self, db)
+        else:
+            async with self.connection() as db:
+                yield PgTx(self, db)
 
     async def existing_proposal(self, db: Connection, proposal_id: str) -> Proposal:
         """The proposal with its approvals, read inside ``db``'s transaction; ProposalNotFound."""
@@ -639,3 +651,63 @@ class PostgresStore:
 
 async def _cannot_listen() -> asyncpg.Connection[asyncpg.Record]:
     raise StoreUnavailable("this store was built without a way to listen; open it with open()")
+
+
+class PgTx:
+    """One PostgreSQL transaction as the connector's Tx (store/connector.py): named queries
+    with their parameters in ``$n`` order, times as timestamptz, arrays as text[]."""
+
+    dialect: Dialect = "postgres"
+
+    def __init__(self, store: PostgresStore, db: Connection) -> None:
+        self._store = store
+        self._db = db
+        self._queries = load_queries("postgres")
+
+    @staticmethod
+    def param(name: str, value: Any) -> Any:
+        if isinstance(value, datetime):
+            return aware(value, field=name)
+        if isinstance(value, Array):
+            return list(value)
+        return value
+
+    def _bound(self, query: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
+        named = self._queries[query]
+        values = named.positional(params)
+        return named.text, [
+            self.param(key, value) for key, value in zip(named.params, values, strict=True)
+        ]
+
+    async def one(self, query: str, /, **params: Any) -> Row | None:
+        text, values = self._bound(query, params)
+        return await self._db.fetchrow(text, *values)
+
+    async def all(self, query: str, /, **params: Any) -> list[Row]:
+        text, values = self._bound(query, params)
+        return list(await self._db.fetch(text, *values))
+
+    async def execute(self, query: str, /, **params: Any) -> None:
+        text, values = self._bound(query, params)
+        await self._db.execute(text, *values)
+
+    async def append_audit(
+        self,
+        at: datetime,
+        proposal_id: str | None,
+        actor: str,
+        event: str,
+        detail: Mapping[str, JsonValue],
+    ) -> AuditEntry:
+        return await self._store.append_audit(self._db, at, proposal_id, actor, event, detail)
+
+    async def existing_proposal(self, proposal_id: str) -> Proposal:
+        return await self._store.existing_proposal(self._db, proposal_id)
+
+    async def with_approvals(
+        self, proposals: Sequence[Proposal], *, every: bool = False
+    ) -> list[Proposal]:
+        return await with_approvals(self._db, proposals, every=every)
+
+    async def enqueue_effects(self, row: Row, now: datetime) -> Proposal:
+        return await self._store.enqueue_effects(self._db, row, now)  # type: ignore[arg-type]

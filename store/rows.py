@@ -27,6 +27,8 @@ __all__ = [
     "new_proposal_params",
     "outcome_json",
     "proposal_from_row",
+    "read_optional_time",
+    "read_time",
 ]
 
 
@@ -39,6 +41,17 @@ def db_time(value: datetime, *, field: str = "datetime") -> str:
 
 def from_db_time(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def read_time(value: str | datetime) -> datetime:
+    """A stored time, read back in UTC: SQLite's text or PostgreSQL's timestamptz."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC)
+    return from_db_time(value)
+
+
+def read_optional_time(value: str | datetime | None) -> datetime | None:
+    return None if value is None else read_time(value)
 
 
 def _optional_time(text: str | None) -> datetime | None:

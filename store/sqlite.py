@@ -40,6 +40,9 @@ from store.base import (
     Transitioned,
     TransitionResult,
 )
+from store.connector import Array, Dialect, load_queries
+from store.connector import Row as AnyRow
+from store.delegations import Delegations
 from store.edits import check_edit, edited_detail, superseded_detail
 from store.effects import effects_of, lane_of
 from store.group_commit import GroupCommit
@@ -57,7 +60,6 @@ from store.rows import (
 )
 from store.shield import finish_even_if_cancelled
 from store.sqlite_approvals import approve, with_approvals
-from store.sqlite_delegations import SqliteDelegations
 from store.sqlite_digests import SqliteDigests
 from store.sqlite_escalations import SqliteEscalations
 from store.sqlite_standing import SqliteStanding
@@ -347,9 +349,9 @@ class SqliteStore:
         """Standing rules and reviews in this database, in its transactions and audit chain."""
         return SqliteStanding(self)
 
-    def delegations(self) -> SqliteDelegations:
+    def delegations(self) -> Delegations:
         """Delegations from Slack in this database, in its transactions and audit chain."""
-        return SqliteDelegations(self)
+        return Delegations(self)
 
     def digests(self) -> SqliteDigests:
         """Digests of similar proposals in this database, in its transactions and audit chain."""
@@ -466,6 +468,12 @@ class SqliteStore:
                 yield self._db
             except sqlite3.Error as error:
                 raise _translated(error) from error
+
+    @asynccontextmanager
+    async def tx(self, *, write: bool) -> AsyncIterator[SqliteTx]:
+        """A transaction for the verbs written over the connector (store/connector.py)."""
+        async with self.transaction(write=write) as db:
+            yield SqliteTx(self, db)
 
     async def one(self, db: aiosqlite.Connection, sql: str, params: Any) -> Row | None:
         """The first row ``sql`` returns inside ``db``'s transaction, or None."""
@@ -879,3 +887,59 @@ class SqliteStore:
         if head is None:
             raise StoreError("the audit head row is missing; the database was altered by hand")
         return AuditHead(seq=int(head["seq"]), hash=str(head["hash"]))
+
+
+class SqliteTx:
+    """One SQLite transaction as the connector's Tx (store/connector.py): named queries with
+    named parameters, times as fixed-width UTC text, arrays as JSON text."""
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, store: SqliteStore, db: aiosqlite.Connection) -> None:
+        self._store = store
+        self._db = db
+        self._queries = load_queries("sqlite")
+
+    @staticmethod
+    def param(name: str, value: Any) -> Any:
+        if isinstance(value, datetime):
+            return db_time(value, field=name)
+        if isinstance(value, Array):
+            return dump_json(list(value))
+        return value
+
+    def _bound(self, query: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        named = self._queries[query]
+        values = {key: self.param(key, value) for key, value in named.named(params).items()}
+        return named.text, values
+
+    async def one(self, query: str, /, **params: Any) -> AnyRow | None:
+        rows = list(await self._db.execute_fetchall(*self._bound(query, params)))
+        return rows[0] if rows else None
+
+    async def all(self, query: str, /, **params: Any) -> list[AnyRow]:
+        return list(await self._db.execute_fetchall(*self._bound(query, params)))
+
+    async def execute(self, query: str, /, **params: Any) -> None:
+        await self._db.execute(*self._bound(query, params))
+
+    async def append_audit(
+        self,
+        at: datetime,
+        proposal_id: str | None,
+        actor: str,
+        event: str,
+        detail: Mapping[str, JsonValue],
+    ) -> AuditEntry:
+        return await self._store.append_audit(self._db, at, proposal_id, actor, event, detail)
+
+    async def existing_proposal(self, proposal_id: str) -> Proposal:
+        return await self._store.existing_proposal(self._db, proposal_id)
+
+    async def with_approvals(
+        self, proposals: Sequence[Proposal], *, every: bool = False
+    ) -> list[Proposal]:
+        return await with_approvals(self._db, proposals, every=every)
+
+    async def enqueue_effects(self, row: AnyRow, now: datetime) -> Proposal:
+        return await self._store.enqueue_effects(self._db, row, now)  # type: ignore[arg-type]

@@ -1,0 +1,94 @@
+"""The named SQL both backends keep (store/sql/<dialect>/queries): the same names in both, each
+block well formed, every name the verbs run defined, and ``:param`` turned into ``$n`` right."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from store.connector import Array, load_queries, parse_queries
+
+ROOT = Path(__file__).resolve().parents[2]
+VERBS = ("one", "all", "execute")
+
+
+def test_both_dialects_name_the_same_queries() -> None:
+    sqlite, postgres = set(load_queries("sqlite")), set(load_queries("postgres"))
+    assert sqlite, "no named queries found"
+    assert sqlite - postgres == set(), "named in SQLite only"
+    assert postgres - sqlite == set(), "named in PostgreSQL only"
+
+
+def test_each_query_takes_the_same_parameters_in_both_dialects() -> None:
+    sqlite, postgres = load_queries("sqlite"), load_queries("postgres")
+    differ = {
+        name: (sorted(sqlite[name].params), sorted(postgres[name].params))
+        for name in sqlite
+        if set(sqlite[name].params) != set(postgres[name].params)
+    }
+    assert differ == {}
+
+
+def _names_run_by_the_verbs() -> set[str]:
+    """The first argument of every ``tx.one/all/execute("name", ...)`` in store/."""
+    used: set[str] = set()
+    for path in (ROOT / "store").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in VERBS
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "tx"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                used.add(node.args[0].value)
+    return used
+
+
+def test_every_query_a_verb_runs_is_defined_and_every_defined_query_is_run() -> None:
+    used, defined = _names_run_by_the_verbs(), set(load_queries("sqlite"))
+    assert used, "found no verb written over the connector"
+    assert used - defined == set(), "run but not defined"
+    assert defined - used == set(), "defined but never run"
+
+
+def test_postgres_parameters_become_positions_in_first_use_order_and_casts_stay() -> None:
+    text = """
+-- name: example
+-- a comment with :not_a_param
+SELECT :b::text, :a, :b  -- :neither
+FROM t WHERE x = ANY(:ids)
+"""
+    [query] = parse_queries(text, dialect="postgres").values()
+    assert query.params == ("b", "a", "ids")
+    assert "SELECT $1::text, $2, $1  -- :neither" in query.text
+    assert "ANY($3)" in query.text
+    assert query.positional({"a": 1, "b": 2, "ids": Array(("x",))}) == [2, 1, ("x",)]
+    [same] = parse_queries(text, dialect="sqlite").values()
+    assert same.params == ("b", "a", "ids") and ":b::text" in same.text
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("SELECT 1\n-- name: a\nSELECT 2", "before the first"),
+        ("-- name: a\n\n-- name: b\nSELECT 1", "'a' is empty"),
+        ("-- name: a\nSELECT 1\n-- name: a\nSELECT 2", "'a' is named twice"),
+    ],
+)
+def test_malformed_query_files_are_refused_naming_the_problem(text: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        parse_queries(text, dialect="sqlite", source="x.sql")
+
+
+def test_a_missing_or_unexpected_parameter_names_both() -> None:
+    [query] = parse_queries("-- name: q\nSELECT :a, :b", dialect="postgres").values()
+    with pytest.raises(
+        TypeError, match=r"missing parameters \['b'\], unexpected parameters \['c'\]"
+    ):
+        query.positional({"a": 1, "c": 3})
