@@ -9,8 +9,10 @@ a transaction and runs *named* queries in it with *named* parameters::
 
 What really differs between SQLite and PostgreSQL lives behind that interface, in each backend:
 
-- the SQL itself, as named blocks in ``store/sql/<dialect>/queries/*.sql`` (the same names in
-  both; ``tests/store/test_named_queries.py`` fails when a name exists in one and not the other);
+- the SQL itself, as named blocks: standard SQL both run alike once in
+  ``store/sql/common/queries/*.sql``, and what differs in ``store/sql/<dialect>/queries/*.sql``
+  with the same names in both (``tests/store/test_named_queries.py`` fails when a name exists in
+  one and not the other, or in common and a dialect too);
 - how a value becomes a parameter (:meth:`Tx.param`: SQLite stores times as fixed-width UTC text
   and arrays as JSON text, PostgreSQL as ``timestamptz`` and ``text[]``);
 - the audit head (SQLite follows it in memory under its single writer, PostgreSQL locks its row),
@@ -43,6 +45,7 @@ __all__ = [
     "Query",
     "Row",
     "Tx",
+    "dialect_query_names",
     "load_queries",
 ]
 
@@ -137,16 +140,27 @@ def _code(body: str) -> str:
 
 @cache
 def load_queries(dialect: Dialect) -> Mapping[str, Query]:
-    """Every named query of ``dialect``, from ``store/sql/<dialect>/queries/*.sql``."""
+    """Every named query of ``dialect``: the standard SQL both backends run alike, from
+    ``store/sql/common/queries/*.sql``, and the SQL written for ``dialect`` alone, from
+    ``store/sql/<dialect>/queries/*.sql``. A name is defined once: in common, or in every
+    dialect's folder (tests/store/test_named_queries.py holds both to that)."""
     found: dict[str, Query] = {}
-    for path in sorted((QUERIES / dialect / "queries").glob("*.sql")):
-        for name, query in parse_queries(
-            path.read_text(), dialect=dialect, source=str(path)
-        ).items():
-            if name in found:
-                raise ValueError(f"{path}: query {name!r} is also named in another file")
-            found[name] = query
+    for folder in ("common", dialect):
+        for path in sorted((QUERIES / folder / "queries").glob("*.sql")):
+            queries = parse_queries(path.read_text(), dialect=dialect, source=str(path))
+            for name, query in queries.items():
+                if name in found:
+                    raise ValueError(f"{path}: query {name!r} is also named in another file")
+                found[name] = query
     return found
+
+
+def dialect_query_names(dialect: Dialect) -> frozenset[str]:
+    """The names ``dialect`` defines for itself (not in common)."""
+    names: set[str] = set()
+    for path in (QUERIES / dialect / "queries").glob("*.sql"):
+        names |= set(parse_queries(path.read_text(), dialect=dialect, source=str(path)))
+    return frozenset(names)
 
 
 class Tx(Protocol):

@@ -1,5 +1,6 @@
-"""The named SQL both backends keep (store/sql/<dialect>/queries): the same names in both, each
-block well formed, every name the verbs run defined, and ``:param`` turned into ``$n`` right."""
+"""The named SQL the backends run (store/sql/common/queries, store/sql/<dialect>/queries): what a
+dialect writes for itself the other writes too, nothing is both common and a dialect's own, each
+block is well formed, every name the verbs run is defined, and ``:param`` becomes ``$n`` right."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from store.connector import Array, load_queries, parse_queries
+from store import connector
+from store.connector import Array, dialect_query_names, load_queries, parse_queries
 
 ROOT = Path(__file__).resolve().parents[2]
 VERBS = ("one", "all", "execute")
@@ -19,6 +21,23 @@ def test_both_dialects_name_the_same_queries() -> None:
     assert sqlite, "no named queries found"
     assert sqlite - postgres == set(), "named in SQLite only"
     assert postgres - sqlite == set(), "named in PostgreSQL only"
+    assert dialect_query_names("sqlite") == dialect_query_names("postgres")
+
+
+def test_a_query_in_common_and_in_a_dialect_too_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder in ("common", "sqlite"):
+        (tmp_path / folder / "queries").mkdir(parents=True)
+        (tmp_path / folder / "queries" / "x.sql").write_text("-- name: same\nSELECT 1\n")
+    monkeypatch.setattr(connector, "QUERIES", tmp_path)
+    load_queries.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="'same' is also named in another file"):
+            load_queries("sqlite")
+    finally:
+        monkeypatch.undo()
+        load_queries.cache_clear()
 
 
 def test_each_query_takes_the_same_parameters_in_both_dialects() -> None:

@@ -1,4 +1,4 @@
--- Delegations from Slack (store/delegations.py). The same names as ../../sqlite/queries.
+-- Delegations from Slack (store/delegations.py): the same SQL on SQLite and PostgreSQL.
 
 -- name: insert_delegation
 -- A new delegation.
