@@ -16,6 +16,9 @@ from importlib import resources
 
 __all__ = ["Migration", "MigrationError", "load_migrations", "pending_migrations"]
 
+#: the file beside the migrations that shows the schema they build; not a migration
+SCHEMA_FILE = "schema.sql"
+
 _FILE_NAME = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
 
 
@@ -36,6 +39,8 @@ def load_migrations(backend: str) -> tuple[Migration, ...]:
     found: list[Migration] = []
     for entry in folder.iterdir():
         match = _FILE_NAME.match(entry.name)
+        if entry.name == SCHEMA_FILE:  # the current schema, for reading (store/schema.py)
+            continue
         if match is None:
             if entry.name.endswith(".sql"):
                 raise MigrationError(

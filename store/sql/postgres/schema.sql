@@ -1,0 +1,697 @@
+-- The PostgreSQL schema as migrations 0001..0011 leave it: for reading, never applied.
+-- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
+-- To change the schema, add a migration (docs/store.md says how), then write this file again.
+
+CREATE TABLE approvals (
+    proposal_id text NOT NULL,
+    approver text NOT NULL,
+    binding_hash text NOT NULL,
+    approved_at timestamp with time zone NOT NULL,
+    CONSTRAINT approvals_pkey PRIMARY KEY (proposal_id, approver),
+    CONSTRAINT approvals_proposal_id_fkey FOREIGN KEY (proposal_id) REFERENCES proposals(id)
+);
+
+CREATE TABLE audit_head (
+    id integer NOT NULL,
+    seq bigint NOT NULL,
+    hash text NOT NULL,
+    CONSTRAINT audit_head_id_check CHECK ((id = 1)),
+    CONSTRAINT audit_head_pkey PRIMARY KEY (id),
+    CONSTRAINT audit_head_seq_check CHECK ((seq >= 0))
+);
+
+CREATE TABLE audit_log (
+    seq bigint NOT NULL,
+    at timestamp with time zone NOT NULL,
+    proposal_id text,
+    actor text NOT NULL,
+    event text NOT NULL,
+    detail json NOT NULL,
+    prev_hash text NOT NULL,
+    hash text NOT NULL,
+    CONSTRAINT audit_log_detail_check CHECK ((json_typeof(detail) = 'object'::text)),
+    CONSTRAINT audit_log_pkey PRIMARY KEY (seq),
+    CONSTRAINT audit_log_seq_check CHECK ((seq >= 1))
+);
+
+CREATE TABLE delegations (
+    id text NOT NULL,
+    token_hash text NOT NULL,
+    agent text NOT NULL,
+    person text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    revoked_by text,
+    revoked_at timestamp with time zone,
+    CONSTRAINT delegations_expire_after_creation CHECK ((expires_at > created_at)),
+    CONSTRAINT delegations_last_at_most_7_days CHECK ((expires_at <= (created_at + '7 days'::interval))),
+    CONSTRAINT delegations_pkey PRIMARY KEY (id),
+    CONSTRAINT delegations_revocation_is_complete CHECK (((revoked_by IS NULL) = (revoked_at IS NULL))),
+    CONSTRAINT delegations_token_hash_check CHECK ((length(token_hash) = 64)),
+    CONSTRAINT delegations_token_hash_key UNIQUE (token_hash)
+);
+
+CREATE TABLE digests (
+    id text NOT NULL,
+    channel text NOT NULL,
+    ts text NOT NULL,
+    operation text NOT NULL,
+    requested_by text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT digests_one_per_message UNIQUE (channel, ts),
+    CONSTRAINT digests_pkey PRIMARY KEY (id)
+);
+
+CREATE TABLE escalation_outbox (
+    id bigint NOT NULL,
+    escalation_id text NOT NULL,
+    effect text NOT NULL,
+    lane text NOT NULL,
+    status text NOT NULL,
+    reannounce boolean NOT NULL DEFAULT false,
+    created_at timestamp with time zone NOT NULL,
+    attempts integer NOT NULL DEFAULT 0,
+    next_attempt_at timestamp with time zone NOT NULL,
+    leased_until timestamp with time zone,
+    delivered_at timestamp with time zone,
+    abandoned_at timestamp with time zone,
+    last_error text,
+    CONSTRAINT escalation_outbox_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT escalation_outbox_effect_check CHECK ((effect = ANY (ARRAY['slack.post'::text, 'slack.update'::text, 'slack.reply'::text, 'callback'::text]))),
+    CONSTRAINT escalation_outbox_escalation_id_fkey FOREIGN KEY (escalation_id) REFERENCES escalations(id),
+    CONSTRAINT escalation_outbox_lane_check CHECK ((lane = ANY (ARRAY['slack'::text, 'callback'::text]))),
+    CONSTRAINT escalation_outbox_pkey PRIMARY KEY (id),
+    CONSTRAINT escalation_outbox_status_check CHECK ((status = ANY (ARRAY['open'::text, 'taken'::text, 'handed_back'::text, 'resolved'::text])))
+);
+
+CREATE TABLE escalations (
+    id text NOT NULL,
+    agent text NOT NULL,
+    submission_key text NOT NULL,
+    submission_fingerprint text NOT NULL,
+    conversation_id text NOT NULL,
+    requested_by text,
+    customer_ref text,
+    team text,
+    summary json NOT NULL,
+    trigger json NOT NULL,
+    verdict json NOT NULL,
+    channel text NOT NULL,
+    callback_url text,
+    created_at timestamp with time zone NOT NULL,
+    status text NOT NULL,
+    owner text,
+    note text,
+    resolved_by text,
+    resolved_at timestamp with time zone,
+    announced_at timestamp with time zone NOT NULL,
+    reannouncements integer NOT NULL DEFAULT 0,
+    slack_channel text,
+    slack_ts text,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT escalations_one_owner_while_taken CHECK (((status = 'taken'::text) = (owner IS NOT NULL))),
+    CONSTRAINT escalations_one_per_submission_key UNIQUE (agent, submission_key),
+    CONSTRAINT escalations_pkey PRIMARY KEY (id),
+    CONSTRAINT escalations_reannouncements_check CHECK ((reannouncements >= 0)),
+    CONSTRAINT escalations_resolver_when_resolved CHECK (((status = 'resolved'::text) = ((resolved_by IS NOT NULL) AND (resolved_at IS NOT NULL)))),
+    CONSTRAINT escalations_someone_is_accountable CHECK (((requested_by IS NOT NULL) OR (customer_ref IS NOT NULL))),
+    CONSTRAINT escalations_status_is_a_lifecycle_status CHECK ((status = ANY (ARRAY['open'::text, 'taken'::text, 'handed_back'::text, 'resolved'::text]))),
+    CONSTRAINT escalations_summary_check CHECK ((json_typeof(summary) = 'object'::text)),
+    CONSTRAINT escalations_trigger_check CHECK ((json_typeof(trigger) = 'object'::text)),
+    CONSTRAINT escalations_verdict_check CHECK ((json_typeof(verdict) = 'object'::text))
+);
+
+CREATE TABLE outbox (
+    id bigint NOT NULL,
+    proposal_id text NOT NULL,
+    effect text NOT NULL,
+    lane text NOT NULL,
+    status text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    attempts integer NOT NULL DEFAULT 0,
+    next_attempt_at timestamp with time zone NOT NULL,
+    leased_until timestamp with time zone,
+    delivered_at timestamp with time zone,
+    abandoned_at timestamp with time zone,
+    last_error text,
+    CONSTRAINT outbox_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT outbox_effect_is_an_effect CHECK ((effect = ANY (ARRAY['slack.post'::text, 'slack.update'::text, 'slack.reply'::text, 'slack.remind'::text, 'slack.review'::text, 'callback'::text]))),
+    CONSTRAINT outbox_lane_check CHECK ((lane = ANY (ARRAY['slack'::text, 'callback'::text]))),
+    CONSTRAINT outbox_pkey PRIMARY KEY (id),
+    CONSTRAINT outbox_proposal_id_fkey FOREIGN KEY (proposal_id) REFERENCES proposals(id)
+);
+
+CREATE TABLE proposals (
+    id text NOT NULL,
+    agent text NOT NULL,
+    submission_key text NOT NULL,
+    submission_fingerprint text NOT NULL,
+    requested_by text NOT NULL,
+    run_id text,
+    operation text NOT NULL,
+    request json NOT NULL,
+    arguments json NOT NULL,
+    preview json NOT NULL,
+    binding_hash text NOT NULL,
+    agent_reason text,
+    callback_url text,
+    rule_id text,
+    decision text NOT NULL,
+    policy_note text NOT NULL,
+    approver_roles text[] NOT NULL DEFAULT '{}'::text[],
+    channel text,
+    status text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone,
+    slack_channel text,
+    slack_ts text,
+    decided_by text,
+    decided_at timestamp with time zone,
+    decision_note text,
+    outcome json,
+    updated_at timestamp with time zone NOT NULL,
+    lease_until timestamp with time zone,
+    risk text NOT NULL DEFAULT 'irreversible'::text,
+    risk_rank smallint DEFAULT 
+CASE risk
+    WHEN 'irreversible'::text THEN 0
+    WHEN 'reversible'::text THEN 1
+    ELSE 2
+END,
+    quorum smallint NOT NULL DEFAULT 1,
+    supersedes text,
+    edited_by text,
+    superseded_by text,
+    remind_at timestamp with time zone,
+    reminded_at timestamp with time zone,
+    extended_by text,
+    extended_at timestamp with time zone,
+    standing_rule_id text,
+    review_sampled boolean NOT NULL DEFAULT false,
+    digest_id text,
+    delegation_id text,
+    CONSTRAINT proposals_arguments_check CHECK ((json_typeof(arguments) = 'object'::text)),
+    CONSTRAINT proposals_decision_check CHECK ((decision = ANY (ARRAY['auto'::text, 'ask'::text, 'deny'::text]))),
+    CONSTRAINT proposals_delegation_id_fkey FOREIGN KEY (delegation_id) REFERENCES delegations(id),
+    CONSTRAINT proposals_digest_id_fkey FOREIGN KEY (digest_id) REFERENCES digests(id),
+    CONSTRAINT proposals_edit_names_its_editor CHECK (((supersedes IS NULL) = (edited_by IS NULL))),
+    CONSTRAINT proposals_extension_is_complete CHECK (((extended_by IS NULL) = (extended_at IS NULL))),
+    CONSTRAINT proposals_one_per_submission_key UNIQUE (agent, submission_key),
+    CONSTRAINT proposals_outcome_check CHECK (((outcome IS NULL) OR (json_typeof(outcome) = 'object'::text))),
+    CONSTRAINT proposals_pkey PRIMARY KEY (id),
+    CONSTRAINT proposals_preview_check CHECK ((json_typeof(preview) = 'object'::text)),
+    CONSTRAINT proposals_quorum_check CHECK (((quorum >= 1) AND (quorum <= 20))),
+    CONSTRAINT proposals_risk_check CHECK ((risk = ANY (ARRAY['read'::text, 'reversible'::text, 'irreversible'::text]))),
+    CONSTRAINT proposals_standing_rule_id_fkey FOREIGN KEY (standing_rule_id) REFERENCES standing_rules(id),
+    CONSTRAINT proposals_status_is_a_lifecycle_status CHECK ((status = ANY (ARRAY['pending'::text, 'denied'::text, 'rejected'::text, 'expired'::text, 'executing'::text, 'succeeded'::text, 'needs_reconciliation'::text, 'revision_required'::text, 'failed'::text, 'superseded'::text]))),
+    CONSTRAINT proposals_supersedes_fkey FOREIGN KEY (supersedes) REFERENCES proposals(id)
+);
+
+CREATE TABLE reviews (
+    proposal_id text NOT NULL,
+    verdict text NOT NULL,
+    reviewer text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT reviews_pkey PRIMARY KEY (proposal_id),
+    CONSTRAINT reviews_proposal_id_fkey FOREIGN KEY (proposal_id) REFERENCES proposals(id),
+    CONSTRAINT reviews_verdict_check CHECK ((verdict = ANY (ARRAY['ok'::text, 'should_have_asked'::text])))
+);
+
+CREATE TABLE schema_migrations (
+    version integer NOT NULL,
+    name text NOT NULL,
+    applied_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT schema_migrations_pkey PRIMARY KEY (version)
+);
+
+CREATE TABLE standing_rules (
+    id text NOT NULL,
+    operation text NOT NULL,
+    agent text NOT NULL,
+    rule_id text NOT NULL,
+    ceiling_field text NOT NULL,
+    ceiling numeric NOT NULL,
+    created_by text NOT NULL,
+    created_from text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    revoked_by text,
+    revoked_at timestamp with time zone,
+    arguments json,
+    varying text[] NOT NULL DEFAULT '{}'::text[],
+    max_uses integer NOT NULL DEFAULT 10,
+    CONSTRAINT standing_rules_arguments_are_an_object CHECK (((arguments IS NULL) OR (json_typeof(arguments) = 'object'::text))),
+    CONSTRAINT standing_rules_created_from_fkey FOREIGN KEY (created_from) REFERENCES proposals(id),
+    CONSTRAINT standing_rules_created_from_key UNIQUE (created_from),
+    CONSTRAINT standing_rules_expire_after_creation CHECK ((expires_at > created_at)),
+    CONSTRAINT standing_rules_last_at_most_30_days CHECK ((expires_at <= (created_at + '30 days'::interval))),
+    CONSTRAINT standing_rules_max_uses_in_range CHECK (((max_uses >= 1) AND (max_uses <= 1000))),
+    CONSTRAINT standing_rules_pkey PRIMARY KEY (id),
+    CONSTRAINT standing_rules_revocation_is_complete CHECK (((revoked_by IS NULL) = (revoked_at IS NULL)))
+);
+
+CREATE UNIQUE INDEX approvals_pkey ON approvals USING btree (proposal_id, approver);
+
+CREATE UNIQUE INDEX audit_head_pkey ON audit_head USING btree (id);
+
+CREATE UNIQUE INDEX audit_log_pkey ON audit_log USING btree (seq);
+
+CREATE INDEX audit_log_proposal_id ON audit_log USING btree (proposal_id, seq);
+
+CREATE INDEX delegations_person ON delegations USING btree (person, created_at);
+
+CREATE UNIQUE INDEX delegations_pkey ON delegations USING btree (id);
+
+CREATE UNIQUE INDEX delegations_token_hash_key ON delegations USING btree (token_hash);
+
+CREATE UNIQUE INDEX digests_one_per_message ON digests USING btree (channel, ts);
+
+CREATE UNIQUE INDEX digests_pkey ON digests USING btree (id);
+
+CREATE INDEX escalation_outbox_due ON escalation_outbox USING btree (next_attempt_at, id) WHERE ((delivered_at IS NULL) AND (abandoned_at IS NULL));
+
+CREATE INDEX escalation_outbox_open ON escalation_outbox USING btree (escalation_id, lane, id) WHERE ((delivered_at IS NULL) AND (abandoned_at IS NULL));
+
+CREATE UNIQUE INDEX escalation_outbox_pkey ON escalation_outbox USING btree (id);
+
+CREATE UNIQUE INDEX escalations_one_per_submission_key ON escalations USING btree (agent, submission_key);
+
+CREATE INDEX escalations_open_announced ON escalations USING btree (announced_at, id) WHERE (status = 'open'::text);
+
+CREATE INDEX escalations_open_by_agent ON escalations USING btree (agent) WHERE (status = 'open'::text);
+
+CREATE INDEX escalations_owner ON escalations USING btree (owner, updated_at) WHERE (status = 'taken'::text);
+
+CREATE UNIQUE INDEX escalations_pkey ON escalations USING btree (id);
+
+CREATE INDEX outbox_due ON outbox USING btree (next_attempt_at, id) WHERE ((delivered_at IS NULL) AND (abandoned_at IS NULL));
+
+CREATE INDEX outbox_open_by_proposal ON outbox USING btree (proposal_id, lane, id) WHERE ((delivered_at IS NULL) AND (abandoned_at IS NULL));
+
+CREATE UNIQUE INDEX outbox_pkey ON outbox USING btree (id);
+
+CREATE INDEX proposals_decided_by ON proposals USING btree (decided_by, decided_at) WHERE (decided_by IS NOT NULL);
+
+CREATE INDEX proposals_delegation ON proposals USING btree (delegation_id) WHERE (delegation_id IS NOT NULL);
+
+CREATE INDEX proposals_digest_items ON proposals USING btree (digest_id, created_at, id) WHERE (digest_id IS NOT NULL);
+
+CREATE INDEX proposals_executing_lease ON proposals USING btree (lease_until) WHERE (status = 'executing'::text);
+
+CREATE UNIQUE INDEX proposals_one_per_submission_key ON proposals USING btree (agent, submission_key);
+
+CREATE INDEX proposals_pending_by_agent ON proposals USING btree (agent, risk_rank, expires_at, id) WHERE (status = 'pending'::text);
+
+CREATE INDEX proposals_pending_by_risk ON proposals USING btree (risk_rank, expires_at, id) WHERE (status = 'pending'::text);
+
+CREATE INDEX proposals_pending_queue ON proposals USING btree (channel, risk_rank, expires_at, id) WHERE (status = 'pending'::text);
+
+CREATE UNIQUE INDEX proposals_pkey ON proposals USING btree (id);
+
+CREATE INDEX proposals_review_sampled ON proposals USING btree (rule_id, standing_rule_id) WHERE review_sampled;
+
+CREATE INDEX proposals_standing_rule ON proposals USING btree (standing_rule_id) WHERE (standing_rule_id IS NOT NULL);
+
+CREATE INDEX proposals_status_expires_at ON proposals USING btree (status, expires_at);
+
+CREATE INDEX proposals_unreminded ON proposals USING btree (remind_at) WHERE ((status = 'pending'::text) AND (reminded_at IS NULL) AND (remind_at IS NOT NULL));
+
+CREATE UNIQUE INDEX reviews_pkey ON reviews USING btree (proposal_id);
+
+CREATE UNIQUE INDEX schema_migrations_pkey ON schema_migrations USING btree (version);
+
+CREATE INDEX standing_rules_active ON standing_rules USING btree (operation, agent, expires_at) WHERE (revoked_at IS NULL);
+
+CREATE UNIQUE INDEX standing_rules_created_from_key ON standing_rules USING btree (created_from);
+
+CREATE UNIQUE INDEX standing_rules_pkey ON standing_rules USING btree (id);
+
+CREATE OR REPLACE FUNCTION approvals_are_append_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RAISE EXCEPTION 'approvals are append-only: an approval cannot be changed or deleted'
+        USING ERRCODE = 'integrity_constraint_violation';
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION audit_head_moves_forward()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP <> 'UPDATE' OR NEW.id <> OLD.id OR NEW.seq <> OLD.seq + 1 THEN
+        RAISE EXCEPTION 'audit_head only moves forward with an appended entry (%)', TG_OP
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION audit_log_appends_to_head()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    head audit_head%ROWTYPE;
+BEGIN
+    SELECT * INTO head FROM audit_head WHERE id = 1 FOR UPDATE;
+    IF NOT FOUND OR NEW.seq <> head.seq + 1 OR NEW.prev_hash <> head.hash THEN
+        RAISE EXCEPTION 'audit_log: a new entry must follow the head of the chain'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    UPDATE audit_head SET seq = NEW.seq, hash = NEW.hash WHERE id = 1;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION audit_log_is_append_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RAISE EXCEPTION 'audit_log is append-only: entries cannot be changed or deleted (%)', TG_OP
+        USING ERRCODE = 'integrity_constraint_violation';
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION delegations_only_revocation_changes()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP <> 'UPDATE'
+       OR (NEW.id, NEW.token_hash, NEW.agent, NEW.person, NEW.created_at, NEW.expires_at)
+          IS DISTINCT FROM
+          (OLD.id, OLD.token_hash, OLD.agent, OLD.person, OLD.created_at, OLD.expires_at)
+       OR OLD.revoked_at IS NOT NULL OR NEW.revoked_at IS NULL
+    THEN
+        RAISE EXCEPTION 'delegations: a delegation cannot be changed or deleted, only revoked once (%)',
+            TG_OP USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION digests_are_written_once()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RAISE EXCEPTION 'digests: a posted digest cannot be changed or deleted'
+        USING ERRCODE = 'integrity_constraint_violation';
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION escalations_report_is_frozen()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RAISE EXCEPTION 'escalations: what the agent reported cannot be changed'
+        USING ERRCODE = 'integrity_constraint_violation';
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION escalations_status_follows_lifecycle()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NEW.status <> OLD.status AND OLD.status || ' -> ' || NEW.status NOT IN (
+        'open -> taken',
+        'open -> resolved',
+        'taken -> handed_back',
+        'taken -> resolved',
+        'handed_back -> taken',
+        'handed_back -> resolved')
+    THEN
+        RAISE EXCEPTION 'escalations: % -> % is not a lifecycle transition', OLD.status, NEW.status
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION proposals_contract_is_frozen()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RAISE EXCEPTION 'proposals: the frozen contract of a proposal cannot be changed'
+        USING ERRCODE = 'integrity_constraint_violation';
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION proposals_delegation_covers()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NEW.delegation_id IS NULL THEN
+        RETURN NEW;
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM delegations AS d
+        WHERE d.id = NEW.delegation_id AND d.agent = NEW.agent AND d.person = NEW.requested_by
+          AND d.revoked_at IS NULL AND d.expires_at > NEW.created_at
+        FOR SHARE)
+    THEN
+        RAISE EXCEPTION 'proposals: the delegation does not cover this proposal'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION proposals_delegation_is_frozen()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NEW.delegation_id IS DISTINCT FROM OLD.delegation_id THEN
+        RAISE EXCEPTION 'proposals: the delegation of a proposal is frozen'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION proposals_digest_items_match()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF (OLD.digest_id IS NOT NULL AND NEW.digest_id IS DISTINCT FROM OLD.digest_id)
+       OR (NEW.digest_id IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM digests AS d
+            WHERE d.id = NEW.digest_id AND d.operation = NEW.operation
+              AND d.requested_by = NEW.requested_by
+              AND d.channel = NEW.slack_channel AND d.ts = NEW.slack_ts))
+    THEN
+        RAISE EXCEPTION 'proposals: a digest item stays in its digest, shown by its message, and shares its operation and requester'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION proposals_expiry_extends_once()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF OLD.extended_by IS NOT NULL
+       OR (NEW.expires_at IS DISTINCT FROM OLD.expires_at AND NEW.extended_by IS NULL)
+       OR (NEW.extended_by IS NOT NULL AND (OLD.status <> 'pending'
+           OR NEW.expires_at IS NULL OR OLD.expires_at IS NULL
+           OR NEW.expires_at <= OLD.expires_at))
+    THEN
+        RAISE EXCEPTION 'proposals: the expiry of a pending proposal can be extended once'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION proposals_notify_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    PERFORM pg_notify('countersign_' || left(md5(current_schema()), 16), NEW.id);
+    RETURN NULL;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION proposals_standing_is_frozen()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NEW.standing_rule_id IS DISTINCT FROM OLD.standing_rule_id
+       OR NEW.review_sampled IS DISTINCT FROM OLD.review_sampled
+    THEN
+        RAISE EXCEPTION 'proposals: the standing rule and review sample of a proposal are frozen'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION proposals_standing_rule_covers()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NEW.standing_rule_id IS NULL THEN
+        RETURN NEW;
+    END IF;
+    -- One use of a grant at a time: wait for the other uses' transactions, then count in a new
+    -- statement (READ COMMITTED: a new snapshot, which sees the uses committed meanwhile). The
+    -- lock also keeps a revocation from committing between this check and the insert's commit.
+    PERFORM 1 FROM standing_rules WHERE id = NEW.standing_rule_id FOR NO KEY UPDATE;
+    IF NEW.decision <> 'auto' OR NEW.status <> 'executing' OR NOT EXISTS (
+        SELECT 1 FROM standing_rules AS s
+        WHERE s.id = NEW.standing_rule_id
+          AND s.operation = NEW.operation AND s.agent = NEW.agent AND s.rule_id = NEW.rule_id
+          AND s.created_by <> NEW.requested_by
+          AND s.revoked_at IS NULL AND s.expires_at > NEW.created_at
+          AND json_typeof(NEW.arguments -> s.ceiling_field) = 'number'
+          AND (NEW.arguments ->> s.ceiling_field)::numeric <= s.ceiling
+          AND s.arguments IS NOT NULL
+          AND (NEW.arguments::jsonb - s.ceiling_field - s.varying) = s.arguments::jsonb
+          AND (SELECT count(*) FROM proposals AS p WHERE p.standing_rule_id = s.id)
+              < s.max_uses)
+    THEN
+        RAISE EXCEPTION 'proposals: the standing rule does not cover this proposal'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION proposals_status_follows_lifecycle()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NEW.status <> OLD.status AND OLD.status || ' -> ' || NEW.status NOT IN (
+        'pending -> executing',
+        'pending -> rejected',
+        'pending -> expired',
+        'pending -> superseded',
+        'executing -> succeeded',
+        'executing -> needs_reconciliation',
+        'executing -> revision_required',
+        'executing -> failed',
+        'needs_reconciliation -> succeeded',
+        'needs_reconciliation -> failed',
+        'needs_reconciliation -> executing')
+    THEN
+        RAISE EXCEPTION 'proposals: % -> % is not a lifecycle transition', OLD.status, NEW.status
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION reviews_are_append_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RAISE EXCEPTION 'reviews are append-only: a verdict cannot be changed or deleted (%)', TG_OP
+        USING ERRCODE = 'integrity_constraint_violation';
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION reviews_only_of_sampled_proposals()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM proposals WHERE id = NEW.proposal_id AND review_sampled) THEN
+        RAISE EXCEPTION 'reviews: only a proposal sampled for review can be reviewed'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION standing_rules_only_revocation_changes()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP <> 'UPDATE'
+       OR (NEW.id, NEW.operation, NEW.agent, NEW.rule_id, NEW.ceiling_field, NEW.ceiling,
+           NEW.created_by, NEW.created_from, NEW.created_at, NEW.expires_at, NEW.arguments::text,
+           NEW.varying, NEW.max_uses)
+          IS DISTINCT FROM
+          (OLD.id, OLD.operation, OLD.agent, OLD.rule_id, OLD.ceiling_field, OLD.ceiling,
+           OLD.created_by, OLD.created_from, OLD.created_at, OLD.expires_at, OLD.arguments::text,
+           OLD.varying, OLD.max_uses)
+       OR OLD.revoked_at IS NOT NULL OR NEW.revoked_at IS NULL
+    THEN
+        RAISE EXCEPTION 'standing_rules: a grant cannot be changed or deleted, only revoked once (%)',
+            TG_OP USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
+CREATE TRIGGER approvals_refuse_truncate BEFORE TRUNCATE ON approvals FOR EACH STATEMENT EXECUTE FUNCTION approvals_are_append_only();
+
+CREATE TRIGGER approvals_refuse_update_and_delete BEFORE DELETE OR UPDATE ON approvals FOR EACH ROW EXECUTE FUNCTION approvals_are_append_only();
+
+CREATE TRIGGER audit_head_moves_forward BEFORE DELETE OR UPDATE ON audit_head FOR EACH ROW EXECUTE FUNCTION audit_head_moves_forward();
+
+CREATE TRIGGER audit_head_refuses_truncate BEFORE TRUNCATE ON audit_head FOR EACH STATEMENT EXECUTE FUNCTION audit_head_moves_forward();
+
+CREATE TRIGGER audit_log_appends_to_head BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_appends_to_head();
+
+CREATE TRIGGER audit_log_refuses_truncate BEFORE TRUNCATE ON audit_log FOR EACH STATEMENT EXECUTE FUNCTION audit_log_is_append_only();
+
+CREATE TRIGGER audit_log_refuses_update_and_delete BEFORE DELETE OR UPDATE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_is_append_only();
+
+CREATE TRIGGER delegations_only_revocation_changes BEFORE DELETE OR UPDATE ON delegations FOR EACH ROW EXECUTE FUNCTION delegations_only_revocation_changes();
+
+CREATE TRIGGER delegations_refuse_truncate BEFORE TRUNCATE ON delegations FOR EACH STATEMENT EXECUTE FUNCTION delegations_only_revocation_changes();
+
+CREATE TRIGGER digests_refuse_truncate BEFORE TRUNCATE ON digests FOR EACH STATEMENT EXECUTE FUNCTION digests_are_written_once();
+
+CREATE TRIGGER digests_refuse_update_and_delete BEFORE DELETE OR UPDATE ON digests FOR EACH ROW EXECUTE FUNCTION digests_are_written_once();
+
+CREATE TRIGGER escalations_report_is_frozen BEFORE UPDATE OF id, agent, submission_key, submission_fingerprint, conversation_id, requested_by, customer_ref, team, summary, trigger, verdict, channel, callback_url, created_at ON escalations FOR EACH ROW EXECUTE FUNCTION escalations_report_is_frozen();
+
+CREATE TRIGGER escalations_status_follows_lifecycle BEFORE UPDATE OF status ON escalations FOR EACH ROW EXECUTE FUNCTION escalations_status_follows_lifecycle();
+
+CREATE TRIGGER proposals_contract_is_frozen BEFORE UPDATE OF id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request, arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note, approver_roles, channel, created_at, risk, quorum, supersedes, edited_by ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_contract_is_frozen();
+
+CREATE TRIGGER proposals_delegation_covers BEFORE INSERT ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_delegation_covers();
+
+CREATE TRIGGER proposals_delegation_is_frozen BEFORE UPDATE OF delegation_id ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_delegation_is_frozen();
+
+CREATE TRIGGER proposals_digest_items_match BEFORE UPDATE OF digest_id, slack_channel, slack_ts ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_digest_items_match();
+
+CREATE TRIGGER proposals_expiry_extends_once BEFORE UPDATE OF expires_at, extended_by, extended_at ON proposals FOR EACH ROW WHEN (((old.expires_at IS DISTINCT FROM new.expires_at) OR (old.extended_by IS DISTINCT FROM new.extended_by) OR (old.extended_at IS DISTINCT FROM new.extended_at))) EXECUTE FUNCTION proposals_expiry_extends_once();
+
+CREATE TRIGGER proposals_notify_change AFTER INSERT OR UPDATE OF status ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_notify_change();
+
+CREATE TRIGGER proposals_standing_is_frozen BEFORE UPDATE OF standing_rule_id, review_sampled ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_standing_is_frozen();
+
+CREATE TRIGGER proposals_standing_rule_covers BEFORE INSERT ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_standing_rule_covers();
+
+CREATE TRIGGER proposals_status_follows_lifecycle BEFORE UPDATE OF status ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_status_follows_lifecycle();
+
+CREATE TRIGGER reviews_only_of_sampled_proposals BEFORE INSERT ON reviews FOR EACH ROW EXECUTE FUNCTION reviews_only_of_sampled_proposals();
+
+CREATE TRIGGER reviews_refuse_truncate BEFORE TRUNCATE ON reviews FOR EACH STATEMENT EXECUTE FUNCTION reviews_are_append_only();
+
+CREATE TRIGGER reviews_refuse_update_and_delete BEFORE DELETE OR UPDATE ON reviews FOR EACH ROW EXECUTE FUNCTION reviews_are_append_only();
+
+CREATE TRIGGER standing_rules_only_revocation_changes BEFORE DELETE OR UPDATE ON standing_rules FOR EACH ROW EXECUTE FUNCTION standing_rules_only_revocation_changes();
+
+CREATE TRIGGER standing_rules_refuse_truncate BEFORE TRUNCATE ON standing_rules FOR EACH STATEMENT EXECUTE FUNCTION standing_rules_only_revocation_changes();

@@ -1,0 +1,527 @@
+-- The SQLite schema as migrations 0001..0011 leave it: for reading, never applied.
+-- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
+-- To change the schema, add a migration (docs/store.md says how), then write this file again.
+
+CREATE TABLE approvals (
+    proposal_id   TEXT NOT NULL REFERENCES proposals (id),
+    approver      TEXT NOT NULL,
+    binding_hash  TEXT NOT NULL,
+    approved_at   TEXT NOT NULL,
+    PRIMARY KEY (proposal_id, approver)
+) STRICT;
+
+CREATE TABLE audit_head (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    seq   INTEGER NOT NULL CHECK (seq >= 0),
+    hash  TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE audit_log (
+    seq          INTEGER PRIMARY KEY CHECK (seq >= 1),
+    at           TEXT NOT NULL,
+    proposal_id  TEXT,
+    actor        TEXT NOT NULL,
+    event        TEXT NOT NULL,
+    detail       TEXT NOT NULL CHECK (json_valid(detail) AND json_type(detail) = 'object'),
+    prev_hash    TEXT NOT NULL,
+    hash         TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE delegations (
+    id          TEXT PRIMARY KEY,                 -- "dl_" + 128 random bits
+    token_hash  TEXT NOT NULL UNIQUE CHECK (length(token_hash) = 64),
+    agent       TEXT NOT NULL,                    -- the agent that may act for the person
+    person      TEXT NOT NULL,                    -- the Slack user id who delegated
+    created_at  TEXT NOT NULL,
+    expires_at  TEXT NOT NULL,
+    revoked_by  TEXT,
+    revoked_at  TEXT,
+    CHECK (expires_at > created_at),
+    -- bot.delegation.MAX_DELEGATION: 7 days (and a second's slack for julianday's floats)
+    CHECK (julianday(expires_at) - julianday(created_at) <= 7.00001),
+    CHECK ((revoked_by IS NULL) = (revoked_at IS NULL))
+) STRICT;
+
+CREATE TABLE digests (
+    -- 'dg_' + 128 random bits: the only thing the digest's buttons carry
+    id            TEXT PRIMARY KEY,
+    channel       TEXT NOT NULL,
+    ts            TEXT NOT NULL,
+    operation     TEXT NOT NULL,
+    requested_by  TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    UNIQUE (channel, ts)
+) STRICT;
+
+CREATE TABLE escalation_outbox (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    escalation_id    TEXT NOT NULL REFERENCES escalations (id),
+    effect           TEXT NOT NULL
+                     CHECK (effect IN ('slack.post', 'slack.update', 'slack.reply', 'callback')),
+    lane             TEXT NOT NULL CHECK (lane IN ('slack', 'callback')),
+    status           TEXT NOT NULL
+                     CHECK (status IN ('open', 'taken', 'handed_back', 'resolved')),
+    -- 1: a re-announcement of an unclaimed escalation rather than a status change
+    reannounce       INTEGER NOT NULL DEFAULT 0 CHECK (reannounce IN (0, 1)),
+    created_at       TEXT NOT NULL,
+    attempts         INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    next_attempt_at  TEXT NOT NULL,
+    leased_until     TEXT,
+    delivered_at     TEXT,
+    abandoned_at     TEXT,
+    last_error       TEXT
+) STRICT;
+
+CREATE TABLE escalations (
+    id                      TEXT PRIMARY KEY,
+    agent                   TEXT NOT NULL,
+    submission_key          TEXT NOT NULL,
+    submission_fingerprint  TEXT NOT NULL,
+    conversation_id         TEXT NOT NULL,
+    requested_by            TEXT,
+    customer_ref            TEXT,
+    team                    TEXT,
+    summary                 TEXT NOT NULL
+                            CHECK (json_valid(summary) AND json_type(summary) = 'object'),
+    trigger                 TEXT NOT NULL
+                            CHECK (json_valid(trigger) AND json_type(trigger) = 'object'),
+    verdict                 TEXT NOT NULL
+                            CHECK (json_valid(verdict) AND json_type(verdict) = 'object'),
+    channel                 TEXT NOT NULL,
+    callback_url            TEXT,
+    created_at              TEXT NOT NULL,
+    -- Exactly the values of store.escalations.EscalationStatus.
+    status                  TEXT NOT NULL
+                            CHECK (status IN ('open', 'taken', 'handed_back', 'resolved')),
+    owner                   TEXT,
+    note                    TEXT,
+    resolved_by             TEXT,
+    resolved_at             TEXT,
+    announced_at            TEXT NOT NULL,
+    reannouncements         INTEGER NOT NULL DEFAULT 0 CHECK (reannouncements >= 0),
+    slack_channel           TEXT,
+    slack_ts                TEXT,
+    updated_at              TEXT NOT NULL,
+    -- someone is accountable: a person in Slack, or a customer
+    CHECK (requested_by IS NOT NULL OR customer_ref IS NOT NULL),
+    -- one owner exactly while taken; a resolver exactly when resolved
+    CHECK ((status = 'taken') = (owner IS NOT NULL)),
+    CHECK ((status = 'resolved') = (resolved_by IS NOT NULL AND resolved_at IS NOT NULL)),
+    UNIQUE (agent, submission_key)
+) STRICT;
+
+CREATE TABLE "outbox" (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    proposal_id      TEXT NOT NULL REFERENCES proposals (id),
+    effect           TEXT NOT NULL
+                     CHECK (effect IN ('slack.post', 'slack.update', 'slack.reply',
+                                       'slack.remind', 'slack.review', 'callback')),
+    lane             TEXT NOT NULL CHECK (lane IN ('slack', 'callback')),
+    -- the status the proposal entered: which reply to post, which state to call back with
+    status           TEXT NOT NULL,
+    created_at       TEXT NOT NULL,
+    attempts         INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    next_attempt_at  TEXT NOT NULL,
+    leased_until     TEXT,
+    delivered_at     TEXT,
+    abandoned_at     TEXT,
+    last_error       TEXT
+) STRICT;
+
+CREATE TABLE "proposals" (
+    id                      TEXT PRIMARY KEY,
+    agent                   TEXT NOT NULL,
+    submission_key          TEXT NOT NULL,
+    submission_fingerprint  TEXT NOT NULL,
+    requested_by            TEXT NOT NULL,
+    run_id                  TEXT,
+    operation               TEXT NOT NULL,
+    request                 TEXT NOT NULL CHECK (json_valid(request)),
+    arguments               TEXT NOT NULL
+                            CHECK (json_valid(arguments) AND json_type(arguments) = 'object'),
+    preview                 TEXT NOT NULL
+                            CHECK (json_valid(preview) AND json_type(preview) = 'object'),
+    binding_hash            TEXT NOT NULL,
+    agent_reason            TEXT,
+    callback_url            TEXT,
+    rule_id                 TEXT,
+    decision                TEXT NOT NULL CHECK (decision IN ('auto', 'ask', 'deny')),
+    policy_note             TEXT NOT NULL,
+    approver_roles          TEXT NOT NULL DEFAULT '[]'
+                            CHECK (json_valid(approver_roles)
+                                   AND json_type(approver_roles) = 'array'),
+    channel                 TEXT,
+    -- Exactly the values of store.lifecycle.Status (tests/store/test_sqlite.py checks this).
+    status                  TEXT NOT NULL CHECK (status IN (
+                                'pending', 'denied', 'rejected', 'expired', 'executing',
+                                'succeeded', 'needs_reconciliation', 'revision_required',
+                                'failed', 'superseded')),
+    created_at              TEXT NOT NULL,
+    expires_at              TEXT,
+    slack_channel           TEXT,
+    slack_ts                TEXT,
+    decided_by              TEXT,
+    decided_at              TEXT,
+    decision_note           TEXT,
+    outcome                 TEXT CHECK (outcome IS NULL OR
+                                        (json_valid(outcome) AND json_type(outcome) = 'object')),
+    updated_at              TEXT NOT NULL,
+    lease_until             TEXT,
+    -- the operation's risk class (contracts.base.Risk), frozen with the contract
+    risk                    TEXT NOT NULL DEFAULT 'irreversible'
+                            CHECK (risk IN ('read', 'reversible', 'irreversible')),
+    -- queues show the riskiest first: irreversible 0, reversible 1, read 2
+    risk_rank               INTEGER GENERATED ALWAYS AS (
+                                CASE risk WHEN 'irreversible' THEN 0
+                                          WHEN 'reversible' THEN 1 ELSE 2 END) STORED,
+    -- how many distinct people must approve before it runs
+    quorum                  INTEGER NOT NULL DEFAULT 1 CHECK (quorum BETWEEN 1 AND 20),
+    -- an edit: the proposal this one replaces, and who edited it
+    supersedes              TEXT REFERENCES "proposals" (id),
+    edited_by               TEXT,
+    -- set on the replaced proposal when an edit supersedes it
+    superseded_by           TEXT,
+    -- the reminder before expiry: when it is due (set at creation), and when it was posted
+    remind_at               TEXT,
+    reminded_at             TEXT,
+    extended_by             TEXT,
+    extended_at             TEXT, standing_rule_id TEXT REFERENCES standing_rules (id), review_sampled INTEGER NOT NULL DEFAULT 0
+    CHECK (review_sampled IN (0, 1)), digest_id TEXT REFERENCES digests (id), delegation_id TEXT REFERENCES delegations (id),
+    UNIQUE (agent, submission_key),
+    CHECK ((supersedes IS NULL) = (edited_by IS NULL)),
+    CHECK ((extended_by IS NULL) = (extended_at IS NULL))
+) STRICT;
+
+CREATE TABLE reviews (
+    proposal_id  TEXT PRIMARY KEY REFERENCES proposals (id),
+    verdict      TEXT NOT NULL CHECK (verdict IN ('ok', 'should_have_asked')),
+    reviewer     TEXT NOT NULL,
+    at           TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE standing_rules (
+    id             TEXT PRIMARY KEY,
+    operation      TEXT NOT NULL,
+    agent          TEXT NOT NULL,
+    rule_id        TEXT NOT NULL,          -- the ask rule whose calls it approves
+    ceiling_field  TEXT NOT NULL,          -- the numeric argument it bounds
+    ceiling        ANY NOT NULL CHECK (typeof(ceiling) IN ('integer', 'real')),
+    created_by     TEXT NOT NULL,          -- the admin who granted it
+    -- the proposal whose approval granted it: one standing rule per approval at most
+    created_from   TEXT NOT NULL UNIQUE REFERENCES proposals (id),
+    created_at     TEXT NOT NULL,
+    expires_at     TEXT NOT NULL,
+    revoked_by     TEXT,
+    revoked_at     TEXT, arguments TEXT
+    CHECK (arguments IS NULL OR json_type(arguments) = 'object'), varying TEXT NOT NULL DEFAULT '[]'
+    CHECK (json_type(varying) = 'array'), max_uses INTEGER NOT NULL DEFAULT 10
+    CHECK (max_uses BETWEEN 1 AND 1000),
+    CHECK (expires_at > created_at),
+    -- contracts.standing.MAX_STANDING: 30 days (and a second's slack for julianday's floats)
+    CHECK (julianday(expires_at) - julianday(created_at) <= 30.00001),
+    CHECK ((revoked_by IS NULL) = (revoked_at IS NULL))
+) STRICT;
+
+CREATE INDEX audit_log_proposal_id ON audit_log (proposal_id, seq);
+
+CREATE INDEX delegations_person ON delegations (person, created_at);
+
+CREATE INDEX escalation_outbox_due ON escalation_outbox (next_attempt_at, id)
+    WHERE delivered_at IS NULL AND abandoned_at IS NULL;
+
+CREATE INDEX escalation_outbox_open ON escalation_outbox (escalation_id, lane, id)
+    WHERE delivered_at IS NULL AND abandoned_at IS NULL;
+
+CREATE INDEX escalations_open_announced ON escalations (announced_at, id) WHERE status = 'open';
+
+CREATE INDEX escalations_open_by_agent ON escalations (agent) WHERE status = 'open';
+
+CREATE INDEX escalations_owner ON escalations (owner, updated_at) WHERE status = 'taken';
+
+CREATE INDEX outbox_due ON outbox (next_attempt_at, id)
+    WHERE delivered_at IS NULL AND abandoned_at IS NULL;
+
+CREATE INDEX outbox_open_by_proposal ON outbox (proposal_id, lane, id)
+    WHERE delivered_at IS NULL AND abandoned_at IS NULL;
+
+CREATE INDEX proposals_decided_by ON proposals (decided_by, decided_at)
+    WHERE decided_by IS NOT NULL;
+
+CREATE INDEX proposals_delegation ON proposals (delegation_id) WHERE delegation_id IS NOT NULL;
+
+CREATE INDEX proposals_digest_items ON proposals (digest_id, created_at, id)
+    WHERE digest_id IS NOT NULL;
+
+CREATE INDEX proposals_executing_lease ON proposals (lease_until) WHERE status = 'executing';
+
+CREATE INDEX proposals_pending_by_agent ON proposals (agent, risk_rank, expires_at, id)
+    WHERE status = 'pending';
+
+CREATE INDEX proposals_pending_by_risk ON proposals (risk_rank, expires_at, id)
+    WHERE status = 'pending';
+
+CREATE INDEX proposals_pending_queue ON proposals (channel, risk_rank, expires_at, id)
+    WHERE status = 'pending';
+
+CREATE INDEX proposals_review_sampled ON proposals (rule_id, standing_rule_id)
+    WHERE review_sampled = 1;
+
+CREATE INDEX proposals_standing_rule ON proposals (standing_rule_id)
+    WHERE standing_rule_id IS NOT NULL;
+
+CREATE INDEX proposals_status_expires_at ON proposals (status, expires_at);
+
+CREATE INDEX proposals_unreminded ON proposals (remind_at)
+    WHERE status = 'pending' AND reminded_at IS NULL AND remind_at IS NOT NULL;
+
+CREATE INDEX standing_rules_active ON standing_rules (operation, agent, expires_at)
+    WHERE revoked_at IS NULL;
+
+CREATE TRIGGER approvals_refuse_delete
+BEFORE DELETE ON approvals
+BEGIN
+    SELECT RAISE(ABORT, 'approvals are append-only: an approval cannot be deleted');
+END;
+
+CREATE TRIGGER approvals_refuse_update
+BEFORE UPDATE ON approvals
+BEGIN
+    SELECT RAISE(ABORT, 'approvals are append-only: an approval cannot be changed');
+END;
+
+CREATE TRIGGER audit_head_moves_forward
+BEFORE UPDATE ON audit_head
+WHEN NEW.id <> OLD.id OR NEW.seq <> OLD.seq + 1
+BEGIN
+    SELECT RAISE(ABORT, 'audit_head only moves forward with an appended entry');
+END;
+
+CREATE TRIGGER audit_head_refuses_delete
+BEFORE DELETE ON audit_head
+BEGIN
+    SELECT RAISE(ABORT, 'audit_head cannot be deleted');
+END;
+
+CREATE TRIGGER audit_log_appends_to_head
+BEFORE INSERT ON audit_log
+WHEN NEW.seq <> (SELECT seq FROM audit_head) + 1
+  OR NEW.prev_hash <> (SELECT hash FROM audit_head)
+BEGIN
+    SELECT RAISE(ABORT, 'audit_log: a new entry must follow the head of the chain');
+END;
+
+CREATE TRIGGER audit_log_moves_head
+AFTER INSERT ON audit_log
+BEGIN
+    UPDATE audit_head SET seq = NEW.seq, hash = NEW.hash WHERE id = 1;
+END;
+
+CREATE TRIGGER audit_log_refuses_delete
+BEFORE DELETE ON audit_log
+BEGIN
+    SELECT RAISE(ABORT, 'audit_log is append-only: entries cannot be deleted');
+END;
+
+CREATE TRIGGER audit_log_refuses_update
+BEFORE UPDATE ON audit_log
+BEGIN
+    SELECT RAISE(ABORT, 'audit_log is append-only: entries cannot be changed');
+END;
+
+CREATE TRIGGER delegations_only_revocation_changes
+BEFORE UPDATE ON delegations
+WHEN NEW.id IS NOT OLD.id OR NEW.token_hash IS NOT OLD.token_hash OR NEW.agent IS NOT OLD.agent
+  OR NEW.person IS NOT OLD.person OR NEW.created_at IS NOT OLD.created_at
+  OR NEW.expires_at IS NOT OLD.expires_at
+  OR OLD.revoked_at IS NOT NULL OR NEW.revoked_at IS NULL
+BEGIN
+    SELECT RAISE(ABORT, 'delegations: a delegation cannot be changed, only revoked once');
+END;
+
+CREATE TRIGGER delegations_refuse_delete
+BEFORE DELETE ON delegations
+BEGIN
+    SELECT RAISE(ABORT, 'delegations: a delegation cannot be deleted; revoke it');
+END;
+
+CREATE TRIGGER digests_refuse_delete
+BEFORE DELETE ON digests
+BEGIN
+    SELECT RAISE(ABORT, 'digests: a posted digest cannot be deleted');
+END;
+
+CREATE TRIGGER digests_refuse_update
+BEFORE UPDATE ON digests
+BEGIN
+    SELECT RAISE(ABORT, 'digests: a posted digest cannot be changed');
+END;
+
+CREATE TRIGGER escalations_report_is_frozen
+BEFORE UPDATE OF id, agent, submission_key, submission_fingerprint, conversation_id,
+    requested_by, customer_ref, team, summary, trigger, verdict, channel, callback_url, created_at
+ON escalations
+BEGIN
+    SELECT RAISE(ABORT, 'escalations: what the agent reported cannot be changed');
+END;
+
+CREATE TRIGGER escalations_status_follows_lifecycle
+BEFORE UPDATE OF status ON escalations
+WHEN NEW.status <> OLD.status AND OLD.status || ' -> ' || NEW.status NOT IN (
+    'open -> taken',
+    'open -> resolved',
+    'taken -> handed_back',
+    'taken -> resolved',
+    'handed_back -> taken',
+    'handed_back -> resolved')
+BEGIN
+    SELECT RAISE(ABORT, 'escalations: this status change is not a lifecycle transition');
+END;
+
+CREATE TRIGGER proposals_contract_is_frozen
+BEFORE UPDATE OF id, agent, submission_key, submission_fingerprint, requested_by, run_id,
+    operation, request, arguments, preview, binding_hash, agent_reason, callback_url, rule_id,
+    decision, policy_note, approver_roles, channel, created_at, risk, quorum, supersedes,
+    edited_by
+ON proposals
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: the frozen contract of a proposal cannot be changed');
+END;
+
+CREATE TRIGGER proposals_delegation_covers
+BEFORE INSERT ON proposals
+WHEN NEW.delegation_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM delegations AS d
+    WHERE d.id = NEW.delegation_id AND d.agent = NEW.agent AND d.person = NEW.requested_by
+      AND d.revoked_at IS NULL AND d.expires_at > NEW.created_at)
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: the delegation does not cover this proposal');
+END;
+
+CREATE TRIGGER proposals_delegation_is_frozen
+BEFORE UPDATE OF delegation_id ON proposals
+WHEN NEW.delegation_id IS NOT OLD.delegation_id
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: the delegation of a proposal is frozen');
+END;
+
+CREATE TRIGGER proposals_digest_items_match
+BEFORE UPDATE OF digest_id, slack_channel, slack_ts ON proposals
+WHEN (OLD.digest_id IS NOT NULL AND NEW.digest_id IS NOT OLD.digest_id)
+  OR (NEW.digest_id IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM digests AS d
+        WHERE d.id = NEW.digest_id AND d.operation = NEW.operation
+          AND d.requested_by = NEW.requested_by
+          AND d.channel = NEW.slack_channel AND d.ts = NEW.slack_ts))
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: a digest item stays in its digest, shown by its message, and shares its operation and requester');
+END;
+
+CREATE TRIGGER proposals_expiry_extends_once
+BEFORE UPDATE OF expires_at, extended_by, extended_at ON proposals
+WHEN OLD.extended_by IS NOT NULL
+  OR (NEW.expires_at IS NOT OLD.expires_at AND NEW.extended_by IS NULL)
+  OR (NEW.extended_by IS NOT NULL AND (OLD.status <> 'pending'
+      OR NEW.expires_at IS NULL OR OLD.expires_at IS NULL OR NEW.expires_at <= OLD.expires_at))
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: the expiry of a pending proposal can be extended once');
+END;
+
+CREATE TRIGGER proposals_standing_is_frozen
+BEFORE UPDATE OF standing_rule_id, review_sampled ON proposals
+WHEN NEW.standing_rule_id IS NOT OLD.standing_rule_id OR NEW.review_sampled IS NOT OLD.review_sampled
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: the standing rule and review sample of a proposal are frozen');
+END;
+
+CREATE TRIGGER proposals_standing_rule_covers
+BEFORE INSERT ON proposals
+WHEN NEW.standing_rule_id IS NOT NULL AND (
+    NEW.decision <> 'auto' OR NEW.status <> 'executing' OR NOT EXISTS (
+        SELECT 1 FROM standing_rules AS s
+        WHERE s.id = NEW.standing_rule_id
+          AND s.operation = NEW.operation AND s.agent = NEW.agent AND s.rule_id = NEW.rule_id
+          AND s.created_by <> NEW.requested_by
+          AND s.revoked_at IS NULL AND s.expires_at > NEW.created_at
+          AND json_type(NEW.arguments, '$."' || s.ceiling_field || '"') IN ('integer', 'real')
+          AND json_extract(NEW.arguments, '$."' || s.ceiling_field || '"') <= s.ceiling
+          AND s.arguments IS NOT NULL
+          -- no argument that may not vary differs from the bound one, or is new
+          AND NOT EXISTS (
+              SELECT 1 FROM json_each(NEW.arguments) AS a
+              WHERE a.key <> s.ceiling_field
+                AND a.key NOT IN (SELECT v.value FROM json_each(s.varying) AS v)
+                AND NOT EXISTS (
+                    SELECT 1 FROM json_each(s.arguments) AS b
+                    WHERE b.key = a.key AND b.type = a.type AND b.value IS a.value))
+          -- and none of the bound arguments is missing
+          AND NOT EXISTS (
+              SELECT 1 FROM json_each(s.arguments) AS b
+              WHERE NOT EXISTS (
+                  SELECT 1 FROM json_each(NEW.arguments) AS a WHERE a.key = b.key))
+          AND (SELECT count(*) FROM proposals AS p WHERE p.standing_rule_id = s.id)
+              < s.max_uses))
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: the standing rule does not cover this proposal');
+END;
+
+CREATE TRIGGER proposals_status_follows_lifecycle
+BEFORE UPDATE OF status ON proposals
+WHEN NEW.status <> OLD.status AND OLD.status || ' -> ' || NEW.status NOT IN (
+    'pending -> executing',
+    'pending -> rejected',
+    'pending -> expired',
+    'pending -> superseded',
+    'executing -> succeeded',
+    'executing -> needs_reconciliation',
+    'executing -> revision_required',
+    'executing -> failed',
+    'needs_reconciliation -> succeeded',
+    'needs_reconciliation -> failed',
+    'needs_reconciliation -> executing')
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: this status change is not a lifecycle transition');
+END;
+
+CREATE TRIGGER reviews_only_of_sampled_proposals
+BEFORE INSERT ON reviews
+WHEN NOT EXISTS (SELECT 1 FROM proposals WHERE id = NEW.proposal_id AND review_sampled = 1)
+BEGIN
+    SELECT RAISE(ABORT, 'reviews: only a proposal sampled for review can be reviewed');
+END;
+
+CREATE TRIGGER reviews_refuse_delete
+BEFORE DELETE ON reviews
+BEGIN
+    SELECT RAISE(ABORT, 'reviews are append-only: a verdict cannot be deleted');
+END;
+
+CREATE TRIGGER reviews_refuse_update
+BEFORE UPDATE ON reviews
+BEGIN
+    SELECT RAISE(ABORT, 'reviews are append-only: a verdict cannot be changed');
+END;
+
+CREATE TRIGGER standing_rules_only_revocation_changes
+BEFORE UPDATE ON standing_rules
+WHEN NEW.id IS NOT OLD.id OR NEW.operation IS NOT OLD.operation OR NEW.agent IS NOT OLD.agent
+  OR NEW.rule_id IS NOT OLD.rule_id OR NEW.ceiling_field IS NOT OLD.ceiling_field
+  OR NEW.ceiling IS NOT OLD.ceiling OR NEW.created_by IS NOT OLD.created_by
+  OR NEW.created_from IS NOT OLD.created_from OR NEW.created_at IS NOT OLD.created_at
+  OR NEW.expires_at IS NOT OLD.expires_at OR NEW.arguments IS NOT OLD.arguments
+  OR NEW.varying IS NOT OLD.varying OR NEW.max_uses IS NOT OLD.max_uses
+  OR OLD.revoked_at IS NOT NULL OR NEW.revoked_at IS NULL
+BEGIN
+    SELECT RAISE(ABORT, 'standing_rules: a grant cannot be changed, only revoked once');
+END;
+
+CREATE TRIGGER standing_rules_refuse_delete
+BEFORE DELETE ON standing_rules
+BEGIN
+    SELECT RAISE(ABORT, 'standing_rules: a grant cannot be deleted; revoke it');
+END;
