@@ -12,8 +12,9 @@ module of this package imports neither the others nor the app they need.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bot.exports import exported_from
 
 if TYPE_CHECKING:
     from bot.standing.admin import StandingAdmin
@@ -40,8 +41,4 @@ _DEFINED_IN = {
     "review_stats_command": "review",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _DEFINED_IN:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__name__}.{_DEFINED_IN[name]}"), name)
+__getattr__ = exported_from(__name__, _DEFINED_IN)
