@@ -12,6 +12,9 @@ transitions, enforced by the database too:
 ``open -> resolved`` is allowed (someone closes a duplicate without taking it), and taking is
 allowed from ``handed_back`` (the agent got stuck again). Only the owner hands back; only the
 owner resolves a taken escalation.
+
+Every backend keeps them in its own database, on its one audit chain, through the same code:
+:class:`store.escalation_store.Escalations`, got from ``Store.escalations()``.
 """
 
 from __future__ import annotations

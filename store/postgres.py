@@ -47,13 +47,13 @@ from store.connector import Array, Dialect, Row, load_queries
 from store.delegations import Delegations
 from store.edits import check_edit, edited_detail, superseded_detail
 from store.effects import effects_of, lane_of
+from store.escalation_store import Escalations
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import MigrationError, load_migrations
 from store.pg_approvals import approve, with_approvals
 from store.pg_changes import ChangeFeed
 from store.pg_digests import PgDigests
 from store.pg_errors import DRIVER_ERRORS, translate
-from store.pg_escalations import PgEscalations
 from store.pg_migrate import apply_migrations
 from store.pg_rows import (
     audit_entry_from_record,
@@ -116,12 +116,12 @@ class PostgresStore:
         self._changes = ChangeFeed(listen_connect or _cannot_listen)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
-        self._escalations: PgEscalations | None = None
+        self._escalations: Escalations | None = None
 
-    def escalations(self) -> PgEscalations:
+    def escalations(self) -> Escalations:
         """The escalations kept in this database, sharing its pool and audit chain."""
         if self._escalations is None:
-            self._escalations = PgEscalations(self)
+            self._escalations = Escalations(self)
         return self._escalations
 
     def standing(self) -> PgStanding:

@@ -45,6 +45,7 @@ from store.connector import Row as AnyRow
 from store.delegations import Delegations
 from store.edits import check_edit, edited_detail, superseded_detail
 from store.effects import effects_of, lane_of
+from store.escalation_store import Escalations
 from store.group_commit import GroupCommit
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
@@ -61,7 +62,6 @@ from store.rows import (
 from store.shield import finish_even_if_cancelled
 from store.sqlite_approvals import approve, with_approvals
 from store.sqlite_digests import SqliteDigests
-from store.sqlite_escalations import SqliteEscalations
 from store.sqlite_standing import SqliteStanding
 from store.standing import policy_detail
 from store.verdicts import check_head, not_reconcilable, refusal
@@ -334,15 +334,15 @@ class SqliteStore:
         self._lock = asyncio.Lock()
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
-        self._escalations: SqliteEscalations | None = None
+        self._escalations: Escalations | None = None
         #: the audit head as this write transaction last moved it; None: read it from the table
         self._head: tuple[int, str] | None = None
         self._writes = GroupCommit(db, self._lock, failure=_translated, reset=self._forget_head)
 
-    def escalations(self) -> SqliteEscalations:
+    def escalations(self) -> Escalations:
         """The escalations kept in this database, sharing its transactions and audit chain."""
         if self._escalations is None:
-            self._escalations = SqliteEscalations(self)
+            self._escalations = Escalations(self)
         return self._escalations
 
     def standing(self) -> SqliteStanding:

@@ -1,0 +1,341 @@
+"""The EscalationStore (store/escalations.py), written once over a backend's connector.
+
+Its SQL is named in store/sql/common/queries/escalations.sql, and, for the re-announcement sweep
+and the outbox claim, which take rows with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL, in
+store/sql/<dialect>/queries/escalations.sql. Every transition is one transaction holding the
+compare-and-set (which, on PostgreSQL, locks the escalation's row), its audit entry on the
+store's one hash chain (row first, then the audit head, as everywhere) and its outbox entries.
+Get it from ``Store.escalations()``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import JsonValue
+
+from contracts.escalation import Summary, Trigger, TriggerVerdict
+from store.base import AuditEntry
+from store.connector import Connector, Row, Tx
+from store.effects import lane_of
+from store.escalations import (
+    Escalation,
+    EscalationConflict,
+    EscalationDelivery,
+    EscalationNotFound,
+    EscalationResult,
+    EscalationStatus,
+    Moved,
+    NewEscalation,
+    Refused,
+    escalation_effects_of,
+    refusal_of,
+)
+from store.lifecycle import Effect
+from store.rows import read_optional_time, read_time
+from store.shield import finish_even_if_cancelled
+
+__all__ = ["Escalations", "escalation_from_row"]
+
+#: Who the audit names for what no person or agent did.
+SWEEP_ACTOR = "sweep"
+SLACK_ACTOR = "slack"
+OUTBOX_ACTOR = "outbox"
+
+#: How much of a delivery error is kept with its outbox entry.
+ERROR_CHARS = 2000
+
+
+def escalation_from_row(row: Row) -> Escalation:
+    """The one place a stored row (SQLite's or PostgreSQL's) becomes an Escalation."""
+    return Escalation(
+        id=row["id"],
+        agent=row["agent"],
+        submission_key=row["submission_key"],
+        submission_fingerprint=row["submission_fingerprint"],
+        conversation_id=row["conversation_id"],
+        requested_by=row["requested_by"],
+        customer_ref=row["customer_ref"],
+        team=row["team"],
+        summary=Summary.model_validate_json(row["summary"]),
+        trigger=Trigger.model_validate_json(row["trigger"]),
+        verdict=TriggerVerdict.model_validate_json(row["verdict"]),
+        channel=row["channel"],
+        callback_url=row["callback_url"],
+        created_at=read_time(row["created_at"]),
+        status=EscalationStatus(row["status"]),
+        owner=row["owner"],
+        note=row["note"],
+        resolved_by=row["resolved_by"],
+        resolved_at=read_optional_time(row["resolved_at"]),
+        announced_at=read_time(row["announced_at"]),
+        reannouncements=row["reannouncements"],
+        slack_channel=row["slack_channel"],
+        slack_ts=row["slack_ts"],
+        updated_at=read_time(row["updated_at"]),
+    )
+
+
+def _delivery_from_row(row: Row) -> EscalationDelivery:
+    return EscalationDelivery(
+        id=row["id"],
+        escalation_id=row["escalation_id"],
+        effect=Effect(row["effect"]),
+        status=EscalationStatus(row["status"]),
+        reannounce=bool(row["reannounce"]),
+        attempts=row["attempts"],
+        created_at=read_time(row["created_at"]),
+    )
+
+
+def _audit_entry_from_row(row: Row) -> AuditEntry:
+    return AuditEntry(
+        seq=row["seq"],
+        at=read_time(row["at"]),
+        proposal_id=row["proposal_id"],
+        actor=row["actor"],
+        event=row["event"],
+        detail=json.loads(row["detail"]),
+        prev_hash=row["prev_hash"],
+        hash=row["hash"],
+    )
+
+
+def _new_params(new: NewEscalation) -> dict[str, Any]:
+    """The named parameters of ``insert_escalation``: the report as JSON text."""
+    params: dict[str, Any] = {name: getattr(new, name) for name in NewEscalation.model_fields}
+    params["summary"] = new.summary.model_dump_json()
+    params["trigger"] = new.trigger.model_dump_json()
+    params["verdict"] = new.verdict.model_dump_json()
+    return params
+
+
+def _check_limit(limit: int, what: str) -> None:
+    if limit < 1:
+        raise ValueError(f"limit: got {limit}; expected a positive number of {what}")
+
+
+class Escalations:
+    """The EscalationStore over ``backend``'s connector: its transactions, its audit chain."""
+
+    def __init__(self, backend: Connector) -> None:
+        self._backend = backend
+
+    @staticmethod
+    async def _existing(tx: Tx, escalation_id: str) -> Escalation:
+        row = await tx.one("select_escalation", id=escalation_id)
+        if row is None:
+            raise EscalationNotFound(f"no escalation has id {escalation_id!r}")
+        return escalation_from_row(row)
+
+    @staticmethod
+    async def _moved(
+        tx: Tx,
+        row: Row,
+        now: datetime,
+        *,
+        actor: str,
+        event: str,
+        detail: Mapping[str, JsonValue],
+        reannounce: bool = False,
+    ) -> Escalation:
+        """Audit the transition ``row`` shows and write its outbox entries, in ``tx``."""
+        escalation = escalation_from_row(row)
+        await tx.append_audit(now, escalation.id, actor, event, detail)
+        effects = [Effect.SLACK_REPLY] if reannounce else escalation_effects_of(escalation)
+        for effect in effects:
+            await tx.execute(
+                "insert_escalation_outbox",
+                escalation_id=escalation.id,
+                effect=effect.value,
+                lane=lane_of(effect),
+                status=escalation.status.value,
+                reannounce=reannounce,
+                now=now,
+            )
+        return escalation
+
+    @finish_even_if_cancelled
+    async def create_escalation(self, new: NewEscalation) -> tuple[Escalation, bool]:
+        async with self._backend.tx(write=True) as tx:
+            row = await tx.one("insert_escalation", **_new_params(new))
+            if row is None:
+                found = await tx.one(
+                    "select_escalation_by_key", agent=new.agent, submission_key=new.submission_key
+                )
+                assert found is not None  # the row whose unique key refused the insert
+                existing = escalation_from_row(found)
+                if existing.submission_fingerprint != new.submission_fingerprint:
+                    raise EscalationConflict(existing)
+                return existing, False
+            detail: dict[str, JsonValue] = {
+                "conversation_id": new.conversation_id,
+                "trigger": new.trigger.kind.value,
+                "verdict": new.verdict.note,
+                "channel": new.channel,
+            }
+            created = await self._moved(
+                tx, row, new.created_at, actor=new.agent, event="escalated", detail=detail
+            )
+            return created, True
+
+    @finish_even_if_cancelled
+    async def get_escalation(self, escalation_id: str) -> Escalation:
+        async with self._backend.tx(write=False) as tx:
+            return await self._existing(tx, escalation_id)
+
+    @finish_even_if_cancelled
+    async def find_escalation(self, agent: str, submission_key: str) -> Escalation | None:
+        async with self._backend.tx(write=False) as tx:
+            row = await tx.one(
+                "select_escalation_by_key", agent=agent, submission_key=submission_key
+            )
+            return None if row is None else escalation_from_row(row)
+
+    @finish_even_if_cancelled
+    async def attach_escalation_message(
+        self, escalation_id: str, channel: str, ts: str, *, now: datetime
+    ) -> Escalation:
+        async with self._backend.tx(write=True) as tx:
+            row = await tx.one(
+                "attach_escalation_message", id=escalation_id, channel=channel, ts=ts, now=now
+            )
+            if row is None:
+                raise EscalationNotFound(f"no escalation has id {escalation_id!r}")
+            detail: dict[str, JsonValue] = {"channel": channel, "ts": ts}
+            await tx.append_audit(now, escalation_id, SLACK_ACTOR, "posted_to_slack", detail)
+            return escalation_from_row(row)
+
+    @finish_even_if_cancelled
+    async def take(self, escalation_id: str, *, actor: str, now: datetime) -> EscalationResult:
+        async with self._backend.tx(write=True) as tx:
+            row = await tx.one("take_escalation", id=escalation_id, actor=actor, now=now)
+            if row is None:
+                return _why_not(await self._existing(tx, escalation_id), actor, "take")
+            return Moved(await self._moved(tx, row, now, actor=actor, event="taken", detail={}))
+
+    @finish_even_if_cancelled
+    async def hand_back(
+        self, escalation_id: str, *, actor: str, note: str, now: datetime
+    ) -> EscalationResult:
+        async with self._backend.tx(write=True) as tx:
+            row = await tx.one(
+                "hand_back_escalation", id=escalation_id, actor=actor, note=note, now=now
+            )
+            if row is None:
+                return _why_not(await self._existing(tx, escalation_id), actor, "hand back")
+            detail: dict[str, JsonValue] = {"note": note}
+            back = await self._moved(tx, row, now, actor=actor, event="handed_back", detail=detail)
+            return Moved(back)
+
+    @finish_even_if_cancelled
+    async def resolve(
+        self, escalation_id: str, *, actor: str, note: str | None, now: datetime
+    ) -> EscalationResult:
+        async with self._backend.tx(write=True) as tx:
+            row = await tx.one(
+                "resolve_escalation", id=escalation_id, actor=actor, note=note, now=now
+            )
+            if row is None:
+                return _why_not(await self._existing(tx, escalation_id), actor, "resolve")
+            detail: dict[str, JsonValue] = {"note": note}
+            done = await self._moved(tx, row, now, actor=actor, event="resolved", detail=detail)
+            return Moved(done)
+
+    @finish_even_if_cancelled
+    async def reannounce_due(
+        self, *, now: datetime, after: timedelta, most: int, limit: int = 100
+    ) -> list[Escalation]:
+        _check_limit(limit, "escalations")
+        async with self._backend.tx(write=True) as tx:
+            rows = await tx.all(
+                "reannounce_due_escalations", now=now, due=now - after, most=most, limit=limit
+            )
+            announced = []
+            for row in sorted(rows, key=lambda r: r["id"]):
+                detail: dict[str, JsonValue] = {"reannouncements": row["reannouncements"]}
+                announced.append(
+                    await self._moved(
+                        tx,
+                        row,
+                        now,
+                        actor=SWEEP_ACTOR,
+                        event="reannounced",
+                        detail=detail,
+                        reannounce=True,
+                    )
+                )
+            return announced
+
+    @finish_even_if_cancelled
+    async def count_open(self, agent: str) -> int:
+        async with self._backend.tx(write=False) as tx:
+            row = await tx.one("count_open_escalations", agent=agent)
+            return 0 if row is None else int(row["open_count"])
+
+    @finish_even_if_cancelled
+    async def owned_by(self, user: str, *, limit: int = 20) -> list[Escalation]:
+        _check_limit(limit, "escalations")
+        async with self._backend.tx(write=False) as tx:
+            rows = await tx.all("select_escalations_owned_by", owner=user, limit=limit)
+            return [escalation_from_row(row) for row in rows]
+
+    @finish_even_if_cancelled
+    async def escalation_log(self, escalation_id: str) -> list[AuditEntry]:
+        async with self._backend.tx(write=False) as tx:
+            rows = await tx.all("select_escalation_log", id=escalation_id)
+            return [_audit_entry_from_row(row) for row in rows]
+
+    # --- the outbox ---------------------------------------------------------------------------
+
+    @finish_even_if_cancelled
+    async def claim_deliveries(
+        self, *, now: datetime, limit: int, lease: timedelta
+    ) -> list[EscalationDelivery]:
+        _check_limit(limit, "entries")
+        async with self._backend.tx(write=True) as tx:
+            rows = await tx.all(
+                "claim_escalation_deliveries", now=now, lease=now + lease, limit=limit
+            )
+            return sorted(map(_delivery_from_row, rows), key=lambda delivery: delivery.id)
+
+    @finish_even_if_cancelled
+    async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
+        async with self._backend.tx(write=True) as tx:
+            await tx.execute("complete_escalation_delivery", id=delivery_id, now=now)
+
+    @finish_even_if_cancelled
+    async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
+        async with self._backend.tx(write=True) as tx:
+            await tx.execute(
+                "retry_escalation_delivery", id=delivery_id, at=at, error=error[:ERROR_CHARS]
+            )
+
+    @finish_even_if_cancelled
+    async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
+        async with self._backend.tx(write=True) as tx:
+            row = await tx.one(
+                "abandon_escalation_delivery", id=delivery_id, now=now, error=error[:ERROR_CHARS]
+            )
+            if row is not None:
+                detail: dict[str, JsonValue] = {
+                    "effect": row["effect"],
+                    "attempts": row["attempts"],
+                    "error": error,
+                }
+                event, escalation_id = "delivery_abandoned", row["escalation_id"]
+                await tx.append_audit(now, escalation_id, OUTBOX_ACTOR, event, detail)
+
+    @finish_even_if_cancelled
+    async def pending_deliveries(self) -> int:
+        async with self._backend.tx(write=False) as tx:
+            row = await tx.one("count_pending_escalation_deliveries")
+            assert row is not None  # count(*) always returns its row
+            return int(row["pending_count"])
+
+
+def _why_not(current: Escalation, actor: str, verb: str) -> Refused:
+    return Refused(current, refusal_of(current, actor, verb))

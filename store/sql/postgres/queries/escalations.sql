@@ -1,0 +1,41 @@
+-- Escalations (store/escalations.py): what PostgreSQL runs its own way. Instances sweeping or
+-- claiming at once take rows with FOR UPDATE SKIP LOCKED, so none does an escalation's
+-- re-announcement or an outbox entry twice.
+
+-- name: reannounce_due_escalations
+-- Unclaimed escalations last announced at :due or before, announced again fewer than :most
+-- times: move announced_at on (the sweep announces each once per period).
+WITH due AS (
+    SELECT id FROM escalations
+    WHERE status = 'open' AND announced_at <= :due AND reannouncements < :most
+    ORDER BY announced_at, id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE escalations AS e
+SET announced_at = :now, reannouncements = e.reannouncements + 1, updated_at = :now
+FROM due
+WHERE e.id = due.id AND e.status = 'open' AND e.announced_at <= :due
+  AND e.reannouncements < :most
+RETURNING e.*
+
+-- name: claim_escalation_deliveries
+-- Lease up to :limit due entries, each the first undelivered one of its escalation and lane.
+WITH due AS (
+    SELECT o.id FROM escalation_outbox AS o
+    WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
+      AND o.next_attempt_at <= :now
+      AND (o.leased_until IS NULL OR o.leased_until <= :now)
+      AND NOT EXISTS (
+          SELECT 1 FROM escalation_outbox AS e
+          WHERE e.escalation_id = o.escalation_id AND e.lane = o.lane AND e.id < o.id
+            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
+    ORDER BY o.next_attempt_at, o.id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE escalation_outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
+FROM due
+WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+  AND (o.leased_until IS NULL OR o.leased_until <= :now)
+RETURNING o.*
