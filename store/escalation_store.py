@@ -45,6 +45,9 @@ SWEEP_ACTOR = "sweep"
 SLACK_ACTOR = "slack"
 OUTBOX_ACTOR = "outbox"
 
+#: The audit event of each transition verb.
+EVENTS = {"take": "taken", "hand back": "handed_back", "resolve": "resolved"}
+
 #: How much of a delivery error is kept with its outbox entry.
 ERROR_CHARS = 2000
 
@@ -209,13 +212,29 @@ class Escalations:
             await tx.append_audit(now, escalation_id, SLACK_ACTOR, "posted_to_slack", detail)
             return escalation_from_row(row)
 
+    async def _outcome(
+        self,
+        tx: Tx,
+        row: Row | None,
+        escalation_id: str,
+        actor: str,
+        verb: str,
+        now: datetime,
+        detail: Mapping[str, JsonValue],
+    ) -> EscalationResult:
+        """What ``verb``'s compare-and-set came to: ``row`` moved (audited, with its outbox
+        entries), or, with no row, why ``actor`` could not, from the escalation as it is now."""
+        if row is None:
+            current = await self._existing(tx, escalation_id)
+            return Refused(current, refusal_of(current, actor, verb))
+        event = EVENTS[verb]
+        return Moved(await self._moved(tx, row, now, actor=actor, event=event, detail=detail))
+
     @finish_even_if_cancelled
     async def take(self, escalation_id: str, *, actor: str, now: datetime) -> EscalationResult:
         async with self._backend.tx(write=True) as tx:
             row = await tx.one("take_escalation", id=escalation_id, actor=actor, now=now)
-            if row is None:
-                return _why_not(await self._existing(tx, escalation_id), actor, "take")
-            return Moved(await self._moved(tx, row, now, actor=actor, event="taken", detail={}))
+            return await self._outcome(tx, row, escalation_id, actor, "take", now, {})
 
     @finish_even_if_cancelled
     async def hand_back(
@@ -225,11 +244,8 @@ class Escalations:
             row = await tx.one(
                 "hand_back_escalation", id=escalation_id, actor=actor, note=note, now=now
             )
-            if row is None:
-                return _why_not(await self._existing(tx, escalation_id), actor, "hand back")
             detail: dict[str, JsonValue] = {"note": note}
-            back = await self._moved(tx, row, now, actor=actor, event="handed_back", detail=detail)
-            return Moved(back)
+            return await self._outcome(tx, row, escalation_id, actor, "hand back", now, detail)
 
     @finish_even_if_cancelled
     async def resolve(
@@ -239,11 +255,8 @@ class Escalations:
             row = await tx.one(
                 "resolve_escalation", id=escalation_id, actor=actor, note=note, now=now
             )
-            if row is None:
-                return _why_not(await self._existing(tx, escalation_id), actor, "resolve")
             detail: dict[str, JsonValue] = {"note": note}
-            done = await self._moved(tx, row, now, actor=actor, event="resolved", detail=detail)
-            return Moved(done)
+            return await self._outcome(tx, row, escalation_id, actor, "resolve", now, detail)
 
     @finish_even_if_cancelled
     async def reannounce_due(
@@ -335,7 +348,3 @@ class Escalations:
             row = await tx.one("count_pending_escalation_deliveries")
             assert row is not None  # count(*) always returns its row
             return int(row["pending_count"])
-
-
-def _why_not(current: Escalation, actor: str, verb: str) -> Refused:
-    return Refused(current, refusal_of(current, actor, verb))
