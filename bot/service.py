@@ -6,8 +6,6 @@ Listeners and HTTP handlers decode their input and call in here; business rules 
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -18,11 +16,13 @@ from typing import Any
 from pydantic import JsonValue
 
 from bot import extensions, reminders
+from bot.api.agent_requests import SubmissionKey
 from bot.api.destinations import CallbackGuard
 from bot.api.requesters import verified_requester
 from bot.api.schemas import SubmitBody
 from bot.api.waiters import Waiters
 from bot.execution import Executor
+from bot.ids import opaque_id
 from bot.lineage import editors_of
 from bot.render import proposal as render
 from bot.settings import AgentSettings, Settings
@@ -39,7 +39,7 @@ from contracts.base import (
     Operation,
     Resolved,
 )
-from contracts.canonical import binding_hash, canonical_json
+from contracts.canonical import binding_hash
 from contracts.outcomes import Outcome, Succeeded, TerminalFailure
 from contracts.policy import Ask, AskRule, Auto, Deny
 from contracts.registry import UnknownOperation
@@ -70,8 +70,8 @@ APP_HOME = "app_home"
 
 
 def new_proposal_id() -> str:
-    """128 random bits, base32: opaque, unguessable, safe in a Slack button value."""
-    return "cs_" + base64.b32encode(secrets.token_bytes(16)).decode().rstrip("=").lower()
+    """``cs_`` and 128 random bits (bot/ids.py)."""
+    return opaque_id("cs_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,19 +145,21 @@ class Service:
             operation = registry.get(body.operation)
         except UnknownOperation as error:
             raise ContractViolation([FieldProblem(field="operation", message=str(error))]) from None
-        if body.callback_url is not None:
-            refused = await self.callback_guard.problem(agent, body.callback_url)
-            if refused is not None:
-                raise ContractViolation([FieldProblem(field="callback_url", message=refused)])
+        await self.callback_guard.check_submitted(agent, body.callback_url)
         body_json = body.model_dump(mode="json")
-        key = idempotency_key or _derived_key(agent.name, body)
-        fingerprint = hashlib.sha256(canonical_json(body_json)).hexdigest()
-
-        earlier = await self.store.find_submission(agent.name, key)
+        submission = SubmissionKey.of(
+            body_json,
+            idempotency_key,
+            identity={
+                "agent": agent.name,
+                "run_id": body.run_id,
+                "operation": body.operation,
+                "request": body.request,
+            },
+        )
+        earlier = await self.store.find_submission(agent.name, submission.key)
         if earlier is not None:
-            if earlier.submission_fingerprint != fingerprint:
-                raise _conflict(earlier, derived=idempotency_key is None)
-            return Submitted(earlier, created=False)
+            return Submitted(submission.replayed(earlier, _conflict), created=False)
 
         now = self._clock()
         request = operation.parse_request(body.request)
@@ -171,8 +173,8 @@ class Service:
                 requested_by=requested_by,
                 delegation_id=None if delegation is None else delegation.id,
                 request=body_json["request"],
-                submission_key=key,
-                fingerprint=fingerprint,
+                submission_key=submission.key,
+                fingerprint=submission.fingerprint,
                 run_id=body.run_id,
                 reason=body.reason,
                 callback_url=body.callback_url,
@@ -189,9 +191,7 @@ class Service:
                 if new.standing_rule_id is None or attempt == standing.RACE_ATTEMPTS:
                     raise
         if not created:
-            if proposal.submission_fingerprint != fingerprint:
-                raise _conflict(proposal, derived=idempotency_key is None)
-            return Submitted(proposal, created=False)
+            return Submitted(submission.replayed(proposal, _conflict), created=False)
         self.changed(proposal)
         if proposal.status is Status.EXECUTING:
             proposal = await self.execute(proposal)
@@ -636,19 +636,7 @@ class Service:
         self._subscribers.proposal_changed(proposal)
 
 
-def _derived_key(agent: str, body: SubmitBody) -> str:
-    material = canonical_json(
-        {
-            "agent": agent,
-            "run_id": body.run_id,
-            "operation": body.operation,
-            "request": body.request,
-        }
-    )
-    return "derived:" + hashlib.sha256(material).hexdigest()
-
-
-def _conflict(earlier: Proposal, *, derived: bool) -> Exception:
+def _conflict(earlier: Proposal, derived: bool) -> Exception:
     """The error for a resubmission that matches ``earlier``'s key but not its body."""
     if not derived:
         return IdempotencyConflict(earlier)

@@ -10,20 +10,39 @@ a slot, and gets 408 when time is up.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from bot.api.problems import Problem
 from contracts.base import FieldProblem, problems_from_validation_error
+from contracts.canonical import canonical_json
 
-__all__ = ["MAX_BODY", "busy", "idempotency_key", "parse_body", "receive_body"]
+__all__ = [
+    "MAX_BODY",
+    "SubmissionKey",
+    "busy",
+    "idempotency_key",
+    "parse_body",
+    "receive_body",
+]
 
 MAX_BODY = 256 * 1024
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class _Submitted(Protocol):
+    @property
+    def submission_fingerprint(self) -> str: ...
+
+
+SubmittedT = TypeVar("SubmittedT", bound=_Submitted)
 
 
 def busy() -> Problem:
@@ -105,6 +124,43 @@ def idempotency_key(request: web.Request) -> str | None:
             ],
         )
     return key
+
+
+@dataclass(frozen=True, slots=True)
+class SubmissionKey:
+    """What tells one agent's submissions apart: the key it is stored under (its
+    Idempotency-Key, or one derived from what identifies it) and the fingerprint of its body, so
+    that sending the same body again replays the first answer and another body is refused."""
+
+    key: str
+    fingerprint: str
+    derived: bool  #: no Idempotency-Key was sent: the key comes from ``identity``
+
+    @classmethod
+    def of(
+        cls,
+        body: JsonValue,
+        idempotency_key: str | None,
+        *,
+        identity: Mapping[str, JsonValue],
+    ) -> SubmissionKey:
+        """The key for ``body`` (the submission as JSON); without an Idempotency-Key, derived
+        from ``identity`` (the fields that make two submissions the same one)."""
+        key = idempotency_key or "derived:" + hashlib.sha256(canonical_json(identity)).hexdigest()
+        return cls(
+            key=key,
+            fingerprint=hashlib.sha256(canonical_json(body)).hexdigest(),
+            derived=idempotency_key is None,
+        )
+
+    def replayed(
+        self, earlier: SubmittedT, conflict: Callable[[SubmittedT, bool], Exception]
+    ) -> SubmittedT:
+        """``earlier`` (stored under this key) when this submission replays it; when its body
+        differs, raises ``conflict(earlier, derived)``."""
+        if earlier.submission_fingerprint != self.fingerprint:
+            raise conflict(earlier, self.derived)
+        return earlier
 
 
 def _refuse_constant(name: str) -> None:

@@ -26,6 +26,7 @@ from typing import Final, Protocol
 
 from yarl import URL
 
+from contracts.base import ContractViolation, FieldProblem
 from contracts.redaction import shown_url
 
 __all__ = [
@@ -303,6 +304,15 @@ class CallbackGuard:
         except (OSError, TimeoutError):
             return None
         return None
+
+    async def check_submitted(self, agent: AgentDestinations, url: str | None) -> None:
+        """A submission's ``callback_url`` (None when it names none): ContractViolation on the
+        field when :meth:`problem` finds one, so nothing is stored."""
+        if url is None:
+            return
+        refused = await self.problem(agent, url)
+        if refused is not None:
+            raise ContractViolation([FieldProblem(field="callback_url", message=refused)])
 
 
 def _internal_kind(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:

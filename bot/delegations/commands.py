@@ -14,7 +14,6 @@ one whose agent no longer accepts delegations, is refused (401).
 
 from __future__ import annotations
 
-import base64
 import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
+from bot.ids import opaque_id
 from bot.render import proposal as render
 from bot.render.delegations import delegation_list_blocks, minted_blocks
 from bot.settings import AgentSettings
@@ -62,7 +62,7 @@ def is_delegation_token(token: str) -> bool:
 
 
 def _new_id() -> str:
-    return "dl_" + base64.b32encode(secrets.token_bytes(16)).decode().rstrip("=").lower()
+    return opaque_id("dl_")
 
 
 class Delegations:

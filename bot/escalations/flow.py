@@ -9,18 +9,17 @@ writes its audit entry and its outbox entries (Slack, callback) in its own trans
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import logging
-import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.api.agent_requests import SubmissionKey
 from bot.api.destinations import CallbackGuard
 from bot.api.requesters import check_requester
 from bot.api.waiters import Waiters
 from bot.escalations.schemas import EscalationBody
+from bot.ids import opaque_id
 from bot.render import escalation as render
 from bot.service import APP_HOME
 from bot.settings import AgentSettings, Settings
@@ -28,7 +27,6 @@ from bot.slack.directory import SlackDirectory
 from bot.slack.publish import SlackPublisher
 from bot.subscribers import Subscribers
 from contracts.base import ContractViolation, FieldProblem
-from contracts.canonical import canonical_json
 from contracts.escalation import choose_route, judge_trigger, responder_refusal
 from store.base import Store
 from store.escalations import (
@@ -52,8 +50,8 @@ log = logging.getLogger(__name__)
 
 
 def new_escalation_id() -> str:
-    """128 random bits, base32: opaque, unguessable, safe in a Slack button value."""
-    return "esc_" + base64.b32encode(secrets.token_bytes(16)).decode().rstrip("=").lower()
+    """``esc_`` and 128 random bits (bot/ids.py)."""
+    return opaque_id("esc_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,18 +119,21 @@ class EscalationService:
             await check_requester(
                 agent, body.requested_by, roles=self.settings.roles, directory=self.directory
             )
-        if body.callback_url is not None:
-            refused = await self.callback_guard.problem(agent, body.callback_url)
-            if refused is not None:
-                raise ContractViolation([FieldProblem(field="callback_url", message=refused)])
-        body_json = body.model_dump(mode="json")
-        key = idempotency_key or _derived_key(agent.name, body)
-        fingerprint = hashlib.sha256(canonical_json(body_json)).hexdigest()
-        earlier = await self.store.find_escalation(agent.name, key)
+        await self.callback_guard.check_submitted(agent, body.callback_url)
+        # one escalation per agent, conversation and trigger kind, unless an Idempotency-Key
+        # says otherwise
+        submission = SubmissionKey.of(
+            body.model_dump(mode="json"),
+            idempotency_key,
+            identity={
+                "agent": agent.name,
+                "conversation_id": body.conversation_id,
+                "trigger": body.trigger.kind.value,
+            },
+        )
+        earlier = await self.store.find_escalation(agent.name, submission.key)
         if earlier is not None:
-            if earlier.submission_fingerprint != fingerprint:
-                raise _conflict(earlier, derived=idempotency_key is None)
-            return SubmittedEscalation(earlier, created=False)
+            return SubmittedEscalation(submission.replayed(earlier, _conflict), created=False)
         if admit is not None:
             await admit()
 
@@ -158,8 +159,8 @@ class EscalationService:
         new = NewEscalation(
             id=new_escalation_id(),
             agent=agent.name,
-            submission_key=key,
-            submission_fingerprint=fingerprint,
+            submission_key=submission.key,
+            submission_fingerprint=submission.fingerprint,
             conversation_id=body.conversation_id,
             requested_by=body.requested_by,
             customer_ref=body.customer_ref,
@@ -172,9 +173,9 @@ class EscalationService:
             created_at=self._clock(),
         )
         escalation, created = await self.store.create_escalation(new)
-        if not created and escalation.submission_fingerprint != fingerprint:
-            raise _conflict(escalation, derived=idempotency_key is None)
-        if created:
+        if not created:
+            submission.replayed(escalation, _conflict)
+        else:
             self._changed(escalation, None)
         return SubmittedEscalation(escalation, created=created)
 
@@ -322,20 +323,7 @@ class EscalationService:
         self._subscribers.escalation_changed(escalation, previous_owner)
 
 
-def _derived_key(agent: str, body: EscalationBody) -> str:
-    """One escalation per agent, conversation and trigger kind, unless an Idempotency-Key says
-    otherwise."""
-    material = canonical_json(
-        {
-            "agent": agent,
-            "conversation_id": body.conversation_id,
-            "trigger": body.trigger.kind.value,
-        }
-    )
-    return "derived:" + hashlib.sha256(material).hexdigest()
-
-
-def _conflict(earlier: Escalation, *, derived: bool) -> Exception:
+def _conflict(earlier: Escalation, derived: bool) -> Exception:
     if not derived:
         return EscalationConflict(earlier)
     return ContractViolation(
