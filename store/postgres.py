@@ -62,10 +62,10 @@ from store.pg_rows import (
     new_proposal_args,
     proposal_from_record,
 )
-from store.pg_standing import PgStanding
 from store.rows import dump_json, outcome_json
 from store.shield import finish_even_if_cancelled
 from store.standing import policy_detail
+from store.standing_rules import StandingRules
 from store.verdicts import check_head, not_reconcilable, refusal
 
 __all__ = ["PostgresStore", "redacted"]
@@ -124,9 +124,9 @@ class PostgresStore:
             self._escalations = Escalations(self)
         return self._escalations
 
-    def standing(self) -> PgStanding:
+    def standing(self) -> StandingRules:
         """Standing rules and reviews in this database, sharing its pool and audit chain."""
-        return PgStanding(self)
+        return StandingRules(self)
 
     def delegations(self) -> Delegations:
         """Delegations from Slack in this database, sharing its pool and audit chain."""

@@ -62,8 +62,8 @@ from store.rows import (
 from store.shield import finish_even_if_cancelled
 from store.sqlite_approvals import approve, with_approvals
 from store.sqlite_digests import SqliteDigests
-from store.sqlite_standing import SqliteStanding
 from store.standing import policy_detail
+from store.standing_rules import StandingRules
 from store.verdicts import check_head, not_reconcilable, refusal
 
 __all__ = ["SqliteStore", "apply_migrations"]
@@ -345,9 +345,9 @@ class SqliteStore:
             self._escalations = Escalations(self)
         return self._escalations
 
-    def standing(self) -> SqliteStanding:
+    def standing(self) -> StandingRules:
         """Standing rules and reviews in this database, in its transactions and audit chain."""
-        return SqliteStanding(self)
+        return StandingRules(self)
 
     def delegations(self) -> Delegations:
         """Delegations from Slack in this database, in its transactions and audit chain."""

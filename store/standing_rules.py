@@ -1,0 +1,262 @@
+"""Standing rules and reviews, stored: the StandingStore (store/standing.py) written once over a
+backend's connector (store/connector.py), in the backend's transactions and on its audit chain.
+
+A grant is written in the transaction of the approval that grants it; a revocation is a
+compare-and-set that re-reads the rule to say why nothing changed; a verdict is one insert per
+proposal, and the first one stands. What differs between the backends is in the named SQL
+(store/sql/<dialect>/queries/standing.sql: how a call's arguments are matched, how the sampled
+proposals are counted) and in how a ceiling is passed: exactly, as a Decimal, to PostgreSQL's
+numeric.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from pydantic import JsonValue
+
+from contracts.standing import Grant
+from store.base import ProposalNotFound, Transitioned, TransitionResult
+from store.connector import Array, Connector, Row, Tx
+from store.rows import dump_json, read_optional_time, read_time
+from store.shield import finish_even_if_cancelled
+from store.standing import (
+    AlreadyReviewed,
+    Reviewed,
+    ReviewResult,
+    ReviewStats,
+    Revoked,
+    RevokeResult,
+    StandingRule,
+    StandingRuleNotFound,
+    Verdict,
+    approval_detail,
+    grant_detail,
+    grant_refusal,
+    not_revocable,
+)
+
+__all__ = ["StandingRules", "review_from_row", "standing_rule_from_row"]
+
+
+def _exact(tx: Tx, number: int | float) -> int | float | Decimal:
+    """A ceiling, or the value of a call it bounds, as the database compares it exactly: SQLite
+    keeps the integer or real itself; PostgreSQL's numeric is given a Decimal (a float by its
+    shortest text, not its binary expansion: 0.1 stays 0.1)."""
+    if tx.dialect == "sqlite":
+        return number
+    return Decimal(number) if isinstance(number, int) else Decimal(repr(number))
+
+
+def _number(value: int | float | Decimal) -> int | float:
+    """A stored ceiling as the argument it bounds: PostgreSQL's numeric comes back a Decimal
+    (whole numbers become integers), SQLite's integer or real as it is."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
+
+
+def _names(value: str | list[str]) -> tuple[str, ...]:
+    """A stored list of names: JSON text on SQLite, text[] on PostgreSQL."""
+    return tuple(json.loads(value) if isinstance(value, str) else value)
+
+
+def standing_rule_from_row(row: Row) -> StandingRule:
+    """The one place a stored row (with its ``uses``) becomes a StandingRule."""
+    return StandingRule(
+        id=row["id"],
+        operation=row["operation"],
+        agent=row["agent"],
+        rule_id=row["rule_id"],
+        ceiling_field=row["ceiling_field"],
+        ceiling=_number(row["ceiling"]),
+        created_by=row["created_by"],
+        created_from=row["created_from"],
+        created_at=read_time(row["created_at"]),
+        expires_at=read_time(row["expires_at"]),
+        revoked_by=row["revoked_by"],
+        revoked_at=read_optional_time(row["revoked_at"]),
+        # a grant from before arguments were bound (NULL) binds an impossible call: none
+        arguments=json.loads(row["arguments"] or "{}"),
+        varying=_names(row["varying"]),
+        max_uses=row["max_uses"],
+        uses=row["uses"],
+    )
+
+
+def review_from_row(row: Row) -> Reviewed:
+    """The one place a stored row becomes a verdict."""
+    return Reviewed(
+        proposal_id=row["proposal_id"],
+        verdict=row["verdict"],
+        reviewer=row["reviewer"],
+        at=read_time(row["at"]),
+    )
+
+
+class StandingRules:
+    """The StandingStore, written once over a backend's connector (store/connector.py): it shares
+    the backend's transactions and audit chain. Get it from ``Store.standing()``."""
+
+    def __init__(self, backend: Connector) -> None:
+        self._backend = backend
+
+    @staticmethod
+    async def _existing(tx: Tx, standing_rule_id: str) -> StandingRule:
+        row = await tx.one("select_standing_rule", id=standing_rule_id)
+        if row is None:
+            raise StandingRuleNotFound(f"no standing rule has id {standing_rule_id!r}")
+        return standing_rule_from_row(row)
+
+    @finish_even_if_cancelled
+    async def claim_and_grant(
+        self,
+        proposal_id: str,
+        *,
+        actor: str,
+        now: datetime,
+        binding_hash: str,
+        lease_until: datetime,
+        grant: Grant,
+        standing_rule_id: str,
+    ) -> TransitionResult:
+        async with self._backend.tx(write=True) as tx:
+            row = await tx.one(
+                "claim_for_grant",
+                id=proposal_id,
+                actor=actor,
+                now=now,
+                lease_until=lease_until,
+                binding_hash=binding_hash,
+            )
+            if row is None:
+                current = await tx.existing_proposal(proposal_id)
+                return grant_refusal(current, now, binding_hash)
+            await tx.execute(
+                "insert_granter_approval",
+                proposal_id=proposal_id,
+                approver=actor,
+                binding_hash=binding_hash,
+                approved_at=now,
+            )
+            rule: dict[str, Any] = {
+                **grant.model_dump(exclude={"ceiling", "arguments", "varying"}),
+                "id": standing_rule_id,
+                "ceiling": _exact(tx, grant.ceiling),
+                "arguments": dump_json(grant.arguments),
+                "varying": Array(grant.varying),
+            }
+            await tx.execute("insert_standing_rule", **rule)
+            approved = approval_detail(actor, binding_hash)
+            await tx.append_audit(now, proposal_id, actor, "approved", approved)
+            detail = grant_detail(standing_rule_id, grant)
+            await tx.append_audit(now, proposal_id, actor, "standing_rule_granted", detail)
+            return Transitioned(await tx.enqueue_effects(row, now))
+
+    @finish_even_if_cancelled
+    async def get_standing_rule(self, standing_rule_id: str) -> StandingRule:
+        async with self._backend.tx(write=False) as tx:
+            return await self._existing(tx, standing_rule_id)
+
+    @finish_even_if_cancelled
+    async def find_covering(
+        self,
+        *,
+        operation: str,
+        agent: str,
+        rule_id: str,
+        value: int | float,
+        arguments: Mapping[str, JsonValue],
+        requested_by: str,
+        now: datetime,
+    ) -> list[StandingRule]:
+        call = dump_json(dict(arguments))
+        async with self._backend.tx(write=False) as tx:
+            rows = await tx.all(
+                "select_covering_standing_rules",
+                operation=operation,
+                agent=agent,
+                rule_id=rule_id,
+                value=_exact(tx, value),
+                arguments=call,
+                requested_by=requested_by,
+                now=now,
+            )
+            return [standing_rule_from_row(row) for row in rows]
+
+    @finish_even_if_cancelled
+    async def active_standing_rules(self, *, now: datetime, limit: int = 50) -> list[StandingRule]:
+        if limit < 1:
+            raise ValueError(f"limit: got {limit}; expected a positive number of rules")
+        async with self._backend.tx(write=False) as tx:
+            rows = await tx.all("select_active_standing_rules", now=now, limit=limit)
+            return [standing_rule_from_row(row) for row in rows]
+
+    @finish_even_if_cancelled
+    async def revoke_standing_rule(
+        self, standing_rule_id: str, *, actor: str, now: datetime
+    ) -> RevokeResult:
+        async with self._backend.tx(write=True) as tx:
+            changed = await tx.one(
+                "revoke_standing_rule", id=standing_rule_id, actor=actor, now=now
+            )
+            current = await self._existing(tx, standing_rule_id)
+            if changed is None:
+                return not_revocable(current, now)
+            detail: dict[str, JsonValue] = {"standing_rule_id": standing_rule_id}
+            subject = current.created_from
+            await tx.append_audit(now, subject, actor, "standing_rule_revoked", detail)
+            return Revoked(current)
+
+    @finish_even_if_cancelled
+    async def record_review(
+        self, proposal_id: str, *, reviewer: str, verdict: Verdict, now: datetime
+    ) -> ReviewResult:
+        if verdict not in ("ok", "should_have_asked"):
+            raise ValueError(f"verdict: got {verdict!r}; expected 'ok' or 'should_have_asked'")
+        async with self._backend.tx(write=True) as tx:
+            sampled = await tx.one("select_review_sample", id=proposal_id)
+            if sampled is None:
+                raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
+            if not sampled["review_sampled"]:
+                raise ValueError(f"proposal {proposal_id!r} was not sampled for review")
+            row = await tx.one(
+                "insert_review",
+                proposal_id=proposal_id,
+                verdict=verdict,
+                reviewer=reviewer,
+                at=now,
+            )
+            if row is None:
+                first = await tx.one("select_review", proposal_id=proposal_id)
+                assert first is not None  # the row whose key refused ours
+                return AlreadyReviewed(review_from_row(first))
+            detail: dict[str, JsonValue] = {"verdict": verdict}
+            await tx.append_audit(now, proposal_id, reviewer, "reviewed", detail)
+            return review_from_row(row)
+
+    @finish_even_if_cancelled
+    async def get_review(self, proposal_id: str) -> Reviewed | None:
+        async with self._backend.tx(write=False) as tx:
+            row = await tx.one("select_review", proposal_id=proposal_id)
+            return None if row is None else review_from_row(row)
+
+    @finish_even_if_cancelled
+    async def review_stats(self) -> list[ReviewStats]:
+        async with self._backend.tx(write=False) as tx:
+            rows = await tx.all("select_review_stats")
+        stats = [
+            ReviewStats(
+                rule_id=row["rule_id"],
+                standing_rule_id=row["standing_rule_id"],
+                sampled=row["sampled"],
+                reviewed=row["reviewed"],
+                flagged=row["flagged"],
+            )
+            for row in rows
+        ]
+        return sorted(stats, key=lambda s: (s.rule_id or "", s.standing_rule_id or ""))
