@@ -7,28 +7,42 @@ completes the items' outbox entries (:meth:`DigestStore.attach_digest`). Each it
 status, decision, outcome, audit trail and outbox entries; the worker delivers the entries of a
 digest's items together (one post, one update, one reply for many), with the outbox verbs here
 that lease, settle and defer several entries in one transaction.
+
+:class:`Digests` is the DigestStore written once over a backend's connector
+(store/connector.py); its SQL is in ``store/sql/*/queries/digests.sql``. The database keeps each
+item in its digest and its digest's message, and refuses items of another operation or requester
+(the digests migration of each backend).
 """
 
 from __future__ import annotations
 
 import base64
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
+
+from pydantic import JsonValue
 
 from contracts.frozen import Frozen
-from store.base import Delivery, Proposal, StoreError
+from store.base import Delivery, Proposal, ProposalNotFound, StoreError
+from store.connector import Array, Connector, Row, Tx
 from store.lifecycle import Effect
+from store.pg_rows import delivery_from_record, proposal_from_record
+from store.rows import delivery_from_row, proposal_from_row, read_time
+from store.shield import finish_even_if_cancelled
 
 __all__ = [
     "Digest",
     "DigestNotFound",
     "DigestStore",
+    "Digests",
     "NewDigest",
     "conflict",
     "new_digest_id",
 ]
+
+SLACK_ACTOR = "slack"
 
 
 def new_digest_id() -> str:
@@ -135,3 +149,182 @@ class DigestStore(Protocol):
         """Not attempted (their channel is rate limited): release the leases, due again at
         ``at``, and the attempt their claim counted is not counted."""
         ...
+
+
+def digest_from_row(row: Row, items: Sequence[Proposal] = ()) -> Digest:
+    """The one place a stored digest row (and its items, read apart) becomes a Digest."""
+    return Digest(
+        id=row["id"],
+        channel=row["channel"],
+        ts=row["ts"],
+        operation=row["operation"],
+        requested_by=row["requested_by"],
+        created_at=read_time(row["created_at"]),
+        items=tuple(items),
+    )
+
+
+def _proposal_reader(tx: Tx) -> Callable[[Any], Proposal]:
+    """How ``tx``'s backend turns a proposals row into a Proposal (JSON text and UTC text on
+    SQLite, text[] and timestamptz on PostgreSQL)."""
+    return proposal_from_row if tx.dialect == "sqlite" else proposal_from_record
+
+
+def _delivery_reader(tx: Tx) -> Callable[[Any], Delivery]:
+    """How ``tx``'s backend turns an outbox row into a Delivery."""
+    return delivery_from_row if tx.dialect == "sqlite" else delivery_from_record
+
+
+def _ids(values: Sequence[object]) -> Array:
+    return Array(str(value) for value in values)
+
+
+def _check_limit(limit: int) -> None:
+    if limit < 1:
+        raise ValueError(f"limit: got {limit!r}; expected a positive number of entries")
+
+
+class Digests:
+    """The DigestStore, written once over a backend's connector (store/connector.py): it shares
+    the backend's transactions and audit chain. Get it from ``Store.digests()``."""
+
+    def __init__(self, backend: Connector) -> None:
+        self._backend = backend
+
+    @staticmethod
+    async def _read(tx: Tx, digest_id: str) -> Digest:
+        row = await tx.one("select_digest", id=digest_id)
+        if row is None:
+            raise DigestNotFound(f"no digest has id {digest_id!r}")
+        read = _proposal_reader(tx)
+        rows = await tx.all("select_digest_items", digest_id=digest_id)
+        return digest_from_row(row, await tx.with_approvals([read(item) for item in rows]))
+
+    @finish_even_if_cancelled
+    async def attach_digest(
+        self,
+        digest: NewDigest,
+        items: Sequence[str],
+        *,
+        deliveries: Sequence[int],
+        now: datetime,
+    ) -> Digest:
+        params: dict[str, Any] = digest.model_dump()
+        ids = list(dict.fromkeys(items))
+        async with self._backend.tx(write=True) as tx:
+            await tx.execute("insert_digest", **params)
+            stored = await tx.one("select_digest", id=digest.id)
+            assert stored is not None  # inserted just now, or found stored
+            problem = conflict(digest_from_row(stored), digest)
+            if problem is not None:
+                raise problem
+            rows = await tx.all(
+                "attach_digest_items",
+                ids=_ids(ids),
+                digest_id=digest.id,
+                channel=digest.channel,
+                ts=digest.ts,
+                now=now,
+            )
+            attached = {row["id"] for row in rows}
+            if len(attached) < len(ids):
+                known_rows = await tx.all("select_known_proposal_ids", ids=_ids(ids))
+                known = {row["id"] for row in known_rows}
+                unknown = [item for item in ids if item not in known]
+                if unknown:
+                    raise ProposalNotFound(f"no proposal has id {unknown[0]!r}")
+            detail: dict[str, JsonValue] = {
+                "channel": digest.channel,
+                "ts": digest.ts,
+                "digest_id": digest.id,
+            }
+            for item in ids:
+                if item in attached:
+                    await tx.append_audit(now, item, SLACK_ACTOR, "posted_to_slack", detail)
+            if deliveries:
+                await tx.execute("complete_deliveries", ids=_ids(deliveries), now=now)
+            return await self._read(tx, digest.id)
+
+    @finish_even_if_cancelled
+    async def get_digest(self, digest_id: str) -> Digest:
+        async with self._backend.tx(write=False) as tx:
+            return await self._read(tx, digest_id)
+
+    @finish_even_if_cancelled
+    async def get_proposals(self, proposal_ids: Sequence[str]) -> list[Proposal]:
+        if not proposal_ids:
+            return []
+        async with self._backend.tx(write=False) as tx:
+            read = _proposal_reader(tx)
+            rows = await tx.all("select_proposals_by_ids", ids=_ids(proposal_ids))
+            found = {p.id: p for p in await tx.with_approvals([read(row) for row in rows])}
+        return [found[i] for i in proposal_ids if i in found]
+
+    # --- the outbox, several entries at a time ----------------------------------------------
+
+    @staticmethod
+    def _leased(tx: Tx, rows: list[Row]) -> list[Delivery]:
+        read = _delivery_reader(tx)
+        return sorted((read(row) for row in rows), key=lambda d: d.id)
+
+    @finish_even_if_cancelled
+    async def claim_similar_posts(
+        self,
+        *,
+        channel: str,
+        operation: str,
+        requested_by: str,
+        now: datetime,
+        limit: int,
+        lease: timedelta,
+    ) -> list[Delivery]:
+        _check_limit(limit)
+        async with self._backend.tx(write=True) as tx:
+            rows = await tx.all(
+                "claim_similar_posts",
+                now=now,
+                lease=now + lease,
+                limit=limit,
+                channel=channel,
+                operation=operation,
+                requested_by=requested_by,
+            )
+            return self._leased(tx, rows)
+
+    @finish_even_if_cancelled
+    async def claim_digest_deliveries(
+        self, digest_id: str, effect: Effect, *, now: datetime, limit: int, lease: timedelta
+    ) -> list[Delivery]:
+        _check_limit(limit)
+        async with self._backend.tx(write=True) as tx:
+            rows = await tx.all(
+                "claim_digest_deliveries",
+                now=now,
+                lease=now + lease,
+                limit=limit,
+                digest_id=digest_id,
+                effect=effect.value,
+            )
+            return self._leased(tx, rows)
+
+    @finish_even_if_cancelled
+    async def complete_deliveries(self, delivery_ids: Sequence[int], *, now: datetime) -> None:
+        if delivery_ids:
+            async with self._backend.tx(write=True) as tx:
+                await tx.execute("complete_deliveries", ids=_ids(delivery_ids), now=now)
+
+    @finish_even_if_cancelled
+    async def retry_deliveries(
+        self, delivery_ids: Sequence[int], *, at: datetime, error: str
+    ) -> None:
+        if delivery_ids:
+            async with self._backend.tx(write=True) as tx:
+                await tx.execute(
+                    "retry_deliveries", ids=_ids(delivery_ids), at=at, error=error[:2000]
+                )
+
+    @finish_even_if_cancelled
+    async def defer_deliveries(self, delivery_ids: Sequence[int], *, at: datetime) -> None:
+        if delivery_ids:
+            async with self._backend.tx(write=True) as tx:
+                await tx.execute("defer_deliveries", ids=_ids(delivery_ids), at=at)

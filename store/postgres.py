@@ -45,6 +45,7 @@ from store.base import (
 )
 from store.connector import Array, Dialect, Row, load_queries
 from store.delegations import Delegations
+from store.digests import Digests
 from store.edits import check_edit, edited_detail, superseded_detail
 from store.effects import effects_of, lane_of
 from store.escalation_store import Escalations
@@ -52,7 +53,6 @@ from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import MigrationError, load_migrations
 from store.pg_approvals import approve, with_approvals
 from store.pg_changes import ChangeFeed
-from store.pg_digests import PgDigests
 from store.pg_errors import DRIVER_ERRORS, translate
 from store.pg_migrate import apply_migrations
 from store.pg_rows import (
@@ -132,9 +132,9 @@ class PostgresStore:
         """Delegations from Slack in this database, sharing its pool and audit chain."""
         return Delegations(self)
 
-    def digests(self) -> PgDigests:
+    def digests(self) -> Digests:
         """Digests of similar proposals in this database, sharing its pool and audit chain."""
-        return PgDigests(self)
+        return Digests(self)
 
     @classmethod
     async def open(

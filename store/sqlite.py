@@ -43,6 +43,7 @@ from store.base import (
 from store.connector import Array, Dialect, load_queries
 from store.connector import Row as AnyRow
 from store.delegations import Delegations
+from store.digests import Digests
 from store.edits import check_edit, edited_detail, superseded_detail
 from store.effects import effects_of, lane_of
 from store.escalation_store import Escalations
@@ -61,7 +62,6 @@ from store.rows import (
 )
 from store.shield import finish_even_if_cancelled
 from store.sqlite_approvals import approve, with_approvals
-from store.sqlite_digests import SqliteDigests
 from store.standing import policy_detail
 from store.standing_rules import StandingRules
 from store.verdicts import check_head, not_reconcilable, refusal
@@ -353,9 +353,9 @@ class SqliteStore:
         """Delegations from Slack in this database, in its transactions and audit chain."""
         return Delegations(self)
 
-    def digests(self) -> SqliteDigests:
+    def digests(self) -> Digests:
         """Digests of similar proposals in this database, in its transactions and audit chain."""
-        return SqliteDigests(self)
+        return Digests(self)
 
     @classmethod
     async def open(

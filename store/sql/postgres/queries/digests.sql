@@ -1,0 +1,82 @@
+-- Digests of similar proposals (store/digests.py): what PostgreSQL writes its own way. A list of
+-- ids is one text[] parameter (outbox ids are cast to bigint[]); leases are taken
+-- FOR UPDATE SKIP LOCKED, as claim_deliveries takes them, so instances filling digests at once
+-- never lease one entry twice.
+
+-- name: attach_digest_items
+-- The items not yet shown anywhere join the digest and its message (the others stay as they
+-- are); the ids of those that joined come back.
+UPDATE proposals
+SET digest_id = :digest_id, slack_channel = :channel, slack_ts = :ts, updated_at = :now
+WHERE id = ANY(:ids::text[]) AND slack_ts IS NULL AND digest_id IS NULL
+RETURNING id
+
+-- name: select_known_proposal_ids
+-- Which of these ids are proposals.
+SELECT id FROM proposals WHERE id = ANY(:ids::text[])
+
+-- name: select_proposals_by_ids
+-- Several proposals by id, in one read.
+SELECT * FROM proposals WHERE id = ANY(:ids::text[])
+
+-- name: claim_similar_posts
+-- More due posts like the ones being grouped: pending, never shown, same channel, operation and
+-- requester, each the first undelivered entry of its proposal's lane. Entries another worker is
+-- leasing right now are skipped; the outer WHERE re-checks each locked row.
+WITH due AS (
+    SELECT o.id FROM outbox AS o JOIN proposals AS p ON p.id = o.proposal_id
+    WHERE o.effect = 'slack.post' AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+      AND o.next_attempt_at <= :now
+      AND (o.leased_until IS NULL OR o.leased_until <= :now)
+      AND p.status = 'pending' AND p.slack_ts IS NULL AND p.channel = :channel
+      AND p.operation = :operation AND p.requested_by = :requested_by
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox AS e
+          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
+            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
+    ORDER BY o.next_attempt_at, o.id
+    LIMIT :limit
+    FOR UPDATE OF o SKIP LOCKED
+)
+UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
+FROM due
+WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+  AND (o.leased_until IS NULL OR o.leased_until <= :now)
+RETURNING o.*
+
+-- name: claim_digest_deliveries
+-- More due entries of one effect for a digest's items, each first in its proposal's lane.
+WITH due AS (
+    SELECT o.id FROM outbox AS o JOIN proposals AS p ON p.id = o.proposal_id
+    WHERE p.digest_id = :digest_id AND o.effect = :effect
+      AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+      AND o.next_attempt_at <= :now
+      AND (o.leased_until IS NULL OR o.leased_until <= :now)
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox AS e
+          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
+            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
+    ORDER BY o.next_attempt_at, o.id
+    LIMIT :limit
+    FOR UPDATE OF o SKIP LOCKED
+)
+UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
+FROM due
+WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+  AND (o.leased_until IS NULL OR o.leased_until <= :now)
+RETURNING o.*
+
+-- name: complete_deliveries
+-- Several entries delivered.
+UPDATE outbox SET delivered_at = :now, leased_until = NULL
+WHERE id = ANY(:ids::text[]::bigint[]) AND delivered_at IS NULL
+
+-- name: retry_deliveries
+-- Several entries not delivered this time: release the leases, try again at :at.
+UPDATE outbox SET next_attempt_at = :at, leased_until = NULL, last_error = :error
+WHERE id = ANY(:ids::text[]::bigint[]) AND delivered_at IS NULL
+
+-- name: defer_deliveries
+-- Several leased entries not attempted: due again at :at, their claim's attempt taken back.
+UPDATE outbox SET next_attempt_at = :at, leased_until = NULL, attempts = greatest(attempts - 1, 0)
+WHERE id = ANY(:ids::text[]::bigint[]) AND delivered_at IS NULL AND leased_until IS NOT NULL
