@@ -1,7 +1,8 @@
 """The agent HTTP API: proposals submitted, read and long-polled over ``/v1``, with what guards it.
 
 - ``proposals``: the routes (submit, read, wait) and the agent's authentication
-- ``agent_requests``: reading a request body within its limits; idempotency keys
+- ``agent_requests``: what every agent endpoint shares: admission, the body within its limits,
+  idempotency keys, the answer and the long poll
 - ``admission``, ``quotas``, ``limit_settings``: how much of the service one agent may use
 - ``requesters``: who counts as the person an agent acts for
 - ``schemas``, ``openapi``, ``problems``: the wire format, its OpenAPI document, error answers

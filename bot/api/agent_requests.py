@@ -1,7 +1,8 @@
-"""Reading an agent's submission: capacity, size, JSON, the body's model, the idempotency key.
+"""An agent's submissions and reads: capacity, size, JSON, the body's model, the idempotency
+key, the answer, and the long poll.
 
-One place for what every agent endpoint that creates something checks, in the same order and
-with the same answers (``bot/api/proposals.py`` for proposals, ``bot/escalations/api.py`` for
+One place for what every agent endpoint that creates or reads something does, in the same order
+and with the same answers (``bot/api/proposals.py`` for proposals, ``bot/escalations/api.py`` for
 escalations). The body is received whole, within the agent's ``body_timeout_seconds``, before
 the request takes a submission slot: a sender that dribbles its body holds a connection, never
 a slot, and gets 408 when time is up.
@@ -12,29 +13,43 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, JsonValue, ValidationError
 
+from bot.api.admission import Admission
 from bot.api.problems import Problem
+from bot.api.quotas import Quotas
+from bot.api.waiters import Waiters
+from bot.settings import AgentSettings
 from contracts.base import FieldProblem, problems_from_validation_error
 from contracts.canonical import canonical_json
+from store.base import StoreUnavailable
 
 __all__ = [
     "MAX_BODY",
     "SubmissionKey",
+    "admitted",
     "busy",
+    "held",
     "idempotency_key",
+    "json_answer",
     "parse_body",
     "receive_body",
+    "submitted_answer",
 ]
 
 MAX_BODY = 256 * 1024
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class _Identified(Protocol):
+    @property
+    def id(self) -> str: ...
 
 
 class _Submitted(Protocol):
@@ -43,6 +58,7 @@ class _Submitted(Protocol):
 
 
 SubmittedT = TypeVar("SubmittedT", bound=_Submitted)
+ItemT = TypeVar("ItemT", bound=_Identified)
 
 
 def busy() -> Problem:
@@ -53,6 +69,32 @@ def busy() -> Problem:
         "Countersign is at capacity; nothing was stored. Retry after the given delay.",
         headers={"Retry-After": "1"},
     )
+
+
+async def admitted(
+    request: web.Request,
+    agent: AgentSettings,
+    *,
+    quotas: Quotas,
+    slots: Admission,
+    handle: Callable[[bytes], Awaitable[web.Response]],
+) -> web.Response:
+    """``handle`` the agent's body: the agent's rate first, then its whole body (within its
+    deadline), and only then a slot, so that neither a flood nor a slow sender holds the
+    capacity other agents need. A submission refused for Countersign's own reasons (429, 503,
+    store unavailable) does not count against the agent's rate."""
+    quotas.admit_submission(agent)
+    raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
+    with slots.slot() as free:
+        if not free:
+            quotas.refund(agent)
+            raise busy()
+        try:
+            return await handle(raw)
+        except (Problem, StoreUnavailable) as refused:
+            if isinstance(refused, StoreUnavailable) or refused.status in (429, 503):
+                quotas.refund(agent)  # refused, not served: the agent's rate is not charged
+            raise
 
 
 async def receive_body(request: web.Request, *, timeout: float) -> bytes:
@@ -161,6 +203,46 @@ class SubmissionKey:
         if earlier.submission_fingerprint != self.fingerprint:
             raise conflict(earlier, self.derived)
         return earlier
+
+
+def json_answer(
+    body: BaseModel, *, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    """``body`` (the wire model of what was asked for) as the JSON answer."""
+    return web.Response(
+        status=status,
+        body=body.model_dump_json().encode(),
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def submitted_answer(body: BaseModel, *, location: str, created: bool) -> web.Response:
+    """The answer to a submission: 201 at ``location``, or 200 marked as a replay when the same
+    submission was stored before."""
+    headers = {"Location": location}
+    if not created:
+        headers["Idempotent-Replayed"] = "true"
+    return json_answer(body, status=201 if created else 200, headers=headers)
+
+
+async def held(
+    item: ItemT,
+    *,
+    agent: AgentSettings,
+    quotas: Quotas,
+    waiters: Waiters,
+    unsettled: Callable[[ItemT], bool],
+    reread: Callable[[str], Awaitable[ItemT]],
+    wait: float,
+) -> ItemT:
+    """``item`` for a read with ``?wait=`` (bot/api/waiters.py): at once when ``wait`` is 0 or it
+    is settled, else once it settles or ``wait`` runs out, holding one of the agent's long-poll
+    places meanwhile (429 when all are taken)."""
+    if wait <= 0 or not unsettled(item):
+        return item
+    with quotas.long_poll(agent):
+        return await waiters.hold(item, unsettled=unsettled, reread=reread, seconds=wait)
 
 
 def _refuse_constant(name: str) -> None:

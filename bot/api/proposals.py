@@ -7,7 +7,15 @@ import hmac
 from aiohttp import web
 
 from bot.api.admission import Admission
-from bot.api.agent_requests import MAX_BODY, busy, idempotency_key, parse_body, receive_body
+from bot.api.agent_requests import (
+    MAX_BODY,
+    admitted,
+    held,
+    idempotency_key,
+    json_answer,
+    parse_body,
+    submitted_answer,
+)
 from bot.api.openapi import openapi_document
 from bot.api.problems import Problem
 from bot.api.quotas import Quotas, admit_pending
@@ -74,22 +82,15 @@ async def _caller(request: web.Request) -> tuple[AgentSettings, Delegation | Non
 
 
 async def submit(request: web.Request) -> web.Response:
-    """The agent's rate first, then its whole body (within its deadline), and only then a slot:
-    neither a flood nor a slow sender holds the capacity other agents need."""
+    """The agent's rate, its whole body, then a slot (bot/api/agent_requests.py)."""
     agent, delegation = await _caller(request)
-    quotas = request.app[QUOTAS]
-    quotas.admit_submission(agent)
-    raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
-    with request.app[SUBMISSIONS].slot() as admitted:
-        if not admitted:
-            quotas.refund(agent)
-            raise busy()
-        try:
-            return await _submit(request, agent, raw, delegation)
-        except (Problem, StoreUnavailable) as refused:
-            if isinstance(refused, StoreUnavailable) or refused.status in (429, 503):
-                quotas.refund(agent)  # refused, not served: the agent's rate is not charged
-            raise
+    return await admitted(
+        request,
+        agent,
+        quotas=request.app[QUOTAS],
+        slots=request.app[SUBMISSIONS],
+        handle=lambda raw: _submit(request, agent, raw, delegation),
+    )
 
 
 async def _submit(
@@ -112,28 +113,27 @@ async def _submit(
             # the token was checked. Answer as the check would now: 401, nothing stored.
             await _caller(request)
             raise
-    status = 201 if submitted.created else 200
-    headers = {"Location": f"/v1/proposals/{submitted.proposal.id}"}
-    if not submitted.created:
-        headers["Idempotent-Replayed"] = "true"
-    return _json(submitted.proposal, status=status, headers=headers)
+    return submitted_answer(
+        ProposalOut.of(submitted.proposal),
+        location=f"/v1/proposals/{submitted.proposal.id}",
+        created=submitted.created,
+    )
 
 
 async def read(request: web.Request) -> web.Response:
     agent, _ = await _caller(request)
     service = request.app[SERVICE]
     wait = wait_seconds(request, service.settings.server.long_poll_max_seconds)
-    proposal = await _own(service, agent, request.match_info["id"])
-    if wait <= 0 or proposal.status not in _UNSETTLED:
-        return _json(proposal)
-    with request.app[QUOTAS].long_poll(agent):  # 429 past the agent's long-polls at once
-        proposal = await service.waiters.hold(
-            proposal,
-            unsettled=lambda p: p.status in _UNSETTLED,
-            reread=service.store.get_proposal,
-            seconds=wait,
-        )
-    return _json(proposal)
+    proposal = await held(
+        await _own(service, agent, request.match_info["id"]),
+        agent=agent,
+        quotas=request.app[QUOTAS],
+        waiters=service.waiters,
+        unsettled=lambda p: p.status in _UNSETTLED,
+        reread=service.store.get_proposal,
+        wait=wait,
+    )
+    return json_answer(ProposalOut.of(proposal))
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -180,13 +180,3 @@ def wait_seconds(request: web.Request, ceiling: float) -> float:
         )
     return wait
 
-
-def _json(
-    proposal: Proposal, *, status: int = 200, headers: dict[str, str] | None = None
-) -> web.Response:
-    return web.Response(
-        status=status,
-        body=ProposalOut.of(proposal).model_dump_json().encode(),
-        content_type="application/json",
-        headers=headers,
-    )

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bot.api.agent_requests import busy, idempotency_key, parse_body, receive_body
+from bot.api.agent_requests import (
+    admitted,
+    held,
+    idempotency_key,
+    json_answer,
+    parse_body,
+    submitted_answer,
+)
 from bot.api.problems import Problem
 from bot.api.proposals import QUOTAS, SUBMISSIONS, authenticated_agent, wait_seconds
 from bot.escalations.flow import EscalationService
 from bot.escalations.schemas import EscalationBody, EscalationOut
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
-from store.base import StoreUnavailable
 from store.escalations import Escalation, EscalationNotFound, EscalationStatus
 
 __all__ = ["ESCALATIONS", "escalation_routes"]
@@ -31,21 +37,15 @@ def escalation_routes() -> list[web.RouteDef]:
 
 
 async def submit(request: web.Request) -> web.Response:
-    """As for proposals (bot/api/proposals.py): the agent's rate, its whole body, then a slot."""
+    """As for proposals: the rate, the whole body, then a slot (bot/api/agent_requests.py)."""
     agent = authenticated_agent(request)
-    quotas = request.app[QUOTAS]
-    quotas.admit_submission(agent)
-    raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
-    with request.app[SUBMISSIONS].slot() as admitted:
-        if not admitted:
-            quotas.refund(agent)
-            raise busy()
-        try:
-            return await _submit(request, agent, raw)
-        except (Problem, StoreUnavailable) as refused:
-            if isinstance(refused, StoreUnavailable) or refused.status in (429, 503):
-                quotas.refund(agent)  # refused, not served: the agent's rate is not charged
-            raise
+    return await admitted(
+        request,
+        agent,
+        quotas=request.app[QUOTAS],
+        slots=request.app[SUBMISSIONS],
+        handle=lambda raw: _submit(request, agent, raw),
+    )
 
 
 async def _submit(request: web.Request, agent: AgentSettings, raw: bytes) -> web.Response:
@@ -54,10 +54,11 @@ async def _submit(request: web.Request, agent: AgentSettings, raw: bytes) -> web
     service = request.app[ESCALATIONS]
     with request.app[QUOTAS].escalation_claim(service.store, agent) as claim:
         submitted = await service.submit(agent, body, key, admit=claim.take)
-    headers = {"Location": f"/v1/escalations/{submitted.escalation.id}"}
-    if not submitted.created:
-        headers["Idempotent-Replayed"] = "true"
-    return _json(submitted.escalation, status=201 if submitted.created else 200, headers=headers)
+    return submitted_answer(
+        EscalationOut.of(submitted.escalation),
+        location=f"/v1/escalations/{submitted.escalation.id}",
+        created=submitted.created,
+    )
 
 
 async def read(request: web.Request) -> web.Response:
@@ -67,17 +68,16 @@ async def read(request: web.Request) -> web.Response:
     service = request.app[ESCALATIONS]
     wait = wait_seconds(request, service.settings.server.long_poll_max_seconds)
     holding = _while_status(request)
-    escalation = await _own(service, agent, request.match_info["id"])
-    if wait <= 0 or escalation.status not in holding:
-        return _json(escalation)
-    with request.app[QUOTAS].long_poll(agent):  # 429 past the agent's long-polls at once
-        escalation = await service.waiters.hold(
-            escalation,
-            unsettled=lambda e: e.status in holding,
-            reread=service.store.get_escalation,
-            seconds=wait,
-        )
-    return _json(escalation)
+    escalation = await held(
+        await _own(service, agent, request.match_info["id"]),
+        agent=agent,
+        quotas=request.app[QUOTAS],
+        waiters=service.waiters,
+        unsettled=lambda e: e.status in holding,
+        reread=service.store.get_escalation,
+        wait=wait,
+    )
+    return json_answer(EscalationOut.of(escalation))
 
 
 def _while_status(request: web.Request) -> frozenset[EscalationStatus]:
@@ -105,13 +105,3 @@ async def _own(service: EscalationService, agent: AgentSettings, escalation_id: 
         raise Problem(404, "Not found", f"no escalation {escalation_id!r} for agent {agent.name!r}")
     return escalation
 
-
-def _json(
-    escalation: Escalation, *, status: int = 200, headers: dict[str, str] | None = None
-) -> web.Response:
-    return web.Response(
-        status=status,
-        body=EscalationOut.of(escalation).model_dump_json().encode(),
-        content_type="application/json",
-        headers=headers,
-    )
