@@ -25,7 +25,7 @@ from bot.digests.settings import DigestSettings
 from bot.escalations.settings import EscalationSection, load_escalation
 from contracts.base import Operation
 from contracts.escalation import EscalationPolicy
-from contracts.operations import refund, webhook
+from contracts.operations import decision, refund, webhook
 from contracts.policy import PolicyError, PolicyTable
 from contracts.redaction import shown_url
 from contracts.registry import Registry
@@ -458,8 +458,12 @@ def _load_operations(
                     )
                     continue
                 operations.append(webhook.from_config({"name": name, **options}, secret=secret))
+            elif kind == "decision":
+                operations.append(decision.from_config({"name": name, **options}))
             else:
-                problems.append(f"{where}.kind: expected 'refund' or 'webhook' (got {kind!r})")
+                problems.append(
+                    f"{where}.kind: expected 'refund', 'webhook' or 'decision' (got {kind!r})"
+                )
         except ValueError as error:
             problems.append(f"{where}: {error}")
     return operations

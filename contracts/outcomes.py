@@ -14,6 +14,7 @@ from contracts.frozen import Frozen
 
 __all__ = [
     "OUTCOMES",
+    "Decided",
     "NeedsReconciliation",
     "Outcome",
     "RevisionRequired",
@@ -50,6 +51,17 @@ class TerminalFailure(Frozen):
     kind: Literal["terminal_failure"] = "terminal_failure"
     detail: str
     correlation_id: str
+
+
+class Decided(Frozen):
+    """The result of a decision operation (contracts/operations/decision.py), carried in a
+    ``succeeded`` outcome: people approved ``arguments``; Countersign executed nothing and the
+    agent carries them out itself."""
+
+    decision: Literal["approved"] = "approved"
+    #: exactly what was approved: the frozen arguments
+    arguments: dict[str, JsonValue]
+    executed_by: Literal["agent"] = "agent"
 
 
 Outcome = Annotated[

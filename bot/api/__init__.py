@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from bot.api.proposals import agent_routes, authenticated_agent
     from bot.api.quotas import Quotas
     from bot.api.requesters import check_requester, verified_requester
-    from bot.api.schemas import SLACK_USER_ID, SubmitBody
+    from bot.api.schemas import SLACK_USER_ID
     from bot.api.waiters import Waiters
 
 __all__ = [
@@ -52,7 +52,6 @@ __all__ = [
     "Problem",
     "Quotas",
     "Resolve",
-    "SubmitBody",
     "Waiters",
     "agent_routes",
     "authenticated_agent",
@@ -78,7 +77,6 @@ _DEFINED_IN = {
     "Quotas": "quotas",
     "Resolve": "destinations",
     "SLACK_USER_ID": "schemas",
-    "SubmitBody": "schemas",
     "Waiters": "waiters",
     "agent_routes": "proposals",
     "authenticated_agent": "proposals",

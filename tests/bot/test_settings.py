@@ -478,7 +478,8 @@ def test_unknown_operation_kind_lists_the_kinds(tmp_path: Path) -> None:
     path = write(tmp_path, *valid_sections(operations=operations))
 
     assert only_problem(path) == (
-        f"{path}: operations.crm.send_campaign.kind: expected 'refund' or 'webhook' (got 'http')"
+        f"{path}: operations.crm.send_campaign.kind: expected 'refund', 'webhook' or "
+        "'decision' (got 'http')"
     )
 
 
@@ -490,7 +491,8 @@ def test_operation_without_a_kind_says_so(tmp_path: Path) -> None:
     path = write(tmp_path, *valid_sections(operations=operations, policy=""))
 
     assert only_problem(path) == (
-        f"{path}: operations.payments.refund.kind: expected 'refund' or 'webhook' (got None)"
+        f"{path}: operations.payments.refund.kind: expected 'refund', 'webhook' or "
+        "'decision' (got None)"
     )
 
 

@@ -1,0 +1,402 @@
+"""Operations declared in configuration: a JSON Schema request, defaults, preview templates.
+
+Both kinds of operation a deployment can declare without Python share this part: webhook
+operations (contracts/operations/webhook.py), whose effect is a signed POST to a target, and
+decision operations (contracts/operations/decision.py), whose effect the agent carries out itself.
+Countersign checks the model's request against the schema, fills in the configured defaults to get
+the frozen arguments, and renders the preview from those arguments. Every problem in the
+configuration is found at load and named by operation and field.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator, Mapping
+from string import Formatter
+from types import MappingProxyType
+from typing import Any, ClassVar, Final, TypeVar
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import ValidationError as SchemaValidationError
+from pydantic import Field, JsonValue, ValidationError, model_validator
+
+from contracts.base import (
+    ArgType,
+    Context,
+    ContractViolation,
+    FieldProblem,
+    Operation,
+    Preview,
+    PreviewField,
+    Resolved,
+    Risk,
+)
+from contracts.frozen import Frozen
+
+__all__ = [
+    "DeclaredArguments",
+    "DeclaredOperation",
+    "DeclaredSpec",
+    "FieldTemplate",
+    "PreviewTemplate",
+    "SpecProblems",
+    "clip",
+    "show",
+    "spec_from_config",
+]
+
+#: The validated request and the frozen arguments: read-only mappings of JSON values.
+DeclaredArguments = Mapping[str, JsonValue]
+
+_SCALAR_TYPES: Final[Mapping[str, ArgType]] = {
+    "integer": "integer",
+    "number": "number",
+    "string": "string",
+    "boolean": "boolean",
+}
+_FIELD_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class SpecProblems(ValueError):
+    """What is wrong with a declared operation's configuration, field by field."""
+
+    def __init__(self, label: str, problems: tuple[str, ...]) -> None:
+        super().__init__(f"{label}: " + "; ".join(problems))
+        self.problems = problems
+
+
+class FieldTemplate(Frozen):
+    label: str = Field(min_length=1)
+    value: str  #: a template: text with ``{field}`` placeholders
+
+
+class PreviewTemplate(Frozen):
+    title: str = Field(min_length=1)  #: e.g. "Email {count} customers in segment {segment}"
+    fields: tuple[FieldTemplate, ...] = ()
+
+
+class DeclaredSpec(Frozen):
+    """An operation as configured: its request schema, defaults, preview and risk class."""
+
+    #: how errors name the operation: "<noun> operation 'crm.send_campaign'"
+    noun: ClassVar[str] = "declared"
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
+    description: str = Field(min_length=1)
+    request_schema: dict[str, JsonValue]  #: JSON Schema (draft 2020-12) of the request
+    #: values for optional fields the request leaves out (the "resolved defaults")
+    defaults: dict[str, JsonValue] = Field(default_factory=dict)
+    preview: PreviewTemplate
+    #: what the effect is: "read", "reversible" or "irreversible" (unknown effects count as
+    #: irreversible); bounds what the policy may run without asking (contracts/risk.py)
+    risk: Risk = "irreversible"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DeclaredSpec:
+        problems = tuple(self.spec_problems())
+        if problems:
+            raise SpecProblems(f"{self.noun} operation {self.name!r}", problems)
+        return self
+
+    def spec_problems(self) -> Iterator[str]:
+        """Everything inconsistent in this configuration, each naming its field."""
+        try:
+            Draft202012Validator.check_schema(self.request_schema)
+        except SchemaError as error:
+            yield f"request_schema{error.json_path[1:]}: {error.message}"
+            return
+        schema = self.request_schema
+        if schema.get("type") != "object":
+            yield f'request_schema.type: expected "object", got {show(schema.get("type"))}'
+        if not isinstance(schema.get("properties"), dict):
+            yield "request_schema.properties: expected an object giving each request field's schema"
+            return
+        properties, required = self.properties(), self.required()
+        known = ", ".join(sorted(properties)) or "none"
+        for name in properties:
+            if not _FIELD_NAME.match(name):
+                yield (
+                    f"request_schema.properties: field name {name!r} must be letters, digits and "
+                    "underscores, not starting with a digit"
+                )
+        for name in sorted(required - set(properties)):
+            yield f"request_schema.required: {name!r} is not a property (properties: {known})"
+        yield from self._default_problems(properties, required, known)
+        templates = [("preview.title", self.preview.title)] + [
+            (f"preview.fields[{i}].value", field.value)
+            for i, field in enumerate(self.preview.fields)
+        ]
+        always_present = required | set(self.defaults)
+        for where, template in templates:
+            yield from _template_problems(where, template, properties, always_present, known)
+
+    def effective_schema(self) -> dict[str, Any]:
+        """The request schema as enforced: extra fields are refused unless it says otherwise."""
+        schema = copy.deepcopy(self.request_schema)
+        schema.setdefault("additionalProperties", False)
+        return schema
+
+    def properties(self) -> Mapping[str, Any]:
+        properties = self.request_schema.get("properties")
+        return properties if isinstance(properties, dict) else {}
+
+    def required(self) -> frozenset[str]:
+        required = self.request_schema.get("required")
+        if not isinstance(required, list):
+            return frozenset()
+        return frozenset(name for name in required if isinstance(name, str))
+
+    def _default_problems(
+        self, properties: Mapping[str, Any], required: frozenset[str], known: str
+    ) -> Iterator[str]:
+        check_one = Draft202012Validator({**self.effective_schema(), "required": []})
+        for name, value in self.defaults.items():
+            if name not in properties:
+                yield f"defaults.{name}: not a property of request_schema (properties: {known})"
+            elif name in required:
+                yield f"defaults.{name}: the field is required, so a default would never apply"
+            else:
+                for error in check_one.iter_errors({name: value}):
+                    yield f"defaults.{name}: {show(value)} does not fit the schema: {error.message}"
+
+
+def _template_problems(
+    where: str,
+    template: str,
+    properties: Mapping[str, Any],
+    always_present: set[str] | frozenset[str],
+    known: str,
+) -> Iterator[str]:
+    try:
+        parts = list(Formatter().parse(template))
+    except ValueError as error:
+        yield f"{where}: invalid template {template!r}: {error} (write {{{{ and }}}} for braces)"
+        return
+    for _, field, spec, conversion in parts:
+        if field is None:
+            continue
+        if spec or conversion:
+            yield f"{where}: placeholder {{{field}}} has a format or conversion; use {{name}} only"
+        elif field not in properties:
+            yield f"{where}: {{{field}}} is not a property of request_schema (properties: {known})"
+        elif field not in always_present:
+            yield (
+                f"{where}: {{{field}}} is optional and has no default, so it may be absent; "
+                "make it required or give it a default"
+            )
+
+
+SpecT = TypeVar("SpecT", bound=DeclaredSpec)
+
+
+def spec_from_config(model: type[SpecT], data: Mapping[str, Any]) -> SpecT:
+    """``model`` read from configuration (one TOML table); ValueError names what is wrong."""
+    name = data.get("name")
+    label = f"{model.noun} operation"
+    if isinstance(name, str):
+        label = f"{label} {name!r}"
+    try:
+        text = json.dumps(dict(data), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"{label}: expected plain strings, numbers, tables and arrays: {error}"
+        ) from None
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as error:
+        raise ValueError(_describe_spec_errors(model, label, error)) from None
+
+
+def _describe_spec_errors(model: type[DeclaredSpec], label: str, error: ValidationError) -> str:
+    messages: list[str] = []
+    for item in error.errors(include_url=False):
+        cause = item.get("ctx", {}).get("error")
+        if isinstance(cause, SpecProblems):
+            messages.extend(cause.problems)
+            continue
+        where = ".".join(str(part) for part in item["loc"]) or "(table)"
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = f"unknown field (expected: {', '.join(model.model_fields)})"
+        elif item["loc"] == ("risk",):
+            message = (
+                "expected 'read', 'reversible' or 'irreversible' (what the effect is; "
+                f"default 'irreversible'), got {show(item.get('input'))}"
+            )
+        elif item["type"] != "missing":
+            message += f" (got {show(item.get('input'))})"
+        messages.append(f"{where}: {message}")
+    return f"{label}: " + "; ".join(messages)
+
+
+class DeclaredOperation(Operation[DeclaredArguments, DeclaredArguments]):
+    """An operation whose request, arguments and preview come from a :class:`DeclaredSpec`;
+    subclasses say what execution does."""
+
+    def __init__(self, spec: DeclaredSpec) -> None:
+        self.name = spec.name
+        self.description = spec.description
+        self.risk = spec.risk
+        self._declared = spec
+        self._schema = spec.effective_schema()
+        self._validator = Draft202012Validator(
+            self._schema, format_checker=Draft202012Validator.FORMAT_CHECKER
+        )
+
+    # --- the request and the arguments ---------------------------------------------------------
+
+    def parse_request(self, data: JsonValue) -> DeclaredArguments:
+        return MappingProxyType(copy.deepcopy(self._checked("request", data)))
+
+    def request_schema(self) -> dict[str, Any]:
+        return copy.deepcopy(self._schema)
+
+    def argument_types(self) -> Mapping[str, ArgType]:
+        return {
+            name: _SCALAR_TYPES[spec["type"]]
+            for name, spec in self._declared.properties().items()
+            if isinstance(spec, dict) and spec.get("type") in _SCALAR_TYPES
+        }
+
+    def dump_arguments(self, arguments: DeclaredArguments) -> dict[str, JsonValue]:
+        return copy.deepcopy(dict(arguments))
+
+    def load_arguments(self, data: Mapping[str, JsonValue]) -> DeclaredArguments:
+        return MappingProxyType(copy.deepcopy(self._checked("arguments", dict(data))))
+
+    def _checked(self, prefix: str, data: JsonValue) -> dict[str, JsonValue]:
+        """``data`` if it satisfies the schema; otherwise every problem, sorted by field."""
+        if not isinstance(data, dict):
+            fields = ", ".join(sorted(self._declared.properties())) or "none"
+            raise ContractViolation(
+                [
+                    FieldProblem(
+                        field=prefix,
+                        message=f"expected a JSON object (fields: {fields}), "
+                        f"got {_json_type(data)}",
+                    )
+                ]
+            )
+        found: dict[tuple[str, str], FieldProblem] = {}
+        for error in self._validator.iter_errors(data):
+            for problem in _problems(prefix, error):
+                found.setdefault((problem.field, problem.message), problem)
+        if found:
+            raise ContractViolation([found[key] for key in sorted(found)])
+        return data
+
+    # --- resolve and preview -----------------------------------------------------------------
+
+    async def resolve(
+        self, request: DeclaredArguments, ctx: Context
+    ) -> Resolved[DeclaredArguments]:
+        arguments = copy.deepcopy(dict(request))
+        for name, value in self._declared.defaults.items():
+            arguments.setdefault(name, copy.deepcopy(value))
+        frozen = MappingProxyType(arguments)
+        return Resolved(arguments=frozen, preview=self.preview(frozen))
+
+    def preview(self, arguments: DeclaredArguments) -> Preview:
+        """The preview the templates give for ``arguments``."""
+        template = self._declared.preview
+        return Preview(
+            title=_render(template.title, arguments),
+            fields=tuple(
+                PreviewField(label=field.label, value=_render(field.value, arguments))
+                for field in template.fields
+            ),
+        )
+
+
+# --- small helpers -----------------------------------------------------------------------------
+
+
+def _problems(prefix: str, error: SchemaValidationError) -> Iterator[FieldProblem]:
+    path = ".".join([prefix, *(str(part) for part in error.absolute_path)])
+    instance, schema, keyword = error.instance, error.schema, error.validator
+    if keyword == "required" and isinstance(instance, dict):
+        properties = schema.get("properties", {})
+        for name in error.validator_value:
+            if name not in instance:
+                expected = properties.get(name, {}).get("type")
+                hint = f"; expected {_types(expected)}" if expected else ""
+                yield FieldProblem(
+                    field=f"{path}.{name}", message=f"required field is missing{hint}"
+                )
+    elif keyword == "additionalProperties" and isinstance(instance, dict):
+        allowed = schema.get("properties", {})
+        patterns = list(schema.get("patternProperties", {}))
+        listed = ", ".join(sorted(allowed)) or "none"
+        for name in instance:
+            if name not in allowed and not any(re.search(p, name) for p in patterns):
+                yield FieldProblem(
+                    field=f"{path}.{name}", message=f"unexpected field (allowed: {listed})"
+                )
+    else:
+        yield FieldProblem(field=path, message=_message(error))
+
+
+def _message(error: SchemaValidationError) -> str:
+    keyword, expected, got = error.validator, error.validator_value, error.instance
+    if keyword == "type":
+        return f"expected {_types(expected)}, got {_json_type(got)} {show(got)}"
+    if keyword == "enum":
+        return f"expected one of {', '.join(show(v) for v in expected)}, got {show(got)}"
+    if keyword == "const":
+        return f"expected {show(expected)}, got {show(got)}"
+    if keyword == "pattern":
+        return f"expected a string matching {expected!r}, got {show(got)}"
+    if keyword == "format":
+        return f"expected a valid {expected}, got {show(got)}"
+    if keyword in ("minLength", "maxLength") and isinstance(got, str):
+        bound = "at least" if keyword == "minLength" else "at most"
+        return f"expected {bound} {expected} characters, got {len(got)}"
+    if keyword in ("minItems", "maxItems") and isinstance(got, list):
+        bound = "at least" if keyword == "minItems" else "at most"
+        return f"expected {bound} {expected} items, got {len(got)}"
+    return clip(str(error.message), 300)
+
+
+def _render(template: str, arguments: DeclaredArguments) -> str:
+    out = []
+    for literal, field, _, _ in Formatter().parse(template):
+        out.append(literal)
+        if field is not None:
+            value = arguments[field]
+            out.append(value if isinstance(value, str) else show(value, limit=None))
+    return "".join(out)
+
+
+def _types(expected: Any) -> str:
+    return " or ".join(expected) if isinstance(expected, list) else str(expected)
+
+
+def _json_type(value: object) -> str:
+    for kind, name in (
+        (bool, "boolean"),
+        (int, "integer"),
+        (float, "number"),
+        (str, "string"),
+        (list, "array"),
+        (dict, "object"),
+    ):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
+def show(value: object, *, limit: int | None = 60) -> str:
+    """``value`` as compact JSON for a message, clipped to ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if limit is None else clip(text, limit)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text``, cut to ``limit`` characters with an ellipsis when longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
