@@ -7,13 +7,15 @@ transaction (``store/sqlite_approvals.py``, ``store/pg_approvals.py``); the rule
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from pydantic import JsonValue
 
 from store.base import Approval, NotApprovable, Proposal, TransitionResult
+from store.connector import Array, Tx
 from store.lifecycle import Effect, Status
+from store.rows import approval_from_row
 from store.verdicts import refusal
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "missing",
     "progress_effects",
     "recorded_detail",
+    "with_approvals",
 ]
 
 #: The audit event of an approval that does not yet complete the quorum.
@@ -39,6 +42,24 @@ def may_have_approvals(proposal: Proposal) -> bool:
     return proposal.decision == "ask" and (
         proposal.quorum > 1 or proposal.status is not Status.PENDING
     )
+
+
+async def with_approvals(
+    tx: Tx, proposals: Sequence[Proposal], *, every: bool = False
+) -> list[Proposal]:
+    """``proposals``, each carrying its approvals: one query for all of them that may have any
+    (or for ``every`` one), none when no proposal may."""
+    proposals = list(proposals)
+    asked = [p.id for p in proposals if every or may_have_approvals(p)]
+    if not asked:
+        return proposals
+    found: dict[str, list[Approval]] = {}
+    for row in await tx.all("select_approvals", ids=Array(asked)):
+        found.setdefault(row["proposal_id"], []).append(approval_from_row(row))
+    return [
+        p.model_copy(update={"approvals": tuple(found[p.id])}) if p.id in found else p
+        for p in proposals
+    ]
 
 
 def counted(proposal: Proposal) -> tuple[Approval, ...]:

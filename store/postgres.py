@@ -14,11 +14,10 @@ Queries live in ``store/pg_queries.py``, row mapping in ``store/pg_rows.py``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
 
 import asyncpg
 from pydantic import JsonValue
@@ -27,12 +26,9 @@ from contracts.outcomes import NeedsReconciliation, Outcome
 from contracts.redaction import scrub, shown_store_url
 from store import pg_queries as sql
 from store import pg_reminders
-from store.audit import entry_hash, verify_chain
+from store.audit_log import AuditVerbs
 from store.base import (
     AuditEntry,
-    AuditHead,
-    AuditReport,
-    Delivery,
     IdempotencyConflict,
     InvalidTransition,
     NewProposal,
@@ -43,30 +39,24 @@ from store.base import (
     Transitioned,
     TransitionResult,
 )
-from store.connector import Array, Dialect, Row, load_queries
 from store.delegations import Delegations
 from store.digests import Digests
 from store.edits import check_edit, edited_detail, superseded_detail
-from store.effects import effects_of, lane_of
 from store.escalation_store import Escalations
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import MigrationError, load_migrations
-from store.pg_approvals import approve, with_approvals
+from store.outbox import OutboxVerbs
+from store.pg_approvals import approve
 from store.pg_changes import ChangeFeed
 from store.pg_errors import DRIVER_ERRORS, translate
 from store.pg_migrate import apply_migrations
-from store.pg_rows import (
-    audit_entry_from_record,
-    aware,
-    delivery_from_record,
-    new_proposal_args,
-    proposal_from_record,
-)
+from store.pg_rows import aware, new_proposal_args, proposal_from_record
+from store.pg_tx import PgTx
 from store.rows import dump_json, outcome_json
 from store.shield import finish_even_if_cancelled
 from store.standing import policy_detail
 from store.standing_rules import StandingRules
-from store.verdicts import check_head, not_reconcilable, refusal
+from store.verdicts import not_reconcilable, refusal
 
 __all__ = ["PostgresStore", "redacted"]
 
@@ -78,10 +68,6 @@ POLICY_ACTOR = "policy"
 EXPIRY_ACTOR = "expiry"
 EXECUTOR_ACTOR = "executor"
 SLACK_ACTOR = "slack"
-OUTBOX_ACTOR = "outbox"
-
-#: How much of a delivery error is kept with the outbox entry (the audit keeps all of it).
-_ERROR_CHARS = 2000
 
 #: The outcome a lost execution is given: nobody knows whether its effect happened.
 _ABANDONED = NeedsReconciliation(
@@ -101,7 +87,7 @@ def redacted(url: str) -> str:
     return shown_store_url(url)
 
 
-class PostgresStore:
+class PostgresStore(AuditVerbs, OutboxVerbs):
     """A Store on a PostgreSQL database. Create it with :meth:`open`."""
 
     def __init__(
@@ -233,22 +219,34 @@ class PostgresStore:
 
     @asynccontextmanager
     async def tx(self, *, write: bool) -> AsyncIterator[PgTx]:
-        """A transaction for the verbs written over the connector (store/connector.py); for
-        reads, a pooled connection whose statements each see what has committed."""
+        """A transaction (READ COMMITTED) for a change; for reads, a pooled connection whose
+        statements each see what has committed (store/backend.py)."""
         if write:
             async with self.transaction() as db:
-                yield PgTx(self, db)
+                yield PgTx(db)
         else:
             async with self.connection() as db:
-                yield PgTx(self, db)
+                yield PgTx(db)
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[PgTx]:
+        """A read-only REPEATABLE READ transaction: its statements see one snapshot."""
+        async with self.transaction(isolation="repeatable_read", readonly=True) as db:
+            yield PgTx(db)
+
+    def lone_write(self) -> AbstractAsyncContextManager[PgTx]:
+        """A pooled connection outside a transaction: the statement commits on its own."""
+        return self.tx(write=False)
 
     async def existing_proposal(self, db: Connection, proposal_id: str) -> Proposal:
         """The proposal with its approvals, read inside ``db``'s transaction; ProposalNotFound."""
-        row = await db.fetchrow(sql.SELECT_PROPOSAL, proposal_id)
-        if row is None:
-            raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
-        [proposal] = await with_approvals(db, [proposal_from_record(row)])
-        return proposal
+        return await PgTx(db).existing_proposal(proposal_id)
+
+    async def with_approvals(
+        self, db: Connection, proposals: Sequence[Proposal], *, every: bool = False
+    ) -> list[Proposal]:
+        """``proposals`` with their approvals, read inside ``db``'s transaction."""
+        return await PgTx(db).with_approvals(proposals, every=every)
 
     async def append_audit(
         self,
@@ -260,48 +258,11 @@ class PostgresStore:
         detail: Mapping[str, JsonValue],
     ) -> AuditEntry:
         """Append one entry after the head of the chain, inside the caller's transaction."""
-        head = await db.fetchrow(sql.LOCK_AUDIT_HEAD)
-        if head is None:
-            raise StoreError("the audit head row is missing; the database was altered by hand")
-        seq, prev_hash = head["seq"] + 1, head["hash"]
-        at, detail_text = aware(at, field="now"), dump_json(detail)
-        digest = entry_hash(
-            prev_hash,
-            seq=seq,
-            at=at,
-            proposal_id=proposal_id,
-            actor=actor,
-            event=event,
-            detail=json.loads(detail_text),  # hash exactly what is stored and read back
-        )
-        row = await db.fetchrow(
-            sql.INSERT_AUDIT_ENTRY,
-            seq,
-            at,
-            proposal_id,
-            actor,
-            event,
-            detail_text,
-            prev_hash,
-            digest,
-        )
-        assert row is not None  # RETURNING of an INSERT that did not fail
-        return audit_entry_from_record(row)
+        return await PgTx(db).append_audit(at, proposal_id, actor, event, detail)
 
     async def enqueue_effects(self, db: Connection, row: asyncpg.Record, now: datetime) -> Proposal:
         """Write the outbox entries of the status ``row`` just entered; return the proposal."""
-        [proposal] = await with_approvals(db, [proposal_from_record(row)])
-        at = aware(now, field="now")
-        for effect in effects_of(proposal):
-            await db.execute(
-                sql.INSERT_OUTBOX,
-                proposal.id,
-                effect.value,
-                lane_of(effect),
-                proposal.status.value,
-                at,
-            )
-        return proposal
+        return await PgTx(db).enqueue_effects(row, now)
 
     # --- the protocol -----------------------------------------------------------------------
 
@@ -325,7 +286,7 @@ class PostgresStore:
                     sql.SELECT_BY_SUBMISSION_KEY, new.agent, new.submission_key
                 )
                 assert found is not None  # the row whose unique key refused the insert
-                [existing] = await with_approvals(db, [proposal_from_record(found)])
+                [existing] = await self.with_approvals(db, [proposal_from_record(found)])
                 if existing.submission_fingerprint != new.submission_fingerprint:
                     raise IdempotencyConflict(existing)
                 return existing, False
@@ -369,7 +330,7 @@ class PostgresStore:
             row = await db.fetchrow(sql.SELECT_BY_SUBMISSION_KEY, agent, submission_key)
             if row is None:
                 return None
-            [proposal] = await with_approvals(db, [proposal_from_record(row)])
+            [proposal] = await self.with_approvals(db, [proposal_from_record(row)])
             return proposal
 
     @finish_even_if_cancelled
@@ -383,7 +344,7 @@ class PostgresStore:
                 rows = await db.fetch(sql.SELECT_PENDING, limit)
             else:
                 rows = await db.fetch(sql.SELECT_PENDING_OF_AGENT, agent, limit)
-            return await with_approvals(db, [proposal_from_record(row) for row in rows])
+            return await self.with_approvals(db, [proposal_from_record(row) for row in rows])
 
     @finish_even_if_cancelled
     async def count_pending(self, agent: str) -> int:
@@ -403,7 +364,7 @@ class PostgresStore:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         async with self.connection() as db:
             rows = await db.fetch(sql.SELECT_DECIDED_BY, user, limit)
-            return await with_approvals(db, [proposal_from_record(row) for row in rows])
+            return await self.with_approvals(db, [proposal_from_record(row) for row in rows])
 
     @finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
@@ -414,7 +375,7 @@ class PostgresStore:
                 raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
             detail = {"channel": channel, "ts": ts}
             await self.append_audit(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
-            [proposal] = await with_approvals(db, [proposal_from_record(row)])
+            [proposal] = await self.with_approvals(db, [proposal_from_record(row)])
             return proposal
 
     @finish_even_if_cancelled
@@ -551,8 +512,6 @@ class PostgresStore:
                 expired.append(proposal)
             return expired
 
-    # --- the outbox -------------------------------------------------------------------------
-
     @finish_even_if_cancelled
     async def remind_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
         return await pg_reminders.remind_due(self, now=now, limit=limit)
@@ -563,151 +522,6 @@ class PostgresStore:
     ) -> TransitionResult:
         return await pg_reminders.extend(self, proposal_id, actor=actor, until=until, now=now)
 
-    @finish_even_if_cancelled
-    async def claim_deliveries(
-        self, *, now: datetime, limit: int, lease: timedelta
-    ) -> list[Delivery]:
-        if limit < 1:
-            raise ValueError(f"limit: got {limit}; expected a positive number of entries")
-        at = aware(now, field="now")
-        async with self.transaction() as db:
-            rows = await db.fetch(sql.CLAIM_DELIVERIES, at, at + lease, limit)
-            return sorted(map(delivery_from_record, rows), key=lambda d: d.id)
-
-    @finish_even_if_cancelled
-    async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
-        async with self.connection() as db:
-            await db.execute(sql.COMPLETE_DELIVERY, delivery_id, aware(now, field="now"))
-
-    @finish_even_if_cancelled
-    async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
-        async with self.connection() as db:
-            await db.execute(
-                sql.RETRY_DELIVERY, delivery_id, aware(at, field="at"), error[:_ERROR_CHARS]
-            )
-
-    @finish_even_if_cancelled
-    async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
-        at = aware(now, field="now")
-        async with self.transaction() as db:
-            row = await db.fetchrow(sql.ABANDON_DELIVERY, delivery_id, at, error[:_ERROR_CHARS])
-            if row is not None:
-                detail = {"effect": row["effect"], "attempts": row["attempts"], "error": error}
-                await self.append_audit(
-                    db, at, row["proposal_id"], OUTBOX_ACTOR, "delivery_abandoned", detail
-                )
-
-    @finish_even_if_cancelled
-    async def pending_deliveries(self) -> int:
-        async with self.connection() as db:
-            count: int = await db.fetchval(sql.COUNT_PENDING_DELIVERIES)
-            return count
-
-    @finish_even_if_cancelled
-    async def record_event(
-        self,
-        proposal_id: str | None,
-        *,
-        actor: str,
-        event: str,
-        detail: dict[str, JsonValue],
-        now: datetime,
-    ) -> AuditEntry:
-        async with self.transaction() as db:
-            return await self.append_audit(db, now, proposal_id, actor, event, detail)
-
-    @finish_even_if_cancelled
-    async def audit_log(self, proposal_id: str | None = None) -> list[AuditEntry]:
-        async with self.connection() as db:
-            if proposal_id is None:
-                rows = await db.fetch(sql.SELECT_AUDIT_LOG)
-            else:
-                rows = await db.fetch(sql.SELECT_PROPOSAL_AUDIT_LOG, proposal_id)
-            return [audit_entry_from_record(row) for row in rows]
-
-    @finish_even_if_cancelled
-    async def verify_audit(self) -> AuditReport:
-        """Check the hash chain, then compare its last entry with the audit head.
-
-        Both are read from one snapshot (REPEATABLE READ), so appends committing meanwhile in
-        other instances cannot make the head look ahead of the log. The head, moved in the
-        transaction of every append, names the true last entry: a log that ends before it has
-        lost its tail (reported as the first missing entry).
-        """
-        async with self.transaction(isolation="repeatable_read", readonly=True) as db:
-            entries = [audit_entry_from_record(row) for row in await db.fetch(sql.SELECT_AUDIT_LOG)]
-            head = await db.fetchrow(sql.SELECT_AUDIT_HEAD)
-        report = verify_chain(entries)
-        return check_head(report, entries, None if head is None else (head["seq"], head["hash"]))
-
-    @finish_even_if_cancelled
-    async def audit_head(self) -> AuditHead:
-        async with self.connection() as db:
-            head = await db.fetchrow(sql.SELECT_AUDIT_HEAD)
-        if head is None:
-            raise StoreError("the audit head row is missing; the database was altered by hand")
-        return AuditHead(seq=int(head["seq"]), hash=str(head["hash"]))
-
 
 async def _cannot_listen() -> asyncpg.Connection[asyncpg.Record]:
     raise StoreUnavailable("this store was built without a way to listen; open it with open()")
-
-
-class PgTx:
-    """One PostgreSQL transaction as the connector's Tx (store/connector.py): named queries
-    with their parameters in ``$n`` order, times as timestamptz, arrays as text[]."""
-
-    dialect: Dialect = "postgres"
-
-    def __init__(self, store: PostgresStore, db: Connection) -> None:
-        self._store = store
-        self._db = db
-        self._queries = load_queries("postgres")
-
-    @staticmethod
-    def param(name: str, value: Any) -> Any:
-        if isinstance(value, datetime):
-            return aware(value, field=name)
-        if isinstance(value, Array):
-            return list(value)
-        return value
-
-    def _bound(self, query: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
-        named = self._queries[query]
-        values = named.positional(params)
-        return named.text, [
-            self.param(key, value) for key, value in zip(named.params, values, strict=True)
-        ]
-
-    async def one(self, query: str, /, **params: Any) -> Row | None:
-        text, values = self._bound(query, params)
-        return await self._db.fetchrow(text, *values)
-
-    async def all(self, query: str, /, **params: Any) -> list[Row]:
-        text, values = self._bound(query, params)
-        return list(await self._db.fetch(text, *values))
-
-    async def execute(self, query: str, /, **params: Any) -> None:
-        text, values = self._bound(query, params)
-        await self._db.execute(text, *values)
-
-    async def append_audit(
-        self,
-        at: datetime,
-        proposal_id: str | None,
-        actor: str,
-        event: str,
-        detail: Mapping[str, JsonValue],
-    ) -> AuditEntry:
-        return await self._store.append_audit(self._db, at, proposal_id, actor, event, detail)
-
-    async def existing_proposal(self, proposal_id: str) -> Proposal:
-        return await self._store.existing_proposal(self._db, proposal_id)
-
-    async def with_approvals(
-        self, proposals: Sequence[Proposal], *, every: bool = False
-    ) -> list[Proposal]:
-        return await with_approvals(self._db, proposals, every=every)
-
-    async def enqueue_effects(self, row: Row, now: datetime) -> Proposal:
-        return await self._store.enqueue_effects(self._db, row, now)  # type: ignore[arg-type]

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,9 @@ from pydantic import JsonValue
 
 from contracts.outcomes import NeedsReconciliation, Outcome
 from store import sqlite_reminders
-from store.audit import entry_hash, verify_chain
+from store.audit_log import AuditVerbs
 from store.base import (
     AuditEntry,
-    AuditHead,
-    AuditReport,
-    Delivery,
     IdempotencyConflict,
     InvalidTransition,
     NewProposal,
@@ -40,31 +36,27 @@ from store.base import (
     Transitioned,
     TransitionResult,
 )
-from store.connector import Array, Dialect, load_queries
-from store.connector import Row as AnyRow
 from store.delegations import Delegations
 from store.digests import Digests
 from store.edits import check_edit, edited_detail, superseded_detail
-from store.effects import effects_of, lane_of
 from store.escalation_store import Escalations
 from store.group_commit import GroupCommit
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
+from store.outbox import OutboxVerbs
 from store.rows import (
-    audit_entry_from_row,
     db_time,
-    delivery_from_row,
     dump_json,
-    from_db_time,
     new_proposal_params,
     outcome_json,
     proposal_from_row,
 )
 from store.shield import finish_even_if_cancelled
-from store.sqlite_approvals import approve, with_approvals
+from store.sqlite_approvals import approve
+from store.sqlite_tx import FollowedHead, SqliteTx
 from store.standing import policy_detail
 from store.standing_rules import StandingRules
-from store.verdicts import check_head, not_reconcilable, refusal
+from store.verdicts import not_reconcilable, refusal
 
 __all__ = ["SqliteStore", "apply_migrations"]
 
@@ -202,71 +194,11 @@ SELECT_DECIDED_BY = """
 SELECT * FROM proposals WHERE decided_by = ? ORDER BY decided_at DESC, id LIMIT ?
 """
 
-#: The last entry of the audit chain (seq 0 and the genesis hash when empty).
-SELECT_AUDIT_HEAD = "SELECT seq, hash FROM audit_head WHERE id = 1"
-
-#: Append one audit entry; triggers check it follows the head and move the head.
-INSERT_AUDIT_ENTRY = """
-INSERT INTO audit_log (seq, at, proposal_id, actor, event, detail, prev_hash, hash)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-RETURNING *
-"""
-
-#: One effect of a transition, to be delivered by the outbox worker.
-INSERT_OUTBOX = """
-INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at)
-VALUES (?, ?, ?, ?, ?, ?)
-"""
-
-#: Lease up to :limit due entries, each the first undelivered one of its proposal and lane.
-CLAIM_DELIVERIES = """
-UPDATE outbox SET leased_until = :lease, attempts = attempts + 1
-WHERE id IN (
-    SELECT o.id FROM outbox AS o
-    WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
-      AND o.next_attempt_at <= :now
-      AND (o.leased_until IS NULL OR o.leased_until <= :now)
-      AND NOT EXISTS (
-          SELECT 1 FROM outbox AS e
-          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
-            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
-    ORDER BY o.next_attempt_at, o.id
-    LIMIT :limit
-)
-RETURNING *
-"""
-
-#: Delivered.
-COMPLETE_DELIVERY = "UPDATE outbox SET delivered_at = ?, leased_until = NULL WHERE id = ?"
-
-#: Not delivered this time: release the lease and say when to try again.
-RETRY_DELIVERY = """
-UPDATE outbox SET next_attempt_at = ?, leased_until = NULL, last_error = ? WHERE id = ?
-"""
-
-#: Given up.
-ABANDON_DELIVERY = """
-UPDATE outbox SET abandoned_at = ?, leased_until = NULL, last_error = ? WHERE id = ?
-RETURNING proposal_id, effect, attempts
-"""
-
-#: Entries still to deliver.
-COUNT_PENDING_DELIVERIES = (
-    "SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND abandoned_at IS NULL"
-)
-
-#: The whole audit log in chain order.
-SELECT_AUDIT_LOG = "SELECT * FROM audit_log ORDER BY seq"
-
-#: One proposal's audit entries in chain order.
-SELECT_PROPOSAL_AUDIT_LOG = "SELECT * FROM audit_log WHERE proposal_id = ? ORDER BY seq"
-
 #: Who writes the audit entries that no person or agent caused.
 POLICY_ACTOR = "policy"
 EXPIRY_ACTOR = "expiry"
 EXECUTOR_ACTOR = "executor"
 SLACK_ACTOR = "slack"
-OUTBOX_ACTOR = "outbox"
 
 #: The audit event the policy's own decision adds to "submitted" (ask adds none).
 _POLICY_EVENT = {Status.EXECUTING: "auto_approved", Status.DENIED: "denied"}
@@ -324,7 +256,7 @@ def _translated(error: sqlite3.Error) -> StoreError:
     return StoreUnavailable(f"SQLite: {error}")
 
 
-class SqliteStore:
+class SqliteStore(AuditVerbs, OutboxVerbs):
     """A Store on one SQLite file. Create it with :meth:`open`."""
 
     def __init__(
@@ -335,9 +267,9 @@ class SqliteStore:
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
         self._escalations: Escalations | None = None
-        #: the audit head as this write transaction last moved it; None: read it from the table
-        self._head: tuple[int, str] | None = None
-        self._writes = GroupCommit(db, self._lock, failure=_translated, reset=self._forget_head)
+        #: the audit head as the batch of writes moved it (store/sqlite_tx.py)
+        self._head = FollowedHead()
+        self._writes = GroupCommit(db, self._lock, failure=_translated, reset=self._head.forget)
 
     def escalations(self) -> Escalations:
         """The escalations kept in this database, sharing its transactions and audit chain."""
@@ -404,9 +336,6 @@ class SqliteStore:
             async with self._lock:
                 await self._db.close()
 
-    def _forget_head(self) -> None:
-        self._head = None
-
     @property
     def group_commit(self) -> GroupCommit:
         """How writes were batched into transactions (``batches``, ``writes``)."""
@@ -471,9 +400,24 @@ class SqliteStore:
 
     @asynccontextmanager
     async def tx(self, *, write: bool) -> AsyncIterator[SqliteTx]:
-        """A transaction for the verbs written over the connector (store/connector.py)."""
-        async with self.transaction(write=write) as db:
-            yield SqliteTx(self, db)
+        """A write transaction of the group commit, or (not ``write``) the connection in
+        autocommit, each statement reading what has committed (store/backend.py)."""
+        if write:
+            async with self.transaction(write=True) as db:
+                yield SqliteTx(db, self._head)
+        else:
+            async with self._reading() as db:
+                yield SqliteTx(db, self._head)
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[SqliteTx]:
+        """A read transaction (BEGIN ... COMMIT): its statements see one snapshot."""
+        async with self.transaction(write=False) as db:
+            yield SqliteTx(db, self._head)
+
+    def lone_write(self) -> contextlib.AbstractAsyncContextManager[SqliteTx]:
+        """A write of the group commit (one statement alone would cost its own COMMIT)."""
+        return self.tx(write=True)
 
     async def one(self, db: aiosqlite.Connection, sql: str, params: Any) -> Row | None:
         """The first row ``sql`` returns inside ``db``'s transaction, or None."""
@@ -482,11 +426,7 @@ class SqliteStore:
 
     async def existing_proposal(self, db: aiosqlite.Connection, proposal_id: str) -> Proposal:
         """The proposal with its approvals, read inside ``db``'s transaction; ProposalNotFound."""
-        row = await self.one(db, SELECT_PROPOSAL, (proposal_id,))
-        if row is None:
-            raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
-        [proposal] = await with_approvals(db, [proposal_from_row(row)])
-        return proposal
+        return await SqliteTx(db, self._head).existing_proposal(proposal_id)
 
     async def append_audit(
         self,
@@ -497,43 +437,18 @@ class SqliteStore:
         event: str,
         detail: Mapping[str, JsonValue],
     ) -> AuditEntry:
-        """Append one entry after the head of the chain, inside the caller's transaction.
-
-        The head is read once per batch of writes and then followed in memory: nobody else can
-        append while this transaction holds the write lock (group_commit resets it between
-        batches and after a writer that failed).
-        """
-        if self._head is None:
-            head = await self.one(db, SELECT_AUDIT_HEAD, ())
-            if head is None:
-                raise StoreError("the audit head row is missing; the database was altered by hand")
-            self._head = (int(head["seq"]), str(head["hash"]))
-        seq, prev_hash = self._head[0] + 1, self._head[1]
-        at_text, detail_text = db_time(at, field="now"), dump_json(detail)
-        digest = entry_hash(
-            prev_hash,
-            seq=seq,
-            at=from_db_time(at_text),
-            proposal_id=proposal_id,
-            actor=actor,
-            event=event,
-            detail=json.loads(detail_text),  # hash exactly what is stored
-        )
-        params = (seq, at_text, proposal_id, actor, event, detail_text, prev_hash, digest)
-        self._head = None  # unknown until the INSERT succeeds
-        row = await self.one(db, INSERT_AUDIT_ENTRY, params)
-        assert row is not None  # RETURNING of an INSERT that did not fail
-        self._head = (seq, digest)
-        return audit_entry_from_row(row)
+        """Append one entry after the head of the chain, inside the caller's transaction."""
+        return await SqliteTx(db, self._head).append_audit(at, proposal_id, actor, event, detail)
 
     async def enqueue_effects(self, db: aiosqlite.Connection, row: Row, now: datetime) -> Proposal:
         """Write the outbox entries of the status ``row`` just entered; return the proposal."""
-        [proposal] = await with_approvals(db, [proposal_from_row(row)])
-        at = db_time(now, field="now")
-        for effect in effects_of(proposal):
-            params = (proposal.id, effect.value, lane_of(effect), proposal.status.value, at, at)
-            await db.execute(INSERT_OUTBOX, params)
-        return proposal
+        return await SqliteTx(db, self._head).enqueue_effects(row, now)
+
+    async def with_approvals(
+        self, db: aiosqlite.Connection, proposals: Sequence[Proposal], *, every: bool = False
+    ) -> list[Proposal]:
+        """``proposals`` with their approvals, read inside ``db``'s transaction."""
+        return await SqliteTx(db, self._head).with_approvals(proposals, every=every)
 
     # --- the protocol -----------------------------------------------------------------------
 
@@ -556,7 +471,7 @@ class SqliteStore:
                 key = (new.agent, new.submission_key)
                 found = await self.one(db, SELECT_BY_SUBMISSION_KEY, key)
                 assert found is not None  # the row whose unique key refused the insert
-                [existing] = await with_approvals(db, [proposal_from_row(found)])
+                [existing] = await self.with_approvals(db, [proposal_from_row(found)])
                 if existing.submission_fingerprint != new.submission_fingerprint:
                     raise IdempotencyConflict(existing)
                 return existing, False
@@ -605,7 +520,7 @@ class SqliteStore:
                 rows = await db.execute_fetchall(SELECT_PENDING, (limit,))
             else:
                 rows = await db.execute_fetchall(SELECT_PENDING_OF_AGENT, (agent, limit))
-            return await with_approvals(db, [proposal_from_row(row) for row in rows])
+            return await self.with_approvals(db, [proposal_from_row(row) for row in rows])
 
     @finish_even_if_cancelled
     async def count_pending(self, agent: str) -> int:
@@ -625,7 +540,7 @@ class SqliteStore:
             raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
         async with self.transaction(write=False) as db:
             rows = await db.execute_fetchall(SELECT_DECIDED_BY, (user, limit))
-            return await with_approvals(db, [proposal_from_row(row) for row in rows])
+            return await self.with_approvals(db, [proposal_from_row(row) for row in rows])
 
     @finish_even_if_cancelled
     async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
@@ -633,7 +548,7 @@ class SqliteStore:
             row = await self.one(db, SELECT_BY_SUBMISSION_KEY, (agent, submission_key))
             if row is None:
                 return None
-            [proposal] = await with_approvals(db, [proposal_from_row(row)])
+            [proposal] = await self.with_approvals(db, [proposal_from_row(row)])
             return proposal
 
     @finish_even_if_cancelled
@@ -645,7 +560,7 @@ class SqliteStore:
                 raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
             detail = {"channel": channel, "ts": ts}
             await self.append_audit(db, now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
-            [proposal] = await with_approvals(db, [proposal_from_row(row)])
+            [proposal] = await self.with_approvals(db, [proposal_from_row(row)])
             return proposal
 
     @finish_even_if_cancelled
@@ -798,148 +713,3 @@ class SqliteStore:
         self, proposal_id: str, *, actor: str, until: datetime, now: datetime
     ) -> TransitionResult:
         return await sqlite_reminders.extend(self, proposal_id, actor=actor, until=until, now=now)
-
-    @finish_even_if_cancelled
-    async def claim_deliveries(
-        self, *, now: datetime, limit: int, lease: timedelta
-    ) -> list[Delivery]:
-        if limit < 1:
-            raise ValueError(f"limit: got {limit}; expected a positive number of entries")
-        params = {
-            "now": db_time(now, field="now"),
-            "lease": db_time(now + lease, field="now"),
-            "limit": limit,
-        }
-        async with self.transaction(write=True) as db:
-            rows = await db.execute_fetchall(CLAIM_DELIVERIES, params)
-            return sorted((delivery_from_row(row) for row in rows), key=lambda d: d.id)
-
-    @finish_even_if_cancelled
-    async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
-        async with self.transaction(write=True) as db:
-            await db.execute(COMPLETE_DELIVERY, (db_time(now, field="now"), delivery_id))
-
-    @finish_even_if_cancelled
-    async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
-        async with self.transaction(write=True) as db:
-            await db.execute(RETRY_DELIVERY, (db_time(at, field="at"), error[:2000], delivery_id))
-
-    @finish_even_if_cancelled
-    async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
-        async with self.transaction(write=True) as db:
-            params = (db_time(now, field="now"), error[:2000], delivery_id)
-            row = await self.one(db, ABANDON_DELIVERY, params)
-            if row is not None:
-                detail = {"effect": row["effect"], "attempts": row["attempts"], "error": error}
-                proposal_id = row["proposal_id"]
-                await self.append_audit(
-                    db, now, proposal_id, OUTBOX_ACTOR, "delivery_abandoned", detail
-                )
-
-    @finish_even_if_cancelled
-    async def pending_deliveries(self) -> int:
-        async with self.transaction(write=False) as db:
-            row = await self.one(db, COUNT_PENDING_DELIVERIES, ())
-            assert row is not None
-            return int(row[0])
-
-    @finish_even_if_cancelled
-    async def record_event(
-        self,
-        proposal_id: str | None,
-        *,
-        actor: str,
-        event: str,
-        detail: dict[str, JsonValue],
-        now: datetime,
-    ) -> AuditEntry:
-        async with self.transaction(write=True) as db:
-            return await self.append_audit(db, now, proposal_id, actor, event, detail)
-
-    @finish_even_if_cancelled
-    async def audit_log(self, proposal_id: str | None = None) -> list[AuditEntry]:
-        async with self.transaction(write=False) as db:
-            if proposal_id is None:
-                rows = await db.execute_fetchall(SELECT_AUDIT_LOG)
-            else:
-                rows = await db.execute_fetchall(SELECT_PROPOSAL_AUDIT_LOG, (proposal_id,))
-            return [audit_entry_from_row(row) for row in rows]
-
-    @finish_even_if_cancelled
-    async def verify_audit(self) -> AuditReport:
-        """Check the hash chain, then compare its last entry with the audit head.
-
-        The chain alone shows changed, reordered and missing entries up to its last entry; it
-        cannot show that entries after it were deleted. The head row, moved by the database in
-        the transaction of every append, still names the true last entry, so a log that ends
-        before the head has lost its tail (reported as the first missing entry).
-        """
-        async with self.transaction(write=False) as db:
-            entries = [audit_entry_from_row(r) for r in await db.execute_fetchall(SELECT_AUDIT_LOG)]
-            head = await self.one(db, SELECT_AUDIT_HEAD, ())
-        stored_head = None if head is None else (int(head["seq"]), str(head["hash"]))
-        return check_head(verify_chain(entries), entries, stored_head)
-
-    @finish_even_if_cancelled
-    async def audit_head(self) -> AuditHead:
-        async with self.transaction(write=False) as db:
-            head = await self.one(db, SELECT_AUDIT_HEAD, ())
-        if head is None:
-            raise StoreError("the audit head row is missing; the database was altered by hand")
-        return AuditHead(seq=int(head["seq"]), hash=str(head["hash"]))
-
-
-class SqliteTx:
-    """One SQLite transaction as the connector's Tx (store/connector.py): named queries with
-    named parameters, times as fixed-width UTC text, arrays as JSON text."""
-
-    dialect: Dialect = "sqlite"
-
-    def __init__(self, store: SqliteStore, db: aiosqlite.Connection) -> None:
-        self._store = store
-        self._db = db
-        self._queries = load_queries("sqlite")
-
-    @staticmethod
-    def param(name: str, value: Any) -> Any:
-        if isinstance(value, datetime):
-            return db_time(value, field=name)
-        if isinstance(value, Array):
-            return dump_json(list(value))
-        return value
-
-    def _bound(self, query: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        named = self._queries[query]
-        values = {key: self.param(key, value) for key, value in named.named(params).items()}
-        return named.text, values
-
-    async def one(self, query: str, /, **params: Any) -> AnyRow | None:
-        rows = list(await self._db.execute_fetchall(*self._bound(query, params)))
-        return rows[0] if rows else None
-
-    async def all(self, query: str, /, **params: Any) -> list[AnyRow]:
-        return list(await self._db.execute_fetchall(*self._bound(query, params)))
-
-    async def execute(self, query: str, /, **params: Any) -> None:
-        await self._db.execute(*self._bound(query, params))
-
-    async def append_audit(
-        self,
-        at: datetime,
-        proposal_id: str | None,
-        actor: str,
-        event: str,
-        detail: Mapping[str, JsonValue],
-    ) -> AuditEntry:
-        return await self._store.append_audit(self._db, at, proposal_id, actor, event, detail)
-
-    async def existing_proposal(self, proposal_id: str) -> Proposal:
-        return await self._store.existing_proposal(self._db, proposal_id)
-
-    async def with_approvals(
-        self, proposals: Sequence[Proposal], *, every: bool = False
-    ) -> list[Proposal]:
-        return await with_approvals(self._db, proposals, every=every)
-
-    async def enqueue_effects(self, row: AnyRow, now: datetime) -> Proposal:
-        return await self._store.enqueue_effects(self._db, row, now)  # type: ignore[arg-type]

@@ -1,0 +1,40 @@
+"""What a backend gives the Store verbs written once over it: three ways to reach the database.
+
+The verbs of the Store protocol (store/proposals.py, approvals.py, reminders.py, outbox.py,
+audit_log.py) are written once, over these. Each backend (SqliteStore, PostgresStore) says what
+they are on its database, and translates its driver's errors at their edge:
+
+- ``tx(write=True)``: one transaction for a change. SQLite batches concurrent ones into one
+  COMMIT (group commit); PostgreSQL runs READ COMMITTED on a pooled connection.
+- ``tx(write=False)``: a connection for reads, each statement seeing what has committed (no
+  BEGIN, no COMMIT).
+- ``snapshot()``: reads that must agree with each other, from one snapshot.
+- ``lone_write()``: one statement that changes something and needs nothing else in its
+  transaction. PostgreSQL runs it on its own (autocommit: one round trip instead of three);
+  SQLite as a write of the group commit.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from contextlib import AbstractAsyncContextManager
+
+from store.connector import Tx
+
+__all__ = ["Backend"]
+
+
+class Backend(ABC):
+    """A database the Store verbs run on (see the module's docstring)."""
+
+    @abstractmethod
+    def tx(self, *, write: bool) -> AbstractAsyncContextManager[Tx]:
+        """A transaction for a change (``write``), or a connection for reads."""
+
+    @abstractmethod
+    def snapshot(self) -> AbstractAsyncContextManager[Tx]:
+        """A read-only transaction whose statements all see one snapshot."""
+
+    @abstractmethod
+    def lone_write(self) -> AbstractAsyncContextManager[Tx]:
+        """A connection for one statement that changes something, committed on its own."""

@@ -1,0 +1,100 @@
+"""The outbox of proposals' effects, written once for every backend: what a change enqueues in
+its own transaction, and the verbs the outbox worker leases, completes, retries and abandons
+entries with.
+
+A change writes its effects (store/effects.py: Slack posts and updates, callbacks) as outbox
+rows in the transaction that makes it, so an effect is delivered exactly when its change
+committed. Workers lease due entries (``claim_deliveries``): on PostgreSQL with ``FOR UPDATE
+SKIP LOCKED``, so workers in several instances never take the same entry nor wait for each
+other; on SQLite under its one write lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from pydantic import JsonValue
+
+from store.backend import Backend
+from store.base import Delivery, Proposal
+from store.connector import Row, Tx
+from store.effects import effects_of, lane_of
+from store.lifecycle import Effect
+from store.rows import delivery_from_row, proposal_from_row
+from store.shield import finish_even_if_cancelled
+
+__all__ = ["ERROR_CHARS", "OUTBOX_ACTOR", "OutboxVerbs", "enqueue", "enqueue_effects"]
+
+#: Who writes the audit entry of an abandoned delivery.
+OUTBOX_ACTOR = "outbox"
+#: How much of a delivery error is kept with the outbox entry (the audit keeps all of it).
+ERROR_CHARS = 2000
+
+
+async def enqueue(tx: Tx, proposal: Proposal, effects: Iterable[Effect], now: datetime) -> None:
+    """Write one outbox entry per effect of ``proposal``, due at ``now``, inside ``tx``."""
+    for effect in effects:
+        await tx.execute(
+            "insert_outbox",
+            proposal_id=proposal.id,
+            effect=effect.value,
+            lane=lane_of(effect),
+            status=proposal.status.value,
+            now=now,
+        )
+
+
+async def enqueue_effects(tx: Tx, row: Row, now: datetime) -> Proposal:
+    """Write the outbox entries of the status the proposal ``row`` just entered; return the
+    proposal (with its approvals)."""
+    [proposal] = await tx.with_approvals([proposal_from_row(row)])
+    await enqueue(tx, proposal, effects_of(proposal), now)
+    return proposal
+
+
+class OutboxVerbs(Backend):
+    """The Store protocol's outbox verbs, written once over the backend's transactions."""
+
+    @finish_even_if_cancelled
+    async def claim_deliveries(
+        self, *, now: datetime, limit: int, lease: timedelta
+    ) -> list[Delivery]:
+        if limit < 1:  # SQLite reads a negative LIMIT as "no limit"
+            raise ValueError(f"limit: got {limit}; expected a positive number of entries")
+        async with self.tx(write=True) as tx:
+            rows = await tx.all("claim_deliveries", now=now, lease=now + lease, limit=limit)
+            return sorted((delivery_from_row(row) for row in rows), key=lambda d: d.id)
+
+    @finish_even_if_cancelled
+    async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:
+        async with self.lone_write() as tx:
+            await tx.execute("complete_delivery", id=delivery_id, now=now)
+
+    @finish_even_if_cancelled
+    async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
+        async with self.lone_write() as tx:
+            await tx.execute("retry_delivery", id=delivery_id, at=at, error=error[:ERROR_CHARS])
+
+    @finish_even_if_cancelled
+    async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None:
+        async with self.tx(write=True) as tx:
+            row = await tx.one(
+                "abandon_delivery", id=delivery_id, now=now, error=error[:ERROR_CHARS]
+            )
+            if row is not None:
+                detail: dict[str, JsonValue] = {
+                    "effect": row["effect"],
+                    "attempts": row["attempts"],
+                    "error": error,
+                }
+                await tx.append_audit(
+                    now, row["proposal_id"], OUTBOX_ACTOR, "delivery_abandoned", detail
+                )
+
+    @finish_even_if_cancelled
+    async def pending_deliveries(self) -> int:
+        async with self.tx(write=False) as tx:
+            row = await tx.one("count_pending_deliveries")
+            assert row is not None  # count(*) returns one row
+            return int(row["pending"])

@@ -1,0 +1,23 @@
+-- The outbox of proposals' effects (store/outbox.py): the same SQL on SQLite and PostgreSQL.
+
+-- name: insert_outbox
+-- One effect of a change, for the outbox worker to deliver; due at once.
+INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at)
+VALUES (:proposal_id, :effect, :lane, :status, :now, :now)
+
+-- name: complete_delivery
+-- Delivered.
+UPDATE outbox SET delivered_at = :now, leased_until = NULL WHERE id = :id
+
+-- name: retry_delivery
+-- Not delivered this time: release the lease and say when to try again.
+UPDATE outbox SET next_attempt_at = :at, leased_until = NULL, last_error = :error WHERE id = :id
+
+-- name: abandon_delivery
+-- Given up: later entries of its proposal and lane may proceed.
+UPDATE outbox SET abandoned_at = :now, leased_until = NULL, last_error = :error WHERE id = :id
+RETURNING proposal_id, effect, attempts
+
+-- name: count_pending_deliveries
+-- Entries still to deliver.
+SELECT count(*) AS pending FROM outbox WHERE delivered_at IS NULL AND abandoned_at IS NULL

@@ -1,0 +1,87 @@
+"""One SQLite transaction as the connector's Tx (store/connector.py), and the audit head the
+store's single writer follows in memory.
+
+Named queries run with named parameters; times are stored as fixed-width UTC text and arrays as
+JSON text (read with ``json_each``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import aiosqlite
+from pydantic import JsonValue
+
+from store.audit_log import append_entry
+from store.base import AuditEntry
+from store.connector import Array, Dialect, Row
+from store.rows import db_time, dump_json
+from store.tx import BaseTx
+
+__all__ = ["FollowedHead", "SqliteTx"]
+
+
+@dataclass(slots=True)
+class FollowedHead:
+    """The audit head (seq, hash) as this process's writer last moved it; None: unknown, read it
+    from the table.
+
+    Only one writer appends at a time (the batch of the group commit holds SQLite's write lock),
+    so after reading the head once per batch the writer can follow it in memory. The group
+    commit forgets it between batches and after a writer that failed.
+    """
+
+    last: tuple[int, str] | None = None
+
+    def forget(self) -> None:
+        self.last = None
+
+
+class SqliteTx(BaseTx):
+    """One SQLite transaction (or, for reads, the connection in autocommit)."""
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, db: aiosqlite.Connection, head: FollowedHead) -> None:
+        self._db = db
+        self._head = head
+
+    @staticmethod
+    def param(name: str, value: Any) -> Any:
+        if isinstance(value, datetime):
+            return db_time(value, field=name)
+        if isinstance(value, Array):
+            return dump_json(list(value))
+        return value
+
+    def _bound(self, query: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        named = self.named(query)
+        values = {key: self.param(key, value) for key, value in named.named(params).items()}
+        return named.text, values
+
+    async def one(self, query: str, /, **params: Any) -> Row | None:
+        rows = list(await self._db.execute_fetchall(*self._bound(query, params)))
+        return rows[0] if rows else None
+
+    async def all(self, query: str, /, **params: Any) -> list[Row]:
+        return list(await self._db.execute_fetchall(*self._bound(query, params)))
+
+    async def execute(self, query: str, /, **params: Any) -> None:
+        await self._db.execute(*self._bound(query, params))
+
+    async def append_audit(
+        self,
+        at: datetime,
+        proposal_id: str | None,
+        actor: str,
+        event: str,
+        detail: Mapping[str, JsonValue],
+    ) -> AuditEntry:
+        """Append after the head this batch followed (read from the table the first time)."""
+        head, self._head.last = self._head.last, None  # unknown until the INSERT succeeds
+        entry = await append_entry(self, at, proposal_id, actor, event, detail, head=head)
+        self._head.last = (entry.seq, entry.hash)
+        return entry

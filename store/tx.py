@@ -1,0 +1,74 @@
+"""What every backend's Tx (store/connector.py) shares: the helpers verbs call on a transaction,
+written once over its ``one``, ``all`` and ``execute``.
+
+A backend's Tx (store/sqlite_tx.py, store/pg_tx.py) says how a named query and its parameters
+reach its driver (:meth:`BaseTx.param`: times and arrays in the stored form); reading a proposal
+with its approvals, enqueuing the effects of a status and appending to the audit chain are the
+same on both.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import JsonValue
+
+from store.approvals import with_approvals
+from store.audit_log import append_entry
+from store.base import AuditEntry, Proposal
+from store.connector import Dialect, Query, Row, load_queries
+from store.outbox import enqueue_effects
+from store.proposals import existing_proposal
+
+__all__ = ["BaseTx"]
+
+
+class BaseTx(ABC):
+    """One transaction (or, for reads, one connection) of a backend, as the connector's Tx."""
+
+    dialect: Dialect
+
+    @staticmethod
+    @abstractmethod
+    def param(name: str, value: Any) -> Any:
+        """``value`` as the driver takes it for the parameter ``name``."""
+
+    @abstractmethod
+    async def one(self, query: str, /, **params: Any) -> Row | None:
+        """The first row the named query returns, or None."""
+
+    @abstractmethod
+    async def all(self, query: str, /, **params: Any) -> list[Row]:
+        """Every row the named query returns."""
+
+    @abstractmethod
+    async def execute(self, query: str, /, **params: Any) -> None:
+        """Run the named query; its rows, if any, are not read."""
+
+    def named(self, query: str) -> Query:
+        """The named query of this backend's dialect."""
+        return load_queries(self.dialect)[query]
+
+    async def append_audit(
+        self,
+        at: datetime,
+        proposal_id: str | None,
+        actor: str,
+        event: str,
+        detail: Mapping[str, JsonValue],
+    ) -> AuditEntry:
+        return await append_entry(self, at, proposal_id, actor, event, detail)
+
+    async def existing_proposal(self, proposal_id: str) -> Proposal:
+        return await existing_proposal(self, proposal_id)
+
+    async def with_approvals(
+        self, proposals: Sequence[Proposal], *, every: bool = False
+    ) -> list[Proposal]:
+        return await with_approvals(self, proposals, every=every)
+
+    async def enqueue_effects(self, row: Row, now: datetime) -> Proposal:
+        return await enqueue_effects(self, row, now)
