@@ -1,8 +1,12 @@
-"""Approvals towards a quorum: what every backend decides alike when someone approves.
+"""Approvals towards a quorum: the rules, and the approval verb written once for every backend.
 
 Each approval is bound to the binding hash its approver saw; only approvals bound to the
-proposal's own binding hash count. The backends record the approval and count in one
-transaction (``store/sqlite_approvals.py``, ``store/pg_approvals.py``); the rules live here.
+proposal's own binding hash count. An approval is one transaction: the proposal is read (on
+PostgreSQL, its row locked first, so approvals of one proposal from any number of connections and
+instances queue there and exactly one completes the quorum; on SQLite the write transaction holds
+the one write lock), the approval refused or recorded, the approvals counted, and either the
+compare-and-set pending -> executing made (the quorum is reached) or the progress audited and
+its message's update queued. Lock order stays proposal row first, then the audit head.
 """
 
 from __future__ import annotations
@@ -12,14 +16,27 @@ from datetime import datetime
 
 from pydantic import JsonValue
 
-from store.base import Approval, NotApprovable, Proposal, TransitionResult
+from store.backend import Backend
+from store.base import (
+    Approval,
+    ApprovalCounted,
+    NotApprovable,
+    Proposal,
+    ProposalNotFound,
+    StoreError,
+    Transitioned,
+    TransitionResult,
+)
 from store.connector import Array, Tx
 from store.lifecycle import Effect, Status
-from store.rows import approval_from_row
+from store.outbox import enqueue
+from store.rows import approval_from_row, aware, proposal_from_row
+from store.shield import finish_even_if_cancelled
 from store.verdicts import refusal
 
 __all__ = [
     "APPROVAL_RECORDED",
+    "ApprovalVerbs",
     "already_approved",
     "approval_refusal",
     "approved_detail",
@@ -122,3 +139,54 @@ def approved_detail(proposal: Proposal, binding_hash: str) -> dict[str, JsonValu
         "approvers": _approvers(counted(proposal)),
         "quorum": proposal.quorum,
     }
+
+
+class ApprovalVerbs(Backend):
+    """The Store protocol's approval verb, written once over the backend's transactions."""
+
+    @finish_even_if_cancelled
+    async def claim_for_execution(
+        self,
+        proposal_id: str,
+        *,
+        actor: str,
+        now: datetime,
+        binding_hash: str,
+        lease_until: datetime,
+    ) -> TransitionResult:
+        now, lease_until = aware(now, field="now"), aware(lease_until, field="lease_until")
+        async with self.tx(write=True) as tx:
+            row = await tx.one("lock_proposal", id=proposal_id)
+            if row is None:
+                raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
+            [current] = await tx.with_approvals([proposal_from_row(row)])
+            refused = approval_refusal(current, actor=actor, now=now, binding_hash=binding_hash)
+            if refused is not None:
+                return refused
+            await tx.execute(
+                "insert_approval",
+                proposal_id=proposal_id,
+                approver=actor,
+                binding_hash=binding_hash,
+                now=now,
+            )
+            [recorded] = await tx.with_approvals([current], every=True)  # with the new one
+            if len(counted(recorded)) < recorded.quorum:
+                [approval] = [a for a in recorded.approvals if a.approver == actor]
+                detail = recorded_detail(recorded, approval)
+                await tx.append_audit(now, proposal_id, actor, APPROVAL_RECORDED, detail)
+                await enqueue(tx, recorded, progress_effects(recorded), now)
+                return ApprovalCounted(recorded)
+            row = await tx.one(
+                "claim_at_quorum",
+                id=proposal_id,
+                actor=actor,
+                now=now,
+                lease_until=lease_until,
+                binding_hash=binding_hash,
+            )
+            if row is None:  # the proposal is locked since the read: nothing can have changed
+                raise StoreError(f"proposal {proposal_id!r} changed during its approval")
+            detail = approved_detail(recorded, binding_hash)
+            await tx.append_audit(now, proposal_id, actor, "approved", detail)
+            return Transitioned(await tx.enqueue_effects(row, now))

@@ -25,7 +25,7 @@ from pydantic import JsonValue
 from contracts.outcomes import NeedsReconciliation, Outcome
 from contracts.redaction import scrub, shown_store_url
 from store import pg_queries as sql
-from store import pg_reminders
+from store.approvals import ApprovalVerbs
 from store.audit_log import AuditVerbs
 from store.base import (
     AuditEntry,
@@ -46,12 +46,12 @@ from store.escalation_store import Escalations
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import MigrationError, load_migrations
 from store.outbox import OutboxVerbs
-from store.pg_approvals import approve
 from store.pg_changes import ChangeFeed
 from store.pg_errors import DRIVER_ERRORS, translate
 from store.pg_migrate import apply_migrations
 from store.pg_rows import aware, new_proposal_args, proposal_from_record
 from store.pg_tx import PgTx
+from store.reminders import ReminderVerbs
 from store.rows import dump_json, outcome_json
 from store.shield import finish_even_if_cancelled
 from store.standing import policy_detail
@@ -87,7 +87,7 @@ def redacted(url: str) -> str:
     return shown_store_url(url)
 
 
-class PostgresStore(AuditVerbs, OutboxVerbs):
+class PostgresStore(ApprovalVerbs, ReminderVerbs, AuditVerbs, OutboxVerbs):
     """A Store on a PostgreSQL database. Create it with :meth:`open`."""
 
     def __init__(
@@ -379,25 +379,6 @@ class PostgresStore(AuditVerbs, OutboxVerbs):
             return proposal
 
     @finish_even_if_cancelled
-    async def claim_for_execution(
-        self,
-        proposal_id: str,
-        *,
-        actor: str,
-        now: datetime,
-        binding_hash: str,
-        lease_until: datetime,
-    ) -> TransitionResult:
-        return await approve(
-            self,
-            proposal_id,
-            actor=actor,
-            now=now,
-            binding_hash=binding_hash,
-            lease_until=lease_until,
-        )
-
-    @finish_even_if_cancelled
     async def retry_execution(
         self, proposal_id: str, *, actor: str, now: datetime, lease_until: datetime
     ) -> TransitionResult:
@@ -511,16 +492,6 @@ class PostgresStore(AuditVerbs, OutboxVerbs):
                 await self.append_audit(db, at, proposal.id, EXPIRY_ACTOR, "expired", detail)
                 expired.append(proposal)
             return expired
-
-    @finish_even_if_cancelled
-    async def remind_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
-        return await pg_reminders.remind_due(self, now=now, limit=limit)
-
-    @finish_even_if_cancelled
-    async def extend(
-        self, proposal_id: str, *, actor: str, until: datetime, now: datetime
-    ) -> TransitionResult:
-        return await pg_reminders.extend(self, proposal_id, actor=actor, until=until, now=now)
 
 
 async def _cannot_listen() -> asyncpg.Connection[asyncpg.Record]:

@@ -7,6 +7,11 @@ Neither a reminder nor an extension changes the status: a reminder marks the pro
 who did it (``extended_by``, ``extended_at``) and queues a slack.update so the message shows the
 new expiry. The database allows the expiry to move only this way (the trigger
 ``proposals_expiry_extends_once``).
+
+Both verbs are written once (:class:`ReminderVerbs`): each is one transaction holding the
+compare-and-set, its audit entry and its outbox entry. The sweep takes its rows with ``FOR UPDATE
+SKIP LOCKED`` on PostgreSQL, so instances sweeping at once remind each proposal once and never
+wait for each other; on SQLite the write transaction holds the one write lock.
 """
 
 from __future__ import annotations
@@ -15,13 +20,18 @@ from datetime import UTC, datetime
 
 from pydantic import JsonValue
 
-from store.base import AlreadyDecided, NotApprovable, Proposal, TransitionResult
+from store.backend import Backend
+from store.base import AlreadyDecided, NotApprovable, Proposal, Transitioned, TransitionResult
 from store.lifecycle import Effect, Status
+from store.outbox import enqueue
+from store.rows import aware, proposal_from_row
+from store.shield import finish_even_if_cancelled
 
 __all__ = [
     "EXTENSION_EFFECT",
     "REMINDER_ACTOR",
     "REMINDER_EFFECT",
+    "ReminderVerbs",
     "extension_detail",
     "moved_reminder",
     "not_extendable",
@@ -82,3 +92,55 @@ def not_extendable(current: Proposal, now: datetime, until: datetime) -> Transit
             f"{_iso(current.expires_at)}",
         )
     return NotApprovable(current, "the proposal changed during the extension; try again")
+
+
+def _in_channel(proposal: Proposal, effect: Effect) -> list[Effect]:
+    """``effect`` when the proposal asks in a channel (Slack effects need one)."""
+    return [effect] if proposal.channel is not None else []
+
+
+class ReminderVerbs(Backend):
+    """The Store protocol's reminder and extension verbs, written once over the backend's
+    transactions."""
+
+    @finish_even_if_cancelled
+    async def remind_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        if limit < 1:  # SQLite reads a negative LIMIT as "no limit"
+            raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
+        async with self.tx(write=True) as tx:
+            rows = await tx.all("remind_due", now=now, limit=limit)
+            reminded = []
+            for row in sorted(rows, key=lambda r: (r["remind_at"], r["id"])):
+                proposal = proposal_from_row(row)
+                detail = reminder_detail(proposal)
+                await tx.append_audit(now, proposal.id, REMINDER_ACTOR, "reminded", detail)
+                await enqueue(tx, proposal, _in_channel(proposal, REMINDER_EFFECT), now)
+                reminded.append(proposal)
+            return await tx.with_approvals(reminded)
+
+    @finish_even_if_cancelled
+    async def extend(
+        self, proposal_id: str, *, actor: str, until: datetime, now: datetime
+    ) -> TransitionResult:
+        now, until = aware(now, field="now"), aware(until, field="until")
+        async with self.tx(write=True) as tx:
+            current = await tx.existing_proposal(proposal_id)
+            if current.expires_at is None:
+                return not_extendable(current, now, until)
+            row = await tx.one(
+                "extend_expiry",
+                id=proposal_id,
+                actor=actor,
+                now=now,
+                until=until,
+                previous=current.expires_at,
+                remind_at=moved_reminder(current, until),
+            )
+            if row is None:  # nothing changed: say why from the proposal as it is now
+                return not_extendable(await tx.existing_proposal(proposal_id), now, until)
+            proposal = proposal_from_row(row)
+            detail = extension_detail(current.expires_at, until)
+            await tx.append_audit(now, proposal.id, actor, "extended", detail)
+            await enqueue(tx, proposal, _in_channel(proposal, EXTENSION_EFFECT), now)
+            [proposal] = await tx.with_approvals([proposal])
+            return Transitioned(proposal)

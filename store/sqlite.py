@@ -22,7 +22,7 @@ import aiosqlite
 from pydantic import JsonValue
 
 from contracts.outcomes import NeedsReconciliation, Outcome
-from store import sqlite_reminders
+from store.approvals import ApprovalVerbs
 from store.audit_log import AuditVerbs
 from store.base import (
     AuditEntry,
@@ -44,6 +44,7 @@ from store.group_commit import GroupCommit
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Status
 from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
 from store.outbox import OutboxVerbs
+from store.reminders import ReminderVerbs
 from store.rows import (
     db_time,
     dump_json,
@@ -52,7 +53,6 @@ from store.rows import (
     proposal_from_row,
 )
 from store.shield import finish_even_if_cancelled
-from store.sqlite_approvals import approve
 from store.sqlite_tx import FollowedHead, SqliteTx
 from store.standing import policy_detail
 from store.standing_rules import StandingRules
@@ -256,7 +256,7 @@ def _translated(error: sqlite3.Error) -> StoreError:
     return StoreUnavailable(f"SQLite: {error}")
 
 
-class SqliteStore(AuditVerbs, OutboxVerbs):
+class SqliteStore(ApprovalVerbs, ReminderVerbs, AuditVerbs, OutboxVerbs):
     """A Store on one SQLite file. Create it with :meth:`open`."""
 
     def __init__(
@@ -564,25 +564,6 @@ class SqliteStore(AuditVerbs, OutboxVerbs):
             return proposal
 
     @finish_even_if_cancelled
-    async def claim_for_execution(
-        self,
-        proposal_id: str,
-        *,
-        actor: str,
-        now: datetime,
-        binding_hash: str,
-        lease_until: datetime,
-    ) -> TransitionResult:
-        return await approve(
-            self,
-            proposal_id,
-            actor=actor,
-            now=now,
-            binding_hash=binding_hash,
-            lease_until=lease_until,
-        )
-
-    @finish_even_if_cancelled
     async def retry_execution(
         self, proposal_id: str, *, actor: str, now: datetime, lease_until: datetime
     ) -> TransitionResult:
@@ -703,13 +684,3 @@ class SqliteStore(AuditVerbs, OutboxVerbs):
                 await self.append_audit(db, now, proposal.id, EXPIRY_ACTOR, "expired", detail)
                 expired.append(proposal)
             return expired
-
-    @finish_even_if_cancelled
-    async def remind_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
-        return await sqlite_reminders.remind_due(self, now=now, limit=limit)
-
-    @finish_even_if_cancelled
-    async def extend(
-        self, proposal_id: str, *, actor: str, until: datetime, now: datetime
-    ) -> TransitionResult:
-        return await sqlite_reminders.extend(self, proposal_id, actor=actor, until=until, now=now)
