@@ -25,5 +25,5 @@ test: $(VENV)/.installed
 	$(VENV)/bin/pytest
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check bot contracts store tests
-	$(VENV)/bin/mypy bot contracts store
+	$(VENV)/bin/ruff check bot contracts store countersign tests
+	$(VENV)/bin/mypy bot contracts store countersign

@@ -1,4 +1,5 @@
-"""Imports run one way: bot -> contracts, store; store -> contracts; contracts -> none of ours."""
+"""Imports run one way: bot -> contracts, store; store -> contracts; contracts -> none of ours;
+the agents' client (countersign) -> contracts only, so agents install no server."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ ALLOWED = {
     "contracts": {"contracts"},
     "store": {"store", "contracts"},
     "bot": {"bot", "store", "contracts"},
+    "countersign": {"countersign", "contracts"},
 }
 #: contracts may use only the standard library and these
 CONTRACT_THIRD_PARTY = {"pydantic", "jsonschema"}
