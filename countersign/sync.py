@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
@@ -28,13 +29,15 @@ class Client:
     """The synchronous client; takes the same arguments as :class:`AsyncClient`."""
 
     def __init__(self, base_url: str, token: str, **options: Any) -> None:
+        #: the asynchronous client doing the work, on this Client's loop
+        self.aio = AsyncClient(base_url, token, **options)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="countersign-client", daemon=True
         )
         self._thread.start()
-        #: the asynchronous client doing the work, on this Client's loop
-        self.aio = AsyncClient(base_url, token, **options)
+        # closed by close(), or when the Client is garbage-collected or the interpreter exits
+        self._closer = weakref.finalize(self, _shut_down, self.aio, self._loop, self._thread)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> Client:
@@ -50,12 +53,7 @@ class Client:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def close(self) -> None:
-        if self._loop.is_closed():
-            return
-        self._run_async(self.aio.close())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+        self._closer()
 
     def __enter__(self) -> Client:
         return self
@@ -104,3 +102,13 @@ class Client:
 
     def get_escalation(self, escalation_id: str) -> EscalationOut:
         return self._run_async(self.aio.get_escalation(escalation_id))
+
+
+def _shut_down(aio: AsyncClient, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """Close the connections, stop the loop and its thread (once)."""
+    if loop.is_closed():
+        return
+    asyncio.run_coroutine_threadsafe(aio.close(), loop).result()
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join()
+    loop.close()

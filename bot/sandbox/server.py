@@ -37,6 +37,7 @@ from bot.sandbox.demo import (
     CHANNELS,
     DEMO_PROPOSALS,
     PEOPLE,
+    REQUESTER,
     DemoRefused,
     Secrets,
     demo_config_text,
@@ -152,6 +153,20 @@ class Sandbox:
             f"  -d '{json.dumps(body)}'"
         )
 
+    def client_example(self) -> str:
+        """A first approval asked with the Python client (``countersign``, installed with the
+        project), for the terminal's banner: it holds the agent token."""
+        token = self.secrets.agent_token
+        return "\n".join(
+            [
+                "import countersign",
+                f"client = countersign.Client({self.api_url!r}, {token!r}, "
+                f"requested_by={REQUESTER!r})",
+                'print(client.approve("Restart the checkout service", '
+                '"Errors are up 4% since 09:12."))',
+            ]
+        )
+
     def banner(self) -> str:
         lines = [
             "Countersign sandbox is running.",
@@ -166,6 +181,10 @@ class Sandbox:
             "Propose something as an agent would:",
             "",
             *("  " + line for line in self.curl_example(with_token=True).splitlines()),
+            "",
+            "Or ask a yes/no question with the Python client (in .venv/bin/python):",
+            "",
+            *("  " + line for line in self.client_example().splitlines()),
             "",
             "Press Ctrl-C to stop.",
         ]

@@ -59,7 +59,8 @@ async def test_sandbox_command_prints_the_url_serves_the_demo_and_stops_on_sigte
         page_url = re.search(r"Open (http://127\.0\.0\.1:\d+) in your browser", out)
         assert page_url is not None, out
         assert f"Agent token  {TOKEN}" in out
-        curl = out[out.index("curl -s") : out.index("Press Ctrl-C")]
+        curl = out[out.index("curl -s") : out.index("Or ask a yes/no question")]
+        assert "countersign.Client(" in out[out.index("Or ask a yes/no question") :]
         words = shlex.split(curl.replace("\\\n", " "))
         api_url = words[2]
         headers = dict(

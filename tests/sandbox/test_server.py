@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from slack_sdk.signature import SignatureVerifier
 
+import countersign
 from bot.sandbox import Sandbox, running_sandbox
 from bot.sandbox.demo import DEMO_PROPOSALS, PEOPLE, REQUESTER
 from bot.sandbox.forwarder import Refused, SlackForwarder
@@ -656,3 +658,26 @@ async def test_opening_the_home_tab_sends_a_signed_app_home_opened_event(
     assert envelope["type"] == "event_callback"
     assert envelope["event"]["type"] == "app_home_opened"
     assert envelope["event"]["user"] == "U0PRIYA"
+
+
+# --- the Python client's first approval -----------------------------------------------------------
+
+
+async def test_the_banners_client_example_runs_and_a_click_answers_it(sandbox: Sandbox) -> None:
+    example = sandbox.client_example()
+    assert example in sandbox.banner().replace("\n  ", "\n")
+    printed: list[object] = []
+    namespace: dict[str, Any] = {"print": printed.append}
+    asked = asyncio.create_task(asyncio.to_thread(exec, example, namespace))
+    try:
+        message = await message_of(sandbox, FINANCE, "The agent asks: Restart the checkout service")
+        status, _ = await click(sandbox, APPROVER, FINANCE, message, "approve")
+        assert status == 200
+        await asked
+    finally:
+        if "client" in namespace:
+            await asyncio.to_thread(namespace["client"].close)
+
+    [answer] = printed
+    assert isinstance(answer, countersign.Approved)
+    assert answer.by == APPROVER
