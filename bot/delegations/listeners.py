@@ -6,10 +6,9 @@ to the clicker alone: at the top of their Home tab for a click there, else as an
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
@@ -19,10 +18,9 @@ from bot.delegations.commands import Delegations
 from bot.render import proposal as render
 from bot.service import Service
 from bot.slack.home import HomeTab
+from bot.slack.listeners import decoded
 
 __all__ = ["RevokeClick", "register_delegation_listeners"]
-
-log = logging.getLogger(__name__)
 
 
 class RevokeClick(BaseModel):
@@ -56,10 +54,8 @@ def register_delegation_listeners(
     @app.action(REVOKE_DELEGATION)
     async def on_revoke(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
         await ack()
-        try:
-            click = RevokeClick.of(body, action)
-        except (KeyError, TypeError, AttributeError, ValidationError) as error:
-            log.warning("ignored a malformed delegation click: %s", error)
+        click = decoded(RevokeClick.of, body, action, what="delegation click")
+        if click is None:
             return
         with admission.slot() as admitted:
             text = (

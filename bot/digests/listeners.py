@@ -7,11 +7,10 @@ items come back as the ids the modal offered, and the service keeps only the dig
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
@@ -28,11 +27,9 @@ from bot.actions import (
 from bot.api.admission import Admission
 from bot.digests.decisions import DigestService
 from bot.render.proposal import REASON_MAX
-from bot.slack.listeners import Click
+from bot.slack.listeners import Click, admitted_click, decoded
 
 __all__ = ["Chosen", "register_digest_listeners"]
-
-log = logging.getLogger(__name__)
 
 
 class Chosen(BaseModel):
@@ -98,16 +95,18 @@ def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: 
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
     }
+
+    async def busy(click: Click) -> None:
+        await digests.busy(click.proposal_id, user=click.user, channel=click.channel)
+
     for action_id, handle in clicks.items():
-        app.action(action_id)(_listener(handle, digests, admission))
+        app.action(action_id)(
+            admitted_click(Click.of, handle, busy=busy, admission=admission, what="digest click")
+        )
 
     async def on_submitted(ack: AsyncAck, body: dict[str, Any]) -> None:
-        try:
-            chosen = Chosen.of(body)
-        except (KeyError, TypeError, AttributeError, ValidationError) as error:
-            log.warning(
-                "ignored a malformed digest submission: %s: %s", type(error).__name__, error
-            )
+        chosen = decoded(Chosen.of, body, what="digest submission")
+        if chosen is None:
             await ack()
             return
         problems = chosen.problems()
@@ -129,21 +128,3 @@ def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: 
     app.view(DIGEST_REJECT_VIEW)(on_submitted)
     app.view(DIGEST_CHOOSE_VIEW)(on_submitted)
 
-
-def _listener(
-    handle: Callable[[Click], Awaitable[object]], digests: DigestService, admission: Admission
-) -> Callable[..., Awaitable[None]]:
-    async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await ack()
-        try:
-            click = Click.of(body, action)
-        except (KeyError, TypeError, AttributeError, ValidationError) as error:
-            log.warning("ignored a malformed digest click: %s: %s", type(error).__name__, error)
-            return
-        with admission.slot() as admitted:
-            if admitted:
-                await handle(click)
-                return
-        await digests.busy(click.proposal_id, user=click.user, channel=click.channel)
-
-    return listener

@@ -6,11 +6,10 @@ call the service; nothing here decides anything.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
@@ -25,11 +24,9 @@ from bot.api.admission import Admission
 from bot.escalations.flow import EscalationService
 from bot.render import proposal as render
 from bot.render.escalation import HAND_BACK_NOTE_MAX
-from bot.slack.listeners import Click
+from bot.slack.listeners import Click, admitted_click, decoded, modal_text, text_problems
 
 __all__ = ["NoteSubmitted", "register_escalation_listeners"]
-
-log = logging.getLogger(__name__)
 
 
 class NoteSubmitted(BaseModel):
@@ -44,9 +41,10 @@ class NoteSubmitted(BaseModel):
     @classmethod
     def of(cls, body: dict[str, Any]) -> NoteSubmitted:
         view = body["view"]
-        value = view["state"]["values"][NOTE_INPUT][NOTE_INPUT].get("value") or ""
         return cls(
-            user=body["user"]["id"], escalation_id=view["private_metadata"], note=value.strip()
+            user=body["user"]["id"],
+            escalation_id=view["private_metadata"],
+            note=modal_text(view, NOTE_INPUT),
         )
 
 
@@ -62,45 +60,32 @@ def register_escalation_listeners(
             c.proposal_id, user=c.user, channel=c.channel
         ),
     }
-    for action_id, handle in clicks.items():
-        app.action(action_id)(_listener(handle, service, admission))
 
-    @app.view(ESCALATION_HAND_BACK_VIEW)
-    async def on_note(ack: AsyncAck, body: dict[str, Any]) -> None:
-        try:
-            submitted = NoteSubmitted.of(body)
-        except (KeyError, TypeError, AttributeError, ValidationError) as error:
-            log.warning("ignored a malformed hand-back submission: %s", error)
-            await ack()
-            return
-        if not submitted.note:
-            await ack(response_action="errors", errors={NOTE_INPUT: "Tell the agent what to do."})
-            return
-        if len(submitted.note) > HAND_BACK_NOTE_MAX:
-            await ack(
-                response_action="errors",
-                errors={NOTE_INPUT: f"At most {HAND_BACK_NOTE_MAX} characters."},
-            )
-            return
-        await ack()
-        await service.hand_back(submitted.escalation_id, user=submitted.user, note=submitted.note)
-
-
-def _listener(
-    handle: Callable[[Click], Awaitable[None]], service: EscalationService, admission: Admission
-) -> Callable[..., Awaitable[None]]:
-    async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await ack()
-        try:
-            click = Click.of(body, action)
-        except (KeyError, TypeError, AttributeError, ValidationError) as error:
-            log.warning("ignored a malformed escalation click: %s", error)
-            return
-        with admission.slot() as admitted:
-            if admitted:
-                await handle(click)
-                return
+    async def busy(click: Click) -> None:
         if click.channel:
             await service.publisher.tell(None, click.channel, click.user, render.busy_text())
 
-    return listener
+    for action_id, handle in clicks.items():
+        app.action(action_id)(
+            admitted_click(
+                Click.of, handle, busy=busy, admission=admission, what="escalation click"
+            )
+        )
+
+    @app.view(ESCALATION_HAND_BACK_VIEW)
+    async def on_note(ack: AsyncAck, body: dict[str, Any]) -> None:
+        submitted = decoded(NoteSubmitted.of, body, what="hand-back submission")
+        if submitted is None:
+            await ack()
+            return
+        problems = text_problems(
+            submitted.note,
+            block=NOTE_INPUT,
+            empty="Tell the agent what to do.",
+            most=HAND_BACK_NOTE_MAX,
+        )
+        if problems:
+            await ack(response_action="errors", errors=problems)
+            return
+        await ack()
+        await service.hand_back(submitted.escalation_id, user=submitted.user, note=submitted.note)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -44,9 +44,13 @@ __all__ = [
     "SIGNING_SECRET",
     "Click",
     "ReasonSubmitted",
+    "admitted_click",
     "build_bolt",
     "click_listener",
+    "decoded",
+    "modal_text",
     "slack_events",
+    "text_problems",
 ]
 
 log = logging.getLogger(__name__)
@@ -56,6 +60,8 @@ BOLT: web.AppKey[AsyncApp] = web.AppKey("bolt", AsyncApp)
 SIGNING_SECRET: web.AppKey[str] = web.AppKey("slack_signing_secret", str)
 
 REASON_MAX = 1000
+
+PayloadT = TypeVar("PayloadT")
 
 
 class Click(BaseModel):
@@ -92,10 +98,28 @@ class ReasonSubmitted(BaseModel):
     @classmethod
     def of(cls, body: dict[str, Any]) -> ReasonSubmitted:
         view = body["view"]
-        value = view["state"]["values"][REASON_INPUT][REASON_INPUT].get("value") or ""
         return cls(
-            user=body["user"]["id"], proposal_id=view["private_metadata"], reason=value.strip()
+            user=body["user"]["id"],
+            proposal_id=view["private_metadata"],
+            reason=modal_text(view, REASON_INPUT),
         )
+
+
+def modal_text(view: dict[str, Any], block: str) -> str:
+    """What was typed into the text input ``block`` of a submitted modal, stripped ("" for
+    nothing); the input's action id is its block id."""
+    value: str = view["state"]["values"][block][block].get("value") or ""
+    return value.strip()
+
+
+def text_problems(text: str, *, block: str, empty: str, most: int) -> dict[str, str]:
+    """What the person must fix in a required text input before anything is done: ``empty``
+    when nothing was typed, the limit past ``most`` characters; by block id, as Slack shows it."""
+    if not text:
+        return {block: empty}
+    if len(text) > most:
+        return {block: f"At most {most} characters."}
+    return {}
 
 
 def build_bolt(
@@ -143,24 +167,22 @@ def build_bolt(
 
     @app.view(REJECT_VIEW)
     async def on_reason(ack: AsyncAck, body: dict[str, Any]) -> None:
-        submitted = _decode(ReasonSubmitted.of, body)
+        submitted = decoded(ReasonSubmitted.of, body)
         if submitted is None:
             await ack()
             return
-        if not submitted.reason:
-            await ack(response_action="errors", errors={REASON_INPUT: "Say why you reject it."})
-            return
-        if len(submitted.reason) > REASON_MAX:
-            await ack(
-                response_action="errors", errors={REASON_INPUT: f"At most {REASON_MAX} characters."}
-            )
+        problems = text_problems(
+            submitted.reason, block=REASON_INPUT, empty="Say why you reject it.", most=REASON_MAX
+        )
+        if problems:
+            await ack(response_action="errors", errors=problems)
             return
         await ack()
         await service.reject(submitted.proposal_id, user=submitted.user, reason=submitted.reason)
 
     @app.view(EDIT_VIEW)
     async def on_edit(ack: AsyncAck, body: dict[str, Any]) -> None:
-        submitted = _decode(EditSubmitted.of, body)
+        submitted = decoded(EditSubmitted.of, body)
         if submitted is None:
             await ack()
             return
@@ -194,28 +216,49 @@ def build_bolt(
 def click_listener(
     handle: Callable[[Click], Awaitable[object]], service: Service, admission: Admission
 ) -> Callable[..., Awaitable[None]]:
-    """Acknowledge at once; then do the work if there is room, or tell the clicker it is busy."""
+    """A proposal button's listener (:func:`admitted_click`); no room: the service says busy."""
+
+    async def busy(click: Click) -> None:
+        await service.busy(click.proposal_id, user=click.user, channel=click.channel)
+
+    return admitted_click(Click.of, handle, busy=busy, admission=admission)
+
+
+def admitted_click(
+    decode: Callable[[dict[str, Any], dict[str, Any]], PayloadT],
+    handle: Callable[[PayloadT], Awaitable[object]],
+    *,
+    busy: Callable[[PayloadT], Awaitable[object]],
+    admission: Admission,
+    what: str = "Slack click",
+) -> Callable[..., Awaitable[None]]:
+    """A button's listener: acknowledge at once, ``decode`` the click (a malformed one is
+    logged and dropped), then ``handle`` it if there is room, or tell the clicker with
+    ``busy``."""
 
     async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
         await ack()
-        click = _decode(Click.of, body, action)
+        click = decoded(decode, body, action, what=what)
         if click is None:
             return
         with admission.slot() as admitted:
             if admitted:
                 await handle(click)
                 return
-        await service.busy(click.proposal_id, user=click.user, channel=click.channel)
+        await busy(click)
 
     return listener
 
 
-def _decode(parse: Any, *args: Any) -> Any:
-    """The typed value, or None (logged) when the payload is not what Slack sends."""
+def decoded(
+    parse: Callable[..., PayloadT], *payload: dict[str, Any], what: str = "Slack payload"
+) -> PayloadT | None:
+    """The typed value ``parse`` makes of a Slack payload, or None (logged as a malformed
+    ``what``) when the payload is not what Slack sends."""
     try:
-        return parse(*args)
+        return parse(*payload)
     except (KeyError, TypeError, AttributeError, ValidationError) as error:
-        log.warning("ignored a malformed Slack payload: %s: %s", type(error).__name__, error)
+        log.warning("ignored a malformed %s: %s: %s", what, type(error).__name__, error)
         return None
 
 

@@ -8,11 +8,10 @@ decides anything.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
@@ -28,15 +27,13 @@ from bot.actions import (
 from bot.api.admission import Admission
 from bot.render import proposal as render
 from bot.service import Service
-from bot.slack.listeners import Click, click_listener
+from bot.slack.listeners import Click, admitted_click, click_listener, decoded
 from bot.standing.admin import StandingAdmin
 from bot.standing.review import Reviews
 from bot.standing.rules import StandingGrants
 from store.standing import Verdict
 
 __all__ = ["DurationChosen", "MessageClick", "register_standing_listeners"]
-
-log = logging.getLogger(__name__)
 
 
 class DurationChosen(BaseModel):
@@ -103,10 +100,8 @@ def register_standing_listeners(
     @app.view(APPROVE_STANDING_VIEW)
     async def on_duration(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        try:
-            chosen = DurationChosen.of(body)
-        except (KeyError, TypeError, AttributeError, ValidationError) as error:
-            log.warning("ignored a malformed standing-rule submission: %s", error)
+        chosen = decoded(DurationChosen.of, body, what="standing-rule submission")
+        if chosen is None:
             return
         await grants.grant(
             chosen.proposal_id, user=chosen.user, duration=chosen.duration, uses=chosen.uses
@@ -135,23 +130,15 @@ def register_standing_listeners(
     )
 
 
+
 def _message_listener(
     handle: Callable[[MessageClick], Awaitable[object]], service: Service, admission: Admission
 ) -> Callable[..., Awaitable[None]]:
-    """Acknowledge at once; then do the work if there is room, or tell the clicker it is busy."""
+    """A click on a message's button (bot/slack/listeners.py admitted_click); no room: the
+    clicker is told so in the channel."""
 
-    async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await ack()
-        try:
-            click = MessageClick.of(body, action)
-        except (KeyError, TypeError, AttributeError, ValidationError) as error:
-            log.warning("ignored a malformed Slack click: %s", error)
-            return
-        with admission.slot() as admitted:
-            if admitted:
-                await handle(click)
-                return
+    async def busy(click: MessageClick) -> None:
         if click.channel:
             await service.publisher.tell(None, click.channel, click.user, render.busy_text())
 
-    return listener
+    return admitted_click(MessageClick.of, handle, busy=busy, admission=admission)
