@@ -166,7 +166,7 @@ def build_app(
         callback_guard=guard,
         subscribers=subscribers,
     )
-    escalation_deliverer = EscalationDeliverer(store, publisher, poster, settings.agents, clock)
+    escalation_deliverer = EscalationDeliverer(store, publisher, callbacks, clock)
     outbox.add_queue(store.escalations(), escalation_deliverer.deliver)
     outbox.coalesce_with(
         DigestOutbox(

@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime
 
+from pydantic import BaseModel
+
 from bot.api.callback_http import CallbackHttp
 from bot.api.destinations import CallbackGuard, DestinationRefused
 from bot.api.schemas import ProposalOut
@@ -142,6 +144,9 @@ class CallbackPoster:
 
 
 class CallbackSender:
+    """Agents' callbacks sent and audited, for proposals (from the outbox) and escalations
+    (bot/escalations/delivery.py)."""
+
     def __init__(
         self,
         poster: CallbackPoster,
@@ -155,31 +160,48 @@ class CallbackSender:
         self._clock = clock
 
     async def deliver(self, delivery: Delivery) -> None:
+        """One attempt at a proposal's callback: the proposal as the agent API shows it."""
         proposal = await self._store.get_proposal(delivery.proposal_id)
-        agent = self._agents.get(proposal.agent)
-        if proposal.callback_url is None:
-            return
-        if agent is None:
-            raise DeliveryFailed(f"agent {proposal.agent!r} is no longer configured", lasting=True)
-        body = ProposalOut.of(proposal).model_dump_json().encode()
-        await self._poster.post(
-            agent,
-            proposal.callback_url,
-            body,
-            now=self._clock(),
+        await self.send(
+            proposal.id,
+            agent=proposal.agent,
+            url=proposal.callback_url,
+            body=ProposalOut.of(proposal),
             headers={
                 "X-Countersign-Proposal": proposal.id,
                 "X-Countersign-Delivery": str(delivery.id),
             },
+            attempts=delivery.attempts,
+            status=delivery.status.value,
+        )
+
+    async def send(
+        self,
+        subject: str,
+        *,
+        agent: str,
+        url: str | None,
+        body: BaseModel,
+        headers: Mapping[str, str],
+        attempts: int,
+        status: str,
+    ) -> None:
+        """POST ``body`` (``subject`` as the agent API shows it: a proposal or an escalation) to
+        its agent's ``url`` (nothing when there is none), then audit ``subject``'s
+        ``callback_delivered`` with the attempt's count and the status it told. An agent no
+        longer configured is a lasting failure."""
+        if url is None:
+            return
+        settings = self._agents.get(agent)
+        if settings is None:
+            raise DeliveryFailed(f"agent {agent!r} is no longer configured", lasting=True)
+        await self._poster.post(
+            settings, url, body.model_dump_json().encode(), now=self._clock(), headers=headers
         )
         await self._store.record_event(
-            proposal.id,
+            subject,
             actor="countersign",
             event="callback_delivered",
-            detail={
-                "url": shown_url(proposal.callback_url),
-                "attempts": delivery.attempts,
-                "status": delivery.status.value,
-            },
+            detail={"url": shown_url(url), "attempts": attempts, "status": status},
             now=self._clock(),
         )

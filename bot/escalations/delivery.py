@@ -8,15 +8,13 @@ again, exactly as for proposals. Everything is rendered from the escalation as i
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 
-from bot.api.callbacks import CallbackPoster
+from bot.api.callbacks import CallbackSender
 from bot.escalations.schemas import EscalationOut
 from bot.render import escalation as render
-from bot.settings import AgentSettings
-from bot.slack.publish import DeliveryFailed, SlackPublisher
-from contracts.redaction import shown_url
+from bot.slack.publish import SlackPublisher
 from store.base import Store
 from store.escalations import Escalation, EscalationDelivery, EscalationStatus, EscalationStore
 from store.lifecycle import Effect
@@ -34,15 +32,12 @@ class EscalationDeliverer:
         self,
         store: Store,
         publisher: SlackPublisher,
-        callbacks: CallbackPoster,
-        agents: Mapping[str, AgentSettings],
+        callbacks: CallbackSender,
         clock: Callable[[], datetime],
     ) -> None:
-        self._audit = store
         self._store: EscalationStore = store.escalations()
         self._publisher = publisher
         self._callbacks = callbacks
-        self._agents = agents
         self._clock = clock
 
     async def deliver(self, delivery: EscalationDelivery) -> None:
@@ -139,32 +134,15 @@ class EscalationDeliverer:
         return next((e.actor for e in reversed(entries) if e.event == "handed_back"), None)
 
     async def _callback(self, escalation: Escalation, delivery: EscalationDelivery) -> None:
-        if escalation.callback_url is None:
-            return
-        agent = self._agents.get(escalation.agent)
-        if agent is None:
-            raise DeliveryFailed(
-                f"agent {escalation.agent!r} is no longer configured", lasting=True
-            )
-        body = EscalationOut.of(escalation).model_dump_json().encode()
-        await self._callbacks.post(
-            agent,
-            escalation.callback_url,
-            body,
-            now=self._clock(),
+        await self._callbacks.send(
+            escalation.id,
+            agent=escalation.agent,
+            url=escalation.callback_url,
+            body=EscalationOut.of(escalation),
             headers={
                 "X-Countersign-Escalation": escalation.id,
                 "X-Countersign-Delivery": f"escalation-{delivery.id}",
             },
-        )
-        await self._audit.record_event(
-            escalation.id,
-            actor="countersign",
-            event="callback_delivered",
-            detail={
-                "url": shown_url(escalation.callback_url),
-                "attempts": delivery.attempts,
-                "status": delivery.status.value,
-            },
-            now=self._clock(),
+            attempts=delivery.attempts,
+            status=delivery.status.value,
         )
