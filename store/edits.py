@@ -12,7 +12,22 @@ from pydantic import JsonValue
 from store.base import InvalidTransition, NewProposal, Proposal
 from store.lifecycle import INITIAL, Status
 
-__all__ = ["check_edit", "edited_detail", "superseded_detail"]
+__all__ = ["check_creatable", "check_edit", "edited_detail", "superseded_detail"]
+
+
+def check_creatable(new: NewProposal) -> None:
+    """Refuse (InvalidTransition, ValueError) a proposal that cannot be created: its status is
+    not an initial one, or it has a lease without being created executing (or the reverse)."""
+    if new.status not in INITIAL:
+        raise InvalidTransition(
+            f"proposal {new.id!r}: cannot be created with status {new.status.value!r}; "
+            f"expected one of {sorted(s.value for s in INITIAL)}"
+        )
+    if (new.status is Status.EXECUTING) != (new.lease_until is not None):
+        raise ValueError(
+            f"proposal {new.id!r}: lease_until is required exactly when it is created "
+            f"executing (status {new.status.value!r}, lease_until {new.lease_until!r})"
+        )
 
 
 def check_edit(old_id: str, new: NewProposal, *, actor: str) -> None:
@@ -29,16 +44,7 @@ def check_edit(old_id: str, new: NewProposal, *, actor: str) -> None:
         )
     if new.id == old_id:
         raise ValueError(f"proposal {new.id!r}: an edit needs an id of its own")
-    if new.status not in INITIAL:
-        raise InvalidTransition(
-            f"proposal {new.id!r}: cannot be created with status {new.status.value!r}; "
-            f"expected one of {sorted(s.value for s in INITIAL)}"
-        )
-    if (new.status is Status.EXECUTING) != (new.lease_until is not None):
-        raise ValueError(
-            f"proposal {new.id!r}: lease_until is required exactly when it is created "
-            f"executing (status {new.status.value!r}, lease_until {new.lease_until!r})"
-        )
+    check_creatable(new)
 
 
 def superseded_detail(new: NewProposal) -> dict[str, JsonValue]:

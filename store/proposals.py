@@ -1,16 +1,80 @@
-"""Proposals, written once for every backend: reading one with its approvals.
+"""Proposals and their transitions, written once for every backend: the Store protocol's verbs.
 
-The Store protocol's proposal verbs are written once over the backend's transactions
-(store/backend.py), their SQL named in store/sql/common/queries/proposals.sql.
+:class:`ProposalVerbs` is what SqliteStore and PostgresStore build on. Each verb opens one of
+the backend's transactions (store/backend.py) and runs named queries in it, their SQL in
+store/sql/common/queries/proposals.sql (and, for the sweeps, which take their rows with ``FOR
+UPDATE SKIP LOCKED`` on PostgreSQL, store/sql/<dialect>/queries/proposals.sql). Approvals,
+reminders, the outbox and the audit log have their verbs in their own modules; ProposalVerbs
+gathers them.
+
+Every transition is a compare-and-set (``UPDATE ... WHERE status = ... RETURNING *``), made in one
+transaction with its audit entry and the outbox entries of the status it enters; when no row
+comes back, the proposal is re-read to say why. On PostgreSQL the UPDATE locks the proposal's row
+before the audit entry locks the chain's head: rows first, head second, so writers never
+deadlock.
 """
 
 from __future__ import annotations
 
-from store.base import Proposal, ProposalNotFound
-from store.connector import Tx
-from store.rows import proposal_from_row
+from collections.abc import Callable, Mapping
+from datetime import datetime
 
-__all__ = ["existing_proposal"]
+from pydantic import JsonValue
+
+from contracts.outcomes import NeedsReconciliation, Outcome
+from store.approvals import ApprovalVerbs
+from store.audit_log import AuditVerbs
+from store.base import (
+    IdempotencyConflict,
+    InvalidTransition,
+    NewProposal,
+    Proposal,
+    ProposalNotFound,
+    Transitioned,
+    TransitionResult,
+)
+from store.connector import Row, Tx
+from store.edits import check_creatable, check_edit, edited_detail, superseded_detail
+from store.lifecycle import OUTCOME_STATUS, Status
+from store.outbox import OutboxVerbs
+from store.reminders import ReminderVerbs
+from store.rows import (
+    aware,
+    dump_json,
+    insert_proposal_params,
+    outcome_json,
+    proposal_from_row,
+    read_time,
+)
+from store.shield import finish_even_if_cancelled
+from store.standing import policy_detail
+from store.verdicts import not_reconcilable, refusal
+
+__all__ = [
+    "EXECUTOR_ACTOR",
+    "EXPIRY_ACTOR",
+    "POLICY_ACTOR",
+    "SLACK_ACTOR",
+    "ProposalVerbs",
+    "existing_proposal",
+    "submitted",
+]
+
+#: Who writes the audit entries that no person or agent caused.
+POLICY_ACTOR = "policy"
+EXPIRY_ACTOR = "expiry"
+EXECUTOR_ACTOR = "executor"
+SLACK_ACTOR = "slack"
+
+#: The audit event the policy's own decision adds to "submitted" (ask adds none).
+POLICY_EVENT = {Status.EXECUTING: "auto_approved", Status.DENIED: "denied"}
+
+#: The outcome a lost execution is given: nobody knows whether its effect happened.
+ABANDONED = NeedsReconciliation(
+    detail="the process executing it stopped before recording an outcome; the effect may or may "
+    "not have happened",
+    correlation_id="lease-expired",
+)
 
 
 async def existing_proposal(tx: Tx, proposal_id: str) -> Proposal:
@@ -20,3 +84,229 @@ async def existing_proposal(tx: Tx, proposal_id: str) -> Proposal:
         raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
     [proposal] = await tx.with_approvals([proposal_from_row(row)])
     return proposal
+
+
+async def submitted(
+    tx: Tx, new: NewProposal, row: Row, edit: Mapping[str, JsonValue] | None = None
+) -> Proposal:
+    """The audit entries and effects of the proposal ``row`` just inserted (and of the edit it
+    is, when ``edit`` holds the "edited" entry's detail)."""
+    detail: dict[str, JsonValue] = {
+        "operation": new.operation,
+        "decision": new.decision,
+        "rule_id": new.rule_id,
+        "status": new.status.value,
+    }
+    if new.delegation_id is not None:  # the delegation behind requested_by
+        detail |= {"delegation_id": new.delegation_id, "requested_by": new.requested_by}
+    await tx.append_audit(new.created_at, new.id, new.agent, "submitted", detail)
+    if edit is not None:
+        editor = new.edited_by or "unknown"
+        await tx.append_audit(new.created_at, new.id, editor, "edited", edit)
+    if new.status in POLICY_EVENT:
+        event, policy = POLICY_EVENT[new.status], policy_detail(new)
+        await tx.append_audit(new.created_at, new.id, POLICY_ACTOR, event, policy)
+    return await tx.enqueue_effects(row, new.created_at)
+
+
+def _positive(limit: int) -> None:
+    if limit < 1:  # SQLite reads a negative LIMIT as "no limit"
+        raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
+
+
+class ProposalVerbs(ApprovalVerbs, ReminderVerbs, OutboxVerbs, AuditVerbs):
+    """The Store protocol's verbs, written once over a backend's transactions."""
+
+    #: what stamps the one verb without a ``now`` (attach_message); set by the backend
+    _clock: Callable[[], datetime]
+
+    @finish_even_if_cancelled
+    async def create_proposal(self, new: NewProposal) -> tuple[Proposal, bool]:
+        check_creatable(new)
+        async with self.tx(write=True) as tx:
+            row = await tx.one("insert_proposal", **insert_proposal_params(new))
+            if row is None:  # the agent used this submission key before
+                found = await tx.one(
+                    "select_submission", agent=new.agent, submission_key=new.submission_key
+                )
+                assert found is not None  # the row whose unique key refused the insert
+                [existing] = await tx.with_approvals([proposal_from_row(found)])
+                if existing.submission_fingerprint != new.submission_fingerprint:
+                    raise IdempotencyConflict(existing)
+                return existing, False
+            return await submitted(tx, new, row), True
+
+    @finish_even_if_cancelled
+    async def get_proposal(self, proposal_id: str) -> Proposal:
+        async with self.tx(write=False) as tx:
+            return await tx.existing_proposal(proposal_id)
+
+    @finish_even_if_cancelled
+    async def find_submission(self, agent: str, submission_key: str) -> Proposal | None:
+        async with self.tx(write=False) as tx:
+            row = await tx.one("select_submission", agent=agent, submission_key=submission_key)
+            if row is None:
+                return None
+            [proposal] = await tx.with_approvals([proposal_from_row(row)])
+            return proposal
+
+    @finish_even_if_cancelled
+    async def pending_proposals(
+        self, *, limit: int = 100, agent: str | None = None
+    ) -> list[Proposal]:
+        _positive(limit)
+        async with self.tx(write=False) as tx:
+            if agent is None:
+                rows = await tx.all("select_pending", limit=limit)
+            else:
+                rows = await tx.all("select_pending_of_agent", agent=agent, limit=limit)
+            return await tx.with_approvals([proposal_from_row(row) for row in rows])
+
+    @finish_even_if_cancelled
+    async def count_pending(self, agent: str) -> int:
+        async with self.tx(write=False) as tx:
+            row = await tx.one("count_pending", agent=agent)
+            return 0 if row is None else int(row["pending"])
+
+    @finish_even_if_cancelled
+    async def pending_by_agent(self) -> dict[str, int]:
+        async with self.tx(write=False) as tx:
+            rows = await tx.all("count_pending_by_agent")
+            return {str(row["agent"]): int(row["pending"]) for row in rows}
+
+    @finish_even_if_cancelled
+    async def decisions_by(self, user: str, *, limit: int = 10) -> list[Proposal]:
+        _positive(limit)
+        async with self.tx(write=False) as tx:
+            rows = await tx.all("select_decided_by", user=user, limit=limit)
+            return await tx.with_approvals([proposal_from_row(row) for row in rows])
+
+    @finish_even_if_cancelled
+    async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
+        now = aware(self._clock(), field="clock()")
+        async with self.tx(write=True) as tx:
+            row = await tx.one("update_message", id=proposal_id, channel=channel, ts=ts, now=now)
+            if row is None:
+                raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
+            detail: dict[str, JsonValue] = {"channel": channel, "ts": ts}
+            await tx.append_audit(now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
+            [proposal] = await tx.with_approvals([proposal_from_row(row)])
+            return proposal
+
+    @finish_even_if_cancelled
+    async def retry_execution(
+        self, proposal_id: str, *, actor: str, now: datetime, lease_until: datetime
+    ) -> TransitionResult:
+        async with self.tx(write=True) as tx:
+            row = await tx.one("retry_execution", id=proposal_id, now=now, lease_until=lease_until)
+            if row is None:
+                return not_reconcilable(await tx.existing_proposal(proposal_id))
+            await tx.append_audit(now, proposal_id, actor, "retry_approved", {})
+            return Transitioned(await tx.enqueue_effects(row, now))
+
+    @finish_even_if_cancelled
+    async def resolve_reconciliation(
+        self, proposal_id: str, *, actor: str, outcome: Outcome, note: str, now: datetime
+    ) -> TransitionResult:
+        if outcome.kind not in ("succeeded", "terminal_failure"):
+            raise ValueError(
+                f"outcome: got {outcome.kind!r}; a person resolves an uncertain execution as "
+                "'succeeded' or 'terminal_failure'"
+            )
+        status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
+        async with self.tx(write=True) as tx:
+            row = await tx.one(
+                "resolve_reconciliation",
+                id=proposal_id,
+                status=status.value,
+                outcome=dump_json(detail),
+                now=now,
+            )
+            if row is None:
+                return not_reconcilable(await tx.existing_proposal(proposal_id))
+            audit: dict[str, JsonValue] = {"outcome": detail, "note": note}
+            await tx.append_audit(now, proposal_id, actor, "reconciled", audit)
+            return Transitioned(await tx.enqueue_effects(row, now))
+
+    @finish_even_if_cancelled
+    async def reclaim_abandoned(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        _positive(limit)
+        outcome = dump_json(outcome_json(ABANDONED))
+        async with self.tx(write=True) as tx:
+            rows = await tx.all("reclaim_abandoned", now=now, limit=limit, outcome=outcome)
+            reclaimed = []
+            for row in sorted(rows, key=lambda r: (r["lease_until"], r["id"])):
+                detail: dict[str, JsonValue] = {
+                    "lease_until": read_time(row["lease_until"]).isoformat()
+                }
+                await tx.append_audit(now, row["id"], EXPIRY_ACTOR, "execution_abandoned", detail)
+                reclaimed.append(await tx.enqueue_effects(row, now))
+            return reclaimed
+
+    @finish_even_if_cancelled
+    async def reject(
+        self, proposal_id: str, *, actor: str, reason: str, now: datetime
+    ) -> TransitionResult:
+        async with self.tx(write=True) as tx:
+            row = await tx.one("reject", id=proposal_id, actor=actor, reason=reason, now=now)
+            if row is None:
+                return refusal(await tx.existing_proposal(proposal_id), now, None)
+            await tx.append_audit(now, proposal_id, actor, "rejected", {"reason": reason})
+            return Transitioned(await tx.enqueue_effects(row, now))
+
+    @finish_even_if_cancelled
+    async def supersede(
+        self, old_id: str, new: NewProposal, *, actor: str, now: datetime
+    ) -> TransitionResult:
+        check_edit(old_id, new, actor=actor)
+        async with self.tx(write=True) as tx:
+            row = await tx.one("supersede", id=old_id, new_id=new.id, actor=actor, now=now)
+            if row is None:
+                return refusal(await tx.existing_proposal(old_id), now, None)
+            old = await tx.enqueue_effects(row, now)
+            await tx.append_audit(now, old_id, actor, "superseded", superseded_detail(new))
+            inserted = await tx.one("insert_proposal", **insert_proposal_params(new))
+            if inserted is None:  # the agent used this submission key: undo the transition
+                found = await tx.one(
+                    "select_submission", agent=new.agent, submission_key=new.submission_key
+                )
+                assert found is not None  # the row whose unique key refused the insert
+                raise IdempotencyConflict(proposal_from_row(found))
+            edit = edited_detail(old, new)
+            return Transitioned(await submitted(tx, new, inserted, edit))
+
+    @finish_even_if_cancelled
+    async def record_outcome(
+        self, proposal_id: str, outcome: Outcome, *, now: datetime
+    ) -> Proposal:
+        status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
+        async with self.tx(write=True) as tx:
+            row = await tx.one(
+                "record_outcome",
+                id=proposal_id,
+                status=status.value,
+                outcome=dump_json(detail),
+                now=now,
+            )
+            if row is None:
+                current = await tx.existing_proposal(proposal_id)
+                raise InvalidTransition(
+                    f"proposal {proposal_id!r} is {current.status.value!r}, not 'executing': "
+                    f"an outcome ({outcome.kind!r}) can only be recorded while executing"
+                )
+            await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
+            return await tx.enqueue_effects(row, now)
+
+    @finish_even_if_cancelled
+    async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        _positive(limit)
+        async with self.tx(write=True) as tx:
+            rows = await tx.all("expire_due", now=now, limit=limit)
+            expired = []
+            for row in sorted(rows, key=lambda r: (r["expires_at"], r["id"])):
+                proposal = await tx.enqueue_effects(row, now)
+                assert proposal.expires_at is not None  # only proposals with an expiry expire
+                detail: dict[str, JsonValue] = {"expires_at": proposal.expires_at.isoformat()}
+                await tx.append_audit(now, proposal.id, EXPIRY_ACTOR, "expired", detail)
+                expired.append(proposal)
+            return expired

@@ -31,7 +31,6 @@ __all__ = [
     "dump_json",
     "from_db_time",
     "insert_proposal_params",
-    "new_proposal_params",
     "outcome_json",
     "proposal_from_row",
     "read_array",
@@ -79,48 +78,6 @@ def dump_json(value: Any) -> str:
 def outcome_json(outcome: Outcome) -> dict[str, JsonValue]:
     dumped: dict[str, JsonValue] = OUTCOMES.dump_python(outcome, mode="json")
     return dumped
-
-
-def new_proposal_params(new: NewProposal) -> dict[str, Any]:
-    """The named parameters of the proposal INSERT (SQLite's stored forms; goes when the
-    proposal verbs run over the connector)."""
-    return {
-        "id": new.id,
-        "agent": new.agent,
-        "submission_key": new.submission_key,
-        "submission_fingerprint": new.submission_fingerprint,
-        "requested_by": new.requested_by,
-        "run_id": new.run_id,
-        "operation": new.operation,
-        "request": dump_json(new.request),
-        "arguments": dump_json(new.arguments),
-        "preview": new.preview.model_dump_json(),
-        "binding_hash": new.binding_hash,
-        "agent_reason": new.agent_reason,
-        "callback_url": new.callback_url,
-        "rule_id": new.rule_id,
-        "decision": new.decision,
-        "policy_note": new.policy_note,
-        "approver_roles": dump_json(list(new.approver_roles)),
-        "channel": new.channel,
-        "status": new.status.value,
-        "created_at": db_time(new.created_at, field="created_at"),
-        "expires_at": None
-        if new.expires_at is None
-        else db_time(new.expires_at, field="expires_at"),
-        "updated_at": db_time(new.created_at, field="created_at"),
-        "lease_until": None
-        if new.lease_until is None
-        else db_time(new.lease_until, field="lease_until"),
-        "risk": new.risk,
-        "quorum": new.quorum,
-        "supersedes": new.supersedes,
-        "edited_by": new.edited_by,
-        "remind_at": None if new.remind_at is None else db_time(new.remind_at, field="remind_at"),
-        "standing_rule_id": new.standing_rule_id,
-        "review_sampled": int(new.review_sampled),
-        "delegation_id": new.delegation_id,
-    }
 
 
 def insert_proposal_params(new: NewProposal) -> dict[str, Any]:
