@@ -358,3 +358,58 @@ async def test_an_unknown_proposal_is_a_404_problem(client: countersign.AsyncCli
 
     assert refused.value.status == 404
     assert refused.value.errors == ()
+
+
+# --- waiting, reconnecting, escalating ---------------------------------------------------------
+
+
+async def test_wait_returns_the_undecided_proposal_once_its_timeout_passes(
+    cs: Countersign, client: countersign.AsyncClient
+) -> None:
+    proposal = await client.propose("decision", {"title": "Wait", "detail": "For nobody."})
+    started = asyncio.get_running_loop().time()
+
+    seen = await client.wait(proposal.id, timeout=0.5)
+
+    assert seen.status == "pending"
+    assert asyncio.get_running_loop().time() - started < 3
+
+
+async def test_short_long_polls_are_reconnected_until_the_decision(cs: Countersign) -> None:
+    async with countersign.AsyncClient(
+        cs.url, AGENT_TOKEN, requested_by=REQUESTER, long_poll_seconds=0.1
+    ) as client:
+        asked = asyncio.create_task(client.approve("Poll", "In short slices.", timeout=20))
+        proposal = await pending_in_slack(cs, "decision")
+        await asyncio.sleep(0.5)  # several long polls come and go
+        assert not asked.done()
+        await cs.click(APPROVER, "approve", proposal.id)
+
+        assert isinstance(await asked, countersign.Approved)
+
+
+async def test_an_unreachable_countersign_raises_unreachable_after_its_attempts() -> None:
+    async with countersign.AsyncClient(
+        "http://127.0.0.1:9", AGENT_TOKEN, requested_by=REQUESTER, attempts=2
+    ) as client:
+        with pytest.raises(countersign.Unreachable, match=r"POST http://127\.0\.0\.1:9/v1/proposals"):
+            await client.propose("decision", {"title": "Anyone?", "detail": "Hello."})
+
+
+async def test_escalate_hands_the_conversation_to_people(client: countersign.AsyncClient) -> None:
+    summary = {
+        "goal": "Refund the second charge of order 7",
+        "steps_done": ["Looked up the order"],
+        "tool_results": [{"tool": "payments.refund", "result_summary": "HTTP 500"}],
+        "blocked_on": "The refund tool keeps failing",
+    }
+    trigger = {"kind": "explicit_request", "signals": {"customer_quote": "A human, please"}}
+
+    made = await client.escalate("conv-7", summary=summary, trigger=trigger)
+    again = await client.escalate("conv-7", summary=summary, trigger=trigger)
+    read = await client.get_escalation(made.id)
+
+    assert isinstance(made, countersign.EscalationOut)
+    assert made.status == "open"
+    assert made.requested_by == REQUESTER
+    assert again.id == made.id == read.id
