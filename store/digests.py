@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -28,7 +28,6 @@ from contracts.frozen import Frozen
 from store.base import Delivery, Proposal, ProposalNotFound, StoreError
 from store.connector import Array, Connector, Row, Tx
 from store.lifecycle import Effect
-from store.pg_rows import delivery_from_record, proposal_from_record
 from store.rows import delivery_from_row, proposal_from_row, read_time
 from store.shield import finish_even_if_cancelled
 
@@ -164,19 +163,13 @@ def digest_from_row(row: Row, items: Sequence[Proposal] = ()) -> Digest:
     )
 
 
-def _proposal_reader(tx: Tx) -> Callable[[Any], Proposal]:
-    """How ``tx``'s backend turns a proposals row into a Proposal (JSON text and UTC text on
-    SQLite, text[] and timestamptz on PostgreSQL)."""
-    return proposal_from_row if tx.dialect == "sqlite" else proposal_from_record
-
-
-def _delivery_reader(tx: Tx) -> Callable[[Any], Delivery]:
-    """How ``tx``'s backend turns an outbox row into a Delivery."""
-    return delivery_from_row if tx.dialect == "sqlite" else delivery_from_record
-
-
 def _ids(values: Sequence[object]) -> Array:
     return Array(str(value) for value in values)
+
+
+def _leased(rows: list[Row]) -> list[Delivery]:
+    """The outbox entries a claim leased, in the order they were written."""
+    return sorted(map(delivery_from_row, rows), key=lambda d: d.id)
 
 
 def _check_limit(limit: int) -> None:
@@ -196,9 +189,9 @@ class Digests:
         row = await tx.one("select_digest", id=digest_id)
         if row is None:
             raise DigestNotFound(f"no digest has id {digest_id!r}")
-        read = _proposal_reader(tx)
         rows = await tx.all("select_digest_items", digest_id=digest_id)
-        return digest_from_row(row, await tx.with_approvals([read(item) for item in rows]))
+        items = await tx.with_approvals([proposal_from_row(item) for item in rows])
+        return digest_from_row(row, items)
 
     @finish_even_if_cancelled
     async def attach_digest(
@@ -255,17 +248,12 @@ class Digests:
         if not proposal_ids:
             return []
         async with self._backend.tx(write=False) as tx:
-            read = _proposal_reader(tx)
             rows = await tx.all("select_proposals_by_ids", ids=_ids(proposal_ids))
-            found = {p.id: p for p in await tx.with_approvals([read(row) for row in rows])}
+            proposals = await tx.with_approvals([proposal_from_row(row) for row in rows])
+        found = {p.id: p for p in proposals}
         return [found[i] for i in proposal_ids if i in found]
 
     # --- the outbox, several entries at a time ----------------------------------------------
-
-    @staticmethod
-    def _leased(tx: Tx, rows: list[Row]) -> list[Delivery]:
-        read = _delivery_reader(tx)
-        return sorted((read(row) for row in rows), key=lambda d: d.id)
 
     @finish_even_if_cancelled
     async def claim_similar_posts(
@@ -289,7 +277,7 @@ class Digests:
                 operation=operation,
                 requested_by=requested_by,
             )
-            return self._leased(tx, rows)
+            return _leased(rows)
 
     @finish_even_if_cancelled
     async def claim_digest_deliveries(
@@ -305,7 +293,7 @@ class Digests:
                 digest_id=digest_id,
                 effect=effect.value,
             )
-            return self._leased(tx, rows)
+            return _leased(rows)
 
     @finish_even_if_cancelled
     async def complete_deliveries(self, delivery_ids: Sequence[int], *, now: datetime) -> None:
