@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import aclosing
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -40,9 +41,6 @@ log = logging.getLogger(__name__)
 DIGEST_EVENT = "countersign_digest"
 #: ... and a digest's thread reply: the digest and the outbox entries it delivers.
 DIGEST_REPLY_EVENT = "countersign_digest_reply"
-
-#: How many pages of history (200 messages each) a search for a lost post or reply reads.
-_HISTORY_PAGES = 50
 
 _POST, _UPDATE, _REPLY = Effect.SLACK_POST, Effect.SLACK_UPDATE, Effect.SLACK_REPLY
 _REMIND = Effect.SLACK_REMIND
@@ -414,19 +412,14 @@ class DigestOutbox:
     ) -> dict[str, Any]:
         """Page through ``method`` (newest first) until ``read`` has found every key wanted."""
         found: dict[str, Any] = {}
-        page: dict[str, Any] = {}
-        for _ in range(_HISTORY_PAGES):
-            response = await self._publisher.outbox_call(
-                method, include_all_metadata=True, limit=200, **where, **page
-            )
-            for message in response.get("messages", []):
-                for key, value in read(message).items():
-                    if key in wanted:
-                        found.setdefault(key, value)
-            cursor = (response.get("response_metadata") or {}).get("next_cursor")
-            if wanted <= found.keys() or not response.get("has_more") or not cursor:
-                break
-            page = {"cursor": cursor}
+        async with aclosing(self._publisher.listed(method, **where)) as listed:
+            async for messages in listed:
+                for message in messages:
+                    for key, value in read(message).items():
+                        if key in wanted:
+                            found.setdefault(key, value)
+                if wanted <= found.keys():
+                    break
         return found
 
 

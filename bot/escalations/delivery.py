@@ -97,22 +97,16 @@ class EscalationDeliverer:
         )
 
     async def _find_posted(self, escalation: Escalation) -> str | None:
-        response = await self._publisher.outbox_call(
+        """The ts of the message carrying this escalation's id, if an earlier attempt posted it
+        (the newest page of the channel)."""
+        return await self._publisher.find_marked(
             "conversations.history",
+            event_type=METADATA_EVENT,
+            marked=lambda payload: payload.get("escalation_id") == escalation.id,
+            pages=1,
             channel=escalation.channel,
             oldest=f"{escalation.created_at.timestamp() - 60:.6f}",
-            include_all_metadata=True,
-            limit=200,
         )
-        for message in response.get("messages", []):
-            metadata = message.get("metadata") or {}
-            payload = metadata.get("event_payload") or {}
-            if (
-                metadata.get("event_type") == METADATA_EVENT
-                and payload.get("escalation_id") == escalation.id
-            ):
-                return str(message["ts"])
-        return None
 
     async def _reply(
         self, escalation: Escalation, reply: dict[str, object], *, broadcast: bool

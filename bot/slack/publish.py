@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -221,58 +221,68 @@ class SlackPublisher:
         )
         await self._store.attach_message(proposal.id, str(response["channel"]), str(response["ts"]))
 
-    async def _find_posted(self, proposal: Proposal) -> str | None:
-        """The ts of a message already carrying this proposal's id in its metadata, if any."""
-        assert proposal.channel is not None
-        # Newest first, a page at a time: in a busy channel the message may be pages back.
+    async def listed(
+        self, method: str, *, pages: int = _HISTORY_PAGES, **where: Any
+    ) -> AsyncGenerator[list[dict[str, Any]]]:
+        """The messages ``method`` (``conversations.history`` or ``conversations.replies``) lists
+        for ``where``, with their metadata: newest first, 200 a page, at most ``pages`` pages.
+        For outbox entries (DeliveryFailed says how a call failed); close it when stopping
+        early (``contextlib.aclosing``)."""
         page: dict[str, Any] = {}
-        for _ in range(_HISTORY_PAGES):
+        for _ in range(pages):
             response = await self._outbox_call(
-                "conversations.history",
-                channel=proposal.channel,
-                oldest=f"{proposal.created_at.timestamp() - 60:.6f}",
-                include_all_metadata=True,
-                limit=200,
-                **page,
+                method, include_all_metadata=True, limit=200, **where, **page
             )
-            for message in response.get("messages", []):
-                metadata = message.get("metadata") or {}
-                payload = metadata.get("event_payload") or {}
-                if (
-                    metadata.get("event_type") == METADATA_EVENT
-                    and payload.get("proposal_id") == proposal.id
-                ):
-                    return str(message["ts"])
+            yield response.get("messages", [])
             cursor = (response.get("response_metadata") or {}).get("next_cursor")
             if not response.get("has_more") or not cursor:
-                return None
+                return
             page = {"cursor": cursor}
+
+    async def find_marked(
+        self,
+        method: str,
+        *,
+        event_type: str,
+        marked: Callable[[dict[str, Any]], bool],
+        pages: int = _HISTORY_PAGES,
+        **where: Any,
+    ) -> str | None:
+        """The ts of a message :meth:`listed` whose metadata is an ``event_type`` with a
+        payload ``marked`` accepts: how an outbox entry's retry finds what an earlier attempt
+        posted when its answer was lost."""
+        async with contextlib.aclosing(self.listed(method, pages=pages, **where)) as listed:
+            async for messages in listed:
+                for message in messages:
+                    metadata = message.get("metadata") or {}
+                    if metadata.get("event_type") == event_type and marked(
+                        metadata.get("event_payload") or {}
+                    ):
+                        return str(message["ts"])
         return None
+
+    async def _find_posted(self, proposal: Proposal) -> str | None:
+        """The ts of a message already carrying this proposal's id in its metadata, if any (in
+        a busy channel the message may be pages back)."""
+        assert proposal.channel is not None
+        return await self.find_marked(
+            "conversations.history",
+            event_type=METADATA_EVENT,
+            marked=lambda payload: payload.get("proposal_id") == proposal.id,
+            channel=proposal.channel,
+            oldest=f"{proposal.created_at.timestamp() - 60:.6f}",
+        )
 
     async def _find_reply(self, proposal: Proposal, marker: dict[str, Any]) -> bool:
         """Whether the thread already has the reply that ``marker`` names in its metadata."""
-        page: dict[str, Any] = {}
-        for _ in range(_HISTORY_PAGES):
-            response = await self._outbox_call(
-                "conversations.replies",
-                channel=proposal.slack_channel,
-                ts=proposal.slack_ts,
-                include_all_metadata=True,
-                limit=200,
-                **page,
-            )
-            for message in response.get("messages", []):
-                metadata = message.get("metadata") or {}
-                if (
-                    metadata.get("event_type") == REPLY_METADATA_EVENT
-                    and metadata.get("event_payload") == marker
-                ):
-                    return True
-            cursor = (response.get("response_metadata") or {}).get("next_cursor")
-            if not response.get("has_more") or not cursor:
-                return False
-            page = {"cursor": cursor}
-        return False
+        found = await self.find_marked(
+            "conversations.replies",
+            event_type=REPLY_METADATA_EVENT,
+            marked=lambda payload: payload == marker,
+            channel=proposal.slack_channel,
+            ts=proposal.slack_ts,
+        )
+        return found is not None
 
     async def outbox_call(self, method: str, **kwargs: Any) -> Any:
         """A Web API call for an outbox entry (no retries here); DeliveryFailed says how it

@@ -87,19 +87,17 @@ class Reviews:
         )
 
     async def _posted(self, channel: str, proposal: Proposal, marker: dict[str, str]) -> bool:
-        """Whether the review channel already has this proposal's review post."""
-        response = await self._publisher.outbox_call(
+        """Whether the review channel already has this proposal's review post (its newest
+        page)."""
+        found = await self._publisher.find_marked(
             "conversations.history",
+            event_type=REVIEW_METADATA_EVENT,
+            marked=lambda payload: payload == marker,
+            pages=1,
             channel=channel,
             oldest=f"{proposal.created_at.timestamp() - 60:.6f}",
-            include_all_metadata=True,
-            limit=200,
         )
-        return any(
-            (message.get("metadata") or {}).get("event_type") == REVIEW_METADATA_EVENT
-            and (message.get("metadata") or {}).get("event_payload") == marker
-            for message in response.get("messages", [])
-        )
+        return found is not None
 
     # --- a verdict click -------------------------------------------------------------------------
 
