@@ -27,6 +27,7 @@ from bot.api.schemas import SubmitBody
 from bot.render import proposal as render
 from bot.render.edit import edit_modal
 from bot.service import Service
+from bot.slack.ids import SlackUser
 from bot.standing import rules as standing
 from contracts.base import ContractViolation, Operation
 from contracts.canonical import canonical_json
@@ -59,7 +60,7 @@ class EditSubmitted(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    user: str
+    user: SlackUser
     proposal_id: str
     values: dict[str, dict[str, Any]]
 

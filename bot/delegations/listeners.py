@@ -18,6 +18,7 @@ from bot.delegations.commands import Delegations
 from bot.render import proposal as render
 from bot.service import Service
 from bot.slack.home import HomeTab
+from bot.slack.ids import SlackChannel, SlackUser
 from bot.slack.listeners import decoded
 
 __all__ = ["RevokeClick", "register_delegation_listeners"]
@@ -26,9 +27,9 @@ __all__ = ["RevokeClick", "register_delegation_listeners"]
 class RevokeClick(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    user: str
+    user: SlackUser
     delegation_id: str
-    channel: str | None
+    channel: SlackChannel | None
     on_home_tab: bool
 
     @classmethod

@@ -27,6 +27,7 @@ from bot.actions import (
 from bot.api.admission import Admission
 from bot.digests.decisions import DigestService
 from bot.render.proposal import REASON_MAX
+from bot.slack.ids import SlackUser
 from bot.slack.listeners import Click, admitted_click, decoded
 
 __all__ = ["Chosen", "register_digest_listeners"]
@@ -37,7 +38,7 @@ class Chosen(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    user: str
+    user: SlackUser
     digest_id: str
     items: tuple[str, ...] | None
     decision: Literal["approve", "reject"]

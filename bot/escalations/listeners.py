@@ -24,6 +24,7 @@ from bot.api.admission import Admission
 from bot.escalations.flow import EscalationService
 from bot.render import proposal as render
 from bot.render.escalation import HAND_BACK_NOTE_MAX
+from bot.slack.ids import SlackUser
 from bot.slack.listeners import Click, admitted_click, decoded, modal_text, text_problems
 
 __all__ = ["NoteSubmitted", "register_escalation_listeners"]
@@ -34,7 +35,7 @@ class NoteSubmitted(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    user: str
+    user: SlackUser
     escalation_id: str
     note: str
 

@@ -37,6 +37,7 @@ from bot.api.admission import Admission
 from bot.edits import EditFlow, EditSubmitted
 from bot.service import APP_HOME, Service
 from bot.slack.gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
+from bot.slack.ids import SlackChannel, SlackUser, TriggerId
 from bot.slack.show_full import ShowFull
 
 __all__ = [
@@ -69,10 +70,10 @@ class Click(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    user: str
+    user: SlackUser
     proposal_id: str
-    channel: str | None
-    trigger_id: str
+    channel: SlackChannel | None
+    trigger_id: TriggerId
 
     @classmethod
     def of(cls, body: dict[str, Any], action: dict[str, Any]) -> Click:
@@ -91,7 +92,7 @@ class ReasonSubmitted(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    user: str
+    user: SlackUser
     proposal_id: str
     reason: str
 

@@ -27,6 +27,7 @@ from bot.actions import (
 from bot.api.admission import Admission
 from bot.render import proposal as render
 from bot.service import Service
+from bot.slack.ids import SlackChannel, SlackUser
 from bot.slack.listeners import Click, admitted_click, click_listener, decoded
 from bot.standing.admin import StandingAdmin
 from bot.standing.review import Reviews
@@ -41,7 +42,7 @@ class DurationChosen(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    user: str
+    user: SlackUser
     proposal_id: str
     duration: str
     uses: str | None = None  #: None: the modal had no choice of uses (the rule's max_uses)
@@ -65,9 +66,9 @@ class MessageClick(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    user: str
+    user: SlackUser
     value: str
-    channel: str | None
+    channel: SlackChannel | None
     message_ts: str | None
 
     @classmethod
