@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from store.base import AuditEntry
 from store.connector import Array, Dialect, Row
 from store.rows import aware
 from store.tx import BaseTx
@@ -53,3 +54,11 @@ class PgTx(BaseTx):
     async def execute(self, query: str, /, **params: Any) -> None:
         text, values = self._bound(query, params)
         await self._db.execute(text, *values)
+
+    def take_head(self) -> None:
+        """Never known: every append reads the head row and locks it until the transaction
+        ends (other connections and instances append too)."""
+        return None
+
+    def moved_head(self, entry: AuditEntry) -> None:
+        """Nothing to remember: the next append reads the head row again."""

@@ -13,9 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import aiosqlite
-from pydantic import JsonValue
 
-from store.audit_log import append_entry
 from store.base import AuditEntry
 from store.connector import Array, Dialect, Row
 from store.rows import db_time, dump_json
@@ -72,16 +70,10 @@ class SqliteTx(BaseTx):
     async def execute(self, query: str, /, **params: Any) -> None:
         await self._db.execute(*self._bound(query, params))
 
-    async def append_audit(
-        self,
-        at: datetime,
-        proposal_id: str | None,
-        actor: str,
-        event: str,
-        detail: Mapping[str, JsonValue],
-    ) -> AuditEntry:
-        """Append after the head this batch followed (read from the table the first time)."""
-        head, self._head.last = self._head.last, None  # unknown until the INSERT succeeds
-        entry = await append_entry(self, at, proposal_id, actor, event, detail, head=head)
+    def take_head(self) -> tuple[int, str] | None:
+        """The head this batch of writes followed (None the first time: read it)."""
+        head, self._head.last = self._head.last, None
+        return head
+
+    def moved_head(self, entry: AuditEntry) -> None:
         self._head.last = (entry.seq, entry.hash)
-        return entry

@@ -60,7 +60,23 @@ class BaseTx(ABC):
         event: str,
         detail: Mapping[str, JsonValue],
     ) -> AuditEntry:
-        return await append_entry(self, at, proposal_id, actor, event, detail)
+        """Append one entry to the chain in this transaction, after the head :meth:`take_head`
+        names (or, when it names none, the head read from the table)."""
+        entry = await append_entry(
+            self, at, proposal_id, actor, event, detail, head=self.take_head()
+        )
+        self.moved_head(entry)
+        return entry
+
+    @abstractmethod
+    def take_head(self) -> tuple[int, str] | None:
+        """The head (seq, hash) the next append follows, when this backend knows it for
+        certain without reading it; None: read it (``audit_head_for_append``). Taken: unknown
+        again until :meth:`moved_head` names the new one."""
+
+    @abstractmethod
+    def moved_head(self, entry: AuditEntry) -> None:
+        """``entry`` is the chain's new head (committed with this transaction, or not at all)."""
 
     async def existing_proposal(self, proposal_id: str) -> Proposal:
         return await existing_proposal(self, proposal_id)
