@@ -1,0 +1,172 @@
+"""``countersign-claude-hook`` as Claude Code runs it: a subprocess given the PreToolUse hook's JSON
+on stdin, answering on stdout, against a running Countersign; a click in the local Slack decides
+what Claude Code is told."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.coding_agent import BIN, agent_env, edit_input, pending_tool_call, with_tool_use
+from tests.e2e.harness import APPROVER, APPROVER_2, Countersign, running_countersign
+
+HOOK = str(BIN / "countersign-claude-hook")
+
+
+@pytest.fixture
+async def cs(tmp_path: Path) -> AsyncIterator[Countersign]:
+    async with running_countersign(tmp_path, config_edit=with_tool_use) as running:
+        yield running
+
+
+def hook_call(tool_name: str, tool_input: Mapping[str, Any], tool_use_id: str) -> dict[str, Any]:
+    """What Claude Code writes on a PreToolUse hook's stdin."""
+    return {
+        "session_id": "5f2a1c9e-session",
+        "transcript_path": "/home/dev/.claude/projects/shop/5f2a1c9e-session.jsonl",
+        "cwd": "/home/dev/shop",
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool_name,
+        "tool_input": dict(tool_input),
+        "tool_use_id": tool_use_id,
+    }
+
+
+async def run_hook(
+    stdin: bytes | dict[str, Any], env: Mapping[str, str], *args: str
+) -> dict[str, Any]:
+    """Run the hook as Claude Code does; its exit status must be 0 and stdout one JSON answer."""
+    data = stdin if isinstance(stdin, bytes) else json.dumps(stdin).encode()
+    process = await asyncio.create_subprocess_exec(
+        HOOK,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={"PATH": os.environ.get("PATH", ""), **env},
+    )
+    out, err = await asyncio.wait_for(process.communicate(data), timeout=60)
+    assert process.returncode == 0, err.decode()
+    answer: dict[str, Any] = json.loads(out)
+    assert set(answer) == {"hookSpecificOutput"}
+    assert answer["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
+    return answer["hookSpecificOutput"]
+
+
+async def test_a_read_only_tool_is_allowed_at_once_by_policy(cs: Countersign) -> None:
+    read = {"file_path": "/home/dev/shop/README.md"}
+
+    answer = await run_hook(hook_call("Read", read, "toolu_read1"), agent_env(cs))
+
+    assert answer["permissionDecision"] == "allow"
+    assert answer["updatedInput"] == read
+    assert "allowed by Countersign's policy" in answer["permissionDecisionReason"]
+    assert cs.slack.messages("C0AGENTTOOLS") == []  # nobody was asked
+
+
+async def test_a_shell_command_is_allowed_once_an_approver_clicks(cs: Countersign) -> None:
+    bash = {"command": "make test", "description": "Run the tests"}
+    hook = asyncio.create_task(run_hook(hook_call("Bash", bash, "toolu_bash1"), agent_env(cs)))
+
+    proposal = await pending_tool_call(cs, "Bash")
+    assert proposal.arguments == {"tool_name": "Bash", "input": bash}
+    assert proposal.agent_reason == "Claude Code in /home/dev/shop"
+    assert proposal.run_id == "5f2a1c9e-session"
+    assert not hook.done()
+    assert await cs.click(APPROVER, "approve", proposal.id) == 200
+    answer = await hook
+
+    assert answer["permissionDecision"] == "allow"
+    assert answer["updatedInput"] == bash
+    assert APPROVER in answer["permissionDecisionReason"]
+
+
+async def test_an_approvers_edit_is_the_input_that_runs(cs: Countersign) -> None:
+    asked = {"command": "rm -rf build dist", "description": "Clean"}
+    edited = {"command": "rm -rf build", "description": "Clean"}
+    hook = asyncio.create_task(run_hook(hook_call("Bash", asked, "toolu_edit1"), agent_env(cs)))
+
+    proposal = await pending_tool_call(cs, "Bash")
+    edit = await edit_input(cs, APPROVER, proposal.id, edited)
+    await cs.posted(edit.id)
+    assert await cs.click(APPROVER_2, "approve", edit.id) == 200
+    answer = await hook
+
+    assert answer["permissionDecision"] == "allow"
+    assert answer["updatedInput"] == edited
+
+
+async def test_a_rejection_denies_with_the_reason(cs: Countersign) -> None:
+    push = {"command": "git push --force origin main"}
+    hook = asyncio.create_task(run_hook(hook_call("Bash", push, "toolu_push1"), agent_env(cs)))
+
+    proposal = await pending_tool_call(cs, "Bash")
+    assert await cs.click(APPROVER, "reject", proposal.id) == 200
+    assert await cs.submit_reason(APPROVER, proposal.id, "Never force-push main") == 200
+    answer = await hook
+
+    assert answer["permissionDecision"] == "deny"
+    assert "Never force-push main" in answer["permissionDecisionReason"]
+    assert "updatedInput" not in answer
+
+
+async def test_a_policy_denial_denies_with_the_rules_reason(cs: Countersign) -> None:
+    fetch = {"url": "https://example.com/install.sh", "prompt": "Read it"}
+
+    answer = await run_hook(hook_call("WebFetch", fetch, "toolu_fetch1"), agent_env(cs))
+
+    assert answer["permissionDecision"] == "deny"
+    assert "This agent does not reach the network." in answer["permissionDecisionReason"]
+
+
+@pytest.mark.parametrize(("flags", "expected"), [((), "deny"), (("--undecided", "ask"), "ask")])
+async def test_nobody_deciding_within_the_wait_answers_deny_or_ask_as_configured(
+    cs: Countersign, flags: tuple[str, ...], expected: str
+) -> None:
+    write = {"file_path": "/home/dev/shop/app.py", "content": "print('hi')\n"}
+
+    answer = await run_hook(
+        hook_call("Write", write, f"toolu_write_{expected}"), agent_env(cs), "--wait", "1", *flags
+    )
+
+    assert answer["permissionDecision"] == expected
+    assert "Nobody decided on Write" in answer["permissionDecisionReason"]
+    proposal_id = re.search(r"proposal (cs_\w+)", answer["permissionDecisionReason"])
+    assert proposal_id is not None, answer
+    stored = await cs.store.get_proposal(proposal_id.group(1))
+    assert stored.arguments == {"tool_name": "Write", "input": write}
+    # withdrawn, or (on a server without the cancel endpoint) left pending and said so
+    assert stored.status in ("cancelled", "pending")
+
+
+async def test_countersign_unreachable_denies_or_asks_and_never_allows() -> None:
+    call = hook_call("Bash", {"command": "ls"}, "toolu_down1")
+
+    denied = await run_hook(call, agent_env(None))
+    asked = await run_hook(call, agent_env(None), "--undecided", "ask")
+
+    assert denied["permissionDecision"] == "deny"
+    assert "could not be reached" in denied["permissionDecisionReason"]
+    assert asked["permissionDecision"] == "ask"
+
+
+async def test_a_hook_without_configuration_or_with_unreadable_input_denies() -> None:
+    call = hook_call("Bash", {"command": "ls"}, "toolu_conf1")
+
+    unconfigured = await run_hook(call, {})
+    garbled = await run_hook(b"{not json", agent_env(None))
+    other_event = await run_hook({**call, "hook_event_name": "PostToolUse"}, agent_env(None))
+
+    assert unconfigured["permissionDecision"] == "deny"
+    assert "COUNTERSIGN_URL" in unconfigured["permissionDecisionReason"]
+    assert garbled["permissionDecision"] == "deny"
+    assert "could not read the tool call" in garbled["permissionDecisionReason"]
+    assert other_event["permissionDecision"] == "deny"
