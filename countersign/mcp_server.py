@@ -146,8 +146,9 @@ def build_server(
     ) -> str:
         """Hand a conversation to people. summary: {goal, blocked_on, steps_done?,
         tool_results?}; trigger: {kind: explicit_request | repeated_failure |
-        negative_sentiment | reserved_topic | low_confidence, signals: {...}}. Answers the
-        escalation (its id and status)."""
+        negative_sentiment | reserved_topic | low_confidence, signals: {customer_quote?,
+        failed_turns?, error_codes?, sentiment_scores?, topic_labels?, confidence?,
+        retrieval_hits?}}. Answers the escalation (its id and status)."""
         return await _answered(
             configured().escalate(
                 conversation_id,

@@ -1,0 +1,222 @@
+"""``countersign-mcp`` as Claude Code runs it: a subprocess spoken to over stdio with the MCP SDK's
+own client, against a running Countersign; a click in the local Slack decides what the permission
+prompt tool answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import CallToolResult, TextContent
+
+from tests.e2e.coding_agent import (
+    BIN,
+    TOOLS_CHANNEL,
+    agent_env,
+    edit_input,
+    pending_tool_call,
+    with_tool_use,
+)
+from tests.e2e.harness import APPROVER, APPROVER_2, Countersign, running_countersign
+
+MCP = str(BIN / "countersign-mcp")
+TOOLS = {"request_permission", "propose", "get_proposal", "cancel_proposal", "escalate"}
+
+
+@pytest.fixture
+async def cs(tmp_path: Path) -> AsyncIterator[Countersign]:
+    async with running_countersign(tmp_path, config_edit=with_tool_use) as running:
+        yield running
+
+
+@asynccontextmanager
+async def mcp_session(env: Mapping[str, str], *args: str) -> AsyncIterator[Client]:
+    """``countersign-mcp`` started as a subprocess, connected the way Claude Code connects."""
+    server = StdioServerParameters(command=MCP, args=list(args), env=dict(env))
+    async with Client(server, mode="legacy", read_timeout_seconds=60) as client:
+        yield client
+
+
+def only_text(result: CallToolResult) -> str:
+    """The one text block the permission prompt tool must answer."""
+    assert not result.is_error, result
+    [block] = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def permission(
+    client: Client, tool_name: str, tool_input: dict[str, Any], **extra: Any
+) -> dict[str, Any]:
+    result = await client.call_tool(
+        "request_permission", {"tool_name": tool_name, "input": tool_input, **extra}
+    )
+    answer: dict[str, Any] = json.loads(only_text(result))
+    if answer["behavior"] == "allow":
+        assert set(answer) == {"behavior", "updatedInput"}
+    else:
+        assert set(answer) == {"behavior", "message"}
+        assert answer["behavior"] == "deny"
+    return answer
+
+
+async def test_the_server_lists_the_five_tools_and_claude_codes_permission_contract(
+    cs: Countersign,
+) -> None:
+    async with mcp_session(agent_env(cs)) as client:
+        listed = await client.list_tools()
+
+    tools = {tool.name: tool for tool in listed.tools}
+    assert set(tools) == TOOLS
+    schema = tools["request_permission"].input_schema
+    assert set(schema["properties"]) == {"tool_name", "input", "tool_use_id"}
+    assert sorted(schema["required"]) == ["input", "tool_name"]
+
+
+async def test_a_read_only_tool_is_allowed_at_once_by_policy(cs: Countersign) -> None:
+    grep = {"pattern": "def refund", "path": "/home/dev/shop"}
+    async with mcp_session(agent_env(cs)) as client:
+        answer = await permission(client, "Grep", grep, tool_use_id="toolu_grep1")
+
+    assert answer == {"behavior": "allow", "updatedInput": grep}
+
+
+async def test_a_click_on_approve_allows_the_input_as_asked(cs: Countersign) -> None:
+    bash = {"command": "make test", "description": "Run the tests"}
+    async with mcp_session(agent_env(cs)) as client:
+        asked = asyncio.create_task(permission(client, "Bash", bash, tool_use_id="toolu_b1"))
+        proposal = await pending_tool_call(cs, "Bash")
+        message = cs.slack.message(TOOLS_CHANNEL, proposal.slack_ts)
+        assert "Claude Code wants to use Bash" in json.dumps(message.blocks)
+        assert not asked.done()
+        assert await cs.click(APPROVER, "approve", proposal.id) == 200
+        answer = await asked
+
+    assert answer == {"behavior": "allow", "updatedInput": bash}
+
+
+async def test_an_approvers_edit_is_the_updated_input(cs: Countersign) -> None:
+    asked_input = {"command": "git push --force origin feature"}
+    edited = {"command": "git push origin feature"}
+    async with mcp_session(agent_env(cs)) as client:
+        asked = asyncio.create_task(permission(client, "Bash", asked_input))
+        proposal = await pending_tool_call(cs, "Bash")
+        edit = await edit_input(cs, APPROVER, proposal.id, edited)
+        await cs.posted(edit.id)
+        assert await cs.click(APPROVER_2, "approve", edit.id) == 200
+        answer = await asked
+
+    assert answer == {"behavior": "allow", "updatedInput": edited}
+
+
+async def test_a_rejection_denies_with_the_approvers_reason(cs: Countersign) -> None:
+    async with mcp_session(agent_env(cs)) as client:
+        asked = asyncio.create_task(permission(client, "Bash", {"command": "rm -rf /tmp/x"}))
+        proposal = await pending_tool_call(cs, "Bash")
+        assert await cs.click(APPROVER, "reject", proposal.id) == 200
+        assert await cs.submit_reason(APPROVER, proposal.id, "Not on the shared runner") == 200
+        answer = await asked
+
+    assert answer["behavior"] == "deny"
+    assert "Not on the shared runner" in answer["message"]
+    assert APPROVER in answer["message"]
+
+
+async def test_a_policy_denial_denies(cs: Countersign) -> None:
+    async with mcp_session(agent_env(cs)) as client:
+        answer = await permission(client, "WebFetch", {"url": "https://example.com"})
+
+    assert answer["behavior"] == "deny"
+    assert "This agent does not reach the network." in answer["message"]
+
+
+async def test_an_expired_request_denies(cs: Countersign) -> None:
+    async with mcp_session(agent_env(cs)) as client:
+        asked = asyncio.create_task(permission(client, "Write", {"file_path": "/x", "content": ""}))
+        await pending_tool_call(cs, "Write")
+        cs.clock.advance(timedelta(hours=2))
+        answer = await asked
+
+    assert answer["behavior"] == "deny"
+    assert "expired" in answer["message"]
+
+
+async def test_nobody_deciding_within_the_wait_denies(cs: Countersign) -> None:
+    async with mcp_session(agent_env(cs), "--wait", "1") as client:
+        answer = await permission(
+            client, "Edit", {"file_path": "/x", "old_string": "a", "new_string": "b"}
+        )
+
+    assert answer["behavior"] == "deny"
+    assert "Nobody decided on Edit" in answer["message"]
+
+
+async def test_countersign_unreachable_denies() -> None:
+    async with mcp_session(agent_env(None)) as client:
+        answer = await permission(client, "Bash", {"command": "ls"}, tool_use_id="toolu_down")
+
+    assert answer["behavior"] == "deny"
+    assert "could not be reached" in answer["message"]
+
+
+async def test_a_server_started_without_its_address_and_token_denies_saying_so() -> None:
+    async with mcp_session({}) as client:
+        answer = await permission(client, "Read", {"file_path": "/etc/hosts"})
+        proposed = await client.call_tool("propose", {"operation": "decision", "request": {}})
+
+    assert answer["behavior"] == "deny"
+    assert "COUNTERSIGN_URL and COUNTERSIGN_TOKEN not set" in answer["message"]
+    assert proposed.is_error
+
+
+async def test_propose_get_and_escalate_speak_the_agent_api(cs: Countersign) -> None:
+    write = {"tool_name": "Write", "input": {"file_path": "/x", "content": "y"}}
+    async with mcp_session(agent_env(cs)) as client:
+        proposed = json.loads(
+            only_text(
+                await client.call_tool(
+                    "propose", {"operation": "coding.tool_use", "request": write, "reason": "A fix"}
+                )
+            )
+        )
+        assert proposed["status"] == "pending"
+        waiting = asyncio.create_task(
+            client.call_tool("get_proposal", {"proposal_id": proposed["id"], "wait_seconds": 30})
+        )
+        await cs.posted(proposed["id"])
+        assert await cs.click(APPROVER, "approve", proposed["id"]) == 200
+        decided = json.loads(only_text(await waiting))
+        refused = await client.call_tool(
+            "propose", {"operation": "coding.tool_use", "request": {"tool_name": "Write"}}
+        )
+        cancelled = await client.call_tool("cancel_proposal", {"proposal_id": proposed["id"]})
+        escalated = json.loads(
+            only_text(
+                await client.call_tool(
+                    "escalate",
+                    {
+                        "conversation_id": "conv-42",
+                        "summary": {"goal": "A refund", "blocked_on": "The order is not found"},
+                        "trigger": {
+                            "kind": "explicit_request",
+                            "signals": {"customer_quote": "I want to talk to a person"},
+                        },
+                    },
+                )
+            )
+        )
+
+    assert decided["status"] == "succeeded"
+    assert decided["outcome"]["result"]["arguments"] == write
+    assert refused.is_error  # the operation's schema wants an input: the problem says so
+    assert "input" in json.dumps(refused.model_dump(mode="json"))
+    assert cancelled.is_error  # decided already (or no cancel endpoint): never withdrawn
+    assert escalated["conversation_id"] == "conv-42"
