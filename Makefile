@@ -9,7 +9,7 @@ CONFIG ?= $(if $(wildcard countersign.toml),countersign.toml,examples/countersig
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test,postgres,dev,mcp]'
+	$(VENV)/bin/pip install --quiet -e '.[test,postgres,dev,mcp,langgraph,openai-agents]'
 	touch $@
 
 sandbox: $(VENV)/.installed
