@@ -23,8 +23,9 @@ REPO = Path(__file__).parents[1]
 README = REPO / "README.md"
 DOCS = REPO / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
-#: "About 300 lines": room to breathe, not room for the manual to move back in.
-README_MAX_LINES = 350
+#: "About 300 lines": room to breathe, not room for the manual to move back in. (350 grew to 380
+#: for the agents' set-ups shown end to end: the Python client's three lines and Claude Code's two.)
+README_MAX_LINES = 380
 
 FENCE = re.compile(r"^(```|~~~)")
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
