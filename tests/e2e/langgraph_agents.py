@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware import HumanInTheLoopMiddleware, InterruptOnConfig
+from langchain.agents.middleware.human_in_the_loop import InterruptMode
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
@@ -56,14 +57,19 @@ class Tools:
         return [send_refund, lookup_order]
 
 
-def refund_agent(script: Sequence[AIMessage], tools: Tools, checkpointer: Any) -> Any:
+def refund_agent(
+    script: Sequence[AIMessage], tools: Tools, checkpointer: Any, *, mode: InterruptMode = "batched"
+) -> Any:
     """An agent whose model says ``script``, one message a turn; both tools are reviewed."""
-    review = {"allowed_decisions": ["approve", "edit", "reject"]}
+    review: InterruptOnConfig = {"allowed_decisions": ["approve", "edit", "reject"]}
     return create_agent(
         ScriptedChatModel(messages=iter(script)),
         tools=tools.all(),
         middleware=[
-            HumanInTheLoopMiddleware(interrupt_on={"send_refund": review, "lookup_order": review})
+            HumanInTheLoopMiddleware(
+                interrupt_on={"send_refund": review, "lookup_order": review},
+                interrupt_mode=mode,
+            )
         ],
         checkpointer=checkpointer,
     )

@@ -115,6 +115,27 @@ async def test_an_approvers_edit_runs_the_edited_call(cs: Countersign, reviewer:
     assert "reviewer replaced this tool call" in str(result.content)  # the middleware says so
 
 
+async def test_per_call_interrupts_are_answered_one_call_at_a_time(
+    cs: Countersign, reviewer: Reviewer
+) -> None:
+    tools = Tools()
+    edited = {"order_id": "ord_7", "amount_cents": 1000}
+    agent = refund_agent(
+        [calls(REFUND), AIMessage("Refunded part.")], tools, InMemorySaver(), mode="per_call"
+    )
+    ran = asyncio.create_task(
+        reviewer.run(agent, {"messages": [("user", "Refund order 7")]}, thread("t-per-call"))
+    )
+
+    proposal = await pending_in_slack(cs)
+    await edit_input_and_approve(cs, proposal.id, edited)
+    output = await ran
+
+    assert tools.refunds == [edited]
+    [result] = tool_messages(output)
+    assert "refunded 1000 cents on ord_7" in str(result.content)
+
+
 async def test_each_call_of_a_turn_is_its_own_proposal_and_the_policy_may_answer_one(
     cs: Countersign, reviewer: Reviewer
 ) -> None:
