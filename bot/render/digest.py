@@ -33,7 +33,6 @@ from bot.actions import (
 from bot.render.inert import inert
 from bot.render.proposal import (
     BLOCKS_MAX,
-    BUTTON_MAX,
     CLIPPED,
     CONFIRM_TEXT_MAX,
     CONFIRM_TITLE_MAX,
@@ -44,6 +43,7 @@ from bot.render.proposal import (
     SECTION_MAX,
     Blocks,
     Message,
+    button,
     clip,
     code,
     compact,
@@ -257,19 +257,7 @@ def _rows_in_sections(rows: Sequence[str], budget: int) -> Blocks:
 def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[str, Any]:
     """Approve all (only when ``approve_all``: every pending item is shown in full), Reject
     all… and Choose…."""
-
-    def button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
-        element: dict[str, Any] = {
-            "type": "button",
-            "action_id": action_id,
-            "text": plain(text, BUTTON_MAX),
-            "value": digest.id,
-        }
-        if style is not None:
-            element["style"] = style
-        return element
-
-    approve = button(DIGEST_APPROVE_ALL, f"Approve all ({pending})", "primary")
+    approve = button(DIGEST_APPROVE_ALL, f"Approve all ({pending})", digest.id, "primary")
     approve["confirm"] = {
         "title": plain(f"Approve {pending} proposals?", CONFIRM_TITLE_MAX),
         "text": plain(
@@ -286,8 +274,8 @@ def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[
         "block_id": "digest",
         "elements": [
             *([approve] if approve_all else []),
-            button(DIGEST_REJECT_ALL, "Reject all…", "danger"),
-            button(DIGEST_CHOOSE, "Choose…"),
+            button(DIGEST_REJECT_ALL, "Reject all…", digest.id, "danger"),
+            button(DIGEST_CHOOSE, "Choose…", digest.id),
         ],
     }
 
@@ -351,24 +339,12 @@ def _reply_line(proposal: Proposal, status: Status) -> str | None:
 
 def _reconcile_buttons(n: int, proposal: Proposal) -> dict[str, Any]:
     short = proposal.id[:12]
-
-    def button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
-        element: dict[str, Any] = {
-            "type": "button",
-            "action_id": action_id,
-            "text": plain(text, BUTTON_MAX),
-            "value": proposal.id,
-        }
-        if style is not None:
-            element["style"] = style
-        return element
-
     return {
         "type": "actions",
         "block_id": f"reconcile_{n}",
         "elements": [
-            button(RECONCILE_SUCCEEDED, f"{short}: it happened", "primary"),
-            button(RECONCILE_FAILED, f"{short}: it did not happen", "danger"),
+            button(RECONCILE_SUCCEEDED, f"{short}: it happened", proposal.id, "primary"),
+            button(RECONCILE_FAILED, f"{short}: it did not happen", proposal.id, "danger"),
         ],
     }
 

@@ -22,11 +22,11 @@ from bot.actions import (
 from bot.render.inert import inert
 from bot.render.proposal import (
     BLOCKS_MAX,
-    BUTTON_MAX,
     MODAL_TITLE_MAX,
     SECTION_MAX,
     Blocks,
     Message,
+    button,
     clip,
     code,
     context,
@@ -173,31 +173,19 @@ def _state_line(escalation: Escalation, *, handed_back_by: str | None) -> str:
     return line
 
 
-def _button(action_id: str, text: str, escalation: Escalation, style: str | None = None) -> Any:
-    element: dict[str, Any] = {
-        "type": "button",
-        "action_id": action_id,
-        "text": plain(text, BUTTON_MAX),
-        "value": escalation.id,
-    }
-    if style is not None:
-        element["style"] = style
-    return element
-
-
 def _buttons(escalation: Escalation) -> dict[str, Any] | None:
     status = escalation.status
     if status is EscalationStatus.RESOLVED:
         return None
     if status is EscalationStatus.TAKEN:
         elements = [
-            _button(ESCALATION_HAND_BACK, "Hand back", escalation),
-            _button(ESCALATION_RESOLVE, "Resolve", escalation, "primary"),
+            button(ESCALATION_HAND_BACK, "Hand back", escalation.id),
+            button(ESCALATION_RESOLVE, "Resolve", escalation.id, "primary"),
         ]
     else:
         elements = [
-            _button(ESCALATION_TAKE, "Take it", escalation, "primary"),
-            _button(ESCALATION_RESOLVE, "Resolve", escalation),
+            button(ESCALATION_TAKE, "Take it", escalation.id, "primary"),
+            button(ESCALATION_RESOLVE, "Resolve", escalation.id),
         ]
     return {"type": "actions", "block_id": "escalation", "elements": elements}
 

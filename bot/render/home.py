@@ -24,6 +24,7 @@ from bot.render.proposal import (
     RISK_LABELS,
     SECTION_MAX,
     Blocks,
+    button,
     buttons,
     clip,
     code,
@@ -36,7 +37,6 @@ from bot.render.proposal import (
     header,
     is_clipped,
     mention,
-    plain,
     quote,
     remaining,
     section,
@@ -198,12 +198,7 @@ def _beyond_lines(shown: Sequence[Proposal], beyond: Mapping[str, int]) -> Block
 
 def _show_full_button(proposal_id: str) -> dict[str, Any]:
     """Show full, for a proposal whose entry here had to be cut (its value: the id only)."""
-    return {
-        "type": "button",
-        "action_id": SHOW_FULL,
-        "text": plain("Show full", 75),
-        "value": proposal_id,
-    }
+    return button(SHOW_FULL, "Show full", proposal_id)
 
 
 def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
@@ -224,26 +219,12 @@ def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
                 "type": "actions",
                 "block_id": f"escalation-{escalation.id}",
                 "elements": [
-                    _escalation_button(ESCALATION_HAND_BACK, "Hand back", escalation.id),
-                    _escalation_button(ESCALATION_RESOLVE, "Resolve", escalation.id, "primary"),
+                    button(ESCALATION_HAND_BACK, "Hand back", escalation.id),
+                    button(ESCALATION_RESOLVE, "Resolve", escalation.id, "primary"),
                 ],
             }
         )
     return blocks
-
-
-def _escalation_button(
-    action_id: str, text: str, value: str, style: str | None = None
-) -> dict[str, Any]:
-    button: dict[str, Any] = {
-        "type": "button",
-        "action_id": action_id,
-        "text": {"type": "plain_text", "text": text, "emoji": True},
-        "value": value,
-    }
-    if style is not None:
-        button["style"] = style
-    return button
 
 
 def _decision_blocks(decisions: Sequence[Proposal]) -> Blocks:

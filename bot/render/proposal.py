@@ -211,6 +211,19 @@ def said(text: str, limit: int) -> dict[str, Any]:
     return {"type": "plain_text", "text": _clip_plain(inert_plain(text), limit), "emoji": False}
 
 
+def button(action_id: str, text: str, value: str, style: str | None = None) -> dict[str, Any]:
+    """A button labelled ``text`` whose value is ``value`` (an id only, never more)."""
+    element: dict[str, Any] = {
+        "type": "button",
+        "action_id": action_id,
+        "text": plain(text, BUTTON_MAX),
+        "value": value,
+    }
+    if style is not None:
+        element["style"] = style
+    return element
+
+
 def section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": _mrkdwn(text)}
 
@@ -455,51 +468,24 @@ def buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str,
 
 def _extend(proposal: Proposal, extend_by: timedelta) -> dict[str, Any]:
     """The Extend button: once, by the rule's extend_by; its value is the proposal id only."""
-    return {
-        "type": "button",
-        "action_id": EXTEND,
-        "text": plain(f"Extend by {span(extend_by.total_seconds())}", BUTTON_MAX),
-        "value": proposal.id,
-    }
+    return button(EXTEND, f"Extend by {span(extend_by.total_seconds())}", proposal.id)
 
 
 def _standing_button(proposal: Proposal) -> dict[str, Any]:
     """Approve + allow similar…: opens a modal to approve this one and, for a while, similar
     ones (bot/standing/rules.py); its value is the proposal id only."""
-    return {
-        "type": "button",
-        "action_id": APPROVE_STANDING,
-        "text": plain("Approve + allow similar…", BUTTON_MAX),
-        "value": proposal.id,
-    }
+    return button(APPROVE_STANDING, "Approve + allow similar…", proposal.id)
 
 
 def _edit_button(proposal: Proposal) -> dict[str, Any]:
     """Edit: opens a modal to change the request, which is then checked and classified again
     as a new proposal (bot/edits.py); its value is the proposal id only."""
-    return {
-        "type": "button",
-        "action_id": EDIT,
-        "text": plain("Edit", BUTTON_MAX),
-        "value": proposal.id,
-    }
+    return button(EDIT, "Edit", proposal.id)
 
 
 def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
     """For an uncertain execution: record what really happened, or retry with the same key."""
-
-    def button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
-        element: dict[str, Any] = {
-            "type": "button",
-            "action_id": action_id,
-            "text": plain(text, BUTTON_MAX),
-            "value": proposal.id,
-        }
-        if style is not None:
-            element["style"] = style
-        return element
-
-    retry = button(RECONCILE_RETRY, "Retry (same idempotency key)")
+    retry = button(RECONCILE_RETRY, "Retry (same idempotency key)", proposal.id)
     retry["confirm"] = {
         "title": plain("Execute again?", CONFIRM_TITLE_MAX),
         "text": plain(
@@ -513,8 +499,8 @@ def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
         "type": "actions",
         "block_id": "reconcile",
         "elements": [
-            button(RECONCILE_SUCCEEDED, "It happened", "primary"),
-            button(RECONCILE_FAILED, "It did not happen", "danger"),
+            button(RECONCILE_SUCCEEDED, "It happened", proposal.id, "primary"),
+            button(RECONCILE_FAILED, "It did not happen", proposal.id, "danger"),
             retry,
         ],
     }

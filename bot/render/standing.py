@@ -26,6 +26,7 @@ from bot.render.proposal import (
     SECTION_MAX,
     Blocks,
     Message,
+    button,
     clip,
     code,
     context,
@@ -250,8 +251,8 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
                 "type": "actions",
                 "block_id": "review",
                 "elements": [
-                    _verdict_button(REVIEW_OK, "Looks right", proposal.id, "primary"),
-                    _verdict_button(
+                    button(REVIEW_OK, "Looks right", proposal.id, "primary"),
+                    button(
                         REVIEW_SHOULD_HAVE_ASKED, "Should have been asked", proposal.id, "danger"
                     ),
                 ],
@@ -266,12 +267,3 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
         )
     return message(f"Review an automatic approval: {title}", blocks)
 
-
-def _verdict_button(action_id: str, text: str, value: str, style: str) -> dict[str, Any]:
-    return {
-        "type": "button",
-        "action_id": action_id,
-        "text": plain(text, BUTTON_MAX),
-        "style": style,
-        "value": value,
-    }
