@@ -187,10 +187,7 @@ class Delegations:
             return "bots, apps and deactivated accounts cannot delegate"
         if profile.is_guest:
             return "guests cannot delegate to agents"
-        teams = self._service.settings.approvals.allowed_teams
-        if not teams:
-            home = await directory.home_team()
-            teams = (home,) if home else ()
+        teams = await directory.allowed_teams(self._service.settings.approvals.allowed_teams)
         if profile.team_id is None or profile.team_id not in teams:
             return "people from another workspace cannot delegate here"
         return None

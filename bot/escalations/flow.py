@@ -268,10 +268,7 @@ class EscalationService:
         approval is: workspace, bot, deactivated, guest, responder role, and nobody behind the
         escalation (its accountable human, the agent's owners). Fails closed."""
         agent = self.settings.agents.get(escalation.agent)
-        teams = self.settings.approvals.allowed_teams
-        if not teams:
-            home = await self.directory.home_team()
-            teams = (home,) if home else ()
+        teams = await self.directory.allowed_teams(self.settings.approvals.allowed_teams)
         return responder_refusal(
             responder=await self.directory.profile(user),
             requested_by=escalation.requested_by,

@@ -101,10 +101,7 @@ class StandingAdmin:
         roles = self._admin_roles(rule)
         if not await self._holds(user, roles):
             return f"revoking it needs the role {', '.join(sorted(roles))}, which you do not hold"
-        teams = service.settings.approvals.allowed_teams
-        if not teams:
-            home = await service.directory.home_team()
-            teams = (home,) if home else ()
+        teams = await service.directory.allowed_teams(service.settings.approvals.allowed_teams)
         return refusal_reason(
             approver=await service.directory.profile(user),
             chain=DecisionChain(requested_by=""),

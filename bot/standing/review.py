@@ -161,10 +161,7 @@ class Reviews:
             }
         )
         agent = settings.agents.get(proposal.agent)
-        teams = settings.approvals.allowed_teams
-        if not teams:
-            home = await service.directory.home_team()
-            teams = (home,) if home else ()
+        teams = await service.directory.allowed_teams(settings.approvals.allowed_teams)
         return refusal_reason(
             approver=await service.directory.profile(user),
             chain=DecisionChain(
