@@ -97,6 +97,20 @@ class RetryPolicy:
             return timedelta(seconds=min(30 * 2 ** (n - 1), 900)) if n < 6 else None
         return timedelta(seconds=min(self.base_delay * 2 ** (n - 1), 60)) if n < 15 else None
 
+    def retry_in(self, delivery: Deliverable, failure: DeliveryFailed) -> timedelta | None:
+        """:meth:`next_attempt` for an entry whose attempt just failed; when that is None, the
+        giving up is logged (the caller abandons the entry)."""
+        wait = self.next_attempt(delivery, failure)
+        if wait is None:
+            log.warning(
+                "giving up %s (entry %s) after %d attempts: %s",
+                delivery.effect,
+                delivery.id,
+                delivery.attempts,
+                failure,
+            )
+        return wait
+
 
 class OutboxWorker:
     def __init__(
@@ -267,16 +281,9 @@ class OutboxWorker:
     async def _failed(
         self, delivery: Deliverable, failure: DeliveryFailed, queue: DeliveryQueue
     ) -> None:
-        wait = self.policy.next_attempt(delivery, failure)
+        wait = self.policy.retry_in(delivery, failure)
         now = self._clock()
         if wait is None:
-            log.warning(
-                "giving up %s (entry %s) after %d attempts: %s",
-                delivery.effect,
-                delivery.id,
-                delivery.attempts,
-                failure,
-            )
             await queue.abandon_delivery(delivery.id, now=now, error=str(failure))
         else:
             await queue.retry_delivery(delivery.id, at=now + wait, error=str(failure))

@@ -335,7 +335,10 @@ class DigestOutbox:
             items = {p.id: p for p in digest.items}
             order = {p.id: n for n, p in enumerate(digest.items)}
             todo = sorted(todo, key=lambda d: (order[d.proposal_id], d.id))
-            message = render_digest.digest_reply([(items[d.proposal_id], d.status) for d in todo])
+            message = render_digest.digest_reply(
+                [(items[d.proposal_id], d.status) for d in todo],
+                formats_of=self._publisher.formats_of,
+            )
             if message is not None:
                 marker = {"digest_id": digest.id, "deliveries": " ".join(str(d.id) for d in todo)}
                 await self._publisher.outbox_call(
@@ -387,15 +390,8 @@ class DigestOutbox:
         now = now or self._clock()
         retries: dict[datetime, list[int]] = {}
         for delivery in held:
-            wait = self._policy.next_attempt(delivery, failure)
+            wait = self._policy.retry_in(delivery, failure)
             if wait is None:
-                log.warning(
-                    "giving up %s (entry %s) after %d attempts: %s",
-                    delivery.effect,
-                    delivery.id,
-                    delivery.attempts,
-                    failure,
-                )
                 await self._store.abandon_delivery(delivery.id, now=now, error=str(failure))
             else:
                 retries.setdefault(now + wait, []).append(delivery.id)
