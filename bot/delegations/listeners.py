@@ -19,7 +19,7 @@ from bot.render import proposal as render
 from bot.service import Service
 from bot.slack.home import HomeTab
 from bot.slack.ids import SlackChannel, SlackUser
-from bot.slack.listeners import decoded
+from bot.slack.listeners import clicked_in, decoded
 
 __all__ = ["RevokeClick", "register_delegation_listeners"]
 
@@ -34,12 +34,11 @@ class RevokeClick(BaseModel):
 
     @classmethod
     def of(cls, body: dict[str, Any], action: dict[str, Any]) -> RevokeClick:
-        container = body.get("container") or {}
         view = body.get("view") or {}
         return cls(
             user=body["user"]["id"],
             delegation_id=action["value"],
-            channel=(body.get("channel") or {}).get("id") or container.get("channel_id"),
+            channel=clicked_in(body),
             on_home_tab=view.get("type") == "home",
         )
 

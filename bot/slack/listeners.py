@@ -48,6 +48,7 @@ __all__ = [
     "admitted_click",
     "build_bolt",
     "click_listener",
+    "clicked_in",
     "decoded",
     "modal_text",
     "slack_events",
@@ -80,11 +81,19 @@ class Click(BaseModel):
         return cls(
             user=body["user"]["id"],
             proposal_id=action["value"],
-            channel=(body.get("channel") or {}).get("id")
-            or (body.get("container") or {}).get("channel_id")
+            channel=clicked_in(body)
             or (APP_HOME if (body.get("view") or {}).get("type") == "home" else None),
             trigger_id=body["trigger_id"],
         )
+
+
+def clicked_in(body: dict[str, Any]) -> str | None:
+    """The channel of the message a block_actions payload's button was on (None for a click in
+    a modal or on the Home tab)."""
+    channel: str | None = (body.get("channel") or {}).get("id") or (
+        body.get("container") or {}
+    ).get("channel_id")
+    return channel
 
 
 class ReasonSubmitted(BaseModel):

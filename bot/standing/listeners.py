@@ -28,7 +28,7 @@ from bot.api.admission import Admission
 from bot.render import proposal as render
 from bot.service import Service
 from bot.slack.ids import SlackChannel, SlackUser
-from bot.slack.listeners import Click, admitted_click, click_listener, decoded
+from bot.slack.listeners import Click, admitted_click, click_listener, clicked_in, decoded
 from bot.standing.admin import StandingAdmin
 from bot.standing.review import Reviews
 from bot.standing.rules import StandingGrants
@@ -77,7 +77,7 @@ class MessageClick(BaseModel):
         return cls(
             user=body["user"]["id"],
             value=action["value"],
-            channel=(body.get("channel") or {}).get("id") or container.get("channel_id"),
+            channel=clicked_in(body),
             message_ts=container.get("message_ts"),
         )
 
