@@ -18,6 +18,7 @@ from bot.audit.export import ExportFormat, parse_since, write_export
 from bot.bench import add_bench_arguments, bench_command
 from bot.duty_check import separation_warnings
 from bot.explain import explain
+from bot.operators.commands import add_operator_commands, run_operator_command
 from bot.sandbox import DEFAULT_PORT, run_sandbox
 from bot.settings import ConfigError, Settings, is_user_group, load_settings, slack_settings
 from bot.standing.review import review_stats_command
@@ -80,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "review-stats",
         help="sampled automatic approvals: reviewed, flagged and the miss rate, per rule",
     )
+    add_operator_commands(commands, policy_commands)
     sandbox = commands.add_parser(
         "sandbox", help="try it all in a browser: Countersign, a local Slack and its demo config"
     )
@@ -135,6 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.command == "check-config":
         return _check_config(settings)
+    ran = run_operator_command(args, settings)
+    if ran is not None:
+        return ran
     if args.command == "policy" and args.policy_command == "review-stats":
         return asyncio.run(review_stats_command(settings, sys.stdout, sys.stderr))
     if args.command == "policy":

@@ -7,6 +7,7 @@ variables that hold them.
 
 from __future__ import annotations
 
+import hmac
 import os
 import tomllib
 import types
@@ -125,6 +126,8 @@ class ApprovalSettings(_Section):
 
 class _AgentSection(_Section):
     token_env: str = Field(min_length=1)
+    #: more environment variables, each holding another token the agent may use (a rotation)
+    extra_token_envs: tuple[str, ...] = ()
     #: Slack user ids of the people who own the agent: they can never approve its proposals
     owners: tuple[str, ...] = ()
     #: whom the agent may name as requested_by: Slack user ids (U.../W...), user group ids
@@ -174,6 +177,15 @@ class AgentSettings:
     limits: Limits = field(default_factory=Limits)
     #: its callbacks may go to internal addresses (loopback, private, link-local, CGNAT)
     callback_allow_private: bool = False
+    #: every token it may authenticate with: ``token`` first, then extra_token_envs' (rotation)
+    tokens: tuple[str, ...] = ()
+
+    def holds(self, token: str) -> bool:
+        """``token`` is one of the agent's, compared in constant time with each of them."""
+        held = False
+        for candidate in self.tokens or (self.token,):
+            held |= hmac.compare_digest(candidate.encode(), token.encode())
+        return held
 
     def allows_callback(self, url: str) -> bool:
         """``url`` is well-formed and under one of the prefixes (addresses are checked apart)."""
@@ -365,6 +377,9 @@ def _load_agents(
                 f"{name!r} share a token; each agent needs its own"
             )
             continue
+        extra = _extra_tokens(path, name, section, env, by_token, problems)
+        if extra is None:
+            continue
         bad = [owner for owner in section.owners if not _looks_like_user_id(owner)]
         if bad:
             problems.append(
@@ -383,10 +398,43 @@ def _load_agents(
             delegation=section.delegation,
             limits=model.limits.overridden(section.limits),
             callback_allow_private=section.callback_allow_private,
+            tokens=(token, *extra),
         )
         agents[name] = agent
-        by_token[token] = agent
+        for held in agent.tokens:
+            by_token[held] = agent
     return agents, by_token
+
+
+def _extra_tokens(
+    path: Path,
+    name: str,
+    section: _AgentSection,
+    env: Mapping[str, str],
+    by_token: Mapping[str, AgentSettings],
+    problems: list[str],
+) -> tuple[str, ...] | None:
+    """The tokens in ``extra_token_envs`` (a rotation's old or new one); None after a problem."""
+    tokens: list[str] = []
+    where = f"{path}: agents.{name}.extra_token_envs"
+    for variable in section.extra_token_envs:
+        token = env.get(variable, "")
+        if not token:
+            problems.append(f"{where}: environment variable {variable} is not set")
+            return None
+        if len(token) < 16:
+            problems.append(
+                f"{where}: the token in {variable} is too short (at least 16 characters)"
+            )
+            return None
+        if token in by_token:
+            problems.append(
+                f"{where}: agents {by_token[token].name!r} and {name!r} share the token in "
+                f"{variable}; each agent needs its own"
+            )
+            return None
+        tokens.append(token)
+    return tuple(tokens)
 
 
 def _check_acts_for(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -84,7 +85,7 @@ def signed_headers(secret: str, body: bytes, *, now: datetime, purpose: Purpose)
 
 
 def verify(
-    secret: str,
+    secret: str | Sequence[str],
     timestamp: int | str,
     body: bytes,
     signature: str,
@@ -98,15 +99,20 @@ def verify(
 
     ``timestamp`` and ``signature`` are the header values as received (``signature`` from
     ``purpose.header``); ``tolerance`` is how many seconds the timestamp may differ from ``now``.
+    ``secret`` may be several secrets while one is being replaced (the new one and the old one):
+    a signature under any of them verifies, each compared in constant time.
     """
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware, got naive datetime {now.isoformat()}")
-    if not secret:
-        return False
+    candidates = [secret] if isinstance(secret, str) else list(secret)
     text = str(timestamp)
     if not text.isascii() or not text.isdigit():
         return False
     if abs(now.timestamp() - int(text)) > tolerance:
         return False
-    expected = f"{SIGNATURE_VERSION}={_digest(secret, purpose, text, body)}"
-    return hmac.compare_digest(expected.encode(), signature.encode())
+    verified = False
+    for candidate in candidates:
+        if candidate:  # an empty secret verifies nothing
+            expected = f"{SIGNATURE_VERSION}={_digest(candidate, purpose, text, body)}"
+            verified |= hmac.compare_digest(expected.encode(), signature.encode())
+    return verified

@@ -7,7 +7,7 @@ from store.base import Store, StoreError
 from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
 
-__all__ = ["open_store"]
+__all__ = ["open_store", "sqlite_path"]
 
 _SQLITE = "sqlite://"
 _POSTGRES = ("postgresql://", "postgres://")
@@ -26,6 +26,18 @@ async def open_store(url: str, *, durable: bool = True) -> Store:
     """
     if url.startswith(_POSTGRES):
         return await PostgresStore.open(url, durable=durable)
+    return await SqliteStore.open(_sqlite_file(url), durable=durable)
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file a SQLite store URL names (as :func:`open_store` reads it); None for PostgreSQL.
+    StoreError when ``url`` names neither."""
+    if url.startswith(_POSTGRES):
+        return None
+    return _sqlite_file(url)
+
+
+def _sqlite_file(url: str) -> str:
     if url.startswith(_SQLITE):
         rest = url.removeprefix(_SQLITE)
         if not rest.startswith("/") or rest == "/":
@@ -42,4 +54,4 @@ async def open_store(url: str, *, durable: bool = True) -> Store:
         raise StoreError(f"store URL is empty; expected {_EXAMPLES}")
     else:
         path = url
-    return await SqliteStore.open(path, durable=durable)
+    return path

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
-
 from aiohttp import web
 
 from bot.api.admission import Admission
@@ -66,8 +64,9 @@ def authenticated_agent(request: web.Request) -> AgentSettings:
         )
     service = request.app[SERVICE]
     agent = service.settings.agent_for_token(token.strip())
-    # compare_digest on the hit too, so timing does not tell how much of a token matched
-    if agent is None or not hmac.compare_digest(agent.token, token.strip()):
+    # compared in constant time on the hit too, so timing does not tell how much of a token
+    # matched (each of the agent's tokens, while one is being rotated)
+    if agent is None or not agent.holds(token.strip()):
         raise Problem(401, "Unauthorized", "unknown agent token", headers=challenge)
     return agent
 

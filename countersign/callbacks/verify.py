@@ -3,7 +3,7 @@ signing module defines (contracts/signing.py), never a second copy of it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from pydantic import ValidationError
@@ -21,7 +21,7 @@ ESCALATION_HEADER = "X-Countersign-Escalation"
 def verify_callback(
     headers: Mapping[str, str],
     body: bytes,
-    secret: str,
+    secret: str | Sequence[str],
     *,
     now: datetime | None = None,
     tolerance: int = 300,
@@ -29,7 +29,8 @@ def verify_callback(
     """The document a signed callback carries, once its signature and timestamp verify.
 
     ``headers`` as received (any case), ``body`` the raw bytes, ``secret`` the agent's callback
-    secret (its token unless ``callback_secret_env`` is set). A forged, altered or stale callback
+    secret (its token unless ``callback_secret_env`` is set), or several while it is being
+    replaced (the new one and the old one; either verifies). A forged, altered or stale callback
     (timestamp more than ``tolerance`` seconds away) raises InvalidCallback.
     """
     folded = {name.lower(): value for name, value in headers.items()}

@@ -371,8 +371,8 @@ def test_unknown_agent_key_lists_the_agent_keys(tmp_path: Path) -> None:
 
     assert only_problem(path) == (
         f"{path}: agents.support-bot.callback_prefixes: unknown key "
-        "(expected one of: token_env, owners, acts_for, delegation, callback_secret_env, "
-        "callback_url_prefixes, callback_allow_private, limits)"
+        "(expected one of: token_env, extra_token_envs, owners, acts_for, delegation, "
+        "callback_secret_env, callback_url_prefixes, callback_allow_private, limits)"
     )
 
 
