@@ -494,7 +494,8 @@ class Service:
     ) -> Proposal | None:
         """The proposal if ``user`` may decide it now (its status is ``expect``, its operation
         still configured, and contracts.authority allows ``user``); otherwise None, having told
-        ``user`` why and audited the refusal as ``<verb>_refused``."""
+        ``user`` why and audited the refusal as ``<verb>_refused`` (a click on a proposal
+        someone decided is told who did, unaudited; one on a withdrawn proposal is refused)."""
         try:
             proposal = await self.store.get_proposal(proposal_id)
         except Exception:
@@ -502,6 +503,10 @@ class Service:
             await self.tell(
                 None, channel, user, render.refusal_text("this proposal does not exist")
             )
+            return None
+        if proposal.status is Status.CANCELLED:
+            withdrawn = render.withdrawn_reason(proposal)
+            await self.refuse(proposal, user=user, channel=channel, verb=verb, why=withdrawn)
             return None
         if proposal.status is not expect:
             await self._tell_decided(proposal, user=user, channel=channel)

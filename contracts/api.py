@@ -47,6 +47,7 @@ ProposalStatus = Literal[
     "revision_required",
     "failed",
     "superseded",
+    "cancelled",
 ]
 
 #: An escalation's status.

@@ -27,7 +27,8 @@ __all__ = ["GENERIC_DECISION", "AsyncClient", "answer_of", "derived_key", "from_
 GENERIC_DECISION: Final = "decision"
 #: Undecided statuses: the server holds a long poll while the proposal is in one of them.
 _UNDECIDED: Final = frozenset({"pending", "executing"})
-#: A status the cancel endpoint introduces (compared as text, so an older server's models parse)
+#: The status of a withdrawn proposal (compared as text: a Countersign older than the cancel
+#: endpoint never answers it, and answers 404 or 405 to a withdrawal: CancelUnavailable)
 _CANCELLED: Final[str] = "cancelled"
 M = TypeVar("M", bound=BaseModel)
 #: How long past a proposal's expiry to keep waiting for the server to mark it expired.

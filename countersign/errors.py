@@ -67,8 +67,9 @@ class Unreachable(CountersignError):
 
 
 class CancelUnavailable(CountersignError):
-    """The caller's deadline passed but the proposal could not be withdrawn: this Countersign has
-    no cancel endpoint. The proposal is still pending there and may yet be approved; do not act."""
+    """The caller's deadline passed but the proposal could not be withdrawn: this Countersign is
+    older than the cancel endpoint. The proposal is still pending there and may yet be approved;
+    do not act."""
 
     def __init__(self, proposal: ProposalOut, status: int) -> None:
         self.proposal = proposal

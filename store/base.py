@@ -336,6 +336,18 @@ class Store(Protocol):
         """pending -> rejected, atomically, if unexpired."""
         ...
 
+    async def cancel(self, proposal_id: str, *, agent: str, now: datetime) -> TransitionResult:
+        """The proposing ``agent`` withdraws it: pending and unexpired -> cancelled, atomically,
+        with a "cancelled" audit entry (actor ``agent``) and its effects (the message's update,
+        the agent's callback); ``decided_at`` is when.
+
+        Transitioned, also when it was cancelled already (then nothing is written again);
+        AlreadyDecided when it is in another status (``proposal.status`` names it);
+        NotApprovable when it is pending past its expiry. Raises ProposalNotFound when no
+        proposal of ``agent`` has that id (another agent's proposal is not found either).
+        """
+        ...
+
     async def supersede(
         self, old_id: str, new: NewProposal, *, actor: str, now: datetime
     ) -> TransitionResult:

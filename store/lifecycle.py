@@ -33,6 +33,7 @@ class Status(StrEnum):
     REVISION_REQUIRED = "revision_required"  #: state changed since the preview; nothing executed
     FAILED = "failed"  #: terminal failure; the effect did not happen
     SUPERSEDED = "superseded"  #: an approver edited it; the edit is a new proposal
+    CANCELLED = "cancelled"  #: the proposing agent withdrew it while pending; nothing executed
 
 
 #: Statuses a proposal may be created in (policy: ask, deny, auto).
@@ -40,7 +41,7 @@ INITIAL: Final = frozenset({Status.PENDING, Status.DENIED, Status.EXECUTING})
 
 TRANSITIONS: Final[dict[Status, frozenset[Status]]] = {
     Status.PENDING: frozenset(
-        {Status.EXECUTING, Status.REJECTED, Status.EXPIRED, Status.SUPERSEDED}
+        {Status.EXECUTING, Status.REJECTED, Status.EXPIRED, Status.SUPERSEDED, Status.CANCELLED}
     ),
     Status.EXECUTING: frozenset(
         {
@@ -59,6 +60,7 @@ TRANSITIONS: Final[dict[Status, frozenset[Status]]] = {
     Status.REVISION_REQUIRED: frozenset(),
     Status.FAILED: frozenset(),
     Status.SUPERSEDED: frozenset(),
+    Status.CANCELLED: frozenset(),
 }
 
 FINAL: Final = frozenset(status for status, nexts in TRANSITIONS.items() if not nexts)
@@ -95,6 +97,8 @@ EFFECTS: Final[dict[Status, tuple[Effect, ...]]] = {
     Status.REVISION_REQUIRED: _ANNOUNCED,
     Status.FAILED: _ANNOUNCED,
     Status.SUPERSEDED: _ANNOUNCED,
+    # the message shows the withdrawal in place of its buttons; no reply in the thread
+    Status.CANCELLED: (Effect.SLACK_UPDATE, Effect.CALLBACK),
 }
 
 #: The status an outcome ``kind`` moves an executing proposal to.

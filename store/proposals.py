@@ -4,8 +4,8 @@
 the backend's transactions (store/backend.py) and runs named queries in it, their SQL in
 store/sql/common/queries/proposals.sql (and, for the sweeps, which take their rows with ``FOR
 UPDATE SKIP LOCKED`` on PostgreSQL, store/sql/<dialect>/queries/proposals.sql). Approvals,
-reminders, the outbox and the audit log have their verbs in their own modules; ProposalVerbs
-gathers them.
+reminders, an agent's withdrawal, the outbox and the audit log have their verbs in their own
+modules; ProposalVerbs gathers them.
 
 Every transition is a compare-and-set (``UPDATE ... WHERE status = ... RETURNING *``), made in one
 transaction with its audit entry and the outbox entries of the status it enters; when no row
@@ -33,6 +33,7 @@ from store.base import (
     Transitioned,
     TransitionResult,
 )
+from store.cancellations import CancelVerbs
 from store.connector import Row, Tx
 from store.edits import check_creatable, check_edit, edited_detail, superseded_detail
 from store.lifecycle import OUTCOME_STATUS, Status
@@ -114,7 +115,7 @@ def _positive(limit: int) -> None:
         raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
 
 
-class ProposalVerbs(ApprovalVerbs, ReminderVerbs, OutboxVerbs, AuditVerbs):
+class ProposalVerbs(ApprovalVerbs, ReminderVerbs, CancelVerbs, OutboxVerbs, AuditVerbs):
     """The Store protocol's verbs, written once over a backend's transactions."""
 
     #: what stamps the one verb without a ``now`` (attach_message); set by the backend

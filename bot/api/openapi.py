@@ -56,6 +56,7 @@ def openapi_document(
         "paths": {
             "/v1/proposals": {"post": _submit_operation(operations, max_body_bytes)},
             "/v1/proposals/{id}": {"get": _read_operation(long_poll_max_seconds)},
+            "/v1/proposals/{id}/cancel": {"post": _cancel_operation()},
             "/v1/openapi.json": {"get": _self_operation()},
             "/healthz": {"get": _health_operation()},
         },
@@ -257,6 +258,38 @@ def _read_operation(long_poll_max_seconds: float) -> dict[str, Any]:
     }
 
 
+def _cancel_operation() -> dict[str, Any]:
+    return {
+        "operationId": "cancelProposal",
+        "summary": "Withdraw a proposal nobody has decided",
+        "description": (
+            "The proposing agent withdraws its pending proposal: its status becomes `cancelled`, "
+            "its Slack message says so in place of its buttons, and later clicks change nothing. "
+            "Withdrawing a cancelled proposal again answers the same. A proposal in any other "
+            "status stays as it is (409, naming its status)."
+        ),
+        "parameters": [
+            {
+                "name": "id",
+                "in": "path",
+                "required": True,
+                "description": "The proposal's id, as the submission answered it.",
+                "schema": {"type": "string", "pattern": PROPOSAL_ID_PATTERN},
+            },
+        ],
+        "responses": {
+            "200": {
+                "description": "The proposal, withdrawn (status `cancelled`).",
+                "content": {_JSON: {"schema": {"$ref": _REF.format(model="ProposalOut")}}},
+            },
+            "401": {"$ref": "#/components/responses/Unauthorized"},
+            "404": {"$ref": "#/components/responses/NotFound"},
+            "409": {"$ref": "#/components/responses/AlreadyDecided"},
+            "503": {"$ref": "#/components/responses/Unavailable"},
+        },
+    }
+
+
 def _self_operation() -> dict[str, Any]:
     return {
         "operationId": "openapiDocument",
@@ -344,6 +377,10 @@ def _problem_responses(max_body_bytes: int) -> dict[str, Any]:
             "names each field and what was expected."
         ),
         "NotFound": problem("No proposal with that id belongs to this agent."),
+        "AlreadyDecided": problem(
+            "The proposal is no longer pending (decided, expired, edited or executed), so it "
+            "cannot be withdrawn; `detail` and `errors` (field `status`) name its status."
+        ),
         "RequesterRefused": problem(
             "`requested_by` names someone this agent may not act for (its `acts_for`, or the "
             "person of the delegation it calls with); `errors` names the field. Nothing was "

@@ -1,4 +1,4 @@
-"""The agent API: submit proposals, read (and long-poll) their state."""
+"""The agent API: submit proposals, read (and long-poll) their state, withdraw them."""
 
 from __future__ import annotations
 
@@ -22,7 +22,16 @@ from bot.delegations.commands import DELEGATIONS, is_delegation_token
 from bot.service import Service
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
-from store.base import NewProposal, Proposal, ProposalNotFound, StoreError, StoreUnavailable
+from store.base import (
+    AlreadyDecided,
+    NewProposal,
+    NotApprovable,
+    Proposal,
+    ProposalNotFound,
+    StoreError,
+    StoreUnavailable,
+    Transitioned,
+)
 from store.delegations import Delegation
 from store.lifecycle import Status
 
@@ -32,6 +41,7 @@ __all__ = [
     "SUBMISSIONS",
     "agent_routes",
     "authenticated_agent",
+    "cancel",
     "wait_seconds",
 ]
 
@@ -48,6 +58,7 @@ def agent_routes() -> list[web.RouteDef]:
     return [
         web.post("/v1/proposals", submit),
         web.get("/v1/proposals/{id}", read),
+        web.post("/v1/proposals/{id}/cancel", cancel),
         web.get("/healthz", healthz),
         web.get("/v1/openapi.json", openapi),
     ]
@@ -135,6 +146,31 @@ async def read(request: web.Request) -> web.Response:
     return json_answer(ProposalOut.of(proposal))
 
 
+async def cancel(request: web.Request) -> web.Response:
+    """The proposing agent withdraws its pending proposal: 200 with it ``cancelled`` (again for a
+    repeat); 409 naming its status once it was decided; 404 for another agent's, as for reads."""
+    agent, _ = await _caller(request)
+    service = request.app[SERVICE]
+    before = await _own(service, agent, request.match_info["id"])
+    result = await service.store.cancel(before.id, agent=agent.name, now=service.now())
+    if isinstance(result, NotApprovable):  # pending past its expiry: it expires instead
+        await service.expire_due()
+        result = AlreadyDecided(await service.store.get_proposal(before.id))
+    if isinstance(result, Transitioned):
+        if before.status is Status.PENDING:  # withdrawn now, not by an earlier call
+            service.changed(result.proposal)
+        return json_answer(ProposalOut.of(result.proposal))
+    status = result.proposal.status.value
+    raise Problem(
+        409,
+        "Proposal already decided",
+        f"proposal {before.id!r} is {status!r}: only a pending proposal can be withdrawn",
+        problems=[
+            FieldProblem(field="status", message=f"is {status!r}; expected 'pending'"),
+        ],
+    )
+
+
 async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"ok": True})
 
@@ -178,4 +214,3 @@ def wait_seconds(request: web.Request, ceiling: float) -> float:
             problems=[FieldProblem(field="wait", message=f"a number from 0 to {ceiling:g}")],
         )
     return wait
-

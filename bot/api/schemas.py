@@ -11,6 +11,8 @@ from store.lifecycle import FINAL, Status
 
 __all__ = ["SLACK_USER_ID", "PolicyOut", "ProblemOut", "ProposalOut", "SubmitBody"]
 
+_ENDED_UNDECIDED = frozenset({Status.EXPIRED, Status.CANCELLED})
+
 
 class PolicyOut(api.PolicyOut):
     @classmethod
@@ -27,7 +29,8 @@ class PolicyOut(api.PolicyOut):
 class ProposalOut(api.ProposalOut):
     @classmethod
     def of(cls, proposal: Proposal) -> ProposalOut:
-        decided = proposal.decided_by is not None or proposal.status is Status.EXPIRED
+        # expired and cancelled: nobody decided, but when it ended is known
+        decided = proposal.decided_by is not None or proposal.status in _ENDED_UNDECIDED
         return cls(
             id=proposal.id,
             status=proposal.status.value,

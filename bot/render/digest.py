@@ -212,6 +212,8 @@ def _status(proposal: Proposal, now: datetime) -> str:
         return f":x: Rejected by {by}: {reason}"
     if status is Status.EXPIRED:
         return ":hourglass: Expired: nobody decided in time. Nothing was executed."
+    if status is Status.CANCELLED:
+        return ":leftwards_arrow_with_hook: Withdrawn by the agent. Nothing was executed."
     if status is Status.SUPERSEDED:
         return f":pencil2: Superseded by an edit of {by}."
     if status is Status.EXECUTING:

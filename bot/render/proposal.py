@@ -86,6 +86,7 @@ __all__ = [
     "state_line",
     "status_word",
     "when",
+    "withdrawn_reason",
 ]
 
 #: Appended wherever a text was cut to fit.
@@ -518,6 +519,7 @@ def status_word(proposal: Proposal) -> str:
         Status.REVISION_REQUIRED: "Revision required",
         Status.FAILED: "Failed",
         Status.SUPERSEDED: "Superseded by an edit",
+        Status.CANCELLED: "Withdrawn by the agent",
     }[proposal.status]
 
 
@@ -554,10 +556,28 @@ def state_line(proposal: Proposal) -> str:
             f" version will not be executed. The edit{edit} was checked and classified again"
             " as a new proposal; the thread says where it went."
         )
+    if status is Status.CANCELLED:
+        return f":leftwards_arrow_with_hook: *Withdrawn by the agent*{_at(proposal)}. {_WITHDRAWN}"
     if status is Status.EXECUTING:
         return f"{_approval(proposal)}. :gear: Executing…"
     summary = _outcome_summary(proposal.outcome) if proposal.outcome else f"Status: {status.value}"
     return f"{_approval(proposal)}.\n{summary}"
+
+
+#: What a withdrawal means, said wherever a withdrawn proposal shows.
+_WITHDRAWN = "Nobody decided it, and nothing was executed."
+
+
+def _at(proposal: Proposal) -> str:
+    return f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+
+
+def withdrawn_reason(proposal: Proposal) -> str:
+    """Why a click on a withdrawn proposal does nothing (told to the clicker and audited)."""
+    at = ""
+    if proposal.decided_at is not None:
+        at = f" at {proposal.decided_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    return f"the agent withdrew this proposal{at}; nothing changed"
 
 
 def _outcome_summary(outcome: Outcome) -> str:
@@ -756,6 +776,8 @@ def refusal_text(reason: str) -> str:
 
 def already_decided_text(proposal: Proposal) -> str:
     """What a late clicker sees, only to them: who decided first and how it ended."""
+    if proposal.status is Status.CANCELLED:
+        return clip(f"The agent withdrew this proposal.\n{state_line(proposal)}", SECTION_MAX)
     return clip(
         f"This proposal was already decided. {status_word(proposal)}.\n{state_line(proposal)}",
         SECTION_MAX,

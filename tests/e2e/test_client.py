@@ -163,21 +163,55 @@ async def test_nobody_deciding_before_the_expiry_answers_timed_out_not_rejected(
     assert answer.proposal.status == "expired"
 
 
-async def test_the_callers_deadline_withdraws_the_proposal_or_says_it_could_not(
+async def test_the_callers_deadline_withdraws_the_proposal_and_answers_timed_out(
     cs: Countersign, client: countersign.AsyncClient
 ) -> None:
-    try:
-        answer = await client.approve("Restart the workers", "Memory keeps growing.", timeout=0.5)
-    except countersign.CancelUnavailable as unavailable:
-        # This server has no cancel endpoint yet: the client says so, never "withdrawn".
-        assert unavailable.status in (404, 405)
-        assert "still pending on the server" in str(unavailable)
-        stored = await cs.store.get_proposal(unavailable.proposal.id)
-        assert stored.status == "pending"
-    else:
-        assert isinstance(answer, countersign.TimedOut)
-        assert answer.by == "deadline"
-        assert answer.proposal.status == "cancelled"
+    answer = await client.approve("Restart the workers", "Memory keeps growing.", timeout=0.5)
+
+    assert isinstance(answer, countersign.TimedOut)
+    assert answer.by == "deadline"
+    assert answer.proposal.status == "cancelled"
+    stored = await cs.store.get_proposal(answer.proposal.id)
+    assert stored.status == "cancelled"
+    assert stored.slack_ts is not None
+    await cs.settled()
+    message = cs.slack.message(DECISIONS_CHANNEL, stored.slack_ts)
+    assert "Withdrawn by the agent" in json.dumps(message.blocks)
+    assert not any(block["type"] == "actions" for block in message.blocks)
+
+
+async def test_a_withdrawal_by_another_call_answers_cancelled(
+    cs: Countersign, client: countersign.AsyncClient
+) -> None:
+    asked = asyncio.create_task(
+        client.approve("Reindex the search cluster", "Queries are slow.", timeout=20)
+    )
+    proposal = await pending_in_slack(cs, "decision")
+
+    withdrawn = await client.cancel(proposal.id)
+    answer = await asked
+
+    assert withdrawn.status == "cancelled"
+    assert isinstance(answer, countersign.Cancelled)
+    assert answer.proposal.id == proposal.id
+    assert answer.proposal.status == "cancelled"
+    assert "withdrawn by the agent" in answer.describe()
+
+
+async def test_cancel_of_a_decided_proposal_raises_a_409_naming_its_status(
+    cs: Countersign, client: countersign.AsyncClient
+) -> None:
+    asked = asyncio.create_task(client.approve("Tag the release", "v2.1.0", timeout=20))
+    proposal = await pending_in_slack(cs, "decision")
+    await cs.click(APPROVER, "approve", proposal.id)
+    assert isinstance(await asked, countersign.Approved)
+
+    with pytest.raises(countersign.ProblemError) as refused:
+        await client.cancel(proposal.id)
+
+    assert refused.value.status == 409
+    assert "'succeeded'" in refused.value.detail
+    assert [e.field for e in refused.value.errors] == ["status"]
 
 
 async def test_a_policy_denial_answers_rejected_with_the_rules_reason(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -157,6 +158,33 @@ async def test_nobody_deciding_within_the_wait_denies(cs: Countersign) -> None:
 
     assert answer["behavior"] == "deny"
     assert "Nobody decided on Edit" in answer["message"]
+    assert "the request was withdrawn" in answer["message"]
+    proposal_id = re.search(r"proposal (cs_\w+)", answer["message"])
+    assert proposal_id is not None, answer
+    assert (await cs.store.get_proposal(proposal_id.group(1))).status == "cancelled"
+
+
+async def test_cancel_proposal_withdraws_a_pending_proposal_once(cs: Countersign) -> None:
+    write = {"tool_name": "Write", "input": {"file_path": "/y", "content": "z"}}
+    async with mcp_session(agent_env(cs)) as client:
+        proposed = json.loads(
+            only_text(
+                await client.call_tool(
+                    "propose", {"operation": "coding.tool_use", "request": write}
+                )
+            )
+        )
+        await cs.posted(proposed["id"])
+        cancelled = json.loads(
+            only_text(await client.call_tool("cancel_proposal", {"proposal_id": proposed["id"]}))
+        )
+        again = json.loads(
+            only_text(await client.call_tool("cancel_proposal", {"proposal_id": proposed["id"]}))
+        )
+
+    assert cancelled["status"] == again["status"] == "cancelled"
+    events = [e.event for e in await cs.store.audit_log(proposed["id"])]
+    assert events.count("cancelled") == 1
 
 
 async def test_countersign_unreachable_denies() -> None:
@@ -218,5 +246,7 @@ async def test_propose_get_and_escalate_speak_the_agent_api(cs: Countersign) -> 
     assert decided["outcome"]["result"]["arguments"] == write
     assert refused.is_error  # the operation's schema wants an input: the problem says so
     assert "input" in json.dumps(refused.model_dump(mode="json"))
-    assert cancelled.is_error  # decided already (or no cancel endpoint): never withdrawn
+    assert cancelled.is_error  # decided already: never withdrawn, and the error says so
+    assert "HTTP 409" in json.dumps(cancelled.model_dump(mode="json"))
+    assert "'succeeded'" in json.dumps(cancelled.model_dump(mode="json"))
     assert escalated["conversation_id"] == "conv-42"

@@ -35,6 +35,7 @@ from store.base import (
     Transitioned,
 )
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Effect, Status
+from tests.store.cancel_conformance import CancelConformance
 from tests.store.pending_conformance import PendingConformance
 from tests.store.reminder_conformance import ReminderConformance
 from tests.store.standing_conformance import StandingConformance
@@ -116,7 +117,9 @@ async def _drain(store: Store, now: datetime) -> list[tuple[str, Effect, Status]
     return delivered
 
 
-class StoreConformance(PendingConformance, ReminderConformance, StandingConformance):
+class StoreConformance(
+    PendingConformance, ReminderConformance, StandingConformance, CancelConformance
+):
     """Subclass with a ``store`` fixture yielding an empty store of the backend under test."""
 
     @pytest.fixture

@@ -266,6 +266,59 @@ async def test_migration_0006_rebuilds_proposals_keeping_rows_and_outbox(db_path
             )
 
 
+async def test_migration_0012_rebuilds_proposals_keeping_every_row_and_reference(
+    db_path: Path,
+) -> None:
+    """A database at 0011 with an edit, an approval, an outbox entry and a review migrates to
+    the table that allows 'cancelled', every row and column as it was, every reference kept."""
+    before = [m for m in load_migrations("sqlite") if m.version <= 11]
+    other = db_path.with_name("old.sqlite")
+    columns = (
+        "id, agent, submission_key, submission_fingerprint, requested_by, operation, request, "
+        "arguments, preview, binding_hash, decision, policy_note, status, created_at, updated_at, "
+        "channel, expires_at, quorum, supersedes, edited_by, review_sampled, lease_until"
+    )
+    at = "'2030-01-01T00:00:00.000000Z'"
+    later = "'2030-01-01T01:00:00.000000Z'"
+    async with aiosqlite.connect(other, isolation_level=None) as db:
+        await db.execute("PRAGMA foreign_keys = ON")
+        await apply_migrations(db, before)
+        for values in (
+            f"'old', 'a', 'k1', 'f', 'U1', 'op', '{{}}', '{{}}', '{{}}', 'h', 'ask', 'n', "
+            f"'pending', {at}, {at}, 'C1', {later}, 2, NULL, NULL, 0, NULL",
+            f"'edit', 'a', 'k2', 'f', 'U1', 'op', '{{}}', '{{}}', '{{}}', 'h', 'ask', 'n', "
+            f"'pending', {at}, {at}, 'C1', {later}, 1, 'old', 'U2', 0, NULL",
+            f"'auto', 'a', 'k3', 'f', 'U1', 'op', '{{}}', '{{}}', '{{}}', 'h', 'auto', 'n', "
+            f"'executing', {at}, {at}, NULL, NULL, 1, NULL, NULL, 1, {later}",
+        ):
+            await db.execute(f"INSERT INTO proposals ({columns}) VALUES ({values})")
+        await db.execute(f"INSERT INTO approvals VALUES ('old', 'U3', 'h', {at})")
+        await db.execute(f"INSERT INTO reviews VALUES ('auto', 'ok', 'U4', {at})")
+        await db.execute(
+            "INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at) "
+            f"VALUES ('old', 'slack.post', 'slack', 'pending', {at}, {at})"
+        )
+    with raw(other) as db:
+        rows = db.execute("SELECT * FROM proposals ORDER BY id").fetchall()
+
+    store = await SqliteStore.open(other)
+    await store.close()
+
+    with raw(other) as db:
+        assert db.execute("SELECT * FROM proposals ORDER BY id").fetchall() == rows
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert db.execute("SELECT count(*) FROM approvals").fetchall() == [(1,)]
+        assert db.execute("SELECT count(*) FROM outbox").fetchall() == [(1,)]
+        db.execute("UPDATE proposals SET status = 'cancelled' WHERE id = 'edit'")
+        with pytest.raises(sqlite3.IntegrityError, match="not a lifecycle transition"):
+            db.execute("UPDATE proposals SET status = 'pending' WHERE id = 'edit'")
+        with pytest.raises(sqlite3.IntegrityError, match="only a proposal sampled for review"):
+            db.execute(f"INSERT INTO reviews VALUES ('old', 'ok', 'U4', {at})")
+        with pytest.raises(sqlite3.IntegrityError):
+            db.execute("PRAGMA foreign_keys = ON")
+            db.execute(f"INSERT INTO approvals VALUES ('nobody', 'U3', 'h', {at})")
+
+
 async def test_empty_audit_head_is_the_genesis_of_store_audit(db_path: Path) -> None:
     await (await SqliteStore.open(db_path)).close()
 

@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0011 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0012 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -203,7 +203,7 @@ END,
     CONSTRAINT proposals_quorum_check CHECK (((quorum >= 1) AND (quorum <= 20))),
     CONSTRAINT proposals_risk_check CHECK ((risk = ANY (ARRAY['read'::text, 'reversible'::text, 'irreversible'::text]))),
     CONSTRAINT proposals_standing_rule_id_fkey FOREIGN KEY (standing_rule_id) REFERENCES standing_rules(id),
-    CONSTRAINT proposals_status_is_a_lifecycle_status CHECK ((status = ANY (ARRAY['pending'::text, 'denied'::text, 'rejected'::text, 'expired'::text, 'executing'::text, 'succeeded'::text, 'needs_reconciliation'::text, 'revision_required'::text, 'failed'::text, 'superseded'::text]))),
+    CONSTRAINT proposals_status_is_a_lifecycle_status CHECK ((status = ANY (ARRAY['pending'::text, 'denied'::text, 'rejected'::text, 'expired'::text, 'executing'::text, 'succeeded'::text, 'needs_reconciliation'::text, 'revision_required'::text, 'failed'::text, 'superseded'::text, 'cancelled'::text]))),
     CONSTRAINT proposals_supersedes_fkey FOREIGN KEY (supersedes) REFERENCES proposals(id)
 );
 
@@ -582,6 +582,7 @@ BEGIN
         'pending -> rejected',
         'pending -> expired',
         'pending -> superseded',
+        'pending -> cancelled',
         'executing -> succeeded',
         'executing -> needs_reconciliation',
         'executing -> revision_required',

@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0011 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0012 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -151,11 +151,11 @@ CREATE TABLE "proposals" (
                             CHECK (json_valid(approver_roles)
                                    AND json_type(approver_roles) = 'array'),
     channel                 TEXT,
-    -- Exactly the values of store.lifecycle.Status (tests/store/test_sqlite.py checks this).
+    -- Exactly the values of store.lifecycle.Status (tests/store/test_lifecycle.py checks this).
     status                  TEXT NOT NULL CHECK (status IN (
                                 'pending', 'denied', 'rejected', 'expired', 'executing',
                                 'succeeded', 'needs_reconciliation', 'revision_required',
-                                'failed', 'superseded')),
+                                'failed', 'superseded', 'cancelled')),
     created_at              TEXT NOT NULL,
     expires_at              TEXT,
     slack_channel           TEXT,
@@ -185,8 +185,15 @@ CREATE TABLE "proposals" (
     remind_at               TEXT,
     reminded_at             TEXT,
     extended_by             TEXT,
-    extended_at             TEXT, standing_rule_id TEXT REFERENCES standing_rules (id), review_sampled INTEGER NOT NULL DEFAULT 0
-    CHECK (review_sampled IN (0, 1)), digest_id TEXT REFERENCES digests (id), delegation_id TEXT REFERENCES delegations (id),
+    extended_at             TEXT,
+    -- which standing rule approved it (NULL: none), and whether its automatic approval was
+    -- sampled for review (0007)
+    standing_rule_id        TEXT REFERENCES standing_rules (id),
+    review_sampled          INTEGER NOT NULL DEFAULT 0 CHECK (review_sampled IN (0, 1)),
+    -- the digest whose message shows it (0008)
+    digest_id               TEXT REFERENCES digests (id),
+    -- the delegation it was submitted under (0009)
+    delegation_id           TEXT REFERENCES delegations (id),
     UNIQUE (agent, submission_key),
     CHECK ((supersedes IS NULL) = (edited_by IS NULL)),
     CHECK ((extended_by IS NULL) = (extended_at IS NULL))
@@ -477,6 +484,7 @@ WHEN NEW.status <> OLD.status AND OLD.status || ' -> ' || NEW.status NOT IN (
     'pending -> rejected',
     'pending -> expired',
     'pending -> superseded',
+    'pending -> cancelled',
     'executing -> succeeded',
     'executing -> needs_reconciliation',
     'executing -> revision_required',

@@ -114,6 +114,17 @@ def test_every_response_is_documented_with_its_headers() -> None:
     assert wait["schema"]["maximum"] == 45
 
 
+def test_the_cancel_endpoint_is_documented_with_its_answers() -> None:
+    doc = document()
+    cancel = doc["paths"]["/v1/proposals/{id}/cancel"]["post"]
+    statuses = doc["components"]["schemas"]["ProposalOut"]["properties"]["status"]
+
+    assert set(cancel["responses"]) == {"200", "401", "404", "409", "503"}
+    assert cancel["responses"]["409"] == {"$ref": "#/components/responses/AlreadyDecided"}
+    assert "cancelled" in statuses["enum"]
+    assert [p["name"] for p in cancel["parameters"]] == ["id"]
+
+
 @pytest.mark.parametrize(
     "problem",
     [

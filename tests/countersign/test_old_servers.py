@@ -1,0 +1,78 @@
+"""The client against a Countersign older than the cancel endpoint: when the caller's deadline
+passes, ``approve`` cannot withdraw the proposal and says so (CancelUnavailable), never that it
+was withdrawn."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from aiohttp import web
+
+import countersign
+from contracts.api import ProposalOut
+
+PENDING = ProposalOut.model_validate_json(
+    json.dumps(
+        {
+            "id": "cs_aaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "status": "pending",
+            "final": False,
+            "operation": "decision",
+            "agent": "old-agent",
+            "requested_by": "U0REQUESTER",
+            "run_id": None,
+            "preview": {"title": "The agent asks: Restart", "fields": []},
+            "arguments": {"title": "Restart", "detail": "Now."},
+            "policy": {"decision": "ask", "rule_id": "decisions", "note": "asked"},
+            "created_at": datetime.now(UTC).isoformat(),
+            "expires_at": (datetime.now(UTC) + timedelta(hours=1)).isoformat(),
+            "decision": None,
+            "outcome": None,
+            "supersedes": None,
+            "edited_by": None,
+            "superseded_by": None,
+        }
+    )
+)
+
+
+@pytest.fixture(params=[404, 405])
+async def old_server(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """A server that takes proposals and reads them back, and has no cancel endpoint."""
+    refused: int = request.param
+
+    async def proposal(_: web.Request) -> web.Response:
+        return web.Response(body=PENDING.model_dump_json(), content_type="application/json")
+
+    async def no_cancel(_: web.Request) -> web.Response:
+        body = f'{{"type": "about:blank", "title": "No", "status": {refused}, "detail": "no"}}'
+        return web.Response(status=refused, body=body, content_type="application/problem+json")
+
+    app = web.Application()
+    app.router.add_post("/v1/proposals", proposal)
+    app.router.add_get("/v1/proposals/{id}", proposal)
+    app.router.add_post("/v1/proposals/{id}/cancel", no_cancel)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_deadline_on_a_server_without_cancel_raises_cancel_unavailable(
+    old_server: str,
+) -> None:
+    async with countersign.AsyncClient(old_server, "token", requested_by="U0REQUESTER") as client:
+        with pytest.raises(countersign.CancelUnavailable) as unavailable:
+            await client.approve("Restart", "Now.", timeout=0.2)
+
+    assert unavailable.value.status in (404, 405)
+    assert unavailable.value.proposal.id == PENDING.id
+    assert "still pending on the server" in str(unavailable.value)
