@@ -101,6 +101,7 @@ def build_app(
         extension_of=functools.partial(extension_of, settings.policy),
         offers_standing=functools.partial(offers, settings.policy),
         reminder=reminder,
+        formats_of=settings.registry.formats,
     )
     # Callbacks go to agent-chosen URLs: their own client, which connects only to checked
     # addresses, with per-destination slots that end before the outbox lease does.

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Generic, Literal, NewType, Protocol, TypeVar
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
+from contracts.formats import Formats
 from contracts.frozen import Frozen
 from contracts.outcomes import (
     NeedsReconciliation,
@@ -164,6 +165,11 @@ class Operation(ABC, Generic[ReqT, ArgsT]):
     @abstractmethod
     def argument_types(self) -> Mapping[str, ArgType]:
         """The frozen arguments' scalar fields, which policy conditions may name."""
+
+    def field_formats(self) -> Formats:
+        """How each argument and result field is shown to a person (contracts/formats.py);
+        a field left out is shown under its name as words, its value as is."""
+        return {}
 
     @abstractmethod
     def dump_arguments(self, arguments: ArgsT) -> dict[str, JsonValue]:

@@ -34,6 +34,14 @@ from pydantic import Field, JsonValue, model_validator
 
 from contracts.base import ArgType
 from contracts.durations import format_duration, parse_duration
+from contracts.formats import (
+    FieldFormat,
+    Formats,
+    field_label,
+    money_currency,
+    parse_money,
+    show_value,
+)
 from contracts.frozen import Frozen
 from contracts.quorum import DEFAULT_QUORUM, MAX_QUORUM, quorum_problem, read_quorum
 from contracts.registry import Registry
@@ -77,15 +85,7 @@ _ORDERINGS: Final[Mapping[str, Callable[[Any, Any], bool]]] = {
     "gt": operator.gt,
     "gte": operator.ge,
 }
-_HOLDS: Final = {"lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "eq": "==", "in": "in"}
-_FAILS: Final = {
-    "lt": "is not <",
-    "lte": "is not <=",
-    "gt": "is not >",
-    "gte": "is not >=",
-    "eq": "!=",
-    "in": "not in",
-}
+_SYMBOLS: Final = {"lt": "<", "lte": "≤", "gt": ">", "gte": "≥"}
 _EXPECTED: Final[Mapping[ArgType, str]] = {
     "integer": "a whole number",
     "number": "a finite number",
@@ -106,11 +106,19 @@ class PolicyError(ValueError):
 
 
 class Condition(Frozen):
-    """One test on one frozen argument, such as ``amount_cents <= 5000``."""
+    """One test on one frozen argument, such as ``amount_cents <= 5000``.
+
+    ``format`` is how the operation shows the field (contracts/formats.py), so the sentence
+    saying whether it held reads in the operation's terms ("Amount 450.00 USD ≤ 2,000.00 USD
+    limit"). A money threshold written with its currency holds only for amounts in
+    ``currency``.
+    """
 
     field: str
     comparison: Comparison
     value: Scalar | tuple[Scalar, ...]
+    format: FieldFormat | None = None
+    currency: str | None = None
 
     @model_validator(mode="after")
     def _value_fits_comparison(self) -> Self:
@@ -121,23 +129,51 @@ class Condition(Frozen):
             raise ValueError(f"{self.comparison!r} needs one value, not a list")
         elif self.comparison != "eq" and not _is_number(self.value):
             raise ValueError(f"{self.comparison!r} needs a number, got {self.value!r}")
+        if self.currency is not None and (self.format is None or self.format.kind != "money"):
+            raise ValueError("a currency is for a condition on a money field")
         return self
 
     def evaluate(self, arguments: Mapping[str, JsonValue]) -> tuple[bool, str]:
         """Whether the condition holds, and a sentence saying so with the actual value."""
+        label = field_label({self.field: self.format} if self.format else {}, self.field)
         if self.field not in arguments:
-            return False, f"{self.field} is missing"
+            return False, f"{label} is missing"
         actual = arguments[self.field]
+        shown = self._shown(actual, arguments, threshold=False)
+        if self.currency is not None and self.format is not None:
+            held = money_currency(self.format, arguments)
+            if held != self.currency:
+                return False, f"{label} {shown} is not in {self.currency}"
         if isinstance(self.value, tuple):
-            held = any(_same(actual, option) for option in self.value)
-        elif self.comparison == "eq":
-            held = _same(actual, self.value)
-        elif not _is_number(actual):
-            return False, f"{self.field} is {_show(actual)}, not a number"
-        else:
-            held = _ORDERINGS[self.comparison](actual, self.value)
-        symbol = _HOLDS[self.comparison] if held else _FAILS[self.comparison]
-        return held, f"{self.field} {_show(actual)} {symbol} {_show(self.value)}"
+            options = ", ".join(self._shown(option, arguments) for option in self.value)
+            if any(_same(actual, option) for option in self.value):
+                return True, f"{label} {shown} is one of {options}"
+            return False, f"{label} {shown} is none of {options}"
+        expected = self._shown(self.value, arguments)
+        if self.comparison == "eq":
+            if _same(actual, self.value):
+                return True, f"{label} is {shown}"
+            return False, f"{label} is {shown}, not {expected}"
+        if not _is_number(actual):
+            return False, f"{label} is {shown}, not a number"
+        symbol = _SYMBOLS[self.comparison]
+        limit = " limit" if self.comparison in ("lt", "lte") else ""
+        if _ORDERINGS[self.comparison](actual, self.value):
+            return True, f"{label} {shown} {symbol} {expected}{limit}"
+        return False, f"{label} {shown} is not {symbol} {expected}{limit}"
+
+    def _shown(
+        self, value: object, arguments: Mapping[str, JsonValue], *, threshold: bool = True
+    ) -> str:
+        """``value`` in the field's terms; a threshold in the currency it was written in."""
+        if self.format is None:
+            return _show(value)
+        if threshold and self.currency is not None and self.format.currency_field is not None:
+            arguments = {**arguments, self.format.currency_field: self.currency}
+        text = show_value(self.format, value, arguments)  # type: ignore[arg-type]
+        if isinstance(value, str) and self.format.kind == "text":
+            return repr(text) if len(text) <= 80 else repr(text[:77]) + "..."
+        return text
 
 
 class _RuleBase(Frozen):
@@ -771,17 +807,24 @@ class _RuleReader:
             return ()
         registry = self._context.registry
         types = None
+        formats: Formats = {}
         if operation is not None and operation in registry:
             types = registry.get(operation).argument_types()
+            formats = registry.get(operation).field_formats()
         conditions = []
         for index, item in enumerate(value, start=1):
-            condition = self._condition(index, item, operation, types)
+            condition = self._condition(index, item, operation, types, formats)
             if condition is not None:
                 conditions.append(condition)
         return tuple(conditions)
 
     def _condition(
-        self, index: int, raw: object, operation: str | None, types: Mapping[str, ArgType] | None
+        self,
+        index: int,
+        raw: object,
+        operation: str | None,
+        types: Mapping[str, ArgType] | None,
+        formats: Formats,
     ) -> Condition | None:
         where = f"condition #{index} in 'when'"
         if not isinstance(raw, Mapping):
@@ -816,6 +859,13 @@ class _RuleReader:
             return None
         comparison = given[0]
         value = raw[comparison]
+        shown = formats.get(name)
+        currency = None
+        if shown is not None and shown.kind == "money" and comparison != "in":
+            money = self._money(name, operation, shown, value)
+            if money is None:
+                return None
+            value, currency = money
         problems = _value_problems(types[name], comparison, value)
         for problem in problems:
             self._problem(f"field {name!r}: {problem}")
@@ -823,7 +873,44 @@ class _RuleReader:
             return None
         if comparison == "in":
             value = tuple(value)
-        return Condition(field=name, comparison=comparison, value=value)
+        return Condition(
+            field=name, comparison=comparison, value=value, format=shown, currency=currency
+        )
+
+    def _money(
+        self, name: str, operation: str | None, shown: FieldFormat, value: object
+    ) -> tuple[object, str | None] | None:
+        """A money threshold as the field holds it, and the currency it names: ``"2000.00
+        USD"`` is 200000 in USD; a bare number is taken as held (minor units), but only where
+        the amounts cannot be in several currencies."""
+        if isinstance(value, str):
+            try:
+                amount, currency = parse_money(value, shown)
+            except ValueError as error:
+                self._problem(f"field {name!r}: {error}")
+                return None
+            if shown.currency is not None and currency != shown.currency:
+                self._problem(
+                    f"field {name!r}: {value!r} is in {currency}, but {shown.label} is always "
+                    f"in {shown.currency}"
+                )
+                return None
+            if shown.currencies and currency not in shown.currencies:
+                self._problem(
+                    f"field {name!r}: {value!r} is in {currency}, but operation {operation!r} "
+                    f"has amounts in {', '.join(shown.currencies)} only"
+                )
+                return None
+            return amount, (currency if shown.currency is None else None)
+        if shown.several_currencies and _is_number(value):
+            self._problem(
+                f"field {name!r}: {value!r} names no currency, but operation {operation!r} has "
+                f"amounts in {', '.join(shown.currencies)}; write the threshold with its currency, "
+                f"such as '{_major(value, shown)} {shown.currencies[0]}' (the condition then "
+                "holds only for amounts in that currency)"
+            )
+            return None
+        return value, None
 
 
 def _value_problems(arg_type: ArgType, comparison: Comparison, value: object) -> list[str]:
@@ -871,6 +958,13 @@ def _did_you_mean(word: object, choices: Sequence[str]) -> str:
 
 
 # --- values ---------------------------------------------------------------------------------------
+
+
+def _major(value: object, shown: FieldFormat) -> str:
+    """A threshold held in minor units, written in major ones for an example (``2000.00``)."""
+    if shown.minor_units and isinstance(value, int):
+        return f"{value / 100:.2f}"
+    return str(value)
 
 
 def _is_number(value: object) -> bool:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from contracts.base import Operation
+from contracts.formats import Formats
 
 __all__ = ["Registry", "UnknownOperation"]
 
@@ -16,9 +17,7 @@ class UnknownOperation(LookupError):
     def __init__(self, name: str, known: Iterable[str]) -> None:
         self.name = name
         self.known = tuple(sorted(known))
-        super().__init__(
-            f"unknown operation {name!r} (known: {', '.join(self.known) or 'none'})"
-        )
+        super().__init__(f"unknown operation {name!r} (known: {', '.join(self.known) or 'none'})")
 
 
 class Registry:
@@ -40,6 +39,12 @@ class Registry:
 
     def __iter__(self) -> Iterator[Operation[Any, Any]]:
         return iter(self._operations.values())
+
+    def formats(self, name: str) -> Formats:
+        """How operation ``name`` shows its fields; none for an operation no longer configured
+        (its proposals still show, under their fields' names)."""
+        operation = self._operations.get(name)
+        return {} if operation is None else operation.field_formats()
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._operations)

@@ -12,10 +12,12 @@ row with its own status; the whole message is rendered again from the current st
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
+
+from pydantic import JsonValue
 
 from bot.actions import (
     DIGEST_APPROVE_ALL,
@@ -30,6 +32,7 @@ from bot.actions import (
     RECONCILE_FAILED,
     RECONCILE_SUCCEEDED,
 )
+from bot.render.figures import result_fields, why_asked
 from bot.render.inert import inert
 from bot.render.proposal import (
     BLOCKS_MAX,
@@ -59,6 +62,8 @@ from bot.render.proposal import (
     shown_in_part,
     when,
 )
+from contracts.base import Risk
+from contracts.formats import Formats
 from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
 from store.approvals import counted
 from store.base import Proposal
@@ -81,6 +86,10 @@ OPTIONS_MAX: Final = 10
 OPTION_TEXT_MAX: Final = 75
 #: Preview fields shown in an item's row.
 ROW_FIELDS: Final = 3
+#: How many distinct reasons of the policy the head of a digest lists.
+NOTES_SHOWN: Final = 3
+#: Risk classes as a digest's head lists them, riskiest first.
+RISK_ORDER: Final[tuple[Risk, ...]] = ("irreversible", "reversible", "read")
 
 
 @dataclass
@@ -107,18 +116,18 @@ def digest_message(digest: Digest, *, now: datetime) -> Message:
     items = digest.items
     pending = [p for p in items if p.status is Status.PENDING]
     agents = sorted({p.agent for p in items})
-    rules = sorted({p.rule_id or "" for p in items})
-    notes = sorted({p.policy_note for p in items})
+    whys = sorted({why_asked(p) for p in items})
+    if len(whys) > NOTES_SHOWN:
+        whys = [*whys[:NOTES_SHOWN], f"and {len(whys) - NOTES_SHOWN} more reasons"]
     asked = (
         f"*Requested by* agent{'s' if len(agents) > 1 else ''} "
         f"{', '.join(f'*{escape(a)}*' for a in agents)} for {mention(digest.requested_by)}"
     )
-    why = ", ".join(code(r, 120) if r else "_no rule matched_" for r in rules)
+    risks = [RISK_LABELS[risk] for risk in RISK_ORDER if any(p.risk == risk for p in items)]
     blocks: Blocks = [
         header(_title(digest)),
-        section(f"*Why you are asked:* policy rule {why}\n{escape('; '.join(notes))}"),
+        section("\n".join([*risks, f"*Why you are asked:* {'; '.join(whys)}"])),
         context(
-            *(RISK_LABELS[risk] for risk in sorted({p.risk for p in items})),
             f"Operation {code(digest.operation, 200)} · digest {code(digest.id[:12], 20)} · "
             f"{_counts(items)}. Each proposal is checked and executed on its own.",
         ),
@@ -285,14 +294,20 @@ def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[
 # --- the thread reply -----------------------------------------------------------------------------
 
 
-def digest_reply(entries: Sequence[tuple[Proposal, Status]]) -> Message | None:
-    """One thread reply for several items that changed: each item's outcome, rejection or
-    expiry (``Status``: the status its outbox entry was written for). Items whose execution
-    ended uncertain get the buttons that resolve it. None when there is nothing to say."""
+def digest_reply(
+    entries: Sequence[tuple[Proposal, Status]],
+    *,
+    formats_of: Callable[[str], Formats] | None = None,
+) -> Message | None:
+    """One thread reply for several items that changed: each item's outcome (its result in the
+    operation's terms, ``formats_of``), rejection or expiry (``Status``: the status its outbox
+    entry was written for). Items whose execution ended uncertain get the buttons that resolve
+    it. None when there is nothing to say."""
     lines: list[str] = []
     uncertain: list[Proposal] = []
     for proposal, status in entries:
-        line = _reply_line(proposal, status)
+        formats = formats_of(proposal.operation) if formats_of is not None else {}
+        line = _reply_line(proposal, status, formats)
         if line is not None:
             lines.append(line)
             if status is Status.NEEDS_RECONCILIATION:
@@ -307,7 +322,15 @@ def digest_reply(entries: Sequence[tuple[Proposal, Status]]) -> Message | None:
     return {"text": text, "blocks": blocks}
 
 
-def _reply_line(proposal: Proposal, status: Status) -> str | None:
+def _result_line(result: JsonValue, formats: Formats) -> str:
+    """An item's result in a line: "Refund re_000001 · Amount 450.00 USD"."""
+    if not isinstance(result, dict):
+        return f"Result {code(compact(result), 300)}"
+    pairs = result_fields(result, formats)
+    return clip(" · ".join(f"{inert(label)} {code(value, 120)}" for label, value in pairs), 600)
+
+
+def _reply_line(proposal: Proposal, status: Status, formats: Formats) -> str | None:
     head = f"{code(proposal.id[:12], 20)} *{clip(inert(proposal.preview.title), 150)}*"
     if status is Status.REJECTED:
         reason = quote(proposal.decision_note or "(no reason given)", 500)
@@ -317,7 +340,7 @@ def _reply_line(proposal: Proposal, status: Status) -> str | None:
         return f":hourglass: *Expired*: {head}. Nobody decided in time; nothing was executed."
     match proposal.outcome:
         case Succeeded(result=result):
-            shown = "" if result in (None, {}) else f"\nResult {code(compact(result), 300)}"
+            shown = "" if result in (None, {}) else f"\n{_result_line(result, formats)}"
             return f":white_check_mark: *Succeeded*: {head}{shown}"
         case NeedsReconciliation(detail=detail, correlation_id=correlation_id):
             return (

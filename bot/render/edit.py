@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from bot.actions import EDIT_FIELD_INPUT, EDIT_VIEW
 from bot.edit_form import EditField, EditForm
+from bot.render.figures import why_asked
 from bot.render.inert import inert
 from bot.render.proposal import (
     MODAL_TITLE_MAX,
@@ -20,7 +21,6 @@ from bot.render.proposal import (
     clip,
     code,
     context,
-    escape,
     mention,
     message,
     plain,
@@ -146,7 +146,7 @@ def _number(value: int | float) -> str:
 def superseded_reply(proposal: Proposal, edit: Proposal | None, *, link: str | None) -> Message:
     """The reply in a superseded proposal's thread: who edited it, where the edit is, what the
     policy made of it and which request fields changed."""
-    at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
     title = inert(proposal.preview.title)
     blocks = [
         section(
@@ -173,7 +173,7 @@ def superseded_reply(proposal: Proposal, edit: Proposal | None, *, link: str | N
 
 def _edit_status(proposal: Proposal, edit: Proposal) -> str:
     if edit.status is Status.DENIED:
-        return f":no_entry: The policy denied it: {escape(edit.policy_note)}"
+        return f":no_entry: The policy denied it: {why_asked(edit)}"
     if edit.decision == "auto":
         rule = f" (rule {code(edit.rule_id, 120)})" if edit.rule_id else ""
         return f":white_check_mark: The policy approved it automatically{rule}."

@@ -166,7 +166,7 @@ def _state_line(escalation: Escalation, *, handed_back_by: str | None) -> str:
             f":leftwards_arrow_with_hook: *Handed back to the agent* by "
             f"{mention(handed_back_by)}, with this note:\n{note}"
         )
-    at = f" at {when(escalation.resolved_at)}" if escalation.resolved_at is not None else ""
+    at = f" {when(escalation.resolved_at)}" if escalation.resolved_at is not None else ""
     line = f":white_check_mark: *Resolved* by {mention(escalation.resolved_by)}{at}."
     if escalation.note:
         line += f"\n{quote(escalation.note, 1000)}"

@@ -2,21 +2,24 @@
 answers. Pure functions of stored values and ``now``; no clock, env or I/O.
 
 The proposals waiting for the person come as the store ranks them: riskiest first (irreversible,
-reversible, read), then soonest expiry; each shows its risk class, why the policy asked, who
-edited it (if it is an edit), the agent's explanation (labelled, inert) and, when it needs
-several approvers, how many approved so far. What had to be cut says so, with Show full. Their
+reversible, read), then soonest expiry; each shows, in the channel message's order, its title,
+Countersign's verdict (risk class, why the policy asked, how many approved so far when it needs
+several, the expiry), who edited it (if it is an edit), its key values, then the agent's
+explanation (labelled, inert), who asked, and its buttons, apart from the next by a divider.
+What had to be cut says so, with Show full. Their
 Approve / Reject buttons are the channel message's own (same action ids, the proposal id as the
 only value), so a click here is checked and handled exactly like one in the channel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
 from bot.actions import ESCALATION_HAND_BACK, ESCALATION_RESOLVE, SHOW_FULL
 from bot.render.delegations import delegation_list_blocks
+from bot.render.figures import why_asked
 from bot.render.inert import inert
 from bot.render.proposal import (
     BLOCKS_MAX,
@@ -37,17 +40,20 @@ from bot.render.proposal import (
     header,
     is_clipped,
     mention,
-    quote,
+    quorum_progress,
     remaining,
     section,
+    short_id,
     shown_in_part,
     status_word,
     when,
 )
+from contracts.formats import Formats
 from store.approvals import counted
 from store.base import AuditEntry, Proposal
 from store.delegations import Delegation
 from store.escalations import Escalation
+from store.lifecycle import Status
 
 __all__ = [
     "HOME_BLOCKS_MAX",
@@ -59,8 +65,8 @@ __all__ = [
 
 #: Slack's limit for a Home tab.
 HOME_BLOCKS_MAX: Final = 100
-#: How many waiting proposals the tab shows (each takes three blocks).
-WAITING_SHOWN: Final = 15
+#: How many waiting proposals the tab shows (each takes at most five blocks).
+WAITING_SHOWN: Final = 12
 #: Preview fields shown per waiting proposal: the key ones, first in the preview.
 KEY_FIELDS: Final = 4
 #: Characters of the agent's explanation shown per waiting proposal.
@@ -77,16 +83,17 @@ def home_view(
     delegations: Sequence[Delegation] = (),
     previous: Mapping[str, Proposal] | None = None,
     beyond: Mapping[str, int] | None = None,
+    formats_of: Callable[[str], Formats] | None = None,
 ) -> dict[str, Any]:
     """The Home tab: a notice (the answer to a click made here), what waits for the person,
     the escalations they own, the agents acting for them (delegations, with Revoke) and their
-    recent decisions."""
+    recent decisions. ``formats_of`` says how each operation shows its fields."""
     blocks: Blocks = []
     if notice:
         blocks += [section(clip(notice, SECTION_MAX)), {"type": "divider"}]
     blocks += [
         header("Waiting for your decision"),
-        *waiting_blocks(waiting, now=now, previous=previous, beyond=beyond),
+        *waiting_blocks(waiting, now=now, previous=previous, beyond=beyond, formats_of=formats_of),
     ]
     blocks += [header("Escalations you own"), *_owned_blocks(owned)]
     if delegations:
@@ -101,6 +108,7 @@ def waiting_blocks(
     now: datetime,
     previous: Mapping[str, Proposal] | None = None,
     beyond: Mapping[str, int] | None = None,
+    formats_of: Callable[[str], Formats] | None = None,
 ) -> Blocks:
     """The proposals a person may decide, in the order given (riskiest first, then soonest
     expiry), with their buttons. ``previous`` maps an edit's id to the version it replaced,
@@ -119,19 +127,26 @@ def waiting_blocks(
         more = len(proposal.preview.fields) - KEY_FIELDS
         if more > 0:
             fields.append(f"_{more} more field{'s' if more > 1 else ''}_ {CLIPPED}")
-        rule = code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
+        expiry = (
+            f":hourglass_flowing_sand: Expires {when(proposal.expires_at)} "
+            f"({remaining(proposal.expires_at, now)})"
+            if proposal.expires_at is not None
+            else "No expiry"
+        )
         lines = [
             f"*{inert(proposal.preview.title)}*",
-            f"*Why you are asked:* policy rule {rule}: {escape(proposal.policy_note)}",
+            RISK_LABELS[proposal.risk],
+            f"*Why you are asked:* {why_asked(proposal)}",
         ]
-        earlier = (previous or {}).get(proposal.id)
-        for block in edit_blocks(proposal, earlier):  # who edited it, and what changed
-            lines.append(block["text"]["text"])
-        if proposal.agent_reason:
+        if proposal.quorum > 1:
             lines.append(
-                "*Agent's explanation (unverified)* _the agent's own words:_\n"
-                + quote(proposal.agent_reason, REASON_SHOWN)
+                f":busts_in_silhouette: {len(counted(proposal))} of {proposal.quorum} approved"
             )
+        lines.append(expiry)
+        earlier = (previous or {}).get(proposal.id)
+        formats = formats_of(proposal.operation) if formats_of is not None else None
+        for block in edit_blocks(proposal, earlier, formats):  # who edited it, what changed
+            lines.append(block["text"]["text"])
         row: dict[str, Any] = {
             "type": "section",
             "text": {
@@ -144,21 +159,16 @@ def waiting_blocks(
             row["fields"] = [
                 {"type": "mrkdwn", "text": text, "verbatim": True} for text in fields[:10]
             ]
-        expiry = (
-            f":hourglass_flowing_sand: expires {when(proposal.expires_at)} "
-            f"({remaining(proposal.expires_at, now)})"
-            if proposal.expires_at is not None
-            else "no expiry"
+        words = [explanation(proposal.agent_reason, REASON_SHOWN)] if proposal.agent_reason else []
+        asked = (
+            f"Requested by agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}"
         )
-        asked = f"agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}"
         actions = buttons(proposal)
         actions["block_id"] = f"decision-{proposal.id}"  # block ids are unique within a view
-        if is_clipped([row]):
+        if is_clipped([row, *words]):
             actions["elements"].append(_show_full_button(proposal.id))
-        line = f"{RISK_LABELS[proposal.risk]} · {expiry} · {asked} · {code(proposal.id, 40)}"
-        if proposal.quorum > 1:
-            line += f" · {len(counted(proposal))} of {proposal.quorum} approved"
-        blocks += [context(line), row, actions]
+        line = f"{asked} · {code(short_id(proposal.id), 20)}"
+        blocks += [row, *words, context(line), actions, {"type": "divider"}]
     if beyond is not None:
         return blocks + _beyond_lines(waiting[:WAITING_SHOWN], beyond)
     hidden = len(waiting) - WAITING_SHOWN
@@ -247,21 +257,22 @@ def proposal_detail_blocks(
     *,
     now: datetime,
     previous: Proposal | None = None,
+    formats: Formats | None = None,
 ) -> Blocks:
-    """``/countersign show <id>``: the preview, Countersign's verdict (risk, why the policy
-    asked), who edited it and what changed from ``previous``, the agent's explanation, the
-    status and the audit trail of one proposal. What had to be cut says so, with Show full."""
-    rule = code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
-    blocks: Blocks = [
-        header(proposal.preview.title),
-        section(
-            f"{RISK_LABELS[proposal.risk]}\n*Why you are asked:* policy rule {rule}\n"
-            f"{escape(proposal.policy_note)}"
-        ),
-    ]
+    """``/countersign show <id>``: in the channel message's order, the title, Countersign's
+    verdict (risk, why the policy asked, status and expiry, approvals so far), the preview,
+    who edited it and what changed from ``previous``, who asked, the agent's explanation, and
+    the audit trail of one proposal. What had to be cut says so, with Show full."""
+    verdict = [RISK_LABELS[proposal.risk], f"*Why you are asked:* {why_asked(proposal)}"]
+    status = f"*Status:* {status_word(proposal)} ({code(proposal.status.value, 40)})"
+    if proposal.expires_at is not None:
+        status += f" · expires {when(proposal.expires_at)} ({remaining(proposal.expires_at, now)})"
+    progress = quorum_progress(proposal) if proposal.status is Status.PENDING else None
+    verdict += [status, *([progress] if progress else [])]
+    blocks: Blocks = [header(proposal.preview.title), section("\n".join(verdict))]
     fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
     blocks += field_sections(fields, budget=3)
-    blocks += edit_blocks(proposal, previous)
+    blocks += edit_blocks(proposal, previous, formats)
     blocks.append(
         section(
             f"*Requested by* agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}"
@@ -269,10 +280,6 @@ def proposal_detail_blocks(
     )
     if proposal.agent_reason:
         blocks.append(explanation(proposal.agent_reason))
-    status = f"*Status:* {status_word(proposal)} ({code(proposal.status.value, 40)})"
-    if proposal.expires_at is not None:
-        status += f" · expires {when(proposal.expires_at)} ({remaining(proposal.expires_at, now)})"
-    blocks.append(section(status))
     if is_clipped(blocks):
         blocks += shown_in_part(proposal.id)
     lines = [

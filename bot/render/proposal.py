@@ -32,8 +32,10 @@ from bot.actions import (
     REJECT_VIEW,
     SHOW_FULL,
 )
+from bot.render.figures import changed_fields, result_fields, why_asked
 from bot.render.inert import inert, inert_plain, inert_quote
 from contracts.base import Risk
+from contracts.formats import Formats
 from contracts.outcomes import (
     NeedsReconciliation,
     Outcome,
@@ -167,8 +169,10 @@ def mention(user_id: str | None) -> str:
 
 
 def when(moment: datetime) -> str:
-    """A Slack date token, shown in the reader's time zone (ISO 8601 UTC where unsupported)."""
-    fallback = moment.astimezone(UTC).isoformat(timespec="seconds")
+    """A moment as Slack shows it in the reader's own time zone: "today at 13:42", "Mar 14,
+    2031 at 09:05" (a ``<!date^…>`` token; where Slack cannot, "2031-03-14 13:42 UTC"). It
+    reads as a time of its own: write "expires {when}", never "at {when}"."""
+    fallback = f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
     return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
@@ -306,13 +310,15 @@ def proposal_message(
     extend_by: timedelta | None = None,
     allow_similar: bool = False,
     previous: Proposal | None = None,
+    formats: Formats | None = None,
 ) -> Message:
     """The message that asks for a decision; once decided, the same message showing the result.
 
     In a fixed order: the title, Countersign's verdict (risk class, why the policy asked,
-    expiry), then what runs and what the agent said, each labelled; an edit says who edited it
-    and what changed from ``previous`` (the version it replaced). ``allow_similar`` adds
-    "Approve + allow similar…" (its rule allows standing rules, bot/standing/rules.py).
+    approvals so far, expiry), then what runs and what the agent said, each labelled; an edit
+    says who edited it and what changed from ``previous`` (the version it replaced), through
+    the operation's field ``formats``. ``allow_similar`` adds "Approve + allow similar…" (its
+    rule allows standing rules, bot/standing/rules.py).
 
     While pending it ends with Approve / Reject buttons whose value is the proposal id and
     nothing else (and Extend, when ``extend_by`` says what one extension adds); in any other
@@ -325,7 +331,7 @@ def proposal_message(
     if proposal.run_id:
         asked += f" (the agent's run id {code(proposal.run_id, 80)})"
     details: Blocks = [section(asked)]
-    details += edit_blocks(proposal, previous)
+    details += edit_blocks(proposal, previous, formats)
     if proposal.agent_reason:
         details.append(explanation(proposal.agent_reason))
     details.append(
@@ -335,9 +341,6 @@ def proposal_message(
         )
     )
     tail: Blocks = []
-    progress = quorum_progress(proposal) if proposal.status is Status.PENDING else None
-    if progress is not None:
-        tail.append(section(progress))
     if proposal.status is Status.PENDING:
         actions = buttons(proposal, extend_by)
         actions["elements"].append(_edit_button(proposal))  # the channel message only
@@ -366,12 +369,11 @@ def proposal_message(
 
 def _verdict(proposal: Proposal, now: datetime) -> Blocks:
     """Countersign's own facts, before anything the agent supplied: the risk class, why the
-    policy asked, and (while pending) when it expires."""
-    rule = code(proposal.rule_id, 120) if proposal.rule_id else "_no rule matched_"
-    lines = [
-        RISK_LABELS[proposal.risk],
-        f"*Why you are asked:* policy rule {rule}\n{escape(proposal.policy_note)}",
-    ]
+    policy asked, and (while pending) the approvals so far and when it expires."""
+    lines = [RISK_LABELS[proposal.risk], f"*Why you are asked:* {why_asked(proposal)}"]
+    progress = quorum_progress(proposal) if proposal.status is Status.PENDING else None
+    if progress is not None:
+        lines.append(progress)
     if proposal.status is Status.PENDING and proposal.expires_at is not None:
         extended = ""
         if proposal.extended_by is not None:
@@ -389,9 +391,12 @@ def explanation(reason: str, limit: int = SECTION_MAX) -> dict[str, Any]:
     return section(label + quote(reason, limit - len(label)))
 
 
-def edit_blocks(proposal: Proposal, previous: Proposal | None) -> Blocks:
+def edit_blocks(
+    proposal: Proposal, previous: Proposal | None, formats: Formats | None = None
+) -> Blocks:
     """For an edit: who edited it, and each request field that changed (old → new) from
-    ``previous``, the version it replaced. Empty for a proposal that is not an edit."""
+    ``previous``, the version it replaced, in the operation's terms (``formats``). Empty for a
+    proposal that is not an edit."""
     if proposal.supersedes is None:
         return []
     who = mention(proposal.edited_by) if proposal.edited_by else "someone"
@@ -401,7 +406,12 @@ def edit_blocks(proposal: Proposal, previous: Proposal | None) -> Blocks:
     )
     if previous is None:
         return [section(head)]
-    changes = request_changes(previous.request, proposal.request)
+    changes = request_changes(
+        previous.request,
+        proposal.request,
+        formats,
+        arguments=(previous.arguments, proposal.arguments),
+    )
     listed = "\n".join(f"• {change}" for change in changes) or "• nothing in the request"
     return [section(f"{head}\n*What the edit changed* (old → new):\n{listed}")]
 
@@ -410,24 +420,27 @@ def edit_blocks(proposal: Proposal, previous: Proposal | None) -> Blocks:
 CHANGES_SHOWN: Final = 10
 
 
-def request_changes(before: JsonValue, after: JsonValue) -> list[str]:
-    """``field: old → new`` (inert) for each top-level request field that differs."""
-    old: dict[str, JsonValue] = before if isinstance(before, dict) else {"request": before}
-    new: dict[str, JsonValue] = after if isinstance(after, dict) else {"request": after}
+def request_changes(
+    before: JsonValue,
+    after: JsonValue,
+    formats: Formats | None = None,
+    *,
+    arguments: tuple[Mapping[str, JsonValue], Mapping[str, JsonValue]] = ({}, {}),
+) -> list[str]:
+    """``Label: old → new`` (labels and values in the operation's terms, inert) for each
+    top-level request field that differs; ``arguments``, the frozen arguments of each side,
+    give a money field its currency."""
     changed = [
-        f"{code(name, 100)} {_shown_value(old, name)} → {_shown_value(new, name)}"
-        for name in [*old, *(n for n in new if n not in old)]
-        if (name in old) != (name in new) or old.get(name) != new.get(name)
+        f"*{clip(inert(label), 100)}*: {_changed_value(old)} → {_changed_value(new)}"
+        for label, old, new in changed_fields(before, after, formats or {}, arguments)
     ]
     if len(changed) > CHANGES_SHOWN:
         changed = [*changed[:CHANGES_SHOWN], f"{len(changed) - CHANGES_SHOWN} more {CLIPPED}"]
     return changed
 
 
-def _shown_value(request: dict[str, JsonValue], name: str) -> str:
-    if name not in request:
-        return "_(not set)_"
-    return code(json.dumps(request[name], ensure_ascii=False, sort_keys=True), 200)
+def _changed_value(shown: str | None) -> str:
+    return "_(not set)_" if shown is None else code(shown, 200)
 
 
 def buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str, Any]:
@@ -526,7 +539,7 @@ def status_word(proposal: Proposal) -> str:
 def _approval(proposal: Proposal) -> str:
     if proposal.decided_by is None:
         return ":white_check_mark: Approved automatically by the policy"
-    at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
     if proposal.quorum > 1:
         people = _people(a.approver for a in counted(proposal))
         quorum = proposal.quorum
@@ -538,18 +551,18 @@ def state_line(proposal: Proposal) -> str:
     """The final (or current) state, in place of the buttons."""
     status = proposal.status
     if status is Status.REJECTED:
-        at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+        at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
         reason = quote(proposal.decision_note or "(no reason given)", 2000)
         return (
             f":x: *Rejected* by {mention(proposal.decided_by)}{at}. Nothing was executed.\n{reason}"
         )
     if status is Status.EXPIRED:
-        at = f" at {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
+        at = f" {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
         return f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed."
     if status is Status.DENIED:
-        return f":no_entry: *Denied by the policy*: {escape(proposal.policy_note)}"
+        return f":no_entry: *Denied by the policy*: {why_asked(proposal)}"
     if status is Status.SUPERSEDED:
-        at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+        at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
         edit = f" (id {code(proposal.superseded_by, 60)})" if proposal.superseded_by else ""
         return (
             f":pencil2: *Superseded* by an edit of {mention(proposal.decided_by)}{at}: this"
@@ -569,7 +582,7 @@ _WITHDRAWN = "Nobody decided it, and nothing was executed."
 
 
 def _at(proposal: Proposal) -> str:
-    return f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    return f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
 
 
 def withdrawn_reason(proposal: Proposal) -> str:
@@ -649,17 +662,18 @@ def approval_recorded_text(proposal: Proposal) -> str:
 # --- thread replies -------------------------------------------------------------------------------
 
 
-def outcome_reply(proposal: Proposal) -> Message:
-    """The thread reply that reports what execution came to; after several approvals, it names
-    every approver."""
-    reply = _outcome_reply(proposal)
+def outcome_reply(proposal: Proposal, formats: Formats | None = None) -> Message:
+    """The thread reply that reports what execution came to, its result under the operation's
+    field labels and in its terms (``formats``); after several approvals, it names every
+    approver."""
+    reply = _outcome_reply(proposal, formats or {})
     if proposal.quorum > 1 and proposal.decided_by is not None:
         people = _people(a.approver for a in counted(proposal))
         reply["blocks"] = [*reply["blocks"], context(f"Approved by {people}")][:BLOCKS_MAX]
     return reply
 
 
-def _outcome_reply(proposal: Proposal) -> Message:
+def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
     """The thread reply that reports what execution came to, one rendering per outcome kind."""
     outcome = proposal.outcome
     if outcome is None:
@@ -672,7 +686,10 @@ def _outcome_reply(proposal: Proposal) -> Message:
         case Succeeded(result=result):
             return message(
                 f"Succeeded: {title}",
-                [section(f":white_check_mark: *Succeeded*: {title}"), *_result_blocks(result)],
+                [
+                    section(f":white_check_mark: *Succeeded*: {title}"),
+                    *_result_blocks(result, formats),
+                ],
             )
         case NeedsReconciliation(detail=detail, correlation_id=correlation_id):
             return message(
@@ -713,14 +730,11 @@ def _outcome_reply(proposal: Proposal) -> Message:
             )
 
 
-def _result_blocks(result: JsonValue) -> Blocks:
+def _result_blocks(result: JsonValue, formats: Formats) -> Blocks:
     if result is None or result == {}:
         return [context("No result details.")]
     if isinstance(result, dict):
-        fields = [
-            f"*{clip(inert(key), 200)}*\n{code(compact(value), 1000)}"
-            for key, value in result.items()
-        ]
+        fields = [field_text(label, value) for label, value in result_fields(result, formats)]
         return field_sections(fields, budget=3)
     return [section(f"*Result*\n{_code_block(compact(result), 2500)}")]
 
@@ -733,7 +747,7 @@ def compact(value: JsonValue) -> str:
 
 def rejection_reply(proposal: Proposal) -> Message:
     """The thread reply that says who rejected the proposal, when and why."""
-    at = f" at {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
     reason = quote(proposal.decision_note or "(no reason given)", 2000)
     return message(
         f"Rejected by {mention(proposal.decided_by)}: {inert(proposal.preview.title)}",
@@ -746,7 +760,7 @@ def rejection_reply(proposal: Proposal) -> Message:
 
 def expiry_reply(proposal: Proposal) -> Message:
     """The thread reply that says nobody decided in time."""
-    at = f" at {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
+    at = f" {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
     return message(
         f"Expired: {inert(proposal.preview.title)}",
         [

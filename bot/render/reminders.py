@@ -61,7 +61,7 @@ def reminder_reply(
     """
     title = inert(proposal.preview.title)
     if proposal.expires_at is not None:
-        expiry = f"expires {remaining(proposal.expires_at, now)} (at {when(proposal.expires_at)})"
+        expiry = f"expires {remaining(proposal.expires_at, now)} ({when(proposal.expires_at)})"
     else:
         expiry = "is still waiting for a decision"
     names = " ".join(_who(approver) for approver in approvers)

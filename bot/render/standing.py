@@ -237,7 +237,7 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
         *field_sections(fields, budget=3),
         section(
             f"*Approved automatically by* {why}, without asking anyone.\n"
-            f"{escape(proposal.policy_note)}"
+            f"{inert(proposal.policy_note)}"
         ),
         section(state_line(proposal)),
         context(
@@ -261,9 +261,7 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
     else:
         blocks.append(
             section(
-                f"{_VERDICTS[review.verdict]}, said {mention(review.reviewer)} "
-                f"at {when(review.at)}."
+                f"{_VERDICTS[review.verdict]}, said {mention(review.reviewer)} {when(review.at)}."
             )
         )
     return message(f"Review an automatic approval: {title}", blocks)
-

@@ -97,9 +97,7 @@ class HomeTab:
         for proposal in proposals:
             if proposal.supersedes is not None:
                 with contextlib.suppress(ProposalNotFound):
-                    found[proposal.id] = await self._service.store.get_proposal(
-                        proposal.supersedes
-                    )
+                    found[proposal.id] = await self._service.store.get_proposal(proposal.supersedes)
         return found
 
     async def publish(self, user: str, *, notice: str | None = None) -> None:
@@ -116,6 +114,7 @@ class HomeTab:
             notice=notice,
             delegations=await self._delegations.active_of(user) if self._delegations else (),
             previous=await self.previous_versions(waiting),
+            formats_of=self._service.publisher.formats_of,
         )
         try:
             await self._service.publisher.client.views_publish(user_id=user, view=view)

@@ -24,6 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.render import edit as render_edit
 from bot.render import proposal as render
+from contracts.formats import Formats
 from store.base import Delivery, Proposal, ProposalNotFound, Store
 from store.lifecycle import Effect, Status
 
@@ -97,11 +98,13 @@ class SlackPublisher:
         extension_of: Callable[[Proposal], timedelta | None] | None = None,
         offers_standing: Callable[[Proposal], bool] | None = None,
         reminder: Callable[[Proposal], Awaitable[render.Message]] | None = None,
+        formats_of: Callable[[str], Formats] | None = None,
     ) -> None:
         """``extension_of`` says what an Extend button on a proposal's message would add to its
         expiry, or None for no button (bot/extensions.py); ``offers_standing`` whether it shows
         "Approve + allow similar…" (bot/standing/rules.py); ``reminder`` builds the reminder posted
-        for a slack.remind (bot/reminders.py; none without it)."""
+        for a slack.remind (bot/reminders.py; none without it); ``formats_of`` how an operation
+        shows its fields (contracts/formats.py), for what an edit changed and the outcome."""
         self.client = client
         self._outbox_client = outbox_client or client
         self._store = store
@@ -109,6 +112,11 @@ class SlackPublisher:
         self._extension_of = extension_of or (lambda _: None)
         self._reminder = reminder
         self._offers_standing = offers_standing or (lambda _: False)
+        self._formats_of = formats_of or (lambda _: {})
+
+    def formats_of(self, operation: str) -> Formats:
+        """How ``operation`` shows its fields (contracts/formats.py)."""
+        return self._formats_of(operation)
 
     # --- the outbox's effects -----------------------------------------------------------------
 
@@ -132,7 +140,7 @@ class SlackPublisher:
             reply = (
                 await self._superseded_reply(proposal, delivery)
                 if delivery.status is Status.SUPERSEDED
-                else _reply(proposal, delivery.status)
+                else _reply(proposal, delivery.status, self._formats_of(proposal.operation))
             )
             if reply is not None:
                 await self._thread_reply(proposal, delivery, reply)
@@ -192,6 +200,7 @@ class SlackPublisher:
             extend_by=self._extension_of(proposal),
             allow_similar=self._offers_standing(proposal),
             previous=previous,
+            formats=self._formats_of(proposal.operation),
         )
 
     async def post(self, proposal: Proposal) -> None:
@@ -337,13 +346,13 @@ class SlackPublisher:
             return None
 
 
-def _reply(proposal: Proposal, status: Status) -> dict[str, Any] | None:
+def _reply(proposal: Proposal, status: Status, formats: Formats) -> dict[str, Any] | None:
     if status is Status.REJECTED:
         return render.rejection_reply(proposal)
     if status is Status.EXPIRED:
         return render.expiry_reply(proposal)
     if proposal.outcome is not None:
-        return render.outcome_reply(proposal)
+        return render.outcome_reply(proposal, formats)
     return None
 
 

@@ -69,7 +69,11 @@ class SlashCommand:
                 text += f", and {page.more} more pending beyond this page"
             previous = await self._home.previous_versions(waiting)
             blocks = waiting_blocks(
-                waiting, now=self._clock(), previous=previous, beyond=page.beyond
+                waiting,
+                now=self._clock(),
+                previous=previous,
+                beyond=page.beyond,
+                formats_of=self._service.publisher.formats_of,
             )
             return text, blocks
         if verb == "show" and rest.strip():
@@ -108,7 +112,13 @@ class SlashCommand:
         if proposal.supersedes is not None:
             with contextlib.suppress(ProposalNotFound):
                 previous = await store.get_proposal(proposal.supersedes)
-        blocks = proposal_detail_blocks(proposal, trail, now=self._clock(), previous=previous)
+        blocks = proposal_detail_blocks(
+            proposal,
+            trail,
+            now=self._clock(),
+            previous=previous,
+            formats=self._service.publisher.formats_of(proposal.operation),
+        )
         return inert(proposal.preview.title)[:FALLBACK_MAX], blocks
 
     async def _may_see(self, proposal: Proposal, user: str) -> bool:

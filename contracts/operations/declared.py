@@ -34,6 +34,7 @@ from contracts.base import (
     Resolved,
     Risk,
 )
+from contracts.formats import FieldFormat, Formats
 from contracts.frozen import Frozen
 
 __all__ = [
@@ -93,6 +94,8 @@ class DeclaredSpec(Frozen):
     #: what the effect is: "read", "reversible" or "irreversible" (unknown effects count as
     #: irreversible); bounds what the policy may run without asking (contracts/risk.py)
     risk: Risk = "irreversible"
+    #: how each request field is shown to a person (contracts/formats.py), by field name
+    fields: dict[str, FieldFormat] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> DeclaredSpec:
@@ -132,6 +135,14 @@ class DeclaredSpec(Frozen):
         always_present = required | set(self.defaults)
         for where, template in templates:
             yield from _template_problems(where, template, properties, always_present, known)
+        for name, shown in self.fields.items():
+            if name not in properties:
+                yield f"fields.{name}: not a property of request_schema (properties: {known})"
+            elif shown.currency_field is not None and shown.currency_field not in properties:
+                yield (
+                    f"fields.{name}.currency_field: {shown.currency_field!r} is not a property "
+                    f"of request_schema (properties: {known})"
+                )
 
     def effective_schema(self) -> dict[str, Any]:
         """The request schema as enforced: extra fields are refused unless it says otherwise."""
@@ -247,6 +258,20 @@ class DeclaredOperation(Operation[DeclaredArguments, DeclaredArguments]):
         )
 
     # --- the request and the arguments ---------------------------------------------------------
+
+    def field_formats(self) -> Formats:
+        """The configured ``fields``; a money field whose currency field the schema limits to
+        an ``enum`` (or a ``const``) knows the currencies it can be in."""
+        properties = self._declared.properties()
+        formats = {}
+        for name, shown in self._declared.fields.items():
+            held = properties.get(shown.currency_field or "", {})
+            listed = held.get("enum", [held["const"]] if "const" in held else [])
+            if shown.currency_field and not shown.currencies and listed:
+                codes = tuple(code for code in listed if isinstance(code, str))
+                shown = shown.model_copy(update={"currencies": codes})
+            formats[name] = shown
+        return formats
 
     def parse_request(self, data: JsonValue) -> DeclaredArguments:
         return MappingProxyType(copy.deepcopy(self._checked("request", data)))

@@ -35,6 +35,7 @@ from contracts.base import (
     RevisionNeeded,
     Risk,
 )
+from contracts.formats import FieldFormat, Formats, format_money
 from contracts.frozen import Frozen
 from contracts.outcomes import RevisionRequired
 
@@ -61,22 +62,6 @@ PaymentId = Annotated[str, StringConstraints(pattern=r"^pay_[A-Za-z0-9]+$", max_
 Currency = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
 PaymentStatus = Literal["settled", "disputed", "voided"]
 RefundReason = Literal["requested_by_customer", "duplicate", "fraudulent"]
-
-#: ISO 4217 currencies whose minor unit is not a hundredth.
-_MINOR_DIGITS: Final[Mapping[str, int]] = {
-    **dict.fromkeys(("BIF", "CLP", "JPY", "KRW", "PYG", "RWF", "UGX", "VND", "XAF", "XOF"), 0),
-    **dict.fromkeys(("BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"), 3),
-}
-
-
-def format_money(amount_cents: int, currency: str) -> str:
-    """``12000, "USD"`` -> ``"120.00 USD"``: the amount in minor units, shown in major units."""
-    digits = _MINOR_DIGITS.get(currency, 2)
-    sign = "-" if amount_cents < 0 else ""
-    whole, fraction = divmod(abs(amount_cents), 10**digits)
-    shown = f"{whole:,}" if digits == 0 else f"{whole:,}.{fraction:0{digits}d}"
-    return f"{sign}{shown} {currency}"
-
 
 # --- the ledger -----------------------------------------------------------------------------------
 
@@ -234,6 +219,11 @@ class InMemoryLedger:
         )
 
     @property
+    def currencies(self) -> frozenset[str]:
+        """The currencies of the payments it holds."""
+        return frozenset(payment.currency for payment in self._payments.values())
+
+    @property
     def refunds(self) -> tuple[RefundRecord, ...]:
         """Every refund made through :meth:`refund`, oldest first."""
         return tuple(self._refunds.values())
@@ -291,7 +281,7 @@ class RefundResult(Frozen):
     currency: Currency
 
 
-_REASON_LABELS: Final[Mapping[str, str]] = {
+_REASON_LABELS: Final[dict[str, str]] = {
     "requested_by_customer": "Requested by customer",
     "duplicate": "Duplicate payment",
     "fraudulent": "Fraudulent payment",
@@ -306,9 +296,39 @@ class Refund(ModelOperation[RefundRequest, RefundArgs, RefundResult]):
     arguments_model: ClassVar[type[RefundArgs]] = RefundArgs
     result_model: ClassVar[type[RefundResult]] = RefundResult
 
-    def __init__(self, ledger: Ledger, *, name: str = "payments.refund") -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        name: str = "payments.refund",
+        currencies: Iterable[str] | None = None,
+    ) -> None:
+        """``currencies``: those the ledger's payments are in, when known (an in-memory
+        ledger knows its own); policy thresholds on amounts name one where there are several."""
         self.name = name
         self._ledger = ledger
+        if currencies is None and isinstance(ledger, InMemoryLedger):
+            currencies = ledger.currencies
+        self._currencies = tuple(sorted(set(currencies or ())))
+
+    def field_formats(self) -> Formats:
+        def money(label: str) -> FieldFormat:
+            return FieldFormat(
+                label=label,
+                kind="money",
+                currency_field="currency",
+                currencies=self._currencies,
+            )
+
+        return {
+            "payment_id": FieldFormat(label="Payment"),
+            "amount_cents": money("Amount"),
+            "currency": FieldFormat(label="Currency"),
+            "customer": FieldFormat(label="Customer"),
+            "reason": FieldFormat(label="Refund reason", kind="choice", labels=_REASON_LABELS),
+            "refundable_cents_at_preview": money("Refundable at preview"),
+            "refund_id": FieldFormat(label="Refund"),
+        }
 
     @property
     def ledger(self) -> Ledger:
@@ -430,6 +450,6 @@ def _preview(arguments: RefundArgs, payment: Payment) -> Preview:
                 label="Refundable now", value=money(arguments.refundable_cents_at_preview)
             ),
             PreviewField(label="Already refunded", value=money(payment.refunded_cents)),
-            PreviewField(label="Reason", value=_REASON_LABELS[arguments.reason]),
+            PreviewField(label="Refund reason", value=_REASON_LABELS[arguments.reason]),
         ),
     )

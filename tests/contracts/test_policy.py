@@ -377,7 +377,7 @@ def test_explanation_names_the_rule_and_every_condition_with_actual_values() -> 
 
     assert isinstance(decision, Ask)
     assert decision.explanation == (
-        "rule 'mid-refunds': amount_cents 12000 > 5000 and currency 'USD' in ['USD', 'EUR']"
+        "rule 'mid-refunds': Amount cents 12000 > 5000 and Currency 'USD' is one of 'USD', 'EUR'"
     )
 
 
@@ -400,7 +400,7 @@ def test_explanation_includes_agent_role_and_boolean_clauses() -> None:
     assert decision == Auto(
         rule_id="urgent-ops",
         explanation="rule 'urgent-ops': agent 'ops-bot' in ['ops-bot'] and the requester holds "
-        "['finance'] and urgent true == true",
+        "['finance'] and Urgent is true",
     )
 
 
@@ -426,11 +426,11 @@ def test_explain_reports_every_rule_and_why_it_did_not_match() -> None:
     assert [(c.rule_id, c.matched, c.decides, c.detail) for c in checks] == [
         ("close", False, False, "it is for operation 'tickets.close', not 'payments.refund'"),
         ("ops", False, False, "agent 'billing-bot' not in ['ops-bot']"),
-        ("small", False, False, "amount_cents 12000 is not <= 5000"),
-        ("eur", False, False, "currency 'USD' != 'EUR'"),
-        ("no-ratio", False, False, "ratio is missing"),
+        ("small", False, False, "Amount cents 12000 is not ≤ 5000 limit"),
+        ("eur", False, False, "Currency is 'USD', not 'EUR'"),
+        ("no-ratio", False, False, "Ratio is missing"),
         ("finance", False, False, "the requester holds none of the roles ['finance']"),
-        ("mid", True, True, "rule 'mid': amount_cents 12000 > 5000"),
+        ("mid", True, True, "rule 'mid': Amount cents 12000 > 5000"),
         ("everything", True, False, "rule 'everything' matches every payments.refund"),
     ]
     assert [c.decision for c in checks][-2:] == ["ask", "ask"]
@@ -446,7 +446,7 @@ def test_explain_says_why_a_value_of_the_wrong_type_did_not_match() -> None:
         requester_roles=frozenset(),
     )
 
-    assert check.detail == "amount_cents is '12', not a number"
+    assert check.detail == "Amount cents is '12', not a number"
 
 
 def test_rules_property_lists_the_loaded_rules_in_order() -> None:

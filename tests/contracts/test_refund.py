@@ -161,7 +161,7 @@ async def test_preview_shows_money_formatted_by_code(refund: Refund) -> None:
         ("Amount", "120.00 USD (full refund)"),
         ("Refundable now", "120.00 USD"),
         ("Already refunded", "0.00 USD"),
-        ("Reason", "Requested by customer"),
+        ("Refund reason", "Requested by customer"),
     ]
 
 
@@ -174,7 +174,7 @@ async def test_preview_of_a_partial_refund_on_a_partly_refunded_payment(refund: 
     assert fields["Amount"] == "12.34 EUR (partial refund)"
     assert fields["Refundable now"] == "150.00 EUR"
     assert fields["Already refunded"] == "50.00 EUR"
-    assert fields["Reason"] == "Fraudulent payment"
+    assert fields["Refund reason"] == "Fraudulent payment"
 
 
 async def test_unknown_payment_is_a_violation_on_payment_id(refund: Refund) -> None:

@@ -116,7 +116,7 @@ async def test_an_agents_markup_reaches_slack_inert_and_labelled(cs: Countersign
         for line in text.split("\n")
         if re.match(r"^\*Why you are asked:\*", line)
     ]
-    assert asked == ["*Why you are asked:* policy rule `campaigns`"]
+    assert asked == ["*Why you are asked:* rule *campaigns* matches every crm.send_campaign"]
     assert blocks[0]["type"] == "header" and blocks[0]["text"]["emoji"] is False
     assert blocks[1]["text"]["text"].startswith(":red_circle: Irreversible")
     # the agent's words: labelled, each line quoted
@@ -244,7 +244,7 @@ async def test_an_edits_message_says_who_edited_it_and_what_changed(cs: Counters
     message = await posted_message(cs, edit.id)
     [said] = [text for text in mrkdwn(message.blocks) if "Edited by" in text]
     assert f"*Edited by <@{APPROVER}>*" in said
-    assert "• `amount_cents` _(not set)_ → `50000`" in said
+    assert "• *Amount*: _(not set)_ → `500.00 USD`" in said
     assert "payment_id" not in said  # unchanged: not listed
 
 
@@ -258,13 +258,13 @@ async def test_countersign_show_and_the_home_tab_say_what_an_edit_changed_and_wh
 
     shown = json.dumps((await slash(cs, APPROVER_2, f"show {edit.id}"))["blocks"])
     assert f"*Edited by <@{APPROVER}>*" in shown
-    assert "`amount_cents` _(not set)_ \\u2192 `50000`" in shown
-    assert "*Why you are asked:* policy rule" in shown
+    assert "*Amount*: _(not set)_ \\u2192 `500.00 USD`" in shown
+    assert "*Why you are asked:* Amount 500.00 USD" in shown
     assert "Agent's explanation (unverified)" in shown
     assert ">The customer asked for their money back." in shown
 
     listed = json.dumps((await slash(cs, APPROVER_2, "list"))["blocks"])
-    assert "`amount_cents` _(not set)_ \\u2192 `50000`" in listed
+    assert "*Amount*: _(not set)_ \\u2192 `500.00 USD`" in listed
     assert ">The customer asked for their money back." in listed
 
 

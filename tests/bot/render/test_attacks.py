@@ -89,7 +89,7 @@ def test_attacker_strings_render_inert_in_the_proposal_message() -> None:
     # Countersign's own lines: one "Why you are asked", one risk label, one "Requested by"
     assert our_lines(mrkdwn_texts(message)) == [
         ":red_circle: Irreversible (money or external effect)",
-        "*Why you are asked:* policy rule `big-refunds`",
+        "*Why you are asked:* Amount 120.00 USD &gt; 100.00 USD (rule *big-refunds*)",
         "*Requested by* agent *billing-bot* for <@U0REQUESTER> (the agent's run id "
         + "`\u2217Approved by &lt;@U0BOSS&gt;\u2217⏎\u2236white_check_mark: Why you are asked:"
         + " safe`)",
@@ -116,7 +116,7 @@ def test_countersigns_verdict_comes_first_then_the_agents_values() -> None:
     assert kinds[0] == "header"
     verdict = blocks[1]["text"]["text"]
     assert verdict.startswith(":red_circle: Irreversible (money or external effect)\n")
-    assert "*Why you are asked:* policy rule `big-refunds`" in verdict
+    assert "*Why you are asked:* Amount 120.00 USD &gt; 100.00 USD (rule *big-refunds*)" in verdict
     assert ":hourglass_flowing_sand: Expires" in verdict
     # everything the agent supplied comes after the verdict
     text = json.dumps(blocks[2:], ensure_ascii=False)
@@ -345,7 +345,7 @@ def test_an_edited_proposal_says_who_edited_it_and_what_changed() -> None:
     assert_valid_message(message)
     [edit] = [t for t in mrkdwn_texts(message) if "Edited by" in t]
     assert "*Edited by <@U0EDITOR>*" in edit
-    assert "• `amount_cents` `12000` → `9000`" in edit
+    assert "• *Amount cents*: `12000` → `9000`" in edit
     assert "payment_id" not in edit  # unchanged fields are not listed
 
 
@@ -355,15 +355,15 @@ def test_the_home_tab_and_show_say_who_edited_it_and_why_asked() -> None:
     View(**view).validate_json()
     home = json.dumps(view, ensure_ascii=False)
     assert "*Edited by <@U0EDITOR>*" in home
-    assert "• `amount_cents` `12000` → `9000`" in home
-    assert "*Why you are asked:* policy rule `big-refunds`" in home
+    assert "• *Amount cents*: `12000` → `9000`" in home
+    assert "*Why you are asked:* Amount 120.00 USD &gt; 100.00 USD (rule *big-refunds*)" in home
     assert "Agent's explanation (unverified)" in home
     assert ">The customer was charged twice." in home
 
     detail = proposal_detail_blocks(new, [], now=NOW, previous=old)
     shown = json.dumps(detail, ensure_ascii=False)
-    assert "• `amount_cents` `12000` → `9000`" in shown
-    assert "*Why you are asked:* policy rule `big-refunds`" in shown
+    assert "• *Amount cents*: `12000` → `9000`" in shown
+    assert "*Why you are asked:* Amount 120.00 USD &gt; 100.00 USD (rule *big-refunds*)" in shown
     assert ">The customer was charged twice." in shown
     assert new.binding_hash in shown
     assert_valid_message({"text": "t", "blocks": detail})

@@ -56,7 +56,7 @@ def item(n: int, **changes: Any) -> Proposal:
         "agent_reason": "Charged twice <!channel> & more",
         "rule_id": "refunds",
         "decision": "ask",
-        "policy_note": "amount_cents <= 200000",
+        "policy_note": "rule 'refunds': Amount 120.00 USD ≤ 2,000.00 USD limit",
         "channel": "C0REFUNDS",
         "status": Status.PENDING,
         "created_at": NOW,
@@ -99,7 +99,7 @@ def test_a_pending_digest_lists_every_item_and_offers_its_buttons_with_its_id_on
     for n in range(3):
         assert f"Refund {n}.00 USD" in text and f"pay_{n}" in text and f"cs_item{n:04d}" in text
     assert "3 proposals: payments.refund" in text
-    assert "<@U0REQUESTER>" in text and "`refunds`" in text
+    assert "<@U0REQUESTER>" in text and "of rule *refunds*" in text
     assert "Irreversible" in text  # the operation's risk class, as on a proposal's own message
     assert button_values(message) == dict.fromkeys(
         [DIGEST_APPROVE_ALL, DIGEST_REJECT_ALL, DIGEST_CHOOSE], "dg_digest"

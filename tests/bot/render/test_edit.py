@@ -335,7 +335,7 @@ def test_the_reply_names_the_editor_links_the_edit_and_lists_what_changed() -> N
     shown = json.dumps(reply["blocks"], ensure_ascii=False)
     assert "<@U0APPROVER>" in shown
     assert "<https://example.slack.com/archives/C1/p1|Email 300 customers>" in shown
-    assert "`count` `1200` → `300`" in shown
+    assert "*Count*: `1200` → `300`" in shown
     assert "waits for a decision" in shown
     for block in reply["blocks"]:
         Block.parse(block).validate_json()  # type: ignore[union-attr]

@@ -16,6 +16,7 @@ from slack_sdk.models.views import View
 
 from bot.render import proposal as render
 from contracts.base import Preview, PreviewField
+from contracts.formats import FieldFormat
 from contracts.outcomes import (
     NeedsReconciliation,
     Outcome,
@@ -54,7 +55,7 @@ def make_proposal(**changes: Any) -> Proposal:
         "agent_reason": "The customer was charged twice.",
         "rule_id": "big-refunds",
         "decision": "ask",
-        "policy_note": "amount_cents > 10000",
+        "policy_note": "rule 'big-refunds': Amount 120.00 USD > 100.00 USD",
         "approver_roles": ("finance",),
         "channel": "C0APPROVALS",
         "status": Status.PENDING,
@@ -193,8 +194,7 @@ def test_message_says_who_asked_and_why_the_policy_asked() -> None:
     texts = "\n".join(mrkdwn_texts(render.proposal_message(make_proposal(), now=NOW)))
     assert "*billing-bot*" in texts
     assert "<@U0REQUESTER>" in texts
-    assert "`big-refunds`" in texts
-    assert "amount_cents &gt; 10000" in texts
+    assert "*Why you are asked:* Amount 120.00 USD &gt; 100.00 USD (rule *big-refunds*)" in texts
     assert "`payments.refund`" in texts
     assert "`cs_2v6qk3bn7`" in texts
 
@@ -221,7 +221,10 @@ def test_expiry_is_a_slack_date_token_with_the_time_left() -> None:
     proposal = make_proposal()
     texts = "\n".join(mrkdwn_texts(render.proposal_message(proposal, now=NOW)))
     unix = int((NOW + timedelta(hours=1, minutes=5)).timestamp())
-    assert f"<!date^{unix}^{{date_short_pretty}} at {{time}}|2024-05-01T13:05:00+00:00>" in texts
+    assert (
+        f"<!date^{unix}^{{date_short_pretty}} at {{time}}|2024-05-01 13:05 UTC> (in 1 h 5 min)"
+        in texts
+    )
     assert "(in 1 h 5 min)" in texts
 
 
@@ -385,14 +388,15 @@ def test_uncertain_outcome_offers_only_reconciliation_buttons_carrying_the_id() 
 def test_executing_message_says_who_approved_and_when() -> None:
     message = render.proposal_message(decided(Status.EXECUTING), now=NOW)
     last = message["blocks"][-1]["text"]["text"]
-    assert "Approved by <@U0APPROVER> at <!date^1714564800^" in last
+    assert "Approved by <@U0APPROVER> <!date^1714564800^{date_short_pretty} at {time}|" in last
+    assert " at <!date" not in last  # never "at today at'
     assert "Executing" in last
 
 
 def test_rejected_message_shows_who_rejected_and_the_reason() -> None:
     proposal = decided(Status.REJECTED, decision_note="Not this customer.")
     last = render.proposal_message(proposal, now=NOW)["blocks"][-1]["text"]["text"]
-    assert "*Rejected* by <@U0APPROVER> at <!date^1714564800^" in last
+    assert "*Rejected* by <@U0APPROVER> <!date^1714564800^" in last
     assert last.endswith(">Not this customer.")
 
 
@@ -449,11 +453,22 @@ def test_each_outcome_kind_renders_distinctly() -> None:
     assert len({message["text"].split(":")[0] for message in rendered.values()}) == len(OUTCOMES)
 
 
-def test_succeeded_reply_shows_result_fields_as_code() -> None:
+def test_succeeded_reply_shows_result_fields_under_their_labels() -> None:
     reply = render.outcome_reply(decided(Status.SUCCEEDED, OUTCOMES["succeeded"]))
     texts = mrkdwn_texts(reply)
-    assert "*refund_id*\n`re_789`" in texts
-    assert "*amount_cents*\n`12000`" in texts
+    assert "*Refund id*\nre_789" in texts  # no format declared: the name as words
+    assert "*Amount cents*\n12000" in texts
+
+
+def test_succeeded_reply_shows_result_fields_in_the_operations_terms() -> None:
+    formats = {
+        "refund_id": FieldFormat(label="Refund"),
+        "amount_cents": FieldFormat(label="Amount", kind="money", currency="USD"),
+    }
+    reply = render.outcome_reply(decided(Status.SUCCEEDED, OUTCOMES["succeeded"]), formats)
+    texts = mrkdwn_texts(reply)
+    assert "*Refund*\nre_789" in texts
+    assert "*Amount*\n120.00 USD" in texts
 
 
 @pytest.mark.parametrize(
@@ -461,7 +476,7 @@ def test_succeeded_reply_shows_result_fields_as_code() -> None:
     [
         (None, "No result details."),
         ([1, 2, 3], "```\n[1, 2, 3]\n```"),
-        ({"nested": {"a": [1, "`x`"]}}, '`{"a": [1, "\u02cbx\u02cb"]}`'),
+        ({"nested": {"a": [1, "`x`"]}}, '*Nested*\n{"a": [1, "\u02cbx\u02cb"]}'),
     ],
 )
 def test_succeeded_reply_renders_any_json_result(result: JsonValue, expected: str) -> None:

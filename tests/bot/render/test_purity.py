@@ -43,6 +43,7 @@ from bot.render import delegations as render_delegations
 from bot.render import digest as render_digest
 from bot.render import edit as render_edit
 from bot.render import escalation as render_escalation
+from bot.render import figures as render_figures
 from bot.render import full as render_full
 from bot.render import home as render_home
 from bot.render import inert as render_inert
@@ -265,6 +266,10 @@ CASES: list[Case] = [
     plain(render_escalation.reannouncement_reply, ESCALATION),
     plain(render_escalation.escalation_refusal_text, TAKEN, "someone else owns it"),
     plain(render_escalation.hand_back_modal, TAKEN),
+    # bot/render/figures.py
+    plain(render_figures.why_asked, PENDING),
+    plain(render_figures.changed_fields, {"a": 1, "b": 2}, {"a": 3}, {}),
+    plain(render_figures.result_fields, {"refund_id": "re_1", "amount_cents": 12000}, {}),
     # bot/render/full.py
     plain(render_full.full_view, PENDING),
     plain(render_full.full_views, [PENDING, EDITED], title="Two proposals"),

@@ -28,7 +28,7 @@ def test_reminder_says_when_it_expires_and_mentions_who_can_approve() -> None:
 
     assert_valid_message(message)
     [first, *_] = mrkdwn_texts(message)
-    assert first.startswith(":alarm_clock: This expires in 12 min (at <!date^")
+    assert first.startswith(":alarm_clock: This expires in 12 min (<!date^")
     assert first.endswith("<@U0ANA> <@U0BO> can approve.")
     assert "<@U0ANA> <@U0BO> can approve." in message["text"]  # the notification mentions too
     assert "U0REQUESTER" not in all_text(message)

@@ -1,0 +1,77 @@
+"""Figures in the operation's own terms: why the policy asked, what an edit changed and what
+execution returned, under the operation's field labels and formats (contracts/formats.py),
+never as raw keys and minor units. Pure functions; what they return is Countersign's own text
+around values made inert (bot/render/inert.py), or plain pairs the caller makes inert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from pydantic import JsonValue
+
+from bot.render.inert import inert
+from contracts.formats import Formats, field_label, show_value
+from store.base import Proposal
+
+__all__ = ["changed_fields", "result_fields", "why_asked"]
+
+#: The longest policy note shown.
+NOTE_MAX: Final = 1500
+
+
+def why_asked(proposal: Proposal) -> str:
+    """The policy's reason in a line: "Amount 450.00 USD ≤ 2,000.00 USD limit of rule
+    *refunds*". The note was written by the policy when the proposal was classified, in the
+    operation's terms; it may quote argument values, so it is shown inert."""
+    note = proposal.policy_note
+    rule = proposal.rule_id
+    if len(note) > NOTE_MAX:
+        note = note[: NOTE_MAX - 1] + "…"
+    if rule is None:
+        return inert(note)
+    named = f"rule *{inert(rule[:120])}*"
+    prefix = f"rule {rule!r}"
+    if note.startswith(f"{prefix}: "):
+        clauses = inert(note[len(prefix) + 2 :])
+        return f"{clauses} of {named}" if clauses.endswith(" limit") else f"{clauses} ({named})"
+    if note.startswith(f"{prefix} "):
+        return f"{named} {inert(note[len(prefix) + 1 :])}"
+    return f"{inert(note)} ({named})"
+
+
+def changed_fields(
+    before: JsonValue,
+    after: JsonValue,
+    formats: Formats,
+    context: tuple[Mapping[str, JsonValue], Mapping[str, JsonValue]] = ({}, {}),
+) -> list[tuple[str, str | None, str | None]]:
+    """``(label, old, new)`` for each top-level request field that differs between ``before``
+    and ``after`` (None: not set), shown through ``formats``; ``context`` holds the values each
+    side sits among (its frozen arguments), for a currency another field holds."""
+    old: dict[str, JsonValue] = before if isinstance(before, dict) else {"request": before}
+    new: dict[str, JsonValue] = after if isinstance(after, dict) else {"request": after}
+    old_context, new_context = {**context[0], **old}, {**context[1], **new}
+    changes = []
+    for name in [*old, *(n for n in new if n not in old)]:
+        if (name in old) == (name in new) and old.get(name) == new.get(name):
+            continue
+        fmt = formats.get(name)
+        changes.append(
+            (
+                field_label(formats, name),
+                show_value(fmt, old[name], old_context) if name in old else None,
+                show_value(fmt, new[name], new_context) if name in new else None,
+            )
+        )
+    return changes
+
+
+def result_fields(result: Mapping[str, JsonValue], formats: Formats) -> list[tuple[str, str]]:
+    """``(label, value)`` for each field of an operation's result, through ``formats`` (a money
+    field finds its currency among the result's own fields)."""
+    return [
+        (field_label(formats, name), show_value(formats.get(name), value, result))
+        for name, value in result.items()
+    ]

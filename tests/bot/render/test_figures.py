@@ -1,0 +1,252 @@
+"""What approvers read shows figures in the operation's own terms: no raw field key and no value
+in minor units, for the demo's refunds (USD and EUR) and a configured operation, through the
+channel message, an edit, the outcome in the thread, a digest's thread, the Home tab and
+``/countersign show``; and the message's order."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.render import digest as render_digest
+from bot.render import home as render_home
+from bot.render import proposal as render
+from contracts.base import Context, Operation
+from contracts.formats import FieldFormat
+from contracts.operations.refund import InMemoryLedger, Refund
+from contracts.operations.webhook import from_config as webhook_from_config
+from contracts.outcomes import Succeeded
+from contracts.policy import Ask, PolicyTable
+from contracts.registry import Registry
+from store.lifecycle import Status
+from tests.bot.render.test_proposal import NOW, make_proposal, mrkdwn_texts
+
+DEMO = Path(__file__).parents[3] / "bot" / "sandbox" / "demo.toml"
+
+
+class _NoNetwork:
+    async def post(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("no network here")
+
+
+CTX = Context(now=NOW, http=_NoNetwork(), correlation_id="corr-1")
+
+
+def demo_refund() -> tuple[Refund, PolicyTable]:
+    demo = tomllib.loads(DEMO.read_text(encoding="utf-8"))
+    refund = Refund(InMemoryLedger.from_config(demo["operations"]["payments.refund"]["payments"]))
+    rules = [rule for rule in demo["policy"] if rule["operation"] == "payments.refund"]
+    table = PolicyTable.load(rules, registry=Registry([refund]), roles=demo["roles"])
+    return refund, table
+
+
+def campaign() -> Operation[Any, Any]:
+    return webhook_from_config(
+        {
+            "name": "crm.send_campaign",
+            "description": "Email a campaign",
+            "url": "https://crm.example.com/send",
+            "request_schema": {
+                "type": "object",
+                "required": ["recipients", "budget_cents"],
+                "properties": {
+                    "recipients": {"type": "integer"},
+                    "budget_cents": {"type": "integer"},
+                },
+            },
+            "preview": {"title": "Email {recipients} customers"},
+            "fields": {
+                "recipients": {"label": "Recipients", "kind": "count", "unit": "customers"},
+                "budget_cents": {"label": "Budget", "kind": "money", "currency": "EUR"},
+            },
+        },
+        secret="s" * 32,
+    )
+
+
+async def proposals_of(
+    operation: Operation[Any, Any], table: PolicyTable, request: dict[str, Any]
+) -> tuple[Any, Any]:
+    """A proposal as classified, and the edit of it that changed one money figure."""
+    resolved = await operation.resolve(operation.parse_request(request), CTX)
+    arguments = operation.dump_arguments(resolved.arguments)
+    decision = table.classify(
+        operation=operation.name, agent="demo-agent", arguments=arguments, requester_roles=()
+    )
+    assert isinstance(decision, Ask), decision
+    proposal = make_proposal(
+        operation=operation.name,
+        request=request,
+        arguments=arguments,
+        preview=resolved.preview,
+        rule_id=decision.rule_id,
+        policy_note=decision.explanation,
+        quorum=2,
+    )
+    return proposal, decision
+
+
+def every_text(operation: Operation[Any, Any], proposal: Any, edited: Any, result: Any) -> str:
+    formats = operation.field_formats()
+    done = make_proposal(
+        **{
+            **proposal.model_dump(),
+            "status": Status.SUCCEEDED,
+            "decided_by": "U0PRIYA",
+            "decided_at": NOW,
+            "outcome": Succeeded(result=result),
+        }
+    )
+    messages = [
+        render.proposal_message(proposal, now=NOW, formats=formats),
+        render.proposal_message(edited, now=NOW, previous=proposal, formats=formats),
+        render.proposal_message(done, now=NOW, formats=formats),
+        render.outcome_reply(done, formats),
+        render_digest.digest_reply([(done, Status.SUCCEEDED)], formats_of=lambda _: formats),
+        render_home.home_view(
+            waiting=[proposal, edited],
+            owned=[],
+            decisions=[done],
+            now=NOW,
+            previous={edited.id: proposal},
+            formats_of=lambda _: formats,
+        ),
+        {
+            "blocks": render_home.proposal_detail_blocks(
+                edited, [], now=NOW, previous=proposal, formats=formats
+            )
+        },
+    ]
+    return "\n".join(text for message in messages for text in mrkdwn_texts(message))
+
+
+def assert_in_own_terms(text: str, operation: Operation[Any, Any], values: dict[str, Any]) -> None:
+    formats = operation.field_formats()
+    for name, fmt in formats.items():
+        if "_" in name:  # a one-word key ("customer") reads as a word
+            assert name not in text, f"raw field key {name!r} shown"
+        value = values.get(name)
+        if fmt.kind == "money" and isinstance(value, int):
+            assert str(value) not in text.replace(",", ""), f"{name} shown in minor units"
+
+
+@pytest.mark.parametrize(("payment", "amount"), [("pay_1002", 45000), ("pay_1005", 8900)])
+async def test_a_demo_refund_reads_in_its_currency_everywhere(payment: str, amount: int) -> None:
+    refund, table = demo_refund()
+    request = {"payment_id": payment, "amount_cents": amount, "reason": "duplicate"}
+    proposal, _ = await proposals_of(refund, table, request)
+    edited, _ = await proposals_of(refund, table, {**request, "amount_cents": amount - 1000})
+    edited = edited.model_copy(
+        update={"id": "cs_edit00000001", "supersedes": proposal.id, "edited_by": "U0MARCUS"}
+    )
+    result = {
+        "refund_id": "re_000001",
+        "payment_id": payment,
+        "amount_cents": amount,
+        "currency": proposal.arguments["currency"],
+    }
+
+    text = every_text(refund, proposal, edited, result)
+
+    assert_in_own_terms(text, refund, proposal.arguments)
+    assert_in_own_terms(text, refund, edited.arguments)
+    currency = proposal.arguments["currency"]
+    shown = f"{amount / 100:,.2f} {currency}"
+    assert f"Amount {shown} ≤ " in text
+    assert f"*Amount*\n{shown}" in text  # the outcome in the thread
+    assert f"*Amount*: `{shown}` → `{(amount - 1000) / 100:,.2f} {currency}`" in text
+
+
+async def test_a_configured_operation_reads_in_its_declared_terms() -> None:
+    operation = campaign()
+    table = PolicyTable.load(
+        [
+            {
+                "id": "campaigns",
+                "operation": "crm.send_campaign",
+                "when": [{"field": "budget_cents", "lte": "5000.00 EUR"}],
+                "decision": "ask",
+                "approvers": ["marketing"],
+                "channel": "C0MARKETING",
+            }
+        ],
+        registry=Registry([operation]),
+        roles={"marketing": ["U0SAM"]},
+    )
+    request = {"recipients": 1200, "budget_cents": 250000}
+    proposal, decision = await proposals_of(operation, table, request)
+    edited, _ = await proposals_of(operation, table, {**request, "recipients": 300})
+    edited = edited.model_copy(update={"id": "cs_edit00000001", "supersedes": proposal.id})
+
+    text = every_text(operation, proposal, edited, {"sent": 1200, "budget_cents": 250000})
+
+    assert decision.explanation == "rule 'campaigns': Budget 2,500.00 EUR ≤ 5,000.00 EUR limit"
+    assert_in_own_terms(text, operation, request)
+    assert "*Recipients*: `1,200 customers` → `300 customers`" in text
+    assert "*Budget*\n2,500.00 EUR" in text
+
+
+def test_the_message_reads_title_verdict_values_then_the_agents_words() -> None:
+    proposal = make_proposal(
+        quorum=2,
+        rule_id="refunds",
+        policy_note="rule 'refunds': Amount 450.00 USD ≤ 2,000.00 USD limit",
+    )
+
+    blocks = render.proposal_message(proposal, now=NOW)["blocks"]
+    texts = [json.dumps(block, ensure_ascii=False) for block in blocks]
+
+    assert blocks[0]["type"] == "header"
+    verdict = blocks[1]["text"]["text"].split("\n")
+    assert verdict[0] == ":red_circle: Irreversible (money or external effect)"
+    assert verdict[1] == (
+        "*Why you are asked:* Amount 450.00 USD ≤ 2,000.00 USD limit of rule *refunds*"
+    )
+    assert verdict[2].startswith(":busts_in_silhouette: *0 of 2 approved*")
+    assert verdict[-1].startswith(":hourglass_flowing_sand: Expires <!date^")
+    assert verdict[-1].endswith("(in 1 h 5 min)")
+    values = next(n for n, text in enumerate(texts) if "120.00 USD" in text and n > 0)
+    words = next(n for n, text in enumerate(texts) if "Agent's explanation" in text)
+    assert 1 < values < words
+
+
+def test_times_read_as_times_of_their_own() -> None:
+    rejected = make_proposal(status=Status.REJECTED, decided_by="U0PRIYA", decided_at=NOW)
+    expired = make_proposal(status=Status.EXPIRED, expires_at=NOW - timedelta(minutes=1))
+
+    texts = [
+        *mrkdwn_texts(render.proposal_message(rejected, now=NOW)),
+        *mrkdwn_texts(render.rejection_reply(rejected)),
+        *mrkdwn_texts(render.expiry_reply(expired)),
+    ]
+
+    joined = "\n".join(texts)
+    assert "<@U0PRIYA> <!date^1714564800^{date_short_pretty} at {time}|2024-05-01 12:00 UTC>" in (
+        joined
+    )
+    assert " at <!date^" not in joined  # never "at today at"
+    assert "*Expired* <!date^" in joined
+
+
+def test_a_field_called_reason_is_the_refunds_own_not_the_agents() -> None:
+    labels = [field.label for field in Refund(InMemoryLedger()).field_formats().values()]
+    assert "Refund reason" in labels
+    assert "Reason" not in labels
+
+
+def test_formats_of_no_operation_show_the_field_name_as_words() -> None:
+    reply = render.outcome_reply(
+        make_proposal(
+            status=Status.SUCCEEDED,
+            decided_by="U0PRIYA",
+            decided_at=NOW,
+            outcome=Succeeded(result={"export_id": "ex_1"}),
+        ),
+        {"unused": FieldFormat(label="Unused")},
+    )
+    assert "*Export id*\nex_1" in mrkdwn_texts(reply)
