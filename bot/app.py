@@ -6,6 +6,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 
 import aiohttp
@@ -31,6 +32,20 @@ from bot.escalations.flow import EscalationService, reannounce_forever
 from bot.escalations.listeners import register_escalation_listeners
 from bot.extensions import extension_of
 from bot.http import AiohttpClient
+from bot.monitoring.endpoints import (
+    METRICS,
+    READINESS,
+    MetricsSampler,
+    install_sampler,
+    metrics_listener,
+    monitoring_middleware,
+    monitoring_routes,
+)
+from bot.monitoring.events import Observer
+from bot.monitoring.health import Readiness, SlackUnusable, confirm_slack, confirm_slack_forever
+from bot.monitoring.metrics import CountedCoalescer, Metrics
+from bot.monitoring.timed_store import timed_store
+from bot.monitoring.version import countersign_version
 from bot.outbox import OutboxWorker, RetryPolicy
 from bot.quorum import unreachable_quorums
 from bot.reminders import Reminders
@@ -69,15 +84,26 @@ def build_app(
     *,
     clock: Callable[[], datetime] = utc_now,
     resolve: Resolve = system_resolve,
+    allow_offline: bool = False,
 ) -> web.Application:
     """Everything wired together. Slack credentials must be present (checked by the caller).
-    ``resolve`` looks up callback hosts (a test's own DNS)."""
+    ``resolve`` looks up callback hosts (a test's own DNS).
+
+    At start the bot token is tried with Slack's ``auth.test``: a refusal, or no answer, stops
+    the start with SlackUnusable unless ``allow_offline`` (then ``/readyz`` says so until
+    it succeeds)."""
     missing = settings.slack.missing()
     if missing:
         raise ValueError("; ".join(missing))
     assert settings.slack.bot_token is not None and settings.slack.signing_secret is not None
 
-    app = web.Application(middlewares=[problem_middleware], client_max_size=1024 * 1024)
+    version = countersign_version()
+    metrics = Metrics(version=version, clock=clock)
+    store = timed_store(store, metrics.store_seconds)
+    app = web.Application(
+        middlewares=[monitoring_middleware(metrics), problem_middleware],
+        client_max_size=1024 * 1024,
+    )
     server = settings.server
     client = make_web_client(
         settings.slack.bot_token, settings.slack.api_url, timeout=server.slack_timeout_seconds
@@ -123,18 +149,19 @@ def build_app(
     outbox = OutboxWorker(
         store,
         {
-            Effect.SLACK_POST: publisher.deliver,
-            Effect.SLACK_UPDATE: publisher.deliver,
-            Effect.SLACK_REPLY: publisher.deliver,
-            Effect.SLACK_REMIND: publisher.deliver,
-            Effect.SLACK_REVIEW: deliver_review,
-            Effect.CALLBACK: callbacks.deliver,
+            Effect.SLACK_POST: metrics.delivering("proposals", publisher.deliver),
+            Effect.SLACK_UPDATE: metrics.delivering("proposals", publisher.deliver),
+            Effect.SLACK_REPLY: metrics.delivering("proposals", publisher.deliver),
+            Effect.SLACK_REMIND: metrics.delivering("proposals", publisher.deliver),
+            Effect.SLACK_REVIEW: metrics.delivering("proposals", deliver_review),
+            Effect.CALLBACK: metrics.delivering("proposals", callbacks.deliver),
         },
         clock,
         policy=RetryPolicy(callback_attempts=server.callback_attempts),
         lease=lease,
     )
     subscribers = Subscribers()  # the App Home tab, once built (below)
+    subscribers.add(Observer(metrics))  # logs and counts every decision and outcome
     service = Service(
         settings=settings,
         store=store,
@@ -168,17 +195,18 @@ def build_app(
         subscribers=subscribers,
     )
     escalation_deliverer = EscalationDeliverer(store, publisher, callbacks, clock)
-    outbox.add_queue(store.escalations(), escalation_deliverer.deliver)
-    outbox.coalesce_with(
-        DigestOutbox(
-            store,
-            publisher,
-            clock,
-            settings=settings.digests,
-            policy=outbox.policy,
-            lease=outbox.lease,
-        )
+    outbox.add_queue(
+        store.escalations(), metrics.delivering("escalations", escalation_deliverer.deliver)
     )
+    digests = DigestOutbox(
+        store,
+        publisher,
+        clock,
+        settings=settings.digests,
+        policy=outbox.policy,
+        lease=outbox.lease,
+    )
+    outbox.coalesce_with(CountedCoalescer(digests, metrics))
     register_digest_listeners(bolt, DigestService(service, clock), clicks)
     register_escalation_listeners(bolt, escalations, clicks)
     delegations = Delegations(service, clock)
@@ -206,36 +234,71 @@ def build_app(
     app[BOLT] = bolt
     app[SIGNING_SECRET] = settings.slack.signing_secret
     app[OUTBOX] = outbox
+    readiness = Readiness(store, metrics, settings.monitoring, version=version)
+    sampler = MetricsSampler(metrics, store, app[QUOTAS], settings.agents)
+    app[METRICS] = metrics
+    app[READINESS] = readiness
+    install_sampler(app, sampler)
+    app.add_routes(monitoring_routes(metrics_here=settings.monitoring.metrics_port is None))
     app.add_routes(agent_routes())
     app.add_routes(escalation_routes())
     if settings.slack.app_token is None:
         app.router.add_post("/slack/events", slack_events)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        # One pooled HTTP session for every Slack call (slack_sdk opens and closes a session,
+        # and so a connection, per call without one), each call counted by method.
+        slack_http = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=max(1, round(server.slack_timeout_seconds))),
+            trace_configs=[metrics.slack_trace()],
+        )
+        client.session = outbox_client.session = slack_http
+        workers: list[asyncio.Task[None]] = []
+        if allow_offline:  # start at once; auth.test is tried until it succeeds
+            every = settings.monitoring.slack_check_seconds
+            confirming = confirm_slack_forever(readiness, client, settings.slack.api_url, every)
+            workers.append(asyncio.create_task(confirming))
+        else:
+            try:
+                who = await confirm_slack(client, settings.slack.api_url)
+            except SlackUnusable:
+                client.session = outbox_client.session = None
+                await slack_http.close()
+                raise
+            readiness.slack_confirmed(who)
+            log.info("Countersign %s connected to Slack: %s", version, who)
+        listeners = AsyncExitStack()
+        if settings.monitoring.metrics_port is not None:
+            metrics_url = await listeners.enter_async_context(
+                metrics_listener(
+                    sampler, settings.monitoring.metrics_host, settings.monitoring.metrics_port
+                )
+            )
+            log.info("metrics at %s/metrics", metrics_url)
         socket: AsyncSocketModeHandler | None = None
         if settings.slack.app_token is not None:
             socket = AsyncSocketModeHandler(bolt, settings.slack.app_token)
             await socket.connect_async()  # type: ignore[no-untyped-call]
             log.info("connected to Slack in Socket Mode")
-        # One pooled HTTP session for every Slack call (slack_sdk opens and closes a session,
-        # and so a connection, per call without one).
-        slack_http = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=max(1, round(server.slack_timeout_seconds)))
-        )
-        client.session = outbox_client.session = slack_http
         await store.listen(service.waiters.notify)
         for problem in await service.directory.check_user_groups(settings.roles):
             log.warning("%s", problem)
         quorums = await unreachable_quorums(settings.policy, settings.roles, service.directory)
         for problem in quorums:
             log.warning("%s", problem)
-        workers = [
+        workers += [
             asyncio.create_task(_sweep_forever(service, server.sweep_interval_seconds)),
             asyncio.create_task(outbox.run()),
             asyncio.create_task(reannounce_forever(escalations, server.sweep_interval_seconds)),
         ]
         if settings.audit.every is not None:  # [audit] anchor_every
-            anchorer = Anchorer(store, settings.audit, slack=client, clock=clock)
+            anchorer = Anchorer(
+                store,
+                settings.audit,
+                slack=client,
+                clock=clock,
+                on_anchor=lambda anchor: metrics.audit_last_anchor.set(anchor.at.timestamp()),
+            )
             every = settings.audit.every.total_seconds()
             workers.append(asyncio.create_task(anchor_forever(anchorer, every)))
         yield
@@ -243,6 +306,7 @@ def build_app(
             worker.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
         await home.close()
+        await listeners.aclose()
         if socket is not None:
             await socket.close_async()  # type: ignore[no-untyped-call]
         await http.close()

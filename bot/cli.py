@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -18,12 +19,15 @@ from bot.audit.export import ExportFormat, parse_since, write_export
 from bot.bench import add_bench_arguments, bench_command
 from bot.duty_check import separation_warnings
 from bot.explain import explain
+from bot.monitoring.health import SlackUnusable
+from bot.monitoring.logs import LEVELS, configure_logging, log_level
+from bot.monitoring.version import countersign_version
 from bot.operators.commands import add_operator_commands, run_operator_command
 from bot.sandbox import DEFAULT_PORT, run_sandbox
 from bot.settings import ConfigError, Settings, is_user_group, load_settings, slack_settings
 from bot.standing.review import review_stats_command
 from contracts.redaction import shown_store_url
-from store.base import StoreError
+from store.base import Store, StoreError
 from store.open import open_store
 
 __all__ = ["main"]
@@ -39,10 +43,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="the TOML configuration (default: $COUNTERSIGN_CONFIG or ./countersign.toml)",
     )
+    parser.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        type=str.lower,
+        default=None,
+        help="log this and above (default: $COUNTERSIGN_LOG_LEVEL, else info)",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"countersign {countersign_version()}"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the Slack app and the agent API")
     serve.add_argument("--host", default=None, help="override [server].host")
     serve.add_argument("--port", type=int, default=None, help="override [server].port")
+    serve.add_argument(
+        "--allow-offline",
+        action="store_true",
+        help="start even when Slack refuses the bot token or cannot be reached (/readyz says so)",
+    )
     commands.add_parser("check-config", help="check the configuration and policy, then exit")
     audit = commands.add_parser("audit", help="the audit log")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
@@ -108,9 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    try:
+        level = log_level(args.log_level)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    configure_logging(level)
     if args.command == "bench":  # generates its own configuration, like the sandbox
         return bench_command(args)
     if args.command == "sandbox":  # its own demo configuration and secrets, not --config's
@@ -164,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(audit_anchor(settings, sys.stdout, sys.stderr))
     if args.command == "audit":
         return asyncio.run(audit_verify(settings, args.anchors, sys.stdout, sys.stderr))
-    return _serve(settings, args.host, args.port)
+    return _serve(settings, args.host, args.port, allow_offline=args.allow_offline)
 
 
 def _role_summary(role: str, members: frozenset[str]) -> str:
@@ -220,15 +242,20 @@ async def _audit_export(
     return 0
 
 
-def _serve(settings: Settings, host: str | None, port: int | None) -> int:
+def _serve(
+    settings: Settings, host: str | None, port: int | None, *, allow_offline: bool = False
+) -> int:
     missing = settings.slack.missing()
     if missing:
         _report_missing_slack(missing)
         return 2
 
+    opened: list[Store] = []
+
     async def make() -> web.Application:
         store = await open_store(settings.store.url, durable=settings.store.durable)
-        app = build_app(settings, store)
+        opened.append(store)
+        app = build_app(settings, store, allow_offline=allow_offline)
 
         async def close_store(app: web.Application) -> None:
             await store.close()
@@ -237,11 +264,20 @@ def _serve(settings: Settings, host: str | None, port: int | None) -> int:
         return app
 
     _use_fast_event_loop()
-    web.run_app(
-        make(),
-        host=settings.server.host if host is None else host,
-        port=settings.server.port if port is None else port,
-    )
+    try:
+        web.run_app(
+            make(),
+            host=settings.server.host if host is None else host,
+            port=settings.server.port if port is None else port,
+        )
+    except SlackUnusable as unusable:
+        print(f"countersign serve cannot start: {unusable}", file=sys.stderr)
+        # aiohttp does not clean up after a start that failed: close the store here (an
+        # SQLite store's thread would keep the process alive), on a loop of its own
+        for store in opened:
+            with contextlib.suppress(StoreError, RuntimeError, OSError):
+                asyncio.run(store.close())
+        return 2
     return 0
 
 

@@ -530,6 +530,21 @@ class Service:
     async def audit_refusal(self, proposal: Proposal, *, user: str, verb: str, why: str) -> None:
         """A refused click, audited as ``<verb>_refused`` (as ``decidable`` audits its own
         refusals), telling nobody: for callers that answer in their own way (digests)."""
+        log.info(
+            "%s of %s by %s refused: %s",
+            verb,
+            proposal.id,
+            user,
+            why,
+            extra={
+                "event": f"proposal.{verb}_refused",
+                "proposal_id": proposal.id,
+                "agent": proposal.agent,
+                "operation": proposal.operation,
+                "user": user,
+                "reason": why,
+            },
+        )
         await self.store.record_event(
             proposal.id,
             actor=user,

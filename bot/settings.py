@@ -24,6 +24,7 @@ from bot.audit.settings import AnchorSettings, AuditSection, load_audit
 from bot.delegations.settings import DelegationSettings
 from bot.digests.settings import DigestSettings
 from bot.escalations.settings import EscalationSection, load_escalation
+from bot.monitoring.settings import MonitoringSettings
 from contracts.base import Operation
 from contracts.escalation import EscalationPolicy
 from contracts.operations import decision, refund, webhook
@@ -153,6 +154,7 @@ class _FileModel(_Section):
     slack: DigestSettings = DigestSettings()
     delegation: DelegationSettings = DelegationSettings()
     limits: Limits = Limits()
+    monitoring: MonitoringSettings = MonitoringSettings()
     roles: dict[str, tuple[str, ...]] = {}
     agents: dict[str, _AgentSection] = {}
     operations: dict[str, dict[str, Any]] = {}
@@ -239,6 +241,8 @@ class Settings:
     delegation: DelegationSettings = field(default_factory=DelegationSettings)
     #: the [audit] section: where the audit chain's head is anchored (bot/audit/settings.py)
     audit: AnchorSettings = field(default_factory=AnchorSettings)
+    #: the [monitoring] section: the metrics' port, readiness (bot/monitoring/settings.py)
+    monitoring: MonitoringSettings = field(default_factory=MonitoringSettings)
     _agents_by_token: Mapping[str, AgentSettings] = field(default_factory=dict, repr=False)
 
     def agent_for_token(self, token: str) -> AgentSettings | None:
@@ -320,6 +324,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
         digests=model.slack,
         delegation=model.delegation,
         audit=audit,
+        monitoring=model.monitoring,
         slack=slack_settings(env),
         roles=roles,
         agents=agents,
@@ -539,6 +544,7 @@ def _keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
         "limits": Limits,
         "delegation": DelegationSettings,
         "audit": AuditSection,
+        "monitoring": MonitoringSettings,
     }
     if not parent:
         return tuple(_FileModel.model_fields)

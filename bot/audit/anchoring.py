@@ -53,7 +53,9 @@ class Anchorer:
         *,
         slack: AsyncWebClient | None,
         clock: Callable[[], datetime],
+        on_anchor: Callable[[Anchor], None] | None = None,
     ) -> None:
+        """``on_anchor`` is told of each anchor written everywhere (the metrics)."""
         if settings.channel is not None and slack is None:
             raise ValueError("audit.anchor_channel is set but there is no Slack client to post")
         self._store = store
@@ -61,6 +63,7 @@ class Anchorer:
         self._slack = slack
         self._clock = clock
         self._last_sequence: int | None = None
+        self._on_anchor = on_anchor
 
     async def anchor(self, *, only_if_moved: bool = False) -> Anchor | None:
         """Write an anchor of the head as it is now; return it. With ``only_if_moved``, nothing
@@ -99,6 +102,8 @@ class Anchorer:
         if failures:
             raise AnchorFailed("; ".join(failures))
         self._last_sequence = anchor.sequence
+        if self._on_anchor is not None:
+            self._on_anchor(anchor)
         log.info(
             "anchored the audit log at entry %d (hash %s) to %s",
             anchor.sequence,

@@ -226,7 +226,9 @@ async def running_sandbox(
             slack.add_channel(channel_id, name=name)
 
         store = await open_store(str(data_dir / "countersign.sqlite"))
-        app_runner = web.AppRunner(build_app(settings, store), access_log_class=_AgentAccessLog)
+        # its Slack is served by the page, which starts after it: auth.test is tried meanwhile
+        app = build_app(settings, store, allow_offline=True)
+        app_runner = web.AppRunner(app, access_log_class=_AgentAccessLog)
         await app_runner.setup()
         try:
             await web.TCPSite(app_runner, host, api_port).start()

@@ -452,12 +452,14 @@ async def running_countersign(
     usergroups_allowed: bool = True,
     config_edit: Callable[[str], str] | None = None,
     resolve: Resolve | None = None,
+    allow_offline: bool = False,
 ) -> AsyncIterator[Countersign]:
     """The app, the local Slack and the target, running; with ``socket_mode``, Slack
     interactions go over a WebSocket (``SLACK_APP_TOKEN`` set) instead of ``/slack/events``.
     ``config_edit`` rewrites the configuration text first (a test's own policy rules or
     settings; see :func:`replace_rule`); ``resolve`` answers the app's DNS lookups of callback
-    hosts (the system resolver otherwise)."""
+    hosts (the system resolver otherwise); ``allow_offline`` starts it although Slack refuses
+    its bot token (``serve --allow-offline``)."""
     if socket_mode is not None:
         env = {"SLACK_APP_TOKEN": socket_mode.app_token, **(env or {})}
     target = Target()
@@ -478,10 +480,16 @@ async def running_countersign(
         db_path = tmp_path / "countersign.sqlite"
         store = await SqliteStore.open(db_path)
         clock = FakeClock()
-        app = build_app(settings, store, clock=clock, resolve=resolve or system_resolve)
+        app = build_app(
+            settings,
+            store,
+            clock=clock,
+            resolve=resolve or system_resolve,
+            allow_offline=allow_offline,
+        )
         server = TestServer(app, host="127.0.0.1")
-        await server.start_server()
         try:
+            await server.start_server()
             async with aiohttp.ClientSession() as http:
                 yield Countersign(
                     url=str(server.make_url("")).rstrip("/"),
