@@ -11,7 +11,7 @@ import secrets
 import sqlite3
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +43,7 @@ class BenchOptions:
     samples: int = 300  #: queue queries and sweeps timed in the scale scenario
     json: Path | None = None
     work_dir: Path | None = None  #: keep databases and server logs here (default: temporary)
+    instances: int = 1  #: `countersign serve` processes on the one store, the load spread over them
 
     @classmethod
     def quick(cls, **overrides: Any) -> BenchOptions:
@@ -102,6 +103,13 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"proposals stored for the scale scenario (default {default.scale:,}"
         "; 1000000 for the full size)",
     )
+    parser.add_argument(
+        "--instances",
+        type=int,
+        default=None,
+        help="N `countersign serve` processes on the one PostgreSQL database, each request sent "
+        "to the next (default 1; more need --store)",
+    )
     parser.add_argument("--samples", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument(
@@ -121,6 +129,7 @@ def bench_command(args: argparse.Namespace) -> int:
         "samples",
         "json",
         "work_dir",
+        "instances",
     )
     given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     options = BenchOptions.quick(**given) if args.quick else BenchOptions(**given)
@@ -150,13 +159,18 @@ def _check(options: BenchOptions) -> list[str]:
     for name in ("duration", "overload_seconds", "burst_timeout"):
         if getattr(options, name) <= 0:
             problems.append(f"--{name.replace('_', '-')}: expected a positive number of seconds")
-    for name in ("clicks", "burst", "scale", "samples"):
+    for name in ("clicks", "burst", "scale", "samples", "instances"):
         if getattr(options, name) < 1:
             problems.append(f"--{name}: got {getattr(options, name)}; expected at least 1")
     if options.store is not None and not options.store.startswith(_POSTGRES):
         problems.append(
             f"--store: got {options.store!r}; expected a postgresql:// URL "
             "(without --store the benchmark uses a SQLite file)"
+        )
+    if options.instances > 1 and options.store is None:
+        problems.append(
+            f"--instances {options.instances}: several instances share a PostgreSQL database; "
+            "add --store postgresql://... (a SQLite file serves one instance)"
         )
     return problems
 
@@ -180,9 +194,11 @@ async def run_bench(
         work.mkdir(parents=True, exist_ok=True)
         async with _stores(options, work) as (main_url, scale_store):
             backend = scale_store.backend
+            if options.instances > 1:  # the scenarios' rows say how many served them
+                backend = f"{backend} x{options.instances}"
             d = options.duration
             floor_a = done(await store_floor(main_url, work, d, durable=True))
-            async with running_stage(work, main_url) as stage:
+            async with running_stage(work, main_url, instances=options.instances) as stage:
                 done(await http_floor(stage, d, clients=scenarios.AGENTS))
                 ingest = done(await scenarios.ingest(stage, d, backend=backend))
                 ingest.against(floor_a).judge("ratio ≥ 0.5", _at_least(ingest.ratio, 0.5))
@@ -192,8 +208,10 @@ async def run_bench(
                 prepared = await scenarios.prepare_clicks(stage, options.clicks, steady)
                 bodies = [body for _, body in prepared.back_to_back]
                 floor_c = done(await bolt_floor(stage, bodies, d, clients=scenarios.AGENTS))
-                clicks = done(await scenarios.clicks(stage, prepared, d))
-                clicks.against(floor_c).judge("ratio ≥ 0.5", _at_least(clicks.ratio, 0.5))
+                clicks, applied = await scenarios.clicks(stage, prepared, d)
+                done(clicks).against(floor_c).judge("ratio ≥ 0.5", _at_least(clicks.ratio, 0.5))
+                done(applied).against(floor_a)
+                applied.judge("ratio ≥ 0.3", _at_least(applied.ratio, 0.3))
                 at_100 = done(await scenarios.steady_clicks(stage, prepared, d))
                 at_100.judge("ack p99 < 100 ms", _below(at_100.p99_ms, 100))
                 sustainable = ingest.throughput or 1.0
@@ -218,7 +236,7 @@ async def run_bench(
                 reached = missed if all_visible is None else all_visible <= 15
                 burst.judge("all visible ≤ 15 s", reached)
                 burst.floor, burst.ratio = "slack 1/s", burst.throughput
-                done(_rss_row(stage.server.rss() if stage.server else None, backend))
+                done(_rss_row(_largest(server.rss() for server in stage.servers), backend))
                 for row in await scale(stage, scale_store, options.scale, d, options.samples):
                     done(row)
     if options.json is not None:
@@ -236,6 +254,11 @@ def _rss_row(rss: int | None, backend: str) -> Measurement:
     )
     row.note = "-" if rss is None else f"{rss / 2**20:.0f} MB"
     return row.judge("RSS < 200 MB", None if rss is None else rss < 200 * 2**20)
+
+
+def _largest(sizes: Iterable[int | None]) -> int | None:
+    known = [size for size in sizes if size is not None]
+    return max(known) if known else None
 
 
 def _at_least(value: float | None, bound: float) -> bool | None:

@@ -10,6 +10,8 @@ from bot.bench.load import at_rate, back_to_back
 from bot.bench.report import Measurement
 from bot.bench.stage import APPROVER, CLICK_REQUESTERS, Stage
 from bot.digests.outbox import shown_in
+from bot.execution import idempotency_key
+from bot.slack.local import StoredMessage
 
 __all__ = [
     "AGENTS",
@@ -61,6 +63,8 @@ class Clicks:
 
     back_to_back: list[tuple[str, bytes]]
     steady: list[tuple[str, bytes]]
+    #: the proposal id and message ts each back-to-back click approves, in the same order
+    clicked: list[tuple[str, str]]
 
 
 async def prepare_clicks(stage: Stage, count: int, steady: int) -> Clicks:
@@ -75,34 +79,78 @@ async def prepare_clicks(stage: Stage, count: int, steady: int) -> Clicks:
     if len(messages) < total:
         raise RuntimeError(f"only {len(messages)} of {total} click proposals were posted in 120 s")
     bodies = [stage.approve_click(message) for message in messages[:total]]
-    return Clicks(back_to_back=bodies[:count], steady=bodies[count:])
+    clicked = [(_proposal_of(message), message.ts) for message in messages[:count]]
+    return Clicks(back_to_back=bodies[:count], steady=bodies[count:], clicked=clicked)
 
 
-async def clicks(stage: Stage, prepared: Clicks, duration: float) -> Measurement:
-    """16 approvers click Approve back to back: time to Slack's acknowledgement, and completed
-    executions per second."""
+def _proposal_of(message: StoredMessage) -> str:
+    [proposal_id] = shown_in(message.to_api())  # a click proposal has its own message
+    return proposal_id
+
+
+async def clicks(stage: Stage, prepared: Clicks, duration: float) -> list[Measurement]:
+    """16 approvers click Approve back to back. Two rows: the clicks served (acknowledged and
+    not told "busy, try again") per second and their time to Slack's acknowledgement; and the
+    decisions applied per second (claimed, revalidated, executed at the target, outcome stored,
+    message updated), each timed from its click to its message's last update."""
     bodies = prepared.back_to_back
     before, busy_before = len(stage.target.executed), _busy(stage)
+    sent: dict[int, float] = {}
     start = time.perf_counter()
 
     async def click(n: int) -> int:
+        sent[n] = time.perf_counter()
         return await stage.post_click(*bodies[n])
 
     result = await back_to_back(click, clients=AGENTS, duration=duration, limit=len(bodies))
-    acked = len(result.of(200))
-    executed = await _settle(stage, before, expected=acked)
-    times = sorted(stage.target.executed.values())[before:]
-    elapsed = (times[-1] - start) if times else result.elapsed
+    acked = result.of(200)
+    executed = await _settle(stage, before, expected=len(acked))
+    await _slack_quiet(stage, limit=30)  # the outcomes' message updates delivered
+    told_busy = _busy(stage) - busy_before
+    served = len(acked) - told_busy
     what = f"{AGENTS} approvers clicking Approve back to back (signed block_actions)"
-    row = Measurement.timed("clicks", "scenario", what, result.of(200), result.elapsed)
+    row = Measurement.timed("clicks", "scenario", what, acked, result.elapsed, count=max(0, served))
     row.details.update(
         statuses=dict(result.statuses),
+        acknowledged=len(acked),
+        told_busy=told_busy,
+        served=served,
         executions=executed,
-        executions_per_second=round(executed / elapsed, 1) if elapsed > 0 else None,
-        told_busy=_busy(stage) - busy_before,
     )
-    row.note = f"{row.details['executions_per_second']} executions/s"
-    return row
+    row.note = f"{told_busy} told busy (not served)"
+    applied = _applied(stage, prepared, sent, start)
+    elapsed = max(applied.values(), default=result.elapsed)
+    latencies = [applied[n] - sent[n] + start for n in applied]
+    decided = Measurement.timed(
+        "decisions applied",
+        "scenario",
+        "Approve clicks of that run applied: claimed, executed at the target, outcome in the "
+        "message",
+        sorted(latencies),
+        elapsed,
+    )
+    decided.details.update(clicked=len(sent), applied=len(applied), told_busy=told_busy)
+    decided.note = f"{len(applied)} of {len(sent)} clicks"
+    return [row, decided]
+
+
+def _applied(
+    stage: Stage, prepared: Clicks, sent: dict[int, float], start: float
+) -> dict[int, float]:
+    """For each click sent whose proposal was executed, when (seconds after ``start``) its
+    message was last updated: the outcome shown, so the decision applied."""
+    to_perf = time.perf_counter() - time.time()
+    updated: dict[str, float] = {}
+    for call in stage.slack.calls("chat.update"):
+        if call.status == 200 and call.response.get("ok", True):
+            updated[str(call.args.get("ts"))] = call.at.timestamp() + to_perf
+    applied = {}
+    for n in sent:
+        proposal_id, ts = prepared.clicked[n]
+        done = stage.target.executed.get(str(idempotency_key(proposal_id)))
+        if done is not None and ts in updated and updated[ts] >= done:
+            applied[n] = updated[ts] - start
+    return applied
 
 
 async def steady_clicks(stage: Stage, prepared: Clicks, duration: float) -> Measurement:

@@ -126,8 +126,10 @@ class Stage:
     env: Mapping[str, str]
     logs: Path
     run: str = field(default_factory=lambda: secrets.token_hex(4))
-    server: ServerProcess | None = None  #: the Countersign the scenarios drive
+    #: the Countersign instances the scenarios drive, on one store, each request to the next
+    servers: list[ServerProcess] = field(default_factory=list)
     _serial: Iterator[int] = field(default_factory=itertools.count)
+    _turn: Iterator[int] = field(default_factory=itertools.count)
 
     async def countersign(self, name: str, store_url: str) -> ServerProcess:
         """Write a configuration for ``store_url`` and start `countersign serve` on it."""
@@ -140,9 +142,15 @@ class Stage:
         return server
 
     @property
+    def server(self) -> ServerProcess | None:
+        """The first instance (the only one unless ``--instances``)."""
+        return self.servers[0] if self.servers else None
+
+    @property
     def url(self) -> str:
-        assert self.server is not None, "no Countersign was started"
-        return self.server.url
+        """The next instance's URL, in turn: the load is spread evenly across them."""
+        assert self.servers, "no Countersign was started"
+        return self.servers[next(self._turn) % len(self.servers)].url
 
     # --- the agent's side -----------------------------------------------------------------------
 
@@ -235,9 +243,14 @@ def _button(message: StoredMessage, action_id: str) -> dict[str, Any]:
 
 @asynccontextmanager
 async def running_stage(
-    work: Path, store_url: str, *, extra_env: Mapping[str, str] | None = None
+    work: Path,
+    store_url: str,
+    *,
+    instances: int = 1,
+    extra_env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Stage]:
-    """Local Slack and target served here; `countersign serve` started on ``store_url``."""
+    """Local Slack and target served here; ``instances`` `countersign serve` processes started
+    on ``store_url``."""
     token = secrets.token_urlsafe(24)
     signing_secret = secrets.token_hex(16)
     bot_token = "xoxb-bench-" + secrets.token_hex(8)
@@ -267,10 +280,13 @@ async def running_stage(
             people = [_requester("click", n) for n in range(CLICK_REQUESTERS)]
             slack.set_usergroup(REQUESTERS_GROUP, people)
             stage = Stage(slack, target, target_url, http, token, signing_secret, env, work)
-            stage.server = await stage.countersign("countersign", store_url)
             try:
+                for n in range(instances):
+                    name = "countersign" if n == 0 else f"countersign-{n + 1}"
+                    stage.servers.append(await stage.countersign(name, store_url))
                 yield stage
             finally:
-                await stage.server.stop()
+                for server in stage.servers:
+                    await server.stop()
     finally:
         await target_runner.cleanup()

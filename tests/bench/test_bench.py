@@ -20,6 +20,7 @@ SCENARIOS = {
     "ingest": "floor a: store",
     "auto path": "floor a: store",
     "clicks": "floor c: bolt",
+    "decisions applied": "floor a: store",
     "clicks at 100/s": None,
     "overload": "ingest",
     "burst": "slack 1/s",
@@ -43,6 +44,19 @@ async def test_bench_command_measures_every_scenario_against_floors_from_the_sam
 async def test_bench_runs_every_scenario_on_postgresql_too(tmp_path: Path) -> None:
     """--store postgresql://: the floors, the scenarios and the scale seeding on PostgreSQL."""
     await _tiny_bench(tmp_path, store=["--store", PG_URL], backend="postgresql")
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(240)
+async def test_bench_spreads_the_load_over_several_instances(tmp_path: Path) -> None:
+    """--instances 2: two `countersign serve` on one database, both taking agents' requests."""
+    await _tiny_bench(
+        tmp_path, store=["--store", PG_URL, "--instances", "2"], backend="postgresql x2"
+    )
+
+    for name in ("countersign", "countersign-2"):
+        served = (tmp_path / "work" / f"{name}.stderr").read_text(encoding="utf-8")
+        assert "POST /v1/proposals" in served, name
 
 
 async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None:
@@ -79,6 +93,13 @@ async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None
         assert rows[name]["count"] > 0 and rows[name]["p99_ms"] is not None, rows[name]
     assert rows["auto path"]["details"]["executed_at_target"] > 0
     assert rows["clicks"]["details"]["executions"] > 0
+    clicked = rows["clicks"]["details"]
+    assert (
+        clicked["served"]
+        == clicked["acknowledged"] - clicked["told_busy"]
+        == rows["clicks"]["count"]
+    )
+    assert 0 < rows["decisions applied"]["count"] <= rows["clicks"]["details"]["executions"]
     assert rows["burst"]["details"]["proposals"] == 3
     fetched = rows["scale: fetch one"]
     assert fetched["details"]["stored"] == 2000
@@ -86,7 +107,11 @@ async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None
     assert rows["scale: server RSS"]["details"]["rss_bytes"] > 0
     assert document["context"]["cpus"] == os.cpu_count()
     assert document["context"]["store"] == backend
-    assert {row["backend"] for row in document["measurements"]} - {"-"} == {backend}
+    scale_backend = backend.split(" ")[0]  # the scale scenario runs its own one instance
+    assert {row["backend"] for row in document["measurements"]} - {"-"} == {
+        backend,
+        scale_backend,
+    }
     for name in rows:  # the printed table has every row
         assert name in text
 
@@ -103,6 +128,17 @@ async def test_bench_refuses_a_store_that_is_not_postgresql_and_starts_nothing(
     assert process.returncode == 2, text
     assert "--store: got 'mysql://x'; expected a postgresql:// URL" in text
     assert "--duration: expected a positive number of seconds" in text
+
+
+async def test_bench_refuses_several_instances_on_sqlite(tmp_path: Path) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "bench", "--instances", "2",
+        cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    printed, _ = await asyncio.wait_for(process.communicate(), timeout=30)
+
+    assert process.returncode == 2
+    assert "--instances 2: several instances share a PostgreSQL database" in printed.decode()
 
 
 def test_percentiles_are_nearest_rank_in_milliseconds() -> None:
