@@ -25,6 +25,7 @@ from bot.delegations.settings import DelegationSettings
 from bot.digests.settings import DigestSettings
 from bot.escalations.settings import EscalationSection, load_escalation
 from bot.monitoring.settings import MonitoringSettings
+from bot.operators.settings import RetentionSettings
 from contracts.base import Operation
 from contracts.escalation import EscalationPolicy
 from contracts.operations import decision, refund, webhook
@@ -155,6 +156,7 @@ class _FileModel(_Section):
     delegation: DelegationSettings = DelegationSettings()
     limits: Limits = Limits()
     monitoring: MonitoringSettings = MonitoringSettings()
+    retention: RetentionSettings = RetentionSettings()
     roles: dict[str, tuple[str, ...]] = {}
     agents: dict[str, _AgentSection] = {}
     operations: dict[str, dict[str, Any]] = {}
@@ -243,6 +245,8 @@ class Settings:
     audit: AnchorSettings = field(default_factory=AnchorSettings)
     #: the [monitoring] section: the metrics' port, readiness (bot/monitoring/settings.py)
     monitoring: MonitoringSettings = field(default_factory=MonitoringSettings)
+    #: the [retention] section: when decided proposals are archived (bot/operators/settings.py)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
     _agents_by_token: Mapping[str, AgentSettings] = field(default_factory=dict, repr=False)
 
     def agent_for_token(self, token: str) -> AgentSettings | None:
@@ -325,6 +329,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
         delegation=model.delegation,
         audit=audit,
         monitoring=model.monitoring,
+        retention=model.retention,
         slack=slack_settings(env),
         roles=roles,
         agents=agents,
@@ -545,6 +550,7 @@ def _keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
         "delegation": DelegationSettings,
         "audit": AuditSection,
         "monitoring": MonitoringSettings,
+        "retention": RetentionSettings,
     }
     if not parent:
         return tuple(_FileModel.model_fields)

@@ -27,6 +27,7 @@ def test_the_feature_packages_are_the_ones_the_layout_names() -> None:
         "digests",
         "escalations",
         "monitoring",
+        "operators",
         "render",
         "slack",
         "standing",

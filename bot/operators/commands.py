@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.operators.backup import backup_command, restore_command
+from bot.operators.retention import retention_command
 from bot.operators.simulate import export_calls_command, simulate_command
 from bot.operators.upgrade import migrate_command
 from bot.settings import Settings
@@ -21,7 +22,7 @@ __all__ = ["add_operator_commands", "run_operator_command"]
 
 
 def add_operator_commands(commands: Any, policy_commands: Any) -> None:
-    """Add backup, restore and migrate to ``commands``, and simulate and
+    """Add backup, restore, migrate and retention to ``commands``, and simulate and
     export-calls to ``policy_commands`` (argparse's sub-parser actions)."""
     backup = commands.add_parser(
         "backup", help="copy a SQLite store while it serves, and check the copy"
@@ -39,6 +40,22 @@ def add_operator_commands(commands: Any, policy_commands: Any) -> None:
         "--check",
         action="store_true",
         help="change nothing; exit 1 when migrations are pending, 0 when none are",
+    )
+    retention = commands.add_parser(
+        "retention", help="archive decided proposals older than an age, then remove them"
+    )
+    retention_commands = retention.add_subparsers(dest="retention_command", required=True)
+    run = retention_commands.add_parser(
+        "run", help="archive and remove what [retention] archive_after (or --older-than) says"
+    )
+    run.add_argument(
+        "--older-than", default=None, help="an age such as 90d or 12h (default: the setting)"
+    )
+    run.add_argument(
+        "--archive-dir",
+        type=Path,
+        default=None,
+        help="where the archive goes (default: [retention] archive_dir)",
     )
     simulate = policy_commands.add_parser(
         "simulate", help="replay calls through the policy: auto, ask and deny per rule"
@@ -71,6 +88,12 @@ def run_operator_command(args: argparse.Namespace, settings: Settings) -> int | 
         return asyncio.run(restore_command(settings, args.path, force=args.force, out=out, err=err))
     if args.command == "migrate":
         return asyncio.run(migrate_command(settings, check=args.check, out=out, err=err))
+    if args.command == "retention":
+        return asyncio.run(
+            retention_command(
+                settings, older_than=args.older_than, archive_dir=args.archive_dir, out=out, err=err
+            )
+        )
     if args.command == "policy" and args.policy_command == "simulate":
         return asyncio.run(simulate_command(settings, args.calls, args.new_config, out, err))
     if args.command == "policy" and args.policy_command == "export-calls":

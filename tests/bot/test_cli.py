@@ -95,8 +95,8 @@ def test_check_config_on_a_broken_file_prints_each_problem_on_its_own_line(
     assert err.splitlines() == [
         "The configuration has problems:",
         f"  - {config}: colour: unknown key (expected one of: server, store, approvals, "
-        "escalation, audit, slack, delegation, limits, monitoring, roles, agents, operations, "
-        "policy)",
+        "escalation, audit, slack, delegation, limits, monitoring, retention, roles, agents, "
+        "operations, policy)",
     ]
 
     config, _ = write_config(tmp_path, text)

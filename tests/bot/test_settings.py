@@ -343,7 +343,7 @@ def test_unknown_top_level_key_lists_the_known_ones(tmp_path: Path) -> None:
     assert problem == (
         f"{path}: polcy: unknown key "
         "(expected one of: server, store, approvals, escalation, audit, slack, delegation, limits, "
-        "monitoring, roles, agents, operations, policy)"
+        "monitoring, retention, roles, agents, operations, policy)"
     )
 
 

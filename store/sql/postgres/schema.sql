@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0012 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0013 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -9,6 +9,13 @@ CREATE TABLE approvals (
     approved_at timestamp with time zone NOT NULL,
     CONSTRAINT approvals_pkey PRIMARY KEY (proposal_id, approver),
     CONSTRAINT approvals_proposal_id_fkey FOREIGN KEY (proposal_id) REFERENCES proposals(id)
+);
+
+CREATE TABLE archived_proposals (
+    id text NOT NULL,
+    archived_at timestamp with time zone NOT NULL,
+    archive text NOT NULL,
+    CONSTRAINT archived_proposals_pkey PRIMARY KEY (id)
 );
 
 CREATE TABLE audit_head (
@@ -252,6 +259,8 @@ CREATE TABLE standing_rules (
 
 CREATE UNIQUE INDEX approvals_pkey ON approvals USING btree (proposal_id, approver);
 
+CREATE UNIQUE INDEX archived_proposals_pkey ON archived_proposals USING btree (id);
+
 CREATE UNIQUE INDEX audit_head_pkey ON audit_head USING btree (id);
 
 CREATE UNIQUE INDEX audit_log_pkey ON audit_log USING btree (seq);
@@ -332,6 +341,16 @@ CREATE OR REPLACE FUNCTION approvals_are_append_only()
 AS $function$
 BEGIN
     RAISE EXCEPTION 'approvals are append-only: an approval cannot be changed or deleted'
+        USING ERRCODE = 'integrity_constraint_violation';
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION archived_proposals_are_written_once()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RAISE EXCEPTION 'archived_proposals: a record of an archived proposal cannot be changed or deleted (%)', TG_OP
         USING ERRCODE = 'integrity_constraint_violation';
 END;
 $function$;
@@ -598,6 +617,26 @@ BEGIN
 END;
 $function$;
 
+CREATE OR REPLACE FUNCTION removed_only_when_archived()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    proposal text;
+BEGIN
+    IF TG_TABLE_NAME = 'proposals' THEN  -- each branch reads a column only its table has
+        proposal := OLD.id;
+    ELSE
+        proposal := OLD.proposal_id;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM archived_proposals WHERE id = proposal) THEN
+        RAISE EXCEPTION '%: only the rows of an archived proposal can be removed', TG_TABLE_NAME
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN OLD;
+END;
+$function$;
+
 CREATE OR REPLACE FUNCTION reviews_are_append_only()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -645,7 +684,13 @@ $function$;
 
 CREATE TRIGGER approvals_refuse_truncate BEFORE TRUNCATE ON approvals FOR EACH STATEMENT EXECUTE FUNCTION approvals_are_append_only();
 
-CREATE TRIGGER approvals_refuse_update_and_delete BEFORE DELETE OR UPDATE ON approvals FOR EACH ROW EXECUTE FUNCTION approvals_are_append_only();
+CREATE TRIGGER approvals_refuse_update BEFORE UPDATE ON approvals FOR EACH ROW EXECUTE FUNCTION approvals_are_append_only();
+
+CREATE TRIGGER approvals_removed_only_when_archived BEFORE DELETE ON approvals FOR EACH ROW EXECUTE FUNCTION removed_only_when_archived();
+
+CREATE TRIGGER archived_proposals_refuse_truncate BEFORE TRUNCATE ON archived_proposals FOR EACH STATEMENT EXECUTE FUNCTION archived_proposals_are_written_once();
+
+CREATE TRIGGER archived_proposals_refuse_update_and_delete BEFORE DELETE OR UPDATE ON archived_proposals FOR EACH ROW EXECUTE FUNCTION archived_proposals_are_written_once();
 
 CREATE TRIGGER audit_head_moves_forward BEFORE DELETE OR UPDATE ON audit_head FOR EACH ROW EXECUTE FUNCTION audit_head_moves_forward();
 
@@ -681,6 +726,8 @@ CREATE TRIGGER proposals_expiry_extends_once BEFORE UPDATE OF expires_at, extend
 
 CREATE TRIGGER proposals_notify_change AFTER INSERT OR UPDATE OF status ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_notify_change();
 
+CREATE TRIGGER proposals_removed_only_when_archived BEFORE DELETE ON proposals FOR EACH ROW EXECUTE FUNCTION removed_only_when_archived();
+
 CREATE TRIGGER proposals_standing_is_frozen BEFORE UPDATE OF standing_rule_id, review_sampled ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_standing_is_frozen();
 
 CREATE TRIGGER proposals_standing_rule_covers BEFORE INSERT ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_standing_rule_covers();
@@ -691,7 +738,9 @@ CREATE TRIGGER reviews_only_of_sampled_proposals BEFORE INSERT ON reviews FOR EA
 
 CREATE TRIGGER reviews_refuse_truncate BEFORE TRUNCATE ON reviews FOR EACH STATEMENT EXECUTE FUNCTION reviews_are_append_only();
 
-CREATE TRIGGER reviews_refuse_update_and_delete BEFORE DELETE OR UPDATE ON reviews FOR EACH ROW EXECUTE FUNCTION reviews_are_append_only();
+CREATE TRIGGER reviews_refuse_update BEFORE UPDATE ON reviews FOR EACH ROW EXECUTE FUNCTION reviews_are_append_only();
+
+CREATE TRIGGER reviews_removed_only_when_archived BEFORE DELETE ON reviews FOR EACH ROW EXECUTE FUNCTION removed_only_when_archived();
 
 CREATE TRIGGER standing_rules_only_revocation_changes BEFORE DELETE OR UPDATE ON standing_rules FOR EACH ROW EXECUTE FUNCTION standing_rules_only_revocation_changes();
 

@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0012 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0013 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -8,6 +8,12 @@ CREATE TABLE approvals (
     binding_hash  TEXT NOT NULL,
     approved_at   TEXT NOT NULL,
     PRIMARY KEY (proposal_id, approver)
+) STRICT;
+
+CREATE TABLE archived_proposals (
+    id           TEXT PRIMARY KEY,   -- the proposal removed from the proposals table
+    archived_at  TEXT NOT NULL,
+    archive      TEXT NOT NULL       -- the archive file's name, as retention wrote it
 ) STRICT;
 
 CREATE TABLE audit_head (
@@ -292,6 +298,7 @@ CREATE INDEX standing_rules_active ON standing_rules (operation, agent, expires_
 
 CREATE TRIGGER approvals_refuse_delete
 BEFORE DELETE ON approvals
+WHEN NOT EXISTS (SELECT 1 FROM archived_proposals AS a WHERE a.id = OLD.proposal_id)
 BEGIN
     SELECT RAISE(ABORT, 'approvals are append-only: an approval cannot be deleted');
 END;
@@ -300,6 +307,18 @@ CREATE TRIGGER approvals_refuse_update
 BEFORE UPDATE ON approvals
 BEGIN
     SELECT RAISE(ABORT, 'approvals are append-only: an approval cannot be changed');
+END;
+
+CREATE TRIGGER archived_proposals_refuse_delete
+BEFORE DELETE ON archived_proposals
+BEGIN
+    SELECT RAISE(ABORT, 'archived_proposals: a record of an archived proposal cannot be deleted');
+END;
+
+CREATE TRIGGER archived_proposals_refuse_update
+BEFORE UPDATE ON archived_proposals
+BEGIN
+    SELECT RAISE(ABORT, 'archived_proposals: a record of an archived proposal cannot be changed');
 END;
 
 CREATE TRIGGER audit_head_moves_forward
@@ -439,6 +458,13 @@ BEGIN
     SELECT RAISE(ABORT, 'proposals: the expiry of a pending proposal can be extended once');
 END;
 
+CREATE TRIGGER proposals_removed_only_when_archived
+BEFORE DELETE ON proposals
+WHEN NOT EXISTS (SELECT 1 FROM archived_proposals AS a WHERE a.id = OLD.id)
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: only an archived proposal can be removed');
+END;
+
 CREATE TRIGGER proposals_standing_is_frozen
 BEFORE UPDATE OF standing_rule_id, review_sampled ON proposals
 WHEN NEW.standing_rule_id IS NOT OLD.standing_rule_id OR NEW.review_sampled IS NOT OLD.review_sampled
@@ -505,6 +531,7 @@ END;
 
 CREATE TRIGGER reviews_refuse_delete
 BEFORE DELETE ON reviews
+WHEN NOT EXISTS (SELECT 1 FROM archived_proposals AS a WHERE a.id = OLD.proposal_id)
 BEGIN
     SELECT RAISE(ABORT, 'reviews are append-only: a verdict cannot be deleted');
 END;

@@ -1,0 +1,85 @@
+"""``countersign retention run``: old decided proposals go to an archive file and leave the
+store; ``audit verify`` passes before and after, and the archive's lines match the chain."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from datetime import timedelta
+from pathlib import Path
+
+from bot.audit.commands import audit_verify
+from bot.operators.retention import retention_command
+from store.base import ProposalNotFound
+from store.retention import ARCHIVED_EVENT
+from store.sqlite import SqliteStore
+from tests.bot.operators.conftest import MakeSettings
+from tests.store.retention_conformance import NOW, _decided_old
+
+
+async def test_retention_archives_removes_and_the_audit_log_still_verifies(
+    tmp_path: Path, make_settings: MakeSettings
+) -> None:
+    settings = make_settings(extra='[retention]\narchive_after = "90d"\n')
+    store = await SqliteStore.open(tmp_path / "countersign.sqlite")
+    old = [await _decided_old(store) for _ in range(3)]
+    recent = await _decided_old(store, NOW - timedelta(days=10))
+    await store.close()
+    out = io.StringIO()
+
+    code = await retention_command(
+        settings, older_than=None, archive_dir=None, out=out, err=io.StringIO(), now=NOW
+    )
+
+    assert code == 0, out.getvalue()
+    assert "archived 3 decided proposals" in out.getvalue()
+    assert "audit log OK" in out.getvalue()
+    [archive] = list((tmp_path / "archive").iterdir())
+    text = archive.read_text(encoding="utf-8")
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert sorted(line["proposal"]["id"] for line in lines) == sorted(old)
+    assert all(line["audit"] and line["proposal"]["approvals"] for line in lines)
+    verify = io.StringIO()
+    assert await audit_verify(settings, None, verify, io.StringIO()) == 0
+    store = await SqliteStore.open(tmp_path / "countersign.sqlite")
+    try:
+        for proposal_id in old:
+            try:
+                await store.get_proposal(proposal_id)
+            except ProposalNotFound:
+                continue
+            raise AssertionError(f"{proposal_id} is still in the store")
+        assert (await store.get_proposal(recent)).id == recent
+        log = await store.audit_log()
+        # each archived proposal's entries are still in the chain, as the archive copied them
+        by_seq = {entry.seq: entry for entry in log}
+        for line in lines:
+            for entry in line["audit"]:
+                assert by_seq[entry["seq"]].hash == entry["hash"]
+        [removal] = [entry for entry in log if entry.event == ARCHIVED_EVENT]
+        assert removal.detail["archive"] == archive.name
+        assert removal.detail["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    finally:
+        await store.close()
+
+
+async def test_without_an_age_nothing_runs(tmp_path: Path, make_settings: MakeSettings) -> None:
+    err = io.StringIO()
+
+    code = await retention_command(
+        make_settings(), older_than=None, archive_dir=None, out=io.StringIO(), err=err
+    )
+
+    assert code == 2 and "archive_after" in err.getvalue()
+    assert not (tmp_path / "countersign.sqlite").exists()
+
+
+async def test_an_age_under_a_day_is_refused(tmp_path: Path, make_settings: MakeSettings) -> None:
+    err = io.StringIO()
+
+    code = await retention_command(
+        make_settings(), older_than="2h", archive_dir=None, out=io.StringIO(), err=err
+    )
+
+    assert code == 2 and "at least '1d'" in err.getvalue()

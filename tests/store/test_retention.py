@@ -1,0 +1,83 @@
+"""The retention conformance suite on SQLite and PostgreSQL, and what each database refuses by
+itself: a proposal, an approval or a review is removed only once its proposal is archived."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from store.base import Store, StoreError
+from store.postgres import PostgresStore
+from store.retention import retention_of
+from store.sqlite import SqliteStore
+from tests.store.retention_conformance import (
+    CUTOFF,
+    NOW,
+    RetentionConformance,
+    _decided_old,
+)
+from tests.store.test_postgres import OpenStore, open_pg, raw, schema  # noqa: F401 (fixtures)
+
+
+class TestSqliteRetention(RetentionConformance):
+    @pytest.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[SqliteStore]:
+        store = await SqliteStore.open(tmp_path / "countersign.sqlite")
+        yield store
+        await store.close()
+
+
+@pytest.mark.postgres
+class TestPostgresRetention(RetentionConformance):
+    @pytest.fixture
+    async def store(self, open_pg: OpenStore) -> PostgresStore:  # noqa: F811
+        return await open_pg()
+
+
+async def _one_archived_one_not(store: Store) -> str:
+    """Archive one old proposal (so archived_proposals has a row); returns another one, decided
+    and old too, that was not archived."""
+    await _decided_old(store)
+    retention = retention_of(store)
+    batch = await retention.archivable(before=CUTOFF, now=NOW, limit=10)
+    assert await retention.remove(batch, archive="a", digest="d", actor="retention", now=NOW)
+    return await _decided_old(store)
+
+
+REFUSED = [
+    "DELETE FROM approvals WHERE proposal_id = '{id}'",
+    "DELETE FROM proposals WHERE id = '{id}'",
+    "DELETE FROM archived_proposals",
+]
+
+
+@pytest.mark.parametrize("statement", REFUSED)
+async def test_sqlite_removes_nothing_of_a_proposal_not_archived(
+    tmp_path: Path, statement: str
+) -> None:
+    store = await SqliteStore.open(tmp_path / "countersign.sqlite")
+    try:
+        proposal_id = await _one_archived_one_not(store)
+        with pytest.raises(StoreError, match=r"archived|append-only"):
+            async with store.transaction(write=True) as db:
+                await db.execute(statement.format(id=proposal_id))
+        assert (await store.get_proposal(proposal_id)).approvals
+    finally:
+        await store.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("statement", REFUSED)
+async def test_postgres_removes_nothing_of_a_proposal_not_archived(
+    open_pg: OpenStore,  # noqa: F811
+    raw: asyncpg.Connection[asyncpg.Record],  # noqa: F811
+    statement: str,
+) -> None:
+    store = await open_pg()
+    proposal_id = await _one_archived_one_not(store)
+    with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="archived"):
+        await raw.execute(statement.format(id=proposal_id))
+    assert (await store.get_proposal(proposal_id)).approvals
