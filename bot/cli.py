@@ -33,7 +33,17 @@ from store.open import open_store
 __all__ = ["main"]
 
 
+#: the agent-side commands: run as their own programs, which load the client only (bot never
+#: imports countersign/, tests/test_layers.py), so ``countersign mcp`` starts as fast as
+#: ``countersign-mcp``
+AGENT_SIDE = {"mcp": "countersign.mcp_server", "claude-hook": "countersign.claude_hook"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    args_given = list(sys.argv[1:] if argv is None else argv)
+    if args_given and args_given[0] in AGENT_SIDE:
+        module = AGENT_SIDE[args_given[0]]
+        os.execv(sys.executable, [sys.executable, "-m", module, *args_given[1:]])
     parser = argparse.ArgumentParser(
         prog="countersign", description="Human approval for AI agents' actions."
     )
@@ -55,6 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the Slack app and the agent API")
+    # listed for --help; main() hands them to their own programs before parsing
+    commands.add_parser("mcp", help="the MCP server for agents (as countersign-mcp)")
+    commands.add_parser(
+        "claude-hook", help="Claude Code's PreToolUse hook (as countersign-claude-hook)"
+    )
     serve.add_argument("--host", default=None, help="override [server].host")
     serve.add_argument("--port", type=int, default=None, help="override [server].port")
     serve.add_argument(

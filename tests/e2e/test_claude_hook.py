@@ -41,12 +41,15 @@ def hook_call(tool_name: str, tool_input: Mapping[str, Any], tool_use_id: str) -
 
 
 async def run_hook(
-    stdin: bytes | dict[str, Any], env: Mapping[str, str], *args: str
+    stdin: bytes | dict[str, Any],
+    env: Mapping[str, str],
+    *args: str,
+    command: tuple[str, ...] = (HOOK,),
 ) -> dict[str, Any]:
     """Run the hook as Claude Code does; its exit status must be 0 and stdout one JSON answer."""
     data = stdin if isinstance(stdin, bytes) else json.dumps(stdin).encode()
     process = await asyncio.create_subprocess_exec(
-        HOOK,
+        *command,
         *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
@@ -70,6 +73,17 @@ async def test_a_read_only_tool_is_allowed_at_once_by_policy(cs: Countersign) ->
     assert answer["updatedInput"] == read
     assert "allowed by Countersign's policy" in answer["permissionDecisionReason"]
     assert cs.slack.messages("C0AGENTTOOLS") == []  # nobody was asked
+
+
+async def test_countersign_claude_hook_is_the_same_hook(cs: Countersign) -> None:
+    """``countersign claude-hook`` (the server's command line) hands over to the hook itself."""
+    read = {"file_path": "/home/dev/shop/README.md"}
+    command = (str(BIN / "countersign"), "claude-hook")
+
+    answer = await run_hook(hook_call("Read", read, "toolu_read2"), agent_env(cs), command=command)
+
+    assert answer["permissionDecision"] == "allow"
+    assert answer["updatedInput"] == read
 
 
 async def test_a_shell_command_is_allowed_once_an_approver_clicks(cs: Countersign) -> None:

@@ -39,9 +39,11 @@ async def cs(tmp_path: Path) -> AsyncIterator[Countersign]:
 
 
 @asynccontextmanager
-async def mcp_session(env: Mapping[str, str], *args: str) -> AsyncIterator[Client]:
+async def mcp_session(
+    env: Mapping[str, str], *args: str, command: tuple[str, ...] = (MCP,)
+) -> AsyncIterator[Client]:
     """``countersign-mcp`` started as a subprocess, connected the way Claude Code connects."""
-    server = StdioServerParameters(command=MCP, args=list(args), env=dict(env))
+    server = StdioServerParameters(command=command[0], args=[*command[1:], *args], env=dict(env))
     async with Client(server, mode="legacy", read_timeout_seconds=60) as client:
         yield client
 
@@ -80,6 +82,15 @@ async def test_the_server_lists_the_five_tools_and_claude_codes_permission_contr
     schema = tools["request_permission"].input_schema
     assert set(schema["properties"]) == {"tool_name", "input", "tool_use_id"}
     assert sorted(schema["required"]) == ["input", "tool_name"]
+
+
+async def test_countersign_mcp_serves_the_same_tools(cs: Countersign) -> None:
+    """``countersign mcp`` (the server's command line) hands over to the MCP server itself."""
+    command = (str(BIN / "countersign"), "mcp")
+    async with mcp_session(agent_env(cs), command=command) as client:
+        listed = await client.list_tools()
+
+    assert {tool.name for tool in listed.tools} == TOOLS
 
 
 async def test_a_read_only_tool_is_allowed_at_once_by_policy(cs: Countersign) -> None:
