@@ -65,22 +65,34 @@ class Clicks:
     steady: list[tuple[str, bytes]]
     #: the proposal id and message ts each back-to-back click approves, in the same order
     clicked: list[tuple[str, str]]
+    #: how many of the click proposals were posted in time, of how many submitted
+    posted: tuple[int, int]
 
 
-async def prepare_clicks(stage: Stage, count: int, steady: int) -> Clicks:
-    """Submit ``count + steady`` proposals, wait until they are posted, build their clicks."""
+async def prepare_clicks(stage: Stage, count: int, steady: int, *, timeout: float = 120) -> Clicks:
+    """Submit ``count + steady`` proposals, wait up to ``timeout`` s until they are posted, and
+    build their clicks: every one when all were posted in time, otherwise the posted ones, shared
+    in the same proportion (``Clicks.posted`` says how many of how many)."""
     total = count + steady
     if total > CLICK_REQUESTERS:
         raise ValueError(
             f"{total} click proposals: at most {CLICK_REQUESTERS} (each needs its own requester)"
         )
     await back_to_back(lambda n: stage.submit("click"), clients=AGENTS, duration=3600, limit=total)
-    messages = await stage.wait_posted("click", total, timeout=120)
-    if len(messages) < total:
-        raise RuntimeError(f"only {len(messages)} of {total} click proposals were posted in 120 s")
-    bodies = [stage.approve_click(message) for message in messages[:total]]
-    clicked = [(_proposal_of(message), message.ts) for message in messages[:count]]
-    return Clicks(back_to_back=bodies[:count], steady=bodies[count:], clicked=clicked)
+    messages = (await stage.wait_posted("click", total, timeout=timeout))[:total]
+    if len(messages) < 2:
+        raise RuntimeError(
+            f"only {len(messages)} of {total} click proposals were posted in {timeout:g} s"
+        )
+    first = min(len(messages) - 1, max(1, round(len(messages) * count / total)))
+    bodies = [stage.approve_click(message) for message in messages]
+    clicked = [(_proposal_of(message), message.ts) for message in messages[:first]]
+    return Clicks(
+        back_to_back=bodies[:first],
+        steady=bodies[first:],
+        clicked=clicked,
+        posted=(len(messages), total),
+    )
 
 
 def _proposal_of(message: StoredMessage) -> str:
@@ -117,7 +129,8 @@ async def clicks(stage: Stage, prepared: Clicks, duration: float) -> list[Measur
         served=served,
         executions=executed,
     )
-    row.note = f"{told_busy} told busy (not served)"
+    row.note = f"{told_busy} told busy (not served)" + _short(prepared)
+    row.details["click_proposals_posted"] = list(prepared.posted)
     applied = _applied(stage, prepared, sent, start)
     elapsed = max(applied.values(), default=result.elapsed)
     latencies = [applied[n] - sent[n] + start for n in applied]
@@ -167,8 +180,13 @@ async def steady_clicks(stage: Stage, prepared: Clicks, duration: float) -> Meas
     row.details.update(
         statuses=dict(result.statuses), executions=executed, told_busy=_busy(stage) - busy_before
     )
-    row.note = f"{executed} executed"
+    row.note = f"{executed} executed" + _short(prepared)
     return row
+
+
+def _short(prepared: Clicks) -> str:
+    posted, wanted = prepared.posted
+    return "" if posted == wanted else f"; {posted} of {wanted} proposals posted in time"
 
 
 async def overload(
