@@ -53,6 +53,8 @@ DEFAULT_CONFIG_PATH = Path("countersign.toml")
 #: How an agent's acts_for names a role: "role:finance".
 ROLE_PREFIX = "role:"
 SLACK_API_DEFAULT = "https://slack.com/api/"
+#: A SQLite store URL; the path follows (a fourth slash starts an absolute one).
+_SQLITE_URL = "sqlite:///"
 
 
 class ConfigError(Exception):
@@ -322,7 +324,7 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
     return Settings(
         path=path,
         server=model.server,
-        store=model.store,
+        store=_store_beside(path, model.store),
         approvals=model.approvals,
         escalation=escalation,
         digests=model.slack,
@@ -337,6 +339,27 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
         policy=policy,
         _agents_by_token=by_token,
     )
+
+
+def _store_beside(config: Path, store: StoreSettings) -> StoreSettings:
+    """``store`` with a relative SQLite path made absolute from the configuration file's folder.
+
+    ``sqlite:///countersign.sqlite`` (the default) then names the same file whichever folder
+    Countersign is started from: a shell's, a service manager's or a container's. Absolute
+    paths, PostgreSQL URLs and URLs that name no file are kept as written; opening the store
+    says what is wrong with the last (store/open.py).
+    """
+    url = store.url
+    if url.startswith(_SQLITE_URL):
+        scheme, file = _SQLITE_URL, url.removeprefix(_SQLITE_URL)
+    elif "://" in url:
+        return store
+    else:
+        scheme, file = "", url  # a bare file path, as store/open.py reads one
+    if not file or file == ":memory:" or Path(file).is_absolute():
+        return store
+    absolute = os.path.abspath(config.parent / file)
+    return store.model_copy(update={"url": f"{scheme}{absolute}"})
 
 
 def slack_settings(env: Mapping[str, str]) -> SlackSettings:

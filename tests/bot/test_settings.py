@@ -136,7 +136,8 @@ def test_example_file_loads_with_the_variables_it_names() -> None:
         "campaigns",
     ]
     assert (settings.server.host, settings.server.port) == ("127.0.0.1", 8080)
-    assert settings.store.url == "sqlite:///countersign.sqlite"
+    # relative to the file's folder, not to where the tests run
+    assert settings.store.url == f"sqlite:///{EXAMPLE.parent / 'countersign.sqlite'}"
 
 
 def test_example_file_without_its_variables_names_both() -> None:
