@@ -8,10 +8,12 @@ from importlib import resources
 from typing import Any, Final
 
 __all__ = [
+    "AGENT",
     "CHANNELS",
     "DEMO_PROPOSALS",
     "PEOPLE",
     "REQUESTER",
+    "SCENARIOS",
     "DemoProposal",
     "DemoRefused",
     "Person",
@@ -31,7 +33,11 @@ class Person:
 
 #: The people of demo.toml's roles, and one who holds none.
 PEOPLE: Final = (
-    Person("U0DANA", "Dana Reyes", "support lead; the agent asks on her behalf"),
+    Person(
+        "U0DANA",
+        "Dana Reyes",
+        "support lead; the agent asks on her behalf; takes escalated conversations",
+    ),
     Person("U0PRIYA", "Priya Shah", "finance; approves refunds"),
     Person("U0MARCUS", "Marcus Lee", "finance; approves refunds"),
     Person("U0SAM", "Sam Okafor", "marketing lead; approves campaigns"),
@@ -39,8 +45,14 @@ PEOPLE: Final = (
 )
 #: The accountable human of the demo agent's runs: she may never approve them herself.
 REQUESTER: Final = "U0DANA"
-#: (id, name) of demo.toml's approval channels.
-CHANNELS: Final = (("C0FINANCE", "finance-approvals"), ("C0MARKETING", "marketing-approvals"))
+#: The name of demo.toml's agent, whose proposals the page's agent panel shows.
+AGENT: Final = "demo-agent"
+#: (id, name) of demo.toml's approval channels and its escalation route's channel.
+CHANNELS: Final = (
+    ("C0FINANCE", "finance-approvals"),
+    ("C0MARKETING", "marketing-approvals"),
+    ("C0SUPPORT", "support-escalations"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +99,7 @@ class DemoRefused(Exception):
 class DemoProposal:
     label: str  #: the path it shows
     body: dict[str, Any]  #: a POST /v1/proposals body, without run_id
+    path: str = "/v1/proposals"  #: or /v1/escalations (its body without conversation_id)
 
 
 def _proposal(label: str, operation: str, request: dict[str, Any], reason: str) -> DemoProposal:
@@ -132,3 +145,48 @@ DEMO_PROPOSALS: Final = (
         "The flash sale starts soon; this email announces it.",
     ),
 )
+
+
+def _escalation() -> DemoProposal:
+    body = {
+        "customer_ref": "cus_grace",
+        "summary": {
+            "goal": "Replace the damaged headphones of order 1002",
+            "steps_done": ["Looked up the order", "Offered a partial refund"],
+            "tool_results": [
+                {"tool": "payments.refund", "result_summary": "The customer declined it"}
+            ],
+            "blocked_on": "The customer wants a replacement sent today, which only people do",
+        },
+        "trigger": {
+            "kind": "explicit_request",
+            "signals": {"customer_quote": "Can I please talk to a person?"},
+        },
+    }
+    return DemoProposal("escalation", body, "/v1/escalations")
+
+
+#: The demo's other stories, each a button on the page (``POST /sandbox/scenario/<name>``).
+SCENARIOS: Final = {
+    # three similar refunds due together: one digest message, items chosen with checkboxes
+    "digest": tuple(
+        _proposal(
+            "digest item",
+            "payments.refund",
+            {"payment_id": payment, "amount_cents": amount},
+            "Goodwill refunds for the late deliveries of last week.",
+        )
+        for payment, amount in (("pay_1001", 1500), ("pay_1003", 1000), ("pay_1005", 2000))
+    ),
+    # a customer asks for a person: posted in #support-escalations, taken and handed back there
+    "escalation": (_escalation(),),
+    # the target answers later than the operation's timeout: a person says what happened
+    "uncertain": (
+        _proposal(
+            "uncertain execution",
+            "accounting.export_ledger",
+            {"month": "2025-05"},
+            "Accounting closes May this week and asked for the ledger.",
+        ),
+    ),
+}

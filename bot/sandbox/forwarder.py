@@ -109,7 +109,7 @@ class SlackForwarder:
         return await self._post(payloads.form_body(payload), FORM)
 
     async def submit(
-        self, user_id: str, *, view_id: str, values: dict[str, dict[str, str]]
+        self, user_id: str, *, view_id: str, values: dict[str, dict[str, str | list[str]]]
     ) -> Forwarded:
         """Submit a modal; Slack closes it unless the app answers with errors."""
         actor = self.actor(user_id)

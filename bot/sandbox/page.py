@@ -41,6 +41,7 @@ def page_app(sandbox: Sandbox) -> web.Application:
     app.router.add_post("/sandbox/cancel", _cancel)
     app.router.add_post("/sandbox/home", _home)
     app.router.add_post("/sandbox/demo", _demo)
+    app.router.add_post("/sandbox/scenario/{name}", _scenario)
     app.add_routes(sandbox.target.routes())
     return app
 
@@ -79,6 +80,7 @@ async def _state(request: web.Request) -> web.Response:
         "token_variable": TOKEN_VARIABLE,
         "curl": sandbox.curl_example(with_token=False),
         "proposals": await sandbox.agent_view(),
+        "escalations": await sandbox.escalation_view(),
     }
     view["target"] = [
         {
@@ -117,9 +119,11 @@ async def _submit(request: web.Request) -> web.Response:
     body = await _json(request)
     values = body.get("values", {})
     if not isinstance(values, dict) or not all(
-        isinstance(v, dict) and all(isinstance(t, str) for t in v.values()) for v in values.values()
+        isinstance(v, dict) and all(_typed(t) for t in v.values()) for v in values.values()
     ):
-        raise _BadInput("values: expected {block_id: {action_id: text}}")
+        raise _BadInput(
+            "values: expected {block_id: {action_id: text, or a list of chosen option values}}"
+        )
     answer = await sandbox.forwarder.submit(
         _text(body, "user"), view_id=_text(body, "view_id"), values=values
     )
@@ -140,6 +144,18 @@ async def _home(request: web.Request) -> web.Response:
 async def _demo(request: web.Request) -> web.Response:
     made = await request.app[_SANDBOX].submit_demo()
     return web.json_response({"proposals": [s.summary() for s in made]}, status=201)
+
+
+async def _scenario(request: web.Request) -> web.Response:
+    made = await request.app[_SANDBOX].submit_scenario(request.match_info["name"])
+    return web.json_response({"proposals": [s.summary() for s in made]}, status=201)
+
+
+def _typed(value: object) -> bool:
+    """What the page sends for one input: its text (or chosen option), or the chosen options."""
+    return isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+    )
 
 
 def _forwarded(answer: Forwarded) -> web.Response:

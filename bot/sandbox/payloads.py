@@ -22,6 +22,7 @@ __all__ = [
     "app_home_opened",
     "block_actions",
     "form_body",
+    "input_state",
     "signature",
     "signed_headers",
     "view_submission",
@@ -102,24 +103,25 @@ def view_submission(
     *,
     actor: Actor,
     view: dict[str, Any],
-    values: dict[str, dict[str, str]],
+    values: dict[str, dict[str, str | list[str]]],
     trigger_id: str,
 ) -> dict[str, Any]:
-    """A modal's Submit. ``values`` maps block_id -> action_id -> the text typed in.
+    """A modal's Submit. ``values`` maps block_id -> action_id -> what the person entered: the
+    text typed, the chosen option's value, or the chosen options' values.
 
-    Only the view's ``plain_text_input`` elements are filled in; the rest of the view is sent
-    as the local Slack stores it.
+    Every input block's element gets the state Slack gives its type (``value``,
+    ``selected_option``, ``selected_options``, ``selected_date``...), the chosen options as the
+    view stores them; the rest of the view is sent as the local Slack stores it.
     """
     state: dict[str, dict[str, Any]] = {}
     for block in view.get("blocks", []):
         element = block.get("element") or {}
-        if block.get("type") != "input" or element.get("type") != "plain_text_input":
+        if block.get("type") != "input" or "action_id" not in element:
             continue
-        typed = values.get(block.get("block_id", ""), {}).get(element["action_id"])
-        state.setdefault(block["block_id"], {})[element["action_id"]] = {
-            "type": "plain_text_input",
-            "value": typed or None,  # Slack sends null for an empty optional input
-        }
+        entered = values.get(block.get("block_id", ""), {}).get(element["action_id"])
+        state.setdefault(block["block_id"], {})[element["action_id"]] = input_state(
+            element, entered
+        )
     return {
         "type": "view_submission",
         "team": {"id": actor.team_id, "domain": "countersign-sandbox"},
@@ -132,6 +134,48 @@ def view_submission(
         "enterprise": None,
         "is_enterprise_install": False,
     }
+
+
+#: Elements whose state is one chosen option or several, and dates and times: the key Slack uses.
+_ONE_OPTION: Final = frozenset({"static_select", "radio_buttons", "external_select"})
+_OPTIONS: Final = frozenset({"checkboxes", "multi_static_select", "multi_external_select"})
+_PICKED: Final = {
+    "datepicker": "selected_date",
+    "timepicker": "selected_time",
+    "users_select": "selected_user",
+    "conversations_select": "selected_conversation",
+    "channels_select": "selected_channel",
+}
+
+
+def input_state(element: dict[str, Any], entered: str | list[str] | None) -> dict[str, Any]:
+    """One input's entry in ``view.state.values``, as Slack sends it for the element's type.
+
+    An option that the element does not offer is left out, as Slack never sends one.
+    """
+    kind = str(element.get("type"))
+    chosen = [entered] if isinstance(entered, str) else list(entered or [])
+    chosen = [value for value in chosen if value]
+    if kind in _ONE_OPTION or kind in _OPTIONS:
+        offered = {str(o.get("value")): o for o in _options(element)}
+        options = [offered[value] for value in chosen if value in offered]
+        if kind in _OPTIONS:
+            return {"type": kind, "selected_options": options}
+        return {"type": kind, "selected_option": options[0] if options else None}
+    if kind == "datetimepicker":
+        moment = int(chosen[0]) if chosen and chosen[0].isdigit() else None
+        return {"type": kind, "selected_date_time": moment}
+    if kind in _PICKED:
+        return {"type": kind, _PICKED[kind]: chosen[0] if chosen else None}
+    # text inputs, and anything else: what was typed; Slack sends null for an empty input
+    return {"type": kind, "value": chosen[0] if chosen else None}
+
+
+def _options(element: dict[str, Any]) -> list[dict[str, Any]]:
+    options = list(element.get("options") or [])
+    for group in element.get("option_groups") or []:
+        options += group.get("options") or []
+    return options
 
 
 def app_home_opened(

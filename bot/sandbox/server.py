@@ -34,10 +34,12 @@ from aiohttp.abc import AbstractAccessLogger
 
 from bot.app import build_app
 from bot.sandbox.demo import (
+    AGENT,
     CHANNELS,
     DEMO_PROPOSALS,
     PEOPLE,
     REQUESTER,
+    SCENARIOS,
     DemoRefused,
     Secrets,
     demo_config_text,
@@ -47,9 +49,10 @@ from bot.sandbox.page import TOKEN_VARIABLE, page_app
 from bot.sandbox.target import DemoTarget
 from bot.settings import ConfigError, Settings, load_settings
 from bot.slack.local import LocalSlack, LocalUser
+from store.base import Store
 from store.open import open_store
 
-__all__ = ["USER_AGENT", "Sandbox", "Submission", "running_sandbox"]
+__all__ = ["USER_AGENT", "Escalated", "Sandbox", "Submission", "running_sandbox"]
 
 #: The sandbox's own requests to Countersign (the page's polling, forwarded clicks) say so.
 USER_AGENT: Final = "countersign-sandbox"
@@ -57,29 +60,53 @@ USER_AGENT: Final = "countersign-sandbox"
 
 @dataclass
 class Submission:
-    """A proposal submitted from the sandbox, and the agent API's latest answer about it."""
+    """A proposal of the demo agent (submitted from the sandbox, with the printed curl or client,
+    or an approver's edit), and the agent API's latest answer about it."""
 
-    label: str
+    label: str  #: where it came from: a demo path, "your agent" or "an edit"
     id: str
     answer: dict[str, Any]
 
     def summary(self) -> dict[str, Any]:
-        """What the page's agent panel shows of it."""
+        """What the page's agent panel shows of it: everything as the agent API says it now."""
         answer = self.answer
         outcome = answer.get("outcome") or {}
         policy = answer.get("policy") or {}
         preview = answer.get("preview") or {}
+        decision = answer.get("decision") or {}
         return {
             "label": self.label,
-            "id": answer.get("id"),
+            "id": answer.get("id", self.id),
             "status": answer.get("status"),
             "operation": answer.get("operation"),
             "title": preview.get("title"),
             "decision": policy.get("decision"),
             "rule": policy.get("rule_id"),
             "note": policy.get("note"),
+            "created_at": answer.get("created_at"),
             "expires_at": answer.get("expires_at"),
+            "decided_by": decision.get("by"),
             "outcome": outcome.get("kind"),
+            "superseded_by": answer.get("superseded_by"),
+        }
+
+
+@dataclass
+class Escalated:
+    """An escalation the demo agent raised from the sandbox, and the API's latest answer."""
+
+    id: str
+    answer: dict[str, Any]
+
+    def summary(self) -> dict[str, Any]:
+        answer = self.answer
+        return {
+            "id": self.id,
+            "status": answer.get("status"),
+            "goal": (answer.get("summary") or {}).get("goal"),
+            "owner": answer.get("owner"),
+            "note": answer.get("note"),
+            "handed_off": answer.get("handed_off"),
         }
 
 
@@ -94,7 +121,10 @@ class Sandbox:
     forwarder: SlackForwarder
     target: DemoTarget
     session: aiohttp.ClientSession
+    store: Store
     submissions: list[Submission] = field(default_factory=list)
+    escalations: list[Escalated] = field(default_factory=list)
+    _audit_seen: int = 0  #: the audit log's last entry already read for new proposals
 
     # --- the agent's side -------------------------------------------------------------------------
 
@@ -109,18 +139,75 @@ class Sandbox:
                 raise DemoRefused(
                     f"the agent API answered {status} to demo proposal {demo.label!r}: {answer}"
                 )
-            made.append(Submission(demo.label, str(answer["id"]), answer))
-        self.submissions += made
+            made.append(self._record(Submission(demo.label, str(answer["id"]), answer)))
+        return made
+
+    async def submit_scenario(self, name: str) -> list[Submission]:
+        """Submit one of the demo's other stories (:data:`bot.sandbox.demo.SCENARIOS`): similar
+        refunds due together (a digest), an escalation, an execution left uncertain."""
+        scenario = SCENARIOS.get(name)
+        if scenario is None:
+            raise DemoRefused(f"no scenario {name!r} (there are: {', '.join(SCENARIOS)})")
+        batch = secrets.token_hex(3)
+        made = []
+        for number, demo in enumerate(scenario, start=1):
+            body = {**demo.body, "run_id": f"sandbox-{name}-{batch}-{number}"}
+            if demo.path == "/v1/escalations":
+                body = {**demo.body, "conversation_id": f"sandbox-{batch}-{number}"}
+            status, answer = await self._agent_call("POST", demo.path, body)
+            if status not in (200, 201):
+                raise DemoRefused(f"the agent API answered {status} to {demo.label!r}: {answer}")
+            if demo.path == "/v1/escalations":
+                self.escalations.append(Escalated(str(answer["id"]), answer))
+            else:
+                made.append(self._record(Submission(demo.label, str(answer["id"]), answer)))
         return made
 
     async def agent_view(self) -> list[dict[str, Any]]:
-        """The sandbox's proposals as the agent API shows them now (newest first)."""
+        """Every proposal of the demo agent as the agent API shows it now (newest first): those
+        the sandbox submitted, and those the audit log says the agent submitted otherwise (the
+        printed curl or client, an approver's edit)."""
+        await self._discover()
         for submission in self.submissions:
             if not submission.answer.get("final"):
                 status, answer = await self._agent_call("GET", f"/v1/proposals/{submission.id}")
                 if status == 200:
                     submission.answer = answer
-        return [s.summary() for s in reversed(self.submissions)]
+        newest = sorted(
+            self.submissions, key=lambda s: str(s.answer.get("created_at", "")), reverse=True
+        )
+        return [s.summary() for s in newest]
+
+    async def escalation_view(self) -> list[dict[str, Any]]:
+        """The escalations the sandbox raised, as the agent API shows them now (newest first)."""
+        for escalation in self.escalations:
+            if not escalation.answer.get("final"):
+                status, answer = await self._agent_call("GET", f"/v1/escalations/{escalation.id}")
+                if status == 200:
+                    escalation.answer = answer
+        return [e.summary() for e in reversed(self.escalations)]
+
+    def _record(self, submission: Submission) -> Submission:
+        """Add a proposal the sandbox submitted, or name one a poll found while it was sent."""
+        for known in self.submissions:
+            if known.id == submission.id:
+                known.label, known.answer = submission.label, submission.answer
+                return known
+        self.submissions.append(submission)
+        return submission
+
+    async def _discover(self) -> None:
+        entries = [e for e in await self.store.audit_log() if e.seq > self._audit_seen]
+        known = {s.id for s in self.submissions}  # read after the await: polls overlap
+        edited = {e.proposal_id for e in entries if e.event == "edited"}
+        for entry in entries:
+            self._audit_seen = max(self._audit_seen, entry.seq)
+            new = entry.proposal_id
+            if entry.event != "submitted" or entry.actor != AGENT or not new or new in known:
+                continue
+            known.add(new)
+            label = "an edit" if new in edited else "your agent"
+            self.submissions.append(Submission(label, new, {"id": new}))
 
     async def _agent_call(
         self, method: str, path: str, body: dict[str, Any] | None = None
@@ -249,6 +336,7 @@ async def running_sandbox(
                     ),
                     target=DemoTarget(keys.webhook_secret),
                     session=session,
+                    store=store,
                 )
                 page_runner = web.AppRunner(page_app(sandbox), access_log=None)
                 await page_runner.setup()

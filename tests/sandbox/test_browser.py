@@ -15,7 +15,7 @@ import pytest
 from playwright.async_api import expect
 
 from bot.sandbox import Sandbox, running_sandbox
-from tests.sandbox.browser import SandboxPage, chromium, chromium_missing
+from tests.sandbox.browser import SandboxPage, chromium_missing, opened
 
 _missing = chromium_missing()
 if _missing is not None and os.environ.get("CI") != "true":  # CI installs it: there, fail
@@ -25,7 +25,6 @@ REFUND = "Refund 450.00 USD to cus_grace"
 REQUESTER = "U0DANA"
 APPROVER = "U0PRIYA"
 REJECTER = "U0MARCUS"
-TIMEOUT_MS = 10_000  #: how long an expectation waits for the page (it polls every second)
 
 
 @pytest.fixture
@@ -36,17 +35,8 @@ async def sandbox(tmp_path: Path) -> AsyncIterator[Sandbox]:
 
 @pytest.fixture
 async def page(sandbox: Sandbox, tmp_path: Path) -> AsyncIterator[SandboxPage]:
-    expect.set_options(timeout=TIMEOUT_MS)
-    async with chromium() as browser:
-        context = await browser.new_context(viewport={"width": 1440, "height": 900})
-        opened = await context.new_page()
-        errors: list[str] = []
-        opened.on("pageerror", lambda error: errors.append(str(error)))
-        await opened.goto(sandbox.url)
-        yield SandboxPage(opened)
-        await opened.screenshot(path=tmp_path / "end.png")
-        await context.close()
-        assert errors == [], "the page's script failed"
+    async with opened(sandbox.url, screenshot=tmp_path / "end.png") as page:
+        yield page
 
 
 async def test_a_demo_proposal_appears_in_its_channel_with_its_preview(page: SandboxPage) -> None:
@@ -56,7 +46,7 @@ async def test_a_demo_proposal_appears_in_its_channel_with_its_preview(page: San
     await expect(message).to_be_visible()
     await expect(message).to_contain_text("Agent's explanation (unverified)")
     await expect(message).to_contain_text("@Dana Reyes")
-    await expect(message.get_by_role("button", name="Approve")).to_be_visible()
+    await expect(message.get_by_role("button", name="Approve", exact=True)).to_be_visible()
     await expect(message.get_by_role("button", name="Reject")).to_be_visible()
     # the demo's proposal the policy runs at once (a reversible write: refunds always ask)
     await expect(page.page.locator("#proposals")).to_contain_text(
@@ -79,7 +69,9 @@ async def test_the_requester_cannot_approve_and_is_told_why_only_herself(
     await expect(refusal).to_contain_text(
         "you are the person accountable for this request; someone else has to decide it"
     )
-    await expect(page.message(REFUND).get_by_role("button", name="Approve")).to_be_visible()
+    await expect(
+        page.message(REFUND).get_by_role("button", name="Approve", exact=True)
+    ).to_be_visible()
     await page.act_as(APPROVER)
     await expect(page.page.locator("article.ephemeral")).to_have_count(0)
 
@@ -96,7 +88,7 @@ async def test_an_approver_approves_and_the_outcome_appears_in_the_thread(
     message = page.message(REFUND)
     await expect(message.locator(".thread")).to_contain_text(f"Succeeded: {REFUND}")
     await expect(message).to_contain_text("Approved by @Priya Shah")
-    await expect(message.get_by_role("button", name="Approve")).to_have_count(0)
+    await expect(message.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
     await expect(page.page.locator("#proposals li", has_text=REFUND)).to_contain_text("succeeded")
 
 
@@ -110,7 +102,9 @@ async def test_cancelling_the_confirm_dialog_sends_nothing_and_it_can_be_asked_a
     await page.confirm("Cancel")
 
     await expect(page.page.get_by_role("alertdialog")).to_have_count(0)
-    await expect(page.message(REFUND).get_by_role("button", name="Approve")).to_be_visible()
+    await expect(
+        page.message(REFUND).get_by_role("button", name="Approve", exact=True)
+    ).to_be_visible()
     assert sandbox.slack.calls("chat.update") == []
     # asked again, the dialog stays up while the page keeps polling, until answered
     await page.click(REFUND, "Approve")

@@ -19,9 +19,10 @@ from slack_sdk.signature import SignatureVerifier
 
 import countersign
 from bot.sandbox import Sandbox, running_sandbox
-from bot.sandbox.demo import DEMO_PROPOSALS, PEOPLE, REQUESTER
+from bot.sandbox.demo import DEMO_PROPOSALS, PEOPLE, REQUESTER, SCENARIOS
 from bot.sandbox.forwarder import Refused, SlackForwarder
 from bot.sandbox.origin import own_origin_only
+from bot.sandbox.payloads import input_state
 from bot.slack.local import LocalSlack, LocalUser
 from tests.e2e.harness import eventually
 
@@ -301,6 +302,8 @@ async def test_the_demo_target_refuses_requests_countersign_did_not_sign(
 
 #: Every endpoint the page's script calls, with a body it accepts.
 PAGE_POSTS: Final = ("/sandbox/click", "/sandbox/submit", "/sandbox/cancel", "/sandbox/home")
+#: the page's buttons for the demo's other stories, one path each (its prefix in the script)
+SCENARIO_POSTS: Final = tuple(f"/sandbox/scenario/{name}" for name in SCENARIOS)
 
 
 def page_endpoints() -> set[str]:
@@ -321,6 +324,7 @@ async def test_a_request_naming_another_host_is_refused_on_every_route(sandbox: 
         ("GET", "/static/app.js", None),
         ("GET", f"/sandbox/state?user={APPROVER}", None),
         ("POST", "/sandbox/demo", {}),
+        *(("POST", path, {}) for path in SCENARIO_POSTS),
         ("POST", "/slack/api/auth.test", None),
     ]
     for host in ("evil.example", f"evil.example:{port}", f"localhost:{port}", f"127.0.0.2:{port}"):
@@ -359,7 +363,7 @@ async def test_a_cross_site_form_post_is_refused_and_changes_nothing(sandbox: Sa
         ),
         ("", json.dumps(approve).encode()),
     ]
-    for path in ("/sandbox/demo", *PAGE_POSTS):
+    for path in ("/sandbox/demo", *SCENARIO_POSTS, *PAGE_POSTS):
         for content_type, body in bodies:
             headers = {"Content-Type": content_type} if content_type else {}
             async with sandbox.session.post(
@@ -386,7 +390,7 @@ async def test_a_json_post_from_another_page_is_refused(sandbox: Sandbox) -> Non
 
 async def test_no_page_response_carries_the_agent_token(sandbox: Sandbox) -> None:
     token = sandbox.secrets.agent_token
-    assert page_endpoints() == {"/sandbox/state", "/sandbox/demo", *PAGE_POSTS}
+    assert page_endpoints() == {"/sandbox/state", "/sandbox/demo", "/sandbox/scenario", *PAGE_POSTS}
     seen: list[str] = []
 
     async def fetch(method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -417,6 +421,8 @@ async def test_no_page_response_carries_the_agent_token(sandbox: Sandbox) -> Non
     )
     await fetch("POST", "/sandbox/cancel", {"user": REJECTER, "view_id": opened["id"]})
     await fetch("POST", "/sandbox/home", {"user": APPROVER})
+    for path in SCENARIO_POSTS:
+        await fetch("POST", path, {})
     for person in PEOPLE:
         view = await fetch("GET", f"/sandbox/state?user={person.id}")
 
@@ -681,3 +687,46 @@ async def test_the_banners_client_example_runs_and_a_click_answers_it(sandbox: S
     [answer] = printed
     assert isinstance(answer, countersign.Approved)
     assert answer.by == APPROVER
+
+
+# --- what a modal's Submit carries ---------------------------------------------------------------
+
+
+def test_each_input_is_submitted_in_the_state_slack_gives_its_type() -> None:
+    options = [
+        {"text": {"type": "plain_text", "text": name}, "value": name.lower()} for name in "AB"
+    ]
+    assert input_state({"type": "number_input"}, "30000") == {
+        "type": "number_input",
+        "value": "30000",
+    }
+    assert input_state({"type": "plain_text_input"}, "") == {
+        "type": "plain_text_input",
+        "value": None,
+    }
+    assert input_state({"type": "static_select", "options": options}, "b") == {
+        "type": "static_select",
+        "selected_option": options[1],
+    }
+    assert input_state({"type": "radio_buttons", "options": options}, "") == {
+        "type": "radio_buttons",
+        "selected_option": None,
+    }
+    # an option the element does not offer is never sent
+    assert input_state({"type": "checkboxes", "options": options}, ["a", "forged"]) == {
+        "type": "checkboxes",
+        "selected_options": [options[0]],
+    }
+    grouped = {"type": "multi_static_select", "option_groups": [{"options": options}]}
+    assert input_state(grouped, ["b"]) == {
+        "type": "multi_static_select",
+        "selected_options": [options[1]],
+    }
+    assert input_state({"type": "datepicker"}, "2025-05-01") == {
+        "type": "datepicker",
+        "selected_date": "2025-05-01",
+    }
+    assert input_state({"type": "datetimepicker"}, "1746100000") == {
+        "type": "datetimepicker",
+        "selected_date_time": 1746100000,
+    }
