@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 CONFIG ?= $(if $(wildcard countersign.toml),countersign.toml,examples/countersign.toml)
 
-.PHONY: sandbox serve test check-config lint
+.PHONY: sandbox sandbox-screenshot serve test check-config lint
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,10 @@ $(VENV)/.installed: pyproject.toml
 
 sandbox: $(VENV)/.installed
 	$(VENV)/bin/countersign sandbox --demo
+
+# docs/sandbox.png, photographed from a real run in the Chromium the browser tests use
+sandbox-screenshot: $(VENV)/.installed
+	$(VENV)/bin/python -m tests.sandbox.screenshot docs/sandbox.png
 
 serve: $(VENV)/.installed
 	$(VENV)/bin/countersign --config $(CONFIG) serve
