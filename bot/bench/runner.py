@@ -23,7 +23,7 @@ from bot.bench import scenarios
 from bot.bench.floors import bolt_floor, http_floor, store_floor
 from bot.bench.report import Measurement, render_table, write_json
 from bot.bench.scale import ScaleStore, scale
-from bot.bench.stage import running_stage
+from bot.bench.stage import CLICK_REQUESTERS, SPREAD_LANES, running_stage
 from contracts.redaction import shown_store_url
 
 __all__ = ["BenchOptions", "add_bench_arguments", "bench_command", "run_bench"]
@@ -205,7 +205,12 @@ async def run_bench(
                 auto = done(await scenarios.auto_path(stage, d, backend=backend))
                 auto.against(floor_a)
                 steady = max(1, round(scenarios.STEADY_CLICKS_PER_SECOND * d))
-                prepared = await scenarios.prepare_clicks(stage, options.clicks, steady)
+                decided_rate = 0.3 * (floor_a.throughput or 1.0)
+                room = CLICK_REQUESTERS - options.clicks - steady  # each needs its own requester
+                paced = max(1, min(round(decided_rate * d), room))
+                prepared = await scenarios.prepare_clicks(
+                    stage, options.clicks, steady, paced=paced
+                )
                 bodies = [body for _, body in prepared.back_to_back]
                 floor_c = done(await bolt_floor(stage, bodies, d, clients=scenarios.AGENTS))
                 clicks, applied = await scenarios.clicks(stage, prepared, d)
@@ -214,6 +219,12 @@ async def run_bench(
                 applied.judge("ratio ≥ 0.3", _at_least(applied.ratio, 0.3))
                 at_100 = done(await scenarios.steady_clicks(stage, prepared, d))
                 at_100.judge("ack p99 < 100 ms", _below(at_100.p99_ms, 100))
+                at_target = done(await scenarios.paced_decisions(stage, prepared, decided_rate))
+                at_target.against(floor_a)
+                kept_up = at_target.details["told_busy"] == 0 and (
+                    at_target.details["applied"] == at_target.details["clicked"]
+                )
+                at_target.judge("none busy, all applied", kept_up)
                 sustainable = ingest.throughput or 1.0
                 over = done(
                     await scenarios.overload(
@@ -236,6 +247,12 @@ async def run_bench(
                 reached = missed if all_visible is None else all_visible <= 15
                 burst.judge("all visible ≤ 15 s", reached)
                 burst.floor, burst.ratio = "slack 1/s", burst.throughput
+                per_channel = max(1, options.burst // len(SPREAD_LANES))
+                done(
+                    await scenarios.channels(
+                        stage, per_channel, options.burst_timeout, backend=backend
+                    )
+                )
                 done(_rss_row(_largest(server.rss() for server in stage.servers), backend))
                 for row in await scale(stage, scale_store, options.scale, d, options.samples):
                     done(row)

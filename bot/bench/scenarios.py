@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.bench.load import at_rate, back_to_back
 from bot.bench.report import Measurement
-from bot.bench.stage import APPROVER, CLICK_REQUESTERS, Stage
+from bot.bench.stage import APPROVER, CLICK_REQUESTERS, SPREAD_LANES, Stage
 from bot.digests.outbox import shown_in
 from bot.execution import idempotency_key
 from bot.slack.local import StoredMessage
@@ -19,9 +19,11 @@ __all__ = [
     "Clicks",
     "auto_path",
     "burst",
+    "channels",
     "clicks",
     "ingest",
     "overload",
+    "paced_decisions",
     "prepare_clicks",
     "steady_clicks",
 ]
@@ -67,31 +69,41 @@ class Clicks:
     clicked: list[tuple[str, str]]
     #: how many of the click proposals were posted in time, of how many submitted
     posted: tuple[int, int]
+    #: clicks sent at the decisions' target rate, and what each approves (as ``clicked``)
+    paced: list[tuple[str, bytes]] = field(default_factory=list)
+    paced_clicked: list[tuple[str, str]] = field(default_factory=list)
 
 
-async def prepare_clicks(stage: Stage, count: int, steady: int, *, timeout: float = 120) -> Clicks:
-    """Submit ``count + steady`` proposals, wait up to ``timeout`` s until they are posted, and
-    build their clicks: every one when all were posted in time, otherwise the posted ones, shared
-    in the same proportion (``Clicks.posted`` says how many of how many)."""
-    total = count + steady
+async def prepare_clicks(
+    stage: Stage, count: int, steady: int, *, paced: int = 0, timeout: float = 120
+) -> Clicks:
+    """Submit ``count + steady + paced`` proposals, wait up to ``timeout`` s until they are
+    posted, and build their clicks: every one when all were posted in time, otherwise the posted
+    ones, shared in the same proportions (``Clicks.posted`` says how many of how many)."""
+    total = count + steady + paced
     if total > CLICK_REQUESTERS:
         raise ValueError(
             f"{total} click proposals: at most {CLICK_REQUESTERS} (each needs its own requester)"
         )
     await back_to_back(lambda n: stage.submit("click"), clients=AGENTS, duration=3600, limit=total)
     messages = (await stage.wait_posted("click", total, timeout=timeout))[:total]
-    if len(messages) < 2:
+    if len(messages) < 3:
         raise RuntimeError(
             f"only {len(messages)} of {total} click proposals were posted in {timeout:g} s"
         )
-    first = min(len(messages) - 1, max(1, round(len(messages) * count / total)))
+    first = min(len(messages) - 2, max(1, round(len(messages) * count / total)))
+    second = min(len(messages) - 1, first + max(1, round(len(messages) * steady / total)))
+    if paced == 0:
+        second = len(messages)
     bodies = [stage.approve_click(message) for message in messages]
-    clicked = [(_proposal_of(message), message.ts) for message in messages[:first]]
+    targets = [(_proposal_of(message), message.ts) for message in messages]
     return Clicks(
         back_to_back=bodies[:first],
-        steady=bodies[first:],
-        clicked=clicked,
+        steady=bodies[first:second],
+        clicked=targets[:first],
         posted=(len(messages), total),
+        paced=bodies[second:],
+        paced_clicked=targets[second:],
     )
 
 
@@ -131,7 +143,7 @@ async def clicks(stage: Stage, prepared: Clicks, duration: float) -> list[Measur
     )
     row.note = f"{told_busy} told busy (not served)" + _short(prepared)
     row.details["click_proposals_posted"] = list(prepared.posted)
-    applied = _applied(stage, prepared, sent, start)
+    applied = _applied(stage, prepared.clicked, sent, start)
     elapsed = max(applied.values(), default=result.elapsed)
     latencies = [applied[n] - sent[n] + start for n in applied]
     decided = Measurement.timed(
@@ -148,7 +160,7 @@ async def clicks(stage: Stage, prepared: Clicks, duration: float) -> list[Measur
 
 
 def _applied(
-    stage: Stage, prepared: Clicks, sent: dict[int, float], start: float
+    stage: Stage, clicked: list[tuple[str, str]], sent: dict[int, float], start: float
 ) -> dict[int, float]:
     """For each click sent whose proposal was executed, when (seconds after ``start``) its
     message was last updated: the outcome shown, so the decision applied."""
@@ -159,7 +171,7 @@ def _applied(
             updated[str(call.args.get("ts"))] = call.at.timestamp() + to_perf
     applied = {}
     for n in sent:
-        proposal_id, ts = prepared.clicked[n]
+        proposal_id, ts = clicked[n]
         done = stage.target.executed.get(str(idempotency_key(proposal_id)))
         if done is not None and ts in updated and updated[ts] >= done:
             applied[n] = updated[ts] - start
@@ -181,6 +193,39 @@ async def steady_clicks(stage: Stage, prepared: Clicks, duration: float) -> Meas
         statuses=dict(result.statuses), executions=executed, told_busy=_busy(stage) - busy_before
     )
     row.note = f"{executed} executed" + _short(prepared)
+    return row
+
+
+async def paced_decisions(stage: Stage, prepared: Clicks, rate: float) -> Measurement:
+    """Approve clicks at ``rate`` per second (the decisions' target rate): how many were told
+    busy, how many decisions were applied and how fast, each timed from when its click was due
+    to its message's last update after the execution."""
+    bodies = prepared.paced
+    before, busy_before = len(stage.target.executed), _busy(stage)
+    due: dict[int, float] = {}
+    start = time.perf_counter()
+
+    async def click(n: int) -> int:
+        due[n] = start + n / rate
+        return await stage.post_click(*bodies[n])
+
+    result = await at_rate(click, rate=rate, duration=len(bodies) / rate)
+    await _settle(stage, before, expected=len(result.of(200)))
+    await _slack_quiet(stage, limit=30)
+    told_busy = _busy(stage) - busy_before
+    applied = _applied(stage, prepared.paced_clicked, due, start)
+    elapsed = max(applied.values(), default=result.elapsed)
+    latencies = sorted(applied[n] - due[n] + start for n in applied)
+    what = f"Approve clicks at {rate:,.0f}/s (0.3x floor a): decisions applied, from click due"
+    row = Measurement.timed("decisions at 0.3x a", "scenario", what, latencies, elapsed)
+    row.details.update(
+        offered_per_second=round(rate, 1),
+        statuses=dict(result.statuses),
+        clicked=len(due),
+        applied=len(applied),
+        told_busy=told_busy,
+    )
+    row.note = f"{len(applied)} of {len(due)} applied, {told_busy} told busy" + _short(prepared)
     return row
 
 
@@ -273,6 +318,65 @@ async def burst(stage: Stage, count: int, timeout: float, *, backend: str) -> Me
         row.note += f" after {latencies[-1]:.1f} s"
     else:
         row.note += f" in {timeout:g} s"
+    return row
+
+
+async def channels(stage: Stage, per_channel: int, timeout: float, *, backend: str) -> Measurement:
+    """``per_channel`` proposals for each of 20 channels at once, each with its own requester (so
+    its own message), while Slack allows one message per second per channel: the posts per
+    second across the channels, and when each proposal's message appeared."""
+    drained = await _slack_quiet(stage, limit=timeout)
+    lanes = SPREAD_LANES
+    count = per_channel * len(lanes)
+    stage.slack.messages_per_second = 1
+    posts_before = len(stage.slack.calls("chat.postMessage"))
+    seen: dict[str, float] = {}
+    start = time.perf_counter()
+    try:
+        load = back_to_back(
+            lambda n: stage.submit(lanes[n % len(lanes)]),
+            clients=AGENTS,
+            duration=timeout,
+            limit=count,
+        )
+        submitting = asyncio.create_task(load)
+        while len(seen) < count and time.perf_counter() - start < timeout:
+            for lane in lanes:
+                for message in stage.posted(lane):
+                    seen.setdefault(message.ts + message.channel, time.perf_counter() - start)
+            await asyncio.sleep(0.05)
+        submitted = await submitting
+    finally:
+        stage.slack.messages_per_second = None
+    elapsed = time.perf_counter() - start
+    latencies = sorted(seen.values())
+    posts = stage.slack.calls("chat.postMessage")[posts_before:]
+    limited = sum(call.status == 429 for call in posts)
+    everyone = len(latencies) == count
+    what = (
+        f"{per_channel} proposals for each of {len(lanes)} channels, Slack allowing 1 message/s "
+        "per channel: messages posted per second across them"
+    )
+    row = Measurement.timed(
+        "channels", "scenario", what, latencies, latencies[-1] if everyone else elapsed,
+        backend=backend,
+    )  # fmt: skip
+    row.floor = f"slack {len(lanes)}x1/s"
+    row.ratio = None if row.throughput is None else round(row.throughput / len(lanes), 3)
+    row.details.update(
+        channels=len(lanes),
+        proposals=count,
+        submitted=len(submitted.of(201)),
+        posted=len(latencies),
+        answered_429=limited,
+        all_posted_after_seconds=round(latencies[-1], 2) if everyone else None,
+        budget_seconds=timeout,
+        waited_for_earlier_posts_seconds=round(drained, 1),
+        slack_messages_per_second_per_channel=1,
+    )
+    row.note = f"{len(latencies)}/{count} posted"
+    row.note += f" after {latencies[-1]:.1f} s" if everyone else f" in {timeout:g} s"
+    row.note += f", {limited} told 429"
     return row
 
 

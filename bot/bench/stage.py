@@ -25,7 +25,15 @@ from bot.bench.processes import ServerProcess
 from bot.sandbox.payloads import Actor, block_actions, form_body, signed_headers
 from bot.slack.local import LocalSlack, StoredMessage, running_local_slack
 
-__all__ = ["APPROVER", "CHANNELS", "Stage", "Target", "config_text", "running_stage"]
+__all__ = [
+    "APPROVER",
+    "CHANNELS",
+    "SPREAD_LANES",
+    "Stage",
+    "Target",
+    "config_text",
+    "running_stage",
+]
 
 AGENT = "bench-agent"
 OPERATION = "bench.deploy"
@@ -35,8 +43,15 @@ APPROVER = "U0BENCHAPPROVER"  #: holds the approvers role
 REQUESTERS_GROUP = "S0BENCHREQUESTERS"
 #: Click proposals take their requesters from this many people, in turn.
 CLICK_REQUESTERS = 5000
+#: the channels scenario's lanes, one channel each: posts under backlog across channels
+SPREAD_LANES = tuple(f"spread{n:02d}" for n in range(20))
 #: the Slack channel each lane's proposals are posted to (the auto lane is never posted)
-CHANNELS = {"ingest": "C0BENCHINGEST", "click": "C0BENCHCLICKS", "burst": "C0BENCHBURST"}
+CHANNELS = {
+    "ingest": "C0BENCHINGEST",
+    "click": "C0BENCHCLICKS",
+    "burst": "C0BENCHBURST",
+    **{lane: f"C0BENCH{lane.upper()}" for lane in SPREAD_LANES},
+}
 TOKEN_ENV = "COUNTERSIGN_BENCH_AGENT_TOKEN"
 SECRET_ENV = "COUNTERSIGN_BENCH_WEBHOOK_SECRET"
 FORM = "application/x-www-form-urlencoded"
@@ -108,10 +123,13 @@ class Target:
     """The execution target: answers every execution at once and records when it came."""
 
     executed: dict[str, float] = field(default_factory=dict)  #: proposal key -> perf_counter
+    delay: float = 0.0  #: seconds each execution takes before its answer (0: none)
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.executed.setdefault(str(body.get("proposal_key")), time.perf_counter())
+        if self.delay:
+            await asyncio.sleep(self.delay)
         return web.json_response({"ok": True})
 
 
@@ -125,6 +143,7 @@ class Stage:
     signing_secret: str
     env: Mapping[str, str]
     logs: Path
+    extra_config: str = ""  #: TOML appended to every generated configuration
     run: str = field(default_factory=lambda: secrets.token_hex(4))
     #: the Countersign instances the scenarios drive, on one store, each request to the next
     servers: list[ServerProcess] = field(default_factory=list)
@@ -134,7 +153,8 @@ class Stage:
     async def countersign(self, name: str, store_url: str) -> ServerProcess:
         """Write a configuration for ``store_url`` and start `countersign serve` on it."""
         config = self.logs / f"{name}.toml"
-        config.write_text(config_text(store_url, self.target_url), encoding="utf-8")
+        text = config_text(store_url, self.target_url) + self.extra_config
+        config.write_text(text, encoding="utf-8")
         server = ServerProcess(
             name, "bot.cli", ["--config", str(config), "serve", "--port", "{port}"], logs=self.logs
         )
@@ -227,10 +247,12 @@ class Stage:
 
 def _requester(lane: str, n: int) -> str:
     """The accountable human: one for every proposal of a lane, except that each click proposal
-    has its own (of CLICK_REQUESTERS, members of REQUESTERS_GROUP, in turn), so that each gets
-    its own message (similar proposals due together share a digest) and the clicks scenario
-    clicks one Approve per proposal."""
-    return f"U0BENCHCLICK{n % CLICK_REQUESTERS}" if lane == "click" else REQUESTER
+    and each of the channels scenario's has its own (of CLICK_REQUESTERS, members of
+    REQUESTERS_GROUP, in turn), so that each gets its own message (similar proposals due
+    together share a digest) and the clicks scenario clicks one Approve per proposal."""
+    if lane == "click" or lane in SPREAD_LANES:
+        return f"U0BENCHCLICK{n % CLICK_REQUESTERS}"
+    return REQUESTER
 
 
 def _button(message: StoredMessage, action_id: str) -> dict[str, Any]:
@@ -248,9 +270,10 @@ async def running_stage(
     *,
     instances: int = 1,
     extra_env: Mapping[str, str] | None = None,
+    extra_config: str = "",
 ) -> AsyncIterator[Stage]:
     """Local Slack and target served here; ``instances`` `countersign serve` processes started
-    on ``store_url``."""
+    on ``store_url`` (with ``extra_config`` appended to their configuration)."""
     token = secrets.token_urlsafe(24)
     signing_secret = secrets.token_hex(16)
     bot_token = "xoxb-bench-" + secrets.token_hex(8)
@@ -279,7 +302,9 @@ async def running_stage(
             env.pop("SLACK_APP_TOKEN", None)  # HTTP, not Socket Mode
             people = [_requester("click", n) for n in range(CLICK_REQUESTERS)]
             slack.set_usergroup(REQUESTERS_GROUP, people)
-            stage = Stage(slack, target, target_url, http, token, signing_secret, env, work)
+            stage = Stage(
+                slack, target, target_url, http, token, signing_secret, env, work, extra_config
+            )
             try:
                 for n in range(instances):
                     name = "countersign" if n == 0 else f"countersign-{n + 1}"

@@ -22,8 +22,10 @@ SCENARIOS = {
     "clicks": "floor c: bolt",
     "decisions applied": "floor a: store",
     "clicks at 100/s": None,
+    "decisions at 0.3x a": "floor a: store",
     "overload": "ingest",
     "burst": "slack 1/s",
+    "channels": "slack 20x1/s",
     "server RSS": None,
     "scale: fetch one": None,
     "scale: approver queue": None,
@@ -101,6 +103,10 @@ async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None
     )
     assert 0 < rows["decisions applied"]["count"] <= rows["clicks"]["details"]["executions"]
     assert rows["burst"]["details"]["proposals"] == 3
+    spread = rows["channels"]["details"]
+    assert (spread["channels"], spread["proposals"], spread["submitted"]) == (20, 20, 20)
+    paced = rows["decisions at 0.3x a"]["details"]
+    assert paced["clicked"] > 0 and paced["applied"] <= paced["clicked"]
     fetched = rows["scale: fetch one"]
     assert fetched["details"]["stored"] == 2000
     assert fetched["details"]["statuses"] == {"200": fetched["count"]}
