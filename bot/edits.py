@@ -94,8 +94,10 @@ class EditFlow:
         proposal = await self._editable(proposal_id, user=user, channel=channel)
         if proposal is None:
             return
-        form = edit_form.edit_form(self._operation(proposal).request_schema(), proposal.request)
-        await self._service.publisher.open_view(proposal, trigger_id, edit_modal(proposal, form))
+        operation = self._operation(proposal)
+        form = edit_form.edit_form(operation.request_schema(), proposal.request)
+        modal = edit_modal(proposal, form, operation.field_formats())
+        await self._service.publisher.open_view(proposal, trigger_id, modal)
 
     async def submit(self, submitted: EditSubmitted) -> EditAnswer:
         """The modal was submitted: check the editor again, the values, the contract and the

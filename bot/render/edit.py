@@ -8,8 +8,11 @@ and nothing else.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final
+
+from pydantic import JsonValue
 
 from bot.actions import EDIT_FIELD_INPUT, EDIT_VIEW
 from bot.edit_form import EditField, EditForm
@@ -29,6 +32,7 @@ from bot.render.proposal import (
     short_id,
     when,
 )
+from contracts.formats import FieldFormat, Formats, field_label, money_currency, show_value
 from store.base import Proposal
 from store.lifecycle import Status
 
@@ -48,15 +52,20 @@ _TEXT_MAX: Final = 3000
 _OPTION_TEXT_MAX: Final = 75
 
 
-def edit_modal(proposal: Proposal, form: EditForm) -> dict[str, Any]:
-    """The modal that edits ``proposal``'s request: one input per field of ``form``."""
+def edit_modal(
+    proposal: Proposal, form: EditForm, formats: Formats | None = None
+) -> dict[str, Any]:
+    """The modal that edits ``proposal``'s request: one input per field of ``form``, under the
+    field's label in the operation's terms (``formats``); the hint names the field as the
+    request has it and, for money, the unit the input is in."""
+    shown = formats or {}
     blocks: list[dict[str, Any]] = [
         section(
             f"*{inert(proposal.preview.title)}*\nOperation {code(proposal.operation, 200)}"
             f" · id {code(short_id(proposal.id), 20)}"
         ),
         context(EDIT_NOTE),
-        *(_input(field) for field in form.fields),
+        *(_input(field, shown, proposal.arguments) for field in form.fields),
     ]
     if form.kept:
         kept = ", ".join(code(name, 100) for name in form.kept[:20])
@@ -77,27 +86,48 @@ def edit_modal(proposal: Proposal, form: EditForm) -> dict[str, Any]:
     return view
 
 
-def _input(field: EditField) -> dict[str, Any]:
-    hint = field.description or ""
+def _input(
+    field: EditField, formats: Formats, arguments: Mapping[str, JsonValue]
+) -> dict[str, Any]:
+    fmt = formats.get(field.name)
+    notes = [field.description or ""]
     if field.kind == "json":
-        hint = f"{hint} (as JSON)".strip()
+        notes.append("As JSON.")
+    if fmt is not None and fmt.kind == "money" and field.kind in ("integer", "number"):
+        notes.append(_money_unit(fmt, field.value, arguments))
+    label = field_label(formats, field.name) if field.name else "(unnamed)"
+    if label.lower() != field.name.lower():
+        notes.append(f"Field {field.name}.")  # as the request, the API and Show full name it
     block: dict[str, Any] = {
         "type": "input",
         "block_id": field.block_id,
         "optional": not field.required,
-        "label": plain(field.name or "(unnamed)", _LABEL_MAX),
-        "element": _element(field),
+        "label": plain(label, _LABEL_MAX),
+        "element": _element(field, fmt),
     }
+    hint = " ".join(note for note in notes if note)
     if hint:
         block["hint"] = plain(hint, _HINT_MAX)
     return block
 
 
-def _element(field: EditField) -> dict[str, Any]:
+def _money_unit(fmt: FieldFormat, value: JsonValue, arguments: Mapping[str, JsonValue]) -> str:
+    """What a money input's figure counts, with the stored value as the reader knows it."""
+    currency = money_currency(fmt, arguments)
+    unit = "minor units (cents)" if fmt.minor_units else "whole units"
+    in_currency = f" of {currency}" if currency else ""
+    now = ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        now = f": it is {show_value(fmt, value, arguments)} now"
+    return f"In {unit}{in_currency}{now}."
+
+
+def _element(field: EditField, fmt: FieldFormat | None = None) -> dict[str, Any]:
     value = field.value
     if field.kind in ("choice", "boolean"):
         choices = field.choices if field.kind == "choice" else ("true", "false")
-        options = [_option(choice) for choice in choices]
+        labels = fmt.labels if fmt is not None and fmt.kind == "choice" else {}
+        options = [_option(choice, labels.get(choice)) for choice in choices]
         element: dict[str, Any] = {
             "type": "static_select",
             "action_id": EDIT_FIELD_INPUT,
@@ -106,7 +136,7 @@ def _element(field: EditField) -> dict[str, Any]:
         }
         chosen = json.dumps(value) if isinstance(value, bool) else value
         if chosen in choices:
-            element["initial_option"] = _option(str(chosen))
+            element["initial_option"] = _option(str(chosen), labels.get(str(chosen)))
         return element
     if field.kind in ("integer", "number"):
         element = {
@@ -129,8 +159,8 @@ def _element(field: EditField) -> dict[str, Any]:
     return element
 
 
-def _option(value: str) -> dict[str, Any]:
-    return {"text": plain(value, _OPTION_TEXT_MAX), "value": value}
+def _option(value: str, label: str | None = None) -> dict[str, Any]:
+    return {"text": plain(label or value, _OPTION_TEXT_MAX), "value": value}
 
 
 def _number(value: int | float) -> str:
@@ -143,9 +173,11 @@ def _number(value: int | float) -> str:
 # --- the thread reply -----------------------------------------------------------------------------
 
 
-def superseded_reply(proposal: Proposal, edit: Proposal | None, *, link: str | None) -> Message:
+def superseded_reply(
+    proposal: Proposal, edit: Proposal | None, *, link: str | None, formats: Formats | None = None
+) -> Message:
     """The reply in a superseded proposal's thread: who edited it, where the edit is, what the
-    policy made of it and which request fields changed."""
+    policy made of it and which request fields changed, in the operation's terms (``formats``)."""
     at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
     title = inert(proposal.preview.title)
     blocks = [
@@ -165,7 +197,9 @@ def superseded_reply(proposal: Proposal, edit: Proposal | None, *, link: str | N
             f"{_edit_status(proposal, edit)}"
         )
     )
-    changes = request_changes(proposal.request, edit.request)
+    changes = request_changes(
+        proposal.request, edit.request, formats, arguments=(proposal.arguments, edit.arguments)
+    )
     if changes:
         blocks.append(context(clip("*Changed:* " + "; ".join(changes), _TEXT_MAX)))
     return message(f"Superseded by an edit: {title}", blocks)

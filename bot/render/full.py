@@ -3,16 +3,22 @@
 Pure, like bot/render/proposal.py. A message whose texts had to be clipped to Block Kit's limits
 says so and offers Show full; this modal then shows the preview, every frozen argument (the values
 that execution will use) and the agent's explanation in full, split across as many blocks as they
-need, with the binding hash that an approval is bound to. Values are ``plain_text`` made inert
-(bot/render/inert.py), so they show character for character, except that line breaks and invisible
-characters are shown by visible marks. The modal has no submit button.
+need, with the binding hash that an approval is bound to. The arguments read under their labels
+and in the operation's terms (contracts/formats.py: "Amount: 450.00 USD"); under them, in small
+print, each as it runs: its field name and JSON value ("amount_cents = 45000"; "(as above)" where
+the line above already shows that JSON), so nothing the binding hash covers is hidden. Values are
+``plain_text`` made inert (bot/render/inert.py), so they show character for character, except
+that line breaks and invisible characters are shown by visible marks. The modal has no submit
+button.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
+
+from pydantic import JsonValue
 
 from bot.actions import SHOW_FULL_VIEW
 from bot.render.inert import inert, inert_plain
@@ -26,6 +32,7 @@ from bot.render.proposal import (
     plain,
     section,
 )
+from contracts.formats import FieldFormat, Formats, field_label, show_value
 from store.base import Proposal
 
 __all__ = ["FULL_BLOCKS_MAX", "full_view", "full_views"]
@@ -34,19 +41,30 @@ __all__ = ["FULL_BLOCKS_MAX", "full_view", "full_views"]
 FULL_BLOCKS_MAX: Final = 100
 #: Characters of plain text per section (Slack allows 3000).
 _CHUNK: Final = 3000
+#: What the small print says of a value shown above exactly as it runs.
+_AS_ABOVE: Final = "(as above)"
+#: Elements of a context block (Slack allows 10).
+_CONTEXT_ELEMENTS: Final = 10
 
 
-def full_view(proposal: Proposal) -> dict[str, Any]:
-    """The modal for one proposal."""
-    return full_views([proposal], title="Full proposal")
+def full_view(proposal: Proposal, formats: Formats | None = None) -> dict[str, Any]:
+    """The modal for one proposal, its arguments shown through ``formats``."""
+    return full_views([proposal], title="Full proposal", formats_of=lambda _: formats or {})
 
 
-def full_views(proposals: Sequence[Proposal], *, title: str = "Full proposals") -> dict[str, Any]:
-    """The modal for several proposals (a digest's items), one after another. Should they not
-    fit in one modal, the last block says which are left out and where to see them."""
+def full_views(
+    proposals: Sequence[Proposal],
+    *,
+    title: str = "Full proposals",
+    formats_of: Callable[[str], Formats] | None = None,
+) -> dict[str, Any]:
+    """The modal for several proposals (a digest's items), one after another, each operation's
+    arguments shown through ``formats_of(operation)``. Should they not fit in one modal, the
+    last block says which are left out and where to see them."""
     blocks: Blocks = []
     for number, proposal in enumerate(proposals, 1):
-        part = _proposal_blocks(proposal, number if len(proposals) > 1 else None)
+        formats = formats_of(proposal.operation) if formats_of is not None else {}
+        part = _proposal_blocks(proposal, number if len(proposals) > 1 else None, formats)
         if len(blocks) + len(part) > FULL_BLOCKS_MAX - 1:
             left = [p.id for p in proposals[number - 1 :]]
             blocks.append(
@@ -66,7 +84,7 @@ def full_views(proposals: Sequence[Proposal], *, title: str = "Full proposals") 
     }
 
 
-def _proposal_blocks(proposal: Proposal, number: int | None) -> Blocks:
+def _proposal_blocks(proposal: Proposal, number: int | None, formats: Formats) -> Blocks:
     # A proposal that alone exceeds the modal is cut, and says so; ours come first.
     heading = f"*{number}.* " if number is not None else ""
     ours: Blocks = [
@@ -79,16 +97,24 @@ def _proposal_blocks(proposal: Proposal, number: int | None) -> Blocks:
     ]
     preview = [("Title", proposal.preview.title)]
     preview += [(field.label, field.value) for field in proposal.preview.fields]
-    arguments = [
-        (name, json.dumps(value, ensure_ascii=False, sort_keys=True))
-        for name, value in proposal.arguments.items()
+    arguments = proposal.arguments
+    shown = [
+        (field_label(formats, name), _shown(formats.get(name), value, arguments))
+        for name, value in arguments.items()
+    ]
+    raw = [
+        (name, exact if exact != value_shown else _AS_ABOVE)
+        for (name, value), (_, value_shown) in zip(arguments.items(), shown, strict=True)
+        for exact in [json.dumps(value, ensure_ascii=False, sort_keys=True)]
     ]
     values: Blocks = [
         _label("The preview, as the message shows it"),
         *_chunks(_lines(preview)),
-        _label("The frozen arguments: exactly what runs (JSON values)"),
-        *_chunks(_lines(arguments) or "(none)"),
+        _label("The frozen arguments: exactly what runs"),
+        *_chunks(_lines(shown) or "(none)"),
     ]
+    if raw:
+        values += _small_print(_lines(raw, " = "), "As the operation receives them (JSON): ")
     if proposal.agent_reason:
         reason = inert_plain(proposal.agent_reason)
         values += [_label("The agent's explanation (unverified)"), *_chunks(reason)]
@@ -111,9 +137,32 @@ def _label(text: str) -> dict[str, Any]:
     }
 
 
-def _lines(pairs: list[tuple[str, str]]) -> str:
+def _shown(fmt: FieldFormat | None, value: JsonValue, arguments: Mapping[str, JsonValue]) -> str:
+    """A value in the operation's terms where it declares a format, else its JSON."""
+    if fmt is not None and fmt.kind != "text":
+        return show_value(fmt, value, arguments)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _lines(pairs: list[tuple[str, str]], between: str = ": ") -> str:
     """``name: value`` lines, each made inert (one line each, so no value can start another)."""
-    return "\n".join(f"{inert_plain(name)}: {inert_plain(value)}" for name, value in pairs)
+    return "\n".join(f"{inert_plain(name)}{between}{inert_plain(value)}" for name, value in pairs)
+
+
+def _small_print(text: str, lead: str) -> Blocks:
+    """``text`` (inert lines) in full, as context blocks: plain text elements of at most 3000
+    characters, ten to a block; ``lead`` opens the first."""
+    pieces = [block["text"]["text"] for block in _chunks(f"{lead}\n{text}" if lead else text)]
+    return [
+        {
+            "type": "context",
+            "elements": [
+                {"type": "plain_text", "text": piece, "emoji": False}
+                for piece in pieces[start : start + _CONTEXT_ELEMENTS]
+            ],
+        }
+        for start in range(0, len(pieces), _CONTEXT_ELEMENTS)
+    ]
 
 
 def _chunks(text: str) -> Blocks:

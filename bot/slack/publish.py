@@ -170,7 +170,9 @@ class SlackPublisher:
             and delivery.attempts < _EDIT_POST_WAITS
         ):
             raise DeliveryFailed("waiting for the edit's message, to link to it", retry_after=1.0)
-        return render_edit.superseded_reply(proposal, edit, link=link)
+        return render_edit.superseded_reply(
+            proposal, edit, link=link, formats=self._formats_of(proposal.operation)
+        )
 
     async def _thread_reply(
         self, proposal: Proposal, delivery: Delivery, reply: render.Message

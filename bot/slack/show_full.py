@@ -33,7 +33,8 @@ class ShowFull:
         except ProposalNotFound:
             log.info("Show full on unknown proposal %r by %s", proposal_id, user)
             return False
-        return await self._publisher.open_view(proposal, trigger_id, full_view(proposal))
+        view = full_view(proposal, self._publisher.formats_of(proposal.operation))
+        return await self._publisher.open_view(proposal, trigger_id, view)
 
     async def digest(self, digest_id: str, *, user: str, trigger_id: str) -> bool:
         """Open the modal for every item of a digest, in the digest's order."""
@@ -42,5 +43,7 @@ class ShowFull:
         except DigestNotFound:
             log.info("Show full on unknown digest %r by %s", digest_id, user)
             return False
-        view = full_views(digest.items, title="Full proposals")
+        view = full_views(
+            digest.items, title="Full proposals", formats_of=self._publisher.formats_of
+        )
         return await self._publisher.open_view(None, trigger_id, view)

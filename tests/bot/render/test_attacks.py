@@ -244,7 +244,8 @@ def test_show_full_lists_many_small_arguments_without_running_out_of_blocks() ->
     view = full_view(make_proposal(arguments=arguments))
     View(**view).validate_json()
     shown = json.dumps(view)
-    assert all(f'arg_{k}: \\"value {k}\\"' in shown for k in range(300))
+    assert all(f'Arg {k}: \\"value {k}\\"' in shown for k in range(300))
+    assert all(f"arg_{k} = (as above)" in shown for k in range(300))
     assert "Too long" not in shown
 
 

@@ -106,7 +106,7 @@ def test_each_kind_of_field_gets_its_input_prefilled_from_the_stored_request() -
         "multiline": False,
     }
     assert segment["hint"]["text"] == "Which customers."
-    assert segment["label"]["text"] == "segment"
+    assert segment["label"]["text"] == "Segment"
     assert found["request.count"]["element"] == {
         "type": "number_input",
         "action_id": "value",
