@@ -238,6 +238,7 @@ class Service:
             requested_by=requested_by,
             members=members,
             now=now,
+            formats=operation.field_formats(),
         )
         proposal_id = new_proposal_id()
         return NewProposal(

@@ -6,7 +6,9 @@ around values made inert (bot/render/inert.py), or plain pairs the caller makes 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Final
 
 from pydantic import JsonValue
@@ -15,20 +17,48 @@ from bot.render.inert import inert
 from contracts.formats import Formats, field_label, show_value
 from store.base import Proposal
 
-__all__ = ["changed_fields", "result_fields", "why_asked"]
+__all__ = ["changed_fields", "result_fields", "when", "why_asked"]
 
 #: The longest policy note shown.
 NOTE_MAX: Final = 1500
+
+#: How bot/standing/rules.py opens the note of a call a standing rule approved: the rule's id,
+#: the Slack user who granted it and when it ends, each in a form nothing else matches.
+_STANDING_NOTE: Final = re.compile(
+    r"standing rule (sr_[0-9a-f]{1,64}), granted by ([UW][A-Z0-9]{2,30}) until "
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\+00:00) under (?=rule ')"
+)
+
+
+def when(moment: datetime) -> str:
+    """A moment as Slack shows it in the reader's own time zone: "today at 13:42", "Mar 14,
+    2031 at 09:05" (a ``<!date^…>`` token; where Slack cannot, "2031-03-14 13:42 UTC"). It
+    reads as a time of its own: write "expires {when}", never "at {when}"."""
+    fallback = f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
 def why_asked(proposal: Proposal) -> str:
     """The policy's reason in a line: "Amount 450.00 USD ≤ 2,000.00 USD limit of rule
     *refunds*". The note was written by the policy when the proposal was classified, in the
-    operation's terms; it may quote argument values, so it is shown inert."""
+    operation's terms; it may quote argument values, so it is shown inert. A call a standing
+    rule approved names the rule, mentions who granted it and says until when, as Slack shows
+    times: "standing rule `sr_…`, granted by @Ada until today at 16:09: Amount 300.00 USD ≤
+    500.00 USD limit, …"."""
     note = proposal.policy_note
     rule = proposal.rule_id
     if len(note) > NOTE_MAX:
         note = note[: NOTE_MAX - 1] + "…"
+    standing = _STANDING_NOTE.match(note)
+    if standing is not None and standing.group(1) == proposal.standing_rule_id:
+        # the standing rule's own words, then the policy rule's part as any other note
+        sr, granter, until = standing.groups()
+        granted = (
+            f"standing rule `{sr}`, granted by <@{granter}> until "
+            f"{when(datetime.fromisoformat(until))}"
+        )
+        rest = proposal.model_copy(update={"policy_note": note[standing.end() :]})
+        return f"{granted}: {why_asked(rest)}"
     if rule is None:
         return inert(note)
     named = f"rule *{inert(rule[:120])}*"

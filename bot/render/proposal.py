@@ -32,7 +32,7 @@ from bot.actions import (
     REJECT_VIEW,
     SHOW_FULL,
 )
-from bot.render.figures import changed_fields, result_fields, why_asked
+from bot.render.figures import changed_fields, result_fields, when, why_asked
 from bot.render.inert import inert, inert_plain, inert_quote
 from contracts.base import Risk
 from contracts.formats import Formats
@@ -166,14 +166,6 @@ def mention(user_id: str | None) -> str:
     if user_id is None:
         return "someone"
     return f"<@{user_id}>" if _USER_ID.match(user_id) else code(user_id, 60)
-
-
-def when(moment: datetime) -> str:
-    """A moment as Slack shows it in the reader's own time zone: "today at 13:42", "Mar 14,
-    2031 at 09:05" (a ``<!date^…>`` token; where Slack cannot, "2031-03-14 13:42 UTC"). It
-    reads as a time of its own: write "expires {when}", never "at {when}"."""
-    fallback = f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
-    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
 def span(seconds: float) -> str:

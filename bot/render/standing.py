@@ -7,9 +7,11 @@ Every button's value is one opaque id (a proposal's or a standing rule's) and no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
+
+from pydantic import JsonValue
 
 from bot.actions import (
     APPROVE_STANDING_VIEW,
@@ -19,6 +21,7 @@ from bot.actions import (
     REVOKE_STANDING,
     USES_INPUT,
 )
+from bot.render.figures import why_asked
 from bot.render.inert import inert
 from bot.render.proposal import (
     BUTTON_MAX,
@@ -44,6 +47,7 @@ from bot.render.proposal import (
     when,
 )
 from contracts.durations import format_duration
+from contracts.formats import Formats, field_label, show_value
 from contracts.standing import Grant, StandingPolicy
 from store.base import Proposal
 from store.standing import Reviewed, StandingRule
@@ -76,17 +80,26 @@ def _duration(duration: timedelta) -> str:
     return span(duration.total_seconds())
 
 
-def _ceiling(field: str, ceiling: int | float) -> str:
-    return f"{code(field, 100)} up to {code(str(ceiling), 60)}"
+def _ceiling(
+    field: str, ceiling: int | float, formats: Formats, arguments: Mapping[str, JsonValue]
+) -> str:
+    """ "*Amount* up to `450.00 USD`": the ceiling in the operation's terms (``arguments``, the
+    values it sits among, give money its currency)."""
+    shown = show_value(formats.get(field), ceiling, arguments)
+    return f"*{_label(formats, field)}* up to {code(shown, 60)}"
+
+
+def _label(formats: Formats, field: str) -> str:
+    return clip(inert(field_label(formats, field)), 100)
 
 
 def _calls(count: int) -> str:
     return f"{count} call{'s' if count != 1 else ''}"
 
 
-def _varying(varying: Sequence[str], ceiling: str) -> str:
+def _varying(varying: Sequence[str], ceiling: str, formats: Formats) -> str:
     """The arguments besides the ceiling that a covered call may change, if any."""
-    others = [code(name, 100) for name in varying if name != ceiling]
+    others = [f"*{_label(formats, name)}*" for name in varying if name != ceiling]
     if not others:
         return "every other argument as approved"
     return f"every other argument as approved except {', '.join(others)}"
@@ -97,11 +110,15 @@ def standing_modal(
     standing: StandingPolicy,
     choices: Sequence[timedelta],
     uses: Sequence[int] = (),
+    formats: Formats | None = None,
 ) -> dict[str, Any]:
     """The modal that asks how long similar calls may be approved automatically, and how many
-    (``uses``, largest last; none: no choice, the rule's ``max_uses``); private_metadata is the
-    proposal id, each option's value a duration ("1h", "7d") or a number of calls."""
+    (``uses``, largest last; none: no choice, the rule's ``max_uses``), its figures in the
+    operation's terms (``formats``); private_metadata is the proposal id, each option's value a
+    duration ("1h", "7d") or a number of calls."""
+    shown = formats or {}
     ceiling = proposal.arguments.get(standing.ceiling)
+    limit = ceiling if isinstance(ceiling, int | float) else 0
     options = [
         {"text": plain(_duration(choice), 75), "value": format_duration(choice)}
         for choice in choices
@@ -119,8 +136,8 @@ def standing_modal(
                 f"This call is approved and executed now. For the time you choose, later calls "
                 f"of {code(proposal.operation, 200)} by agent *{escape(proposal.agent)}* that "
                 f"policy rule {code(proposal.rule_id or '', 120)} would ask for, with "
-                f"{_ceiling(standing.ceiling, ceiling if isinstance(ceiling, int | float) else 0)}"
-                f" and {_varying(standing.varying, standing.ceiling)}, are approved "
+                f"{_ceiling(standing.ceiling, limit, shown, proposal.arguments)}"
+                f" and {_varying(standing.varying, standing.ceiling, shown)}, are approved "
                 f"automatically, at most {_calls(standing.max_uses)}, audited, and can be "
                 "revoked with `/countersign standing`. Calls its requester makes are never "
                 "covered by a rule they granted."
@@ -160,13 +177,14 @@ def _uses_input(uses: Sequence[int]) -> Blocks:
     ]
 
 
-def granted_text(standing_rule_id: str, grant: Grant) -> str:
-    """What the granter sees, only to them, once the rule exists."""
+def granted_text(standing_rule_id: str, grant: Grant, formats: Formats | None = None) -> str:
+    """What the granter sees, only to them, once the rule exists (figures through ``formats``)."""
+    shown = formats or {}
     return clip(
         f":white_check_mark: Approved, and standing rule {code(standing_rule_id, 60)} allows "
         f"similar {code(grant.operation, 200)} calls by agent *{escape(grant.agent)}* with "
-        f"{_ceiling(grant.ceiling_field, grant.ceiling)} and "
-        f"{_varying(grant.varying, grant.ceiling_field)}, {_calls(grant.max_uses)} at most, "
+        f"{_ceiling(grant.ceiling_field, grant.ceiling, shown, grant.arguments)} and "
+        f"{_varying(grant.varying, grant.ceiling_field, shown)}, {_calls(grant.max_uses)} at most, "
         f"until {when(grant.expires_at)}: {grant.max_uses} use"
         f"{'s' if grant.max_uses != 1 else ''} remaining. "
         "Revoke it with `/countersign standing`.",
@@ -174,12 +192,20 @@ def granted_text(standing_rule_id: str, grant: Grant) -> str:
     )
 
 
-def standing_list_blocks(rules: Sequence[StandingRule], *, now: datetime) -> Blocks:
-    """``/countersign standing``: the active standing rules, each with a Revoke button."""
+def standing_list_blocks(
+    rules: Sequence[StandingRule],
+    *,
+    now: datetime,
+    formats_of: Callable[[str], Formats] | None = None,
+) -> Blocks:
+    """``/countersign standing``: the active standing rules, each with a Revoke button, their
+    figures in each operation's terms (``formats_of(operation)``)."""
     if not rules:
         return [section("No standing rules are active.")]
     blocks: Blocks = [header("Active standing rules")]
     for rule in rules[:LISTED]:
+        shown = formats_of(rule.operation) if formats_of is not None else {}
+        ceiling = _ceiling(rule.ceiling_field, rule.ceiling, shown, rule.arguments)
         uses = (
             f"{_calls(rule.uses)} approved so far, {rule.remaining} of {rule.max_uses} "
             f"use{'s' if rule.max_uses != 1 else ''} remaining"
@@ -193,8 +219,8 @@ def standing_list_blocks(rules: Sequence[StandingRule], *, now: datetime) -> Blo
                     "verbatim": True,
                     "text": clip(
                         f"*{escape(rule.operation)}* by agent *{escape(rule.agent)}*, rule "
-                        f"{code(rule.rule_id, 120)}: {_ceiling(rule.ceiling_field, rule.ceiling)}"
-                        f", {_varying(rule.varying, rule.ceiling_field)}"
+                        f"{code(rule.rule_id, 120)}: {ceiling}"
+                        f", {_varying(rule.varying, rule.ceiling_field, shown)}"
                         f"\nGranted by {mention(rule.created_by)} · expires "
                         f"{when(rule.expires_at)} ({remaining(rule.expires_at, now)}) · {uses}"
                         f" · {code(rule.id, 60)}",
@@ -236,8 +262,7 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
         header(f"Review: {proposal.preview.title}"),
         *field_sections(fields, budget=3),
         section(
-            f"*Approved automatically by* {why}, without asking anyone.\n"
-            f"{inert(proposal.policy_note)}"
+            f"*Approved automatically by* {why}, without asking anyone.\n{why_asked(proposal)}"
         ),
         section(state_line(proposal)),
         context(

@@ -59,7 +59,9 @@ class StandingAdmin:
         now = self._clock()
         active = await self._service.store.standing().active_standing_rules(now=now, limit=100)
         mine = [rule for rule in active if await self._holds(user, self._admin_roles(rule))]
-        return f"{len(mine)} active standing rule(s)", standing_list_blocks(mine, now=now)
+        return f"{len(mine)} active standing rule(s)", standing_list_blocks(
+            mine, now=now, formats_of=self._service.publisher.formats_of
+        )
 
     async def revoke(self, standing_rule_id: str, *, user: str, channel: str | None) -> bool:
         """A Revoke click: check the clicker, revoke once, tell them (privately)."""

@@ -27,7 +27,8 @@ from pydantic import JsonValue
 from bot.render import standing as render_standing
 from contracts.canonical import binding_hash
 from contracts.durations import format_duration, parse_duration
-from contracts.policy import Ask, AskRule, Auto, Decision, PolicyTable
+from contracts.formats import Formats
+from contracts.policy import Ask, AskRule, Auto, Condition, Decision, PolicyTable
 from contracts.standing import (
     Grant,
     StandingPolicy,
@@ -111,8 +112,10 @@ async def cover(
     requested_by: str,
     members: Mapping[str, frozenset[str]],
     now: datetime,
+    formats: Formats | None = None,
 ) -> tuple[Decision, StandingRule | None]:
-    """``decision``, or an automatic approval when an active standing rule covers the call.
+    """``decision``, or an automatic approval when an active standing rule covers the call;
+    its note shows the ceiling through the operation's ``formats``.
 
     Only an Ask of a rule that allows standing rules (as configured now) can be covered; the
     standing rule must match the rule's current ceiling field, last no longer than its current
@@ -154,11 +157,17 @@ async def cover(
                 now=now,
             )
         ):
+            within = Condition(
+                field=standing.ceiling,
+                comparison="lte",
+                value=candidate.ceiling,
+                format=(formats or {}).get(standing.ceiling),
+            )
             note = (
                 f"standing rule {candidate.id}, granted by {candidate.created_by} until "
                 f"{candidate.expires_at.astimezone(UTC).isoformat(timespec='seconds')} under "
-                f"rule {rule.id!r}: {standing.ceiling} {value} <= {candidate.ceiling}, the "
-                f"other arguments as approved; use {candidate.uses + 1} of {candidate.max_uses}"
+                f"rule {rule.id!r}: {within.evaluate(arguments)[1]}, the other arguments as "
+                f"approved; use {candidate.uses + 1} of {candidate.max_uses}"
             )
             return Auto(rule_id=rule.id, explanation=note), candidate
     return decision, None
@@ -183,6 +192,7 @@ class StandingGrants:
                 standing,
                 duration_choices(standing.max),
                 uses_choices(standing.max_uses),
+                self._service.publisher.formats_of(proposal.operation),
             )
             await self._service.publisher.open_view(proposal, trigger_id, modal)
 
@@ -250,7 +260,8 @@ class StandingGrants:
             await service.not_claimed(result, user=user, channel=None)
             return None
         service.changed(result.proposal)
-        text = render_standing.granted_text(standing_rule_id, grant)
+        formats = service.publisher.formats_of(grant.operation)
+        text = render_standing.granted_text(standing_rule_id, grant, formats)
         await service.tell(result.proposal, None, user, text)
         return await service.execute(result.proposal)
 

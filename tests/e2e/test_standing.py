@@ -193,7 +193,7 @@ async def test_an_admins_approve_and_allow_similar_executes_it_and_grants_a_stan
     assert view.view["callback_id"] == "approve_standing"
     assert view.view["private_metadata"] == created["id"]
     rendered = json.dumps(view.view["blocks"])
-    assert "50000" in rendered and "amount_cents" in rendered
+    assert "*Amount* up to `500.00 USD`" in rendered and "amount_cents" not in rendered
     options = view.view["blocks"][1]["element"]["options"]
     assert [o["value"] for o in options] == ["1h", "4h", "8h", "1d", "3d", "7d"]
     assert (await cs.store.get_proposal(created["id"])).status == "pending"  # not yet
@@ -459,7 +459,7 @@ async def test_admins_list_and_revoke_standing_rules_from_slack(cs: Countersign)
         if block.get("accessory", {}).get("action_id") == REVOKE_STANDING
     ]
     assert revoke["value"] == rule.id
-    assert "50000" in json.dumps(listed["blocks"])
+    assert "*Amount* up to `500.00 USD`" in json.dumps(listed["blocks"])
     assert "Only people holding finance-admins" in refused_list["text"]
 
     # someone who is not an admin cannot revoke it, even with a forged click

@@ -7,10 +7,12 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from slack_sdk.models.views import View
 
 from bot.render import proposal as render
 from bot.render import standing as render_standing
+from contracts.operations.refund import InMemoryLedger, Refund
 from contracts.outcomes import Succeeded
 from contracts.standing import StandingPolicy, duration_choices, uses_choices
 from store.lifecycle import Status
@@ -60,9 +62,15 @@ def test_a_pending_proposal_offers_allow_similar_only_when_asked_to() -> None:
 
 
 def test_the_grant_modal_offers_durations_up_to_the_max_and_shows_the_ceiling() -> None:
-    proposal = make_proposal(agent=INJECTION)
+    proposal = make_proposal(
+        agent=INJECTION,
+        arguments={"payment_id": "pay_123", "amount_cents": 12000, "currency": "USD"},
+    )
+    formats = Refund(InMemoryLedger()).field_formats()
 
-    modal = render_standing.standing_modal(proposal, STANDING, duration_choices(STANDING.max))
+    modal = render_standing.standing_modal(
+        proposal, STANDING, duration_choices(STANDING.max), formats=formats
+    )
 
     View(**modal).validate_json()
     assert modal["private_metadata"] == proposal.id
@@ -72,7 +80,8 @@ def test_the_grant_modal_offers_durations_up_to_the_max_and_shows_the_ceiling() 
         "1 hour", "4 hours", "8 hours", "1 day", "3 days", "7 days",
     ]  # fmt: skip
     text = json.dumps(modal["blocks"][0])
-    assert "12000" in text and "amount_cents" in text
+    assert "*Amount* up to `120.00 USD`" in text  # in the operation's terms
+    assert "12000" not in text and "amount_cents" not in text
     assert "<!channel>" not in text  # the agent's name is escaped
 
 
@@ -90,7 +99,7 @@ def test_the_grant_modal_offers_uses_up_to_the_rules_max_uses_and_says_what_is_b
     assert select["initial_option"]["value"] == "25"
     text = json.dumps(modal["blocks"][0])
     assert "at most 25 calls" in text
-    assert "every other argument as approved except `note`" in text
+    assert "every other argument as approved except *Note*" in text
 
 
 def test_the_granter_and_the_list_see_the_remaining_uses() -> None:
@@ -146,3 +155,49 @@ def test_a_review_post_asks_for_a_verdict_then_shows_it() -> None:
     assert buttons(judged["blocks"]) == []
     assert "Should have been asked" in json.dumps(judged["blocks"])
     assert "U0REVIEWER" in json.dumps(judged["blocks"])
+
+
+SR = "sr_0123456789abcdef0123456789abcdef"
+STANDING_NOTE = (
+    f"standing rule {SR}, granted by U0ADA until 2024-05-01T16:09:26+00:00 under rule 'refunds': "
+    "Amount 300.00 USD ≤ 500.00 USD limit, the other arguments as approved; use 1 of 5"
+)
+
+
+def test_a_call_a_standing_rule_approved_mentions_the_granter_and_reads_its_end_as_a_date() -> None:
+    proposal = make_proposal(
+        status=Status.SUCCEEDED,
+        decision="auto",
+        rule_id="refunds",
+        channel=None,
+        standing_rule_id=SR,
+        policy_note=STANDING_NOTE,
+        outcome=Succeeded(result={"refund_id": "re_1"}),
+    )
+
+    text = json.dumps(render_standing.review_message(proposal)["blocks"], ensure_ascii=False)
+
+    assert (
+        f"standing rule `{SR}`, granted by <@U0ADA> until "
+        "<!date^1714579766^{date_short_pretty} at {time}|2024-05-01 16:09 UTC>: "
+        "Amount 300.00 USD ≤ 500.00 USD limit, the other arguments as approved; use 1 of 5 "
+        "(rule *refunds*)"
+    ) in text
+    assert "2024-05-01T16:09:26" not in text
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        STANDING_NOTE.replace("U0ADA", "<!channel>"),  # not a user id: nothing is mentioned
+        STANDING_NOTE.replace(SR, "sr_ffff"),  # another standing rule than the proposal's
+    ],
+)
+def test_a_note_that_is_not_the_proposals_standing_rule_stays_inert(note: str) -> None:
+    proposal = make_proposal(
+        decision="auto", rule_id="refunds", standing_rule_id=SR, policy_note=note
+    )
+
+    text = json.dumps(render_standing.review_message(proposal)["blocks"], ensure_ascii=False)
+
+    assert "<@U0ADA>" not in text and "<!channel>" not in text and "<!date^1714579766" not in text
