@@ -165,16 +165,16 @@ def _applied(
     """For each click sent whose proposal was executed, when (seconds after ``start``) its
     message was last updated: the outcome shown, so the decision applied."""
     to_perf = time.perf_counter() - time.time()
-    updated: dict[str, float] = {}
+    updated: dict[str, float] = {}  # message ts -> its last update, Unix seconds
     for call in stage.slack.calls("chat.update"):
         if call.status == 200 and call.response.get("ok", True):
-            updated[str(call.args.get("ts"))] = call.at.timestamp() + to_perf
+            updated[str(call.args.get("ts"))] = call.at.timestamp()
     applied = {}
     for n in sent:
         proposal_id, ts = clicked[n]
         done = stage.target.executed.get(str(idempotency_key(proposal_id)))
         if done is not None and ts in updated and updated[ts] >= done:
-            applied[n] = updated[ts] - start
+            applied[n] = updated[ts] + to_perf - start
     return applied
 
 

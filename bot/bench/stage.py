@@ -122,12 +122,14 @@ def config_text(store_url: str, target_url: str) -> str:
 class Target:
     """The execution target: answers every execution at once and records when it came."""
 
-    executed: dict[str, float] = field(default_factory=dict)  #: proposal key -> perf_counter
+    #: proposal key -> when its execution arrived, in Unix seconds: the clock the local Slack
+    #: records its calls with, so that the two can be ordered
+    executed: dict[str, float] = field(default_factory=dict)
     delay: float = 0.0  #: seconds each execution takes before its answer (0: none)
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.json()
-        self.executed.setdefault(str(body.get("proposal_key")), time.perf_counter())
+        self.executed.setdefault(str(body.get("proposal_key")), time.time())
         if self.delay:
             await asyncio.sleep(self.delay)
         return web.json_response({"ok": True})
