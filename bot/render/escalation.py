@@ -135,11 +135,30 @@ def _quote_lines(escaped: str) -> str:
     return "\n".join(f">{line}" for line in lines)
 
 
+#: How each signal reads, in the order shown.
+_SIGNAL_LABELS: Final = {
+    "failed_turns": "Failed turns",
+    "error_codes": "Error codes",
+    "sentiment_scores": "Sentiment scores",
+    "topic_labels": "Topics",
+    "confidence": "Confidence",
+    "retrieval_hits": "Documents found",
+}
+
+
 def _signals(signals: Signals) -> str:
+    """ "Failed turns `4` · Error codes `E500, E500`": each measured signal under its label, its
+    values (the agent's) in code spans."""
     measured = signals.model_dump(exclude_defaults=True, exclude={"customer_quote"}, mode="json")
     if not measured:
         return "none"
-    return code(json.dumps(measured, ensure_ascii=False, separators=(", ", ": ")), 1500)
+    parts = []
+    for name, value in measured.items():
+        values = value if isinstance(value, list) else [value]
+        shown = ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
+        label = _SIGNAL_LABELS.get(name, name.replace("_", " ").capitalize())
+        parts.append(f"{label} {code(shown, 200)}")
+    return " · ".join(parts)  # six signals at most: well within a context element
 
 
 def _status_word(escalation: Escalation) -> str:

@@ -776,8 +776,26 @@ def busy_text() -> str:
 
 
 def refusal_text(reason: str) -> str:
-    """What a person who may not do what they clicked sees, only to them."""
-    return clip(f":no_entry_sign: Countersign did not do that: {escape(reason)}", SECTION_MAX)
+    """What a person who may not do what they clicked sees, only to them. A time in the reason
+    ("it expired at 2031-03-14T13:42:00+00:00", as the store words it) reads as Slack shows
+    times: "it expired today at 13:42"."""
+    text = _ISO_TIME.sub(_slack_time, escape(reason))
+    return clip(f":no_entry_sign: Countersign did not do that: {text}", SECTION_MAX)
+
+
+#: A moment as the store and the services write it in a reason, with the "at" before it.
+_ISO_TIME: Final = re.compile(
+    r"(?:\bat )?\b([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?"
+    r"(?:[+-][0-9]{2}:[0-9]{2}|Z))"
+)
+
+
+def _slack_time(found: re.Match[str]) -> str:
+    try:
+        moment = datetime.fromisoformat(found.group(1).replace("Z", "+00:00"))
+    except ValueError:
+        return found.group(0)
+    return when(moment)
 
 
 def already_decided_text(proposal: Proposal) -> str:

@@ -1,11 +1,18 @@
 """What approvers read shows figures in the operation's own terms: no raw field key and no value
 in minor units, for the demo's refunds (USD and EUR) and a configured operation, through the
 channel message, an edit, the outcome in the thread, a digest's thread, the Home tab and
-``/countersign show``; and the message's order."""
+``/countersign show``, the edit, reject and Show full modals, refusals, reminders, the superseded
+reply, standing rules (modal, confirmation, list, the review of a call one approved) and
+escalations; and the message's order.
+
+Two places name fields as they run, on purpose and apart: Show full's small print ("amount_cents
+= 45000", under the labelled, formatted lines) and the edit modal's hints ("Field amount_cents.";
+a money input holds minor units as the request does, and its hint says so)."""
 
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -13,9 +20,15 @@ from typing import Any
 
 import pytest
 
+from bot.edit_form import edit_form
 from bot.render import digest as render_digest
+from bot.render import edit as render_edit
+from bot.render import escalation as render_escalation
+from bot.render import full as render_full
 from bot.render import home as render_home
 from bot.render import proposal as render
+from bot.render import reminders as render_reminders
+from bot.render import standing as render_standing
 from contracts.base import Context, Operation
 from contracts.formats import FieldFormat
 from contracts.operations.refund import InMemoryLedger, Refund
@@ -23,8 +36,12 @@ from contracts.operations.webhook import from_config as webhook_from_config
 from contracts.outcomes import Succeeded
 from contracts.policy import Ask, PolicyTable
 from contracts.registry import Registry
+from contracts.standing import Grant, StandingPolicy, duration_choices, uses_choices
+from store.escalations import Escalation, EscalationStatus
 from store.lifecycle import Status
+from store.standing import StandingRule
 from tests.bot.render.test_proposal import NOW, make_proposal, mrkdwn_texts
+from tests.store.escalation_conformance import new_escalation
 
 DEMO = Path(__file__).parents[3] / "bot" / "sandbox" / "demo.toml"
 
@@ -250,3 +267,192 @@ def test_formats_of_no_operation_show_the_field_name_as_words() -> None:
         {"unused": FieldFormat(label="Unused")},
     )
     assert "*Export id*\nex_1" in mrkdwn_texts(reply)
+
+
+# --- modals, refusals, reminders, standing rules and escalations ----------------------------------
+
+SR = "sr_0123456789abcdef0123456789abcdef"
+#: an ISO time as the store writes one, which a person should never read
+ISO_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}")
+SMALL_PRINT = "As the operation receives them (JSON):"
+
+
+def shown_texts(view: dict[str, Any]) -> list[str]:
+    """Every text a person reads in a message or view: mrkdwn and plain text alike."""
+    texts: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") in ("mrkdwn", "plain_text"):
+                texts.append(node["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(view.get("blocks", []))
+    return texts
+
+
+def small_print_apart(view: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Show full without its small print, and the small print."""
+    blocks, small = [], []
+    for block in view["blocks"]:
+        texts = shown_texts({"blocks": [block]})
+        if block["type"] == "context" and (small or texts[0].startswith(SMALL_PRINT)):
+            small += texts
+        else:
+            if block["type"] == "divider":
+                small.append("")  # the next proposal's small print starts afresh
+            blocks.append(block)
+    return {**view, "blocks": blocks}, "\n".join(small)
+
+
+def every_other_text(
+    operation: Operation[Any, Any], proposal: Any, edited: Any, standing: StandingPolicy
+) -> tuple[str, str]:
+    """Every text but the channel message's family, and Show full's small print."""
+    formats = operation.field_formats()
+    arguments = proposal.arguments
+    ceiling = arguments[standing.ceiling]
+    grant = Grant(
+        operation=operation.name,
+        agent=proposal.agent,
+        rule_id=proposal.rule_id,
+        ceiling_field=standing.ceiling,
+        ceiling=ceiling,
+        arguments={k: v for k, v in arguments.items() if k != standing.ceiling},
+        varying=standing.varying,
+        max_uses=5,
+        created_by="U0ADA",
+        created_from=proposal.id,
+        created_at=NOW,
+        expires_at=NOW + timedelta(days=1),
+    )
+    rule = StandingRule(**grant.model_dump(), id=SR, uses=1)
+    note = (
+        f"standing rule {SR}, granted by U0ADA until 2024-05-02T12:00:00+00:00 under rule "
+        f"'{proposal.rule_id}': {formats[standing.ceiling].label} (see the operation), the other "
+        "arguments as approved; use 2 of 5"
+    )
+    auto = proposal.model_copy(
+        update={
+            "decision": "auto",
+            "standing_rule_id": SR,
+            "policy_note": note,
+            "status": Status.SUCCEEDED,
+            "outcome": Succeeded(result={}),
+        }
+    )
+    superseded = proposal.model_copy(
+        update={
+            "status": Status.SUPERSEDED,
+            "superseded_by": edited.id,
+            "decided_by": "U0MARCUS",
+            "decided_at": NOW,
+        }
+    )
+    full, small = small_print_apart(render_full.full_view(proposal, formats))
+    escalation = Escalation.model_validate(
+        {
+            **new_escalation(NOW).model_dump(),
+            "status": EscalationStatus.OPEN,
+            "announced_at": NOW,
+            "updated_at": NOW,
+        }
+    )
+    form = edit_form(operation.request_schema(), proposal.request)
+    views = [
+        render_edit.edit_modal(proposal, form, formats),
+        render.reject_modal(proposal),
+        full,
+        render_edit.superseded_reply(superseded, edited, link=None, formats=formats),
+        {"blocks": [render.section(render.refusal_text(f"it expired at {NOW.isoformat()}"))]},
+        {"blocks": [render.section(render.already_decided_text(auto))]},
+        render_reminders.reminder_reply(
+            proposal, now=NOW, approvers=["U0SAM"], extend_by=timedelta(minutes=30)
+        ),
+        render_standing.standing_modal(
+            proposal, standing, duration_choices(standing.max), uses_choices(5), formats
+        ),
+        {"blocks": [render.section(render_standing.granted_text(SR, grant, formats))]},
+        {
+            "blocks": render_standing.standing_list_blocks(
+                [rule], now=NOW, formats_of=lambda _: formats
+            )
+        },
+        render_standing.review_message(auto),
+        render_escalation.escalation_message(escalation),
+        render_escalation.hand_back_modal(escalation),
+    ]
+    text = "\n".join(t for view in views for t in shown_texts(view))
+    for field in form.fields:  # the edit modal names each field as it runs, in its hint
+        text = text.replace(f"Field {field.name}.", "")
+    return text, small
+
+
+@pytest.mark.parametrize(("payment", "amount"), [("pay_1002", 45000), ("pay_1005", 8900)])
+async def test_modals_refusals_reminders_standing_rules_and_escalations_in_own_terms(
+    payment: str, amount: int
+) -> None:
+    refund, table = demo_refund()
+    request = {"payment_id": payment, "amount_cents": amount, "reason": "duplicate"}
+    proposal, _ = await proposals_of(refund, table, request)
+    edited, _ = await proposals_of(refund, table, {**request, "amount_cents": amount - 1000})
+    edited = edited.model_copy(update={"id": "cs_edit00000001", "supersedes": proposal.id})
+    standing = StandingPolicy(
+        max=timedelta(days=7), admins=("finance-admins",), ceiling="amount_cents"
+    )
+
+    text, small = every_other_text(refund, proposal, edited, standing)
+
+    assert_in_own_terms(text, refund, proposal.arguments)
+    assert not ISO_TIME.search(text), "an ISO time shown"
+    currency = proposal.arguments["currency"]
+    shown = f"{amount / 100:,.2f} {currency}"
+    assert f"Amount: {shown}" in text  # Show full, labelled
+    assert f"amount_cents = {amount}" in small  # and as it runs, in small print
+    assert f"payment_id = {json.dumps(payment)}" not in small  # shown as is above: not twice
+    assert "payment_id = (as above)" in small
+    assert f"In minor units (cents) of {currency}: it is {shown} now." in text  # the edit modal
+    assert f"*Amount* up to `{shown}`" in text  # the standing rule's ceiling
+    assert "granted by <@U0ADA> until <!date^" in text  # the review of a covered call
+    assert "Countersign did not do that: it expired <!date^" in text
+    assert f"*Amount*: `{shown}` → `{(amount - 1000) / 100:,.2f} {currency}`" in text
+    assert "Failed turns `4` · Error codes `E500, E500`" in text  # an escalation's signals
+
+
+async def test_a_configured_operations_modals_and_standing_rules_read_in_its_terms() -> None:
+    operation = campaign()
+    table = PolicyTable.load(
+        [
+            {
+                "id": "campaigns",
+                "operation": "crm.send_campaign",
+                "when": [{"field": "budget_cents", "lte": "5000.00 EUR"}],
+                "decision": "ask",
+                "approvers": ["marketing"],
+                "channel": "C0MARKETING",
+            }
+        ],
+        registry=Registry([operation]),
+        roles={"marketing": ["U0SAM"]},
+    )
+    request = {"recipients": 1200, "budget_cents": 250000}
+    proposal, _ = await proposals_of(operation, table, request)
+    edited, _ = await proposals_of(operation, table, {**request, "budget_cents": 200000})
+    edited = edited.model_copy(update={"id": "cs_edit00000001", "supersedes": proposal.id})
+    standing = StandingPolicy(
+        max=timedelta(days=7), admins=("marketing",), ceiling="budget_cents", vary=("recipients",)
+    )
+
+    text, small = every_other_text(operation, proposal, edited, standing)
+
+    assert_in_own_terms(text, operation, request)
+    assert not ISO_TIME.search(text), "an ISO time shown"
+    assert "Budget: 2,500.00 EUR" in text and "Recipients: 1,200 customers" in text
+    assert "budget_cents = 250000" in small and "recipients = 1200" in small
+    assert "*Budget* up to `2,500.00 EUR`" in text
+    assert "every other argument as approved except *Recipients*" in text
+    assert "*Budget*: `2,500.00 EUR` → `2,000.00 EUR`" in text
