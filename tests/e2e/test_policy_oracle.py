@@ -98,4 +98,5 @@ async def test_an_ask_tells_the_agent_the_rule_and_the_approver_the_condition(
     assert denied["policy"]["note"] == "Refunds over 2,000.00 go through the manual process."
     found = await cs.posted(asked["id"])
     shown = json.dumps(cs.slack.message(REFUNDS_CHANNEL, found.slack_ts).blocks)
-    assert "amount_cents" in shown and "200000" in shown
+    # the approver is told why, in the operation's terms: the amount and the rule's limit
+    assert "2,000.00 USD limit" in shown and "1,200.00 USD" in shown
