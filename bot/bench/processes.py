@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import socket
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import aiohttp
 
-__all__ = ["ServerProcess", "free_port", "rss_bytes"]
+__all__ = ["ServerProcess", "cpu_seconds", "free_port", "rss_bytes"]
 
 STARTUP_SECONDS = 30.0
 STOP_SECONDS = 10.0
@@ -36,6 +37,17 @@ def rss_bytes(pid: int) -> int | None:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user and system) process ``pid`` has used so far, in seconds (Linux
+    ``/proc``), or None where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # after the command's name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class ServerProcess:
@@ -78,6 +90,9 @@ class ServerProcess:
 
     def rss(self) -> int | None:
         return rss_bytes(self.pid)
+
+    def cpu_seconds(self) -> float | None:
+        return cpu_seconds(self.pid)
 
     async def stop(self) -> None:
         """SIGTERM, then SIGKILL if it does not stop in time."""

@@ -11,7 +11,7 @@ import secrets
 import sqlite3
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +23,7 @@ from bot.bench import scenarios
 from bot.bench.floors import bolt_floor, http_floor, store_floor
 from bot.bench.report import Measurement, render_table, write_json
 from bot.bench.scale import ScaleStore, scale
-from bot.bench.stage import CLICK_REQUESTERS, SPREAD_LANES, running_stage
+from bot.bench.stage import CLICK_REQUESTERS, SPREAD_LANES, Stage, running_stage
 from contracts.redaction import shown_store_url
 
 __all__ = ["BenchOptions", "add_bench_arguments", "bench_command", "run_bench"]
@@ -200,9 +200,9 @@ async def run_bench(
             floor_a = done(await store_floor(main_url, work, d, durable=True))
             async with running_stage(work, main_url, instances=options.instances) as stage:
                 done(await http_floor(stage, d, clients=scenarios.AGENTS))
-                ingest = done(await scenarios.ingest(stage, d, backend=backend))
+                ingest = done(await _with_cpu(stage, scenarios.ingest(stage, d, backend=backend)))
                 ingest.against(floor_a).judge("ratio ≥ 0.5", _at_least(ingest.ratio, 0.5))
-                auto = done(await scenarios.auto_path(stage, d, backend=backend))
+                auto = done(await _with_cpu(stage, scenarios.auto_path(stage, d, backend=backend)))
                 auto.against(floor_a)
                 steady = max(1, round(scenarios.STEADY_CLICKS_PER_SECOND * d))
                 decided_rate = 0.3 * (floor_a.throughput or 1.0)
@@ -219,7 +219,8 @@ async def run_bench(
                 applied.judge("ratio ≥ 0.3", _at_least(applied.ratio, 0.3))
                 at_100 = done(await scenarios.steady_clicks(stage, prepared, d))
                 at_100.judge("ack p99 < 100 ms", _below(at_100.p99_ms, 100))
-                at_target = done(await scenarios.paced_decisions(stage, prepared, decided_rate))
+                paced_run = scenarios.paced_decisions(stage, prepared, decided_rate)
+                at_target = done(await _with_cpu(stage, paced_run))
                 at_target.against(floor_a)
                 kept_up = at_target.details["told_busy"] == 0 and (
                     at_target.details["applied"] == at_target.details["clicked"]
@@ -259,6 +260,26 @@ async def run_bench(
     if options.json is not None:
         write_json(options.json, rows, _context(options, backend))
     return rows
+
+
+async def _with_cpu(stage: Stage, scenario: Awaitable[Measurement]) -> Measurement:
+    """``scenario``'s row with the CPU time the Countersign instances used meanwhile, and how
+    many of its operations one core of theirs completed per second of CPU (the note says it)."""
+    before = stage.cpu_seconds()
+    row = await scenario
+    after = stage.cpu_seconds()
+    if before is None or after is None or after <= before or not row.count:
+        return row
+    used = after - before
+    row.details.update(
+        server_cpu_seconds=round(used, 2),
+        server_cpu_ms_each=round(1000 * used / row.count, 2),
+        per_server_cpu_second=round(row.count / used, 1),
+        server_cores_busy=round(used / row.seconds, 2) if row.seconds else None,
+    )
+    per_core = f"{row.count / used:,.0f}/s per core"
+    row.note = f"{row.note}; {per_core}" if row.note else per_core
+    return row
 
 
 def _rss_row(rss: int | None, backend: str) -> Measurement:

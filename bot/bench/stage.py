@@ -168,6 +168,11 @@ class Stage:
         """The first instance (the only one unless ``--instances``)."""
         return self.servers[0] if self.servers else None
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the Countersign instances have used so far, together (None: unknown)."""
+        used = [server.cpu_seconds() for server in self.servers]
+        return None if None in used else sum(u for u in used if u is not None)
+
     @property
     def url(self) -> str:
         """The next instance's URL, in turn: the load is spread evenly across them."""

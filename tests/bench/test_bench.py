@@ -94,6 +94,11 @@ async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None
     for name in ("ingest", "auto path", "clicks", "clicks at 100/s", "scale: fetch one"):
         assert rows[name]["count"] > 0 and rows[name]["p99_ms"] is not None, rows[name]
     assert rows["auto path"]["details"]["executed_at_target"] > 0
+    for name in ("ingest", "auto path"):  # the instances' CPU time, and the rate per core
+        used = rows[name]["details"]
+        assert used["server_cpu_seconds"] > 0, rows[name]
+        assert used["per_server_cpu_second"] > 0 and used["server_cpu_ms_each"] > 0, rows[name]
+        assert "per core" in rows[name]["note"]
     assert rows["clicks"]["details"]["executions"] > 0
     clicked = rows["clicks"]["details"]
     assert (
