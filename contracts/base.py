@@ -187,6 +187,12 @@ class Operation(ABC, Generic[ReqT, ArgsT]):
         """Check current state just before execution; a RevisionRequired stops it."""
         return None
 
+    @property
+    def revalidates(self) -> bool:
+        """Whether :meth:`revalidate` checks anything (an operation that overrides it does), so
+        that the current state can be shown to a person before they decide."""
+        return type(self).revalidate is not Operation.revalidate
+
     @abstractmethod
     async def execute(self, arguments: ArgsT, ctx: Context, key: IdempotencyKey) -> Outcome:
         """Carry out the effect exactly as frozen, passing ``key`` on to whatever performs it."""

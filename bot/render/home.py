@@ -4,7 +4,8 @@ answers. Pure functions of stored values and ``now``; no clock, env or I/O.
 The proposals waiting for the person come as the store ranks them: riskiest first (irreversible,
 reversible, read), then soonest expiry; each shows, in the channel message's order, its title,
 Countersign's verdict (risk class, why the policy asked, how many approved so far when it needs
-several, the expiry), who edited it (if it is an edit), its key values, then the agent's
+several, the expiry, the current state when the operation's revalidation was run for the tab:
+:class:`StateCheck`), who edited it (if it is an edit), its key values, then the agent's
 explanation (labelled, inert), who asked, and its buttons, apart from the next by a divider.
 What had to be cut says so, with Show full. Their
 Approve / Reject buttons are the channel message's own (same action ids, the proposal id as the
@@ -14,6 +15,7 @@ only value), so a click here is checked and handled exactly like one in the chan
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
@@ -57,11 +59,27 @@ from store.lifecycle import Status
 
 __all__ = [
     "HOME_BLOCKS_MAX",
+    "StateCheck",
     "help_blocks",
     "home_view",
     "proposal_detail_blocks",
     "waiting_blocks",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class StateCheck:
+    """The operation's revalidation of a pending proposal, run for the Home tab at ``at``: the
+    state it found changed (``reason``, as the operation words it), unchanged (None), or the
+    check could not be made (``failed``, ``reason`` saying why)."""
+
+    at: datetime
+    reason: str | None = None
+    failed: bool = False
+
+
+#: Characters of a revalidation's reason shown.
+STATE_SHOWN: Final = 300
 
 #: Slack's limit for a Home tab.
 HOME_BLOCKS_MAX: Final = 100
@@ -84,16 +102,25 @@ def home_view(
     previous: Mapping[str, Proposal] | None = None,
     beyond: Mapping[str, int] | None = None,
     formats_of: Callable[[str], Formats] | None = None,
+    current: Mapping[str, StateCheck] | None = None,
 ) -> dict[str, Any]:
     """The Home tab: a notice (the answer to a click made here), what waits for the person,
     the escalations they own, the agents acting for them (delegations, with Revoke) and their
-    recent decisions. ``formats_of`` says how each operation shows its fields."""
+    recent decisions. ``formats_of`` says how each operation shows its fields; ``current``
+    maps a waiting proposal's id to its last revalidation, if one was run for the tab."""
     blocks: Blocks = []
     if notice:
         blocks += [section(clip(notice, SECTION_MAX)), {"type": "divider"}]
     blocks += [
         header("Waiting for your decision"),
-        *waiting_blocks(waiting, now=now, previous=previous, beyond=beyond, formats_of=formats_of),
+        *waiting_blocks(
+            waiting,
+            now=now,
+            previous=previous,
+            beyond=beyond,
+            formats_of=formats_of,
+            current=current,
+        ),
     ]
     blocks += [header("Escalations you own"), *_owned_blocks(owned)]
     if delegations:
@@ -109,10 +136,12 @@ def waiting_blocks(
     previous: Mapping[str, Proposal] | None = None,
     beyond: Mapping[str, int] | None = None,
     formats_of: Callable[[str], Formats] | None = None,
+    current: Mapping[str, StateCheck] | None = None,
 ) -> Blocks:
     """The proposals a person may decide, in the order given (riskiest first, then soonest
-    expiry), with their buttons. ``previous`` maps an edit's id to the version it replaced,
-    to list what the edit changed. With ``beyond`` (per agent, its pending proposals not on
+    expiry), with their buttons and, from ``current``, the state their last revalidation
+    found. ``previous`` maps an edit's id to the version it replaced, to list what the edit
+    changed. With ``beyond`` (per agent, its pending proposals not on
     the page: bot/slack/waiting_page.py), the page comes grouped by agent, each group saying how
     many more of that agent's are pending, and a last line counts the other agents'."""
     if not waiting and not beyond:
@@ -143,6 +172,9 @@ def waiting_blocks(
                 f":busts_in_silhouette: {len(counted(proposal))} of {proposal.quorum} approved"
             )
         lines.append(expiry)
+        checked = (current or {}).get(proposal.id)
+        if checked is not None:
+            lines.append(state_line(checked))
         earlier = (previous or {}).get(proposal.id)
         formats = formats_of(proposal.operation) if formats_of is not None else None
         for block in edit_blocks(proposal, earlier, formats):  # who edited it, what changed
@@ -177,6 +209,24 @@ def waiting_blocks(
             context(f"{hidden} more not shown; the riskiest and soonest to expire come first.")
         )
     return blocks
+
+
+def state_line(checked: StateCheck) -> str:
+    """What the operation's revalidation found, and when: the reason is the operation's (or its
+    target's) words, so it is shown inert."""
+    at = f"checked {when(checked.at)}"
+    if checked.failed:
+        why = inert(clip(checked.reason or "no answer", STATE_SHOWN))
+        return (
+            f":grey_question: *Current state:* could not be checked ({why}; {at}). It is checked "
+            "again before anything runs."
+        )
+    if checked.reason is None:
+        return f":mag: *Current state:* unchanged since the preview ({at})."
+    return (
+        f":warning: *Current state has changed:* {inert(clip(checked.reason, STATE_SHOWN))} "
+        f"({at}). Approved now, it would stop before executing and be sent back for revision."
+    )
 
 
 def _group_line(agent: str, more: int) -> str:

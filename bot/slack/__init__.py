@@ -3,8 +3,9 @@ publishing messages, reading people's profiles, and a local Slack-compatible ser
 
 - ``listeners``: the bolt app and the click listeners of proposals
 - ``gate``: Slack's request signature, checked before anything else
-- ``slash``, ``home``, ``show_full``, ``waiting_page``: ``/countersign``, the Home tab, the
-  read-only "Show full" modal, and one fairly shared page of what waits
+- ``slash``, ``home``, ``show_full``, ``waiting_page``, ``current_state``: ``/countersign``,
+  the Home tab, the read-only "Show full" modal, one fairly shared page of what waits, and the
+  current state of what waits (each operation's revalidation, run in the background)
 - ``publish``: messages posted and updated (through the outbox)
 - ``directory``: who people are in Slack, read at click time
 - ``local``, ``local_socket``: a local Slack Web API (and Socket Mode) for tests and the sandbox

@@ -9,7 +9,9 @@ decisions. When something changes for someone (a proposal of a rule they approve
 escalation they own or owned), their tab is published
 again in the background, if they opened it since this process started (the others see a fresh
 tab whenever they open it): at most :data:`REFRESH_MAX` people per change, each once however
-many changes pile up meanwhile.
+many changes pile up meanwhile. Each waiting proposal shows the current state its
+operation's revalidation found, checked in the background (bot/slack/current_state.py): the
+tab is published at once and again when a check it asked for is done.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from bot.escalations.flow import EscalationService
 from bot.render.home import WAITING_SHOWN, home_view
 from bot.service import Service
 from bot.settings import is_user_group
+from bot.slack.current_state import CurrentState
 from bot.slack.waiting_page import WaitingPage, fair_page
 from bot.tasks import BackgroundTasks
 from contracts.policy import AskRule
@@ -64,6 +67,14 @@ class HomeTab:
         self._opened: set[str] = set()  #: who opened their tab since this process started
         self._tasks = BackgroundTasks()
         self._draining = False
+        self._current = CurrentState(
+            service.settings.registry,
+            lambda now: service.operation_context("home", now),
+            clock,
+            self._checked,
+        )
+        #: for each proposal being checked, the people whose tab waits for it
+        self._checking_for: dict[str, set[str]] = {}
 
     async def waiting_for(self, user: str) -> list[Proposal]:
         """The page of pending proposals ``user`` may decide now (see :meth:`waiting_page`)."""
@@ -105,6 +116,9 @@ class HomeTab:
         store = self._service.store
         page = await self.waiting_page(user)
         waiting = list(page.shown)
+        current = self._current.known(waiting)
+        for proposal_id in self._current.request(waiting):
+            self._checking_for.setdefault(proposal_id, set()).add(user)
         view = home_view(
             waiting=waiting,
             beyond=page.beyond,
@@ -115,6 +129,7 @@ class HomeTab:
             delegations=await self._delegations.active_of(user) if self._delegations else (),
             previous=await self.previous_versions(waiting),
             formats_of=self._service.publisher.formats_of,
+            current=current,
         )
         try:
             await self._service.publisher.client.views_publish(user_id=user, view=view)
@@ -130,6 +145,10 @@ class HomeTab:
     async def notice(self, user: str, text: str) -> None:
         """The answer to a click made on the tab, shown at its top."""
         await self.publish(user, notice=text)
+
+    def _checked(self, proposal: Proposal) -> None:
+        """A check of the current state is done: show it to those whose tab asked for it."""
+        self.refresh(self._checking_for.pop(proposal.id, set()))
 
     def refresh(self, users: Iterable[str]) -> None:
         """Publish these people's tabs again soon, in the background (those who opened it)."""
@@ -170,6 +189,7 @@ class HomeTab:
         }
 
     async def close(self) -> None:
+        await self._current.close()
         await self._tasks.drain(timeout=5)
 
 

@@ -112,6 +112,11 @@ class WebhookOperation(DeclaredOperation):
 
     # --- revalidate and execute --------------------------------------------------------------
 
+    @property
+    def revalidates(self) -> bool:
+        """Only with a ``revalidate_url``: without one, nothing is checked."""
+        return self.spec.revalidate_url is not None
+
     async def revalidate(
         self, arguments: WebhookArguments, ctx: Context
     ) -> RevisionRequired | None:
