@@ -21,6 +21,7 @@ from pydantic import JsonValue
 
 from bot.actions import EDIT_FIELD_INPUT
 from contracts.base import FieldProblem
+from contracts.formats import Formats, field_label
 
 __all__ = [
     "MAX_INPUTS",
@@ -107,9 +108,13 @@ def edit_form(schema: Mapping[str, Any], request: JsonValue) -> EditForm:
 
 
 def read_request(
-    form: EditForm, stored: JsonValue, values: Mapping[str, Mapping[str, Any]]
+    form: EditForm,
+    stored: JsonValue,
+    values: Mapping[str, Mapping[str, Any]],
+    formats: Formats | None = None,
 ) -> tuple[dict[str, JsonValue], dict[str, str]]:
-    """The edited request, and an error per input (block id) whose value cannot be read.
+    """The edited request, and an error per input (block id) whose value cannot be read, each
+    naming the field by its label (``formats``), as its input does.
 
     ``values`` is the view's ``state.values``. A field whose input is absent keeps its stored
     value; an input left empty removes the field (the operation's default applies), unless it
@@ -125,7 +130,7 @@ def read_request(
         try:
             empty, value = _read(field, state)
         except ValueError as problem:
-            errors[field.block_id] = _clip(f"{field.name}: {problem}")
+            errors[field.block_id] = _clip(f"{field_label(formats or {}, field.name)}: {problem}")
             continue
         if empty:
             if field.value not in (None, ""):  # emptied: the operation's default applies
@@ -135,17 +140,22 @@ def read_request(
     return request, errors
 
 
-def problem_errors(form: EditForm, problems: Sequence[FieldProblem]) -> dict[str, str]:
+def problem_errors(
+    form: EditForm, problems: Sequence[FieldProblem], formats: Formats | None = None
+) -> dict[str, str]:
     """The contract's ``problems`` as modal errors: each under the input of the field it names
-    (``request.<field>...``), the others under the first input. Empty when there is no input."""
+    (``request.<field>...``, named by its label in ``formats``), the others under the first
+    input. Empty when there is no input."""
     if not form.fields:
         return {}
     by_name = {field.name: field for field in form.fields}
     errors: dict[str, str] = {}
     for problem in problems:
         path = problem.field.removeprefix("request.")
-        field = by_name.get(path.split(".", 1)[0]) or form.fields[0]
-        text = f"{path}: {problem.message}"
+        name = path.split(".", 1)[0]
+        field = by_name.get(name) or form.fields[0]
+        shown = field_label(formats or {}, name) + path[len(name) :] if name in by_name else path
+        text = f"{shown}: {problem.message}"
         earlier = errors.get(field.block_id)
         errors[field.block_id] = _clip(f"{earlier}; {text}" if earlier else text)
     return errors

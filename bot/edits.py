@@ -108,7 +108,8 @@ class EditFlow:
             return EditAnswer()
         operation = self._operation(proposal)
         form = edit_form.edit_form(operation.request_schema(), proposal.request)
-        request, errors = edit_form.read_request(form, proposal.request, submitted.values)
+        formats = operation.field_formats()
+        request, errors = edit_form.read_request(form, proposal.request, submitted.values, formats)
         if errors:
             return EditAnswer(errors=errors)
         if not form.fields:  # a form without inputs changes nothing (and has no Submit)
@@ -120,7 +121,7 @@ class EditFlow:
         try:
             resolved = await operation.resolve(operation.parse_request(request), ctx)
         except ContractViolation as violation:
-            shown = edit_form.problem_errors(form, violation.problems)
+            shown = edit_form.problem_errors(form, violation.problems, formats)
             if not shown:
                 await service.tell(proposal, None, user, render.refusal_text(str(violation)))
             return EditAnswer(errors=shown)

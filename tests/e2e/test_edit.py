@@ -330,13 +330,13 @@ async def test_an_edit_within_the_auto_limit_executes_at_once(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("typed", "expected"),
     [
-        ({"amount_cents": number("12.5")}, "amount_cents: expected a whole number, got '12.5'"),
-        ({"amount_cents": number("-5")}, "amount_cents: Input should be greater than 0"),
+        ({"amount_cents": number("12.5")}, "Amount: expected a whole number, got '12.5'"),
+        ({"amount_cents": number("-5")}, "Amount: Input should be greater than 0"),
         ({"amount_cents": number("999999")}, "expected at most 120000"),
-        ({"payment_id": {"type": "plain_text_input", "value": "card-1"}}, "payment_id: String"),
+        ({"payment_id": {"type": "plain_text_input", "value": "card-1"}}, "Payment: String"),
         (
             {"reason": {"type": "static_select", "selected_option": {"value": "because"}}},
-            "reason: expected one of requested_by_customer, duplicate, fraudulent",
+            "Refund reason: expected one of requested_by_customer, duplicate, fraudulent",
         ),
     ],
 )

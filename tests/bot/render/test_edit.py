@@ -250,12 +250,12 @@ def test_an_emptied_optional_input_removes_the_field_and_an_absent_one_keeps_it(
 @pytest.mark.parametrize(
     ("name", "value", "expected"),
     [
-        ("count", {"type": "number_input", "value": "12.5"}, "count: expected a whole number"),
-        ("ratio", {"type": "number_input", "value": "abc"}, "ratio: expected a number"),
-        ("urgent", option("maybe"), "urgent: expected true or false, got 'maybe'"),
-        ("channel", option("fax"), "channel: expected one of email, sms, got 'fax'"),
-        ("filters", text("{country: NL}"), "filters: expected JSON (Expecting property name"),
-        ("tags", text("[NaN]"), "tags: expected JSON (NaN is not a JSON value"),
+        ("count", {"type": "number_input", "value": "12.5"}, "Count: expected a whole number"),
+        ("ratio", {"type": "number_input", "value": "abc"}, "Ratio: expected a number"),
+        ("urgent", option("maybe"), "Urgent: expected true or false, got 'maybe'"),
+        ("channel", option("fax"), "Channel: expected one of email, sms, got 'fax'"),
+        ("filters", text("{country: NL}"), "Filters: expected JSON (Expecting property name"),
+        ("tags", text("[NaN]"), "Tags: expected JSON (NaN is not a JSON value"),
     ],
 )
 def test_a_value_that_cannot_be_read_is_an_error_naming_the_field_and_what_was_expected(
@@ -280,8 +280,8 @@ def test_contract_problems_land_under_the_input_they_name() -> None:
     errors = problem_errors(form, problems)
 
     assert errors == {
-        "request.count": "count: Input should be greater than 0 (got -1)",
-        "request.filters": "filters.country: unknown country",
+        "request.count": "Count: Input should be greater than 0 (got -1)",
+        "request.filters": "Filters.country: unknown country",
         "request.segment": "request: something about the whole request",
     }
     assert problem_errors(EditForm(fields=()), problems) == {}
