@@ -1,18 +1,23 @@
-"""The audit log, written once for every backend: appending an entry to the hash chain inside the
-caller's transaction, and the verbs that add, read and check entries.
+"""The audit log, written once for every backend: appending an entry inside the caller's
+transaction, sealing entries into the hash chain, and the verbs that add, read and check them.
 
-Every change appends its entry in its own transaction (``tx.append_audit``). Each entry's hash
-covers its content and the previous entry's hash (store/audit.py), and the ``audit_head`` row,
-moved by the database with every append, names the last entry. What differs per backend is how
-an append learns the head: PostgreSQL locks the head row (``audit_head_for_append``, ``FOR
-UPDATE``), so appends from any number of connections form one chain; SQLite's single writer reads
-it once per batch of writes and then follows it in memory (store/sqlite_tx.py).
+Every change appends its entry in its own transaction (``tx.append_audit``). An entry joins the
+chain when it is **sealed**: it is given the next ``seq`` and its ``prev_hash`` and ``hash``
+(store/audit.py), and the ``audit_head`` row moves to it. A backend whose single writer knows the
+head (SQLite, store/sqlite_tx.py) seals each entry as it appends it. Otherwise (PostgreSQL) the
+entry is appended unsealed, so writers never wait for each other on the head, and a sealer seals
+the committed entries in batches, one sealer at a time across instances (it locks the head row
+for the batch; store/audit_sealer.py runs it). docs/audit.md says why.
+
+The reading verbs first wait until every entry committed before they were called is sealed, so
+what they read is the chain as of that moment.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import JsonValue
@@ -20,15 +25,26 @@ from pydantic import JsonValue
 from store.audit import entry_hash, verify_chain
 from store.backend import Backend
 from store.base import AuditEntry, AuditHead, AuditReport, StoreError
-from store.connector import Tx
-from store.rows import audit_entry_from_row, aware, dump_json
+from store.connector import Row, Tx
+from store.rows import audit_entry_from_row, aware, dump_json, read_time
 from store.shield import finish_even_if_cancelled
 from store.verdicts import check_head
 
-__all__ = ["AuditVerbs", "append_entry"]
+__all__ = ["SEAL_BATCH", "Appended", "AuditVerbs", "append_entry", "seal_audit", "seal_pending"]
 
 #: The head row is gone: the table was changed by hand (it is created with the schema).
 _NO_HEAD = "the audit head row is missing; the database was altered by hand"
+
+#: The most entries one sealing transaction seals.
+SEAL_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """An entry just appended: its row's id, and the entry itself when it was sealed at once."""
+
+    id: int  #: the row's identity (on SQLite, which seals at once, its seq)
+    sealed: AuditEntry | None  #: None: the sealer gives it its place in the chain later
 
 
 async def append_entry(
@@ -39,19 +55,22 @@ async def append_entry(
     event: str,
     detail: Mapping[str, JsonValue],
     *,
-    head: tuple[int, str] | None = None,
-) -> AuditEntry:
-    """Append one entry after the head of the chain, inside ``tx``'s transaction.
-
-    ``head`` is the head (seq, hash) when the caller knows it for certain; None reads it with
-    ``audit_head_for_append`` (which, on PostgreSQL, locks it until the transaction ends).
-    """
+    head: tuple[int, str] | None,
+) -> Appended:
+    """Append one entry inside ``tx``'s transaction: sealed after ``head`` (seq, hash) when the
+    caller knows the head for certain, otherwise unsealed, for the sealer."""
     at, detail_text = aware(at, field="now"), dump_json(detail)
     if head is None:
-        row = await tx.one("audit_head_for_append")
-        if row is None:
-            raise StoreError(_NO_HEAD)
-        head = (int(row["seq"]), str(row["hash"]))
+        row = await tx.one(
+            "insert_unsealed_audit_entry",
+            at=at,
+            proposal_id=proposal_id,
+            actor=actor,
+            event=event,
+            detail=detail_text,
+        )
+        assert row is not None  # RETURNING of an INSERT that did not fail
+        return Appended(id=int(row["id"]), sealed=None)
     seq, prev_hash = head[0] + 1, head[1]
     digest = entry_hash(
         prev_hash,
@@ -74,7 +93,52 @@ async def append_entry(
         hash=digest,
     )
     assert row is not None  # RETURNING of an INSERT that did not fail
-    return audit_entry_from_row(row)
+    return Appended(id=seq, sealed=audit_entry_from_row(row))
+
+
+async def seal_pending(tx: Tx, *, limit: int = SEAL_BATCH) -> int:
+    """Seal up to ``limit`` committed unsealed entries, oldest row first, after the head;
+    return how many. The head row stays locked until ``tx`` ends: one sealer at a time."""
+    head = await tx.one("audit_head_for_seal")
+    if head is None:
+        raise StoreError(_NO_HEAD)
+    seq, prev_hash = int(head["seq"]), str(head["hash"])
+    rows = await tx.all("select_unsealed_audit", limit=limit)
+    for row in rows:
+        seq += 1
+        digest = _hash_of(row, seq=seq, prev_hash=prev_hash)
+        await tx.execute(
+            "seal_audit_entry", id=row["id"], seq=seq, prev_hash=prev_hash, hash=digest
+        )
+        prev_hash = digest
+    return len(rows)
+
+
+async def seal_audit(backend: Backend) -> int:
+    """Seal every entry committed before the call (in batches of :data:`SEAL_BATCH`); return
+    how many this call sealed (another sealer may have sealed some of them first)."""
+    sealed = 0
+    while True:
+        async with backend.tx(write=False) as tx:
+            if await tx.one("any_unsealed_audit") is None:
+                return sealed
+        async with backend.tx(write=True) as tx:
+            batch = await seal_pending(tx)
+        sealed += batch
+        if batch < SEAL_BATCH:
+            return sealed
+
+
+def _hash_of(row: Row, *, seq: int, prev_hash: str) -> str:
+    return entry_hash(
+        prev_hash,
+        seq=seq,
+        at=read_time(row["at"]),
+        proposal_id=row["proposal_id"],
+        actor=row["actor"],
+        event=row["event"],
+        detail=json.loads(row["detail"]),
+    )
 
 
 class AuditVerbs(Backend):
@@ -90,11 +154,19 @@ class AuditVerbs(Backend):
         detail: dict[str, JsonValue],
         now: datetime,
     ) -> AuditEntry:
+        """Append the entry in its own transaction and answer it once it is sealed."""
         async with self.tx(write=True) as tx:
-            return await tx.append_audit(now, proposal_id, actor, event, detail)
+            entry_id = await tx.append_audit(now, proposal_id, actor, event, detail)
+        await self.audit_sealed()
+        async with self.tx(write=False) as tx:
+            row = await tx.one("select_audit_entry", id=entry_id)
+        if row is None:
+            raise StoreError(f"audit entry {entry_id} is missing; the database was altered by hand")
+        return audit_entry_from_row(row)
 
     @finish_even_if_cancelled
     async def audit_log(self, proposal_id: str | None = None) -> list[AuditEntry]:
+        await self.audit_sealed()
         async with self.tx(write=False) as tx:
             if proposal_id is None:
                 rows = await tx.all("select_audit_log")
@@ -104,15 +176,17 @@ class AuditVerbs(Backend):
 
     @finish_even_if_cancelled
     async def verify_audit(self) -> AuditReport:
-        """Check the hash chain, then compare its last entry with the audit head.
+        """Seal what has committed, then check the hash chain and compare its last entry with
+        the audit head.
 
-        Both are read from one snapshot, so appends committing meanwhile (in other instances,
-        or other processes on the file) cannot make the head look ahead of the log. The chain
+        Both are read from one snapshot, so entries sealed meanwhile (by other instances, or
+        other processes on the file) cannot make the head look ahead of the log. The chain
         alone shows changed, reordered and missing entries up to its last entry; it cannot show
-        that entries after it were deleted. The head, moved in the transaction of every append,
-        still names the true last entry, so a log that ends before it has lost its tail
-        (reported as the first missing entry).
+        that entries after it were deleted. The head, moved with every sealed entry, still
+        names the true last entry, so a log that ends before it has lost its tail (reported as
+        the first missing entry).
         """
+        await self.audit_sealed()
         async with self.snapshot() as tx:
             entries = [audit_entry_from_row(row) for row in await tx.all("select_audit_log")]
             head = await tx.one("select_audit_head")
@@ -121,6 +195,7 @@ class AuditVerbs(Backend):
 
     @finish_even_if_cancelled
     async def audit_head(self) -> AuditHead:
+        await self.audit_sealed()
         async with self.tx(write=False) as tx:
             head = await tx.one("select_audit_head")
         if head is None:

@@ -12,6 +12,9 @@ they are on its database, and translates its driver's errors at their edge:
 - ``lone_write()``: one statement that changes something and needs nothing else in its
   transaction. PostgreSQL runs it on its own (autocommit: one round trip instead of three);
   SQLite as a write of the group commit.
+- ``audit_sealed()``: returns once every audit entry committed before the call has its place in
+  the hash chain (store/audit_log.py). SQLite seals each entry as it appends it; PostgreSQL's
+  sealer seals them in batches after their transactions commit.
 """
 
 from __future__ import annotations
@@ -38,3 +41,7 @@ class Backend(ABC):
     @abstractmethod
     def lone_write(self) -> AbstractAsyncContextManager[Tx]:
         """A connection for one statement that changes something, committed on its own."""
+
+    @abstractmethod
+    async def audit_sealed(self) -> None:
+        """Return once every audit entry committed before this call is sealed into the chain."""

@@ -15,7 +15,8 @@ What really differs between SQLite and PostgreSQL lives behind that interface, i
   one and not the other, or in common and a dialect too);
 - how a value becomes a parameter (:meth:`Tx.param`: SQLite stores times as fixed-width UTC text
   and arrays as JSON text, PostgreSQL as ``timestamptz`` and ``text[]``);
-- the audit head (SQLite follows it in memory under its single writer, PostgreSQL locks its row),
+- the audit head (SQLite follows it in memory under its single writer and seals each entry as it
+  appends it; PostgreSQL appends entries unsealed, for its sealer),
   the outbox rows a status change enqueues, ``SKIP LOCKED`` and change notifications, and the
   translation of driver errors (at the edge of each backend's ``transaction``).
 
@@ -36,7 +37,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import JsonValue
 
-from store.base import AuditEntry, Proposal
+from store.base import Proposal
 
 __all__ = [
     "Array",
@@ -187,7 +188,7 @@ class Tx(Protocol):
         actor: str,
         event: str,
         detail: Mapping[str, JsonValue],
-    ) -> AuditEntry: ...
+    ) -> int: ...
 
     async def existing_proposal(self, proposal_id: str) -> Proposal: ...
 
@@ -204,4 +205,9 @@ class Connector(Protocol):
     def tx(self, *, write: bool) -> AbstractAsyncContextManager[Tx]:
         """A transaction for a change (``write``), or a connection for reads: driver errors
         are translated to StoreError at its edge, never seen by the verbs."""
+        ...
+
+    async def audit_sealed(self) -> None:
+        """Return once every audit entry committed before the call is sealed into the chain
+        (store/backend.py): read the audit log after it."""
         ...

@@ -298,6 +298,7 @@ class Escalations:
 
     @finish_even_if_cancelled
     async def escalation_log(self, escalation_id: str) -> list[AuditEntry]:
+        await self._backend.audit_sealed()
         async with self._backend.tx(write=False) as tx:
             rows = await tx.all("select_escalation_log", id=escalation_id)
             return [_audit_entry_from_row(row) for row in rows]

@@ -1,7 +1,7 @@
 """One PostgreSQL transaction as the connector's Tx (store/connector.py).
 
 Named queries run with their parameters in ``$n`` order; times are ``timestamptz`` and arrays
-``text[]``. An append to the audit chain locks the head row (rows first, head second).
+``text[]``. Audit entries are appended unsealed: the transaction takes no lock on the chain.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from store.base import AuditEntry
+from store.audit_log import Appended
 from store.connector import Array, Dialect, Row
 from store.rows import aware
 from store.tx import BaseTx
@@ -27,6 +27,8 @@ class PgTx(BaseTx):
 
     def __init__(self, db: Connection) -> None:
         self._db = db
+        #: entries this transaction appended, for the sealer once it commits
+        self.unsealed = 0
 
     @staticmethod
     def param(name: str, value: Any) -> Any:
@@ -55,10 +57,11 @@ class PgTx(BaseTx):
         text, values = self._bound(query, params)
         await self._db.execute(text, *values)
 
-    def take_head(self) -> None:
-        """Never known: every append reads the head row and locks it until the transaction
-        ends (other connections and instances append too)."""
+    async def head_to_follow(self) -> None:
+        """Never known: entries are appended unsealed, so writers on any connection and
+        instance never wait for each other on the head; the sealer seals them once committed
+        (store/audit_sealer.py)."""
         return None
 
-    def moved_head(self, entry: AuditEntry) -> None:
-        """Nothing to remember: the next append reads the head row again."""
+    def appended(self, entry: Appended) -> None:
+        self.unsealed += 1

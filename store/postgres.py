@@ -3,12 +3,13 @@ the pool, its transactions, migrations and the change feed.
 
 An asyncpg connection pool per store. Every write is one transaction (READ COMMITTED); reads run
 on a pooled connection outside a transaction, each statement seeing what has committed. Appends
-to the audit chain lock the single ``audit_head`` row (store/sql/postgres/queries/audit.sql), so
-entries written by any number of connections and processes form one linear hash chain; sweeps
-take their rows with ``FOR UPDATE SKIP LOCKED``, so instances sweeping at once never do one twice,
-nor wait for each other; lock order is always rows first, then the audit head, so writers never
-deadlock. The database announces each committed change; :meth:`PostgresStore.listen` hears them
-all. The verbs are written once over this (store/proposals.py and the modules it gathers).
+to the audit log take no lock on the chain: entries are appended unsealed and the store's sealer
+(store/audit_sealer.py) seals them in batches once committed, one sealer at a time across
+instances on the ``audit_head`` row's lock, so entries written by any number of connections and
+processes form one linear hash chain; sweeps take their rows with ``FOR UPDATE SKIP LOCKED``, so
+instances sweeping at once never do one twice, nor wait for each other. The database announces
+each committed change; :meth:`PostgresStore.listen` hears them all. The verbs are written once
+over this (store/proposals.py and the modules it gathers).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Literal
 import asyncpg
 
 from contracts.redaction import scrub, shown_store_url
+from store.audit_log import seal_audit
+from store.audit_sealer import Sealer
 from store.base import StoreError, StoreUnavailable
 from store.delegations import Delegations
 from store.digests import Digests
@@ -62,6 +65,8 @@ class PostgresStore(ProposalVerbs):
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
         self._escalations: Escalations | None = None
+        #: seals the audit entries this store's writers append unsealed (store/audit_sealer.py)
+        self._sealer = Sealer(lambda: seal_audit(self))
 
     def escalations(self) -> Escalations:
         """The escalations kept in this database, sharing its pool and audit chain."""
@@ -134,7 +139,9 @@ class PostgresStore(ProposalVerbs):
         def listen_connect() -> Awaitable[asyncpg.Connection[asyncpg.Record]]:
             return asyncpg.connect(url, server_settings=settings, timeout=connect_timeout)
 
-        return cls(pool, listen_connect=listen_connect, clock=clock)
+        store = cls(pool, listen_connect=listen_connect, clock=clock)
+        store._sealer.start()  # seals what an instance that stopped may have left unsealed
+        return store
 
     async def listen(self, on_change: Callable[[str], None]) -> None:
         """From now on, call ``on_change(proposal_id)`` whenever any instance creates a proposal
@@ -144,9 +151,12 @@ class PostgresStore(ProposalVerbs):
         await self._changes.subscribe(on_change)
 
     async def close(self) -> None:
-        """Wait for the calls in progress to finish, then close every connection."""
+        """Wait for the calls in progress (and a sealing run) to finish, then close every
+        connection. Entries this store left unsealed are sealed by any other instance within
+        store.audit_sealer.IDLE_SECONDS, or when a store next opens on the database."""
         if not self._closed:
             self._closed = True
+            await self._sealer.close()
             await self._changes.close()
             await self._pool.close()
 
@@ -179,7 +189,10 @@ class PostgresStore(ProposalVerbs):
         statements each see what has committed (store/backend.py)."""
         if write:
             async with self.transaction() as db:
-                yield PgTx(db)
+                tx = PgTx(db)
+                yield tx
+            if tx.unsealed:
+                self._sealer.wake()
         else:
             async with self.connection() as db:
                 yield PgTx(db)
@@ -193,6 +206,11 @@ class PostgresStore(ProposalVerbs):
     def lone_write(self) -> AbstractAsyncContextManager[PgTx]:
         """A pooled connection outside a transaction: the statement commits on its own."""
         return self.tx(write=False)
+
+    async def audit_sealed(self) -> None:
+        """Return once every audit entry committed before the call is sealed (by this store's
+        sealer, or another instance's)."""
+        await self._sealer.sealed()
 
 
 async def _cannot_listen() -> asyncpg.Connection[asyncpg.Record]:

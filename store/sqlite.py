@@ -251,3 +251,6 @@ class SqliteStore(ProposalVerbs):
     def lone_write(self) -> contextlib.AbstractAsyncContextManager[SqliteTx]:
         """A write of the group commit (one statement alone would cost its own COMMIT)."""
         return self.tx(write=True)
+
+    async def audit_sealed(self) -> None:
+        """Nothing to wait for: the writer seals each audit entry as it appends it."""

@@ -1,5 +1,5 @@
 """One SQLite transaction as the connector's Tx (store/connector.py), and the audit head the
-store's single writer follows in memory.
+store's single writer follows in memory, so that it seals each audit entry as it appends it.
 
 Named queries run with named parameters; times are stored as fixed-width UTC text and arrays as
 JSON text (read with ``json_each``).
@@ -14,7 +14,8 @@ from typing import Any
 
 import aiosqlite
 
-from store.base import AuditEntry
+from store.audit_log import Appended
+from store.base import StoreError
 from store.connector import Array, Dialect, Row
 from store.rows import db_time, dump_json
 from store.tx import BaseTx
@@ -70,10 +71,17 @@ class SqliteTx(BaseTx):
     async def execute(self, query: str, /, **params: Any) -> None:
         await self._db.execute(*self._bound(query, params))
 
-    def take_head(self) -> tuple[int, str] | None:
-        """The head this batch of writes followed (None the first time: read it)."""
+    async def head_to_follow(self) -> tuple[int, str]:
+        """The head this batch of writes followed, read from the table the first time. Taken:
+        unknown again until :meth:`appended` names the new one (or the batch forgets it)."""
         head, self._head.last = self._head.last, None
+        if head is None:
+            row = await self.one("select_audit_head")
+            if row is None:
+                raise StoreError("the audit head row is missing; the database was altered by hand")
+            head = (int(row["seq"]), str(row["hash"]))
         return head
 
-    def moved_head(self, entry: AuditEntry) -> None:
-        self._head.last = (entry.seq, entry.hash)
+    def appended(self, entry: Appended) -> None:
+        assert entry.sealed is not None  # sealed after the head this writer follows
+        self._head.last = (entry.sealed.seq, entry.sealed.hash)

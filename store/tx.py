@@ -2,9 +2,9 @@
 written once over its ``one``, ``all`` and ``execute``.
 
 A backend's Tx (store/sqlite_tx.py, store/pg_tx.py) says how a named query and its parameters
-reach its driver (:meth:`BaseTx.param`: times and arrays in the stored form); reading a proposal
-with its approvals, enqueuing the effects of a status and appending to the audit chain are the
-same on both.
+reach its driver (:meth:`BaseTx.param`: times and arrays in the stored form) and whether it
+seals audit entries as it appends them; reading a proposal with its approvals, enqueuing the
+effects of a status and appending to the audit log are the same on both.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import JsonValue
 
 from store.approvals import with_approvals
-from store.audit_log import append_entry
-from store.base import AuditEntry, Proposal
+from store.audit_log import Appended, append_entry
+from store.base import Proposal
 from store.connector import Dialect, Query, Row, load_queries
 from store.outbox import enqueue_effects
 from store.proposals import existing_proposal
@@ -59,24 +59,24 @@ class BaseTx(ABC):
         actor: str,
         event: str,
         detail: Mapping[str, JsonValue],
-    ) -> AuditEntry:
-        """Append one entry to the chain in this transaction, after the head :meth:`take_head`
-        names (or, when it names none, the head read from the table)."""
-        entry = await append_entry(
-            self, at, proposal_id, actor, event, detail, head=self.take_head()
+    ) -> int:
+        """Append one entry in this transaction and return its row's id: sealed at once after
+        the head :meth:`head_to_follow` names, or, when it names none, left for the sealer
+        (store/audit_log.py)."""
+        appended = await append_entry(
+            self, at, proposal_id, actor, event, detail, head=await self.head_to_follow()
         )
-        self.moved_head(entry)
-        return entry
+        self.appended(appended)
+        return appended.id
 
     @abstractmethod
-    def take_head(self) -> tuple[int, str] | None:
-        """The head (seq, hash) the next append follows, when this backend knows it for
-        certain without reading it; None: read it (``audit_head_for_append``). Taken: unknown
-        again until :meth:`moved_head` names the new one."""
+    async def head_to_follow(self) -> tuple[int, str] | None:
+        """The head (seq, hash) the next entry is sealed after, when this backend knows it for
+        certain (its single writer holds the only write lock); None: append it unsealed."""
 
     @abstractmethod
-    def moved_head(self, entry: AuditEntry) -> None:
-        """``entry`` is the chain's new head (committed with this transaction, or not at all)."""
+    def appended(self, entry: Appended) -> None:
+        """``entry`` was appended in this transaction (committed with it, or not at all)."""
 
     async def existing_proposal(self, proposal_id: str) -> Proposal:
         return await existing_proposal(self, proposal_id)

@@ -302,7 +302,7 @@ async def test_a_change_rolled_back_is_never_heard(
     lost, marker = new_proposal(NOW), new_proposal(NOW)
 
     async with raw.transaction():
-        await raw.execute("SELECT * FROM audit_head FOR UPDATE")
+        await raw.execute("LOCK TABLE audit_log IN SHARE MODE")  # the audit append waits
         with pytest.raises(StoreUnavailable):
             await deciding.create_proposal(lost)  # the insert ran, then the transaction failed
     await deciding.create_proposal(marker)
@@ -620,7 +620,7 @@ async def test_a_held_lock_raises_store_unavailable_and_the_store_recovers(
 ) -> None:
     store = await open_pg({"lock_timeout": "200ms"})
     async with raw.transaction():
-        await raw.execute("SELECT * FROM audit_head FOR UPDATE")  # another writer, stuck
+        await raw.execute("LOCK TABLE audit_log IN SHARE MODE")  # another session, stuck
         with pytest.raises(StoreUnavailable, match="lock timeout"):
             await store.create_proposal(new_proposal(NOW))
 
@@ -636,7 +636,7 @@ async def test_a_connection_killed_mid_transaction_raises_store_unavailable_then
     await store.record_event(None, actor="bot", event="before", detail={}, now=NOW)
     pid = await _backend_pid(store)
     async with raw.transaction():
-        await raw.execute("SELECT * FROM audit_head FOR UPDATE")  # the store's append waits
+        await raw.execute("LOCK TABLE audit_log IN SHARE MODE")  # the store's append waits
         lost = asyncio.create_task(
             store.record_event(None, actor="bot", event="lost", detail={}, now=NOW)
         )

@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0013 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0014 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -28,17 +28,20 @@ CREATE TABLE audit_head (
 );
 
 CREATE TABLE audit_log (
-    seq bigint NOT NULL,
+    seq bigint,
     at timestamp with time zone NOT NULL,
     proposal_id text,
     actor text NOT NULL,
     event text NOT NULL,
     detail json NOT NULL,
-    prev_hash text NOT NULL,
-    hash text NOT NULL,
+    prev_hash text,
+    hash text,
+    id bigint NOT NULL,
     CONSTRAINT audit_log_detail_check CHECK ((json_typeof(detail) = 'object'::text)),
-    CONSTRAINT audit_log_pkey PRIMARY KEY (seq),
-    CONSTRAINT audit_log_seq_check CHECK ((seq >= 1))
+    CONSTRAINT audit_log_pkey PRIMARY KEY (id),
+    CONSTRAINT audit_log_sealed_whole CHECK ((((seq IS NULL) = (prev_hash IS NULL)) AND ((seq IS NULL) = (hash IS NULL)))),
+    CONSTRAINT audit_log_seq_check CHECK ((seq >= 1)),
+    CONSTRAINT audit_log_seq_key UNIQUE (seq)
 );
 
 CREATE TABLE delegations (
@@ -263,9 +266,13 @@ CREATE UNIQUE INDEX archived_proposals_pkey ON archived_proposals USING btree (i
 
 CREATE UNIQUE INDEX audit_head_pkey ON audit_head USING btree (id);
 
-CREATE UNIQUE INDEX audit_log_pkey ON audit_log USING btree (seq);
+CREATE UNIQUE INDEX audit_log_pkey ON audit_log USING btree (id);
 
 CREATE INDEX audit_log_proposal_id ON audit_log USING btree (proposal_id, seq);
+
+CREATE UNIQUE INDEX audit_log_seq_key ON audit_log USING btree (seq);
+
+CREATE INDEX audit_log_unsealed ON audit_log USING btree (id) WHERE (seq IS NULL);
 
 CREATE INDEX delegations_person ON delegations USING btree (person, created_at);
 
@@ -368,30 +375,47 @@ BEGIN
 END;
 $function$;
 
-CREATE OR REPLACE FUNCTION audit_log_appends_to_head()
+CREATE OR REPLACE FUNCTION audit_log_is_append_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP = 'UPDATE' THEN  -- OLD and NEW exist only for row changes
+        IF OLD.seq IS NULL AND NEW.seq IS NOT NULL
+           AND NEW.id = OLD.id
+           AND NEW.at = OLD.at
+           AND NEW.proposal_id IS NOT DISTINCT FROM OLD.proposal_id
+           AND NEW.actor = OLD.actor
+           AND NEW.event = OLD.event
+           AND NEW.detail::text = OLD.detail::text THEN
+            RETURN NEW;
+        END IF;
+    END IF;
+    RAISE EXCEPTION 'audit_log is append-only: entries cannot be changed or deleted (%)', TG_OP
+        USING ERRCODE = 'integrity_constraint_violation';
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION audit_log_sealed_at_head()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
 DECLARE
     head audit_head%ROWTYPE;
 BEGIN
+    IF NEW.seq IS NULL THEN
+        RETURN NEW;  -- appended unsealed
+    END IF;
+    IF TG_OP = 'UPDATE' AND OLD.seq IS NOT NULL THEN
+        RETURN NEW;  -- not a seal: audit_log_refuses_update_and_delete refuses it
+    END IF;
     SELECT * INTO head FROM audit_head WHERE id = 1 FOR UPDATE;
-    IF NOT FOUND OR NEW.seq <> head.seq + 1 OR NEW.prev_hash <> head.hash THEN
-        RAISE EXCEPTION 'audit_log: a new entry must follow the head of the chain'
+    IF NOT FOUND OR NEW.seq <> head.seq + 1 OR NEW.prev_hash IS DISTINCT FROM head.hash THEN
+        RAISE EXCEPTION 'audit_log: a sealed entry must follow the head of the chain'
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
     UPDATE audit_head SET seq = NEW.seq, hash = NEW.hash WHERE id = 1;
     RETURN NEW;
-END;
-$function$;
-
-CREATE OR REPLACE FUNCTION audit_log_is_append_only()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-    RAISE EXCEPTION 'audit_log is append-only: entries cannot be changed or deleted (%)', TG_OP
-        USING ERRCODE = 'integrity_constraint_violation';
 END;
 $function$;
 
@@ -696,11 +720,11 @@ CREATE TRIGGER audit_head_moves_forward BEFORE DELETE OR UPDATE ON audit_head FO
 
 CREATE TRIGGER audit_head_refuses_truncate BEFORE TRUNCATE ON audit_head FOR EACH STATEMENT EXECUTE FUNCTION audit_head_moves_forward();
 
-CREATE TRIGGER audit_log_appends_to_head BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_appends_to_head();
-
 CREATE TRIGGER audit_log_refuses_truncate BEFORE TRUNCATE ON audit_log FOR EACH STATEMENT EXECUTE FUNCTION audit_log_is_append_only();
 
 CREATE TRIGGER audit_log_refuses_update_and_delete BEFORE DELETE OR UPDATE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_is_append_only();
+
+CREATE TRIGGER audit_log_sealed_at_head BEFORE INSERT OR UPDATE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_sealed_at_head();
 
 CREATE TRIGGER delegations_only_revocation_changes BEFORE DELETE OR UPDATE ON delegations FOR EACH ROW EXECUTE FUNCTION delegations_only_revocation_changes();
 

@@ -61,8 +61,8 @@ ORDER BY updated_at, id
 LIMIT :limit
 
 -- name: select_escalation_log
--- An escalation's audit entries (its id stands in the proposal_id column), in chain order.
-SELECT * FROM audit_log WHERE proposal_id = :id ORDER BY seq
+-- An escalation's sealed audit entries (its id stands in the proposal_id column), in chain order.
+SELECT * FROM audit_log WHERE proposal_id = :id AND seq IS NOT NULL ORDER BY seq
 
 -- name: insert_escalation_outbox
 -- One outbox entry of an escalation, due now.

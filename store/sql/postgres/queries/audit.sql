@@ -1,7 +1,29 @@
--- The audit chain on PostgreSQL (store/audit_log.py).
+-- The audit chain on PostgreSQL (store/audit_log.py): entries are appended unsealed, in the
+-- transaction of the change they record, and sealed into the chain in batches afterwards.
 
--- name: audit_head_for_append
--- The head the next entry follows, locked until the transaction ends: appends from every
--- connection and instance queue here, so the chain stays linear. A change locks its rows first
--- and the head second, so writers never deadlock.
+-- name: insert_unsealed_audit_entry
+-- Append one entry without its place in the chain: no lock on the head, so writers on every
+-- connection and instance commit side by side. Its id orders it among the entries of a batch.
+INSERT INTO audit_log (at, proposal_id, actor, event, detail)
+VALUES (:at, :proposal_id, :actor, :event, :detail)
+RETURNING id
+
+-- name: audit_head_for_seal
+-- The head the next sealed entry follows, locked until the sealing transaction ends: one
+-- sealer at a time across instances, so the chain stays linear. Writers never take it.
 SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE
+
+-- name: select_unsealed_audit
+-- Committed entries waiting for their seal, in the order they were appended.
+SELECT id, at, proposal_id, actor, event, detail
+FROM audit_log WHERE seq IS NULL ORDER BY id LIMIT :limit
+
+-- name: seal_audit_entry
+-- Give one entry its place after the head: triggers check that it follows the head and that
+-- nothing else of the entry changes, and move the head.
+UPDATE audit_log SET seq = :seq, prev_hash = :prev_hash, hash = :hash
+WHERE id = :id AND seq IS NULL
+
+-- name: select_audit_entry
+-- One entry by its row's id.
+SELECT * FROM audit_log WHERE id = :id

@@ -1,6 +1,29 @@
--- The audit chain on SQLite (store/audit_log.py).
+-- The audit chain on SQLite (store/audit_log.py). The write transaction holds SQLite's one
+-- write lock, so the store's writer knows the head (store/sqlite_tx.py) and seals every entry
+-- as it appends it (insert_audit_entry): no entry is ever left unsealed. The sealer's queries
+-- below keep PostgreSQL's names; here they find nothing to seal.
 
--- name: audit_head_for_append
--- The head the next entry follows. The write transaction holds SQLite's one write lock, so
--- nobody else appends until it ends; the store follows the head in memory after this read.
+-- name: insert_unsealed_audit_entry
+-- Not run on SQLite (every entry is sealed as it is appended); the table has no room for an
+-- unsealed entry (seq is the rowid, prev_hash and hash are required), so this would fail.
+INSERT INTO audit_log (at, proposal_id, actor, event, detail)
+VALUES (:at, :proposal_id, :actor, :event, :detail)
+RETURNING seq AS id
+
+-- name: audit_head_for_seal
+-- The head the next sealed entry follows (the write transaction holds the write lock).
 SELECT seq, hash FROM audit_head WHERE id = 1
+
+-- name: select_unsealed_audit
+-- Entries waiting for their seal: none on SQLite (seq is the rowid, never NULL).
+SELECT seq AS id, at, proposal_id, actor, event, detail
+FROM audit_log WHERE seq IS NULL ORDER BY seq LIMIT :limit
+
+-- name: seal_audit_entry
+-- Matches nothing on SQLite (no entry is unsealed); the append-only trigger refuses updates.
+UPDATE audit_log SET seq = :seq, prev_hash = :prev_hash, hash = :hash
+WHERE seq = :id AND seq IS NULL
+
+-- name: select_audit_entry
+-- One entry by its row's id, which on SQLite is its seq.
+SELECT * FROM audit_log WHERE seq = :id

@@ -1,0 +1,218 @@
+"""Sealing on PostgreSQL: writers append audit entries unsealed, taking no lock on the chain, and
+the sealer gives them their place in it soon after, one sealer at a time; the database refuses
+every change to an entry but its seal, and a seal out of its place."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import asyncpg
+import pytest
+
+from store.audit_sealer import IDLE_SECONDS, Sealer
+from store.base import StoreError, StoreUnavailable
+from tests.store.conformance import new_proposal
+from tests.store.test_postgres import NOW, OpenStore, open_pg, raw, schema
+
+__all__ = ["open_pg", "raw", "schema"]  # the fixtures these tests share with test_postgres.py
+
+
+UNSEALED = "SELECT count(*) FROM audit_log WHERE seq IS NULL"
+
+
+async def _until(check: Callable[[], Awaitable[bool]], *, within: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not await check():
+        assert loop.time() < deadline, f"not within {within} s"
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.postgres
+async def test_writers_commit_while_a_sealer_holds_the_head(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg()
+    waiting = await open_pg()
+    async with raw.transaction():
+        await raw.execute("SELECT * FROM audit_head FOR UPDATE")  # a sealer, stuck mid-batch
+        created = await asyncio.wait_for(
+            asyncio.gather(*(store.create_proposal(new_proposal(NOW)) for _ in range(8))),
+            timeout=30,  # a hang guard only: before, every append waited for the head
+        )
+        reading = asyncio.create_task(waiting.audit_log())
+        await asyncio.sleep(0.2)
+
+        assert await raw.fetchval(UNSEALED) == 8  # committed, waiting for their seal
+        assert not reading.done()  # a reader waits for the seal of what committed before it
+
+    log = await reading
+    assert [e.event for e in log] == ["submitted"] * 8
+    assert {e.proposal_id for e in log} == {p.id for p, _ in created}
+    assert (await store.verify_audit()).ok
+
+
+@pytest.mark.postgres
+async def test_entries_are_sealed_soon_without_anyone_asking(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg()
+    for _ in range(5):
+        await store.create_proposal(new_proposal(NOW))
+
+    await _until(lambda: _none_unsealed(raw), within=5)
+    assert await raw.fetchval("SELECT seq FROM audit_head") == 5
+
+
+@pytest.mark.postgres
+async def test_entries_a_stopped_instance_left_unsealed_are_sealed_by_another(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    running = await open_pg()
+    await running.record_event(None, actor="bot", event="started", detail={}, now=NOW)
+    # What an instance killed between its commit and its seal leaves behind.
+    await raw.execute(
+        "INSERT INTO audit_log (at, actor, event, detail) VALUES ($1, 'gone', 'left', '{}')", NOW
+    )
+
+    await _until(lambda: _none_unsealed(raw), within=IDLE_SECONDS + 4)
+    assert [e.event for e in await running.audit_log()] == ["started", "left"]
+    assert (await running.verify_audit()).ok
+
+
+@pytest.mark.postgres
+async def test_each_proposals_entries_are_sealed_in_the_order_of_its_transitions(
+    open_pg: OpenStore,
+) -> None:
+    first, second = await open_pg(), await open_pg()
+
+    async def decide(n: int) -> str:
+        instance = (first, second)[n % 2]
+        new = new_proposal(NOW)
+        await instance.create_proposal(new)
+        await (second, first)[n % 2].reject(new.id, actor="U1", reason=f"no {n}", now=NOW)
+        return new.id
+
+    ids = await asyncio.gather(*(decide(n) for n in range(30)))
+
+    log = await first.audit_log()
+    assert [e.seq for e in log] == list(range(1, 61))
+    for proposal_id in ids:
+        assert [e.event for e in log if e.proposal_id == proposal_id] == ["submitted", "rejected"]
+    assert (await second.verify_audit()).ok
+
+
+# --- the database refuses ------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def quiet(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> asyncpg.Connection[asyncpg.Record]:
+    """The schema with one sealed entry and one unsealed, and no sealer running."""
+    store = await open_pg()
+    await store.record_event(None, actor="bot", event="sealed", detail={"n": 1}, now=NOW)
+    await store.close()
+    await raw.execute(
+        "INSERT INTO audit_log (at, actor, event, detail) VALUES ($1, 'bot', 'unsealed', '{}')",
+        NOW,
+    )
+    return raw
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("statement", "refusal"),
+    [
+        ("UPDATE audit_log SET actor = 'mallory' WHERE seq IS NULL", "append-only"),
+        ("DELETE FROM audit_log WHERE seq IS NULL", "append-only"),
+        ("UPDATE audit_log SET seq = 2 WHERE seq = 1", "append-only"),
+        (  # a seal that changes what the entry says
+            "UPDATE audit_log SET seq = 2, prev_hash = h.hash, hash = 'x', actor = 'mallory' "
+            "FROM audit_head AS h WHERE audit_log.seq IS NULL",
+            "append-only",
+        ),
+        (  # a seal out of its place
+            "UPDATE audit_log SET seq = 3, prev_hash = h.hash, hash = 'x' "
+            "FROM audit_head AS h WHERE audit_log.seq IS NULL",
+            "follow the head",
+        ),
+        (
+            "UPDATE audit_log SET seq = 2, prev_hash = repeat('f', 64), hash = 'x' "
+            "WHERE seq IS NULL",
+            "follow the head",
+        ),
+        ("UPDATE audit_log SET seq = 2 WHERE seq IS NULL", "follow the head"),
+        (  # a seal without its hash
+            "UPDATE audit_log SET seq = 2, prev_hash = h.hash "
+            "FROM audit_head AS h WHERE audit_log.seq IS NULL",
+            '"hash"',
+        ),
+    ],
+)
+async def test_the_database_refuses_every_change_but_a_seal_in_its_place(
+    quiet: asyncpg.Connection[asyncpg.Record], statement: str, refusal: str
+) -> None:
+    before = await quiet.fetch("SELECT * FROM audit_log ORDER BY id")
+
+    with pytest.raises(asyncpg.IntegrityConstraintViolationError, match=refusal):
+        await quiet.execute(statement)
+
+    assert await quiet.fetch("SELECT * FROM audit_log ORDER BY id") == before
+
+
+@pytest.mark.postgres
+async def test_the_sealer_seals_what_it_finds_after_the_head(
+    quiet: asyncpg.Connection[asyncpg.Record], open_pg: OpenStore
+) -> None:
+    store = await open_pg()
+
+    log = await store.audit_log()
+
+    assert [(e.seq, e.event) for e in log] == [(1, "sealed"), (2, "unsealed")]
+    assert log[1].prev_hash == log[0].hash
+    assert (await store.verify_audit()).ok
+
+
+async def _none_unsealed(raw: asyncpg.Connection[asyncpg.Record]) -> bool:
+    return bool(await raw.fetchval(UNSEALED) == 0)
+
+
+# --- the sealer's runs ----------------------------------------------------------------------------
+
+
+async def test_a_caller_waits_for_a_run_that_starts_after_it_asks() -> None:
+    runs: list[int] = []
+    release = asyncio.Event()
+
+    async def seal() -> int:
+        runs.append(len(runs))
+        await release.wait()
+        return 0
+
+    sealer = Sealer(seal, idle_seconds=60)
+    sealer.start()
+    await asyncio.sleep(0)
+    asked = asyncio.create_task(sealer.sealed())  # the first run is under way: not enough
+    await asyncio.sleep(0.05)
+    assert runs == [0] and not asked.done()
+
+    release.set()
+    await asked
+
+    assert runs == [0, 1]
+    await sealer.close()
+
+
+async def test_a_failed_run_fails_its_callers_and_a_closed_sealer_refuses() -> None:
+    async def seal() -> int:
+        raise StoreUnavailable("the database is away")
+
+    sealer = Sealer(seal, idle_seconds=60)
+    with pytest.raises(StoreError, match="away"):
+        await sealer.sealed()
+    await sealer.close()
+
+    with pytest.raises(StoreUnavailable, match="closed"):
+        await sealer.sealed()
