@@ -116,6 +116,7 @@ class PostgresStore(ProposalVerbs):
                 max_size=max_size,
                 server_settings=settings,
                 timeout=connect_timeout,
+                reset=_nothing_to_reset,
             )
         except DRIVER_ERRORS as error:
             raise StoreUnavailable(
@@ -211,6 +212,14 @@ class PostgresStore(ProposalVerbs):
         """Return once every audit entry committed before the call is sealed (by this store's
         sealer, or another instance's)."""
         await self._sealer.sealed()
+
+
+async def _nothing_to_reset(db: asyncpg.Connection[asyncpg.Record]) -> None:
+    """What a pooled connection needs before its next use: nothing. The store leaves nothing
+    on it (no LISTEN: the change feed has its own connection; advisory locks only for a
+    transaction; settings only at connect), and asyncpg rolls back a transaction left open
+    before this is called. Its default reset (``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN
+    *; RESET ALL``) costs a round trip every time a connection goes back to the pool."""
 
 
 async def _cannot_listen() -> asyncpg.Connection[asyncpg.Record]:
