@@ -207,7 +207,8 @@ async def run_bench(
                 steady = max(1, round(scenarios.STEADY_CLICKS_PER_SECOND * d))
                 decided_rate = 0.3 * (floor_a.throughput or 1.0)
                 room = CLICK_REQUESTERS - options.clicks - steady  # each needs its own requester
-                paced = max(1, min(round(decided_rate * d), room))
+                # for --duration, at most --clicks: the proposals to post first stay bounded
+                paced = max(1, min(round(decided_rate * d), room, options.clicks))
                 prepared = await scenarios.prepare_clicks(
                     stage, options.clicks, steady, paced=paced
                 )
