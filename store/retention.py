@@ -87,6 +87,9 @@ class Retention:
         first. An edited proposal comes only with the edit that replaced it, so that removing a
         batch never leaves an edit naming a proposal that is gone."""
         before, now = aware(before, field="before"), aware(now, field="now")
+        # what is archived with a proposal is its whole history as of now: every entry
+        # committed so far sealed into the chain (PostgreSQL seals in batches, after commit)
+        await self._backend.audit_sealed()
         async with self._backend.snapshot() as tx:
             head = await tx.one("select_audit_head")
             rows = await tx.all("select_archivable", before=before, now=now, limit=limit)

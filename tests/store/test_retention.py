@@ -3,6 +3,7 @@ itself: a proposal, an approval or a review is removed only once its proposal is
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -81,3 +82,38 @@ async def test_postgres_removes_nothing_of_a_proposal_not_archived(
     with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="archived"):
         await raw.execute(statement.format(id=proposal_id))
     assert (await store.get_proposal(proposal_id)).approvals
+
+
+@pytest.mark.postgres
+async def test_an_entry_committed_but_not_yet_sealed_keeps_its_proposal(
+    open_pg: OpenStore,  # noqa: F811
+    raw: asyncpg.Connection[asyncpg.Record],  # noqa: F811
+) -> None:
+    """On PostgreSQL an audit entry is sealed into the chain after its commit: one that has no
+    place in the chain yet still counts as a change after the batch was read."""
+    store, other_instance = await open_pg(), await open_pg()
+    old = await _decided_old(store)
+    retention = retention_of(store)
+    batch = await retention.archivable(before=CUTOFF, now=NOW, limit=100)
+    assert [p.proposal.id for p in batch.proposals] == [old]
+
+    async with raw.transaction():
+        await raw.execute("SELECT * FROM audit_head FOR UPDATE")  # no sealer can seal meanwhile
+        noted = asyncio.create_task(
+            other_instance.record_event(old, actor="U0SOMEONE", event="note", detail={}, now=NOW)
+        )
+        for _ in range(300):
+            if await raw.fetchval("SELECT count(*) FROM audit_log WHERE seq IS NULL"):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the note was never committed")
+        removing = asyncio.create_task(
+            retention.remove(batch, archive="a.jsonl", digest="d" * 64, actor="retention", now=NOW)
+        )
+        await asyncio.sleep(0.5)
+
+    assert await asyncio.wait_for(removing, timeout=30) == ()
+    await asyncio.wait_for(noted, timeout=30)
+    assert (await store.get_proposal(old)).id == old  # still there
+    assert (await store.verify_audit()).ok
