@@ -10,7 +10,6 @@ Get it from ``Store.escalations()``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,7 +34,7 @@ from store.escalations import (
     refusal_of,
 )
 from store.lifecycle import Effect
-from store.rows import read_optional_time, read_time
+from store.rows import audit_entry_from_row, read_optional_time, read_time
 from store.shield import finish_even_if_cancelled
 
 __all__ = ["Escalations", "escalation_from_row"]
@@ -91,19 +90,6 @@ def _delivery_from_row(row: Row) -> EscalationDelivery:
         reannounce=bool(row["reannounce"]),
         attempts=row["attempts"],
         created_at=read_time(row["created_at"]),
-    )
-
-
-def _audit_entry_from_row(row: Row) -> AuditEntry:
-    return AuditEntry(
-        seq=row["seq"],
-        at=read_time(row["at"]),
-        proposal_id=row["proposal_id"],
-        actor=row["actor"],
-        event=row["event"],
-        detail=json.loads(row["detail"]),
-        prev_hash=row["prev_hash"],
-        hash=row["hash"],
     )
 
 
@@ -301,7 +287,7 @@ class Escalations:
         await self._backend.audit_sealed()
         async with self._backend.tx(write=False) as tx:
             rows = await tx.all("select_escalation_log", id=escalation_id)
-            return [_audit_entry_from_row(row) for row in rows]
+            return [audit_entry_from_row(row) for row in rows]
 
     # --- the outbox ---------------------------------------------------------------------------
 
