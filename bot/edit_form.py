@@ -2,14 +2,23 @@
 
 Pure: no Slack calls, clock or store. :func:`edit_form` turns the request's JSON Schema and the
 stored request into one :class:`EditField` per top-level field (strings, whole and decimal
-numbers, booleans, choices from an ``enum``, and JSON text for anything else);
-:func:`read_request` turns the submitted values back into a request, naming the field and what was
-expected for each value that cannot be read; :func:`problem_errors` puts the contract's problems
-next to the inputs they are about. Fields the form does not show keep their stored values.
+numbers, money, booleans, choices from an ``enum``, and JSON text for anything else);
+:func:`read_request` turns the submitted values back into a request, naming the field by its
+label and saying what was expected for each value that cannot be read; :func:`problem_errors` puts
+the contract's problems next to the inputs they are about. Fields the form does not show keep their
+stored values.
+
+Money the operation holds in minor units (contracts/formats.py) is typed in major units of its
+currency, as a person reads it: a refund of 450.00 USD is edited as "450.00" under "Amount (USD)"
+and read back exactly (decimal arithmetic) as 45000; an amount with more decimals than the
+currency has, a negative one or one that is not a number is refused under its input.
+:func:`currency_errors` refuses an edit whose amounts were typed in a currency other than the one
+the edit turns out to be in.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -21,19 +30,27 @@ from pydantic import JsonValue
 
 from bot.actions import EDIT_FIELD_INPUT
 from contracts.base import FieldProblem
-from contracts.formats import Formats, field_label
+from contracts.formats import (
+    Formats,
+    field_label,
+    format_money,
+    money_currency,
+    parse_major_units,
+)
 
 __all__ = [
     "MAX_INPUTS",
     "EditField",
     "EditForm",
     "FieldKind",
+    "currency_errors",
     "edit_form",
+    "input_label",
     "problem_errors",
     "read_request",
 ]
 
-FieldKind = Literal["string", "choice", "integer", "number", "boolean", "json"]
+FieldKind = Literal["string", "choice", "integer", "number", "money", "boolean", "json"]
 
 #: The most fields a form shows (a modal has at most 100 blocks); the rest keep their values.
 MAX_INPUTS: Final = 90
@@ -67,6 +84,12 @@ class EditField:
     value: JsonValue = None  #: the stored value (None: not set)
     description: str | None = None
     choices: tuple[str, ...] = ()  #: for "choice": the schema's enum
+    #: for money the operation declares, its currency when known: a "money" input is typed in
+    #: its major units (the value is in minor units)
+    currency: str | None = None
+    #: how the operation shows the field (contracts/formats.py): its label, a choice's labels
+    label: str = ""
+    choice_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +98,19 @@ class EditForm:
     kept: tuple[str, ...] = ()  #: fields beyond MAX_INPUTS, carried over unchanged
 
 
-def edit_form(schema: Mapping[str, Any], request: JsonValue) -> EditForm:
-    """The form for ``request`` under ``schema`` (an object schema, as ``request_schema()``)."""
+def edit_form(
+    schema: Mapping[str, Any],
+    request: JsonValue,
+    formats: Formats | None = None,
+    arguments: Mapping[str, JsonValue] | None = None,
+) -> EditForm:
+    """The form for ``request`` under ``schema`` (an object schema, as ``request_schema()``),
+    each field under its label in ``formats``. A whole-number field the operation declares as
+    money in minor units becomes a money input when its currency is known from the proposal's
+    frozen ``arguments`` (or the request)."""
+    shown = formats or {}
     stored = request if isinstance(request, dict) else {}
+    among = {**stored, **(arguments or {})}
     properties = schema.get("properties")
     properties = properties if isinstance(properties, dict) else {}
     required = schema.get("required")
@@ -91,6 +124,11 @@ def edit_form(schema: Mapping[str, Any], request: JsonValue) -> EditForm:
         kind = _kind(spec)
         if name in stored and not _fits(kind, spec, value, nullable):
             kind = "json"  # shown exactly as stored, whatever the schema says
+        fmt = shown.get(name)
+        money = fmt is not None and fmt.kind == "money" and kind in ("integer", "number")
+        currency = money_currency(fmt, among) if fmt is not None and money else None
+        if currency is not None and kind == "integer" and fmt is not None and fmt.minor_units:
+            kind = "money"
         description = spec.get("description")
         block_id = f"request.{name}"
         fields.append(
@@ -102,19 +140,25 @@ def edit_form(schema: Mapping[str, Any], request: JsonValue) -> EditForm:
                 value=value,
                 description=description if isinstance(description, str) else None,
                 choices=tuple(spec["enum"]) if kind == "choice" else (),
+                currency=currency,
+                label=field_label(shown, name) if name else "(unnamed)",
+                choice_labels=dict(fmt.labels) if fmt is not None and kind == "choice" else {},
             )
         )
     return EditForm(fields=tuple(fields), kept=tuple(names[MAX_INPUTS:]))
 
 
+def input_label(field: EditField) -> str:
+    """The label of ``field``'s input: the operation's label, with the currency money is typed
+    in ("Amount (USD)")."""
+    return f"{field.label} ({field.currency})" if field.currency else field.label
+
+
 def read_request(
-    form: EditForm,
-    stored: JsonValue,
-    values: Mapping[str, Mapping[str, Any]],
-    formats: Formats | None = None,
+    form: EditForm, stored: JsonValue, values: Mapping[str, Mapping[str, Any]]
 ) -> tuple[dict[str, JsonValue], dict[str, str]]:
     """The edited request, and an error per input (block id) whose value cannot be read, each
-    naming the field by its label (``formats``), as its input does.
+    naming the field by its input's label and saying what was expected.
 
     ``values`` is the view's ``state.values``. A field whose input is absent keeps its stored
     value; an input left empty removes the field (the operation's default applies), unless it
@@ -130,7 +174,7 @@ def read_request(
         try:
             empty, value = _read(field, state)
         except ValueError as problem:
-            errors[field.block_id] = _clip(f"{field_label(formats or {}, field.name)}: {problem}")
+            errors[field.block_id] = _clip(f"{input_label(field)}: {problem}")
             continue
         if empty:
             if field.value not in (None, ""):  # emptied: the operation's default applies
@@ -140,12 +184,11 @@ def read_request(
     return request, errors
 
 
-def problem_errors(
-    form: EditForm, problems: Sequence[FieldProblem], formats: Formats | None = None
-) -> dict[str, str]:
+def problem_errors(form: EditForm, problems: Sequence[FieldProblem]) -> dict[str, str]:
     """The contract's ``problems`` as modal errors: each under the input of the field it names
-    (``request.<field>...``, named by its label in ``formats``), the others under the first
-    input. Empty when there is no input."""
+    (``request.<field>...``, named by its input's label; a money value it quotes in minor units,
+    "(got 45000)", is shown as money), the others under the first input. Empty when there is no
+    input."""
     if not form.fields:
         return {}
     by_name = {field.name: field for field in form.fields}
@@ -153,12 +196,53 @@ def problem_errors(
     for problem in problems:
         path = problem.field.removeprefix("request.")
         name = path.split(".", 1)[0]
-        field = by_name.get(name) or form.fields[0]
-        shown = field_label(formats or {}, name) + path[len(name) :] if name in by_name else path
-        text = f"{shown}: {problem.message}"
+        named = by_name.get(name)
+        field = named or form.fields[0]
+        shown = input_label(named) + path[len(name) :] if named is not None else path
+        message = _money_quoted(named, problem.message) if named is not None else problem.message
+        text = f"{shown}: {message}"
         earlier = errors.get(field.block_id)
         errors[field.block_id] = _clip(f"{earlier}; {text}" if earlier else text)
     return errors
+
+
+def currency_errors(
+    form: EditForm,
+    request: Mapping[str, JsonValue],
+    arguments: Mapping[str, JsonValue],
+    formats: Formats,
+) -> dict[str, str]:
+    """An error under each money input typed in one currency when the edit, resolved into
+    ``arguments``, is in another (its payment, say, was changed too): the amount would not
+    mean what was typed."""
+    errors = {}
+    for field in form.fields:
+        fmt = formats.get(field.name)
+        if field.kind != "money" or fmt is None or request.get(field.name) is None:
+            continue
+        now = money_currency(fmt, {**request, **arguments})
+        if now != field.currency:
+            errors[field.block_id] = _clip(
+                f"{input_label(field)}: the amount was typed in {field.currency}, but the edit "
+                f"is in {now or 'an unknown currency'}; change one at a time (cancel, and edit "
+                "again)"
+            )
+    return errors
+
+
+_QUOTED_WHOLE = re.compile(r"\(got (-?[0-9]{1,30})\)$")
+
+
+def _money_quoted(field: EditField, message: str) -> str:
+    """``message`` with the value it quotes at its end (contracts/base.py writes "(got 45000)")
+    shown as money when ``field`` is a money input ("(got 450.00 USD)")."""
+    if field.kind != "money" or field.currency is None:
+        return message
+    found = _QUOTED_WHOLE.search(message)
+    if found is None:
+        return message
+    amount = format_money(int(found.group(1)), field.currency)
+    return f"{message[: found.start()]}(got {amount})"
 
 
 # --- the schema -----------------------------------------------------------------------------------
@@ -248,7 +332,8 @@ def _read(field: EditField, state: Mapping[str, Any]) -> tuple[bool, JsonValue]:
                 raise ValueError(f"expected true or false, got {chosen!r}")
             return False, chosen == "true"
         if chosen not in field.choices:
-            raise ValueError(f"expected one of {', '.join(field.choices)}, got {chosen!r}")
+            shown = ", ".join(field.choice_labels.get(choice, choice) for choice in field.choices)
+            raise ValueError(f"expected one of {shown}, got {chosen!r}")
         return False, chosen
     text = state.get("value")
     if text is None or text == "":
@@ -257,6 +342,8 @@ def _read(field: EditField, state: Mapping[str, Any]) -> tuple[bool, JsonValue]:
         raise ValueError(f"expected text, got {type(text).__name__}")
     if field.kind == "string":
         return False, text
+    if field.kind == "money" and field.currency is not None:
+        return False, parse_major_units(text, field.currency)
     if field.kind == "integer":
         if not _WHOLE.fullmatch(text.strip()):
             raise ValueError(f"expected a whole number, got {text!r}")

@@ -95,8 +95,11 @@ class EditFlow:
         if proposal is None:
             return
         operation = self._operation(proposal)
-        form = edit_form.edit_form(operation.request_schema(), proposal.request)
-        modal = edit_modal(proposal, form, operation.field_formats())
+        formats = operation.field_formats()
+        form = edit_form.edit_form(
+            operation.request_schema(), proposal.request, formats, proposal.arguments
+        )
+        modal = edit_modal(proposal, form, formats)
         await self._service.publisher.open_view(proposal, trigger_id, modal)
 
     async def submit(self, submitted: EditSubmitted) -> EditAnswer:
@@ -107,9 +110,11 @@ class EditFlow:
         if proposal is None:
             return EditAnswer()
         operation = self._operation(proposal)
-        form = edit_form.edit_form(operation.request_schema(), proposal.request)
         formats = operation.field_formats()
-        request, errors = edit_form.read_request(form, proposal.request, submitted.values, formats)
+        form = edit_form.edit_form(
+            operation.request_schema(), proposal.request, formats, proposal.arguments
+        )
+        request, errors = edit_form.read_request(form, proposal.request, submitted.values)
         if errors:
             return EditAnswer(errors=errors)
         if not form.fields:  # a form without inputs changes nothing (and has no Submit)
@@ -121,7 +126,7 @@ class EditFlow:
         try:
             resolved = await operation.resolve(operation.parse_request(request), ctx)
         except ContractViolation as violation:
-            shown = edit_form.problem_errors(form, violation.problems, formats)
+            shown = edit_form.problem_errors(form, violation.problems)
             if not shown:
                 await service.tell(proposal, None, user, render.refusal_text(str(violation)))
             return EditAnswer(errors=shown)
@@ -129,6 +134,10 @@ class EditFlow:
             log.warning("checking the edit of %s failed: %s", proposal.id, error, exc_info=error)
             why = f"the edit could not be checked right now ({type(error).__name__}); try again"
             return EditAnswer(errors={form.fields[0].block_id: why})
+        arguments = operation.dump_arguments(resolved.arguments)
+        typed_in = edit_form.currency_errors(form, request, arguments, formats)
+        if typed_in:
+            return EditAnswer(errors=typed_in)
         body = SubmitBody(
             operation=operation.name,
             request=request,

@@ -33,7 +33,10 @@ __all__ = [
     "Formats",
     "field_label",
     "format_money",
+    "major_units",
+    "minor_digits",
     "money_currency",
+    "parse_major_units",
     "parse_money",
     "show_value",
 ]
@@ -62,6 +65,8 @@ MINOR_DIGITS: Final[Mapping[str, int]] = {
 }
 _CURRENCY: Final = re.compile(r"^[A-Z]{3}$")
 _MONEY_TEXT: Final = re.compile(r"^\s*(-?[0-9][0-9,]*(?:\.[0-9]+)?)\s+([A-Z]{3})\s*$")
+#: an amount as a person types it in major units: digits, a point and decimals, nothing else
+_MAJOR_TEXT: Final = re.compile(r"[0-9]{1,30}(?:\.[0-9]*)?|\.[0-9]+")
 
 
 class FieldFormat(Frozen):
@@ -141,6 +146,40 @@ def format_money(amount_cents: int, currency: str) -> str:
     whole, fraction = divmod(abs(amount_cents), 10**digits)
     shown = f"{whole:,}" if digits == 0 else f"{whole:,}.{fraction:0{digits}d}"
     return f"{sign}{shown} {currency}"
+
+
+def minor_digits(currency: str) -> int:
+    """How many decimals ``currency`` has (ISO 4217): 2 for USD, 0 for JPY, 3 for KWD."""
+    return MINOR_DIGITS.get(currency, 2)
+
+
+def major_units(amount_minor: int, currency: str) -> str:
+    """``45000, "USD"`` -> ``"450.00"``: an amount in minor units as a person types it in major
+    units (no currency, no thousands separators)."""
+    return format_money(amount_minor, currency).removesuffix(f" {currency}").replace(",", "")
+
+
+def parse_major_units(text: str, currency: str) -> int:
+    """``"450.00", "USD"`` -> ``45000``: an amount typed in major units, in minor units, exactly
+    (decimal arithmetic). ValueError says what was expected: a number that is not negative, with
+    no more decimals than the currency has, a point before the decimals and no separators."""
+    digits = minor_digits(currency)
+    example = major_units(45000 if digits else 450, currency)
+    figure = text.strip()
+    unsigned = figure.removeprefix("-").removeprefix("+")
+    if not _MAJOR_TEXT.fullmatch(unsigned):
+        raise ValueError(
+            f"expected an amount in {currency} such as {example} (a point before the decimals, "
+            f"no thousands separators), got {text!r}"
+        )
+    amount = Decimal(unsigned)
+    if figure.startswith("-") and amount:
+        raise ValueError(f"expected an amount in {currency} that is not negative, got {text!r}")
+    minor = amount.scaleb(digits)
+    if minor != minor.to_integral_value():
+        places = f"at most {digits} decimals" if digits else "no decimals"
+        raise ValueError(f"expected an amount in {currency} with {places}, got {text!r}")
+    return int(minor)
 
 
 def parse_money(text: str, fmt: FieldFormat) -> tuple[int | float, str]:

@@ -15,7 +15,7 @@ from typing import Any, Final
 from pydantic import JsonValue
 
 from bot.actions import EDIT_FIELD_INPUT, EDIT_VIEW
-from bot.edit_form import EditField, EditForm
+from bot.edit_form import EditField, EditForm, input_label
 from bot.render.figures import why_asked
 from bot.render.inert import inert
 from bot.render.proposal import (
@@ -32,7 +32,14 @@ from bot.render.proposal import (
     short_id,
     when,
 )
-from contracts.formats import FieldFormat, Formats, field_label, money_currency, show_value
+from contracts.formats import (
+    FieldFormat,
+    Formats,
+    major_units,
+    minor_digits,
+    money_currency,
+    show_value,
+)
 from store.base import Proposal
 from store.lifecycle import Status
 
@@ -56,8 +63,9 @@ def edit_modal(
     proposal: Proposal, form: EditForm, formats: Formats | None = None
 ) -> dict[str, Any]:
     """The modal that edits ``proposal``'s request: one input per field of ``form``, under the
-    field's label in the operation's terms (``formats``); the hint names the field as the
-    request has it and, for money, the unit the input is in."""
+    field's label in the operation's terms; money in minor units whose currency is known is typed
+    in major units under a label naming the currency ("Amount (USD)", "450.00"). Other inputs'
+    hints name the field as the request has it and, for money of unknown currency, its unit."""
     shown = formats or {}
     blocks: list[dict[str, Any]] = [
         section(
@@ -90,20 +98,24 @@ def _input(
     field: EditField, formats: Formats, arguments: Mapping[str, JsonValue]
 ) -> dict[str, Any]:
     fmt = formats.get(field.name)
-    notes = [field.description or ""]
-    if field.kind == "json":
-        notes.append("As JSON.")
-    if fmt is not None and fmt.kind == "money" and field.kind in ("integer", "number"):
-        notes.append(_money_unit(fmt, field.value, arguments))
-    label = field_label(formats, field.name) if field.name else "(unnamed)"
-    if label.lower() != field.name.lower():
-        notes.append(f"Field {field.name}.")  # as the request, the API and Show full name it
+    notes = []
+    if field.kind == "money" and field.currency is not None:
+        # the request's own description speaks of minor units, as the agent sends them
+        notes.append(_money_note(field.currency, field.required))
+    else:
+        notes.append(field.description or "")
+        if field.kind == "json":
+            notes.append("As JSON.")
+        if fmt is not None and fmt.kind == "money" and field.kind in ("integer", "number"):
+            notes.append(_money_unit(fmt, field.value, arguments))
+        if field.label.lower() != field.name.lower():
+            notes.append(f"Field {field.name}.")  # as the request, the API and Show full name it
     block: dict[str, Any] = {
         "type": "input",
         "block_id": field.block_id,
         "optional": not field.required,
-        "label": plain(label, _LABEL_MAX),
-        "element": _element(field, fmt),
+        "label": plain(input_label(field), _LABEL_MAX),
+        "element": _element(field),
     }
     hint = " ".join(note for note in notes if note)
     if hint:
@@ -111,8 +123,17 @@ def _input(
     return block
 
 
+def _money_note(currency: str, required: bool) -> str:
+    """What a money input takes: an amount in the currency's major units."""
+    digits = minor_digits(currency)
+    places = f"up to {digits} decimals" if digits else "no decimals"
+    empty = "" if required else " Leave it empty for the operation's default."
+    return f"An amount in {currency}, with {places}.{empty}"
+
+
 def _money_unit(fmt: FieldFormat, value: JsonValue, arguments: Mapping[str, JsonValue]) -> str:
-    """What a money input's figure counts, with the stored value as the reader knows it."""
+    """What a money input's figure counts when its currency is not known (so it cannot be typed
+    in major units), with the stored value as the reader knows it."""
     currency = money_currency(fmt, arguments)
     unit = "minor units (cents)" if fmt.minor_units else "whole units"
     in_currency = f" of {currency}" if currency else ""
@@ -122,11 +143,11 @@ def _money_unit(fmt: FieldFormat, value: JsonValue, arguments: Mapping[str, Json
     return f"In {unit}{in_currency}{now}."
 
 
-def _element(field: EditField, fmt: FieldFormat | None = None) -> dict[str, Any]:
+def _element(field: EditField) -> dict[str, Any]:
     value = field.value
     if field.kind in ("choice", "boolean"):
         choices = field.choices if field.kind == "choice" else ("true", "false")
-        labels = fmt.labels if fmt is not None and fmt.kind == "choice" else {}
+        labels = field.choice_labels
         options = [_option(choice, labels.get(choice)) for choice in choices]
         element: dict[str, Any] = {
             "type": "static_select",
@@ -137,6 +158,16 @@ def _element(field: EditField, fmt: FieldFormat | None = None) -> dict[str, Any]
         chosen = json.dumps(value) if isinstance(value, bool) else value
         if chosen in choices:
             element["initial_option"] = _option(str(chosen), labels.get(str(chosen)))
+        return element
+    if field.kind == "money" and field.currency is not None:
+        element = {
+            "type": "number_input",
+            "action_id": EDIT_FIELD_INPUT,
+            "is_decimal_allowed": minor_digits(field.currency) > 0,
+            "min_value": "0",
+        }
+        if isinstance(value, int) and not isinstance(value, bool):
+            element["initial_value"] = major_units(value, field.currency)
         return element
     if field.kind in ("integer", "number"):
         element = {

@@ -357,8 +357,8 @@ class Refund(ModelOperation[RefundRequest, RefundArgs, RefundResult]):
         if amount > refundable:
             raise _violation(
                 "request.amount_cents",
-                f"{amount} is more than is refundable on {payment.payment_id}: "
-                f"expected at most {refundable} ({money(refundable)})",
+                f"{money(amount)} is more than is refundable on {payment.payment_id}: "
+                f"expected at most {money(refundable)}",
             )
         arguments = RefundArgs(
             payment_id=payment.payment_id,

@@ -7,7 +7,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from contracts.formats import FieldFormat, field_label, parse_money, show_value
+from contracts.formats import (
+    FieldFormat,
+    field_label,
+    major_units,
+    parse_major_units,
+    parse_money,
+    show_value,
+)
 from contracts.operations.refund import InMemoryLedger, Payment, Refund
 from contracts.operations.webhook import from_config as webhook_from_config
 from contracts.policy import Ask, Deny, PolicyError, PolicyTable
@@ -255,3 +262,62 @@ def test_a_webhook_operation_declares_its_formats_in_configuration() -> None:
 def test_a_format_for_no_field_is_refused_at_load(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         webhook_from_config(campaign(**fields), secret="s" * 32)
+
+
+# --- amounts typed in major units (the edit modal's money inputs) -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cents", "currency", "typed"),
+    [
+        (45000, "USD", "450.00"),
+        (123456789, "USD", "1234567.89"),
+        (4500, "JPY", "4500"),
+        (1005, "KWD", "1.005"),
+        (5, "EUR", "0.05"),
+    ],
+)
+def test_an_amount_round_trips_through_major_units_exactly(
+    cents: int, currency: str, typed: str
+) -> None:
+    assert major_units(cents, currency) == typed
+    assert parse_major_units(typed, currency) == cents
+
+
+@pytest.mark.parametrize(
+    ("typed", "currency", "cents"),
+    [
+        ("19.99", "USD", 1999),
+        ("0.1", "USD", 10),
+        (" 450 ", "USD", 45000),
+        (".5", "EUR", 50),
+        ("450.000", "USD", 45000),
+        ("+3", "USD", 300),
+        ("-0", "USD", 0),
+    ],
+)
+def test_typed_amounts_are_read_with_decimal_arithmetic(
+    typed: str, currency: str, cents: int
+) -> None:
+    assert parse_major_units(typed, currency) == cents
+
+
+@pytest.mark.parametrize(
+    ("typed", "currency", "expected"),
+    [
+        ("450.001", "USD", "expected an amount in USD with at most 2 decimals, got '450.001'"),
+        ("4.5", "JPY", "expected an amount in JPY with no decimals, got '4.5'"),
+        ("-5", "USD", "expected an amount in USD that is not negative, got '-5'"),
+        ("450,00", "EUR", "expected an amount in EUR such as 450.00 (a point before the decimals"),
+        ("1,200.00", "USD", "expected an amount in USD such as 450.00"),
+        ("1e3", "USD", "expected an amount in USD such as 450.00"),
+        ("NaN", "USD", "expected an amount in USD such as 450.00"),
+        ("", "JPY", "expected an amount in JPY such as 450 (a point"),
+    ],
+)
+def test_an_amount_that_is_not_one_says_what_was_expected(
+    typed: str, currency: str, expected: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_major_units(typed, currency)
+    assert str(caught.value).startswith(expected)

@@ -212,7 +212,7 @@ async def test_over_refund_names_the_maximum(refund: Refund) -> None:
     assert problems(caught) == [
         (
             "request.amount_cents",
-            "15001 is more than is refundable on pay_part: expected at most 15000 (150.00 EUR)",
+            "150.01 EUR is more than is refundable on pay_part: expected at most 150.00 EUR",
         )
     ]
 

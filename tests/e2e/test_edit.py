@@ -126,7 +126,9 @@ async def test_an_approver_edits_the_amount_and_another_approves_the_edit_exactl
 
         view = await open_edit(cs, APPROVER, old["id"])
         assert view["private_metadata"] == old["id"]
-        answer = await submit_edit(cs, APPROVER, view, amount_cents=number("50000"))
+        amount = next(b for b in view["blocks"] if b.get("block_id") == "request.amount_cents")
+        assert amount["label"]["text"] == "Amount (USD)"  # typed in dollars, not cents
+        answer = await submit_edit(cs, APPROVER, view, amount_cents=number("500.00"))
 
         assert (answer.status, answer.body) == (200, b"")
         edit = await the_edit_of(cs, old["id"])
@@ -193,7 +195,7 @@ async def test_the_audit_keeps_proposed_edited_and_effective_values_apart(
     old = await asked(cs, refund("pay_1002"))
     view = await open_edit(cs, APPROVER, old["id"])
 
-    await submit_edit(cs, APPROVER, view, amount_cents=number("70000"))
+    await submit_edit(cs, APPROVER, view, amount_cents=number("700"))
 
     edit = await the_edit_of(cs, old["id"])
     [superseded] = [e for e in await cs.store.audit_log(old["id"]) if e.event == "superseded"]
@@ -216,12 +218,12 @@ async def test_whoever_edited_any_earlier_version_cannot_approve_a_later_edit(
 ) -> None:
     old = await asked(cs, refund("pay_1002"))
     await submit_edit(
-        cs, APPROVER, await open_edit(cs, APPROVER, old["id"]), amount_cents=number("60000")
+        cs, APPROVER, await open_edit(cs, APPROVER, old["id"]), amount_cents=number("600")
     )
     first = await the_edit_of(cs, old["id"])
     await cs.posted(first.id)
     await submit_edit(
-        cs, APPROVER_2, await open_edit(cs, APPROVER_2, first.id), amount_cents=number("55000")
+        cs, APPROVER_2, await open_edit(cs, APPROVER_2, first.id), amount_cents=number("550.00")
     )
     second = await the_edit_of(cs, first.id)
     await cs.posted(second.id)
@@ -245,7 +247,7 @@ async def test_an_edit_over_the_limit_is_denied_and_still_supersedes(cs: Counter
     view = await open_edit(cs, APPROVER, old["id"])
     posts_before = len(cs.slack.calls("chat.postMessage"))
 
-    answer = await submit_edit(cs, APPROVER, view, amount_cents=number("250000"))
+    answer = await submit_edit(cs, APPROVER, view, amount_cents=number("2500.00"))
 
     assert answer.status == 200
     edit = await the_edit_of(cs, old["id"])
@@ -330,13 +332,32 @@ async def test_an_edit_within_the_auto_limit_executes_at_once(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("typed", "expected"),
     [
-        ({"amount_cents": number("12.5")}, "Amount: expected a whole number, got '12.5'"),
-        ({"amount_cents": number("-5")}, "Amount: Input should be greater than 0"),
-        ({"amount_cents": number("999999")}, "expected at most 120000"),
+        (
+            {"amount_cents": number("12.505")},
+            "Amount (USD): expected an amount in USD with at most 2 decimals, got '12.505'",
+        ),
+        (
+            {"amount_cents": number("-5")},
+            "Amount (USD): expected an amount in USD that is not negative, got '-5'",
+        ),
+        (
+            {"amount_cents": number("twelve")},
+            "Amount (USD): expected an amount in USD such as 450.00",
+        ),
+        (
+            {"amount_cents": number("0")},
+            "Amount (USD): Input should be greater than 0 (got 0.00 USD)",
+        ),
+        (
+            {"amount_cents": number("9999.99")},
+            "Amount (USD): 9,999.99 USD is more than is refundable on pay_1002: "
+            "expected at most 1,200.00 USD",
+        ),
         ({"payment_id": {"type": "plain_text_input", "value": "card-1"}}, "Payment: String"),
         (
             {"reason": {"type": "static_select", "selected_option": {"value": "because"}}},
-            "Refund reason: expected one of requested_by_customer, duplicate, fraudulent",
+            "Refund reason: expected one of Requested by customer, Duplicate payment, "
+            "Fraudulent payment, got 'because'",
         ),
     ],
 )
@@ -362,6 +383,64 @@ async def test_an_invalid_edit_answers_the_modal_naming_the_field_and_changes_no
     assert len(cs.slack.calls("chat.postMessage")) == posts
     assert await cs.store.audit_log() == audit
     assert (await cs.store.get_proposal(old["id"])).status == "pending"
+
+
+async def test_the_amount_is_shown_and_typed_in_its_currency_and_read_exactly(
+    cs: Countersign,
+) -> None:
+    old = await asked(cs, refund("pay_1002", 45000))
+    view = await open_edit(cs, APPROVER, old["id"])
+    amount = next(b for b in view["blocks"] if b.get("block_id") == "request.amount_cents")
+
+    assert amount["label"]["text"] == "Amount (USD)"
+    assert amount["element"]["initial_value"] == "450.00"
+    assert "cents" not in amount["hint"]["text"]
+    answer = await submit_edit(cs, APPROVER, view, amount_cents=number("199.99"))
+
+    assert (answer.status, answer.body) == (200, b"")
+    edit = await the_edit_of(cs, old["id"])
+    assert edit.request["amount_cents"] == 19999  # not 19998, as 199.99 * 100 is in floats
+    assert edit.preview.title == "Refund 199.99 USD to cus_grace"
+
+
+def with_a_euro_payment(text: str) -> str:
+    """The ledger holds a payment in EUR too; the refund limit names its currency."""
+    last = (
+        '{ payment_id = "pay_1004", customer = "cus_edsger", amount_cents = 300000, '
+        'currency = "USD" },'
+    )
+    euro = (
+        '{ payment_id = "pay_1005", customer = "cus_barbara", amount_cents = 8900, '
+        'currency = "EUR" }'
+    )
+    assert last in text and "lte = 200000 }" in text
+    return text.replace(last, f"{last}\n  {euro},").replace(
+        "lte = 200000 }", 'lte = "2000.00 USD" }'
+    )
+
+
+async def test_an_amount_typed_in_one_currency_for_a_payment_in_another_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    async with running_countersign(tmp_path, config_edit=with_a_euro_payment) as cs:
+        old = await asked(cs, refund("pay_1002", 45000))
+        view = await open_edit(cs, APPROVER, old["id"])
+        count = await cs.proposal_count()
+
+        answer = await submit_edit(
+            cs,
+            APPROVER,
+            view,
+            payment_id={"type": "plain_text_input", "value": "pay_1005"},  # a payment in EUR
+            amount_cents=number("50.00"),
+        )
+
+        assert answer.json()["errors"] == {
+            "request.amount_cents": "Amount (USD): the amount was typed in USD, but the edit is "
+            "in EUR; change one at a time (cancel, and edit again)"
+        }
+        assert await cs.proposal_count() == count
+        assert (await cs.store.get_proposal(old["id"])).status == "pending"
 
 
 async def test_an_edit_that_changes_nothing_is_answered_in_the_modal(cs: Countersign) -> None:
@@ -475,9 +554,7 @@ async def _ephemeral(cs: Countersign, user: str) -> Any:
     return found[-1] if found else None
 
 
-async def _replies(
-    cs: Countersign, ts: str | None, channel: str = REFUNDS_CHANNEL
-) -> list[Any]:
+async def _replies(cs: Countersign, ts: str | None, channel: str = REFUNDS_CHANNEL) -> list[Any]:
     return cs.slack.replies(channel, ts) if ts else []
 
 
@@ -496,9 +573,7 @@ async def _status_is(cs: Countersign, proposal_id: str, status: str) -> bool:
 
 async def _superseded_callback(receiver: Receiver, old_id: str, edit_id: str) -> bool:
     return any(
-        body["id"] == old_id
-        and body["status"] == "superseded"
-        and body["superseded_by"] == edit_id
+        body["id"] == old_id and body["status"] == "superseded" and body["superseded_by"] == edit_id
         for body in receiver.bodies()
     )
 

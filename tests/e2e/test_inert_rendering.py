@@ -238,7 +238,7 @@ async def test_a_digest_with_a_clipped_item_offers_choose_but_not_approve_all(
 async def test_an_edits_message_says_who_edited_it_and_what_changed(cs: Countersign) -> None:
     old = await asked(cs, refund("pay_1002"))
     view = await open_edit(cs, APPROVER, old["id"])
-    await submit_edit(cs, APPROVER, view, amount_cents=number("50000"))
+    await submit_edit(cs, APPROVER, view, amount_cents=number("500"))
     edit = await the_edit_of(cs, old["id"])
 
     message = await posted_message(cs, edit.id)
@@ -253,7 +253,7 @@ async def test_countersign_show_and_the_home_tab_say_what_an_edit_changed_and_wh
 ) -> None:
     old = await asked(cs, refund("pay_1002"))
     view = await open_edit(cs, APPROVER, old["id"])
-    await submit_edit(cs, APPROVER, view, amount_cents=number("50000"))
+    await submit_edit(cs, APPROVER, view, amount_cents=number("500"))
     edit = await the_edit_of(cs, old["id"])
 
     shown = json.dumps((await slash(cs, APPROVER_2, f"show {edit.id}"))["blocks"])

@@ -376,7 +376,7 @@ async def test_an_edit_whose_standing_rule_is_spent_or_revoked_while_it_is_store
 
     monkeypatch.setattr(cs.store, "supersede", taken_meanwhile)
 
-    answer = await submit_edit(cs, APPROVER_2, view, amount_cents=number("30000"))
+    answer = await submit_edit(cs, APPROVER_2, view, amount_cents=number("300.00"))
 
     assert (answer.status, answer.body) == (200, b"")
     assert covered == [rule.id]  # without the race the rule would have approved the edit

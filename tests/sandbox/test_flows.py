@@ -208,9 +208,11 @@ async def test_an_approver_lowers_a_refund_amount_in_the_edit_modal(page: Sandbo
 
     await page.click(REFUND, "Edit")
     modal = page.modal("Edit proposal")
-    amount = modal.locator("input[type=number]")
-    await expect(amount).to_have_value("45000")
-    await amount.fill("30000")
+    amount = modal.get_by_label("Amount (USD)")  # in dollars, as the approver reads it
+    await expect(amount).to_have_value("450.00")
+    await expect(modal).to_contain_text("An amount in USD, with up to 2 decimals.")
+    await expect(modal).not_to_contain_text("cents")
+    await amount.fill("300.00")
     await modal.get_by_role("button", name="Check and submit").click()
 
     await expect(modal).to_have_count(0)
@@ -221,6 +223,38 @@ async def test_an_approver_lowers_a_refund_amount_in_the_edit_modal(page: Sandbo
     ).to_have_count(0)
     await expect(page.proposal("Refund 300.00 USD")).to_contain_text("an edit")
     await expect(page.proposal(REFUND)).to_contain_text("replaced by an approver's edit")
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("300.001", "Amount (USD): expected an amount in USD with at most 2 decimals"),
+        ("-5", "Amount (USD): expected an amount in USD that is not negative"),
+        ("5000", "Amount (USD): 5,000.00 USD is more than is refundable on pay_1002"),
+    ],
+)
+async def test_a_bad_amount_is_answered_under_its_input_and_changes_nothing(
+    page: SandboxPage, typed: str, expected: str
+) -> None:
+    await page.submit_demo()
+    await page.act_as(APPROVER)
+
+    await page.click(REFUND, "Edit")
+    modal = page.modal("Edit proposal")
+    await modal.get_by_label("Amount (USD)").fill(typed)
+    await modal.get_by_role("button", name="Check and submit").click()
+
+    error = modal.locator(".b-input.has-error .error")
+    await expect(error).to_have_count(1)
+    await expect(error).to_contain_text(expected)
+    await expect(modal.locator(".b-input.has-error")).to_contain_text("Amount (USD)")
+    await modal.get_by_role("button", name="Cancel").click()
+    await expect(modal).to_have_count(0)
+    await expect(
+        page.message(REFUND).get_by_role("button", name="Approve", exact=True)
+    ).to_be_visible()
+    edited = re.compile(r"Refund (?!450\.00 USD)[0-9]")  # no other refund was proposed
+    await expect(page.page.locator("article.msg", has_text=edited)).to_have_count(0)
 
 
 async def test_items_of_a_digest_are_chosen_with_checkboxes(page: SandboxPage) -> None:

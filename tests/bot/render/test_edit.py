@@ -12,11 +12,18 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
 from bot.actions import EDIT_VIEW
-from bot.edit_form import MAX_INPUTS, EditForm, edit_form, problem_errors, read_request
+from bot.edit_form import (
+    MAX_INPUTS,
+    EditForm,
+    currency_errors,
+    edit_form,
+    problem_errors,
+    read_request,
+)
 from bot.render import proposal as render
 from bot.render.edit import EDIT_NOTE, edit_modal, superseded_reply
 from contracts.base import FieldProblem, Preview
-from contracts.operations.refund import RefundRequest
+from contracts.operations.refund import InMemoryLedger, Refund, RefundRequest
 from store.base import Proposal
 from store.lifecycle import Status
 
@@ -285,6 +292,160 @@ def test_contract_problems_land_under_the_input_they_name() -> None:
         "request.segment": "request: something about the whole request",
     }
     assert problem_errors(EditForm(fields=()), problems) == {}
+
+
+# --- money, typed in major units ------------------------------------------------------------
+
+REFUND_FORMATS = Refund(InMemoryLedger()).field_formats()
+#: A refund's frozen arguments: the currency comes from the payment, not the request.
+REFUND_ARGUMENTS: dict[str, Any] = {
+    "payment_id": "pay_1002",
+    "amount_cents": 45000,
+    "currency": "USD",
+    "customer": "cus_grace",
+    "reason": "requested_by_customer",
+    "refundable_cents_at_preview": 120000,
+}
+
+
+def refund_form(currency: str = "USD", amount: int = 45000) -> EditForm:
+    request = {"payment_id": "pay_1002", "amount_cents": amount}
+    arguments = {**REFUND_ARGUMENTS, "amount_cents": amount, "currency": currency}
+    return edit_form(RefundRequest.model_json_schema(), request, REFUND_FORMATS, arguments)
+
+
+def money(value: str) -> dict[str, Any]:
+    return {"request.amount_cents": {"value": {"type": "number_input", "value": value}}}
+
+
+def test_a_refund_amount_is_edited_in_its_currency_not_in_cents() -> None:
+    form = refund_form()
+    view = edit_modal(proposal(request={"payment_id": "pay_1002", "amount_cents": 45000}), form)
+    amount = inputs(view)["request.amount_cents"]
+
+    assert amount["label"]["text"] == "Amount (USD)"
+    assert amount["element"] == {
+        "type": "number_input",
+        "action_id": "value",
+        "is_decimal_allowed": True,
+        "min_value": "0",
+        "initial_value": "450.00",
+    }
+    hint = amount["hint"]["text"]
+    assert hint.startswith("An amount in USD, with up to 2 decimals.")
+    assert "cents" not in hint and "amount_cents" not in hint
+    View(**view).validate_json()
+
+
+@pytest.mark.parametrize(
+    ("currency", "amount", "shown", "decimals"),
+    [("USD", 45000, "450.00", True), ("JPY", 45000, "45000", False), ("KWD", 1234, "1.234", True)],
+)
+def test_a_money_input_shows_as_many_decimals_as_its_currency_has(
+    currency: str, amount: int, shown: str, decimals: bool
+) -> None:
+    view = edit_modal(proposal(), refund_form(currency, amount))
+    element = inputs(view)["request.amount_cents"]["element"]
+
+    assert (element["initial_value"], element["is_decimal_allowed"]) == (shown, decimals)
+
+
+@pytest.mark.parametrize(
+    ("currency", "typed", "cents"),
+    [
+        ("USD", "300", 30000),
+        ("USD", "19.99", 1999),  # exactly: 19.99 * 100 is 1998.9999999999998 in floating point
+        ("USD", "0.1", 10),
+        ("USD", "450.00", 45000),
+        ("JPY", "4500", 4500),
+        ("KWD", "1.005", 1005),
+    ],
+)
+def test_an_amount_typed_in_major_units_is_read_back_exactly_in_minor_units(
+    currency: str, typed: str, cents: int
+) -> None:
+    request, errors = read_request(refund_form(currency), {"payment_id": "pay_1002"}, money(typed))
+
+    assert errors == {}
+    assert request == {"payment_id": "pay_1002", "amount_cents": cents}
+
+
+@pytest.mark.parametrize(
+    ("currency", "typed", "expected"),
+    [
+        ("USD", "450.001", "Amount (USD): expected an amount in USD with at most 2 decimals"),
+        ("JPY", "4500.5", "Amount (JPY): expected an amount in JPY with no decimals"),
+        ("USD", "-5", "Amount (USD): expected an amount in USD that is not negative, got '-5'"),
+        ("USD", "abc", "Amount (USD): expected an amount in USD such as 450.00"),
+        ("USD", "450,00", "Amount (USD): expected an amount in USD such as 450.00"),
+        ("USD", "1e3", "Amount (USD): expected an amount in USD such as 450.00"),
+    ],
+)
+def test_a_bad_amount_is_an_error_under_its_input_naming_the_label_and_what_was_expected(
+    currency: str, typed: str, expected: str
+) -> None:
+    _, errors = read_request(refund_form(currency), {"payment_id": "pay_1002"}, money(typed))
+
+    assert list(errors) == ["request.amount_cents"]
+    assert errors["request.amount_cents"].startswith(expected)
+
+
+def test_money_of_an_unknown_currency_stays_a_whole_number_of_minor_units() -> None:
+    form = edit_form(
+        RefundRequest.model_json_schema(),
+        {"payment_id": "p", "amount_cents": 45000},
+        REFUND_FORMATS,
+    )
+    amount = next(field for field in form.fields if field.name == "amount_cents")
+    view = edit_modal(proposal(request={"amount_cents": 45000}), form, REFUND_FORMATS)
+
+    assert (amount.kind, amount.currency) == ("integer", None)
+    assert inputs(view)["request.amount_cents"]["element"]["initial_value"] == "45000"
+    assert "In minor units (cents)" in inputs(view)["request.amount_cents"]["hint"]["text"]
+
+
+def test_an_amount_typed_in_one_currency_is_refused_when_the_edit_is_in_another() -> None:
+    form = refund_form("USD")
+    typed = {"payment_id": "pay_1005", "amount_cents": 8900}
+
+    errors = currency_errors(form, typed, {**REFUND_ARGUMENTS, "currency": "EUR"}, REFUND_FORMATS)
+
+    assert errors == {
+        "request.amount_cents": "Amount (USD): the amount was typed in USD, but the edit is in "
+        "EUR; change one at a time (cancel, and edit again)"
+    }
+    assert currency_errors(form, typed, REFUND_ARGUMENTS, REFUND_FORMATS) == {}
+    assert currency_errors(form, {"payment_id": "pay_1005"}, {}, REFUND_FORMATS) == {}
+
+
+def test_a_choice_error_names_the_choices_by_their_labels() -> None:
+    form = refund_form()
+    state = {
+        "request.reason": {
+            "value": {"type": "static_select", "selected_option": {"value": "because"}}
+        }
+    }
+
+    _, errors = read_request(form, {}, state)
+
+    assert errors == {
+        "request.reason": "Refund reason: expected one of Requested by customer, Duplicate "
+        "payment, Fraudulent payment, got 'because'"
+    }
+
+
+def test_a_contract_problem_quoting_an_amount_shows_it_as_money() -> None:
+    problem = FieldProblem(
+        field="request.amount_cents", message="Input should be less than 100 (got 45000)"
+    )
+    count = FieldProblem(field="request.count", message="Input should be at least 1 (got 0)")
+
+    assert problem_errors(refund_form(), [problem]) == {
+        "request.amount_cents": "Amount (USD): Input should be less than 100 (got 450.00 USD)"
+    }
+    assert problem_errors(edit_form(SCHEMA, STORED), [count]) == {
+        "request.count": "Count: Input should be at least 1 (got 0)"
+    }
 
 
 # --- the proposal message -----------------------------------------------------------------------
