@@ -27,7 +27,7 @@ from pydantic import JsonValue
 from bot.render import standing as render_standing
 from contracts.canonical import binding_hash
 from contracts.durations import format_duration, parse_duration
-from contracts.formats import Formats
+from contracts.formats import Formats, field_label
 from contracts.policy import Ask, AskRule, Auto, Condition, Decision, PolicyTable
 from contracts.standing import (
     Grant,
@@ -83,8 +83,11 @@ def offers(policy: PolicyTable, proposal: Proposal) -> bool:
     return isinstance(offer(policy, proposal), StandingPolicy)
 
 
-def offer(policy: PolicyTable, proposal: Proposal) -> StandingPolicy | str:
-    """What an "Approve + allow similar…" click on ``proposal`` may grant, or why nothing."""
+def offer(
+    policy: PolicyTable, proposal: Proposal, formats: Formats | None = None
+) -> StandingPolicy | str:
+    """What an "Approve + allow similar…" click on ``proposal`` may grant, or why nothing
+    (naming its fields by their labels in the operation's ``formats``)."""
     if proposal.status is not Status.PENDING:
         return f"it is {proposal.status.value}, not pending"
     try:
@@ -97,7 +100,8 @@ def offer(policy: PolicyTable, proposal: Proposal) -> StandingPolicy | str:
             "with one approval"
         )
     if not _is_number(proposal.arguments.get(standing.ceiling)):
-        return f"its argument {standing.ceiling!r} is not a number to bound similar calls by"
+        label = field_label(formats or {}, standing.ceiling)
+        return f"its {label} is not a number to bound similar calls by"
     return standing
 
 
@@ -275,7 +279,8 @@ class StandingGrants:
         )
         if proposal is None:
             return None
-        standing = offer(service.settings.policy, proposal)
+        formats = service.publisher.formats_of(proposal.operation)
+        standing = offer(service.settings.policy, proposal, formats)
         if isinstance(standing, str):
             await self._refuse(proposal, user, channel, standing)
             return None

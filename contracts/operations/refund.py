@@ -168,10 +168,16 @@ class InMemoryLedger:
         earlier = self._refunds.get(idempotency_key)
         if earlier is not None:
             if (earlier.payment_id, earlier.amount_cents) != (payment_id, amount_cents):
+                asked = self._payments.get(payment_id)
+                shown = (
+                    format_money(amount_cents, asked.currency)
+                    if asked is not None
+                    else f"{amount_cents} minor units"
+                )
                 raise IdempotencyKeyReused(
                     f"idempotency key {idempotency_key!r} already refunded "
-                    f"{earlier.amount_cents} on {earlier.payment_id}; "
-                    f"asked for {amount_cents} on {payment_id}"
+                    f"{format_money(earlier.amount_cents, earlier.currency)} on "
+                    f"{earlier.payment_id}; asked for {shown} on {payment_id}"
                 )
             return earlier
         payment = self._existing(payment_id)
@@ -211,8 +217,9 @@ class InMemoryLedger:
         payment = self._existing(payment_id)
         if not 0 < amount_cents <= payment.refundable_cents:
             raise RefundExceedsRefundable(
-                f"outside refund of {amount_cents} on {payment_id}: expected 1.."
-                f"{payment.refundable_cents}"
+                f"outside refund of {format_money(amount_cents, payment.currency)} on "
+                f"{payment_id}: expected more than nothing and at most "
+                f"{format_money(payment.refundable_cents, payment.currency)}"
             )
         self._payments[payment_id] = payment.model_copy(
             update={"refunded_cents": payment.refunded_cents + amount_cents}

@@ -326,7 +326,7 @@ async def test_a_key_reused_for_another_amount_is_a_terminal_failure(refund: Ref
 
     assert isinstance(outcome, TerminalFailure)
     assert outcome.correlation_id == "corr-7"
-    assert "already refunded 100 on pay_123; asked for 200" in outcome.detail
+    assert "already refunded 1.00 USD on pay_123; asked for 2.00 USD" in outcome.detail
 
 
 async def test_a_dispute_before_execution_refunds_nothing(

@@ -5,9 +5,14 @@ channel message, an edit, the outcome in the thread, a digest's thread, the Home
 reply, standing rules (modal, confirmation, list, the review of a call one approved) and
 escalations; and the message's order.
 
+The edit modal's money inputs take major units under a label naming the currency ("Amount
+(USD)", "450.00"), and what it answers when a value cannot be read or the contract refuses it
+(too many decimals, a negative amount, a choice it does not offer, more than is refundable)
+speaks the same terms, as does a refusal of "Approve + allow similar…".
+
 Two places name fields as they run, on purpose and apart: Show full's small print ("amount_cents
-= 45000", under the labelled, formatted lines) and the edit modal's hints ("Field amount_cents.";
-a money input holds minor units as the request does, and its hint says so)."""
+= 45000", under the labelled, formatted lines) and the hints of the edit modal's other inputs
+("Field payment_id.")."""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from bot.edit_form import edit_form
+from bot.edit_form import edit_form, problem_errors, read_request
 from bot.render import digest as render_digest
 from bot.render import edit as render_edit
 from bot.render import escalation as render_escalation
@@ -29,7 +34,8 @@ from bot.render import home as render_home
 from bot.render import proposal as render
 from bot.render import reminders as render_reminders
 from bot.render import standing as render_standing
-from contracts.base import Context, Operation
+from bot.standing.rules import offer
+from contracts.base import Context, ContractViolation, FieldProblem, Operation
 from contracts.formats import FieldFormat
 from contracts.operations.refund import InMemoryLedger, Refund
 from contracts.operations.webhook import from_config as webhook_from_config
@@ -150,6 +156,9 @@ def assert_in_own_terms(text: str, operation: Operation[Any, Any], values: dict[
         value = values.get(name)
         if fmt.kind == "money" and isinstance(value, int):
             assert str(value) not in text.replace(",", ""), f"{name} shown in minor units"
+        for key in fmt.labels:  # a choice's keys ("requested_by_customer") by their labels
+            if "_" in key:
+                assert key not in text, f"raw choice {key!r} of {name!r} shown"
 
 
 @pytest.mark.parametrize(("payment", "amount"), [("pay_1002", 45000), ("pay_1005", 8900)])
@@ -362,9 +371,19 @@ def every_other_text(
             "updated_at": NOW,
         }
     )
-    form = edit_form(operation.request_schema(), proposal.request)
+    form = edit_form(operation.request_schema(), proposal.request, formats, arguments)
+    no_ceiling = proposal.model_copy(
+        update={
+            "quorum": 1,
+            "arguments": {k: v for k, v in arguments.items() if k != ceiling_of(standing)},
+        }
+    )
+    refused = offer(policy_of(operation, standing, proposal), no_ceiling, formats)
+    assert isinstance(refused, str)
     views = [
         render_edit.edit_modal(proposal, form, formats),
+        {"blocks": [render.section(text) for text in modal_errors(form, arguments).values()]},
+        {"blocks": [render.section(render.refusal_text(refused))]},
         render.reject_modal(proposal),
         full,
         render_edit.superseded_reply(superseded, edited, link=None, formats=formats),
@@ -392,6 +411,58 @@ def every_other_text(
     return text, small
 
 
+def ceiling_of(standing: StandingPolicy) -> str:
+    return standing.ceiling
+
+
+def policy_of(
+    operation: Operation[Any, Any], standing: StandingPolicy, proposal: Any
+) -> PolicyTable:
+    """A table whose rule asks for ``proposal``'s operation and allows standing rules."""
+    rule = {
+        "id": proposal.rule_id,
+        "operation": operation.name,
+        "decision": "ask",
+        "approvers": ["finance"],
+        "channel": "C0FINANCE",
+        "standing": {
+            "max": "7d",
+            "admins": list(standing.admins),
+            "ceiling": standing.ceiling,
+            "vary": list(standing.vary),
+        },
+    }
+    roles = {"finance": ["U0ADA"], **{role: ["U0ADA"] for role in standing.admins}}
+    return PolicyTable.load([rule], registry=Registry([operation]), roles=roles)
+
+
+def modal_errors(form: Any, arguments: dict[str, Any]) -> dict[str, str]:
+    """What the edit modal answers under its inputs: a money amount with one decimal too many,
+    a negative one, a choice it does not offer, and a contract's problem quoting a money value
+    as the request holds it (contracts/base.py: "(got 45000)")."""
+    errors: dict[str, str] = {}
+    for field in form.fields:
+        if field.kind == "money":
+            for typed in ("1.001", "-5"):
+                state = {field.block_id: {"value": {"type": "number_input", "value": typed}}}
+                _, found = read_request(form, {}, state)
+                errors[f"{field.block_id}{typed}"] = found[field.block_id]
+            problem = FieldProblem(
+                field=f"request.{field.name}",
+                message=f"Input should be less than 100 (got {arguments[field.name]})",
+            )
+            errors[f"{field.block_id}:contract"] = problem_errors(form, [problem])[field.block_id]
+        if field.kind == "choice":
+            state = {
+                field.block_id: {
+                    "value": {"type": "static_select", "selected_option": {"value": "because"}}
+                }
+            }
+            _, found = read_request(form, {}, state)
+            errors[field.block_id] = found[field.block_id]
+    return errors
+
+
 @pytest.mark.parametrize(("payment", "amount"), [("pay_1002", 45000), ("pay_1005", 8900)])
 async def test_modals_refusals_reminders_standing_rules_and_escalations_in_own_terms(
     payment: str, amount: int
@@ -406,8 +477,14 @@ async def test_modals_refusals_reminders_standing_rules_and_escalations_in_own_t
     )
 
     text, small = every_other_text(refund, proposal, edited, standing)
+    form = edit_form(refund.request_schema(), request, refund.field_formats(), proposal.arguments)
+    refundable = proposal.arguments["refundable_cents_at_preview"]
+    with pytest.raises(ContractViolation) as too_much:  # the refund's own validation error
+        await refund.resolve(refund.parse_request({**request, "amount_cents": refundable + 1}), CTX)
+    text += "\n".join(problem_errors(form, too_much.value.problems).values())
 
     assert_in_own_terms(text, refund, proposal.arguments)
+    assert_in_own_terms(text, refund, {"amount_cents": refundable + 1})
     assert not ISO_TIME.search(text), "an ISO time shown"
     currency = proposal.arguments["currency"]
     shown = f"{amount / 100:,.2f} {currency}"
@@ -415,7 +492,16 @@ async def test_modals_refusals_reminders_standing_rules_and_escalations_in_own_t
     assert f"amount_cents = {amount}" in small  # and as it runs, in small print
     assert f"payment_id = {json.dumps(payment)}" not in small  # shown as is above: not twice
     assert "payment_id = (as above)" in small
-    assert f"In minor units (cents) of {currency}: it is {shown} now." in text  # the edit modal
+    assert f"Amount ({currency})" in text  # the edit modal's money input
+    assert f"An amount in {currency}, with up to 2 decimals." in text
+    assert f"Amount ({currency}): expected an amount in {currency} with at most 2 decimals" in text
+    assert f"Amount ({currency}): expected an amount in {currency} that is not negative" in text
+    assert f"(got {shown})" in text  # a contract's problem quoting the amount
+    most = f"{refundable / 100:,.2f} {currency}"
+    assert f"Amount ({currency}): {(refundable + 1) / 100:,.2f} {currency} is more than" in text
+    assert f"expected at most {most}" in text
+    assert "Refund reason: expected one of Requested by customer, Duplicate payment, " in text
+    assert "its Amount is not a number to bound similar calls by" in text
     assert f"*Amount* up to `{shown}`" in text  # the standing rule's ceiling
     assert "granted by <@U0ADA> until <!date^" in text  # the review of a covered call
     assert "Countersign did not do that: it expired <!date^" in text
