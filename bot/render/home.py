@@ -308,17 +308,22 @@ def proposal_detail_blocks(
     now: datetime,
     previous: Proposal | None = None,
     formats: Formats | None = None,
+    current: StateCheck | None = None,
 ) -> Blocks:
     """``/countersign show <id>``: in the channel message's order, the title, Countersign's
-    verdict (risk, why the policy asked, status and expiry, approvals so far), the preview,
-    who edited it and what changed from ``previous``, who asked, the agent's explanation, and
-    the audit trail of one proposal. What had to be cut says so, with Show full."""
+    verdict (risk, why the policy asked, status and expiry, approvals so far, and the
+    ``current`` state the operation's revalidation found, as the Home tab shows it), the
+    preview, who edited it and what changed from ``previous``, who asked, the agent's
+    explanation, and the audit trail of one proposal. What had to be cut says so, with Show
+    full."""
     verdict = [RISK_LABELS[proposal.risk], f"*Why you are asked:* {why_asked(proposal)}"]
     status = f"*Status:* {status_word(proposal)} ({code(proposal.status.value, 40)})"
     if proposal.expires_at is not None:
         status += f" · expires {when(proposal.expires_at)} ({remaining(proposal.expires_at, now)})"
     progress = quorum_progress(proposal) if proposal.status is Status.PENDING else None
     verdict += [status, *([progress] if progress else [])]
+    if current is not None:
+        verdict.append(state_line(current))
     blocks: Blocks = [header(proposal.preview.title), section("\n".join(verdict))]
     fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
     blocks += field_sections(fields, budget=3)

@@ -9,6 +9,10 @@ again for the people it was shown to (``on_checked``). Each check has :data:`TIM
 at most :data:`AT_ONCE` run at a time, each proposal's once at a time. Operations that check
 nothing (no ``revalidate``, a webhook without ``revalidate_url``) are never run. What a check
 finds is shown, not acted on: execution revalidates again, as before.
+
+``/countersign show <id>`` answers within Slack's three seconds and cannot be published again:
+:meth:`CurrentState.check` gives the fresh check, or waits a moment for one (the same check the
+tab would run, remembered for it), and says so when it did not answer in time.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ class CurrentState:
         self._timeout = timeout
         #: by proposal id and binding hash: an edit is a new proposal, checked afresh
         self._checks: OrderedDict[tuple[str, str], StateCheck] = OrderedDict()
-        self._running: set[tuple[str, str]] = set()
+        self._running: dict[tuple[str, str], asyncio.Task[StateCheck]] = {}
         self._slots = asyncio.Semaphore(AT_ONCE)
         self._tasks = BackgroundTasks()
 
@@ -87,18 +91,42 @@ class CurrentState:
                 continue
             if check is not None and now - check.at <= self._fresh_for:
                 continue
-            try:
-                operation = self._registry.get(proposal.operation)
-            except UnknownOperation:
-                continue
-            if not operation.revalidates:
-                continue
-            self._running.add(key)
-            self._tasks.spawn(self._check(proposal, key), name=f"current-state-{proposal.id}")
-            checking.add(proposal.id)
+            if self._start(proposal, key) is not None:
+                checking.add(proposal.id)
         return checking
 
-    async def _check(self, proposal: Proposal, key: tuple[str, str]) -> None:
+    async def check(self, proposal: Proposal, *, within: float) -> StateCheck | None:
+        """The current state of one proposal now: its last check if fresh, else one run (or
+        joined, if running) and waited for at most ``within`` seconds; past that, a check that
+        could not be made in time (it goes on in the background, for the next reader). None
+        when its operation checks nothing."""
+        key = (proposal.id, proposal.binding_hash)
+        check = self._checks.get(key)
+        if check is not None and self._clock() - check.at <= self._fresh_for:
+            return check
+        task = self._running.get(key) or self._start(proposal, key)
+        if task is None:
+            return None
+        try:
+            async with asyncio.timeout(within):
+                return await asyncio.shield(task)
+        except TimeoutError:
+            late = f"no answer within {within:g} s"
+            return StateCheck(at=self._clock(), reason=late, failed=True)
+
+    def _start(self, proposal: Proposal, key: tuple[str, str]) -> asyncio.Task[StateCheck] | None:
+        """Start checking ``proposal`` in the background, if its operation checks anything."""
+        try:
+            operation = self._registry.get(proposal.operation)
+        except UnknownOperation:
+            return None
+        if not operation.revalidates:
+            return None
+        task = self._tasks.spawn(self._check(proposal, key), name=f"current-state-{proposal.id}")
+        self._running[key] = task
+        return task
+
+    async def _check(self, proposal: Proposal, key: tuple[str, str]) -> StateCheck:
         try:
             async with self._slots:
                 check = await self._revalidated(proposal)
@@ -107,8 +135,9 @@ class CurrentState:
             while len(self._checks) > REMEMBERED:
                 self._checks.popitem(last=False)
         finally:
-            self._running.discard(key)
+            self._running.pop(key, None)
         self._on_checked(proposal)
+        return check
 
     async def _revalidated(self, proposal: Proposal) -> StateCheck:
         now = self._clock()

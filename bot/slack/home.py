@@ -27,7 +27,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.delegations.commands import Delegations
 from bot.escalations.flow import EscalationService
-from bot.render.home import WAITING_SHOWN, home_view
+from bot.render.home import WAITING_SHOWN, StateCheck, home_view
 from bot.service import Service
 from bot.settings import is_user_group
 from bot.slack.current_state import CurrentState
@@ -110,6 +110,11 @@ class HomeTab:
                 with contextlib.suppress(ProposalNotFound):
                     found[proposal.id] = await self._service.store.get_proposal(proposal.supersedes)
         return found
+
+    async def current_state(self, proposal: Proposal, *, within: float) -> StateCheck | None:
+        """What the operation's revalidation finds for ``proposal`` now, the same check the tab
+        shows (bot/slack/current_state.py), waited for at most ``within`` seconds."""
+        return await self._current.check(proposal, within=within)
 
     async def publish(self, user: str, *, notice: str | None = None) -> None:
         """Build and publish ``user``'s tab; a failure is logged (the tab is not state)."""

@@ -6,7 +6,9 @@ command's own HTTP response, Slack's immediate response: it works in every conve
 those the bot is not a member of (where chat.postEphemeral cannot post), and needs no outbound
 call. Building the answer reads the store and, for ``list``, the same click-time checks as the
 App Home; it is bounded by :data:`ANSWER_WITHIN` seconds so the answer always arrives within
-Slack's three seconds (past it the person is asked to try again).
+Slack's three seconds (past it the person is asked to try again). ``show`` of a pending proposal
+includes its current state, as the App Home does, waiting at most :data:`STATE_WITHIN` seconds
+for the operation's revalidation.
 """
 
 from __future__ import annotations
@@ -30,14 +32,17 @@ from bot.slack.home import HomeTab
 from bot.standing.admin import StandingAdmin
 from contracts.policy import AskRule
 from store.base import Proposal, ProposalNotFound
+from store.lifecycle import Status
 
-__all__ = ["ANSWER_WITHIN", "COMMAND", "SlashCommand", "register_slash_command"]
+__all__ = ["ANSWER_WITHIN", "COMMAND", "STATE_WITHIN", "SlashCommand", "register_slash_command"]
 
 log = logging.getLogger(__name__)
 
 COMMAND: Final = "/countersign"
 #: Seconds to build an answer before giving up (Slack waits three for the response).
 ANSWER_WITHIN: Final = 2.5
+#: Seconds ``show`` waits for the current state of a pending proposal (within ANSWER_WITHIN).
+STATE_WITHIN: Final = 1.5
 
 Answer = tuple[str, list[dict[str, Any]]]
 
@@ -112,12 +117,16 @@ class SlashCommand:
         if proposal.supersedes is not None:
             with contextlib.suppress(ProposalNotFound):
                 previous = await store.get_proposal(proposal.supersedes)
+        current = None  # what the operation's revalidation finds now, as in the App Home
+        if proposal.status is Status.PENDING:
+            current = await self._home.current_state(proposal, within=STATE_WITHIN)
         blocks = proposal_detail_blocks(
             proposal,
             trail,
             now=self._clock(),
             previous=previous,
             formats=self._service.publisher.formats_of(proposal.operation),
+            current=current,
         )
         return inert(proposal.preview.title)[:FALLBACK_MAX], blocks
 

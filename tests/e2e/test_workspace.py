@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -273,6 +274,51 @@ async def test_slash_show_gives_preview_status_and_audit_trail_to_those_involved
     assert "submitted" in blocks and "posted_to_slack" in blocks  # the audit trail
     assert "No proposal" in hidden["text"] and "churn-risk" not in json.dumps(hidden)
     assert hidden["text"].replace(campaign["id"], "cs_doesnotexist") == missing["text"]
+
+
+async def test_slash_show_gives_the_current_state_in_the_verdict_as_the_home_tab_does(
+    cs: Countersign,
+) -> None:
+    _, refund = await cs.submit(REFUND)  # the refund revalidates: it reads its ledger
+    _, campaign = await cs.submit(CAMPAIGN)  # a webhook without revalidate_url checks nothing
+    await cs.posted(refund["id"])
+
+    unchanged = verdict(await slash(cs, APPROVER, f"show {refund['id']}"))
+    ledger = cs.service.settings.registry.get("payments.refund").ledger
+    ledger.record_outside_refund("pay_1002", 30000)  # someone refunds 300.00 USD meanwhile
+    fresh = verdict(await slash(cs, APPROVER, f"show {refund['id']}"))
+    cs.clock.advance(timedelta(minutes=3))  # the last check is stale now: checked again
+    changed = verdict(await slash(cs, APPROVER, f"show {refund['id']}"))
+
+    assert unchanged[0].startswith(":red_circle:")  # the verdict first, then the state
+    assert unchanged[1].startswith("*Why you are asked:*")
+    assert unchanged[-1].startswith(
+        ":mag: *Current state:* unchanged since the preview (checked <!date^"
+    )
+    assert fresh == unchanged  # checked at most once every 2 minutes
+    assert changed[-1].startswith(
+        ":warning: *Current state has changed:* refundable amount on pay_1002 changed since "
+        "the preview: was 1,200.00 USD, now 900.00 USD (checked <!date^"
+    )
+    assert changed[-1].endswith(
+        "Approved now, it would stop before executing and be sent back for revision."
+    )
+    assert "Current state" not in json.dumps(await slash(cs, APPROVER, f"show {campaign['id']}"))
+    assert await cs.submit_reason(APPROVER, refund["id"], "Not now") == 200
+    await eventually(lambda: status_of(cs, refund["id"], "rejected"))
+    decided = await slash(cs, APPROVER, f"show {refund['id']}")
+    assert "Current state" not in json.dumps(decided)  # shown only while it waits
+
+
+def verdict(answer: dict[str, Any]) -> list[str]:
+    """The lines of the verdict section of a ``show`` answer (after its header)."""
+    assert answer["blocks"][0]["type"] == "header"
+    lines: list[str] = answer["blocks"][1]["text"]["text"].split("\n")
+    return lines
+
+
+async def status_of(cs: Countersign, proposal_id: str, status: str) -> bool:
+    return (await cs.store.get_proposal(proposal_id)).status == status
 
 
 @pytest.mark.parametrize(("text", "expected"), [("help", "list"), ("", "show"), ("frob", "not")])

@@ -1,14 +1,15 @@
-"""The Home tab's current state: each operation's revalidation, run in the background, at most
-once per proposal while its last check is fresh, with a short timeout; never for an operation
-that checks nothing."""
+"""The current state the Home tab and ``/countersign show`` give: each operation's revalidation,
+run in the background, at most once per proposal while its last check is fresh, with a short
+timeout (``show`` waits a moment for it); never for an operation that checks nothing."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.render.home import StateCheck, home_view
+from bot.render.home import StateCheck, home_view, proposal_detail_blocks
 from bot.slack.current_state import CurrentState
 from contracts.base import Context
 from contracts.operations.refund import InMemoryLedger, Payment, Refund
@@ -146,6 +147,59 @@ async def test_an_operation_that_checks_nothing_is_never_run() -> None:
     await settled()
     assert checked == [] and current.known([note]) == {}
     await current.close()
+
+
+async def test_show_waits_a_moment_for_a_check_and_shares_it_with_the_tab() -> None:
+    ledger, checked = CountingLedger(delay=0.05), []
+    current = checker(ledger, Clock(), checked)
+    proposal = refund_proposal(45000)
+
+    assert current.request([proposal]) == {proposal.id}  # the tab started it
+    found = await current.check(proposal, within=1)  # show joins it: one look-up
+
+    assert found == StateCheck(at=NOW)
+    assert ledger.lookups == 1
+    assert await current.check(proposal, within=1) == found  # fresh: not asked again
+    assert ledger.lookups == 1
+    assert current.known([proposal]) == {proposal.id: found}
+    await current.close()
+
+
+async def test_show_says_when_the_check_did_not_answer_in_time_and_it_goes_on() -> None:
+    ledger, checked = CountingLedger(delay=0.2), []
+    current = checker(ledger, Clock(), checked)
+    proposal = refund_proposal(50000)
+
+    late = await current.check(proposal, within=0.01)
+    await asyncio.sleep(0.4)
+
+    assert late == StateCheck(at=NOW, reason="no answer within 0.01 s", failed=True)
+    [done] = current.known([proposal]).values()  # finished in the background, for the next
+    assert done.reason is not None and "was 500.00 USD, now 450.00 USD" in done.reason
+    assert checked == [proposal.id]
+    await current.close()
+
+
+async def test_show_asks_nothing_of_an_operation_that_checks_nothing() -> None:
+    current = checker(CountingLedger(), Clock(), [])
+    note = make_proposal(operation="crm.note", arguments={"text": "hi"})
+
+    assert await current.check(note, within=1) is None
+    await current.close()
+
+
+def test_show_gives_the_current_state_in_its_verdict() -> None:
+    proposal = make_proposal(quorum=2)
+    check = StateCheck(at=NOW, reason="refundable amount changed")
+
+    blocks = proposal_detail_blocks(proposal, [], now=NOW, current=check)
+    without = proposal_detail_blocks(proposal, [], now=NOW)
+
+    lines = blocks[1]["text"]["text"].split("\n")
+    assert lines[:2] == without[1]["text"]["text"].split("\n")[:2]  # risk, why asked
+    assert lines[-1].startswith(":warning: *Current state has changed:* refundable amount changed")
+    assert blocks[2:] == without[2:]  # then the values, as before
+    assert "Current state" not in json.dumps(without)
 
 
 def test_the_home_tab_shows_what_the_check_found_inert() -> None:
