@@ -30,6 +30,7 @@ import asyncpg
 from aiohttp import web
 
 from bot.slack.local import LocalSlack, running_local_slack
+from store.lifecycle import Status
 from store.postgres import PostgresStore
 from tests.e2e.harness import (
     AGENT_TOKEN,
@@ -58,6 +59,7 @@ __all__ = [
     "click",
     "env_size",
     "fresh_database",
+    "on_course",
     "posted_messages",
     "running_cluster",
     "running_target",
@@ -125,7 +127,10 @@ def scale_config(
 
     Without ``digests`` each proposal keeps its own message (most tests click and count them
     one by one); with it, similar proposals due together share a digest message."""
-    text = config_text(target_url)
+    text = config_text(target_url).replace(
+        "\ntimeout_seconds = 2\n", f"\ntimeout_seconds = {EXECUTION_TIMEOUT_SECONDS}\n"
+    )
+    assert "\ntimeout_seconds = 2\n" not in text
     head, rest = text.split("[server]\n", 1)
     lines, _, tail = rest.partition("\n\n")
     kept = {line.split(" = ", 1)[0]: line for line in lines.splitlines()}
@@ -134,6 +139,13 @@ def scale_config(
     slack = f"[slack]\ndigests = {'true' if digests else 'false'}\n"
     return f'{head}[server]\n{body}\n\n{tail}\n[store]\nurl = "{store_url}"\n\n{slack}\n{UNLIMITED}'
 
+
+#: How long an execution may wait for the target. The e2e configuration's 2 s is meant for
+#: one proposal at a time; these tests keep thousands of clicks in flight on purpose, and an
+#: instance that busy may read the target's prompt answer seconds late. Its webhook then times
+#: out and the proposal (rightly) needs reconciliation, which these tests are not about: the
+#: crash loop covers that outcome, tests/e2e the timeout itself.
+EXECUTION_TIMEOUT_SECONDS = 60
 
 #: The scale tests drive one agent far past its default per-agent limits on purpose (they
 #: measure the instances, not the quota): raised out of the way.
@@ -398,16 +410,36 @@ def posted_messages(slack: LocalSlack, channel: str = CAMPAIGN_CHANNEL) -> Count
     return found
 
 
-async def wait_for(check: Any, *, timeout: float, interval: float = 0.2, what: str = "") -> Any:
-    """Poll the coroutine function ``check`` until it returns something truthy."""
+async def wait_for(
+    check: Any,
+    *,
+    timeout: float,
+    interval: float = 0.2,
+    what: str = "",
+    explain: Any = None,
+) -> Any:
+    """Poll the coroutine function ``check`` until it returns something truthy.
+
+    ``explain``, a coroutine function, says on a timeout what was still missing."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         result = await check()
         if result:
             return result
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what or check}")
+            missing = f"; {await explain()}" if explain is not None else ""
+            raise AssertionError(f"not within {timeout} s: {what or check}{missing}")
         await asyncio.sleep(interval)
+
+
+#: The statuses a proposal passes through on its way to success in these tests.
+ON_COURSE = frozenset({Status.PENDING, Status.EXECUTING, Status.SUCCEEDED})
+
+
+def on_course(counts: Counter[str]) -> None:
+    """Fail at once, rather than at a wait's deadline, when a proposal ended any other way."""
+    strayed = {status: n for status, n in counts.items() if status not in ON_COURSE}
+    assert not strayed, f"proposals that will never succeed: {strayed} (all: {dict(counts)})"
 
 
 async def undelivered(db_url: str) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from tests.scale.cluster import (
     Cluster,
     campaign,
     click,
+    on_course,
     running_cluster,
     status_counts,
     submit,
@@ -97,6 +98,7 @@ async def test_a_burst_over_two_instances_is_shown_once_and_each_item_runs_once(
     async def settled() -> bool:
         assert cluster.tracebacks() == {}
         counts = await status_counts(cluster.db_url)
+        on_course(counts)
         return counts == Counter({Status.SUCCEEDED: PROPOSALS}) and (
             await cluster.store.pending_deliveries() == 0
         )

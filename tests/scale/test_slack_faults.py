@@ -22,6 +22,7 @@ from tests.scale.cluster import (
     Cluster,
     campaign,
     click,
+    on_course,
     posted_messages,
     running_cluster,
     status_counts,
@@ -88,6 +89,7 @@ async def _approve(cluster: Cluster, ids: list[str], ts: dict[str, str]) -> None
 
 async def _delivered(cluster: Cluster, ids: list[str]) -> None:
     async def check() -> bool:
+        on_course(await status_counts(cluster.db_url))
         stored = [await cluster.store.get_proposal(i) for i in ids]
         done = all(p.status is Status.SUCCEEDED for p in stored)
         return done and await cluster.store.pending_deliveries() == 0

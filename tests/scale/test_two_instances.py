@@ -26,10 +26,12 @@ from tests.scale.cluster import (
     campaign,
     click,
     env_size,
+    on_course,
     posted_messages,
     running_cluster,
     status_counts,
     submit,
+    undelivered,
     wait_for,
 )
 
@@ -138,11 +140,28 @@ async def test_two_instances_execute_each_proposal_once_and_post_its_outcome_onc
     async def settled() -> bool:
         assert cluster.tracebacks() == {}
         counts = await status_counts(cluster.db_url)
+        on_course(counts)
         done = counts == Counter({Status.SUCCEEDED: len(ids)})
         answered = len(cluster.slack.ephemeral()) == len(ids) * (CLICKS_PER_PROPOSAL - 1)
         return done and answered and await cluster.store.pending_deliveries() == 0
 
-    await wait_for(settled, timeout=60 + len(ids), what="every proposal succeeded and reported")
+    async def still_missing() -> str:
+        failed = [
+            e.detail for e in await cluster.store.audit_log() if e.event == "slack_call_failed"
+        ]
+        return (
+            f"statuses {dict(await status_counts(cluster.db_url))}, "
+            f"{len(cluster.slack.ephemeral())} of {len(ids) * (CLICKS_PER_PROPOSAL - 1)} "
+            f"losing clicks answered, undelivered {await undelivered(cluster.db_url)}, "
+            f"failed Slack calls {failed[:5]} ({len(failed)})"
+        )
+
+    await wait_for(
+        settled,
+        timeout=60 + len(ids),
+        what="every proposal succeeded and reported",
+        explain=still_missing,
+    )
     finished = time.monotonic()
 
     assert set(answers) == {200}, answers
