@@ -158,13 +158,15 @@ class OutboxWorker:
     async def run(self) -> None:
         try:
             while True:
+                # cleared before the round, not after: a wake() while it claims (an entry
+                # committed just too late for its claim) must start the next round at once
+                self._wake.clear()
                 try:
                     worked = await self.run_once()
                 except Exception:
                     log.exception("outbox round failed; trying again shortly")
                     worked = 0
                 if worked < self._batch:
-                    self._wake.clear()
                     try:
                         async with asyncio.timeout(self._idle_poll):
                             await self._wake.wait()
