@@ -33,8 +33,20 @@ ERROR_CHARS = 2000
 
 
 async def enqueue(tx: Tx, proposal: Proposal, effects: Iterable[Effect], now: datetime) -> None:
-    """Write one outbox entry per effect of ``proposal``, due at ``now``, inside ``tx``."""
+    """Write one outbox entry per effect of ``proposal``, due at ``now``, inside ``tx``.
+
+    A message update replaces the proposal's updates not yet under way: each renders the state
+    at its delivery, so only the last needs a Slack call (an approval's "executing" update and
+    its outcome's, when the execution is quicker than the outbox)."""
     for effect in effects:
+        if effect is Effect.SLACK_UPDATE:
+            await tx.execute(
+                "supersede_updates",
+                proposal_id=proposal.id,
+                effect=effect.value,
+                lane=lane_of(effect),
+                now=now,
+            )
         await tx.execute(
             "insert_outbox",
             proposal_id=proposal.id,

@@ -782,11 +782,56 @@ class StoreConformance(
             assert len(batch) == 1  # one at a time: each waits for the one before
             order.append((batch[0].effect, batch[0].status))
             await store.complete_delivery(batch[0].id, now=later)
+        # the "executing" update was never under way: the outcome's update replaced it
         assert order == [
-            (Effect.SLACK_UPDATE, Status.EXECUTING),
             (Effect.SLACK_UPDATE, Status.SUCCEEDED),
             (Effect.SLACK_REPLY, Status.SUCCEEDED),
         ]
+        assert await store.pending_deliveries() == 0
+
+    async def test_a_message_update_under_way_is_not_replaced_and_goes_first(
+        self, store: Store, now: datetime
+    ) -> None:
+        new, _ = await store.create_proposal(new_proposal(now))
+        await _drain(store, now)  # posted
+        await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
+        )
+        [executing] = await store.claim_deliveries(now=now, limit=10, lease=LEASE)
+        assert (executing.effect, executing.status) == (Effect.SLACK_UPDATE, Status.EXECUTING)
+
+        await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now)
+
+        # the worker delivering it still holds its lease: the outcome's entries wait behind it
+        assert [d.effect for d in await store.claim_deliveries(now=now, limit=10, lease=LEASE)] == [
+            Effect.CALLBACK
+        ]
+        await store.complete_delivery(executing.id, now=now)
+        assert [(e, st) for _, e, st in await _drain(store, now)] == [
+            (Effect.SLACK_UPDATE, Status.SUCCEEDED),
+            (Effect.SLACK_REPLY, Status.SUCCEEDED),
+        ]
+
+    async def test_an_update_waiting_to_be_retried_is_replaced_by_a_later_one(
+        self, store: Store, now: datetime
+    ) -> None:
+        new, _ = await store.create_proposal(new_proposal(now))
+        await _drain(store, now)
+        await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
+        )
+        [executing] = await store.claim_deliveries(now=now, limit=10, lease=LEASE)
+        await store.retry_delivery(executing.id, at=now + timedelta(minutes=5), error="timeout")
+
+        await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now)
+
+        # nothing waits five minutes behind the failed update: the outcome's goes now
+        delivered = [(e, st) for _, e, st in await _drain(store, now)]
+        assert [d for d in delivered if d[0] is not Effect.CALLBACK] == [
+            (Effect.SLACK_UPDATE, Status.SUCCEEDED),
+            (Effect.SLACK_REPLY, Status.SUCCEEDED),
+        ]
+        assert (Effect.CALLBACK, Status.SUCCEEDED) in delivered
         assert await store.pending_deliveries() == 0
 
     async def test_a_retried_delivery_waits_for_its_time(self, store: Store, now: datetime) -> None:
@@ -1059,9 +1104,7 @@ class StoreConformance(
         before = await store.audit_log()
 
         with pytest.raises(ValueError, match="supersedes"):
-            await store.supersede(
-                old.id, _edit_of("another-id", now), actor="U0EDITOR", now=now
-            )
+            await store.supersede(old.id, _edit_of("another-id", now), actor="U0EDITOR", now=now)
         with pytest.raises(ValueError, match="edited_by"):
             await store.supersede(old.id, _edit_of(old.id, now), actor="U0OTHER", now=now)
         with pytest.raises(InvalidTransition, match="rejected"):

@@ -21,3 +21,12 @@ RETURNING proposal_id, effect, attempts
 -- name: count_pending_deliveries
 -- Entries still to deliver.
 SELECT count(*) AS pending FROM outbox WHERE delivered_at IS NULL AND abandoned_at IS NULL
+
+-- name: supersede_updates
+-- A new message update makes the proposal's earlier ones moot: an update renders the state
+-- when it is delivered, so the last one shows what the earlier would have. Those not being
+-- delivered right now count as done; one under a live lease is left to finish first.
+UPDATE outbox SET delivered_at = :now, last_error = 'superseded by a later update'
+WHERE proposal_id = :proposal_id AND lane = :lane AND effect = :effect
+  AND delivered_at IS NULL AND abandoned_at IS NULL
+  AND (leased_until IS NULL OR leased_until <= :now)
