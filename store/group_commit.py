@@ -9,8 +9,9 @@ of them. A writer's call returns only after that COMMIT, so what it returns is d
 before; only the number of disk waits changes. At low load a batch holds one writer and costs two
 statements more (SAVEPOINT, RELEASE).
 
-The committer holds the store's lock for the whole batch, so reads (which take the same lock)
-never see a batch half done.
+Reads never see a batch half done: on a file they run on connections of their own, which read
+only what has committed; in memory they take the committer's lock. A writer whose statements
+failed is told so when its batch has ended, so that what it reads next includes the batch.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class GroupCommit:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """One writer's part of a batch: its statements commit together with the batch's, or
-        not at all. Errors of its own statements roll back only them and reach it at once."""
+        not at all. Errors of its own statements roll back only them and reach it when the batch
+        has ended."""
         if self._closed is not None:
             raise self._closed
         turn = _Turn()
@@ -87,7 +89,20 @@ class GroupCommit:
             await self._db.execute("SAVEPOINT writer")
             try:
                 yield self._db
-            except BaseException:
+            except Exception:
+                self._reset()
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        await self._db.execute("ROLLBACK TO writer")
+                        await self._db.execute("RELEASE writer")
+                # Told once the batch has ended, not before: what the writer reads next (on a
+                # reader's connection, store/sqlite.py) then includes the batch's writes, such
+                # as those a database check that refused it counted.
+                turn.finished.set()
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(turn.committed)
+                raise
+            except BaseException:  # cancelled: nothing to wait for
                 self._reset()
                 if self._db.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
@@ -99,6 +114,10 @@ class GroupCommit:
         finally:
             turn.finished.set()
         await turn.committed
+
+    def queued(self) -> int:
+        """Writers waiting for their turn."""
+        return sum(not turn.go.done() for turn in self._queue)
 
     async def close(self, error: Exception) -> None:
         """Refuse new writers; fail the queued ones with ``error``; stop the committer."""
@@ -124,6 +143,15 @@ class GroupCommit:
 
     async def _batch(self) -> None:
         batch: list[_Turn] = []
+        refused: list[_Turn] = []  # turns whose statements failed: told when the batch ends
+        try:
+            await self._batch_of(batch, refused)
+        finally:
+            for turn in refused:
+                if not turn.committed.done():
+                    turn.committed.set_result(None)
+
+    async def _batch_of(self, batch: list[_Turn], refused: list[_Turn]) -> None:
         begun = False
         try:
             if self._db.in_transaction:  # left open by a cancelled reader: nothing to keep
@@ -136,8 +164,7 @@ class GroupCommit:
                     continue
                 turn.go.set_result(None)
                 await turn.finished.wait()
-                if turn.ok:
-                    batch.append(turn)
+                (batch if turn.ok else refused).append(turn)
                 if not self._db.in_transaction:
                     # SQLite ended the whole transaction (some errors do): the batch so far is
                     # lost; its writers learn it as a failure, as a failed COMMIT would tell them

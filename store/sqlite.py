@@ -4,9 +4,11 @@ One aiosqlite connection per store, WAL journal, ``synchronous=FULL`` unless ask
 foreign keys on. Every write is one ``BEGIN IMMEDIATE`` transaction under an asyncio lock,
 batched with concurrent writes into one COMMIT (store/group_commit.py), so changes and their
 audit entries commit together and the audit chain stays linear, also when several processes
-share the file; the writer follows the chain's head in memory (store/sqlite_tx.py). Reads run
-on the connection in autocommit, each statement reading what has committed. The verbs are
-written once over this (store/proposals.py and the modules it gathers).
+share the file; the writer follows the chain's head in memory (store/sqlite_tx.py). Reads run on
+connections of their own (:data:`READERS`, read-only), in autocommit, each statement reading
+what has committed: WAL lets them read while a batch of writes waits for its COMMIT's disk
+flush, so a read never queues behind the writers. The verbs are written once over this
+(store/proposals.py and the modules it gathers).
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ FOREIGN_KEYS_OFF = "-- countersign-migrate: foreign_keys=off"
 
 #: The versions already applied.
 SELECT_APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
+
+#: Read-only connections beside the writer's. Each runs its statements in a thread of its own;
+#: two keep reads from waiting on each other without taking the writer's share of the cores.
+READERS = 2
 
 
 async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> list[int]:
@@ -106,9 +112,19 @@ class SqliteStore(ProposalVerbs):
     """A Store on one SQLite file. Create it with :meth:`open`."""
 
     def __init__(
-        self, db: aiosqlite.Connection, *, clock: Callable[[], datetime] | None = None
+        self,
+        db: aiosqlite.Connection,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        readers: Sequence[aiosqlite.Connection] = (),
     ) -> None:
+        """``readers``: read-only connections to the same file; without them (an in-memory
+        database has no other connection to it) reads take turns with writes on ``db``."""
         self._db = db
+        self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._all_readers = tuple(readers)
+        for reader in readers:
+            self._readers.put_nowait(reader)
         self._lock = asyncio.Lock()
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
@@ -170,7 +186,18 @@ class SqliteStore(ProposalVerbs):
             if isinstance(error, sqlite3.Error | MigrationError):
                 raise StoreUnavailable(f"SQLite database {str(path)!r}: {error}") from error
             raise
-        return cls(db, clock=clock)
+        readers: list[aiosqlite.Connection] = []
+        try:
+            if str(path) != ":memory:":
+                for _ in range(READERS):
+                    readers.append(await _reader(path, busy_timeout_ms))
+        except BaseException as error:
+            for reader in [*readers, db]:
+                await reader.close()
+            if isinstance(error, sqlite3.Error):
+                raise StoreUnavailable(f"SQLite database {str(path)!r}: {error}") from error
+            raise
+        return cls(db, clock=clock, readers=readers)
 
     async def listen(self, on_change: Callable[[str], None]) -> None:
         """Nothing to do: one process uses a SQLite file, and it notifies its own waiters."""
@@ -181,6 +208,8 @@ class SqliteStore(ProposalVerbs):
             await self._writes.close(StoreUnavailable("the store is closed"))
             async with self._lock:
                 await self._db.close()
+            for reader in self._all_readers:
+                await reader.close()
 
     @property
     def group_commit(self) -> GroupCommit:
@@ -219,8 +248,30 @@ class SqliteStore(ProposalVerbs):
 
     @asynccontextmanager
     async def _reading(self) -> AsyncIterator[aiosqlite.Connection]:
-        """The connection for reads, between batches of writes: each statement reads committed
-        data on its own (autocommit), sparing a BEGIN and a COMMIT."""
+        """A connection for reads: each statement reads committed data on its own
+        (autocommit), sparing a BEGIN and a COMMIT. A reader of its own when the store has
+        them, else the writer's connection between batches of writes."""
+        if not self._all_readers:
+            async with self._between_batches() as db:
+                yield db
+            return
+        if self._closed:
+            raise StoreUnavailable("the store is closed")
+        db = await self._readers.get()
+        try:
+            if self._closed:  # checked once it is ours: close() may have run while we waited
+                raise StoreUnavailable("the store is closed")
+            if db.in_transaction:  # left open by a cancelled task: nothing to keep
+                await db.execute("ROLLBACK")
+            yield db
+        except sqlite3.Error as error:
+            raise _translated(error) from error
+        finally:
+            self._readers.put_nowait(db)
+
+    @asynccontextmanager
+    async def _between_batches(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer's connection, between batches of writes."""
         async with self._lock:
             if self._closed:  # checked under the lock: close() may have run while we waited
                 raise StoreUnavailable("the store is closed")
@@ -254,3 +305,16 @@ class SqliteStore(ProposalVerbs):
 
     async def audit_sealed(self) -> None:
         """Nothing to wait for: the writer seals each audit entry as it appends it."""
+
+
+async def _reader(path: str | Path, busy_timeout_ms: int) -> aiosqlite.Connection:
+    """A read-only connection to the database at ``path`` (migrated already)."""
+    db = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        db.row_factory = sqlite3.Row
+        await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms):d}")
+        await db.execute("PRAGMA query_only = ON")
+    except BaseException:
+        await db.close()
+        raise
+    return db

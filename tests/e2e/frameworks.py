@@ -72,7 +72,8 @@ async def pending_in_slack(cs: Countersign, *, skip: frozenset[str] = frozenset(
                     if element["value"] in skip:
                         continue
                     proposal = await cs.store.get_proposal(element["value"])
-                    if proposal.status == "pending":
+                    # the message is in Slack before the store records where it is
+                    if proposal.status == "pending" and proposal.slack_ts is not None:
                         return proposal
         return None
 

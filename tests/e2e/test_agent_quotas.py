@@ -294,6 +294,7 @@ async def test_past_its_open_escalations_limit_an_agent_is_refused_and_nothing_i
     async with running_countersign(tmp_path, config_edit=limits(max_open_escalations=2)) as cs:
         first = await post(cs, "/v1/escalations", escalation("conv-1"), AGENT_TOKEN)
         await post(cs, "/v1/escalations", escalation("conv-2"), AGENT_TOKEN)
+        await cs.settled()  # their posts are audited too
         audited = await audit_entries(cs)
 
         third = await post(cs, "/v1/escalations", escalation("conv-3"), AGENT_TOKEN)

@@ -96,7 +96,12 @@ async def pending_in_slack(cs: Countersign, operation: str) -> Any:
             for block in message.blocks:
                 for element in block.get("elements", ()) if block["type"] == "actions" else ():
                     proposal = await cs.store.get_proposal(element["value"])
-                    if proposal.operation == operation and proposal.status == "pending":
+                    # the message is in Slack before the store records where it is
+                    if (
+                        proposal.operation == operation
+                        and proposal.status == "pending"
+                        and proposal.slack_ts is not None
+                    ):
                         return proposal
         return None
 
@@ -166,15 +171,15 @@ async def test_nobody_deciding_before_the_expiry_answers_timed_out_not_rejected(
 async def test_the_callers_deadline_withdraws_the_proposal_and_answers_timed_out(
     cs: Countersign, client: countersign.AsyncClient
 ) -> None:
-    answer = await client.approve("Restart the workers", "Memory keeps growing.", timeout=0.5)
+    answer = await client.approve("Restart the workers", "Memory keeps growing.", timeout=1.5)
 
     assert isinstance(answer, countersign.TimedOut)
     assert answer.by == "deadline"
     assert answer.proposal.status == "cancelled"
+    await cs.settled()  # the post went out before the deadline; its ts is recorded by now
     stored = await cs.store.get_proposal(answer.proposal.id)
     assert stored.status == "cancelled"
     assert stored.slack_ts is not None
-    await cs.settled()
     message = cs.slack.message(DECISIONS_CHANNEL, stored.slack_ts)
     assert "Withdrawn by the agent" in json.dumps(message.blocks)
     assert not any(block["type"] == "actions" for block in message.blocks)
@@ -426,7 +431,9 @@ async def test_an_unreachable_countersign_raises_unreachable_after_its_attempts(
     async with countersign.AsyncClient(
         "http://127.0.0.1:9", AGENT_TOKEN, requested_by=REQUESTER, attempts=2
     ) as client:
-        with pytest.raises(countersign.Unreachable, match=r"POST http://127\.0\.0\.1:9/v1/proposals"):
+        with pytest.raises(
+            countersign.Unreachable, match=r"POST http://127\.0\.0\.1:9/v1/proposals"
+        ):
             await client.propose("decision", {"title": "Anyone?", "detail": "Hello."})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -503,3 +503,115 @@ async def test_cancelled_writes_raise_cancelled_and_leave_the_store_usable(db_pa
         assert (await store.verify_audit()).ok
     finally:
         await store.close()
+
+
+# --- reads beside the writer --------------------------------------------------------------------
+
+
+async def test_a_read_does_not_wait_for_a_batch_of_writes(db_path: Path) -> None:
+    """Reads have connections of their own: a batch of writes holding the writer's connection
+    (as one waiting for its COMMIT's disk flush does) does not hold them up, and they read
+    what has committed, not the batch's statements."""
+    store = await SqliteStore.open(db_path)
+    try:
+        stored, _ = await store.create_proposal(new_proposal(NOW))
+        in_batch, release = asyncio.Event(), asyncio.Event()
+
+        async def slow_writer() -> None:
+            async with store.tx(write=True):
+                in_batch.set()
+                await release.wait()
+
+        writer = asyncio.create_task(slow_writer())
+        await in_batch.wait()
+        second = asyncio.create_task(store.create_proposal(new_proposal(NOW)))
+        try:
+            # with the writer's connection taken, the read is answered by a reader
+            read = await asyncio.wait_for(store.get_proposal(stored.id), timeout=5)
+            assert read.id == stored.id
+            assert (await asyncio.wait_for(store.pending_deliveries(), timeout=5)) == 1
+            assert not second.done()  # the write queued behind the batch
+        finally:
+            release.set()
+            await writer
+        created, _ = await second
+        # a write that returned is committed: the readers see it at once
+        assert (await store.get_proposal(created.id)).id == created.id
+    finally:
+        await store.close()
+
+
+async def test_reads_go_to_read_only_connections(db_path: Path) -> None:
+    store = await SqliteStore.open(db_path)
+    try:
+        stored, _ = await store.create_proposal(new_proposal(NOW))
+        with pytest.raises(StoreError, match="readonly"):
+            async with store.tx(write=False) as tx:
+                await tx.execute("complete_delivery", id=1, now=NOW)
+        assert await store.pending_deliveries() == 1  # nothing was written
+        assert (await store.get_proposal(stored.id)).id == stored.id
+    finally:
+        await store.close()
+
+
+async def test_an_in_memory_store_reads_between_its_writes(tmp_path: Path) -> None:
+    """No other connection can open an in-memory database: reads share the writer's."""
+    store = await SqliteStore.open(":memory:")
+    try:
+        stored, _ = await store.create_proposal(new_proposal(NOW))
+        assert (await store.get_proposal(stored.id)).id == stored.id
+        assert (await store.verify_audit()).ok
+    finally:
+        await store.close()
+
+
+async def test_a_writer_refused_in_a_batch_reads_the_batch_once_told(db_path: Path) -> None:
+    """A writer whose statements fail learns it when its batch has committed, so that what it
+    reads next (on a reader) includes the batch's other writes: a submission refused because
+    a standing rule was used up meanwhile classifies itself again on the uses the database
+    counted (bot/service.py)."""
+    store = await SqliteStore.open(db_path)
+    try:
+        first_open, close_first = asyncio.Event(), asyncio.Event()
+        last_open, close_last = asyncio.Event(), asyncio.Event()
+
+        async def holding(opened: asyncio.Event, close: asyncio.Event) -> None:
+            async with store.tx(write=True):
+                opened.set()
+                await close.wait()
+
+        async def refused() -> int:
+            with pytest.raises(RuntimeError):
+                async with store.tx(write=True):
+                    raise RuntimeError("the database refused it")
+            return await store.pending_deliveries()
+
+        # one batch: a proposal, the refused writer, then a writer that keeps the batch open
+        first = asyncio.create_task(holding(first_open, close_first))
+        await first_open.wait()
+        created = asyncio.create_task(store.create_proposal(new_proposal(NOW)))
+        await _until(lambda: store.group_commit.queued() == 1)
+        told = asyncio.create_task(refused())
+        last = asyncio.create_task(holding(last_open, close_last))
+        await _until(lambda: store.group_commit.queued() == 3)
+        close_first.set()
+        await last_open.wait()
+
+        # the refused writer is not told while its batch is open...
+        done, _ = await asyncio.wait({told}, timeout=0.5)
+        assert not done
+        close_last.set()
+        # ...and once told, it reads the batch's proposal
+        assert await told == 1
+        await asyncio.gather(first, created, last)
+    finally:
+        await store.close()
+
+
+async def _until(check: Callable[[], bool]) -> None:
+    """Let other tasks run until ``check()`` holds (a few loop turns at most)."""
+    for _ in range(1000):
+        if check():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the tasks never got there")
