@@ -15,6 +15,7 @@ import pytest
 
 from store.audit import GENESIS
 from store.base import AlreadyDecided, StoreError, StoreUnavailable, Transitioned
+from store.connector import load_queries
 from store.lifecycle import TRANSITIONS, Status
 from store.migrate import Migration, load_migrations
 from store.open import open_store
@@ -615,3 +616,23 @@ async def _until(check: Callable[[], bool]) -> None:
             return
         await asyncio.sleep(0)
     raise AssertionError("the tasks never got there")
+
+
+async def test_grouping_similar_posts_finds_the_similar_proposals_by_their_index(
+    db_path: Path,
+) -> None:
+    """Grouping one post's similar ones reads the similar proposals first, by the index of
+    posts still to show (0015), not each due outbox entry's proposal in turn."""
+    store = await SqliteStore.open(db_path)
+    await store.close()
+    query = load_queries("sqlite")["claim_similar_posts"]
+    with raw(db_path) as db:
+        plan = [
+            row[3]
+            for row in db.execute(
+                f"EXPLAIN QUERY PLAN {query.text}",
+                dict.fromkeys(query.params, "x"),
+            )
+        ]
+    assert any("MATERIALIZE candidates" in step for step in plan), plan
+    assert any("USING INDEX proposals_unshown" in step for step in plan), plan

@@ -21,15 +21,19 @@ SELECT * FROM proposals WHERE id = ANY(:ids::text[])
 
 -- name: claim_similar_posts
 -- More due posts like the ones being grouped: pending, never shown, same channel, operation and
--- requester, each the first undelivered entry of its proposal's lane. Entries another worker is
--- leasing right now are skipped; the outer WHERE re-checks each locked row.
-WITH due AS (
-    SELECT o.id FROM outbox AS o JOIN proposals AS p ON p.id = o.proposal_id
+-- requester, each the first undelivered entry of its proposal's lane. The similar proposals are
+-- found first (proposals_unshown), then their entries: a backlog of other posts is not walked,
+-- whatever the planner's statistics say. Entries another worker is leasing right now are
+-- skipped; the outer WHERE re-checks each locked row.
+WITH candidates AS MATERIALIZED (
+    SELECT id FROM proposals
+    WHERE channel = :channel AND operation = :operation AND requested_by = :requested_by
+      AND status = 'pending' AND slack_ts IS NULL
+), due AS (
+    SELECT o.id FROM candidates AS p JOIN outbox AS o ON o.proposal_id = p.id
     WHERE o.effect = 'slack.post' AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
       AND o.next_attempt_at <= :now
       AND (o.leased_until IS NULL OR o.leased_until <= :now)
-      AND p.status = 'pending' AND p.slack_ts IS NULL AND p.channel = :channel
-      AND p.operation = :operation AND p.requested_by = :requested_by
       AND NOT EXISTS (
           SELECT 1 FROM outbox AS e
           WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
