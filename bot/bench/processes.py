@@ -73,7 +73,11 @@ class ServerProcess:
             self._process = await asyncio.create_subprocess_exec(
                 *command, env=dict(env), stdout=stdout, stderr=stderr
             )
-        await self._wait_until_answering(health_path)
+        try:
+            await self._wait_until_answering(health_path)
+        except BaseException:  # not answering, or the benchmark stopped meanwhile: not left over
+            await self.stop()
+            raise
 
     async def _wait_until_answering(self, path: str) -> None:
         deadline = time.monotonic() + STARTUP_SECONDS

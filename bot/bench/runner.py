@@ -8,6 +8,7 @@ import contextlib
 import os
 import platform
 import secrets
+import signal
 import sqlite3
 import sys
 import tempfile
@@ -139,10 +140,18 @@ def bench_command(args: argparse.Namespace) -> int:
             print(f"countersign bench: {problem}", file=sys.stderr)
         return 2
     try:
-        rows = asyncio.run(run_bench(options, progress=lambda line: print(line, flush=True)))
+        rows = asyncio.run(
+            _until_terminated(run_bench(options, progress=lambda line: print(line, flush=True)))
+        )
     except BenchUnavailable as error:
         print(f"countersign bench: {error}", file=sys.stderr)
         return 2
+    except Terminated:
+        print(
+            "countersign bench: stopped (SIGTERM); its servers and schemas are gone",
+            file=sys.stderr,
+        )
+        return 128 + signal.SIGTERM
     print()
     print(render_table(rows))
     if options.json is not None:
@@ -152,6 +161,34 @@ def bench_command(args: argparse.Namespace) -> int:
 
 class BenchUnavailable(Exception):
     """The store the benchmark was asked to use cannot be used."""
+
+
+class Terminated(Exception):
+    """The benchmark was asked to stop (SIGTERM) and has cleaned up."""
+
+
+async def _until_terminated(work: Awaitable[list[Measurement]]) -> list[Measurement]:
+    """``work``, cancelled on SIGTERM so that its cleanup runs: the `countersign serve`
+    processes it started are stopped and its PostgreSQL schema dropped (as on Ctrl-C), rather
+    than left running when the benchmark is killed."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    stopped = False
+
+    def stop() -> None:
+        nonlocal stopped
+        stopped = True
+        task.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, stop)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if stopped:
+            raise Terminated from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def _check(options: BenchOptions) -> list[str]:

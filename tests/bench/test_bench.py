@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from bot.bench.report import Measurement, percentile_ms, render_table
@@ -181,3 +183,64 @@ def test_a_small_ratio_is_rounded_to_three_decimals_within_half_a_unit() -> None
     assert row.ratio == 0.021
     assert row.ratio != pytest.approx(exact, rel=0.01)  # what the old check demanded
     assert abs(row.ratio - exact) <= 0.0005
+
+
+def _processes_naming(text: str) -> list[str]:
+    """Command lines of running processes that mention ``text``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in command:
+            found.append(command)
+    return found
+
+
+async def _bench_schemas() -> set[str]:
+    db = await asyncpg.connect(PG_URL)
+    try:
+        rows = await db.fetch(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'countersign_bench_%'"
+        )
+    finally:
+        await db.close()
+    return {row["nspname"] for row in rows}
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(120)
+async def test_a_terminated_bench_stops_its_servers_and_drops_its_schemas(tmp_path: Path) -> None:
+    """SIGTERM (a CI job cancelled, `kill`) cleans up as Ctrl-C does: no `countersign serve`
+    is left running and the PostgreSQL schema it made is dropped."""
+    work = tmp_path / "work"
+    before = await _bench_schemas()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "bench", "--store", PG_URL, "--duration", "30",
+        "--work-dir", str(work),
+        cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        for _ in range(600):  # until Countersign serves (the scenarios after the floors)
+            if (work / "countersign.stderr").exists() and _processes_naming(str(work)):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the benchmark never started countersign serve")
+        assert await _bench_schemas() - before  # its schema exists while it runs
+
+        process.terminate()
+        _, errors = await asyncio.wait_for(process.communicate(), timeout=60)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+    assert process.returncode == 128 + signal.SIGTERM, errors.decode()
+    assert "stopped (SIGTERM)" in errors.decode()
+    assert _processes_naming(str(work)) == []
+    assert await _bench_schemas() - before == set()
