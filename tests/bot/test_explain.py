@@ -33,7 +33,9 @@ def test_explain_names_the_deciding_rule_and_why_earlier_ones_did_not_match(
     lines = capsys.readouterr().out.splitlines()
     assert "frozen arguments:" in lines[2] and '"amount_cents": 50000' in lines[2]
     assert lines[4] == "  1. small-refunds  ask   no: Amount 500.00 USD is not ≤ 20.00 USD limit"
-    assert lines[5].startswith("  2. refunds        ask   DECIDES: rule 'refunds': Amount 500.00 USD ≤ 1,000.00 USD")
+    assert lines[5].startswith(
+        "  2. refunds        ask   DECIDES: rule 'refunds': Amount 500.00 USD ≤ 1,000.00 USD"
+    )
     assert lines[6] == "  3. huge-refunds   deny  not reached"
     assert lines[-1].startswith("decision: ask (finance in C0APPROVALS")
     # the example's 'refunds' rule needs two people from finance

@@ -85,9 +85,10 @@ async def pending_tool_call(cs: Countersign, tool_name: str) -> Any:
             for block in message.blocks:
                 for element in block.get("elements", ()) if block["type"] == "actions" else ():
                     proposal = await cs.store.get_proposal(element["value"])
-                    if (
+                    if (  # (the message is in Slack before the store records where it is)
                         proposal.status == "pending"
                         and proposal.arguments.get("tool_name") == tool_name
+                        and proposal.slack_ts is not None
                     ):
                         return proposal
         return None

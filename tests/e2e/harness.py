@@ -313,7 +313,11 @@ class Countersign:
             return r.status
 
     async def click(self, user: str, action_id: str, proposal_id: str) -> int:
-        proposal = await self.store.get_proposal(proposal_id)
+        # a message can be in Slack a moment before the store records where it is
+        try:
+            proposal = await self.posted(proposal_id)
+        except AssertionError:
+            raise AssertionError("the proposal was never posted") from None
         assert proposal.slack_channel and proposal.slack_ts, "the proposal was never posted"
         body = block_action_body(
             user_id=user,

@@ -171,7 +171,7 @@ async def test_approve_on_the_home_tab_behaves_like_in_the_channel_and_the_tab_r
         return view if done and showing in json.dumps(view["blocks"]) else None
 
     # (a refresh while it executed shows no buttons yet no outcome: the next one does)
-    mine = await eventually(lambda: refreshed(APPROVER, "Succeeded: Email 1200 customers"))
+    await eventually(lambda: refreshed(APPROVER, "Succeeded: Email 1200 customers"))
     await eventually(lambda: refreshed(APPROVER_2))  # another approver of the rule
 
 
