@@ -125,10 +125,11 @@ def edit_form(
         if name in stored and not _fits(kind, spec, value, nullable):
             kind = "json"  # shown exactly as stored, whatever the schema says
         fmt = shown.get(name)
-        money = fmt is not None and fmt.kind == "money" and kind in ("integer", "number")
-        currency = money_currency(fmt, among) if fmt is not None and money else None
-        if currency is not None and kind == "integer" and fmt is not None and fmt.minor_units:
-            kind = "money"
+        currency = None
+        if fmt is not None and fmt.kind == "money" and kind in ("integer", "number"):
+            currency = money_currency(fmt, among)
+            if currency is not None and kind == "integer" and fmt.minor_units:
+                kind = "money"  # typed in major units
         description = spec.get("description")
         block_id = f"request.{name}"
         fields.append(

@@ -141,7 +141,7 @@ def money_currency(fmt: FieldFormat, arguments: Mapping[str, JsonValue]) -> str 
 
 def format_money(amount_cents: int, currency: str) -> str:
     """``12000, "USD"`` -> ``"120.00 USD"``: the amount in minor units, shown in major units."""
-    digits = MINOR_DIGITS.get(currency, 2)
+    digits = minor_digits(currency)
     sign = "-" if amount_cents < 0 else ""
     whole, fraction = divmod(abs(amount_cents), 10**digits)
     shown = f"{whole:,}" if digits == 0 else f"{whole:,}.{fraction:0{digits}d}"
@@ -175,11 +175,18 @@ def parse_major_units(text: str, currency: str) -> int:
     amount = Decimal(unsigned)
     if figure.startswith("-") and amount:
         raise ValueError(f"expected an amount in {currency} that is not negative, got {text!r}")
-    minor = amount.scaleb(digits)
-    if minor != minor.to_integral_value():
+    minor = _in_minor_units(amount, currency)
+    if minor is None:
         places = f"at most {digits} decimals" if digits else "no decimals"
         raise ValueError(f"expected an amount in {currency} with {places}, got {text!r}")
-    return int(minor)
+    return minor
+
+
+def _in_minor_units(amount: Decimal, currency: str) -> int | None:
+    """``amount`` in major units as a whole number of ``currency``'s minor units, exactly; None
+    when it has more decimals than the currency has."""
+    minor = amount.scaleb(minor_digits(currency))
+    return int(minor) if minor == minor.to_integral_value() else None
 
 
 def parse_money(text: str, fmt: FieldFormat) -> tuple[int | float, str]:
@@ -195,11 +202,12 @@ def parse_money(text: str, fmt: FieldFormat) -> tuple[int | float, str]:
         raise ValueError(f"{figure!r} is not an amount") from None
     if not fmt.minor_units:
         return float(amount), currency
-    digits = MINOR_DIGITS.get(currency, 2)
-    minor = amount.scaleb(digits)
-    if minor != minor.to_integral_value():
-        raise ValueError(f"{text!r} has more decimals than {currency} has ({digits})")
-    return int(minor), currency
+    minor = _in_minor_units(amount, currency)
+    if minor is None:
+        raise ValueError(
+            f"{text!r} has more decimals than {currency} has ({minor_digits(currency)})"
+        )
+    return minor, currency
 
 
 def show_value(

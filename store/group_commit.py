@@ -89,25 +89,19 @@ class GroupCommit:
             await self._db.execute("SAVEPOINT writer")
             try:
                 yield self._db
-            except Exception:
+            except BaseException as error:
                 self._reset()
                 if self._db.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         await self._db.execute("ROLLBACK TO writer")
                         await self._db.execute("RELEASE writer")
-                # Told once the batch has ended, not before: what the writer reads next (on a
-                # reader's connection, store/sqlite.py) then includes the batch's writes, such
-                # as those a database check that refused it counted.
-                turn.finished.set()
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(turn.committed)
-                raise
-            except BaseException:  # cancelled: nothing to wait for
-                self._reset()
-                if self._db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        await self._db.execute("ROLLBACK TO writer")
-                        await self._db.execute("RELEASE writer")
+                if isinstance(error, Exception):  # (cancelled: nothing to wait for)
+                    # Told once the batch has ended, not before: what the writer reads next (on
+                    # a reader's connection, store/sqlite.py) then includes the batch's writes,
+                    # such as those a database check that refused it counted.
+                    turn.finished.set()
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(turn.committed)
                 raise
             await self._db.execute("RELEASE writer")
             turn.ok = True

@@ -373,12 +373,10 @@ def test_an_amount_typed_in_major_units_is_read_back_exactly_in_minor_units(
 @pytest.mark.parametrize(
     ("currency", "typed", "expected"),
     [
+        # what parse_major_units refuses is tested in tests/contracts/test_formats.py; here,
+        # that its words reach the input, after the input's label
         ("USD", "450.001", "Amount (USD): expected an amount in USD with at most 2 decimals"),
-        ("JPY", "4500.5", "Amount (JPY): expected an amount in JPY with no decimals"),
-        ("USD", "-5", "Amount (USD): expected an amount in USD that is not negative, got '-5'"),
-        ("USD", "abc", "Amount (USD): expected an amount in USD such as 450.00"),
-        ("USD", "450,00", "Amount (USD): expected an amount in USD such as 450.00"),
-        ("USD", "1e3", "Amount (USD): expected an amount in USD such as 450.00"),
+        ("JPY", "abc", "Amount (JPY): expected an amount in JPY such as 450"),
     ],
 )
 def test_a_bad_amount_is_an_error_under_its_input_naming_the_label_and_what_was_expected(
