@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-import aiosqlite
+from store.sqlite_conn import SqliteConnection
 
 __all__ = ["GroupCommit"]
 
@@ -51,7 +51,7 @@ class GroupCommit:
 
     def __init__(
         self,
-        db: aiosqlite.Connection,
+        db: SqliteConnection,
         lock: asyncio.Lock,
         *,
         failure: Callable[[sqlite3.Error], Exception],
@@ -70,7 +70,7 @@ class GroupCommit:
         self.writes = 0  #: writers committed in them
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def transaction(self) -> AsyncIterator[SqliteConnection]:
         """One writer's part of a batch: its statements commit together with the batch's, or
         not at all. Errors of its own statements roll back only them and reach it when the batch
         has ended."""
@@ -150,7 +150,7 @@ class GroupCommit:
         try:
             if self._db.in_transaction:  # left open by a cancelled reader: nothing to keep
                 await self._db.execute("ROLLBACK")
-            await self._db.execute("BEGIN IMMEDIATE")
+            await self._db.waiting("BEGIN IMMEDIATE")  # another process may hold the lock
             begun = True
             while self._queue and len(batch) < MAX_BATCH:
                 turn = self._queue.popleft()
@@ -163,7 +163,7 @@ class GroupCommit:
                     # SQLite ended the whole transaction (some errors do): the batch so far is
                     # lost; its writers learn it as a failure, as a failed COMMIT would tell them
                     raise sqlite3.OperationalError("the transaction was rolled back by SQLite")
-            await self._db.execute("COMMIT")
+            await self._db.waiting("COMMIT")  # the disk flush
         except sqlite3.Error as error:
             if self._db.in_transaction:
                 with contextlib.suppress(sqlite3.Error):

@@ -1,8 +1,9 @@
 """The SQLite backend of the Store protocol: the connection, its transactions, migrations.
 
-One aiosqlite connection per store, WAL journal, ``synchronous=FULL`` unless asked otherwise,
-foreign keys on. Every write is one ``BEGIN IMMEDIATE`` transaction under an asyncio lock,
-batched with concurrent writes into one COMMIT (store/group_commit.py), so changes and their
+One connection per store (store/sqlite_conn.py: statements on the event loop's thread, what
+may wait for a lock or the disk in aiosqlite's), WAL journal, ``synchronous=FULL`` unless asked
+otherwise, foreign keys on. Every write is one ``BEGIN IMMEDIATE`` transaction under an asyncio
+lock, batched with concurrent writes into one COMMIT (store/group_commit.py), so changes and their
 audit entries commit together and the audit chain stays linear, also when several processes
 share the file; the writer follows the chain's head in memory (store/sqlite_tx.py). Reads run on
 connections of their own (:data:`READERS`, read-only), in autocommit, each statement reading
@@ -30,6 +31,7 @@ from store.escalation_store import Escalations
 from store.group_commit import GroupCommit
 from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
 from store.proposals import ProposalVerbs
+from store.sqlite_conn import INLINE_BUDGET_SECONDS, SqliteConnection
 from store.sqlite_tx import FollowedHead, SqliteTx
 from store.standing_rules import StandingRules
 
@@ -51,8 +53,8 @@ FOREIGN_KEYS_OFF = "-- countersign-migrate: foreign_keys=off"
 #: The versions already applied.
 SELECT_APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
 
-#: Read-only connections beside the writer's. Each runs its statements in a thread of its own;
-#: two keep reads from waiting on each other without taking the writer's share of the cores.
+#: Read-only connections beside the writer's: reads that run past their budget go on in a
+#: thread of their own, and two keep such reads from waiting on each other.
 READERS = 2
 
 
@@ -113,15 +115,15 @@ class SqliteStore(ProposalVerbs):
 
     def __init__(
         self,
-        db: aiosqlite.Connection,
+        db: SqliteConnection,
         *,
         clock: Callable[[], datetime] | None = None,
-        readers: Sequence[aiosqlite.Connection] = (),
+        readers: Sequence[SqliteConnection] = (),
     ) -> None:
         """``readers``: read-only connections to the same file; without them (an in-memory
         database has no other connection to it) reads take turns with writes on ``db``."""
         self._db = db
-        self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._readers: asyncio.Queue[SqliteConnection] = asyncio.Queue()
         self._all_readers = tuple(readers)
         for reader in readers:
             self._readers.put_nowait(reader)
@@ -167,26 +169,26 @@ class SqliteStore(ProposalVerbs):
         (attach_message).
         """
         try:
-            db = await aiosqlite.connect(path, isolation_level=None)
+            db = await SqliteConnection.open(path)
         except sqlite3.Error as error:
             raise StoreUnavailable(f"cannot open SQLite database {str(path)!r}: {error}") from error
         try:
-            db.row_factory = sqlite3.Row
-            await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms):d}")
-            await db.execute("PRAGMA foreign_keys = ON")
-            [(mode,)] = await db.execute_fetchall("PRAGMA journal_mode = WAL")
+            setup = db.worker  # in the thread: setting WAL and migrating may wait for a lock
+            await setup.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms):d}")
+            await setup.execute("PRAGMA foreign_keys = ON")
+            [(mode,)] = await setup.execute_fetchall("PRAGMA journal_mode = WAL")
             if mode != "wal" and str(path) != ":memory:":
                 raise StoreUnavailable(
                     f"SQLite database {str(path)!r}: journal mode is {mode!r}, expected 'wal'"
                 )
-            await db.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
-            await apply_migrations(db, load_migrations("sqlite"))
+            await setup.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+            await apply_migrations(setup, load_migrations("sqlite"))
         except BaseException as error:
             await db.close()
             if isinstance(error, sqlite3.Error | MigrationError):
                 raise StoreUnavailable(f"SQLite database {str(path)!r}: {error}") from error
             raise
-        readers: list[aiosqlite.Connection] = []
+        readers: list[SqliteConnection] = []
         try:
             if str(path) != ":memory:":
                 for _ in range(READERS):
@@ -219,7 +221,7 @@ class SqliteStore(ProposalVerbs):
     # --- transactions (store/backend.py) ----------------------------------------------------
 
     @asynccontextmanager
-    async def transaction(self, *, write: bool) -> AsyncIterator[aiosqlite.Connection]:
+    async def transaction(self, *, write: bool) -> AsyncIterator[SqliteConnection]:
         """One transaction, serialized with every other use of the connection.
 
         Driver errors are translated here: none leaves the store. Write transactions are
@@ -247,7 +249,7 @@ class SqliteStore(ProposalVerbs):
                 raise
 
     @asynccontextmanager
-    async def _reading(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _reading(self) -> AsyncIterator[SqliteConnection]:
         """A connection for reads: each statement reads committed data on its own
         (autocommit), sparing a BEGIN and a COMMIT. A reader of its own when the store has
         them, else the writer's connection between batches of writes."""
@@ -270,7 +272,7 @@ class SqliteStore(ProposalVerbs):
             self._readers.put_nowait(db)
 
     @asynccontextmanager
-    async def _between_batches(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _between_batches(self) -> AsyncIterator[SqliteConnection]:
         """The writer's connection, between batches of writes."""
         async with self._lock:
             if self._closed:  # checked under the lock: close() may have run while we waited
@@ -307,13 +309,13 @@ class SqliteStore(ProposalVerbs):
         """Nothing to wait for: the writer seals each audit entry as it appends it."""
 
 
-async def _reader(path: str | Path, busy_timeout_ms: int) -> aiosqlite.Connection:
-    """A read-only connection to the database at ``path`` (migrated already)."""
-    db = await aiosqlite.connect(path, isolation_level=None)
+async def _reader(path: str | Path, busy_timeout_ms: int) -> SqliteConnection:
+    """A read-only connection to the database at ``path`` (migrated already); a read that runs
+    past :data:`INLINE_BUDGET_SECONDS` goes on in its thread."""
+    db = await SqliteConnection.open(path, budget=INLINE_BUDGET_SECONDS)
     try:
-        db.row_factory = sqlite3.Row
-        await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms):d}")
-        await db.execute("PRAGMA query_only = ON")
+        await db.worker.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms):d}")
+        await db.worker.execute("PRAGMA query_only = ON")
     except BaseException:
         await db.close()
         raise

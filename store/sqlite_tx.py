@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import aiosqlite
-
 from store.audit_log import Appended
 from store.base import StoreError
 from store.connector import Array, Dialect, Row
 from store.rows import db_time, dump_json
+from store.sqlite_conn import SqliteConnection
 from store.tx import BaseTx
 
 __all__ = ["FollowedHead", "SqliteTx"]
@@ -44,7 +43,7 @@ class SqliteTx(BaseTx):
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, db: aiosqlite.Connection, head: FollowedHead) -> None:
+    def __init__(self, db: SqliteConnection, head: FollowedHead) -> None:
         self._db = db
         self._head = head
 
@@ -62,7 +61,7 @@ class SqliteTx(BaseTx):
         return named.text, values
 
     async def one(self, query: str, /, **params: Any) -> Row | None:
-        rows = list(await self._db.execute_fetchall(*self._bound(query, params)))
+        rows = await self._db.execute_fetchall(*self._bound(query, params))
         return rows[0] if rows else None
 
     async def all(self, query: str, /, **params: Any) -> list[Row]:

@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import aiosqlite
 import pytest
 
 from store.base import StoreUnavailable
 from store.group_commit import GroupCommit
 from store.sqlite import SqliteStore
+from store.sqlite_conn import SqliteConnection
 from tests.store.conformance import new_proposal
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
@@ -24,18 +24,21 @@ def _failure(error: sqlite3.Error) -> Exception:
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[aiosqlite.Connection]:
-    async with aiosqlite.connect(tmp_path / "g.sqlite", isolation_level=None) as db:
-        await db.execute("PRAGMA journal_mode = WAL")
+async def db(tmp_path: Path) -> AsyncIterator[SqliteConnection]:
+    db = await SqliteConnection.open(tmp_path / "g.sqlite")
+    try:
+        await db.worker.execute_fetchall("PRAGMA journal_mode = WAL")
         await db.execute("CREATE TABLE t (n INTEGER PRIMARY KEY) STRICT")
         yield db
+    finally:
+        await db.close()
 
 
-async def _rows(db: aiosqlite.Connection) -> list[int]:
+async def _rows(db: SqliteConnection) -> list[int]:
     return [row[0] for row in await db.execute_fetchall("SELECT n FROM t ORDER BY n")]
 
 
-async def test_concurrent_writers_commit_together(db: aiosqlite.Connection) -> None:
+async def test_concurrent_writers_commit_together(db: SqliteConnection) -> None:
     group = GroupCommit(db, asyncio.Lock(), failure=_failure)
 
     async def write(n: int) -> None:
@@ -51,7 +54,7 @@ async def test_concurrent_writers_commit_together(db: aiosqlite.Connection) -> N
 
 
 async def test_a_failing_writer_rolls_back_only_its_own_statements(
-    db: aiosqlite.Connection,
+    db: SqliteConnection,
 ) -> None:
     group = GroupCommit(db, asyncio.Lock(), failure=_failure)
 
@@ -70,7 +73,7 @@ async def test_a_failing_writer_rolls_back_only_its_own_statements(
 
 
 async def test_an_error_raised_by_the_writer_itself_undoes_its_statements(
-    db: aiosqlite.Connection,
+    db: SqliteConnection,
 ) -> None:
     group = GroupCommit(db, asyncio.Lock(), failure=_failure)
 
@@ -89,7 +92,7 @@ async def test_an_error_raised_by_the_writer_itself_undoes_its_statements(
     assert await _rows(db) == [2]
 
 
-async def test_a_writer_returns_only_after_the_commit(db: aiosqlite.Connection) -> None:
+async def test_a_writer_returns_only_after_the_commit(db: SqliteConnection) -> None:
     group = GroupCommit(db, asyncio.Lock(), failure=_failure)
     seen_by_writer: list[bool] = []
 
@@ -105,7 +108,7 @@ async def test_a_writer_returns_only_after_the_commit(db: aiosqlite.Connection) 
 
 
 async def test_closing_fails_queued_writers_and_refuses_new_ones(
-    db: aiosqlite.Connection,
+    db: SqliteConnection,
 ) -> None:
     lock = asyncio.Lock()
     group = GroupCommit(db, lock, failure=_failure)
