@@ -1,9 +1,10 @@
 """The floors: what the parts under Countersign do alone, on this machine, in this run.
 
 (a) ``store``: the store's own durable write rate: one proposal-sized row and one audit-sized
-    row per transaction, same driver and durability setting as the app (aiosqlite, WAL,
-    ``synchronous=FULL``, one connection shared by 16 writers under a lock; or asyncpg with a
-    pool of 10 and ``synchronous_commit=on``).
+    row per transaction, same driver and durability setting as the app (the store's SQLite
+    connection: statements on the loop's thread, ``BEGIN IMMEDIATE`` and ``COMMIT`` in
+    aiosqlite's; WAL, ``synchronous=FULL``, one connection shared by 16 writers under a lock; or
+    asyncpg with a pool of 10 and ``synchronous_commit=on``).
 (b) ``aiohttp``: a bare aiohttp server process answering a trivial POST.
 (c) ``bolt``: a bare slack-bolt AsyncApp process whose block action listener only acknowledges,
     sent the same signed block_actions bodies as Countersign's clicks.
@@ -19,13 +20,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
-import aiosqlite
 import asyncpg
 
 from bot.bench.load import back_to_back
 from bot.bench.processes import ServerProcess
 from bot.bench.report import Measurement
 from bot.bench.stage import Stage
+from store.sqlite_conn import SqliteConnection
 
 __all__ = ["WRITERS", "bolt_floor", "http_floor", "store_floor"]
 
@@ -55,8 +56,9 @@ async def store_floor(store_url: str, work: Path, duration: float, *, durable: b
 
 
 async def _sqlite_floor(path: Path, duration: float, *, durable: bool) -> Measurement:
-    async with aiosqlite.connect(path, isolation_level=None) as db:
-        await db.execute("PRAGMA journal_mode = WAL")
+    db = await SqliteConnection.open(path)  # as the store's writer uses it
+    try:
+        await db.worker.execute_fetchall("PRAGMA journal_mode = WAL")
         await db.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
         await db.execute(
             "CREATE TABLE floor_proposals (id TEXT PRIMARY KEY, body TEXT NOT NULL, "
@@ -71,7 +73,7 @@ async def _sqlite_floor(path: Path, duration: float, *, durable: bool) -> Measur
         async def write(n: int) -> int:
             proposal_id, at = secrets.token_hex(13), datetime.now(UTC).isoformat()
             async with lock:  # one connection, one transaction at a time: as the store does
-                await db.execute("BEGIN IMMEDIATE")
+                await db.waiting("BEGIN IMMEDIATE")
                 await db.execute(
                     "INSERT INTO floor_proposals VALUES (?, ?, ?)", (proposal_id, _PROPOSAL, at)
                 )
@@ -79,11 +81,13 @@ async def _sqlite_floor(path: Path, duration: float, *, durable: bool) -> Measur
                     "INSERT INTO floor_audit VALUES (?, ?, ?, ?)",
                     (n + 1, proposal_id, _AUDIT, secrets.token_hex(32)),
                 )
-                await db.execute("COMMIT")
+                await db.waiting("COMMIT")
             return 200
 
         result = await back_to_back(write, clients=WRITERS, duration=duration)
-    what = "INSERT proposal + INSERT audit per transaction, aiosqlite WAL, 16 writers"
+    finally:
+        await db.close()
+    what = "INSERT proposal + INSERT audit per transaction, SQLite WAL, 16 writers"
     return Measurement.timed(
         "floor a: store", "floor", what, result.of(200), result.elapsed, backend="sqlite"
     )
