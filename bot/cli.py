@@ -284,6 +284,7 @@ def _serve(
             make(),
             host=settings.server.host if host is None else host,
             port=settings.server.port if port is None else port,
+            access_log=logging.getLogger("aiohttp.access") if settings.server.access_log else None,
         )
     except SlackUnusable as unusable:
         print(f"countersign serve cannot start: {unusable}", file=sys.stderr)

@@ -42,10 +42,12 @@ def free_port() -> int:
         return port
 
 
-def write_config(tmp_path: Path, db: Path) -> Path:
+def write_config(tmp_path: Path, db: Path, *, server: str = "") -> Path:
+    """The e2e configuration on the SQLite file ``db``, with ``server`` lines added to its
+    [server] table."""
     config = tmp_path / "countersign.toml"
     # the refund operation runs in-process; the webhook target is never called here
-    text = config_text("http://127.0.0.1:9")
+    text = config_text("http://127.0.0.1:9").replace("[server]\n", f"[server]\n{server}", 1)
     config.write_text(f'{text}\n[store]\nurl = "sqlite:///{db}"\n', encoding="utf-8")
     return config
 
@@ -202,6 +204,7 @@ async def test_serve_process_runs_the_loop_and_stops_cleanly_on_sigterm(tmp_path
             assert code == 0, server.output()
             assert "Traceback" not in server.err.read_text(), server.output()
             assert "event loop: uvloop" in server.output()  # serve runs on uvloop (not Windows)
+            assert "POST /v1/proposals" not in server.output()  # no access log unless asked
         finally:
             if server.process.returncode is None:
                 server.process.kill()
@@ -223,3 +226,30 @@ async def test_serve_process_runs_the_loop_and_stops_cleanly_on_sigterm(tmp_path
     code, out = await run_cli(config, env, "audit", "verify")
     assert code == 0, out
     assert f"audit log OK: {report.checked} entries verified" in out
+
+
+@pytest.mark.timeout(60)
+async def test_serve_writes_an_access_log_line_per_request_when_asked(tmp_path: Path) -> None:
+    config = write_config(tmp_path, tmp_path / "countersign.sqlite", server="access_log = true\n")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    async with (
+        running_local_slack(BOT_TOKEN) as (_, slack_url),
+        aiohttp.ClientSession() as http,
+    ):
+        server = await start(
+            tmp_path, config, port, {**os.environ, **ENV, "SLACK_API_URL": slack_url}
+        )
+        try:
+            await wait_until_healthy(http, url, server)
+            async with http.get(f"{url}/v1/proposals/cs_nothing") as response:
+                assert response.status == 401  # no token: refused, and logged all the same
+        finally:
+            server.process.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(server.process.wait(), timeout=STOP_SECONDS)
+
+    lines = [
+        json.loads(line) for line in server.err.read_text().splitlines() if line.startswith("{")
+    ]
+    access = [line for line in lines if line["logger"] == "aiohttp.access"]
+    assert any('"GET /v1/proposals/cs_nothing HTTP/1.1" 401' in line["message"] for line in access)
