@@ -168,7 +168,8 @@ class Tx(Protocol):
     """One transaction on one backend (or, for a read, one connection).
 
     ``one``, ``all`` and ``execute`` run a named query with named parameters; each value goes
-    through :meth:`param` (times, arrays). ``append_audit`` adds the next entry of the chain in
+    through :meth:`param` (times, arrays); ``execute_many`` runs one query once per set of
+    parameters, in order. ``append_audit`` adds the next entry of the chain in
     this transaction; ``existing_proposal`` reads a proposal with its approvals;
     ``enqueue_effects`` writes the outbox rows of the status a proposal row just entered.
     """
@@ -180,6 +181,8 @@ class Tx(Protocol):
     async def all(self, query: str, /, **params: Any) -> list[Row]: ...
 
     async def execute(self, query: str, /, **params: Any) -> None: ...
+
+    async def execute_many(self, query: str, params: Sequence[Mapping[str, Any]], /) -> None: ...
 
     async def append_audit(
         self,

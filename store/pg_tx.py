@@ -6,6 +6,7 @@ Named queries run with their parameters in ``$n`` order; times are ``timestamptz
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,7 @@ class PgTx(BaseTx):
             return list(value)
         return value
 
-    def _bound(self, query: str, params: dict[str, Any]) -> tuple[str, list[Any]]:
+    def _bound(self, query: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
         named = self.named(query)
         values = named.positional(params)
         return named.text, [
@@ -56,6 +57,12 @@ class PgTx(BaseTx):
     async def execute(self, query: str, /, **params: Any) -> None:
         text, values = self._bound(query, params)
         await self._db.execute(text, *values)
+
+    async def execute_many(self, query: str, params: Sequence[Mapping[str, Any]], /) -> None:
+        if not params:
+            return
+        bound = [self._bound(query, each) for each in params]
+        await self._db.executemany(bound[0][0], [values for _, values in bound])
 
     async def head_to_follow(self) -> None:
         """Never known: entries are appended unsealed, so writers on any connection and

@@ -48,6 +48,11 @@ class BaseTx(ABC):
     async def execute(self, query: str, /, **params: Any) -> None:
         """Run the named query; its rows, if any, are not read."""
 
+    @abstractmethod
+    async def execute_many(self, query: str, params: Sequence[Mapping[str, Any]], /) -> None:
+        """Run the named query once for each set of ``params``, in order (PostgreSQL sends
+        them together, one round trip)."""
+
     def named(self, query: str) -> Query:
         """The named query of this backend's dialect."""
         return load_queries(self.dialect)[query]
