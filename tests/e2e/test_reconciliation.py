@@ -88,6 +88,9 @@ async def test_an_approver_records_that_it_happened(cs: Countersign) -> None:
     await cs.settled()
 
     assert await cs.click(APPROVER_2, "reconcile_succeeded", proposal_id) == 200
+    # the click is acknowledged before it is worked on, and a read of a proposal that waits
+    # for a person answers at once: wait for the change itself
+    await eventually(lambda: _status_is(cs, proposal_id, "succeeded"))
 
     _, state = await cs.read(proposal_id, wait=10)
     assert state["status"] == "succeeded"
@@ -106,6 +109,7 @@ async def test_a_retry_executes_once_with_the_same_idempotency_key(cs: Countersi
     await cs.settled()
 
     await cs.click(APPROVER, "reconcile_retry", proposal_id)
+    await eventually(lambda: _status_is(cs, proposal_id, "succeeded"))  # acknowledged first
     _, state = await cs.read(proposal_id, wait=10)
 
     assert state["status"] == "succeeded"
