@@ -13,7 +13,7 @@ from store import connector
 from store.connector import Array, dialect_query_names, load_queries, parse_queries
 
 ROOT = Path(__file__).resolve().parents[2]
-VERBS = ("one", "all", "execute")
+VERBS = ("one", "all", "execute", "execute_many")
 
 
 def test_both_dialects_name_the_same_queries() -> None:
@@ -51,7 +51,7 @@ def test_each_query_takes_the_same_parameters_in_both_dialects() -> None:
 
 
 def _names_run_by_the_verbs() -> set[str]:
-    """The first argument of every ``tx.one/all/execute("name", ...)`` in store/."""
+    """The first argument of every ``tx.one/all/execute/execute_many("name", ...)`` in store/."""
     used: set[str] = set()
     for path in (ROOT / "store").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
