@@ -61,16 +61,14 @@ class SqliteConnection:
             raw.set_progress_handler(self._progress, PROGRESS_EVERY)
 
     @classmethod
-    async def open(
-        cls, path: str | Path, *, budget: float | None = None, uri: bool = False
-    ) -> SqliteConnection:
+    async def open(cls, path: str | Path, *, budget: float | None = None) -> SqliteConnection:
         """Open ``path`` in autocommit (``isolation_level=None``), rows as ``sqlite3.Row``.
         ``budget``: seconds a statement may run inline (reads only; see the module)."""
         opened: list[sqlite3.Connection] = []
 
         def connect() -> sqlite3.Connection:
             # made in aiosqlite's thread, used from the loop's too (never at once: see above)
-            raw = sqlite3.connect(path, isolation_level=None, check_same_thread=False, uri=uri)
+            raw = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             opened.append(raw)
             return raw
 

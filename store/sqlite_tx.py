@@ -7,7 +7,7 @@ JSON text (read with ``json_each``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -69,10 +69,6 @@ class SqliteTx(BaseTx):
 
     async def execute(self, query: str, /, **params: Any) -> None:
         await self._db.execute(*self._bound(query, params))
-
-    async def execute_many(self, query: str, params: Sequence[Mapping[str, Any]], /) -> None:
-        for each in params:  # inline statements (store/sqlite_conn.py): no round trips to save
-            await self._db.execute(*self._bound(query, each))
 
     async def head_to_follow(self) -> tuple[int, str]:
         """The head this batch of writes followed, read from the table the first time. Taken:

@@ -48,10 +48,12 @@ class BaseTx(ABC):
     async def execute(self, query: str, /, **params: Any) -> None:
         """Run the named query; its rows, if any, are not read."""
 
-    @abstractmethod
     async def execute_many(self, query: str, params: Sequence[Mapping[str, Any]], /) -> None:
-        """Run the named query once for each set of ``params``, in order (PostgreSQL sends
-        them together, one round trip)."""
+        """Run the named query once for each set of ``params``, in order. One after another
+        here (SQLite runs statements inline: no round trips to save); PostgreSQL sends them
+        together, in one round trip."""
+        for each in params:
+            await self.execute(query, **each)
 
     def named(self, query: str) -> Query:
         """The named query of this backend's dialect."""

@@ -116,7 +116,9 @@ async def test_the_store_commits_and_begins_in_the_thread_and_writes_inline(
 ) -> None:
     store = await SqliteStore.open(tmp_path / "countersign.sqlite")
     try:
-        seen = await _trace(store._db)  # the writer's connection
+        async with store.transaction(write=True) as writer:  # the writer's connection
+            seen = await _trace(writer)
+        seen.clear()  # that transaction's own statements
 
         await store.create_proposal(new_proposal(NOW))
 
