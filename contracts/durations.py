@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-__all__ = ["format_duration", "parse_duration"]
+__all__ = ["format_duration", "parse_duration", "spoken_duration"]
 
 _DURATION = re.compile(r"(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
 _EXPECTED = (
@@ -46,3 +46,24 @@ def format_duration(duration: timedelta) -> str:
     days, hours = divmod(hours, 24)
     parts = ((days, "d"), (hours, "h"), (minutes, "m"), (seconds, "s"))
     return "".join(f"{amount}{unit}" for amount, unit in parts if amount)
+
+
+def _count(amount: int, unit: str) -> str:
+    return f"{amount:,} {unit}{'' if amount == 1 else 's'}"
+
+
+def spoken_duration(seconds: float) -> str:
+    """A duration as people say it, to the minute (to the second under a minute): "1 hour",
+    "90 minutes", "2 hours 30 minutes", "7 days", "1 day 12 hours", "45 seconds". Under two
+    hours it counts minutes ("65 minutes"), as people do; the sign is ignored."""
+    total = round(abs(seconds))
+    if total < 60:
+        return _count(total, "second")
+    minutes = total // 60 if total < 7_200 else round(total / 60)
+    if minutes < 120 and minutes % 60:
+        return _count(minutes, "minute")
+    days, rest = divmod(minutes, 1_440)
+    hours, minutes = divmod(rest, 60)
+    if days:
+        return _count(days, "day") + (f" {_count(hours, 'hour')}" if hours else "")
+    return _count(hours, "hour") + (f" {_count(minutes, 'minute')}" if minutes else "")

@@ -24,6 +24,7 @@ from typing import Final, Literal, Self
 
 from pydantic import Field, JsonValue, model_validator
 
+from contracts.durations import spoken_duration
 from contracts.frozen import Frozen
 
 __all__ = [
@@ -239,7 +240,7 @@ def _formatted(
         figure = f"{number:,}"
         return f"{figure} {fmt.unit}" if fmt.unit else figure
     if fmt.kind == "duration" and number is not None and fmt.unit is not None:
-        return _duration(number * _UNIT_SECONDS[fmt.unit])
+        return spoken_duration(number * _UNIT_SECONDS[fmt.unit])
     if fmt.kind == "date" and isinstance(value, str):
         return _date(value)
     if fmt.kind == "choice" and isinstance(value, str):
@@ -247,21 +248,10 @@ def _formatted(
     return None
 
 
-def _duration(seconds: float) -> str:
-    total = round(abs(seconds))
-    days, rest = divmod(total, 86_400)
-    hours, rest = divmod(rest, 3_600)
-    minutes, secs = divmod(rest, 60)
-    parts = [
-        f"{amount} {unit}"
-        for amount, unit in ((days, "d"), (hours, "h"), (minutes, "min"), (secs, "s"))
-        if amount
-    ]
-    return " ".join(parts[:2]) or "0 s"
-
-
 def _date(text: str) -> str:
     try:
+        if re.fullmatch(r"[0-9]{4}-[0-9]{2}", text):  # a month: "2025-05" reads "May 2025"
+            return date.fromisoformat(f"{text}-01").strftime("%B %Y")
         if len(text) == 10:
             return date.fromisoformat(text).strftime("%-d %b %Y")
         moment = datetime.fromisoformat(text)

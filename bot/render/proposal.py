@@ -35,6 +35,7 @@ from bot.actions import (
 from bot.render.figures import changed_fields, result_fields, when, why_asked
 from bot.render.inert import inert, inert_plain, inert_quote
 from contracts.base import Risk
+from contracts.durations import spoken_duration
 from contracts.formats import Formats
 from contracts.outcomes import (
     NeedsReconciliation,
@@ -169,17 +170,8 @@ def mention(user_id: str | None) -> str:
 
 
 def span(seconds: float) -> str:
-    seconds = int(abs(seconds))
-    days, rest = divmod(seconds, 86_400)
-    hours, rest = divmod(rest, 3_600)
-    minutes, seconds = divmod(rest, 60)
-    if days:
-        return f"{days} d {hours} h"
-    if hours:
-        return f"{hours} h {minutes} min"
-    if minutes:
-        return f"{minutes} min"
-    return f"{seconds} s"
+    """A length of time as people say it: "1 hour", "90 minutes", "7 days"."""
+    return spoken_duration(seconds)
 
 
 def remaining(expires_at: datetime, now: datetime) -> str:

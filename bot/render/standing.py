@@ -70,13 +70,7 @@ _VERDICTS: Final = {
 
 
 def _duration(duration: timedelta) -> str:
-    """A duration as people say it: "1 hour", "7 days", "1 d 12 h"."""
-    hours, rest = divmod(int(duration.total_seconds()), 3600)
-    if rest == 0 and hours % 24 == 0:
-        days = hours // 24
-        return f"{days} day{'s' if days != 1 else ''}"
-    if rest == 0 and hours < 24:
-        return f"{hours} hour{'s' if hours != 1 else ''}"
+    """A duration as people say it: "1 hour", "7 days", "1 day 12 hours"."""
     return span(duration.total_seconds())
 
 

@@ -34,7 +34,7 @@ from contracts.base import (
     Resolved,
     Risk,
 )
-from contracts.formats import FieldFormat, Formats
+from contracts.formats import FieldFormat, Formats, show_value
 from contracts.frozen import Frozen
 
 __all__ = [
@@ -325,12 +325,15 @@ class DeclaredOperation(Operation[DeclaredArguments, DeclaredArguments]):
         return Resolved(arguments=frozen, preview=self.preview(frozen))
 
     def preview(self, arguments: DeclaredArguments) -> Preview:
-        """The preview the templates give for ``arguments``."""
+        """The preview the templates give for ``arguments``, each value in its declared terms
+        (``fields``): money in major units with its currency, counts with thousands separators,
+        dates and durations as people read them."""
         template = self._declared.preview
+        formats = self.field_formats()
         return Preview(
-            title=_render(template.title, arguments),
+            title=_render(template.title, arguments, formats),
             fields=tuple(
-                PreviewField(label=field.label, value=_render(field.value, arguments))
+                PreviewField(label=field.label, value=_render(field.value, arguments, formats))
                 for field in template.fields
             ),
         )
@@ -385,12 +388,25 @@ def _message(error: SchemaValidationError) -> str:
     return clip(str(error.message), 300)
 
 
-def _render(template: str, arguments: DeclaredArguments) -> str:
+def _render(template: str, arguments: DeclaredArguments, formats: Formats) -> str:
+    """``template`` with each ``{field}`` replaced by its value as a person reads it: through
+    the field's declared format, or as is. A count's unit is left out where the template
+    already says it ("Email {recipients} customers")."""
     out = []
-    for literal, field, _, _ in Formatter().parse(template):
+    parts = list(Formatter().parse(template))
+    for n, (literal, field, _, _) in enumerate(parts):
         out.append(literal)
-        if field is not None:
-            value = arguments[field]
+        if field is None:
+            continue
+        value = arguments[field]
+        fmt = formats.get(field)
+        if fmt is not None and fmt.kind == "count" and fmt.unit is not None:
+            after = parts[n + 1][0] if n + 1 < len(parts) else ""
+            if re.match(rf"\s+{re.escape(fmt.unit)}\b", after):
+                fmt = fmt.model_copy(update={"unit": None})
+        if fmt is not None:
+            out.append(show_value(fmt, value, arguments))
+        else:
             out.append(value if isinstance(value, str) else show(value, limit=None))
     return "".join(out)
 

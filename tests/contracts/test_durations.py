@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts.durations import format_duration, parse_duration
+from contracts.durations import format_duration, parse_duration, spoken_duration
 
 
 @pytest.mark.parametrize(
@@ -77,3 +78,27 @@ def test_format_then_parse_gives_the_same_duration(seconds: int) -> None:
     duration = timedelta(seconds=seconds)
 
     assert parse_duration(format_duration(duration)) == duration
+
+
+@pytest.mark.parametrize(
+    ("seconds", "spoken"),
+    [
+        (0, "0 seconds"),
+        (1, "1 second"),
+        (45, "45 seconds"),
+        (60, "1 minute"),
+        (30 * 60, "30 minutes"),
+        (3600, "1 hour"),
+        (65 * 60, "65 minutes"),
+        (90 * 60, "90 minutes"),
+        (2 * 3600, "2 hours"),
+        (150 * 60, "2 hours 30 minutes"),
+        (86_400, "1 day"),
+        (7 * 86_400, "7 days"),
+        (36 * 3600, "1 day 12 hours"),
+        (-55 * 60, "55 minutes"),
+    ],
+)
+def test_spoken_duration_says_it_as_people_do(seconds: int, spoken: str) -> None:
+    assert spoken_duration(seconds) == spoken
+    assert not re.search(r"\b(h|min|d|s)\b", spoken)  # never "1 h 0 min"

@@ -43,8 +43,10 @@ USD_FIELD = FieldFormat(label="Amount", kind="money", currency_field="currency")
             {},
             "1,200 customers",
         ),
-        (FieldFormat(label="Delay", kind="duration", unit="seconds"), 5400, {}, "1 h 30 min"),
-        (FieldFormat(label="Window", kind="duration", unit="days"), 2, {}, "2 d"),
+        (FieldFormat(label="Delay", kind="duration", unit="seconds"), 5400, {}, "90 minutes"),
+        (FieldFormat(label="Delay", kind="duration", unit="minutes"), 60, {}, "1 hour"),
+        (FieldFormat(label="Window", kind="duration", unit="days"), 2, {}, "2 days"),
+        (FieldFormat(label="Month", kind="date"), "2025-05", {}, "May 2025"),
         (FieldFormat(label="Send on", kind="date"), "2031-03-14", {}, "14 Mar 2031"),
         (
             FieldFormat(label="Send at", kind="date"),

@@ -412,6 +412,55 @@ async def test_preview_keeps_literal_braces_and_shows_values_verbatim(ctx: Conte
     assert resolved.preview.title == "{bulk} seg_vip x2"
 
 
+async def test_interpolated_values_read_in_their_declared_terms(ctx: Context) -> None:
+    op = operation(
+        request_schema={
+            "type": "object",
+            "required": ["amount_cents", "customer", "count", "delay", "month", "order"],
+            "properties": {
+                "amount_cents": {"type": "integer"},
+                "customer": {"type": "string"},
+                "count": {"type": "integer"},
+                "delay": {"type": "integer"},
+                "month": {"type": "string"},
+                "order": {"type": "integer"},
+            },
+        },
+        defaults={},
+        preview={
+            "title": "Refund {amount_cents} to {customer}",
+            "fields": [
+                {"label": "Who", "value": "{count} customers, {count} in all"},
+                {"label": "When", "value": "in {delay}, for {month}"},
+                {"label": "Order", "value": "{order}"},
+            ],
+        },
+        fields={
+            "amount_cents": {"label": "Amount", "kind": "money", "currency": "USD"},
+            "count": {"label": "Customers", "kind": "count", "unit": "customers"},
+            "delay": {"label": "Delay", "kind": "duration", "unit": "minutes"},
+            "month": {"label": "Month", "kind": "date"},
+        },
+    )
+    request = {
+        "amount_cents": 5000,
+        "customer": "cus_90000",
+        "count": 1200,
+        "delay": 90,
+        "month": "2025-05",
+        "order": 100234,
+    }
+
+    resolved = await op.resolve(op.parse_request(request), ctx)
+
+    assert resolved.preview.title == "Refund 50.00 USD to cus_90000"  # never "Refund 5000"
+    assert [(f.label, f.value) for f in resolved.preview.fields] == [
+        ("Who", "1,200 customers, 1,200 customers in all"),  # the unit once
+        ("When", "in 90 minutes, for May 2025"),
+        ("Order", "100234"),  # no declared kind: as it is (an id is no count)
+    ]
+
+
 async def test_arguments_are_read_only_and_survive_a_round_trip(ctx: Context) -> None:
     op = operation()
     resolved = await op.resolve(op.parse_request({"segment": "seg_vip", "count": 120}), ctx)

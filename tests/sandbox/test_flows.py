@@ -27,7 +27,7 @@ if _missing is not None and os.environ.get("CI") != "true":  # CI installs it: t
     pytest.skip(_missing, allow_module_level=True)
 
 REFUND = "Refund 450.00 USD to cus_grace"
-EXPORT = "Export the ledger of 2025-05 to accounting"
+EXPORT = "Export the ledger of May 2025 to accounting"
 REQUESTER = "U0DANA"
 APPROVER = "U0PRIYA"
 #: an emoji's name left as text, as Slack never shows one it knows

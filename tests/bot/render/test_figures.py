@@ -235,7 +235,7 @@ def test_the_message_reads_title_verdict_values_then_the_agents_words() -> None:
     )
     assert verdict[2].startswith(":busts_in_silhouette: *0 of 2 approved*")
     assert verdict[-1].startswith(":hourglass_flowing_sand: Expires <!date^")
-    assert verdict[-1].endswith("(in 1 h 5 min)")
+    assert verdict[-1].endswith("(in 65 minutes)")
     values = next(n for n, text in enumerate(texts) if "120.00 USD" in text and n > 0)
     words = next(n for n, text in enumerate(texts) if "Agent's explanation" in text)
     assert 1 < values < words

@@ -222,19 +222,19 @@ def test_expiry_is_a_slack_date_token_with_the_time_left() -> None:
     texts = "\n".join(mrkdwn_texts(render.proposal_message(proposal, now=NOW)))
     unix = int((NOW + timedelta(hours=1, minutes=5)).timestamp())
     assert (
-        f"<!date^{unix}^{{date_short_pretty}} at {{time}}|2024-05-01 13:05 UTC> (in 1 h 5 min)"
+        f"<!date^{unix}^{{date_short_pretty}} at {{time}}|2024-05-01 13:05 UTC> (in 65 minutes)"
         in texts
     )
-    assert "(in 1 h 5 min)" in texts
+    assert "(in 65 minutes)" in texts
 
 
 def test_time_left_is_computed_from_the_given_now() -> None:
     later = NOW + timedelta(hours=1)
     texts = "\n".join(mrkdwn_texts(render.proposal_message(make_proposal(), now=later)))
-    assert "(in 5 min)" in texts
+    assert "(in 5 minutes)" in texts
     overdue = NOW + timedelta(hours=2)
     texts = "\n".join(mrkdwn_texts(render.proposal_message(make_proposal(), now=overdue)))
-    assert "(55 min ago)" in texts
+    assert "(55 minutes ago)" in texts
 
 
 # --- clipping -------------------------------------------------------------------------------------

@@ -63,11 +63,11 @@ from tests.bot.render.test_escalation import stored
 from tests.bot.render.test_proposal import INJECTION, NOW, OUTCOMES, decided, make_proposal
 from tests.bot.render.test_standing import STANDING, rule
 
-#: Every dated input expires 1 h 5 min after NOW (make_proposal's expiry): moving ``now`` by an
-#: hour or two changes the time left shown, "in 1 h 5 min", to the given text.
+#: Every dated input expires 65 minutes after NOW (make_proposal's expiry): moving ``now`` by an
+#: hour or two changes the time left shown, "in 65 minutes", to the given text.
 EXPIRES = NOW + timedelta(hours=1, minutes=5)
-TIME_LEFT = "in 1 h 5 min"
-MOVES = {timedelta(hours=1): "in 5 min", timedelta(hours=2): "55 min ago"}
+TIME_LEFT = "in 65 minutes"
+MOVES = {timedelta(hours=1): "in 5 minutes", timedelta(hours=2): "55 minutes ago"}
 
 #: The project's own code: a render function may call into any of it.
 PROJECT = ("bot", "contracts", "store")

@@ -28,7 +28,7 @@ def test_reminder_says_when_it_expires_and_mentions_who_can_approve() -> None:
 
     assert_valid_message(message)
     [first, *_] = mrkdwn_texts(message)
-    assert first.startswith(":alarm_clock: This expires in 12 min (<!date^")
+    assert first.startswith(":alarm_clock: This expires in 12 minutes (<!date^")
     assert first.endswith("<@U0ANA> <@U0BO> can approve.")
     assert "<@U0ANA> <@U0BO> can approve." in message["text"]  # the notification mentions too
     assert "U0REQUESTER" not in all_text(message)
@@ -54,7 +54,7 @@ def test_reminder_says_how_to_extend_only_when_it_can_be_extended() -> None:
     can = reminder_reply(proposal, now=NOW, approvers=["U0ANA"], extend_by=timedelta(minutes=30))
     cannot = reminder_reply(proposal, now=NOW, approvers=["U0ANA"])
 
-    assert "extend it once, by 30 min" in all_text(can)
+    assert "extend it once, by 30 minutes" in all_text(can)
     assert "extend" not in all_text(cannot)
 
 
@@ -77,7 +77,7 @@ def test_extend_button_appears_when_the_rule_allows_it_carrying_only_the_id() ->
     found = buttons(message)
     assert {"approve", "reject", "extend"} <= set(found)
     assert found["extend"]["value"] == PROPOSAL_ID
-    assert found["extend"]["text"]["text"] == "Extend by 30 min"
+    assert found["extend"]["text"]["text"] == "Extend by 30 minutes"
 
 
 def test_no_extend_button_without_extend_by_or_once_extended() -> None:
@@ -94,4 +94,4 @@ def test_an_extended_proposal_shows_who_extended_it_next_to_its_expiry() -> None
     message = render.proposal_message(make_proposal(extended_by="U0ANA", extended_at=NOW), now=NOW)
 
     [expiry] = [text for text in mrkdwn_texts(message) if "Expires" in text]
-    assert "(in 1 h 5 min) · extended by <@U0ANA>" in expiry
+    assert "(in 65 minutes) · extended by <@U0ANA>" in expiry
