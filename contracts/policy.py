@@ -33,6 +33,7 @@ from typing import Annotated, Any, Final, Literal, Self
 from pydantic import Field, JsonValue, model_validator
 
 from contracts.base import ArgType
+from contracts.batching import BackupRoute, BatchPolicy, read_batch, read_then
 from contracts.durations import format_duration, parse_duration
 from contracts.formats import (
     FieldFormat,
@@ -239,14 +240,28 @@ class AskRule(_RuleBase):
     quorum: int = Field(default=DEFAULT_QUORUM, ge=1, le=MAX_QUORUM)
     #: whether an admin may approve and grant a standing rule (contracts.standing); None: no
     standing: StandingPolicy | None = None
+    #: how long its proposals may wait to be shown together (contracts.batching); None: at once
+    batch: BatchPolicy | None = None
+    #: who else may decide when nobody has, and from when (contracts.batching); None: nobody
+    then: BackupRoute | None = None
 
     @model_validator(mode="after")
     def _extended_lifetime_fits(self) -> Self:
-        if self.extend_by is not None and self.expires_after + self.extend_by > MAX_EXPIRY:
+        waits = self.batch.window if self.batch is not None else timedelta(0)
+        lives = waits + self.expires_after + (self.extend_by or timedelta(0))
+        if lives > MAX_EXPIRY:
             raise ValueError(
-                f"expires_after + extend_by is {self.expires_after + self.extend_by}; "
+                f"batch.window + expires_after + extend_by is {lives}; "
                 f"at most {MAX_EXPIRY} is allowed"
             )
+        if self.batch is not None and self.batch.window >= self.expires_after:
+            raise ValueError("batch.window must be shorter than expires_after")
+        if self.then is not None and (
+            isinstance(self.then.after, timedelta) and self.then.after >= self.expires_after
+        ):
+            raise ValueError("then.after must be shorter than expires_after")
+        if self.then is not None and set(self.then.approvers) & set(self.approvers):
+            raise ValueError("then.approvers must not repeat the rule's approvers")
         return self
 
 
@@ -278,6 +293,8 @@ class Ask(Frozen):
     expires_after: timedelta
     remind_at: RemindAt | None = None  #: the rule's own; None: the [approvals] default
     quorum: int = DEFAULT_QUORUM  #: distinct approvals needed
+    batch: BatchPolicy | None = None  #: the rule's batching window; None: shown at once
+    then: BackupRoute | None = None  #: the rule's backup approvers; None: none
 
 
 class Deny(Frozen):
@@ -495,6 +512,8 @@ def _decide(rule: Rule, explanation: str) -> Decision:
             expires_after=rule.expires_after,
             remind_at=rule.remind_at,
             quorum=rule.quorum,
+            batch=rule.batch,
+            then=rule.then,
         )
     if isinstance(rule, DenyRule):
         return Deny(rule_id=rule.id, reason=rule.reason)
@@ -518,6 +537,8 @@ _RULE_FIELDS: Final = (
     "extend_by",
     "quorum",
     "standing",
+    "batch",
+    "then",
     "reason",
 )
 _ONLY_FOR: Final = {
@@ -529,6 +550,8 @@ _ONLY_FOR: Final = {
     "extend_by": "ask",
     "quorum": "ask",
     "standing": "ask",
+    "batch": "ask",
+    "then": "ask",
     "reason": "deny",
 }
 _CONDITION_EXAMPLE: Final = '{ field = "amount_cents", lte = 5000 }'
@@ -583,6 +606,8 @@ class _RuleReader:
         extend_by: timedelta | None = None
         quorum = DEFAULT_QUORUM
         standing: StandingPolicy | None = None
+        batch: BatchPolicy | None = None
+        then: BackupRoute | None = None
         if decision == "ask":
             approvers = self._names("approvers", "role", self._context.roles, required=True)
             channel = self._channel()
@@ -592,6 +617,8 @@ class _RuleReader:
             extend_by = self._extend_by(expires_after)
             quorum = self._quorum(approvers)
             standing = self._standing(operation)
+            batch = self._batch(expires_after, extend_by)
+            then = self._then(approvers, expires_after)
         elif decision == "auto" and operation is not None:
             given = self._raw.get("when")  # counted as given: a bad condition is still one
             conditions = len(given) if isinstance(given, list | tuple) else 0
@@ -618,6 +645,8 @@ class _RuleReader:
                 extend_by=extend_by,
                 quorum=quorum,
                 standing=standing,
+                batch=batch,
+                then=then,
             )
         if decision == "deny" and reason is not None:
             return DenyRule(
@@ -653,6 +682,43 @@ class _RuleReader:
         for problem in problems:
             self._problem(problem)
         return standing
+
+    def _batch(
+        self, expires_after: timedelta | None, extend_by: timedelta | None
+    ) -> BatchPolicy | None:
+        if "batch" not in self._raw:
+            return None
+        batch, problems = read_batch(self._raw["batch"], expires_after=expires_after)
+        for problem in problems:
+            self._problem(problem)
+        if batch is None or expires_after is None:
+            return batch
+        lives = batch.window + expires_after + (extend_by or timedelta(0))
+        if lives > MAX_EXPIRY:
+            self._problem(
+                f"field 'batch.window' is {format_duration(batch.window)!r}; a proposal may "
+                f"wait that long before its {format_duration(expires_after)} to decide "
+                f"(field 'expires_after'{' plus extend_by' if extend_by else ''}) starts, so "
+                f"it would live {format_duration(lives)}, but at most "
+                f"{format_duration(MAX_EXPIRY)} is allowed"
+            )
+            return None
+        return batch
+
+    def _then(
+        self, approvers: tuple[str, ...], expires_after: timedelta | None
+    ) -> BackupRoute | None:
+        if "then" not in self._raw:
+            return None
+        route, problems = read_then(
+            self._raw["then"],
+            approvers=approvers,
+            roles=self._context.roles,
+            expires_after=expires_after,
+        )
+        for problem in problems:
+            self._problem(problem)
+        return route
 
     def _quorum(self, approvers: tuple[str, ...]) -> int:
         quorum, problem = read_quorum(self._raw.get("quorum"))

@@ -14,6 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from bot.settings import load_settings, setting_keys
+from contracts.batching import BATCH_KEYS, THEN_KEYS
 from contracts.operations.refund import Payment
 from contracts.operations.webhook import WebhookSpec
 from contracts.policy import COMPARISONS, AskRule, AutoRule, DenyRule
@@ -144,6 +145,8 @@ def accepted_keys() -> set[str]:
     for rule in (AutoRule, AskRule, DenyRule):
         keys |= {f"policy[].{field}" for field in rule.model_fields}
     keys |= {f"policy[].when[].{key}" for key in ("field", *COMPARISONS)}
+    keys |= {f"policy[].batch.{key}" for key in BATCH_KEYS}
+    keys |= {f"policy[].then.{key}" for key in THEN_KEYS}
     keys |= {f"policy[].standing.{key}" for key in STANDING_KEYS}
     operation = "operations.<name>."
     # kind picks the operation; a webhook's secret_env is read by bot/settings.py itself

@@ -117,6 +117,33 @@ def test_check_config_on_a_broken_file_prints_each_problem_on_its_own_line(
     )
 
 
+@pytest.mark.usefixtures("environment")
+def test_check_config_names_a_batch_window_and_backup_role_that_cannot_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = config_text("http://127.0.0.1:9").replace(
+        'expires_after = "30m"',
+        'expires_after = "30m"\nbatch = { window = "45m", max = 10 }\n'
+        'then = { after = "50%", approvers = ["finance-leads"] }',
+    )
+    config, _ = write_config(tmp_path, text)
+
+    code = main(["--config", str(config), "check-config"])
+
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert (
+        f"  - {config}: policy rule 'campaigns': field 'batch.window' is '45m', but the "
+        "rule's proposals expire after 30m (field 'expires_after'); a window must be shorter "
+        "than the expiry" in err.splitlines()
+    )
+    assert (
+        f"  - {config}: policy rule 'campaigns': field 'then.approvers': unknown role "
+        "'finance-leads' (configured roles: finance, support)" in err.splitlines()
+    )
+
+
 def test_missing_config_file_names_the_path_and_how_to_pass_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +12,13 @@ from hypothesis import strategies as st
 from pydantic import JsonValue, TypeAdapter
 
 from contracts.base import Context, IdempotencyKey, ModelOperation, Preview, Resolved, Risk
+from contracts.batching import (
+    DEFAULT_BATCH_MAX,
+    BackupRoute,
+    BatchPolicy,
+    format_after,
+    handover_time,
+)
 from contracts.frozen import Frozen
 from contracts.policy import (
     Ask,
@@ -734,7 +741,7 @@ def test_policy_error_is_a_value_error() -> None:
             "policy rule 'r': field 'approver' is not a rule field (did you mean "
             "'approvers'?) (rule fields: id, operation, agents, requester_roles, when, "
             "decision, approvers, channel, expires_after, allow_guests, remind_at, extend_by, "
-            "quorum, standing, reason)",
+            "quorum, standing, batch, then, reason)",
             id="unknown-key",
         ),
         pytest.param(
@@ -770,7 +777,8 @@ def test_load_names_a_rule_without_id_by_its_position() -> None:
     assert problems_of(rules) == [
         "policy rule #2: field 'agent' is not a rule field (did you mean 'agents'?) (rule "
         "fields: id, operation, agents, requester_roles, when, decision, approvers, channel, "
-        "expires_after, allow_guests, remind_at, extend_by, quorum, standing, reason)",
+        "expires_after, allow_guests, remind_at, extend_by, quorum, standing, batch, then, "
+        "reason)",
         "policy rule #2: field 'id' is missing (every rule needs a unique id)",
     ]
 
@@ -1052,3 +1060,208 @@ def test_single_threshold_rule_allows_exactly_the_amounts_at_or_below_it(
             reason="no policy rule matched operation 'payments.refund' from agent "
             "'billing-bot'; nothing runs unless a rule allows it",
         )
+
+
+# --- batching windows and backup approvers --------------------------------------------------------
+
+BACKUP_ROLES: Mapping[str, frozenset[str]] = {**ROLES, "finance-leads": frozenset({"U_LEAD"})}
+
+
+def test_batch_and_then_are_read_into_typed_models_on_the_rule_and_its_decision() -> None:
+    rules = [
+        ask(
+            "refunds",
+            expires_after="2h",
+            batch={"window": "30m", "max": 10},
+            then={"after": "50%", "approvers": ["finance-leads"]},
+        )
+    ]
+    table = PolicyTable.load(rules, registry=REGISTRY, roles=BACKUP_ROLES)
+
+    [rule] = table.rules
+    assert isinstance(rule, AskRule)
+    assert rule.batch == BatchPolicy(window=timedelta(minutes=30), max=10)
+    assert rule.then == BackupRoute(after=0.5, approvers=("finance-leads",))
+    decision = classify(table)
+    assert isinstance(decision, Ask)
+    assert (decision.batch, decision.then) == (rule.batch, rule.then)
+
+
+def test_batch_max_has_a_default_and_then_after_may_be_a_duration() -> None:
+    rules = [ask("r", batch={"window": "90s"}, then={"after": "20m", "approvers": ["support"]})]
+
+    [rule] = load(rules).rules
+
+    assert isinstance(rule, AskRule)
+    assert rule.batch == BatchPolicy(window=timedelta(seconds=90), max=DEFAULT_BATCH_MAX)
+    assert rule.then is not None and rule.then.after == timedelta(minutes=20)
+
+
+def test_an_ask_rule_without_batch_or_then_has_neither() -> None:
+    [rule] = load([ask("r")]).rules
+
+    assert isinstance(rule, AskRule)
+    assert (rule.batch, rule.then) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        pytest.param(
+            {"batch": "30m"},
+            "field 'batch' must be a table such as { window = \"30m\", max = 25 }, got '30m'",
+            id="batch-not-a-table",
+        ),
+        pytest.param(
+            {"batch": {"max": 5}},
+            "field 'batch.window' is missing (how long proposals may wait to be shown "
+            "together, such as '30m'; at most 1d)",
+            id="window-missing",
+        ),
+        pytest.param(
+            {"batch": {"window": "half an hour"}},
+            "field 'batch.window': invalid duration 'half an hour': expected whole numbers "
+            "with units d, h, m or s, largest first, such as '90s', '30m', '2h', '1d' or '1h30m'",
+            id="window-not-a-duration",
+        ),
+        pytest.param(
+            {"batch": {"window": "0s"}},
+            "field 'batch.window' is '0s'; it must be longer than zero and at most 1d",
+            id="window-zero",
+        ),
+        pytest.param(
+            {"batch": {"window": "2d"}, "expires_after": "3d"},
+            "field 'batch.window' is '2d'; it must be longer than zero and at most 1d",
+            id="window-too-long",
+        ),
+        pytest.param(
+            {"batch": {"window": "1h"}},
+            "field 'batch.window' is '1h', but the rule's proposals expire after 1h (field "
+            "'expires_after'); a window must be shorter than the expiry",
+            id="window-not-shorter-than-expiry",
+        ),
+        pytest.param(
+            {"batch": {"window": "30m", "max": 0}},
+            "field 'batch.max' must be a whole number from 1 to 50 (the most proposals shown "
+            "in one digest), got 0",
+            id="max-zero",
+        ),
+        pytest.param(
+            {"batch": {"window": "30m", "max": 51}},
+            "field 'batch.max' must be a whole number from 1 to 50 (the most proposals shown "
+            "in one digest), got 51",
+            id="max-above-a-digest",
+        ),
+        pytest.param(
+            {"batch": {"window": "30m", "max": True}},
+            "field 'batch.max' must be a whole number from 1 to 50 (the most proposals shown "
+            "in one digest), got True",
+            id="max-boolean",
+        ),
+        pytest.param(
+            {"batch": {"window": "30m", "size": 5}},
+            "field 'batch': unknown key 'size' (expected window, max)",
+            id="batch-unknown-key",
+        ),
+        pytest.param(
+            {"batch": {"window": "23h"}, "expires_after": "6d12h"},
+            "field 'batch.window' is '23h'; a proposal may wait that long before its 6d12h to "
+            "decide (field 'expires_after') starts, so it would live 7d11h, but at most 7d is "
+            "allowed",
+            id="window-plus-expiry-beyond-max",
+        ),
+        pytest.param(
+            {"then": ["finance-leads"]},
+            "field 'then' must be a table such as { after = \"50%\", approvers = "
+            "[\"finance-leads\"] }, got ['finance-leads']",
+            id="then-not-a-table",
+        ),
+        pytest.param(
+            {"then": {"approvers": ["support"]}},
+            "field 'then.after' is missing; expected a share of the time between showing and "
+            "expiry from 1% to 99%, such as '50%', or a duration after showing, such as '20m'",
+            id="after-missing",
+        ),
+        pytest.param(
+            {"then": {"after": "100%", "approvers": ["support"]}},
+            "field 'then.after' is '100%'; expected a share of the time between showing and "
+            "expiry from 1% to 99%, such as '50%', or a duration after showing, such as '20m'",
+            id="after-hundred-percent",
+        ),
+        pytest.param(
+            {"then": {"after": 0.5, "approvers": ["support"]}},
+            "field 'then.after' is 0.5; expected a share of the time between showing and "
+            "expiry from 1% to 99%, such as '50%', or a duration after showing, such as '20m'",
+            id="after-a-number",
+        ),
+        pytest.param(
+            {"then": {"after": "2h", "approvers": ["support"]}},
+            "field 'then.after' is '2h', but the rule's proposals expire 1h after they are "
+            "shown (field 'expires_after'); the backup approvers must be offered the proposal "
+            "before it expires",
+            id="after-beyond-expiry",
+        ),
+        pytest.param(
+            {"then": {"after": "50%", "approvers": ["ghosts"]}},
+            "field 'then.approvers': unknown role 'ghosts' (configured roles: finance, support)",
+            id="backup-role-unknown",
+        ),
+        pytest.param(
+            {"then": {"after": "50%", "approvers": []}},
+            "field 'then.approvers' must name at least one role (who may also decide once "
+            "nobody has), got []",
+            id="backup-roles-empty",
+        ),
+        pytest.param(
+            {"then": {"after": "50%", "approvers": ["finance"]}},
+            "field 'then.approvers': role 'finance' already approves this rule (field "
+            "'approvers'); name a backup role that does not",
+            id="backup-role-already-approves",
+        ),
+        pytest.param(
+            {"then": {"after": "50%", "approvers": ["support"], "quorum": 2}},
+            "field 'then': unknown key 'quorum' (expected after, approvers)",
+            id="then-unknown-key",
+        ),
+    ],
+)
+def test_batch_and_then_mistakes_name_the_key_and_what_was_expected(
+    fields: dict[str, Any], expected: str
+) -> None:
+    assert problems_of([ask("r", **fields)]) == [f"policy rule 'r': {expected}"]
+
+
+@pytest.mark.parametrize("key", ["batch", "then"])
+def test_batch_and_then_belong_to_ask_rules_only(key: str) -> None:
+    value = {"window": "5m"} if key == "batch" else {"after": "50%", "approvers": ["support"]}
+
+    assert problems_of([auto("r", **{key: value})]) == [
+        f"policy rule 'r': field {key!r} only applies to decision 'ask', but this rule's "
+        "decision is 'auto'"
+    ]
+
+
+def test_a_rule_built_directly_cannot_batch_longer_than_it_expires() -> None:
+    with pytest.raises(ValueError, match=r"batch\.window must be shorter than expires_after"):
+        AskRule(
+            id="r",
+            operation=REFUND,
+            approvers=("finance",),
+            channel="C0123ABCD",
+            expires_after=timedelta(minutes=10),
+            batch=BatchPolicy(window=timedelta(minutes=10)),
+        )
+
+
+def test_handover_time_is_a_share_of_the_time_shown_or_a_duration_after_it() -> None:
+    shown = datetime(2031, 3, 14, 12, 0, tzinfo=UTC)
+    expires = shown + timedelta(hours=2)
+
+    half = BackupRoute(after=0.5, approvers=("support",))
+    twenty = BackupRoute(after=timedelta(minutes=20), approvers=("support",))
+
+    assert handover_time(half, shown_at=shown, expires_at=expires) == shown + timedelta(hours=1)
+    assert handover_time(twenty, shown_at=shown, expires_at=expires) == shown + timedelta(
+        minutes=20
+    )
+    assert (format_after(half.after), format_after(twenty.after)) == ("50%", "20m")
