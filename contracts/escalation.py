@@ -128,7 +128,9 @@ class TriggerVerdict(Frozen):
     """Why the server agreed that a person must take over: shown in Slack as Countersign's words."""
 
     kind: TriggerKind
-    note: str  #: the measured signal and the threshold it crossed
+    #: the measured signal and the threshold it crossed, in Countersign's words alone: never a
+    #: value the agent wrote (its error codes are shown apart, as the signals it measured)
+    note: str
     topic: str | None = None  #: the reserved topic that matched, for routing
 
 
@@ -192,10 +194,10 @@ def _repeated_failure(signals: Signals, policy: EscalationPolicy, where: str) ->
             kind=kind, note=f"{signals.failed_turns} turns without progress (threshold {need})"
         )
     if signals.error_codes:
-        code, times = Counter(signals.error_codes).most_common(1)[0]
+        times = Counter(signals.error_codes).most_common(1)[0][1]
         if times >= need:
             return TriggerVerdict(
-                kind=kind, note=f"error {code!r} {times} times (threshold {need})"
+                kind=kind, note=f"the same error code {times} times (threshold {need})"
             )
     raise _refused(
         f"{where}.failed_turns",
@@ -244,10 +246,11 @@ def _low_confidence(signals: Signals, policy: EscalationPolicy, where: str) -> T
 
 
 def _corroboration(signals: Signals) -> str | None:
+    """The measured signal that agrees with a low confidence, in Countersign's words."""
     if signals.failed_turns:
         return f"{signals.failed_turns} failed turn(s)"
     if signals.error_codes:
-        return f"error {signals.error_codes[-1]!r}"
+        return "an error code"
     if signals.retrieval_hits == 0:
         return "a search that found nothing"
     return None

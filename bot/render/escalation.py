@@ -49,6 +49,7 @@ __all__ = [
     "escalation_reply",
     "hand_back_modal",
     "reannouncement_reply",
+    "why_escalated",
 ]
 
 #: The longest hand-back note the modal accepts.
@@ -69,9 +70,7 @@ def escalation_message(escalation: Escalation, *, handed_back_by: str | None = N
     title = f"Escalation: {_KIND[escalation.verdict.kind]}"
     blocks: Blocks = [
         header(title),
-        section(
-            f"*Why Countersign escalated it:* {escape(escalation.verdict.note)}\n{_who(escalation)}"
-        ),
+        section(f"*Why Countersign escalated it:* {why_escalated(escalation)}\n{_who(escalation)}"),
         *_report(escalation),
         context(
             f"Signals as measured by the agent: {_signals(escalation.trigger.signals)}",
@@ -84,6 +83,13 @@ def escalation_message(escalation: Escalation, *, handed_back_by: str | None = N
     if buttons is not None:
         blocks.append(buttons)
     return message(f"{_status_word(escalation)}: {escape(title)}", blocks[:BLOCKS_MAX])
+
+
+def why_escalated(escalation: Escalation) -> str:
+    """Countersign's reading of the trigger. Its note holds no agent value (the error codes
+    show apart, with the signals the agent measured), but one stored before that rule quotes
+    an error code inside it: so the note is made inert too."""
+    return inert(escalation.verdict.note)
 
 
 def _who(escalation: Escalation) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from bot.actions import ESCALATION_HAND_BACK, ESCALATION_RESOLVE, SHOW_FULL
 from bot.render.delegations import delegation_list_blocks
+from bot.render.escalation import why_escalated
 from bot.render.figures import why_asked
 from bot.render.inert import inert
 from bot.render.proposal import (
@@ -89,6 +90,11 @@ WAITING_SHOWN: Final = 12
 KEY_FIELDS: Final = 4
 #: Characters of the agent's explanation shown per waiting proposal.
 REASON_SHOWN: Final = 500
+#: Characters of a waiting proposal's title shown (its section also holds the edit and the
+#: explanation, each with a share of its own; Show full has them whole).
+TITLE_SHOWN: Final = 600
+#: Characters of who edited a waiting proposal and what the edit changed.
+EDIT_SHOWN: Final = 1500
 
 
 def home_view(
@@ -162,11 +168,9 @@ def waiting_blocks(
             if proposal.expires_at is not None
             else "No expiry"
         )
-        lines = [
-            f"*{inert(proposal.preview.title)}*",
-            RISK_LABELS[proposal.risk],
-            f"*Why you are asked:* {why_asked(proposal)}",
-        ]
+        # Countersign's verdict, in a block of its own before anything the agent supplied: no
+        # length of agent text can push it out
+        lines = [RISK_LABELS[proposal.risk], f"*Why you are asked:* {why_asked(proposal)}"]
         if proposal.quorum > 1:
             lines.append(
                 f":busts_in_silhouette: {len(counted(proposal))} of {proposal.quorum} approved"
@@ -175,32 +179,35 @@ def waiting_blocks(
         checked = (current or {}).get(proposal.id)
         if checked is not None:
             lines.append(state_line(checked))
+        verdict = section("\n".join(lines))
+        # then the title, who edited it and what changed, and the agent's explanation: each
+        # part clipped to its own share of the section
         earlier = (previous or {}).get(proposal.id)
         formats = formats_of(proposal.operation) if formats_of is not None else None
-        for block in edit_blocks(proposal, earlier, formats):  # who edited it, what changed
-            lines.append(block["text"]["text"])
+        parts = [f"*{clip(inert(proposal.preview.title), TITLE_SHOWN)}*"]
+        parts += [
+            clip(block["text"]["text"], EDIT_SHOWN)
+            for block in edit_blocks(proposal, earlier, formats)
+        ]
+        if proposal.agent_reason:
+            parts.append(explanation(proposal.agent_reason, REASON_SHOWN)["text"]["text"])
         row: dict[str, Any] = {
             "type": "section",
-            "text": {
-                "type": "mrkdwn",
-                "text": clip("\n".join(lines), SECTION_MAX),
-                "verbatim": True,
-            },
+            "text": {"type": "mrkdwn", "text": "\n".join(parts), "verbatim": True},
         }
         if fields:
             row["fields"] = [
                 {"type": "mrkdwn", "text": text, "verbatim": True} for text in fields[:10]
             ]
-        words = [explanation(proposal.agent_reason, REASON_SHOWN)] if proposal.agent_reason else []
         asked = (
             f"Requested by agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}"
         )
         actions = buttons(proposal)
         actions["block_id"] = f"decision-{proposal.id}"  # block ids are unique within a view
-        if is_clipped([row, *words]):
+        if is_clipped([verdict, row]):
             actions["elements"].append(_show_full_button(proposal.id))
         line = f"{asked} · {code(short_id(proposal.id), 20)}"
-        blocks += [row, *words, context(line), actions, {"type": "divider"}]
+        blocks += [verdict, row, context(line), actions, {"type": "divider"}]
     if beyond is not None:
         return blocks + _beyond_lines(waiting[:WAITING_SHOWN], beyond)
     hidden = len(waiting) - WAITING_SHOWN
@@ -267,11 +274,11 @@ def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
     blocks: Blocks = []
     for escalation in owned[:10]:
         goal = clip(inert(escalation.summary.goal), 300)
+        blocks.append(section(f"*Why Countersign escalated it:* {why_escalated(escalation)}"))
         blocks.append(
             section(
                 f"*Conversation {code(escalation.conversation_id, 120)}* from agent "
-                f"*{escape(escalation.agent)}*\n_The agent's words:_ {goal}\n"
-                f"Why: {escape(escalation.verdict.note)}"
+                f"*{escape(escalation.agent)}*\n_The agent's words:_ {goal}"
             )
         )
         blocks.append(
@@ -291,7 +298,7 @@ def _decision_blocks(decisions: Sequence[Proposal]) -> Blocks:
     if not decisions:
         return [context("You have decided nothing yet.")]
     lines = [
-        f"• {status_word(p)}: {clip(escape(p.preview.title), 150)}"
+        f"• {status_word(p)}: {clip(inert(p.preview.title), 150)}"
         + (f" ({when(p.decided_at)})" if p.decided_at is not None else "")
         for p in decisions
     ]

@@ -40,9 +40,14 @@ def test_repeated_failure_holds_from_the_threshold_of_turns_or_of_one_error() ->
     assert judge(TriggerKind.REPEATED_FAILURE, failed_turns=3) == (
         "3 turns without progress (threshold 3)"
     )
-    assert "error 'E9' 3 times" in judge(
-        TriggerKind.REPEATED_FAILURE, error_codes=("E1", "E9", "E9", "E9")
+    verdict = judge_trigger(
+        Trigger(
+            kind=TriggerKind.REPEATED_FAILURE, signals=Signals(error_codes=("E1", "E9", "E9", "E9"))
+        ),
+        POLICY,
     )
+    # Countersign's words alone: the agent's error code is shown apart, with its signals
+    assert verdict.note == "the same error code 3 times (threshold 3)"
     field, message = refused(TriggerKind.REPEATED_FAILURE, failed_turns=2, error_codes=("A", "B"))
     assert field == "trigger.signals.failed_turns"
     assert "repeated_failure_turns = 3" in message and "got failed_turns 2" in message
@@ -76,6 +81,16 @@ def test_self_reported_confidence_alone_never_suffices() -> None:
     assert "retrieval_hits" in message
     assert "2 failed turn(s)" in judge(TriggerKind.LOW_CONFIDENCE, confidence=0.1, failed_turns=2)
     assert "found nothing" in judge(TriggerKind.LOW_CONFIDENCE, confidence=0.1, retrieval_hits=0)
+    coded = judge_trigger(
+        Trigger(
+            kind=TriggerKind.LOW_CONFIDENCE, signals=Signals(confidence=0.1, error_codes=("E*7*",))
+        ),
+        POLICY,
+    )
+    assert (coded.note, coded.quoted) == (
+        "confidence 0.1 (threshold 0.4) and an error code",
+        "E*7*",
+    )
     assert (
         "confidence_threshold = 0.4"
         in refused(TriggerKind.LOW_CONFIDENCE, confidence=0.4, failed_turns=5)[1]
