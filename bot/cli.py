@@ -32,6 +32,8 @@ from store.open import open_store
 
 __all__ = ["main"]
 
+log = logging.getLogger("bot.cli")  # also when run as `python -m bot.cli`
+
 
 #: the agent-side commands: run as their own programs, which load the client only (bot never
 #: imports countersign/, tests/test_layers.py), so ``countersign mcp`` starts as fast as
@@ -275,18 +277,32 @@ def _serve(
         async def close_store(app: web.Application) -> None:
             await store.close()
 
+        async def stopping(app: web.Application) -> None:
+            log.info("Countersign stopping: finishing the requests under way")
+
+        app.on_shutdown.append(stopping)
         app.on_cleanup.append(close_store)
         return app
+
+    bind_host = settings.server.host if host is None else host
+    bind_port = settings.server.port if port is None else port
+
+    def listening(*_: object) -> None:
+        # instead of aiohttp's "Running on" banner on stdout: one structured line, once bound
+        log.info("Countersign listening on http://%s:%d", bind_host, bind_port)
 
     _use_fast_event_loop()
     try:
         web.run_app(
             make(),
-            host=settings.server.host if host is None else host,
-            port=settings.server.port if port is None else port,
+            host=bind_host,
+            port=bind_port,
             access_log=logging.getLogger("aiohttp.access") if settings.server.access_log else None,
+            print=listening,
         )
-    except SlackUnusable as unusable:
+    except (SlackUnusable, StoreError) as unusable:
+        # an unreachable store or Slack is the operator's to fix, not a bug: one line, no
+        # traceback (--allow-offline is about Slack; nothing is served without the store)
         print(f"countersign serve cannot start: {unusable}", file=sys.stderr)
         # aiohttp does not clean up after a start that failed: close the store here (an
         # SQLite store's thread would keep the process alive), on a loop of its own
@@ -294,6 +310,7 @@ def _serve(
             with contextlib.suppress(StoreError, RuntimeError, OSError):
                 asyncio.run(store.close())
         return 2
+    log.info("Countersign stopped")
     return 0
 
 
@@ -305,7 +322,7 @@ def _use_fast_event_loop() -> None:
     except ImportError:  # Windows: the default loop
         return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    logging.getLogger(__name__).info("event loop: uvloop")
+    log.info("event loop: uvloop")
 
 
 def _report_missing_slack(missing: list[str]) -> None:

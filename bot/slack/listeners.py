@@ -57,6 +57,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+
+def _client_given_warning(record: logging.LogRecord) -> bool:
+    """Drop bolt's "As you gave `client` as well, `token` will be unused": bolt reads
+    SLACK_BOT_TOKEN from the environment by itself and warns when a client comes too, as
+    Countersign's always does (it carries that same token)."""
+    return "`token` will be unused" not in record.getMessage()
+
 BOLT: web.AppKey[AsyncApp] = web.AppKey("bolt", AsyncApp)
 #: The signing secret /slack/events verifies requests with (the one bolt was built with).
 SIGNING_SECRET: web.AppKey[str] = web.AppKey("slack_signing_secret", str)
@@ -140,12 +147,14 @@ def build_bolt(
     admission: Admission,
 ) -> AsyncApp:
     """The bolt app; ``client`` carries the bot token and the Slack API base URL."""
+    bolt_log = logging.getLogger("bot.slack.listeners.bolt")
+    bolt_log.addFilter(_client_given_warning)
     app = AsyncApp(
         signing_secret=signing_secret,
         client=client,
         process_before_response=False,
         request_verification_enabled=True,
-        logger=logging.getLogger("bot.slack.listeners.bolt"),
+        logger=bolt_log,
     )
 
     edits = EditFlow(service)

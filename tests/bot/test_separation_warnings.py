@@ -102,3 +102,18 @@ def test_a_quorum_of_two_removes_the_warning(
         )(text)
 
     assert warnings(tmp_path, capsys, text) == []
+
+
+def test_the_shipped_example_configuration_draws_no_warning(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example = Path(__file__).parents[2] / "examples" / "countersign.toml"
+    monkeypatch.setenv("COUNTERSIGN_TOKEN_SUPPORT_BOT", "support-bot-token-0123456789")
+    monkeypatch.setenv("COUNTERSIGN_WEBHOOK_SECRET_CRM", "crm-secret-0123456789")
+
+    code = main(["--config", str(example), "check-config"])
+
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"{example}: OK" in out
+    assert "warning" not in out + err

@@ -253,3 +253,58 @@ async def test_serve_writes_an_access_log_line_per_request_when_asked(tmp_path: 
     ]
     access = [line for line in lines if line["logger"] == "aiohttp.access"]
     assert any('"GET /v1/proposals/cs_nothing HTTP/1.1" 401' in line["message"] for line in access)
+
+
+@pytest.mark.timeout(60)
+async def test_a_clean_start_and_stop_print_only_countersigns_own_structured_lines(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path, tmp_path / "countersign.sqlite")
+    port = free_port()
+    async with (
+        running_local_slack(BOT_TOKEN) as (_, slack_url),
+        aiohttp.ClientSession() as http,
+    ):
+        server = await start(
+            tmp_path, config, port, {**os.environ, **ENV, "SLACK_API_URL": slack_url}
+        )
+        try:
+            await wait_until_healthy(http, f"http://127.0.0.1:{port}", server)
+        finally:
+            server.process.send_signal(signal.SIGTERM)
+            code = await asyncio.wait_for(server.process.wait(), timeout=STOP_SECONDS)
+
+    assert code == 0, server.output()
+    assert server.out.read_text() == "", server.output()  # no "Running on" banner
+    lines = [json.loads(line) for line in server.err.read_text().splitlines()]  # all JSON
+    assert {line["logger"].split(".")[0] for line in lines} == {"bot"}, server.output()
+    messages = [line["message"] for line in lines]
+    assert not [m for m in messages if "`token` will be unused" in m]  # bolt's, meaningless here
+    assert f"Countersign listening on http://127.0.0.1:{port}" in messages
+    assert messages[-2:] == [
+        "Countersign stopping: finishing the requests under way",
+        "Countersign stopped",
+    ]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("offline", [[], ["--allow-offline"]], ids=["", "allow-offline"])
+async def test_serve_with_postgresql_unreachable_says_so_in_one_line_and_exits_2(
+    tmp_path: Path, offline: list[str]
+) -> None:
+    closed = free_port()  # nothing listens there: PostgreSQL refuses every connection
+    config = tmp_path / "countersign.toml"
+    text = config_text("http://127.0.0.1:9")
+    store = f'[store]\nurl = "postgresql://postgres@127.0.0.1:{closed}/test"\n'
+    config.write_text(f"{text}\n{store}", encoding="utf-8")
+    env = {**os.environ, **ENV, "SLACK_API_URL": "http://127.0.0.1:9/api/"}
+
+    code, out = await run_cli(config, env, "serve", "--port", str(free_port()), *offline)
+
+    assert code == 2, out
+    problems = [line for line in out.splitlines() if not line.startswith("{")]
+    [problem] = problems  # one line, no traceback
+    assert problem.startswith(
+        "countersign serve cannot start: cannot open PostgreSQL database "
+        f"postgresql://postgres@127.0.0.1:{closed}/test: cannot reach PostgreSQL: "
+    ), out
