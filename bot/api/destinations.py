@@ -13,12 +13,19 @@ destination to trust. A callback URL is accepted only when
 
 The same check runs at submission (so the agent hears at once) and again on every delivery, on
 the address the connection then uses (bot/api/callback_http.py), so a name cannot rebind between.
+
+A host is an IPv4 address whenever the system would take it for one (:func:`numeric_ipv4`):
+``127.1``, ``2130706433``, ``0177.0.0.1`` and ``0x7f.1`` all mean 127.0.0.1 to ``inet_aton``
+and ``getaddrinfo``, so they are read as that address, refused or allowed as it is, at
+submission and at delivery alike, without asking a resolver. An allowed address must be written
+in the usual form (``127.0.0.1``): the HTTP client refuses the other forms itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -40,6 +47,7 @@ __all__ = [
     "check_address",
     "covered",
     "name_refusal",
+    "numeric_ipv4",
     "parse_destination",
     "parse_prefix",
     "refuse_before_lookup",
@@ -71,6 +79,8 @@ _METADATA_ADDRESSES: Final = frozenset(
 )
 _CGNAT: Final = ipaddress.ip_network("100.64.0.0/10")
 _NAT64: Final = ipaddress.ip_network("64:ff9b::/96")
+#: One part of an IPv4 address as ``inet_aton`` reads it: hexadecimal, octal or decimal.
+_NUMBER_PART: Final = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
 #: Percent-encodings a server may decode into a path separator or a dot segment.
 _ENCODED_PATH_TRICKS: Final = ("%2e", "%2f", "%5c", "%00")
 
@@ -88,9 +98,11 @@ class Destination:
     """A callback URL as it will be requested: scheme, ASCII host, explicit port, path."""
 
     scheme: str
-    host: str
+    host: str  #: an IP address in its usual form, whatever form the URL wrote it in
     port: int
     path: str
+    #: the host as the URL wrote it, when that is an IPv4 address in another form (``127.1``)
+    written: str | None = None
 
     @property
     def origin(self) -> str:
@@ -167,12 +179,36 @@ def parse_destination(text: str) -> Destination:
     host = _normal_host(url.raw_host)
     if host is None:
         raise DestinationRefused("its host is not a valid name or address")
+    written = url.raw_host if _is_ip(host) and not _is_ip(url.raw_host.strip("[]")) else None
     return Destination(
         scheme=url.scheme,
         host=host,
         port=port or _DEFAULT_PORTS[url.scheme],
         path=url.raw_path or "/",
+        written=written,
     )
+
+
+def numeric_ipv4(host: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address ``host`` means when the system reads it as a number, as ``inet_aton``
+    and ``getaddrinfo`` do (and so as a connection to it goes), or None for a name: one to four
+    parts separated by dots, each decimal, octal (a leading ``0``) or hexadecimal (``0x``), the
+    last filling the bytes left (``127.1`` is 127.0.0.1, ``2130706433`` too). A trailing dot
+    is ignored, as a resolver would."""
+    parts = host[:-1].split(".") if host.endswith(".") else host.split(".")
+    if not 1 <= len(parts) <= 4 or not all(_NUMBER_PART.fullmatch(part) for part in parts):
+        return None
+    values = [
+        int(part, 0) if part[:2].lower() == "0x" else int(part, 8 if part[:1] == "0" else 10)
+        for part in parts
+    ]
+    *leading, last = values
+    if any(value > 0xFF for value in leading) or last >= 256 ** (5 - len(parts)):
+        return None
+    number = last
+    for index, value in enumerate(leading):
+        number |= value << (8 * (3 - index))
+    return ipaddress.IPv4Address(number)
 
 
 def address_refusal(address: str, *, allow_private: bool) -> str | None:
@@ -209,12 +245,18 @@ def name_refusal(host: str, *, allow_private: bool) -> str | None:
 
 
 def refuse_before_lookup(destination: Destination, *, allow_private: bool) -> None:
-    """The checks that need no DNS: the host's name, or the address it is written as."""
+    """The checks that need no DNS: the host's name, or the address it is written as (in any
+    form the system reads as an address, :func:`numeric_ipv4`)."""
     refused = name_refusal(destination.host, allow_private=allow_private)
     if refused is None and _is_ip(destination.host):
         refused = address_refusal(destination.host, allow_private=allow_private)
     if refused is not None:
         raise DestinationRefused(f"its host is {refused}")
+    if destination.written is not None:
+        raise DestinationRefused(
+            f"its host {destination.written!r} is the IP address {destination.host} written in "
+            f"another form; write it as {destination.host}"
+        )
 
 
 async def check_address(
@@ -354,6 +396,9 @@ def _normal_host(raw: str) -> str | None:
     host = raw.strip("[]").lower()
     if _is_ip(host):
         return str(ipaddress.ip_address(host))
+    number = numeric_ipv4(host)
+    if number is not None:
+        return str(number)
     try:
         host = host.encode("idna").decode("ascii")
     except UnicodeError:

@@ -338,3 +338,29 @@ async def test_a_name_that_rebinds_to_loopback_after_submission_is_not_called(
         assert "resolves to a loopback address" in str(event.detail["error"])
         assert received == []
         assert dns.asked.count("agent.example") >= 2  # resolved again at delivery
+
+
+# --- IPv4 addresses written as the system reads them, not as a resolver would ---------------------
+
+#: Each means 127.0.0.1 to the system (inet_aton, getaddrinfo); a DNS-only resolver knows none.
+LOOPBACK_SPELLINGS = ["127.1", "2130706433", "0177.0.0.1", "0x7f.1"]
+
+
+@pytest.mark.parametrize("spelling", LOOPBACK_SPELLINGS)
+async def test_loopback_written_as_the_system_reads_it_is_refused_at_submission(
+    tmp_path: Path, spelling: str
+) -> None:
+    # the operator's prefix and the app's DNS both take the spelling for a public name
+    async with running_countersign(
+        tmp_path,
+        agent_settings={"support-bot": {"callback_allow_private": False}},
+        config_edit=prefixes_on(spelling),
+        resolve=FakeDns({spelling: [PUBLIC]}),
+    ) as cs:
+        url = cs.agent_hook("numeric", _never_called).replace("127.0.0.1", spelling)
+        answer = await submit(cs, {**CAMPAIGN, "callback_url": url})
+        await assert_refused(cs, answer, "a loopback address")
+
+
+async def _never_called(request: web.Request) -> web.Response:
+    raise AssertionError(f"the hook was called: {request.url}")

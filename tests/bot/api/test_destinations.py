@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import ipaddress
+import socket
+
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from bot.api.destinations import (
     Destination,
     DestinationRefused,
     address_refusal,
     check_address,
+    numeric_ipv4,
     parse_destination,
     parse_prefix,
+    refuse_before_lookup,
 )
 
 
@@ -112,3 +119,43 @@ async def test_every_resolved_address_is_checked_and_one_bad_one_refuses_the_nam
         "93.184.216.34",
         "10.0.0.7",
     ]
+
+
+# --- IPv4 addresses in the forms the system reads as addresses -----------------------------------
+
+LOOPBACK_SPELLINGS = ["127.1", "2130706433", "0177.0.0.1", "0x7f.1", "0x7F000001", "127.0.1"]
+
+
+@pytest.mark.parametrize("host", LOOPBACK_SPELLINGS)
+def test_a_host_the_system_reads_as_an_address_is_that_address(host: str) -> None:
+    assert numeric_ipv4(host) == ipaddress.IPv4Address("127.0.0.1")
+    destination = parse_destination(f"http://{host}:8080/hooks")
+    assert (destination.host, destination.written) == ("127.0.0.1", host.lower())
+    with pytest.raises(DestinationRefused, match="its host is a loopback address"):
+        refuse_before_lookup(destination, allow_private=False)
+    # allowed by address, but written as the HTTP client will not connect to it
+    with pytest.raises(DestinationRefused, match=r"another form; write it as 127\.0\.0\.1$"):
+        refuse_before_lookup(destination, allow_private=True)
+
+
+@given(
+    st.lists(
+        st.text(alphabet="0123456789abcdefxX", min_size=0, max_size=12), min_size=1, max_size=5
+    )
+)
+def test_numeric_hosts_are_read_as_the_systems_inet_aton_reads_them(parts: list[str]) -> None:
+    host = ".".join(parts)
+    assume(not host.endswith("."))  # a trailing dot is a resolver's, ignored: tested below
+    try:
+        expected: ipaddress.IPv4Address | None = ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        expected = None
+    assert numeric_ipv4(host) == expected
+
+
+def test_names_that_only_look_numeric_stay_names() -> None:
+    for name in ("1.2.3.4.5", "0x7f.example", "08.1", "1e1", "deadbeef", "1..2"):
+        assert numeric_ipv4(name) is None, name
+    assert numeric_ipv4("127.1.") == ipaddress.IPv4Address("127.0.0.1")
+    assert parse_destination("http://cafe.example/x").written is None
+    assert parse_destination("http://[::ffff:127.0.0.1]/x").written is None
