@@ -52,8 +52,10 @@ from store.base import (
     NewProposal,
     NotApprovable,
     Proposal,
+    ProposalNotFound,
     Store,
     StoreError,
+    StoreUnavailable,
     Transitioned,
     TransitionResult,
 )
@@ -499,11 +501,14 @@ class Service:
         someone decided is told who did, unaudited; one on a withdrawn proposal is refused)."""
         try:
             proposal = await self.store.get_proposal(proposal_id)
-        except Exception:
+        except ProposalNotFound:
             log.info("click on unknown proposal %r by %s", proposal_id, user)
             await self.tell(
                 None, channel, user, render.refusal_text("this proposal does not exist")
             )
+            return None
+        except StoreUnavailable as error:  # not an answer about the proposal: nothing changed
+            await self.store_away(proposal_id, user=user, channel=channel, error=error)
             return None
         if proposal.status is Status.CANCELLED:
             withdrawn = render.withdrawn_reason(proposal)
@@ -519,6 +524,32 @@ class Service:
             return proposal
         await self.refuse(proposal, user=user, channel=channel, verb=verb, why=why)
         return None
+
+    async def store_away(
+        self,
+        proposal_id: str,
+        *,
+        user: str,
+        channel: str | None,
+        error: StoreUnavailable,
+        recording: bool = False,
+    ) -> None:
+        """The store did not answer ``user``'s click on ``proposal_id``: tell them so, privately.
+        ``recording``: it stopped while the click was being recorded, so whether it was is not
+        known (the message will show it); otherwise nothing changed."""
+        log.warning(
+            "click on %s by %s not %s: the store did not answer (%s)",
+            proposal_id,
+            user,
+            "confirmed" if recording else "applied",
+            error,
+            extra={"event": "click.store_unavailable", "proposal_id": proposal_id, "user": user},
+        )
+        text = render.store_lost_text() if recording else render.store_away_text()
+        try:
+            await self.tell(None, channel, user, text)
+        except StoreUnavailable:  # telling may audit a failed Slack call: the store is away
+            log.warning("could not tell %s that the store did not answer", user)
 
     async def refuse(
         self, proposal: Proposal, *, user: str, channel: str | None, verb: str, why: str

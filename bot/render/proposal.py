@@ -88,6 +88,8 @@ __all__ = [
     "span",
     "state_line",
     "status_word",
+    "store_away_text",
+    "store_lost_text",
     "when",
     "withdrawn_reason",
 ]
@@ -764,6 +766,24 @@ def busy_text() -> str:
     return (
         ":hourglass: Countersign is busy right now and did not act on your click. "
         "Nothing changed; please try again in a few seconds."
+    )
+
+
+def store_away_text() -> str:
+    """What a clicker sees when the store did not answer before their click changed anything."""
+    return (
+        ":warning: Countersign could not record your decision just now; nothing changed. "
+        "Please try again in a moment."
+    )
+
+
+def store_lost_text() -> str:
+    """What a clicker sees when the store stopped answering while their click was being
+    recorded: whether it was is not known yet, and the message will say."""
+    return (
+        ":warning: Countersign lost its store while recording your decision, so it cannot say "
+        "yet whether it was recorded. The message shows it once it is; if the message still "
+        "asks for a decision in a minute, please click again."
     )
 
 

@@ -39,6 +39,7 @@ from bot.service import APP_HOME, Service
 from bot.slack.gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 from bot.slack.ids import SlackChannel, SlackUser, TriggerId
 from bot.slack.show_full import ShowFull
+from store.base import StoreUnavailable
 
 __all__ = [
     "BOLT",
@@ -63,6 +64,7 @@ def _client_given_warning(record: logging.LogRecord) -> bool:
     SLACK_BOT_TOKEN from the environment by itself and warns when a client comes too, as
     Countersign's always does (it carries that same token)."""
     return "`token` will be unused" not in record.getMessage()
+
 
 BOLT: web.AppKey[AsyncApp] = web.AppKey("bolt", AsyncApp)
 #: The signing secret /slack/events verifies requests with (the one bolt was built with).
@@ -182,7 +184,8 @@ def build_bolt(
         ),
     }
     for action_id, handle in clicks.items():
-        app.action(action_id)(click_listener(handle, service, admission))
+        decides = action_id not in (SHOW_FULL, DIGEST_SHOW_FULL)
+        app.action(action_id)(click_listener(handle, service, admission, decides=decides))
 
     @app.view(REJECT_VIEW)
     async def on_reason(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -214,6 +217,9 @@ def build_bolt(
 
     @app.error
     async def on_error(error: Exception, response: BoltResponse | None) -> BoltResponse | None:
+        if response is None and isinstance(error, StoreUnavailable):  # an outage, not a bug
+            log.warning("a Slack listener could not finish: the store did not answer (%s)", error)
+            return None
         if response is None:  # a listener failed after acknowledging: the answer is sent
             log.error(
                 "a Slack listener failed: %s: %s", type(error).__name__, error, exc_info=error
@@ -233,14 +239,34 @@ def build_bolt(
 
 
 def click_listener(
-    handle: Callable[[Click], Awaitable[object]], service: Service, admission: Admission
+    handle: Callable[[Click], Awaitable[object]],
+    service: Service,
+    admission: Admission,
+    *,
+    decides: bool = True,
 ) -> Callable[..., Awaitable[None]]:
-    """A proposal button's listener (:func:`admitted_click`); no room: the service says busy."""
+    """A proposal button's listener (:func:`admitted_click`); no room: the service says busy.
+    When the store stops answering while a click that ``decides`` is worked on, the clicker is
+    told that it may or may not have been recorded."""
 
     async def busy(click: Click) -> None:
         await service.busy(click.proposal_id, user=click.user, channel=click.channel)
 
-    return admitted_click(Click.of, handle, busy=busy, admission=admission)
+    async def handled(click: Click) -> None:
+        try:
+            await handle(click)
+        except StoreUnavailable as error:  # past the first read: it may have been recorded
+            if not decides:
+                raise
+            await service.store_away(
+                click.proposal_id,
+                user=click.user,
+                channel=click.channel,
+                error=error,
+                recording=True,
+            )
+
+    return admitted_click(Click.of, handled, busy=busy, admission=admission)
 
 
 def admitted_click(

@@ -32,6 +32,7 @@ from bot.app import OUTBOX, build_app
 from bot.settings import load_settings
 from bot.slack.local import LocalSlack, running_local_slack
 from bot.slack.local_socket import LocalSocketMode
+from store.open import open_store
 from store.rows import db_time
 from store.sqlite import SqliteStore
 from tests.slack_requests import block_action_body, signed_headers, view_submission_body
@@ -457,13 +458,15 @@ async def running_countersign(
     config_edit: Callable[[str], str] | None = None,
     resolve: Resolve | None = None,
     allow_offline: bool = False,
+    store_url: str | None = None,
 ) -> AsyncIterator[Countersign]:
     """The app, the local Slack and the target, running; with ``socket_mode``, Slack
     interactions go over a WebSocket (``SLACK_APP_TOKEN`` set) instead of ``/slack/events``.
     ``config_edit`` rewrites the configuration text first (a test's own policy rules or
     settings; see :func:`replace_rule`); ``resolve`` answers the app's DNS lookups of callback
     hosts (the system resolver otherwise); ``allow_offline`` starts it although Slack refuses
-    its bot token (``serve --allow-offline``)."""
+    its bot token (``serve --allow-offline``); ``store_url`` opens that store (a PostgreSQL
+    one, say) instead of a SQLite file in ``tmp_path``."""
     if socket_mode is not None:
         env = {"SLACK_APP_TOKEN": socket_mode.app_token, **(env or {})}
     target = Target()
@@ -482,7 +485,7 @@ async def running_countersign(
         config.write_text(config_edit(text) if config_edit is not None else text)
         settings = load_settings(config, {**ENV, "SLACK_API_URL": slack_url, **(env or {})})
         db_path = tmp_path / "countersign.sqlite"
-        store = await SqliteStore.open(db_path)
+        store = await (SqliteStore.open(db_path) if store_url is None else open_store(store_url))
         clock = FakeClock()
         app = build_app(
             settings,
