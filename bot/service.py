@@ -18,7 +18,6 @@ from pydantic import JsonValue
 from bot import extensions, reminders
 from bot.api.agent_requests import SubmissionKey
 from bot.api.destinations import CallbackGuard
-from bot.api.requesters import verified_requester
 from bot.api.schemas import SubmitBody
 from bot.api.waiters import Waiters
 from bot.execution import Executor
@@ -29,6 +28,8 @@ from bot.settings import AgentSettings, Settings
 from bot.slack.directory import SlackDirectory
 from bot.slack.publish import SlackPublisher
 from bot.standing import rules as standing
+from bot.submissions import admissible, classified
+from bot.submissions import resolved as resolve_request
 from bot.subscribers import Subscribers
 from contracts.authority import DecisionChain, refusal_reason
 from contracts.base import (
@@ -42,7 +43,6 @@ from contracts.base import (
 from contracts.canonical import binding_hash
 from contracts.outcomes import Outcome, Succeeded, TerminalFailure
 from contracts.policy import Ask, AskRule, Auto, Deny
-from contracts.registry import UnknownOperation
 from contracts.standing import sampled
 from store.approvals import already_approved
 from store.base import (
@@ -134,20 +134,15 @@ class Service:
 
         Raises ContractViolation (nothing stored) or IdempotencyConflict.
         """
-        requested_by = await verified_requester(
+        checked = await admissible(
+            self.settings,
             agent,
-            body.requested_by,
+            body,
             delegation,
-            roles=self.settings.roles,
             directory=self.directory,
+            callback_guard=self.callback_guard,
         )
-        body = body.model_copy(update={"requested_by": requested_by})  # its fingerprint too
-        registry = self.settings.registry
-        try:
-            operation = registry.get(body.operation)
-        except UnknownOperation as error:
-            raise ContractViolation([FieldProblem(field="operation", message=str(error))]) from None
-        await self.callback_guard.check_submitted(agent, body.callback_url)
+        body, operation, requested_by = checked.body, checked.operation, checked.requested_by
         body_json = body.model_dump(mode="json")
         submission = SubmissionKey.of(
             body_json,
@@ -164,9 +159,9 @@ class Service:
             return Submitted(submission.replayed(earlier, _conflict), created=False)
 
         now = self._clock()
-        request = operation.parse_request(body.request)
-        ctx = self.operation_context("submit", now)
-        resolved = await operation.resolve(request, ctx)
+        resolved = await resolve_request(
+            operation, body.request, self.operation_context("submit", now)
+        )
         for attempt in range(1, standing.RACE_ATTEMPTS + 1):
             new = await self.frozen_contract(
                 operation,
@@ -222,25 +217,15 @@ class Service:
         for this agent and requester, with the risk class, reminder and review sample."""
         arguments = operation.dump_arguments(resolved.arguments)
         preview = resolved.preview
-        members = await self.directory.role_members(self.settings.roles)
-        decision = self.settings.policy.classify(
-            operation=operation.name,
+        decision, standing_rule = await classified(
+            self.settings,
+            self.store.standing(),
+            operation,
+            arguments,
             agent=agent,
-            arguments=arguments,
-            requester_roles=frozenset(r for r, m in members.items() if requested_by in m),
-        )
-        # an active standing rule may approve what the rule would ask for (bot/standing/rules.py)
-        decision, standing_rule = await standing.cover(
-            self.store,
-            self.settings.policy,
-            decision,
-            operation=operation.name,
-            agent=agent,
-            arguments=arguments,
             requested_by=requested_by,
-            members=members,
+            directory=self.directory,
             now=now,
-            formats=operation.field_formats(),
         )
         proposal_id = new_proposal_id()
         return NewProposal(

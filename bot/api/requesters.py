@@ -11,19 +11,31 @@ stored or posted.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from bot.settings import ROLE_PREFIX, AgentSettings, is_user_group
-from bot.slack.directory import SlackDirectory
 from contracts.base import ContractViolation, FieldProblem
 from store.delegations import Delegation
 
 __all__ = [
+    "Membership",
     "RequesterRefused",
     "check_requester",
     "describe_acts_for",
     "may_act_for",
     "verified_requester",
 ]
+
+
+class Membership(Protocol):
+    """Who holds a role or belongs to a user group now: Slack's directory for the server
+    (bot/slack/directory.py), the configuration alone for ``policy simulate``."""
+
+    async def role_members(
+        self, roles: Mapping[str, frozenset[str]]
+    ) -> dict[str, frozenset[str]]: ...
+
+    async def group_members(self, group: str) -> frozenset[str]: ...
 
 
 class RequesterRefused(Exception):
@@ -57,7 +69,7 @@ async def may_act_for(
     person: str,
     *,
     roles: Mapping[str, frozenset[str]],
-    directory: SlackDirectory,
+    directory: Membership,
 ) -> bool:
     """Whether ``agent`` may name ``person`` now: one of its user ids, a member of one of its
     user groups (a group Slack will not list admits nobody: fail closed) or a holder of one of
@@ -82,7 +94,7 @@ async def check_requester(
     requested_by: str,
     *,
     roles: Mapping[str, frozenset[str]],
-    directory: SlackDirectory,
+    directory: Membership,
 ) -> None:
     """Raise RequesterRefused unless ``agent`` may name ``requested_by``."""
     if await may_act_for(agent, requested_by, roles=roles, directory=directory):
@@ -105,7 +117,7 @@ async def verified_requester(
     delegation: Delegation | None,
     *,
     roles: Mapping[str, frozenset[str]],
-    directory: SlackDirectory,
+    directory: Membership,
 ) -> str:
     """The person accountable for a submission: a delegation's person (the body may repeat it,
     or leave it out), or else the body's ``requested_by`` if ``agent`` may act for them.

@@ -70,6 +70,21 @@ def add_operator_commands(commands: Any, policy_commands: Any) -> None:
         help="a new configuration: replay the calls through it too and list what changes "
         "(the current one is countersign's own --config)",
     )
+    simulate.add_argument(
+        "--grant",
+        action="append",
+        default=[],
+        metavar="RULE:ARGS",
+        help="what if a lead granted this standing rule: "
+        "RULE:agent=NAME,ceiling=VALUE[,uses=N][,for=DURATION][,by=USER][,ARG=VALUE...] "
+        "(repeatable)",
+    )
+    simulate.add_argument("--json", action="store_true", help="the report as JSON")
+    simulate.add_argument(
+        "--without-store",
+        action="store_true",
+        help="leave the store's standing rules out (replay with the configuration alone)",
+    )
     export = policy_commands.add_parser(
         "export-calls", help="write the agents' calls from the store, for policy simulate"
     )
@@ -95,7 +110,18 @@ def run_operator_command(args: argparse.Namespace, settings: Settings) -> int | 
             )
         )
     if args.command == "policy" and args.policy_command == "simulate":
-        return asyncio.run(simulate_command(settings, args.calls, args.new_config, out, err))
+        return asyncio.run(
+            simulate_command(
+                settings,
+                args.calls,
+                args.new_config,
+                out,
+                err,
+                grants=args.grant,
+                as_json=args.json,
+                use_store=not args.without_store,
+            )
+        )
     if args.command == "policy" and args.policy_command == "export-calls":
         return asyncio.run(export_calls_command(settings, args.since, args.output, out, err))
     return None

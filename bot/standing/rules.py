@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import JsonValue
 
@@ -37,7 +37,7 @@ from contracts.standing import (
     duration_choices,
     uses_choices,
 )
-from store.base import Proposal, Store, Transitioned
+from store.base import Proposal, Transitioned
 from store.lifecycle import Status
 from store.standing import StandingRule
 
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RACE_ATTEMPTS",
+    "CoveringRules",
     "StandingGrants",
     "cover",
     "new_standing_rule_id",
@@ -60,6 +61,23 @@ log = logging.getLogger(__name__)
 #: covered it (concurrent calls used it up, or it was revoked, since it was read); each attempt
 #: finds the rules with uses left anew, so the last one normally finds none and asks.
 RACE_ATTEMPTS = 3
+
+
+class CoveringRules(Protocol):
+    """Where :func:`cover` finds the standing rules that may cover a call: the store's
+    (``Store.standing()``), or the simulator's grants (bot/operators/simulate.py)."""
+
+    async def find_covering(
+        self,
+        *,
+        operation: str,
+        agent: str,
+        rule_id: str,
+        value: int | float,
+        arguments: Mapping[str, JsonValue],
+        requested_by: str,
+        now: datetime,
+    ) -> Sequence[StandingRule]: ...
 
 
 def new_standing_rule_id() -> str:
@@ -106,7 +124,7 @@ def offer(
 
 
 async def cover(
-    store: Store,
+    rules: CoveringRules,
     policy: PolicyTable,
     decision: Decision,
     *,
@@ -136,7 +154,7 @@ async def cover(
         return decision, None
     assert isinstance(value, int | float)
     admins = frozenset().union(*(members.get(role, frozenset()) for role in standing.admins))
-    for candidate in await store.standing().find_covering(
+    for candidate in await rules.find_covering(
         operation=operation,
         agent=agent,
         rule_id=rule.id,

@@ -10,9 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from bot.operators.simulate import export_calls_command, read_calls, simulate, simulate_command
+from bot.operators.grants import parse_grant
+from bot.operators.report import Report
+from bot.operators.simulate import (
+    Call,
+    export_calls_command,
+    read_calls,
+    simulate,
+    simulate_command,
+)
 from bot.settings import Settings, load_settings
 from store.sqlite import SqliteStore
+from tests.callmix_example import settings as callmix_settings
 from tests.store.conformance import new_proposal
 
 CONFIG = """
@@ -100,10 +109,10 @@ async def test_counts_per_rule_and_overall_on_a_known_call_set(tmp_path: Path) -
         ("ask", "campaigns"),
         ("deny", "huge-campaigns"),
         ("deny", "huge-campaigns"),
-        ("invalid", None),
+        ("refused", None),
     ]
     assert dict(tally.total) == {"ask": 2, "deny": 2}
-    assert tally.invalid == 1
+    assert tally.refused == 1
 
 
 async def test_the_report_shows_shares_and_the_calls_that_change(
@@ -123,13 +132,14 @@ async def test_the_report_shows_shares_and_the_calls_that_change(
     assert code == 0
     lines = out.getvalue().splitlines()
     totals = [line.split() for line in lines if line.strip().startswith("total")]
-    # calls, auto, standing, ask, deny, to a person
+    # over every call: calls, auto, standing, ask, messages, clicks, deny, refused, clicks/calls
     assert totals == [
-        ["total", "4", "0", "0", "2", "2", "50.0%"],
-        ["total", "4", "0", "0", "1", "3", "25.0%"],
+        ["total", "5", "0", "0", "2", "2", "2", "2", "1", "40.0%"],
+        ["total", "5", "0", "0", "1", "1", "1", "3", "1", "20.0%"],
     ]
     rule = [line.split() for line in lines if line.strip().startswith("campaigns")]
-    assert rule[0] == ["campaigns", "1", "0", "0", "1", "0", "100.0%"]
+    assert rule[0] == ["campaigns", "1", "0", "0", "1", "1", "1", "0", "0", "100.0%"]
+    assert "     1  422 operation: unknown operation 'crm.delete_everything'" in "\n".join(lines)
     assert "1 of 5 calls decide differently" in lines
     assert "  call 2 (crm.send_campaign): ask (campaigns) -> deny (huge-campaigns)" in lines
 
@@ -160,3 +170,169 @@ async def test_export_calls_writes_what_simulate_reads(tmp_path: Path) -> None:
         "small-campaigns",
     )
     assert call.arguments == stored.arguments
+
+
+# --- on the call mix's configuration (examples/callmix) -----------------------------------------
+
+
+def _mix_call(
+    operation: str, request: dict[str, object], *, minute: int = 0, **fields: object
+) -> dict[str, object]:
+    call: dict[str, object] = {
+        "agent": "billing-bot",
+        "requested_by": "U0BIL01",
+        "operation": operation,
+        "request": request,
+        "at": f"2031-03-14T09:{minute:02d}:00Z",
+    }
+    return call | fields
+
+
+def _refund(cents: int, *, minute: int = 0, **fields: object) -> dict[str, object]:
+    request = {
+        "payment_id": f"pay_{1000000 + minute}",
+        "customer": "cus_ada",
+        "amount_cents": cents,
+        "currency": "USD",
+        "reason": "late",
+    }
+    return _mix_call("payments.refund", request, minute=minute, **fields)
+
+
+def _lines(*calls: dict[str, object]) -> list[Call]:
+    return read_calls("\n".join(json.dumps(c) for c in calls), source="calls.jsonl")
+
+
+async def test_every_call_is_counted_and_every_refusal_reason_of_each(tmp_path: Path) -> None:
+    calls = _lines(
+        _refund(1200),  # asked by small-refunds
+        _refund(1200, requested_by="U0OPS1"),  # billing-bot does not act for ops: 403
+        _mix_call("crm.tag_customer", {"tag": "vip", "note": "x"}),  # two contract problems
+        _refund(1200, agent="rogue-bot"),  # no such agent
+    )
+    settings = callmix_settings(tmp_path)
+
+    tally = await simulate(settings, calls, store=None, now=NOW)
+    report = Report.of(settings, calls, tally)
+
+    assert [o.kind for o in tally.outcomes] == ["ask", "refused", "refused", "refused"]
+    assert report.total.calls == 4
+    assert report.total.refused == 3
+    assert sorted(tally.reasons) == [
+        "401 unknown agent 'rogue-bot' (no such agent is configured)",
+        "403 requested_by: agent 'billing-bot' may not act for (a person): it may name holders "
+        "of role 'billing', holders of role 'support'",
+        "422 request.customer: required field is missing; expected string",
+        "422 request.note: unexpected field (allowed: customer, tag)",
+    ]
+
+
+async def test_the_requester_check_is_the_servers_acts_for(tmp_path: Path) -> None:
+    allowed = _refund(1200, requested_by="U0SUP03")  # billing-bot acts for support too
+    stranger = _refund(1200, requested_by="U0ANA1")
+    settings = callmix_settings(tmp_path)
+
+    tally = await simulate(settings, _lines(allowed, stranger), store=None, now=NOW)
+
+    assert [(o.kind, o.rule) for o in tally.outcomes] == [
+        ("ask", "small-refunds"),
+        ("refused", None),
+    ]
+
+
+async def test_quorum_counts_each_person_and_rejections_and_expiries_are_counted(
+    tmp_path: Path,
+) -> None:
+    calls = _lines(
+        _refund(250_000, minute=1),  # large-refunds, quorum 2, approved: 2 clicks
+        _refund(20_000, minute=2, verdict="rejected"),  # one click
+        _refund(20_000, minute=3, verdict="expired"),  # nobody clicked
+        _refund(900_000, minute=4),  # denied
+    )
+    settings = callmix_settings(tmp_path)
+
+    report = Report.of(settings, calls, await simulate(settings, calls, store=None, now=NOW))
+
+    rows = {row.name: row for row in report.rows}
+    assert (rows["large-refunds"].ask, rows["large-refunds"].clicks) == (1, 2)
+    assert (rows["refunds"].ask, rows["refunds"].clicks) == (2, 1)
+    assert rows["huge-refunds"].deny == 1
+    assert report.total.clicks == 3
+    assert report.busiest() == ("finance, finance-leads", 2.0)
+    assert report.violations == []
+
+
+async def test_a_grant_answers_what_a_standing_rule_would_save_within_its_uses(
+    tmp_path: Path,
+) -> None:
+    settings = callmix_settings(tmp_path)
+    calls = _lines(*(_refund(1000 + minute, minute=minute) for minute in range(4)), _refund(6000))
+    grant = parse_grant(
+        "small-refunds:agent=billing-bot,ceiling=50.00 USD,uses=3,for=1d,currency=USD",
+        settings,
+        start=NOW,
+        number=0,
+    )
+
+    tally = await simulate(settings, calls, store=None, now=NOW, grants=[grant])
+    report = Report.of(settings, calls, tally)
+
+    assert [o.kind for o in tally.outcomes] == ["auto", "auto", "auto", "ask", "ask"]
+    assert [o.standing for o in tally.outcomes[:3]] == ["sr_what_if_1"] * 3
+    assert report.standing_shown == {"USD": "30.03 USD"}  # 10.00 + 10.01 + 10.02, in one day
+    assert report.total.clicks == 2
+    assert report.violations == []
+
+
+@pytest.mark.parametrize(
+    ("grant", "problem"),
+    [
+        ("refunds:agent=billing-bot,ceiling=10", "policy rule 'refunds' does not allow standing"),
+        ("small-refunds:agent=nobody,ceiling=10", "'agent' must name a configured agent"),
+        ("small-refunds:agent=billing-bot", "'ceiling' is missing"),
+        ("small-refunds:agent=billing-bot,ceiling=10,uses=5000", "'uses' must be a whole number"),
+        ("small-refunds:agent=billing-bot,ceiling=10,by=U0FIN1", "'by' must be a member"),
+        ("small-refunds:agent=billing-bot,ceiling=10,payment_id=pay_1", "'payment_id' may vary"),
+        ("small-refunds agent=billing-bot", "expected RULE:agent=NAME"),
+        ("small-refunds:agent=billing-bot,ceiling=10", "give currency=VALUE"),
+    ],
+)
+async def test_a_grant_that_cannot_be_granted_is_refused_naming_why(
+    tmp_path: Path, grant: str, problem: str
+) -> None:
+    settings = callmix_settings(tmp_path)
+    (tmp_path / "calls.jsonl").write_text(json.dumps(_refund(1000)), encoding="utf-8")
+    err = io.StringIO()
+
+    code = await simulate_command(
+        settings, tmp_path / "calls.jsonl", None, io.StringIO(), err, grants=[grant]
+    )
+
+    assert code == 2
+    assert problem in err.getvalue()
+
+
+async def test_the_report_as_json_counts_every_call(tmp_path: Path) -> None:
+    settings = callmix_settings(tmp_path)
+    calls = [_refund(1000, minute=1), _refund(1000, minute=2, requested_by="U0OPS1")]
+    (tmp_path / "calls.jsonl").write_text("\n".join(json.dumps(c) for c in calls))
+    out = io.StringIO()
+
+    code = await simulate_command(
+        settings, tmp_path / "calls.jsonl", None, out, io.StringIO(), as_json=True
+    )
+
+    assert code == 0
+    document = json.loads(out.getvalue())["current"]
+    assert document["total"] | {"rule": None} == {
+        "rule": None,
+        "calls": 2,
+        "auto": 0,
+        "standing": 0,
+        "ask": 1,
+        "messages": 1,
+        "clicks": 1,
+        "deny": 0,
+        "refused": 1,
+    }
+    assert document["click_share"] == 0.5

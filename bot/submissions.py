@@ -1,0 +1,115 @@
+"""What a submission goes through before it is stored, written once.
+
+The agent API (``Service.submit``) and ``countersign policy simulate`` call the same verbs in
+the same order, so the simulator refuses what the server refuses and classifies what it
+classifies:
+
+1. :func:`admissible`: who asked is someone the agent may act for (its ``acts_for``, or a
+   delegation's person), the operation is configured, and a ``callback_url`` is one the agent
+   may name;
+2. :func:`resolved`: the request fits the operation's contract, which derives the frozen
+   arguments and the preview;
+3. :func:`classified`: the policy table decides for this agent and requester, and an active
+   standing rule may approve what the rule would ask for.
+
+Each raises what the API answers with: RequesterRefused (403) or ContractViolation (422),
+nothing stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import JsonValue
+
+from bot.api.destinations import CallbackGuard
+from bot.api.requesters import Membership, verified_requester
+from bot.settings import AgentSettings, Settings
+from bot.standing import rules as standing
+from contracts.api import SubmitBody
+from contracts.base import Context, ContractViolation, FieldProblem, Operation, Resolved
+from contracts.policy import Decision
+from contracts.registry import UnknownOperation
+from store.delegations import Delegation
+from store.standing import StandingRule
+
+__all__ = ["Admissible", "admissible", "classified", "resolved"]
+
+
+@dataclass(frozen=True, slots=True)
+class Admissible:
+    """A submission that passed the checks before its contract: its operation, and the body
+    with the verified requester."""
+
+    operation: Operation[Any, Any]
+    requested_by: str
+    body: SubmitBody
+
+
+async def admissible(
+    settings: Settings,
+    agent: AgentSettings,
+    body: SubmitBody,
+    delegation: Delegation | None,
+    *,
+    directory: Membership,
+    callback_guard: CallbackGuard,
+) -> Admissible:
+    """The requester (bot/api/requesters.py), the operation and the callback URL, in that
+    order; raises RequesterRefused or ContractViolation."""
+    requested_by = await verified_requester(
+        agent, body.requested_by, delegation, roles=settings.roles, directory=directory
+    )
+    body = body.model_copy(update={"requested_by": requested_by})  # its fingerprint too
+    try:
+        operation = settings.registry.get(body.operation)
+    except UnknownOperation as error:
+        raise ContractViolation([FieldProblem(field="operation", message=str(error))]) from None
+    await callback_guard.check_submitted(agent, body.callback_url)
+    return Admissible(operation=operation, requested_by=requested_by, body=body)
+
+
+async def resolved(
+    operation: Operation[Any, Any], request: JsonValue, ctx: Context
+) -> Resolved[Any]:
+    """The request through the operation's contract: its frozen arguments and preview;
+    raises ContractViolation naming each field that does not fit."""
+    return await operation.resolve(operation.parse_request(request), ctx)
+
+
+async def classified(
+    settings: Settings,
+    rules: standing.CoveringRules,
+    operation: Operation[Any, Any],
+    arguments: Mapping[str, JsonValue],
+    *,
+    agent: str,
+    requested_by: str,
+    directory: Membership,
+    now: datetime,
+) -> tuple[Decision, StandingRule | None]:
+    """The policy's decision for these frozen arguments, agent and requester (the roles the
+    requester holds now), and the standing rule among ``rules`` that approves it instead of
+    asking, if one covers it."""
+    members = await directory.role_members(settings.roles)
+    decision = settings.policy.classify(
+        operation=operation.name,
+        agent=agent,
+        arguments=arguments,
+        requester_roles=frozenset(r for r, m in members.items() if requested_by in m),
+    )
+    return await standing.cover(
+        rules,
+        settings.policy,
+        decision,
+        operation=operation.name,
+        agent=agent,
+        arguments=arguments,
+        requested_by=requested_by,
+        members=members,
+        now=now,
+        formats=operation.field_formats(),
+    )
