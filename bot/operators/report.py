@@ -232,7 +232,7 @@ def print_report(report: Report, out: TextIO) -> None:
         )
     total = report.total
     days = report.days
-    day_word = "day" if days == 1 else f"{days} days"
+    day_word = "1 day" if days == 1 else f"{days:,} days"
     print(
         f"clicks: {total.clicks:,} of {total.calls:,} calls ({_share(total.clicks, total.calls)}) "
         f"over {day_word}: {total.clicks / days:,.0f} a day",
@@ -294,7 +294,11 @@ def report_json(report: Report) -> dict[str, JsonValue]:
             "p95": None if p95 is None else p95.total_seconds(),
         },
         "standing_money_per_day": {
-            currency: amount / report.days for currency, amount in report.standing_money.items()
+            currency: {
+                "amount": amount / report.days,  # in the field's own unit (cents)
+                "shown": report.standing_shown[currency],
+            }
+            for currency, amount in report.standing_money.items()
         },
         "violations": list(report.violations),
         "refusal_reasons": dict(report.reasons),
