@@ -9,7 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from bot.actions import REVOKE_DELEGATION
-from bot.render.proposal import Blocks, code, context, escape, remaining, section, when
+from bot.render.inert import inert
+from bot.render.proposal import Blocks, code, context, remaining, section, when
 from store.delegations import Delegation
 
 __all__ = ["delegation_list_blocks", "minted_blocks"]
@@ -20,7 +21,7 @@ def minted_blocks(delegation: Delegation, token: str, *, now: datetime) -> Block
     until = f"{when(delegation.expires_at)} ({remaining(delegation.expires_at, now)})"
     return [
         section(
-            f":key: Agent *{escape(delegation.agent)}* may act for you until {until}. Give it "
+            f":key: Agent *{inert(delegation.agent)}* may act for you until {until}. Give it "
             "this token; Countersign shows it only now and keeps only its hash:"
         ),
         section(f"```{token}```"),
@@ -40,7 +41,7 @@ def delegation_list_blocks(delegations: Sequence[Delegation], *, now: datetime) 
     blocks: Blocks = []
     for delegation in delegations[:20]:
         text = (
-            f"Agent *{escape(delegation.agent)}* acts for you until "
+            f"Agent *{inert(delegation.agent)}* acts for you until "
             f"{when(delegation.expires_at)} ({remaining(delegation.expires_at, now)}) · "
             f"{code(delegation.id, 60)}"
         )

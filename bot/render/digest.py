@@ -51,7 +51,6 @@ from bot.render.proposal import (
     code,
     compact,
     context,
-    escape,
     header,
     mention,
     plain,
@@ -61,6 +60,7 @@ from bot.render.proposal import (
     section,
     shown_in_part,
     when,
+    with_times,
 )
 from contracts.base import Risk
 from contracts.formats import Formats
@@ -121,7 +121,7 @@ def digest_message(digest: Digest, *, now: datetime) -> Message:
         whys = [*whys[:NOTES_SHOWN], f"and {len(whys) - NOTES_SHOWN} more reasons"]
     asked = (
         f"*Requested by* agent{'s' if len(agents) > 1 else ''} "
-        f"{', '.join(f'*{escape(a)}*' for a in agents)} for {mention(digest.requested_by)}"
+        f"{', '.join(f'*{inert(a)}*' for a in agents)} for {mention(digest.requested_by)}"
     )
     risks = [RISK_LABELS[risk] for risk in RISK_ORDER if any(p.risk == risk for p in items)]
     blocks: Blocks = [
@@ -488,5 +488,5 @@ def tally_text(tally: Tally) -> str:
     parts.append(f"{tally.refusals} refused")
     text = ", ".join(parts) + "."
     for reason, count in tally.refused.most_common(5):
-        text += f"\n• {count} refused: {escape(reason)}"
+        text += f"\n• {count} refused: {with_times(reason)}"
     return clip(text, SECTION_MAX)

@@ -30,7 +30,6 @@ from bot.render.proposal import (
     clip,
     code,
     context,
-    escape,
     header,
     mention,
     message,
@@ -38,6 +37,7 @@ from bot.render.proposal import (
     quote,
     section,
     when,
+    with_times,
 )
 from contracts.escalation import Signals, TriggerKind
 from store.escalations import Escalation, EscalationStatus
@@ -82,7 +82,7 @@ def escalation_message(escalation: Escalation, *, handed_back_by: str | None = N
     buttons = _buttons(escalation)
     if buttons is not None:
         blocks.append(buttons)
-    return message(f"{_status_word(escalation)}: {escape(title)}", blocks[:BLOCKS_MAX])
+    return message(f"{_status_word(escalation)}: {inert(title)}", blocks[:BLOCKS_MAX])
 
 
 def why_escalated(escalation: Escalation) -> str:
@@ -94,7 +94,7 @@ def why_escalated(escalation: Escalation) -> str:
 
 def _who(escalation: Escalation) -> str:
     parts = [
-        f"Agent *{escape(escalation.agent)}*",
+        f"Agent *{inert(escalation.agent)}*",
         f"conversation {code(escalation.conversation_id, 120)}",
     ]
     if escalation.requested_by is not None:
@@ -251,8 +251,8 @@ def escalation_refusal_text(escalation: Escalation | None, reason: str) -> str:
     owner = escalation.owner if escalation is not None else None
     if owner is not None and reason.startswith(owner):  # "U123 has already taken it"
         rest = reason.removeprefix(owner).strip()
-        return clip(f":no_entry_sign: {mention(owner)} {escape(rest)}.", SECTION_MAX)
-    return clip(f":no_entry_sign: Countersign did not do that: {escape(reason)}", SECTION_MAX)
+        return clip(f":no_entry_sign: {mention(owner)} {with_times(rest)}.", SECTION_MAX)
+    return clip(f":no_entry_sign: Countersign did not do that: {with_times(reason)}", SECTION_MAX)
 
 
 def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
@@ -267,7 +267,7 @@ def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
         "blocks": [
             section(
                 f"Conversation {code(escalation.conversation_id, 120)} goes back to agent "
-                f"*{escape(escalation.agent)}*."
+                f"*{inert(escalation.agent)}*."
             ),
             {
                 "type": "input",

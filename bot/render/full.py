@@ -27,7 +27,6 @@ from bot.render.proposal import (
     RISK_LABELS,
     Blocks,
     code,
-    escape,
     mention,
     plain,
     section,
@@ -91,7 +90,7 @@ def _proposal_blocks(proposal: Proposal, number: int | None, formats: Formats) -
         section(
             f"{heading}Operation {code(proposal.operation, 200)} · id {code(proposal.id, 60)} · "
             f"{RISK_LABELS[proposal.risk]}\n"
-            f"Agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}\n"
+            f"Agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)}\n"
             f"*Binding hash* (what an approval is bound to) {code(proposal.binding_hash, 80)}"
         )
     ]

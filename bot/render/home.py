@@ -36,7 +36,6 @@ from bot.render.proposal import (
     code,
     context,
     edit_blocks,
-    escape,
     explanation,
     field_sections,
     field_text,
@@ -199,9 +198,7 @@ def waiting_blocks(
             row["fields"] = [
                 {"type": "mrkdwn", "text": text, "verbatim": True} for text in fields[:10]
             ]
-        asked = (
-            f"Requested by agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}"
-        )
+        asked = f"Requested by agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)}"
         actions = buttons(proposal)
         actions["block_id"] = f"decision-{proposal.id}"  # block ids are unique within a view
         if is_clipped([verdict, row]):
@@ -237,7 +234,7 @@ def state_line(checked: StateCheck) -> str:
 
 
 def _group_line(agent: str, more: int) -> str:
-    line = f":robot_face: From agent *{escape(agent)}*"
+    line = f":robot_face: From agent *{inert(agent)}*"
     return line + (f" · and {more} more pending from this agent, not shown" if more else "")
 
 
@@ -247,7 +244,7 @@ def _beyond_lines(shown: Sequence[Proposal], beyond: Mapping[str, int]) -> Block
     others = {agent: n for agent, n in beyond.items() if agent not in on_page}
     lines = []
     if others:
-        names = ", ".join(f"*{escape(agent)}*" for agent in sorted(others)[:5])
+        names = ", ".join(f"*{inert(agent)}*" for agent in sorted(others)[:5])
         if len(others) > 5:
             names += f" and {len(others) - 5} more"
         lines.append(
@@ -278,7 +275,7 @@ def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
         blocks.append(
             section(
                 f"*Conversation {code(escalation.conversation_id, 120)}* from agent "
-                f"*{escape(escalation.agent)}*\n_The agent's words:_ {goal}"
+                f"*{inert(escalation.agent)}*\n_The agent's words:_ {goal}"
             )
         )
         blocks.append(
@@ -337,7 +334,7 @@ def proposal_detail_blocks(
     blocks += edit_blocks(proposal, previous, formats)
     blocks.append(
         section(
-            f"*Requested by* agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)}"
+            f"*Requested by* agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)}"
         )
     )
     if proposal.agent_reason:
@@ -358,7 +355,7 @@ def proposal_detail_blocks(
 
 
 def _actor(actor: str) -> str:
-    return mention(actor) if actor[:1] in ("U", "W") and actor.isupper() else escape(actor)
+    return mention(actor) if actor[:1] in ("U", "W") and actor.isupper() else inert(actor)
 
 
 def help_blocks() -> Blocks:

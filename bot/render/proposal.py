@@ -91,6 +91,7 @@ __all__ = [
     "store_away_text",
     "store_lost_text",
     "when",
+    "with_times",
     "withdrawn_reason",
 ]
 
@@ -312,7 +313,7 @@ def proposal_message(
     the message says so and offers Show full.
     """
     verdict = _verdict(proposal, now)
-    agent = escape(agent_display or proposal.agent)
+    agent = inert(agent_display or proposal.agent)
     asked = f"*Requested by* agent *{agent}* for {mention(proposal.requested_by)}"
     if proposal.run_id:
         asked += f" (the agent's run id {code(proposal.run_id, 80)})"
@@ -618,7 +619,7 @@ def _people(users: Iterable[str]) -> str:
 
 
 def _roles(proposal: Proposal) -> str:
-    return " or ".join(escape(role) for role in proposal.approver_roles) or "the approvers"
+    return " or ".join(inert(role) for role in proposal.approver_roles) or "the approvers"
 
 
 def quorum_progress(proposal: Proposal) -> str | None:
@@ -791,8 +792,18 @@ def refusal_text(reason: str) -> str:
     """What a person who may not do what they clicked sees, only to them. A time in the reason
     ("it expired at 2031-03-14T13:42:00+00:00", as the store words it) reads as Slack shows
     times: "it expired today at 13:42"."""
-    text = _ISO_TIME.sub(_slack_time, escape(reason))
-    return clip(f":no_entry_sign: Countersign did not do that: {text}", SECTION_MAX)
+    return clip(f":no_entry_sign: Countersign did not do that: {with_times(reason)}", SECTION_MAX)
+
+
+def with_times(reason: str) -> str:
+    """``reason`` made inert, with each moment in it as the store words them ("at
+    2031-03-14T13:42:00+00:00") shown as Slack shows times ("today at 13:42")."""
+    parts: list[str] = []
+    start = 0
+    for found in _ISO_TIME.finditer(reason):
+        parts += [inert(reason[start : found.start()]), _slack_time(found)]
+        start = found.end()
+    return "".join([*parts, inert(reason[start:])])
 
 
 #: A moment as the store and the services write it in a reason, with the "at" before it.
@@ -806,7 +817,7 @@ def _slack_time(found: re.Match[str]) -> str:
     try:
         moment = datetime.fromisoformat(found.group(1).replace("Z", "+00:00"))
     except ValueError:
-        return found.group(0)
+        return inert(found.group(0))
     return when(moment)
 
 

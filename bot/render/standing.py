@@ -33,7 +33,6 @@ from bot.render.proposal import (
     clip,
     code,
     context,
-    escape,
     field_sections,
     field_text,
     header,
@@ -128,7 +127,7 @@ def standing_modal(
             section(
                 f"*{inert(proposal.preview.title)}*\n"
                 f"This call is approved and executed now. For the time you choose, later calls "
-                f"of {code(proposal.operation, 200)} by agent *{escape(proposal.agent)}* that "
+                f"of {code(proposal.operation, 200)} by agent *{inert(proposal.agent)}* that "
                 f"policy rule {code(proposal.rule_id or '', 120)} would ask for, with "
                 f"{_ceiling(standing.ceiling, limit, shown, proposal.arguments)}"
                 f" and {_varying(standing.varying, standing.ceiling, shown)}, are approved "
@@ -176,7 +175,7 @@ def granted_text(standing_rule_id: str, grant: Grant, formats: Formats | None = 
     shown = formats or {}
     return clip(
         f":white_check_mark: Approved, and standing rule {code(standing_rule_id, 60)} allows "
-        f"similar {code(grant.operation, 200)} calls by agent *{escape(grant.agent)}* with "
+        f"similar {code(grant.operation, 200)} calls by agent *{inert(grant.agent)}* with "
         f"{_ceiling(grant.ceiling_field, grant.ceiling, shown, grant.arguments)} and "
         f"{_varying(grant.varying, grant.ceiling_field, shown)}, {_calls(grant.max_uses)} at most, "
         f"until {when(grant.expires_at)}: {grant.max_uses} use"
@@ -212,7 +211,7 @@ def standing_list_blocks(
                     "type": "mrkdwn",
                     "verbatim": True,
                     "text": clip(
-                        f"*{escape(rule.operation)}* by agent *{escape(rule.agent)}*, rule "
+                        f"*{inert(rule.operation)}* by agent *{inert(rule.agent)}*, rule "
                         f"{code(rule.rule_id, 120)}: {ceiling}"
                         f", {_varying(rule.varying, rule.ceiling_field, shown)}"
                         f"\nGranted by {mention(rule.created_by)} · expires "
@@ -260,7 +259,7 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
         ),
         section(state_line(proposal)),
         context(
-            f"Agent *{escape(proposal.agent)}* for {mention(proposal.requested_by)} · "
+            f"Agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)} · "
             f"{code(proposal.operation, 200)} · id {code(proposal.id, 60)}"
         ),
     ]
