@@ -21,6 +21,9 @@ __all__ = [
     "DIGEST_ITEMS_INPUT",
     "DIGEST_REJECT_ALL",
     "DIGEST_REJECT_VIEW",
+    "DIGEST_REVIEW",
+    "DIGEST_REVIEW_PAGE",
+    "DIGEST_REVIEW_VIEW",
     "DIGEST_SHOW_FULL",
     "DURATION_INPUT",
     "EDIT",
@@ -72,6 +75,11 @@ DIGEST_REJECT_ALL: Final = "digest_reject_all"
 DIGEST_CHOOSE: Final = "digest_choose"
 #: every item of a digest in full, in a read-only modal (bot/slack/show_full.py)
 DIGEST_SHOW_FULL: Final = "digest_show_full"
+#: "Review all…": every pending item in full, selected, approved with one submit
+#: (:data:`DIGEST_REVIEW_VIEW`)
+DIGEST_REVIEW: Final = "digest_review"
+#: Next and Previous in that modal (value: the page to show, from 1)
+DIGEST_REVIEW_PAGE: Final = "digest_review_page"
 
 # --- escalations (value: the escalation id) -------------------------------------------------
 
@@ -98,6 +106,7 @@ APPROVE_STANDING_VIEW: Final = "approve_standing"
 SHOW_FULL_VIEW: Final = "show_full"
 DIGEST_REJECT_VIEW: Final = "digest_reject"
 DIGEST_CHOOSE_VIEW: Final = "digest_choose_items"
+DIGEST_REVIEW_VIEW: Final = "digest_review"
 ESCALATION_HAND_BACK_VIEW: Final = "escalation_hand_back"
 
 # --- modals: input ids (each input's block id and action id) --------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -407,10 +407,13 @@ class Service:
 
     # --- one digest item at a time (bot/digests/decisions.py): one click's checks, telling nobody
 
-    async def approve_item(self, proposal: Proposal, *, user: str) -> TransitionResult | str:
+    async def approve_item(
+        self, proposal: Proposal, *, user: str, via: Mapping[str, JsonValue] | None = None
+    ) -> TransitionResult | str:
         """What an Approve click on ``proposal`` alone does, but telling nobody: the same checks
         (a refusal is audited and its reason returned), then the claim, and when it wins the
-        execution (Transitioned then carries the outcome)."""
+        execution (Transitioned then carries the outcome). ``via`` says where the approval was
+        given, in its audit entry (Store.claim_for_execution)."""
         if proposal.status is not Status.PENDING:
             return AlreadyDecided(proposal)
         why = await self.item_refusal(proposal, user)
@@ -418,7 +421,7 @@ class Service:
         if why is not None:
             await self.audit_refusal(proposal, user=user, verb="approve", why=why)
             return why
-        result = await self._approve_in_store(proposal, user)
+        result = await self._approve_in_store(proposal, user, via)
         if isinstance(result, Transitioned):
             self.changed(result.proposal)
             return Transitioned(await self.execute(result.proposal))
@@ -642,7 +645,9 @@ class Service:
     async def _tell_decided(self, proposal: Proposal, *, user: str, channel: str | None) -> None:
         await self.tell(proposal, channel, user, render.already_decided_text(proposal))
 
-    async def _approve_in_store(self, proposal: Proposal, user: str) -> TransitionResult:
+    async def _approve_in_store(
+        self, proposal: Proposal, user: str, via: Mapping[str, JsonValue] | None = None
+    ) -> TransitionResult:
         """Record ``user``'s approval, bound to the hash of the stored contract; the store claims
         the proposal for execution when it completes the quorum."""
         operation_hash = binding_hash(
@@ -655,6 +660,7 @@ class Service:
             now=now,
             binding_hash=operation_hash,
             lease_until=now + self._lease,
+            via=via,
         )
 
     async def execute(self, proposal: Proposal) -> Proposal:

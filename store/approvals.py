@@ -11,7 +11,7 @@ its message's update queued. Lock order stays proposal row first, then the audit
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from pydantic import JsonValue
@@ -153,6 +153,7 @@ class ApprovalVerbs(Backend):
         now: datetime,
         binding_hash: str,
         lease_until: datetime,
+        via: Mapping[str, JsonValue] | None = None,
     ) -> TransitionResult:
         now, lease_until = aware(now, field="now"), aware(lease_until, field="lease_until")
         async with self.tx(write=True) as tx:
@@ -173,7 +174,7 @@ class ApprovalVerbs(Backend):
             [recorded] = await tx.with_approvals([current], every=True)  # with the new one
             if len(counted(recorded)) < recorded.quorum:
                 [approval] = [a for a in recorded.approvals if a.approver == actor]
-                detail = recorded_detail(recorded, approval)
+                detail = {**recorded_detail(recorded, approval), **(via or {})}
                 await tx.append_audit(now, proposal_id, actor, APPROVAL_RECORDED, detail)
                 await enqueue(tx, recorded, progress_effects(recorded), now)
                 return ApprovalCounted(recorded)
@@ -187,6 +188,6 @@ class ApprovalVerbs(Backend):
             )
             if row is None:  # the proposal is locked since the read: nothing can have changed
                 raise StoreError(f"proposal {proposal_id!r} changed during its approval")
-            detail = approved_detail(recorded, binding_hash)
+            detail = {**approved_detail(recorded, binding_hash), **(via or {})}
             await tx.append_audit(now, proposal_id, actor, "approved", detail)
             return Transitioned(await tx.enqueue_effects(row, now))

@@ -7,7 +7,7 @@ into the errors below.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -290,6 +290,7 @@ class Store(Protocol):
         now: datetime,
         binding_hash: str,
         lease_until: datetime,
+        via: Mapping[str, JsonValue] | None = None,
     ) -> TransitionResult:
         """``actor`` approves: pending -> executing, atomically, once the quorum is reached.
 
@@ -300,7 +301,9 @@ class Store(Protocol):
         Transitioned; before that, ApprovalCounted. All of it is one transaction.
 
         The executor must record an outcome before ``lease_until``; after it, the proposal is
-        taken for abandoned (reclaim_abandoned).
+        taken for abandoned (reclaim_abandoned). ``via`` says where the approval was given
+        (a digest's review: ``{"via": "digest_review", "digest_id": ...}``); it is added to the
+        approval's audit entry.
         """
         ...
 

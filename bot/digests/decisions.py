@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime
 
+from pydantic import JsonValue
+
 from bot.render import digest as render_digest
+from bot.render import digest_review as review
 from bot.render import proposal as render
 from bot.render.digest import Tally
 from bot.service import Service
+from store.approvals import counted
 from store.base import (
     AlreadyDecided,
     ApprovalCounted,
@@ -54,7 +58,8 @@ class DigestService:
         digest = await self._digest(digest_id, user=user, channel=channel)
         if digest is None:
             return None
-        if not render_digest.shown_whole(digest, now=self._clock()):
+        formats = self.publisher.formats_of(digest.operation)
+        if not render_digest.shown_whole(digest, now=self._clock(), formats=formats):
             # the message offers no Approve all then; a click from an older message is refused
             await self._tell(digest, channel, user, render.refusal_text(NOT_SHOWN_WHOLE))
             return None
@@ -77,6 +82,68 @@ class DigestService:
         if digest is not None and await self._may_decide(digest, user, channel, verb=None):
             view = render_digest.choose_modal(digest, _pending(digest.items))
             await self.publisher.open_view(None, trigger_id, view)
+
+    async def begin_review(
+        self, digest_id: str, *, user: str, channel: str | None, trigger_id: str
+    ) -> None:
+        """Open Review all…: every pending item in full, selected, on its first page."""
+        digest = await self._digest(digest_id, user=user, channel=channel)
+        if digest is not None and await self._may_decide(digest, user, channel, verb=None):
+            formats = self.publisher.formats_of(digest.operation)
+            view = review.review_modal(digest, review.review_state(digest), formats)
+            await self.publisher.open_view(None, trigger_id, view)
+
+    async def review_page(
+        self,
+        state: review.ReviewState,
+        on_page: Mapping[int, bool],
+        *,
+        page: int,
+        user: str,
+        view_id: str,
+        view_hash: str | None,
+    ) -> None:
+        """Previous or Next in a review: the boxes of the page left are remembered, ``page``
+        is shown in the same modal."""
+        digest = await self._reviewed(state, user)
+        if digest is not None:
+            formats = self.publisher.formats_of(digest.operation)
+            view = review.review_modal(digest, state.selected(on_page).at_page(page), formats)
+            await self.publisher.update_view(view_id, view_hash, view)
+
+    async def approve_reviewed(
+        self, state: review.ReviewState, on_page: Mapping[int, bool], *, user: str
+    ) -> Tally | None:
+        """Approve every reviewed item still selected, each on its own and only while its
+        binding hash is the one the review showed; the clicker is told, by number, each item
+        that was not approved and why (it stays pending)."""
+        digest = await self._reviewed(state, user)
+        if digest is None:
+            return None
+        state = state.selected(on_page)
+        tally = Tally("approved", left_out=len(state.left_out))
+        via: dict[str, JsonValue] = {"via": "digest_review", "digest_id": digest.id}
+        reviewed = dict(state.items)
+        chosen = [digest.items[p] for p in state.places if p not in state.left_out]
+        numbers = {p.id: n for n, p in enumerate(digest.items, 1)}
+
+        async def one(proposal: Proposal) -> None:
+            number = numbers[proposal.id]
+            if not proposal.binding_hash.startswith(reviewed[number - 1]):
+                await self._service.audit_refusal(
+                    proposal, user=user, verb="approve", why=CHANGED_SINCE_REVIEW
+                )
+                result: TransitionResult | str = CHANGED_SINCE_REVIEW
+            else:
+                result = await self._service.approve_item(proposal, user=user, via=via)
+            _count(tally, result)
+            what = _not_done(result)
+            if what is not None:
+                tally.named.append((number, proposal.preview.title, what))
+
+        await self._each(chosen, one, tally)
+        await self._tell(digest, None, user, render_digest.tally_text(tally))
+        return tally
 
     # --- the modals, submitted ----------------------------------------------------------------
 
@@ -188,6 +255,15 @@ class DigestService:
         await self._tell(digest, channel, user, render.refusal_text(str(refusals[0])))
         return False
 
+    async def _reviewed(self, state: review.ReviewState, user: str) -> Digest | None:
+        """The digest a review's state names, if the state fits it (else None, logged)."""
+        digest = await self._digest(state.digest, user=user, channel=None)
+        if digest is not None and max(state.places) >= len(digest.items):
+            log.warning("review of digest %s by %s names items it lacks", digest.id, user)
+            await self._tell(digest, None, user, render.refusal_text(NOT_IN_DIGEST))
+            return None
+        return digest
+
     async def _tell(self, digest: Digest, channel: str | None, user: str, text: str) -> None:
         await self.publisher.tell(None, channel or digest.channel, user, text)
 
@@ -197,6 +273,29 @@ NOT_SHOWN_WHOLE = (
     "some proposals of this digest are not shown in full, so they cannot be approved all at "
     "once. Use Show full to read them, then Choose… to decide them."
 )
+
+
+#: Why a reviewed item is not approved when its contract is no longer the one reviewed.
+CHANGED_SINCE_REVIEW = (
+    "it changed since you reviewed it (its binding hash is not the one the review showed); "
+    "review it again"
+)
+
+
+def _not_done(result: TransitionResult | str) -> str | None:
+    """What became of an item this click did not decide, in words, or None if it did."""
+    if isinstance(result, str):
+        return f"not approved: {result}. It stays pending."
+    if isinstance(result, NotApprovable):
+        return f"not approved: {result.reason}."
+    if isinstance(result, AlreadyDecided):
+        return f"already decided: {result.proposal.status.value.replace('_', ' ')}."
+    if isinstance(result, ApprovalCounted):
+        return (
+            f"your approval is counted ({len(counted(result.proposal))} of "
+            f"{result.proposal.quorum}); it stays pending until more approvers approve it."
+        )
+    return None
 
 
 def _pending(items: Sequence[Proposal]) -> list[Proposal]:

@@ -22,15 +22,19 @@ from bot.actions import (
     DIGEST_ITEMS_INPUT,
     DIGEST_REJECT_ALL,
     DIGEST_REJECT_VIEW,
+    DIGEST_REVIEW,
+    DIGEST_REVIEW_PAGE,
+    DIGEST_REVIEW_VIEW,
     REASON_INPUT,
 )
 from bot.api.admission import Admission
 from bot.digests.decisions import DigestService
+from bot.render.digest_review import ReviewState, box_place, chosen_places
 from bot.render.proposal import REASON_MAX
 from bot.slack.ids import SlackUser
 from bot.slack.listeners import Click, admitted_click, decoded
 
-__all__ = ["Chosen", "register_digest_listeners"]
+__all__ = ["Chosen", "Reviewed", "register_digest_listeners"]
 
 
 class Chosen(BaseModel):
@@ -84,6 +88,44 @@ class Chosen(BaseModel):
         return {}
 
 
+class Reviewed(BaseModel):
+    """A Review all… modal, submitted or paged: what it reviewed and the boxes of its page."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    user: SlackUser
+    state: ReviewState
+    on_page: dict[int, bool]  #: the page's boxes: place -> ticked
+    boxes: tuple[str, ...]  #: the block ids of the page's boxes, in order
+    view_id: str
+    view_hash: str | None
+
+    @classmethod
+    def of(cls, body: dict[str, Any], *_: Any) -> Reviewed:
+        view = body["view"]
+        try:
+            state = ReviewState.parse(view["private_metadata"])
+        except ValueError as error:
+            raise TypeError(str(error)) from None
+        values = (view.get("state") or {}).get("values") or {}
+        return cls(
+            user=body["user"]["id"],
+            state=state,
+            on_page=chosen_places(values, state),
+            boxes=tuple(
+                str(b["block_id"])
+                for b in view.get("blocks", [])
+                if box_place(str(b.get("block_id", ""))) is not None
+            ),
+            view_id=view["id"],
+            view_hash=view.get("hash"),
+        )
+
+    def nothing_selected(self) -> bool:
+        left_out = self.state.selected(self.on_page).left_out
+        return set(self.state.places) <= set(left_out)
+
+
 def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: Admission) -> None:
     clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
         DIGEST_APPROVE_ALL: lambda c: digests.approve_all(
@@ -93,6 +135,9 @@ def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: 
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
         DIGEST_CHOOSE: lambda c: digests.begin_choose(
+            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
+        ),
+        DIGEST_REVIEW: lambda c: digests.begin_review(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
     }
@@ -129,3 +174,44 @@ def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: 
     app.view(DIGEST_REJECT_VIEW)(on_submitted)
     app.view(DIGEST_CHOOSE_VIEW)(on_submitted)
 
+    @app.action(DIGEST_REVIEW_PAGE)
+    async def on_page(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        paged = decoded(Reviewed.of, body, what="digest review page")
+        page = str(action.get("value", ""))
+        if paged is None or not page.isdigit() or int(page) < 1:
+            return
+        with admission.slot() as admitted:
+            if not admitted:
+                await digests.busy(paged.state.digest, user=paged.user, channel=None)
+                return
+            await digests.review_page(
+                paged.state,
+                paged.on_page,
+                page=int(page),
+                user=paged.user,
+                view_id=paged.view_id,
+                view_hash=paged.view_hash,
+            )
+
+    @app.view(DIGEST_REVIEW_VIEW)
+    async def on_reviewed(ack: AsyncAck, body: dict[str, Any]) -> None:
+        reviewed = decoded(Reviewed.of, body, what="digest review")
+        if reviewed is None:
+            await ack()
+            return
+        if reviewed.nothing_selected() and reviewed.boxes:
+            await ack(
+                response_action="errors",
+                errors={
+                    reviewed.boxes[0]: "Select at least one proposal to approve, or close the "
+                    "review to approve none."
+                },
+            )
+            return
+        await ack()
+        with admission.slot() as admitted:
+            if not admitted:
+                await digests.busy(reviewed.state.digest, user=reviewed.user, channel=None)
+                return
+            await digests.approve_reviewed(reviewed.state, reviewed.on_page, user=reviewed.user)

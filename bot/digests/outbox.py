@@ -223,7 +223,9 @@ class DigestOutbox:
                 created_at=now,
                 items=tuple(items),
             )
-            message = render_digest.digest_message(shown, now=now)
+            message = render_digest.digest_message(
+                shown, now=now, formats=self._publisher.formats_of(operation)
+            )
             payload = {"digest_id": shown.id, "proposal_ids": " ".join(p.id for p in items)}
             response = await self._publisher.outbox_call(
                 "chat.postMessage",
@@ -307,7 +309,9 @@ class DigestOutbox:
 
     def _update(self, digest: Digest, held: list[Delivery]) -> Callable[[], Awaitable[None]]:
         async def update() -> None:
-            message = render_digest.digest_message(digest, now=self._clock())
+            message = render_digest.digest_message(
+                digest, now=self._clock(), formats=self._publisher.formats_of(digest.operation)
+            )
             await self._publisher.outbox_call(
                 "chat.update",
                 channel=digest.channel,

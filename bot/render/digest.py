@@ -27,6 +27,7 @@ from bot.actions import (
     DIGEST_ITEMS_INPUT,
     DIGEST_REJECT_ALL,
     DIGEST_REJECT_VIEW,
+    DIGEST_REVIEW,
     DIGEST_SHOW_FULL,
     REASON_INPUT,
     RECONCILE_FAILED,
@@ -63,7 +64,7 @@ from bot.render.proposal import (
     with_times,
 )
 from contracts.base import Risk
-from contracts.formats import Formats
+from contracts.formats import Formats, format_money, money_currency
 from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
 from store.approvals import counted
 from store.base import Proposal
@@ -81,6 +82,9 @@ __all__ = [
 ]
 
 
+#: A private answer that names items (Slack takes 40,000 characters of text; fifty items with
+#: the longest reasons fit).
+NAMED_TEXT_MAX: Final = 20_000
 #: Options in one checkboxes element (Slack's limit).
 OPTIONS_MAX: Final = 10
 OPTION_TEXT_MAX: Final = 75
@@ -101,6 +105,9 @@ class Tally:
     counted: int = 0  #: approvals recorded towards a quorum not reached yet
     already: int = 0  #: decided before this click
     refused: Counter[str] = field(default_factory=Counter)  #: why, and how many times
+    left_out: int = 0  #: reviewed items whose box the clicker cleared (not decided)
+    #: items not decided by this click, named: (Countersign's number, title, what happened)
+    named: list[tuple[int, str, str]] = field(default_factory=list)
 
     @property
     def refusals(self) -> int:
@@ -110,9 +117,11 @@ class Tally:
 # --- the message ----------------------------------------------------------------------------------
 
 
-def digest_message(digest: Digest, *, now: datetime) -> Message:
-    """The digest: who asked, why, one row per item with its status, and while any item is
-    pending the buttons Approve all, Reject all… and Choose…."""
+def digest_message(digest: Digest, *, now: datetime, formats: Formats | None = None) -> Message:
+    """The digest: who asked and why, the fields every item shares once, the total where the
+    operation has money (``formats``), one numbered line per item with only the fields that
+    differ and its status, and while any item is pending the buttons Review all…, Reject all…
+    and Choose… (and Approve all when every pending item is shown in full)."""
     items = digest.items
     pending = [p for p in items if p.status is Status.PENDING]
     agents = sorted({p.agent for p in items})
@@ -124,6 +133,7 @@ def digest_message(digest: Digest, *, now: datetime) -> Message:
         f"{', '.join(f'*{inert(a)}*' for a in agents)} for {mention(digest.requested_by)}"
     )
     risks = [RISK_LABELS[risk] for risk in RISK_ORDER if any(p.risk == risk for p in items)]
+    table = compact_table(items, formats or {})
     blocks: Blocks = [
         header(_title(digest)),
         section("\n".join([*risks, f"*Why you are asked:* {'; '.join(whys)}"])),
@@ -132,11 +142,12 @@ def digest_message(digest: Digest, *, now: datetime) -> Message:
             f"{_counts(items)}. Each proposal is checked and executed on its own.",
         ),
         section(asked),
+        section(_common_text(table, pending, now)),
     ]
     budget = _rows_budget(len(blocks), bool(pending))
-    rows = [_row(n, p, now) for n, p in enumerate(items, 1)]
+    rows = [_row(n, p, table, now) for n, p in enumerate(items, 1)]
     sections = _rows_in_sections(rows, budget)
-    whole = _whole(rows, items, budget)
+    whole = _whole(rows, items, budget) and CLIPPED not in blocks[-1]["text"]["text"]
     blocks += sections
     if not whole:
         blocks += shown_in_part(
@@ -147,16 +158,117 @@ def digest_message(digest: Digest, *, now: datetime) -> Message:
     return {"text": clip(inert(text), FALLBACK_MAX), "blocks": [*blocks, *tail][:BLOCKS_MAX]}
 
 
-def shown_whole(digest: Digest, *, now: datetime) -> bool:
+def shown_whole(digest: Digest, *, now: datetime, formats: Formats | None = None) -> bool:
     """Whether :func:`digest_message` shows every pending item in full (then, and only then, it
     offers Approve all; the digest service checks this again before approving all)."""
-    rows = [_row(n, p, now) for n, p in enumerate(digest.items, 1)]
-    pending = any(p.status is Status.PENDING for p in digest.items)
-    return _whole(rows, digest.items, _rows_budget(_HEAD_BLOCKS, pending))
+    message = digest_message(digest, now=now, formats=formats)
+    return any(
+        element.get("action_id") == DIGEST_APPROVE_ALL
+        for block in message["blocks"]
+        if block["type"] == "actions"
+        for element in block["elements"]
+    )
 
 
-#: Blocks above the rows: header, why asked, risk and operation, requested by.
-_HEAD_BLOCKS: Final = 4
+@dataclass(frozen=True)
+class Table:
+    """A digest's items as a table: the preview fields every item shows alike (once), the labels
+    of those that differ (a column each, in the preview's order), whether the titles differ,
+    the agent's words when every item has the same, and the total of the operation's money."""
+
+    common: tuple[tuple[str, str], ...]
+    columns: tuple[str, ...]
+    titles_differ: bool
+    same_reason: str | None
+    total: tuple[str, dict[str, int]] | None  #: (label, minor units by currency)
+    money_field: str | None
+
+
+def compact_table(items: Sequence[Proposal], formats: Formats) -> Table:
+    """What :func:`digest_message` shows once and what it shows per item."""
+    labels: list[str] = []
+    for proposal in items:
+        for f in proposal.preview.fields:
+            if f.label not in labels:
+                labels.append(f.label)
+    values = [{f.label: f.value for f in p.preview.fields} for p in items]
+    common = tuple(
+        (label, values[0][label])
+        for label in labels
+        if all(label in v for v in values) and len({v[label] for v in values}) == 1
+    )
+    shared = {label for label, _ in common}
+    columns = tuple(label for label in labels if label not in shared)
+    reasons = {p.agent_reason for p in items}
+    same_reason = next(iter(reasons)) if len(reasons) == 1 and len(items) > 1 else None
+    money_field = _money_field(items, formats)
+    total = None
+    if money_field is not None:
+        fmt = formats[money_field]
+        sums: dict[str, int] = {}
+        counted_items = [p for p in items if p.status is Status.PENDING] or list(items)
+        for p in counted_items:
+            amount = p.arguments.get(money_field)
+            currency = money_currency(fmt, p.arguments) or "XXX"
+            if isinstance(amount, int) and not isinstance(amount, bool):
+                sums[currency] = sums.get(currency, 0) + amount
+        total = (fmt.label, sums)
+    return Table(
+        common=common,
+        columns=columns,
+        titles_differ=len({p.preview.title for p in items}) > 1,
+        same_reason=same_reason,
+        total=total,
+        money_field=money_field,
+    )
+
+
+def _money_field(items: Sequence[Proposal], formats: Formats) -> str | None:
+    """The operation's money: its first declared money field in minor units that every item
+    holds as a whole number (a refund's amount), or None."""
+    for name, fmt in formats.items():
+        if fmt.kind != "money" or not fmt.minor_units:
+            continue
+        if all(
+            isinstance(p.arguments.get(name), int) and not isinstance(p.arguments.get(name), bool)
+            for p in items
+        ):
+            return name
+    return None
+
+
+def total_text(table: Table, pending: int, items: int) -> str | None:
+    """ "*Total amount* of the 3 pending: 45.00 USD", or None when the operation has no money."""
+    if table.total is None:
+        return None
+    label, sums = table.total
+    shown = " + ".join(
+        format_money(amount, currency).replace(" XXX", " (currency unknown)")
+        for currency, amount in sorted(sums.items())
+    )
+    whose = f"the {pending:,} pending" if pending else f"all {items:,}"
+    return f"*Total {escape(label.lower())}* of {whose}: {shown or 'none'}"
+
+
+def _common_text(table: Table, pending: Sequence[Proposal], now: datetime) -> str:
+    lines: list[str] = []
+    if table.common:
+        lines.append("*Same for every item:*")
+        lines += [
+            f"*{clip(inert(label), 60)}*: {clip(inert(value), 300)}"
+            for label, value in table.common
+        ]
+    total = total_text(table, len(pending), 0)
+    if total is not None and pending:
+        lines.append(total)
+    expiries = [p.expires_at for p in pending if p.expires_at is not None]
+    if expiries:
+        first = min(expiries)
+        lines.append(f"*First to expire:* {when(first)} ({remaining(first, now)})")
+    if table.same_reason:
+        lines.append("_Agent's words (unverified), the same for every item:_")
+        lines.append(quote(table.same_reason, 1200))
+    return "\n".join(lines) or "_Every item differs in every field; each line below shows it._"
 
 
 def _rows_budget(head: int, pending: bool) -> int:
@@ -179,28 +291,25 @@ def _title(digest: Digest) -> str:
 
 def _counts(items: Sequence[Proposal]) -> str:
     counts = Counter(p.status.value.replace("_", " ") for p in items)
-    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return ", ".join(f"{n:,} {status}" for status, n in sorted(counts.items()))
 
 
-def _row(n: int, proposal: Proposal, now: datetime) -> str:
-    """One item: its title, its first preview fields and its status; what had to be left out
-    is marked clipped."""
-    shown = [
-        f"{clip(inert(f.label), 40)}: {clip(inert(f.value), 80)}"
-        for f in proposal.preview.fields[:ROW_FIELDS]
+def _row(n: int, proposal: Proposal, table: Table, now: datetime) -> str:
+    """One item on one line: Countersign's number for it, its short id, the fields that differ
+    (bold labels are ours; agent text cannot make bold), its status; what had to be left out
+    is marked clipped. The agent's words follow, quoted, unless every item has the same."""
+    values = {f.label: f.value for f in proposal.preview.fields}
+    cells = [
+        f"*{clip(inert(label), 40)}* {clip(inert(values[label]), 120)}"
+        for label in table.columns
+        if label in values
     ]
-    more = len(proposal.preview.fields) - ROW_FIELDS
-    if more > 0:
-        shown.append(f"_{more} more field{'s' if more > 1 else ''}_ {CLIPPED}")
-    fields = " · ".join(shown)
-    lines = [
-        f"*{n}.* {code(proposal.id[:12], 20)} *{clip(inert(proposal.preview.title), 150)}*"
-        + (f"\n{fields}" if fields else ""),
-        _status(proposal, now),
-    ]
-    if proposal.agent_reason:
-        lines.append("_Agent's words (unverified):_\n" + quote(proposal.agent_reason, 200))
-    return "\n".join(lines)
+    if table.titles_differ and not cells:
+        cells.insert(0, f"*Title* {clip(inert(proposal.preview.title), 150)}")
+    line = f"*{n}.* {code(proposal.id[:12], 20)} · " + " · ".join([*cells, _status(proposal, now)])
+    if proposal.agent_reason and table.same_reason is None:
+        line += "\n_Agent's words (unverified):_\n" + quote(proposal.agent_reason, 200)
+    return line
 
 
 def _status(proposal: Proposal, now: datetime) -> str:
@@ -209,12 +318,7 @@ def _status(proposal: Proposal, now: datetime) -> str:
         progress = ""
         if proposal.quorum > 1:
             progress = f" · {len(counted(proposal))} of {proposal.quorum} approved"
-        if proposal.expires_at is None:
-            return f":hourglass_flowing_sand: Pending{progress}"
-        return (
-            f":hourglass_flowing_sand: Pending{progress} · expires {when(proposal.expires_at)}"
-            f" ({remaining(proposal.expires_at, now)})"
-        )
+        return f":hourglass_flowing_sand: Pending{progress}"
     by = mention(proposal.decided_by)
     if status is Status.REJECTED:
         reason = clip(inert(proposal.decision_note or "(no reason given)"), 200)
@@ -266,8 +370,9 @@ def _rows_in_sections(rows: Sequence[str], budget: int) -> Blocks:
 
 
 def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[str, Any]:
-    """Approve all (only when ``approve_all``: every pending item is shown in full), Reject
-    all… and Choose…."""
+    """Approve all (only when ``approve_all``: every pending item is shown in full), Review
+    all… (always: every item in full in a modal, approved from there), Reject all… and
+    Choose…."""
     approve = button(DIGEST_APPROVE_ALL, f"Approve all ({pending})", digest.id, "primary")
     approve["confirm"] = {
         "title": plain(f"Approve {pending} proposals?", CONFIRM_TITLE_MAX),
@@ -280,11 +385,15 @@ def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[
         "deny": plain("Cancel", 30),
         "style": "primary",
     }
+    review = button(DIGEST_REVIEW, f"Review all ({pending:,})…", digest.id)
+    if not approve_all:
+        review["style"] = "primary"
     return {
         "type": "actions",
         "block_id": "digest",
         "elements": [
             *([approve] if approve_all else []),
+            review,
             button(DIGEST_REJECT_ALL, "Reject all…", digest.id, "danger"),
             button(DIGEST_CHOOSE, "Choose…", digest.id),
         ],
@@ -486,7 +595,13 @@ def tally_text(tally: Tally) -> str:
         )
     parts.append(f"{tally.already} already decided")
     parts.append(f"{tally.refusals} refused")
+    if tally.left_out:
+        parts.append(f"{tally.left_out} left out by you, still pending")
     text = ", ".join(parts) + "."
+    if tally.named:
+        for number, title, what in sorted(tally.named):
+            text += f"\n• *Item {number}* ({clip(inert(title), 80)}): {escape(what)}"
+        return clip(text, NAMED_TEXT_MAX)
     for reason, count in tally.refused.most_common(5):
         text += f"\n• {count} refused: {with_times(reason)}"
     return clip(text, SECTION_MAX)

@@ -34,7 +34,7 @@ from bot.render.proposal import (
 from contracts.formats import FieldFormat, Formats, field_label, show_value
 from store.base import Proposal
 
-__all__ = ["FULL_BLOCKS_MAX", "full_view", "full_views"]
+__all__ = ["FULL_BLOCKS_MAX", "full_view", "full_views", "proposal_in_full"]
 
 #: Slack's limit of blocks in a modal.
 FULL_BLOCKS_MAX: Final = 100
@@ -83,9 +83,24 @@ def full_views(
     }
 
 
-def _proposal_blocks(proposal: Proposal, number: int | None, formats: Formats) -> Blocks:
-    # A proposal that alone exceeds the modal is cut, and says so; ours come first.
-    heading = f"*{number}.* " if number is not None else ""
+def proposal_in_full(proposal: Proposal, heading: str, formats: Formats) -> Blocks:
+    """Every block of :func:`full_view`'s for one proposal, uncut however many they are (the
+    caller pages them); ``heading`` (Countersign's own mrkdwn) opens the first."""
+    return _proposal_blocks(proposal, None, formats, heading=heading, cut=False)
+
+
+def _proposal_blocks(
+    proposal: Proposal,
+    number: int | None,
+    formats: Formats,
+    *,
+    heading: str | None = None,
+    cut: bool = True,
+) -> Blocks:
+    # A proposal that alone exceeds the modal is cut (unless not ``cut``), and says so; ours
+    # come first.
+    if heading is None:
+        heading = f"*{number}.* " if number is not None else ""
     ours: Blocks = [
         section(
             f"{heading}Operation {code(proposal.operation, 200)} · id {code(proposal.id, 60)} · "
@@ -118,7 +133,7 @@ def _proposal_blocks(proposal: Proposal, number: int | None, formats: Formats) -
         reason = inert_plain(proposal.agent_reason)
         values += [_label("The agent's explanation (unverified)"), *_chunks(reason)]
     room = FULL_BLOCKS_MAX - 1 - len(ours) - 1
-    if len(values) > room:
+    if cut and len(values) > room:
         values = [
             *values[: room - 1],
             section(

@@ -332,6 +332,14 @@ class SlackPublisher:
             await self._direct(proposal, "views.open", trigger_id=trigger_id, view=view) is not None
         )
 
+    async def update_view(self, view_id: str, view_hash: str | None, view: dict[str, Any]) -> bool:
+        """Replace an open modal (``view_hash``: the version it was changed from, so that a
+        stale change is refused by Slack rather than applied over a newer one)."""
+        args: dict[str, Any] = {"view_id": view_id, "view": view}
+        if view_hash:
+            args["hash"] = view_hash
+        return await self._direct(None, "views.update", **args) is not None
+
     async def _direct(self, proposal: Proposal | None, method: str, **kwargs: Any) -> Any:
         try:
             return await self.client.api_call(method, json=kwargs)

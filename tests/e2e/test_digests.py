@@ -19,6 +19,7 @@ from bot.actions import (
     DIGEST_CHOOSE_VIEW,
     DIGEST_REJECT_ALL,
     DIGEST_REJECT_VIEW,
+    DIGEST_REVIEW,
 )
 from bot.digests.outbox import DIGEST_EVENT, DIGEST_REPLY_EVENT
 from bot.slack.local import StoredMessage
@@ -178,7 +179,7 @@ async def test_ten_similar_proposals_submitted_together_are_one_digest_message(
     assert "Agent's words (unverified)" in rendered
     # the buttons carry the digest's opaque id and nothing else
     assert buttons(message) == dict.fromkeys(
-        [DIGEST_APPROVE_ALL, DIGEST_REJECT_ALL, DIGEST_CHOOSE], digest.id
+        [DIGEST_APPROVE_ALL, DIGEST_REVIEW, DIGEST_REJECT_ALL, DIGEST_CHOOSE], digest.id
     )
     for proposal_id in ids:
         [posted] = [
@@ -471,7 +472,7 @@ async def test_choosing_three_of_ten_executes_only_those(cs: Countersign) -> Non
     )
     message = cs.slack.message(CAMPAIGN_CHANNEL, digest.ts)
     assert buttons(message) == dict.fromkeys(
-        [DIGEST_APPROVE_ALL, DIGEST_REJECT_ALL, DIGEST_CHOOSE], digest.id
+        [DIGEST_APPROVE_ALL, DIGEST_REVIEW, DIGEST_REJECT_ALL, DIGEST_CHOOSE], digest.id
     )
     assert "Approve all (7)" in json.dumps(message.blocks)
     assert told(cs, APPROVER) == ["Approved 3, 0 already decided, 0 refused."]

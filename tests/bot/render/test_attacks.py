@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_sdk.models.views import View
 
-from bot.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_SHOW_FULL
+from bot.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_REVIEW, DIGEST_SHOW_FULL
 from bot.render import proposal as render
 from bot.render.digest import digest_message, shown_whole
 from bot.render.escalation import escalation_message
@@ -273,28 +273,35 @@ def test_a_digest_shown_whole_offers_approve_all() -> None:
     assert DIGEST_SHOW_FULL not in actions_of(message)
 
 
-def test_a_digest_with_a_clipped_item_offers_only_choose_and_show_full() -> None:
+def test_a_digest_with_a_clipped_item_offers_review_choose_and_show_full() -> None:
     long_title = item(2, preview=Preview(title="Refund " + "9" * 400))
     message = digest_message(digest([item(1), long_title]), now=NOW)
 
     assert_valid_message(message)
     assert DIGEST_APPROVE_ALL not in actions_of(message)
-    assert {DIGEST_CHOOSE, DIGEST_SHOW_FULL} <= actions_of(message)
+    assert {DIGEST_REVIEW, DIGEST_CHOOSE, DIGEST_SHOW_FULL} <= actions_of(message)
     assert buttons(message)[DIGEST_SHOW_FULL]["value"] == "dg_digest"
+    assert buttons(message)[DIGEST_REVIEW]["value"] == "dg_digest"
     assert "*Shown in part*" in all_text(message)
 
 
-def test_a_digest_item_with_more_fields_than_its_row_is_not_shown_whole() -> None:
-    fields = tuple(PreviewField(label=f"F{i}", value="v") for i in range(5))
-    message = digest_message(digest([item(1, preview=Preview(title="T", fields=fields))]), now=NOW)
+def test_a_digest_item_with_a_clipped_field_is_not_shown_whole_but_can_be_reviewed() -> None:
+    fields = tuple(PreviewField(label=f"F{i}", value=f"{i}" * (400 * i)) for i in range(5))
+    items = [item(n, preview=Preview(title="T", fields=fields[n:])) for n in range(2)]
+    message = digest_message(digest(items), now=NOW)
     assert DIGEST_APPROVE_ALL not in actions_of(message)
-    assert "2 more fields" in all_text(message)
+    assert DIGEST_REVIEW in actions_of(message)
+    assert "(clipped)" in all_text(message)
 
 
 def test_a_digest_with_rows_beyond_the_message_offers_no_approve_all() -> None:
-    fields = tuple(PreviewField(label=f"Field {k}", value="v" * 80) for k in range(3))
+    def fields(n: int) -> tuple[PreviewField, ...]:
+        return tuple(PreviewField(label=f"Field {k}", value=f"{n} " + "v" * 110) for k in range(3))
+
     items = [
-        item(n, agent_reason="r" * 190, preview=Preview(title="t" * 140, fields=fields))
+        item(
+            n, agent_reason=f"{n} " + "r" * 190, preview=Preview(title="t" * 140, fields=fields(n))
+        )
         for n in range(1, 200)
     ]
     message = digest_message(digest(items), now=NOW)

@@ -16,6 +16,8 @@ from bot.actions import (
     DIGEST_CHOOSE_VIEW,
     DIGEST_REJECT_ALL,
     DIGEST_REJECT_VIEW,
+    DIGEST_REVIEW,
+    DIGEST_SHOW_FULL,
 )
 from bot.render.digest import (
     Tally,
@@ -97,12 +99,12 @@ def test_a_pending_digest_lists_every_item_and_offers_its_buttons_with_its_id_on
     assert_valid_message(message)
     text = all_text(message)
     for n in range(3):
-        assert f"Refund {n}.00 USD" in text and f"pay_{n}" in text and f"cs_item{n:04d}" in text
+        assert f"*Payment* pay_{n}" in text and f"cs_item{n:04d}" in text
     assert "3 proposals: payments.refund" in text
     assert "<@U0REQUESTER>" in text and "of rule *refunds*" in text
     assert "Irreversible" in text  # the operation's risk class, as on a proposal's own message
     assert button_values(message) == dict.fromkeys(
-        [DIGEST_APPROVE_ALL, DIGEST_REJECT_ALL, DIGEST_CHOOSE], "dg_digest"
+        [DIGEST_APPROVE_ALL, DIGEST_REVIEW, DIGEST_REJECT_ALL, DIGEST_CHOOSE], "dg_digest"
     )
 
 
@@ -146,6 +148,13 @@ def test_fifty_long_items_stay_within_block_kits_limits() -> None:
     assert_valid_message(message)
     assert all(len(block["text"]["text"]) <= 3000 for block in message["blocks"] if "text" in block)
     assert all_text(message).count("cs_item") == 50  # every row shown, each clipped
+    # clipped: no Approve all, but Review all… still approves, after reading them in full
+    assert set(button_values(message)) == {
+        DIGEST_REVIEW,
+        DIGEST_REJECT_ALL,
+        DIGEST_CHOOSE,
+        DIGEST_SHOW_FULL,
+    }
 
 
 def test_one_reply_reports_every_kind_of_outcome_and_offers_to_resolve_uncertain_ones() -> None:

@@ -41,6 +41,7 @@ import bot
 from bot.edit_form import edit_form
 from bot.render import delegations as render_delegations
 from bot.render import digest as render_digest
+from bot.render import digest_review as render_review
 from bot.render import edit as render_edit
 from bot.render import escalation as render_escalation
 from bot.render import figures as render_figures
@@ -257,6 +258,8 @@ CASES: list[Case] = [
     plain(render_digest.reject_modal, DIGEST, 2),
     plain(render_digest.choose_modal, DIGEST, DIGEST.items[:2]),
     plain(render_digest.tally_text, TALLY),
+    # bot/render/digest_review.py
+    plain(render_review.review_modal, DIGEST, render_review.review_state(DIGEST), {}),
     # bot/render/edit.py
     plain(render_edit.edit_modal, EDIT_PROPOSAL, edit_form(edit_inputs.SCHEMA, edit_inputs.STORED)),
     plain(render_edit.superseded_reply, EDIT_SUPERSEDED, EDIT_NEW, link="https://x.example/1"),
