@@ -6,10 +6,11 @@ of Countersign (``[limits]``, bot/api/limit_settings.py), checked in this order 
 * **rate**: a token bucket per agent (``submissions_per_second``, ``submissions_burst``), checked
   before the body is read; past it ``429`` with ``Retry-After`` computed from the bucket. Kept
   per instance: N instances let an agent submit N times the rate.
-* **pending**: proposals waiting for a person (``max_pending_proposals``), counted in the store,
-  so the bound holds across instances, plus the agent's submissions in flight on this instance
-  (:class:`Claim`: a burst of concurrent submissions cannot all see the last free place).
-  Checked after the idempotency replay (a retry of a stored submission still gets its
+* **pending**: proposals waiting for a person (``max_pending_proposals``), read from the count
+  the store keeps per agent (migration 0016: one row on SQLite, eight on PostgreSQL, whatever
+  the backlog), so the bound holds across instances, plus the agent's submissions in flight on
+  this instance (:class:`Claim`: a burst of concurrent submissions cannot all see the last
+  free place). Checked after the idempotency replay (a retry of a stored submission still gets its
   proposal) and only for what would wait for a person (an automatic or denied proposal waits
   for nobody). Across instances the bound can be overshot by what the other instances have in
   flight for the agent at that moment.

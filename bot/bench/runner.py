@@ -23,11 +23,14 @@ import asyncpg
 from bot.bench import scenarios
 from bot.bench.floors import bolt_floor, http_floor, store_floor
 from bot.bench.report import Measurement, render_table, write_json
-from bot.bench.scale import ScaleStore, scale
+from bot.bench.scale import ScaleStore, backlog, scale
 from bot.bench.stage import CLICK_REQUESTERS, SPREAD_LANES, Stage, running_stage
 from contracts.redaction import shown_store_url
 
-__all__ = ["BenchOptions", "add_bench_arguments", "bench_command", "run_bench"]
+#: the scenarios ``--only`` can run alone
+ONLY = ("backlog",)
+
+__all__ = ["ONLY", "BenchOptions", "add_bench_arguments", "bench_command", "run_bench"]
 
 _POSTGRES = ("postgresql://", "postgres://")
 
@@ -45,6 +48,9 @@ class BenchOptions:
     json: Path | None = None
     work_dir: Path | None = None  #: keep databases and server logs here (default: temporary)
     instances: int = 1  #: `countersign serve` processes on the one store, the load spread over them
+    backlog: int = 50_000  #: proposals of the agent already pending in the backlog scenario
+    #: run only these scenarios (their own servers and stores), none of the others
+    only: tuple[str, ...] = ()
 
     @classmethod
     def quick(cls, **overrides: Any) -> BenchOptions:
@@ -57,6 +63,7 @@ class BenchOptions:
             burst_timeout=5.0,
             scale=20_000,
             samples=100,
+            backlog=5_000,
         )
         return replace(small, **overrides)
 
@@ -111,6 +118,19 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         help="N `countersign serve` processes on the one PostgreSQL database, each request sent "
         "to the next (default 1; more need --store)",
     )
+    parser.add_argument(
+        "--backlog",
+        type=int,
+        default=None,
+        help=f"proposals already pending in the backlog scenario (default {default.backlog:,})",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=ONLY,
+        default=None,
+        help="run only this scenario (repeatable): its rows without the floors and the others",
+    )
     parser.add_argument("--samples", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument(
@@ -131,8 +151,11 @@ def bench_command(args: argparse.Namespace) -> int:
         "json",
         "work_dir",
         "instances",
+        "backlog",
     )
     given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    if args.only:
+        given["only"] = tuple(dict.fromkeys(args.only))
     options = BenchOptions.quick(**given) if args.quick else BenchOptions(**given)
     problems = _check(options)
     if problems:
@@ -196,7 +219,7 @@ def _check(options: BenchOptions) -> list[str]:
     for name in ("duration", "overload_seconds", "burst_timeout"):
         if getattr(options, name) <= 0:
             problems.append(f"--{name.replace('_', '-')}: expected a positive number of seconds")
-    for name in ("clicks", "burst", "scale", "samples", "instances"):
+    for name in ("clicks", "burst", "scale", "samples", "instances", "backlog"):
         if getattr(options, name) < 1:
             problems.append(f"--{name}: got {getattr(options, name)}; expected at least 1")
     if options.store is not None and not options.store.startswith(_POSTGRES):
@@ -229,11 +252,19 @@ async def run_bench(
             cleanup.enter_context(tempfile.TemporaryDirectory(prefix="countersign-bench-"))
         )
         work.mkdir(parents=True, exist_ok=True)
-        async with _stores(options, work) as (main_url, scale_store):
+        async with _stores(options, work) as (main_url, scale_store, backlog_stores):
             backend = scale_store.backend
             if options.instances > 1:  # the scenarios' rows say how many served them
                 backend = f"{backend} x{options.instances}"
             d = options.duration
+            if options.only:
+                async with running_stage(work, main_url, instances=options.instances) as stage:
+                    if "backlog" in options.only:
+                        for row in await _backlog(stage, backlog_stores, options):
+                            done(row)
+                if options.json is not None:
+                    write_json(options.json, rows, _context(options, backend))
+                return rows
             floor_a = done(await store_floor(main_url, work, d, durable=True))
             async with running_stage(work, main_url, instances=options.instances) as stage:
                 done(await http_floor(stage, d, clients=scenarios.AGENTS))
@@ -295,9 +326,20 @@ async def run_bench(
                 done(_rss_row(_largest(server.rss() for server in stage.servers), backend))
                 for row in await scale(stage, scale_store, options.scale, d, options.samples):
                     done(row)
+                for row in await _backlog(stage, backlog_stores, options):
+                    done(row)
     if options.json is not None:
         write_json(options.json, rows, _context(options, backend))
     return rows
+
+
+async def _backlog(
+    stage: Stage, stores: tuple[ScaleStore, ScaleStore], options: BenchOptions
+) -> list[Measurement]:
+    empty, full = stores
+    return await backlog(
+        stage, empty, full, options.backlog, options.duration, clients=scenarios.AGENTS
+    )
 
 
 async def _with_cpu(stage: Stage, scenario: Awaitable[Measurement]) -> Measurement:
@@ -377,13 +419,19 @@ def _with_search_path(url: str, schema: str) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _stores(options: BenchOptions, work: Path) -> AsyncIterator[tuple[str, ScaleStore]]:
-    """The main store's URL and the scale scenario's: SQLite files in ``work``, or two new
-    PostgreSQL schemas, dropped afterwards."""
+async def _stores(
+    options: BenchOptions, work: Path
+) -> AsyncIterator[tuple[str, ScaleStore, tuple[ScaleStore, ScaleStore]]]:
+    """The main store's URL, the scale scenario's and the backlog scenario's two (empty, and
+    to seed): SQLite files in ``work``, or new PostgreSQL schemas, dropped afterwards."""
     if options.store is None:
         yield (
             f"sqlite:///{work / 'countersign.sqlite'}",
             ScaleStore(f"sqlite:///{work / 'scale.sqlite'}", "sqlite"),
+            (
+                ScaleStore(f"sqlite:///{work / 'backlog-empty.sqlite'}", "sqlite"),
+                ScaleStore(f"sqlite:///{work / 'backlog.sqlite'}", "sqlite"),
+            ),
         )
         return
     try:
@@ -394,7 +442,7 @@ async def _stores(options: BenchOptions, work: Path) -> AsyncIterator[tuple[str,
             "run without --store to benchmark SQLite"
         ) from error
     base = f"countersign_bench_{secrets.token_hex(4)}"
-    schemas = (base, f"{base}_scale")
+    schemas = (base, f"{base}_scale", f"{base}_empty", f"{base}_backlog")
     try:
         admin = await asyncpg.connect(options.store, timeout=10)
     except (OSError, asyncpg.PostgresError, TimeoutError) as error:
@@ -405,9 +453,11 @@ async def _stores(options: BenchOptions, work: Path) -> AsyncIterator[tuple[str,
     try:
         for schema in schemas:
             await admin.execute(f'CREATE SCHEMA "{schema}"')
+        at = [_with_search_path(options.store, schema) for schema in schemas]
         yield (
-            _with_search_path(options.store, schemas[0]),
-            ScaleStore(_with_search_path(options.store, schemas[1]), "postgresql"),
+            at[0],
+            ScaleStore(at[1], "postgresql"),
+            (ScaleStore(at[2], "postgresql"), ScaleStore(at[3], "postgresql")),
         )
     finally:
         for schema in schemas:

@@ -11,6 +11,7 @@ sweep with nothing due; and the server's memory (RSS) after serving them.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from bot.bench.report import Measurement
 from bot.bench.stage import AGENT, APPROVER, OPERATION, REQUESTER, Stage
 from store.open import open_store
 
-__all__ = ["ScaleStore", "scale"]
+__all__ = ["ScaleStore", "backlog", "scale"]
 
 #: pending proposals are spread over this many channels (prime to 10: every channel gets some)
 CHANNELS = 7
@@ -103,8 +104,9 @@ class ScaleStore:
     backend: str
 
 
-async def seed(target: ScaleStore, count: int) -> float:
-    """Create the schema (the migrations), insert ``count`` proposals; the seconds it took."""
+async def seed(target: ScaleStore, count: int, *, every: int = PENDING_EVERY) -> float:
+    """Create the schema (the migrations), insert ``count`` proposals, one in ``every``
+    pending; the seconds it took."""
     store = await open_store(target.url)  # applies the migrations
     await store.close()
     now = datetime.now(UTC).replace(microsecond=0)
@@ -120,7 +122,7 @@ async def seed(target: ScaleStore, count: int) -> float:
                 REQUESTER,
                 OPERATION,
                 CHANNELS,
-                PENDING_EVERY,
+                every,
                 now,
                 APPROVER,
                 _OUTCOME,
@@ -140,7 +142,7 @@ async def seed(target: ScaleStore, count: int) -> float:
                 "requester": REQUESTER,
                 "operation": OPERATION,
                 "channels": CHANNELS,
-                "every": PENDING_EVERY,
+                "every": every,
                 "base": now.strftime("%Y-%m-%d %H:%M:%S"),
                 "base_text": now.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z",
                 "approver": APPROVER,
@@ -250,3 +252,57 @@ async def _sweep(target: ScaleStore, samples: int) -> Measurement:
         await store.close()
     what = "one expiry sweep with nothing due (Store.expire_due)"
     return Measurement.timed("scale: expiry sweep", "scenario", what, latencies, sum(latencies))
+
+
+async def backlog(
+    stage: Stage,
+    empty: ScaleStore,
+    full: ScaleStore,
+    pending: int,
+    duration: float,
+    *,
+    clients: int,
+) -> list[Measurement]:
+    """Agents submitting proposals that ask a person, back to back, to a server on an empty
+    store and then to one on a store where ``pending`` proposals of the same agent already wait
+    (each a `countersign serve` of its own, the agent's pending limit above the backlog): the
+    per-agent pending limit is checked on every submission, and its cost must not grow with
+    the backlog. Two rows; the second's ratio is its rate over the empty store's."""
+    store = await open_store(empty.url)  # the migrations, nothing more
+    await store.close()
+    seconds = await seed(full, pending, every=1)
+    rows: list[Measurement] = []
+    for name, target, waiting in (
+        ("backlog: empty store", empty, 0),
+        ("backlog: pending", full, pending),
+    ):
+        server = await stage.countersign(name.replace(":", "").replace(" ", "-"), target.url)
+        try:
+            cpu_before = server.cpu_seconds()
+            result = await back_to_back(
+                functools.partial(_submit_to, stage, server.url),
+                clients=clients,
+                duration=duration,
+            )
+            cpu_after = server.cpu_seconds()
+        finally:
+            await server.stop()
+        what = f"{clients} agents submitting proposals that ask a person, {waiting:,} pending"
+        row = Measurement.timed(
+            name, "scenario", what, result.of(201), result.elapsed, backend=target.backend
+        )
+        created = len(result.of(201))
+        row.details.update(statuses=dict(result.statuses), already_pending=waiting)
+        if cpu_before is not None and cpu_after is not None and created:
+            row.details["cpu_ms_per_proposal"] = round(1000 * (cpu_after - cpu_before) / created, 2)
+            row.note = f"{row.details['cpu_ms_per_proposal']} ms CPU per proposal"
+        rows.append(row)
+    rows[1].details["seed_seconds"] = round(seconds, 1)
+    rows[1].against(rows[0]).judge(
+        "within 10% of empty", None if rows[1].ratio is None else rows[1].ratio >= 0.9
+    )
+    return rows
+
+
+async def _submit_to(stage: Stage, url: str, n: int) -> int:
+    return await stage.submit("ingest", url=url)

@@ -33,6 +33,8 @@ SCENARIOS = {
     "scale: approver queue": None,
     "scale: expiry sweep": None,
     "scale: server RSS": None,
+    "backlog: empty store": None,
+    "backlog: pending": "backlog: empty store",
 }
 
 
@@ -69,6 +71,7 @@ async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None
         sys.executable, "-m", "bot.cli", "bench", "--quick", *store,
         "--duration", "0.5", "--clicks", "20", "--overload-seconds", "0.5",
         "--burst", "3", "--burst-timeout", "2", "--scale", "2000", "--samples", "20",
+        "--backlog", "300",
         "--json", str(out), "--work-dir", str(tmp_path / "work"),
         cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -152,6 +155,38 @@ async def test_bench_refuses_several_instances_on_sqlite(tmp_path: Path) -> None
 
     assert process.returncode == 2
     assert "--instances 2: several instances share a PostgreSQL database" in printed.decode()
+
+
+@pytest.mark.parametrize(
+    "store", [[], pytest.param(["--store", PG_URL], marks=pytest.mark.postgres)]
+)
+@pytest.mark.timeout(120)
+async def test_bench_only_backlog_submits_to_an_empty_store_and_to_one_with_a_backlog(
+    tmp_path: Path, store: list[str]
+) -> None:
+    """--only backlog: its two rows alone, the second on a store where --backlog proposals of
+    the agent already wait, its ratio to the first's rate."""
+    out = tmp_path / "bench.json"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "bench", "--only", "backlog", *store,
+        "--duration", "0.5", "--backlog", "300", "--json", str(out),
+        "--work-dir", str(tmp_path / "work"),
+        cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    printed, _ = await asyncio.wait_for(process.communicate(), timeout=110)
+    assert process.returncode == 0, printed.decode()
+
+    rows = {row["name"]: row for row in json.loads(out.read_text())["measurements"]}
+    assert set(rows) == {"backlog: empty store", "backlog: pending"}
+    empty, full = rows["backlog: empty store"], rows["backlog: pending"]
+    assert empty["details"]["already_pending"] == 0
+    assert full["details"]["already_pending"] == 300
+    for row in (empty, full):
+        assert row["count"] > 0 and row["details"]["cpu_ms_per_proposal"] > 0, row
+    assert full["floor"] == "backlog: empty store"
+    assert abs(full["ratio"] - full["throughput"] / empty["throughput"]) <= 0.0005 + 1e-12
+    assert full["target"] == "within 10% of empty"
 
 
 def test_percentiles_are_nearest_rank_in_milliseconds() -> None:

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+import asyncpg
+import pytest
 
 from bot.api.proposals import QUOTAS, SUBMISSIONS
 from tests.e2e.harness import (
@@ -33,6 +37,8 @@ from tests.e2e.harness import (
 )
 from tests.slack_requests import app_home_opened_body, signed_headers, slash_command_body
 from tests.store.conformance import new_proposal
+
+POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def limits(table: str = "limits", **values: float) -> Callable[[str], str]:
@@ -206,19 +212,43 @@ async def test_past_its_pending_limit_an_agent_is_refused_and_nothing_is_stored_
         assert (await post(cs, "/v1/proposals", campaign(3), AGENT_TOKEN)).status == 201
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def store_url(request: pytest.FixtureRequest) -> AsyncIterator[str | None]:
+    """The store of the test's one instance: a SQLite file (None), or a new PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield None
+        return
+    schema = f"countersign_test_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(POSTGRES)
+    try:
+        await admin.execute(f'CREATE SCHEMA "{schema}"')
+        yield f"{POSTGRES}?search_path={schema}"
+    finally:
+        await admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await admin.close()
+
+
 async def test_a_burst_of_concurrent_submissions_cannot_all_take_the_last_free_places(
-    tmp_path: Path,
+    tmp_path: Path, store_url: str | None
 ) -> None:
-    """Twenty at once, each counting the store before any is stored, would all see room."""
+    """Twenty at once, each counting the store before any is stored, would all see room; and
+    with places freed by decisions in between, the limit still holds exactly."""
     edit = limits(max_pending_proposals=3, submissions_per_second=1000, submissions_burst=1000)
-    async with running_countersign(tmp_path, config_edit=edit) as cs:
+    async with running_countersign(tmp_path, config_edit=edit, store_url=store_url) as cs:
         answers = await asyncio.gather(
             *(post(cs, "/v1/proposals", campaign(n), AGENT_TOKEN) for n in range(20))
         )
-        stored = await cs.proposal_count()
+        assert sorted(a.status for a in answers) == [201] * 3 + [429] * 17
+        assert await cs.store.count_pending("support-bot") == 3
 
-    assert sorted(a.status for a in answers) == [201] * 3 + [429] * 17
-    assert stored == 3
+        first = next(a.json()["id"] for a in answers if a.status == 201)
+        await cs.store.reject(first, actor=APPROVER, reason="no", now=cs.clock())
+        again = await asyncio.gather(
+            *(post(cs, "/v1/proposals", campaign(n), AGENT_TOKEN) for n in range(20, 40))
+        )
+        assert sorted(a.status for a in again) == [201] + [429] * 19
+        assert await cs.store.count_pending("support-bot") == 3
+        assert len(await cs.store.pending_proposals(agent="support-bot")) == 3
 
 
 async def test_a_burst_of_concurrent_escalations_cannot_all_take_the_last_free_places(

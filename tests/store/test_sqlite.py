@@ -320,6 +320,45 @@ async def test_migration_0012_rebuilds_proposals_keeping_every_row_and_reference
             db.execute(f"INSERT INTO approvals VALUES ('nobody', 'U3', 'h', {at})")
 
 
+async def test_migration_0016_counts_the_proposals_already_pending_per_agent(
+    db_path: Path,
+) -> None:
+    """A database upgraded with a backlog starts its kept pending counts from that backlog."""
+    before = [m for m in load_migrations("sqlite") if m.version <= 15]
+    columns = (
+        "id, agent, submission_key, submission_fingerprint, requested_by, operation, request, "
+        "arguments, preview, binding_hash, decision, policy_note, status, created_at, updated_at"
+    )
+    at = "'2030-01-01T00:00:00.000000Z'"
+    async with aiosqlite.connect(db_path, isolation_level=None) as db:
+        await apply_migrations(db, before)
+        rows = [("a", "pending"), ("a", "pending"), ("a", "rejected"), ("b", "pending")]
+        for n, (agent, status) in enumerate(rows):
+            await db.execute(
+                f"INSERT INTO proposals ({columns}) VALUES ('p{n}', '{agent}', 'k{n}', 'f', "
+                f"'U1', 'op', '{{}}', '{{}}', '{{}}', 'h', 'ask', 'n', '{status}', {at}, {at})"
+            )
+
+    store = await SqliteStore.open(db_path)
+    try:
+        assert await store.count_pending("a") == 2
+        assert await store.pending_by_agent() == {"a": 2, "b": 1}
+    finally:
+        await store.close()
+
+
+async def test_counting_an_agents_pending_proposals_reads_no_proposal(db_path: Path) -> None:
+    """The per-agent limit's count reads the kept count, so its cost does not grow with the
+    backlog (a count(*) over the agent's pending proposals did)."""
+    await (await SqliteStore.open(db_path)).close()
+    queries = load_queries("sqlite")
+    with raw(db_path) as db:
+        for name, params in (("count_pending", {"agent": "a"}), ("count_pending_by_agent", {})):
+            plan = db.execute(f"EXPLAIN QUERY PLAN {queries[name].text}", params).fetchall()
+            assert "pending_counts" in str(plan)
+            assert "proposals" not in str(plan).replace("pending_counts", "")
+
+
 async def test_empty_audit_head_is_the_genesis_of_store_audit(db_path: Path) -> None:
     await (await SqliteStore.open(db_path)).close()
 

@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0015 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0016 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -151,6 +151,15 @@ CREATE TABLE outbox (
     CONSTRAINT outbox_proposal_id_fkey FOREIGN KEY (proposal_id) REFERENCES proposals(id)
 );
 
+CREATE TABLE pending_counts (
+    agent text NOT NULL,
+    shard smallint NOT NULL,
+    pending bigint NOT NULL,
+    CONSTRAINT pending_counts_pending_check CHECK ((pending >= 0)),
+    CONSTRAINT pending_counts_pkey PRIMARY KEY (agent, shard),
+    CONSTRAINT pending_counts_shard_check CHECK (((shard >= 0) AND (shard <= 7)))
+);
+
 CREATE TABLE proposals (
     id text NOT NULL,
     agent text NOT NULL,
@@ -200,6 +209,9 @@ END,
     review_sampled boolean NOT NULL DEFAULT false,
     digest_id text,
     delegation_id text,
+    CONSTRAINT pending_counts_on_delete TRIGGER DEFERRABLE INITIALLY DEFERRED,
+    CONSTRAINT pending_counts_on_insert TRIGGER DEFERRABLE INITIALLY DEFERRED,
+    CONSTRAINT pending_counts_on_update TRIGGER DEFERRABLE INITIALLY DEFERRED,
     CONSTRAINT proposals_arguments_check CHECK ((json_typeof(arguments) = 'object'::text)),
     CONSTRAINT proposals_decision_check CHECK ((decision = ANY (ARRAY['auto'::text, 'ask'::text, 'deny'::text]))),
     CONSTRAINT proposals_delegation_id_fkey FOREIGN KEY (delegation_id) REFERENCES delegations(id),
@@ -305,6 +317,8 @@ CREATE INDEX outbox_due ON outbox USING btree (next_attempt_at, id) WHERE ((deli
 CREATE INDEX outbox_open_by_proposal ON outbox USING btree (proposal_id, lane, id) WHERE ((delivered_at IS NULL) AND (abandoned_at IS NULL));
 
 CREATE UNIQUE INDEX outbox_pkey ON outbox USING btree (id);
+
+CREATE UNIQUE INDEX pending_counts_pkey ON pending_counts USING btree (agent, shard);
 
 CREATE INDEX proposals_decided_by ON proposals USING btree (decided_by, decided_at) WHERE (decided_by IS NOT NULL);
 
@@ -478,6 +492,30 @@ BEGIN
     RETURN NEW;
 END;
 $function$;
+
+CREATE OR REPLACE FUNCTION pending_counts_follow()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.status = 'pending' THEN
+        UPDATE pending_counts SET pending = pending - 1
+        WHERE agent = OLD.agent AND shard = pending_counts_shard(OLD.id);
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.status = 'pending' THEN
+        INSERT INTO pending_counts (agent, shard, pending)
+        VALUES (NEW.agent, pending_counts_shard(NEW.id), 1)
+        ON CONFLICT (agent, shard) DO UPDATE SET pending = pending_counts.pending + 1;
+    END IF;
+    RETURN NULL;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION pending_counts_shard(proposal_id text)
+ RETURNS smallint
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ SELECT (get_byte(decode(md5(proposal_id), 'hex'), 0) % 8)::smallint $function$;
 
 CREATE OR REPLACE FUNCTION proposals_contract_is_frozen()
  RETURNS trigger
@@ -739,6 +777,12 @@ CREATE TRIGGER digests_refuse_update_and_delete BEFORE DELETE OR UPDATE ON diges
 CREATE TRIGGER escalations_report_is_frozen BEFORE UPDATE OF id, agent, submission_key, submission_fingerprint, conversation_id, requested_by, customer_ref, team, summary, trigger, verdict, channel, callback_url, created_at ON escalations FOR EACH ROW EXECUTE FUNCTION escalations_report_is_frozen();
 
 CREATE TRIGGER escalations_status_follows_lifecycle BEFORE UPDATE OF status ON escalations FOR EACH ROW EXECUTE FUNCTION escalations_status_follows_lifecycle();
+
+CREATE CONSTRAINT TRIGGER pending_counts_on_delete AFTER DELETE ON proposals DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((old.status = 'pending'::text)) EXECUTE FUNCTION pending_counts_follow();
+
+CREATE CONSTRAINT TRIGGER pending_counts_on_insert AFTER INSERT ON proposals DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.status = 'pending'::text)) EXECUTE FUNCTION pending_counts_follow();
+
+CREATE CONSTRAINT TRIGGER pending_counts_on_update AFTER UPDATE OF status, agent ON proposals DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((((old.status = 'pending'::text) OR (new.status = 'pending'::text)) AND ((old.status IS DISTINCT FROM new.status) OR (old.agent IS DISTINCT FROM new.agent)))) EXECUTE FUNCTION pending_counts_follow();
 
 CREATE TRIGGER proposals_contract_is_frozen BEFORE UPDATE OF id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request, arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note, approver_roles, channel, created_at, risk, quorum, supersedes, edited_by ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_contract_is_frozen();
 

@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0015 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0016 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -133,6 +133,11 @@ CREATE TABLE "outbox" (
     abandoned_at     TEXT,
     last_error       TEXT
 ) STRICT;
+
+CREATE TABLE pending_counts (
+    agent    TEXT PRIMARY KEY,
+    pending  INTEGER NOT NULL CHECK (pending >= 0)
+);
 
 CREATE TABLE "proposals" (
     id                      TEXT PRIMARY KEY,
@@ -410,6 +415,32 @@ WHEN NEW.status <> OLD.status AND OLD.status || ' -> ' || NEW.status NOT IN (
     'handed_back -> resolved')
 BEGIN
     SELECT RAISE(ABORT, 'escalations: this status change is not a lifecycle transition');
+END;
+
+CREATE TRIGGER pending_counts_on_delete AFTER DELETE ON proposals
+WHEN OLD.status = 'pending'
+BEGIN
+    UPDATE pending_counts SET pending = pending - 1 WHERE agent = OLD.agent;
+END;
+
+CREATE TRIGGER pending_counts_on_enter AFTER UPDATE OF status, agent ON proposals
+WHEN NEW.status = 'pending' AND (OLD.status IS NOT 'pending' OR NEW.agent IS NOT OLD.agent)
+BEGIN
+    INSERT INTO pending_counts (agent, pending) VALUES (NEW.agent, 1)
+    ON CONFLICT (agent) DO UPDATE SET pending = pending + 1;
+END;
+
+CREATE TRIGGER pending_counts_on_insert AFTER INSERT ON proposals
+WHEN NEW.status = 'pending'
+BEGIN
+    INSERT INTO pending_counts (agent, pending) VALUES (NEW.agent, 1)
+    ON CONFLICT (agent) DO UPDATE SET pending = pending + 1;
+END;
+
+CREATE TRIGGER pending_counts_on_leave AFTER UPDATE OF status, agent ON proposals
+WHEN OLD.status = 'pending' AND (NEW.status IS NOT 'pending' OR NEW.agent IS NOT OLD.agent)
+BEGIN
+    UPDATE pending_counts SET pending = pending - 1 WHERE agent = OLD.agent;
 END;
 
 CREATE TRIGGER proposals_contract_is_frozen

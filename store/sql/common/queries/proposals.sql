@@ -39,12 +39,13 @@ SELECT * FROM proposals WHERE status = 'pending' AND agent = :agent
 ORDER BY risk_rank, expires_at, id LIMIT :limit
 
 -- name: count_pending
--- How many proposals of one agent wait for a decision (the per-agent pending limit).
-SELECT count(*) AS pending FROM proposals WHERE status = 'pending' AND agent = :agent
+-- How many proposals of one agent wait for a decision (the per-agent pending limit): the
+-- count the database keeps (migration 0016), a few rows whatever the backlog.
+SELECT coalesce(sum(pending), 0) AS pending FROM pending_counts WHERE agent = :agent
 
 -- name: count_pending_by_agent
 -- Pending proposals per agent (App Home and /countersign list give each agent a share).
-SELECT agent, count(*) AS pending FROM proposals WHERE status = 'pending' GROUP BY agent
+SELECT agent, sum(pending) AS pending FROM pending_counts GROUP BY agent HAVING sum(pending) > 0
 
 -- name: select_decided_by
 -- A person's decisions, latest first.
