@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -72,3 +72,18 @@ async def test_every_call_of_a_day_is_counted_with_no_policy_violation(tmp_path:
     assert report.total.refused > 0
     kinds = {reason.split(" ", 2)[1] for reason in report.reasons}
     assert kinds <= {"requested_by:", "operation:", "request.amount_cents:", "request.note:"}
+
+
+async def test_a_day_the_policy_was_not_written_against_costs_under_two_percent_in_clicks(
+    tmp_path: Path,
+) -> None:
+    calls = read_calls("\n".join(json.dumps(call) for call in callmix.day(13)), source="mix")
+    config = settings(tmp_path)
+
+    report = Report.of(config, calls, await simulate(config, calls, store=None, now=NOW))
+
+    assert report.total.calls == len(calls)
+    assert report.click_share <= 0.02
+    assert report.violations == []
+    assert report.batched > 0
+    assert max(report.waits) <= timedelta(hours=1)  # the longest window of the policy

@@ -99,7 +99,7 @@ class Report:
                 row.ask += 1
                 ask = ask_of(outcome)
                 assert ask is not None
-                batch = getattr(ask, "batch", None)
+                batch = ask.batch
                 asked.append(
                     Asked(
                         index=index,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.operators.grants import parse_grant
-from bot.operators.report import Report
+from bot.operators.report import Report, print_report
 from bot.operators.simulate import (
     Call,
     export_calls_command,
@@ -336,3 +336,21 @@ async def test_the_report_as_json_counts_every_call(tmp_path: Path) -> None:
         "refused": 1,
     }
     assert document["click_share"] == 0.5
+
+
+async def test_a_batch_window_groups_asks_by_their_arrival_into_one_click(
+    tmp_path: Path,
+) -> None:
+    # small-refunds holds its proposals up to 30 minutes (examples/callmix/countersign.toml)
+    calls = _lines(*(_refund(1000, minute=minute) for minute in (0, 10, 20, 40)))
+    settings = callmix_settings(tmp_path)
+
+    report = Report.of(settings, calls, await simulate(settings, calls, store=None, now=NOW))
+
+    [row] = report.rows
+    assert (row.name, row.ask, row.digests, row.clicks) == ("small-refunds", 4, 2, 2)
+    assert report.batched == 4
+    assert sorted(w.total_seconds() / 60 for w in report.waits) == [10, 20, 30, 30]
+    out = io.StringIO()
+    print_report(report, out)
+    assert "added wait p50 20 minutes, p95 30 minutes" in out.getvalue()
