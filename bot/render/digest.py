@@ -247,7 +247,7 @@ def total_text(table: Table, pending: int, items: int) -> str | None:
         for currency, amount in sorted(sums.items())
     )
     whose = f"the {pending:,} pending" if pending else f"all {items:,}"
-    return f"*Total {escape(label.lower())}* of {whose}: {shown or 'none'}"
+    return f"*Total {inert(label.lower())}* of {whose}: {shown or 'none'}"
 
 
 def _common_text(table: Table, pending: Sequence[Proposal], now: datetime) -> str:
@@ -600,7 +600,7 @@ def tally_text(tally: Tally) -> str:
     text = ", ".join(parts) + "."
     if tally.named:
         for number, title, what in sorted(tally.named):
-            text += f"\n• *Item {number}* ({clip(inert(title), 80)}): {escape(what)}"
+            text += f"\n• *Item {number}* ({clip(inert(title), 80)}): {inert(what)}"
         return clip(text, NAMED_TEXT_MAX)
     for reason, count in tally.refused.most_common(5):
         text += f"\n• {count} refused: {with_times(reason)}"

@@ -32,6 +32,7 @@ from pydantic import JsonValue
 import bot.render
 from bot.edit_form import EditForm, edit_form
 from bot.render.digest import Tally
+from bot.render.digest_review import ReviewState, review_state
 from bot.render.home import StateCheck
 from contracts.base import Preview, PreviewField
 from contracts.escalation import Signals, Summary, ToolResult, Trigger, TriggerKind, TriggerVerdict
@@ -359,6 +360,7 @@ def builders(text: str) -> dict[object, list[Any]]:
         Escalation | None: escalations[:1],
         Sequence[Escalation]: [escalations],
         Digest: [digest],
+        ReviewState: [review_state(digest)],
         Delegation: [delegation],
         Sequence[Delegation]: [[delegation]],
         StandingRule: [rule],
@@ -380,7 +382,10 @@ def builders(text: str) -> dict[object, list[Any]]:
             {p.id: StateCheck(at=NOW, reason=text, failed=True) for p in proposals}
         ],
         Mapping[str, int] | None: [{text: 3}],
-        Tally: [Tally(verb="approved", done=1, refused=Counter({text: 2}))],
+        Tally: [
+            Tally(verb="approved", done=1, refused=Counter({text: 2})),
+            Tally(verb="approved", refused=Counter({text: 1}), named=[(2, text, text)]),
+        ],
         JsonValue: [hostile_json],
         Mapping[str, JsonValue]: [hostile_json],
         tuple[Mapping[str, JsonValue], Mapping[str, JsonValue]]: [(hostile_json, hostile_json)],
@@ -412,6 +417,10 @@ RAW: dict[str, str] = {
     "proposal.is_clipped": "whether blocks hold the clip marker",
     "digest.shown_whole": "whether a digest fits whole",
     "inert.visible": "the inert renderer's own step: invisible characters shown by their code",
+    "digest_review.chosen_places": "which boxes of a submitted review page are ticked: numbers",
+    "digest_review.box_place": "the item a box's block id names: a number",
+    "digest_review.box_block_id": "a block id Countersign makes from an item's number",
+    "digest_review.review_state": "what a review modal remembers: places and binding hashes",
 }
 
 
@@ -424,6 +433,8 @@ OWN_PARAMETERS: dict[tuple[str, str], object] = {
     # where the edit went: a permalink Slack gave
     # the modal's title, Countersign's ("Full proposals")
     ("full.full_views", "title"): "Full proposals",
+    # Countersign's number for the item in a digest review, its own mrkdwn
+    ("full.proposal_in_full", "heading"): "*Item 2*\n",
     ("edit.superseded_reply", "link"): "https://example.slack.com/archives/C0A/p1700000000000100",
 }
 
