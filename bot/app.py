@@ -44,6 +44,7 @@ from bot.monitoring.endpoints import (
 from bot.monitoring.events import Observer
 from bot.monitoring.health import Readiness, SlackUnusable, confirm_slack, confirm_slack_forever
 from bot.monitoring.metrics import CountedCoalescer, Metrics
+from bot.monitoring.store_watch import StoreWatch
 from bot.monitoring.timed_store import timed_store
 from bot.monitoring.version import countersign_version
 from bot.outbox import OutboxWorker, RetryPolicy
@@ -62,7 +63,7 @@ from bot.standing.listeners import register_standing_listeners
 from bot.standing.review import Reviews
 from bot.standing.rules import StandingGrants, offers
 from bot.subscribers import Subscribers
-from store.base import Delivery, Proposal, Store
+from store.base import Delivery, Proposal, Store, StoreUnavailable
 from store.lifecycle import Effect
 
 __all__ = ["CLICKS", "OUTBOX", "build_app", "utc_now"]
@@ -138,9 +139,7 @@ def build_app(
         server.callback_concurrency,
         max_wait=lease.total_seconds() - server.callback_timeout_seconds - 5,
     )
-    poster = CallbackPoster(
-        callback_http, guard, slots, timeout=server.callback_timeout_seconds
-    )
+    poster = CallbackPoster(callback_http, guard, slots, timeout=server.callback_timeout_seconds)
     callbacks = CallbackSender(poster, store, settings.agents, clock)
 
     async def deliver_review(delivery: Delivery) -> None:
@@ -159,6 +158,7 @@ def build_app(
         clock,
         policy=RetryPolicy(callback_attempts=server.callback_attempts),
         lease=lease,
+        watch=StoreWatch(),
     )
     subscribers = Subscribers()  # the App Home tab, once built (below)
     subscribers.add(Observer(metrics))  # logs and counts every decision and outcome
@@ -287,9 +287,13 @@ def build_app(
         for problem in quorums:
             log.warning("%s", problem)
         workers += [
-            asyncio.create_task(_sweep_forever(service, server.sweep_interval_seconds)),
+            asyncio.create_task(
+                _sweep_forever(service, server.sweep_interval_seconds, outbox.watch)
+            ),
             asyncio.create_task(outbox.run()),
-            asyncio.create_task(reannounce_forever(escalations, server.sweep_interval_seconds)),
+            asyncio.create_task(
+                reannounce_forever(escalations, server.sweep_interval_seconds, outbox.watch)
+            ),
         ]
         if settings.audit.every is not None:  # [audit] anchor_every
             anchorer = Anchorer(
@@ -318,9 +322,9 @@ def build_app(
     return app
 
 
-async def _sweep_forever(service: Service, interval: float) -> None:
+async def _sweep_forever(service: Service, interval: float, watch: StoreWatch) -> None:
     """Expire overdue proposals; remind approvers of those whose reminder is due; hand
-    executions whose executor vanished to a person."""
+    executions whose executor vanished to a person. A store outage is ``watch``'s to say."""
     while True:
         try:
             expired = await service.expire_due()
@@ -328,6 +332,8 @@ async def _sweep_forever(service: Service, interval: float) -> None:
                 log.info("expired %d proposal(s)", len(expired))
             await service.remind_due()
             await service.reclaim_abandoned()
+        except StoreUnavailable as error:
+            watch.unanswered(error, where="the sweep")
         except Exception:
             log.exception("sweep failed; trying again in %.0f s", interval)
         await asyncio.sleep(interval)

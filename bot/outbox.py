@@ -22,11 +22,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from bot.monitoring.store_watch import StoreWatch
 from bot.slack.publish import DeliveryFailed
-from store.base import Delivery, Store
+from store.base import Delivery, Store, StoreUnavailable
 from store.lifecycle import Effect
 
-__all__ = ["Coalescer", "Deliverable", "DeliveryQueue", "Job", "OutboxWorker", "RetryPolicy"]
+__all__ = [
+    "Coalescer",
+    "Deliverable",
+    "DeliveryQueue",
+    "Interrupted",
+    "Job",
+    "OutboxWorker",
+    "RetryPolicy",
+]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +71,15 @@ class Job:
 
     deliveries: tuple[Delivery, ...]
     run: Callable[[], Awaitable[None]]
+
+
+class Interrupted(StoreUnavailable):
+    """The store stopped answering while a job held these entries (those it claimed, and any
+    more it leased on the way): the outbox settles them as soon as it is back."""
+
+    def __init__(self, held: Sequence[Delivery]) -> None:
+        super().__init__(f"the store stopped answering while {len(held)} entries were held")
+        self.held = tuple(held)
 
 
 class Coalescer(Protocol):
@@ -123,8 +141,16 @@ class OutboxWorker:
         batch: int = 16,
         lease: timedelta = timedelta(seconds=60),
         idle_poll: float = 0.5,
+        watch: StoreWatch | None = None,
     ) -> None:
+        """``watch`` hears whether the store answers each round (bot/monitoring/store_watch.py):
+        an outage is logged there once, not as a failed round each time."""
         self._store = store
+        self.watch = watch or StoreWatch()
+        #: entries whose attempt the store's outage interrupted and which are still leased
+        #: here: settled (released to try again at once, or completed) as soon as it is back,
+        #: instead of waiting for their leases to end
+        self._stranded: dict[tuple[int, int], tuple[DeliveryQueue, bool]] = {}
         self._deliverers = deliverers
         self._clock = clock
         self.policy = policy
@@ -161,11 +187,19 @@ class OutboxWorker:
                 # cleared before the round, not after: a wake() while it claims (an entry
                 # committed just too late for its claim) must start the next round at once
                 self._wake.clear()
+                unanswered = self.watch.unanswered_count
                 try:
+                    await self._settle_stranded()
                     worked = await self.run_once()
+                except StoreUnavailable as error:  # an outage: said once, not every round
+                    self.watch.unanswered(error, where="the outbox")
+                    worked = 0
                 except Exception:
                     log.exception("outbox round failed; trying again shortly")
                     worked = 0
+                else:
+                    if self.watch.unanswered_count == unanswered:  # every question answered
+                        self.watch.answered()
                 if worked < self._batch:
                     try:
                         async with asyncio.timeout(self._idle_poll):
@@ -243,6 +277,12 @@ class OutboxWorker:
         self.in_flight += 1
         try:
             await job.run()
+        except StoreUnavailable as error:  # an outage: try them again as soon as it is back
+            cause = error.__cause__ if isinstance(error.__cause__, StoreUnavailable) else error
+            self.watch.unanswered(cause, where="the outbox")
+            held = error.held if isinstance(error, Interrupted) else job.deliveries
+            for delivery in {d.id: d for d in (*job.deliveries, *held)}.values():
+                self._strand(delivery, self._store, completed=False)
         except Exception:  # a bug: its entries are tried again when their leases end
             ids = [delivery.id for delivery in job.deliveries]
             log.exception("delivering outbox entries %s together failed", ids)
@@ -269,16 +309,43 @@ class OutboxWorker:
     async def _attempt(
         self, delivery: Any, queue: DeliveryQueue, deliver: Callable[[Any], Awaitable[None]]
     ) -> None:
+        completed = False
         try:
-            await deliver(delivery)
-        except DeliveryFailed as failure:
-            await self._failed(delivery, failure, queue)
-        except Exception as error:  # a bug or a store problem: retry like a transient failure
-            log.exception("delivering outbox entry %s failed", delivery.id)
-            problem = DeliveryFailed(f"{type(error).__name__}: {error}")
-            await self._failed(delivery, problem, queue)
-        else:
-            await queue.complete_delivery(delivery.id, now=self._clock())
+            try:
+                await deliver(delivery)
+            except DeliveryFailed as failure:
+                await self._failed(delivery, failure, queue)
+            except StoreUnavailable:
+                raise
+            except Exception as error:  # a bug: retry like a transient failure
+                log.exception("delivering outbox entry %s failed", delivery.id)
+                problem = DeliveryFailed(f"{type(error).__name__}: {error}")
+                await self._failed(delivery, problem, queue)
+            else:
+                completed = True
+                await queue.complete_delivery(delivery.id, now=self._clock())
+        except StoreUnavailable as error:  # settled as soon as it is back, not when its lease ends
+            self.watch.unanswered(error, where="the outbox")
+            self._strand(delivery, queue, completed=completed)
+
+    def _strand(self, delivery: Any, queue: DeliveryQueue, *, completed: bool) -> None:
+        """Remember ``delivery``, whose attempt the store's outage interrupted, until it is
+        settled (``completed``: it was delivered)."""
+        self._stranded[(id(queue), delivery.id)] = (queue, completed)
+
+    async def _settle_stranded(self) -> None:
+        """Settle the entries an outage interrupted: complete those delivered, release the
+        others to be claimed again now (an earlier attempt may have reached Slack: a retry
+        looks before posting). Raises StoreUnavailable while the store is still away."""
+        for key, (queue, completed) in list(self._stranded.items()):
+            delivery_id = key[1]
+            if completed:
+                await queue.complete_delivery(delivery_id, now=self._clock())
+            else:
+                await queue.retry_delivery(
+                    delivery_id, at=self._clock(), error="the store did not answer"
+                )
+            del self._stranded[key]
 
     async def _failed(
         self, delivery: Deliverable, failure: DeliveryFailed, queue: DeliveryQueue

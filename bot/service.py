@@ -6,6 +6,7 @@ Listeners and HTTP handlers decode their input and call in here; business rules 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
@@ -49,6 +50,7 @@ from store.base import (
     AlreadyDecided,
     ApprovalCounted,
     IdempotencyConflict,
+    InvalidTransition,
     NewProposal,
     NotApprovable,
     Proposal,
@@ -667,9 +669,35 @@ class Service:
         """Run a proposal this process has claimed (status executing) and record its outcome;
         the proposal as it is afterwards."""
         outcome = await self._executor.run(proposal)
-        proposal = await self.store.record_outcome(proposal.id, outcome, now=self._clock())
+        proposal = await self._record_outcome(proposal, outcome)
         self.changed(proposal)
         return proposal
+
+    async def _record_outcome(self, proposal: Proposal, outcome: Outcome) -> Proposal:
+        """Record ``outcome``; while the store does not answer, keep it and try again (this
+        process holds the only copy of what the target said)."""
+        wait = 0.1
+        while True:
+            try:
+                return await self.store.record_outcome(proposal.id, outcome, now=self._clock())
+            except InvalidTransition:
+                if wait == 0.1:
+                    raise
+                # an earlier try may have committed without its answer reaching us
+                current = await self.store.get_proposal(proposal.id)
+                if current.outcome != outcome:
+                    raise
+                return current
+            except StoreUnavailable as error:
+                if wait == 0.1:
+                    log.warning(
+                        "the outcome of %s (%s) waits for the store to record it: %s",
+                        proposal.id,
+                        outcome.kind,
+                        error,
+                    )
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, 1.0)
 
     def changed(self, proposal: Proposal) -> None:
         """Call after every transition of ``proposal``: the transition wrote its effects to the

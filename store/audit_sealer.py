@@ -49,6 +49,7 @@ class Sealer:
         self._waiting: list[asyncio.Future[None]] = []
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._failing = False  #: the last run failed (its warning was written)
 
     def start(self) -> None:
         """Run now, and from then on as the module says."""
@@ -96,10 +97,17 @@ class Sealer:
                     if not done.done():
                         done.set_exception(error)
                 if not self._closed:  # closing meanwhile: the store refused the connection
-                    log.warning("could not seal audit entries (trying again): %s", error)
+                    # said once per outage: the outage itself is the application's to report
+                    log.log(
+                        logging.DEBUG if self._failing else logging.WARNING,
+                        "could not seal audit entries (trying again): %s",
+                        error,
+                    )
+                    self._failing = True
                     await asyncio.sleep(RETRY_SECONDS)
                     self._wanted.set()
             else:
+                self._failing = False
                 for done in waiting:
                     if not done.done():
                         done.set_result(None)

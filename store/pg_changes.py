@@ -107,7 +107,13 @@ class ChangeFeed:
                 try:
                     await self._listen()
                 except Exception as error:  # StoreUnavailable, mostly: try again later
-                    log.warning("cannot listen for proposal changes yet: %s", error)
+                    # said once: the outage itself is the application's to report
+                    first = delay == _FIRST_RETRY_SECONDS
+                    log.log(
+                        logging.WARNING if first else logging.DEBUG,
+                        "cannot listen for proposal changes yet: %s",
+                        error,
+                    )
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, _LAST_RETRY_SECONDS)
                 else:

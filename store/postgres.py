@@ -14,6 +14,7 @@ over this (store/proposals.py and the modules it gathers).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
@@ -109,6 +110,7 @@ class PostgresStore(ProposalVerbs):
         if not durable:
             settings.setdefault("synchronous_commit", "off")
         where = redacted(url)
+        logging.getLogger("asyncpg.pool").addFilter(_quiet_pool_floor)  # once: filters are a set
         try:
             pool = await asyncpg.create_pool(
                 url,
@@ -212,6 +214,14 @@ class PostgresStore(ProposalVerbs):
         """Return once every audit entry committed before the call is sealed (by this store's
         sealer, or another instance's)."""
         await self._sealer.sealed()
+
+
+def _quiet_pool_floor(record: logging.LogRecord) -> bool:
+    """Drop asyncpg's "Failed to restore the pool connection floor; retrying", written with a
+    traceback each time it cannot reconnect: the database being away is an outage, which the
+    application reports once, not a bug."""
+    return not record.getMessage().startswith("Failed to restore the pool connection floor")
+
 
 
 async def _nothing_to_reset(db: asyncpg.Connection[asyncpg.Record]) -> None:

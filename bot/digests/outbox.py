@@ -26,10 +26,10 @@ from functools import partial
 from typing import Any
 
 from bot.digests.settings import DIGEST_MAX, DigestSettings
-from bot.outbox import Job, RetryPolicy
+from bot.outbox import Interrupted, Job, RetryPolicy
 from bot.render import digest as render_digest
 from bot.slack.publish import METADATA_EVENT, DeliveryFailed, SlackPublisher
-from store.base import Delivery, Proposal, Store
+from store.base import Delivery, Proposal, Store, StoreUnavailable
 from store.digests import Digest, NewDigest, new_digest_id
 from store.lifecycle import Effect, Status
 
@@ -165,7 +165,9 @@ class DigestOutbox:
                     lease=self._lease,
                 )
             await self._post_held(similar, held)
-        except Exception as error:  # a store problem or a bug: retry as a transient failure
+        except StoreUnavailable as error:  # an outage: the outbox settles them once it is back
+            raise Interrupted(held) from error
+        except Exception as error:  # a bug: retry as a transient failure
             log.exception("posting %d similar proposals in %s failed", len(held), channel)
             await self._failed(held, DeliveryFailed(f"{type(error).__name__}: {error}"))
 
@@ -303,7 +305,9 @@ class DigestOutbox:
             else:
                 action = self._reply(digest, held)
                 await self._settle(held, "chat.postMessage", digest.channel, action)
-        except Exception as error:  # a store problem or a bug: retry as a transient failure
+        except StoreUnavailable as error:  # an outage: the outbox settles them once it is back
+            raise Interrupted(held) from error
+        except Exception as error:  # a bug: retry as a transient failure
             log.exception("delivering %s of digest %s failed", effect, digest_id)
             await self._failed(held, DeliveryFailed(f"{type(error).__name__}: {error}"))
 

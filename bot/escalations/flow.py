@@ -20,6 +20,7 @@ from bot.api.requesters import check_requester
 from bot.api.waiters import Waiters
 from bot.escalations.schemas import EscalationBody
 from bot.ids import opaque_id
+from bot.monitoring.store_watch import StoreWatch
 from bot.render import escalation as render
 from bot.service import APP_HOME
 from bot.settings import AgentSettings, Settings
@@ -28,7 +29,7 @@ from bot.slack.publish import SlackPublisher
 from bot.subscribers import Subscribers
 from contracts.base import ContractViolation, FieldProblem
 from contracts.escalation import choose_route, judge_trigger, responder_refusal
-from store.base import Store
+from store.base import Store, StoreUnavailable
 from store.escalations import (
     Escalation,
     EscalationConflict,
@@ -335,13 +336,19 @@ def _conflict(earlier: Escalation, derived: bool) -> Exception:
     )
 
 
-async def reannounce_forever(service: EscalationService, interval: float) -> None:
-    """The escalations' sweep: announce again what nobody took in time."""
+async def reannounce_forever(
+    service: EscalationService, interval: float, watch: StoreWatch | None = None
+) -> None:
+    """The escalations' sweep: announce again what nobody took in time. A store outage is
+    ``watch``'s to say (bot/monitoring/store_watch.py)."""
+    watch = watch or StoreWatch()
     while True:
         try:
             announced = await service.reannounce_due()
             if announced:
                 log.info("announced %d unclaimed escalation(s) again", len(announced))
+        except StoreUnavailable as error:
+            watch.unanswered(error, where="the escalations' sweep")
         except Exception:
             log.exception("escalation sweep failed; trying again in %.0f s", interval)
         await asyncio.sleep(interval)
