@@ -70,7 +70,9 @@ def escalation_message(escalation: Escalation, *, handed_back_by: str | None = N
     title = f"Escalation: {_KIND[escalation.verdict.kind]}"
     blocks: Blocks = [
         header(title),
-        section(f"*Why Countersign escalated it:* {why_escalated(escalation)}\n{_who(escalation)}"),
+        # Countersign's verdict in a block of its own, before any of the agent's text
+        section(f"*Why Countersign escalated it:* {why_escalated(escalation)}"),
+        section(_who(escalation)),
         *_report(escalation),
         context(
             f"Signals as measured by the agent: {_signals(escalation.trigger.signals)}",

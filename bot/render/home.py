@@ -2,10 +2,11 @@
 answers. Pure functions of stored values and ``now``; no clock, env or I/O.
 
 The proposals waiting for the person come as the store ranks them: riskiest first (irreversible,
-reversible, read), then soonest expiry; each shows, in the channel message's order, its title,
-Countersign's verdict (risk class, why the policy asked, how many approved so far when it needs
-several, the expiry, the current state when the operation's revalidation was run for the tab:
-:class:`StateCheck`), who edited it (if it is an edit), its key values, then the agent's
+reversible, read), then soonest expiry; each shows, in the channel message's order,
+Countersign's verdict in a block of its own (risk class, why the policy asked, how many approved
+so far when it needs several, the expiry, the current state when the operation's revalidation
+was run for the tab: :class:`StateCheck`), so that no length of agent text can push it out; then
+its title, who edited it (if it is an edit), its key values, then the agent's
 explanation (labelled, inert), who asked, and its buttons, apart from the next by a divider.
 What had to be cut says so, with Show full. Their
 Approve / Reject buttons are the channel message's own (same action ids, the proposal id as the
@@ -314,12 +315,11 @@ def proposal_detail_blocks(
     formats: Formats | None = None,
     current: StateCheck | None = None,
 ) -> Blocks:
-    """``/countersign show <id>``: in the channel message's order, the title, Countersign's
-    verdict (risk, why the policy asked, status and expiry, approvals so far, and the
-    ``current`` state the operation's revalidation found, as the Home tab shows it), the
-    preview, who edited it and what changed from ``previous``, who asked, the agent's
-    explanation, and the audit trail of one proposal. What had to be cut says so, with Show
-    full."""
+    """``/countersign show <id>``: in the channel message's order, Countersign's verdict (risk,
+    why the policy asked, status and expiry, approvals so far, and the ``current`` state the
+    operation's revalidation found, as the Home tab shows it), the title, the preview, who
+    edited it and what changed from ``previous``, who asked, the agent's explanation, and the
+    audit trail of one proposal. What had to be cut says so, with Show full."""
     verdict = [RISK_LABELS[proposal.risk], f"*Why you are asked:* {why_asked(proposal)}"]
     status = f"*Status:* {status_word(proposal)} ({code(proposal.status.value, 40)})"
     if proposal.expires_at is not None:
@@ -328,7 +328,7 @@ def proposal_detail_blocks(
     verdict += [status, *([progress] if progress else [])]
     if current is not None:
         verdict.append(state_line(current))
-    blocks: Blocks = [header(proposal.preview.title), section("\n".join(verdict))]
+    blocks: Blocks = [section("\n".join(verdict)), header(proposal.preview.title)]
     fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
     blocks += field_sections(fields, budget=3)
     blocks += edit_blocks(proposal, previous, formats)

@@ -61,6 +61,7 @@ __all__ = [
     "code",
     "compact",
     "context",
+    "decided_line",
     "edit_blocks",
     "escape",
     "expiry_reply",
@@ -301,8 +302,9 @@ def proposal_message(
 ) -> Message:
     """The message that asks for a decision; once decided, the same message showing the result.
 
-    In a fixed order: the title, Countersign's verdict (risk class, why the policy asked,
-    approvals so far, expiry), then what runs and what the agent said, each labelled; an edit
+    In a fixed order: Countersign's verdict (risk class, why the policy asked, approvals so
+    far, expiry) in a block of its own, then the title and what runs and what the agent said,
+    each labelled (the title is built from the agent's values, so it comes after); an edit
     says who edited it and what changed from ``previous`` (the version it replaced), through
     the operation's field ``formats``. ``allow_similar`` adds "Approve + allow similar…" (its
     rule allows standing rules, bot/standing/rules.py).
@@ -343,8 +345,8 @@ def proposal_message(
     fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
     budget = BLOCKS_MAX - 1 - len(verdict) - len(details) - len(tail) - reserved
     body = [
+        *verdict,  # Countersign's own, before anything the agent supplied (the title too)
         header(proposal.preview.title),
-        *verdict,
         *field_sections(fields, budget=budget),
         *details,
     ]
@@ -356,11 +358,15 @@ def proposal_message(
 
 def _verdict(proposal: Proposal, now: datetime) -> Blocks:
     """Countersign's own facts, before anything the agent supplied: the risk class, why the
-    policy asked, and (while pending) the approvals so far and when it expires."""
+    policy asked, (while pending) the approvals so far and when it expires, and (once
+    decided) who decided, when, and the state it is in."""
     lines = [RISK_LABELS[proposal.risk], f"*Why you are asked:* {why_asked(proposal)}"]
     progress = quorum_progress(proposal) if proposal.status is Status.PENDING else None
     if progress is not None:
         lines.append(progress)
+    decided = decided_line(proposal)
+    if decided is not None:
+        lines.append(decided)
     if proposal.status is Status.PENDING and proposal.expires_at is not None:
         extended = ""
         if proposal.extended_by is not None:
@@ -534,6 +540,28 @@ def _approval(proposal: Proposal) -> str:
     return f":white_check_mark: Approved by {mention(proposal.decided_by)}{at}"
 
 
+def decided_line(proposal: Proposal) -> str | None:
+    """Who decided and when, and the state the proposal is in, in Countersign's words alone
+    (no value of the agent's, no reason or answer of anyone's: those follow, labelled); None
+    while pending."""
+    status = proposal.status
+    at = _at(proposal)
+    if status is Status.PENDING:
+        return None
+    if status is Status.REJECTED:
+        return f":x: *Rejected* by {mention(proposal.decided_by)}{at}."
+    if status is Status.EXPIRED:
+        expired = f" {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
+        return f":hourglass: *Expired*{expired}: nobody decided in time."
+    if status is Status.DENIED:
+        return ":no_entry: *Denied by the policy*."
+    if status is Status.SUPERSEDED:
+        return f":pencil2: *Superseded* by an edit of {mention(proposal.decided_by)}{at}."
+    if status is Status.CANCELLED:
+        return f":leftwards_arrow_with_hook: *Withdrawn by the agent*{at}."
+    return f"{_approval(proposal)} · *{status_word(proposal)}*"
+
+
 def state_line(proposal: Proposal) -> str:
     """The final (or current) state, in place of the buttons."""
     status = proposal.status
@@ -655,8 +683,10 @@ def outcome_reply(proposal: Proposal, formats: Formats | None = None) -> Message
     approver."""
     reply = _outcome_reply(proposal, formats or {})
     if proposal.quorum > 1 and proposal.decided_by is not None:
+        # who decided is Countersign's verdict too: with it, before the proposal's title
         people = _people(a.approver for a in counted(proposal))
-        reply["blocks"] = [*reply["blocks"], context(f"Approved by {people}")][:BLOCKS_MAX]
+        first, *rest = reply["blocks"]
+        reply["blocks"] = [first, context(f"Approved by {people}"), *rest][:BLOCKS_MAX]
     return reply
 
 
@@ -674,7 +704,8 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
             return message(
                 f"Succeeded: {title}",
                 [
-                    section(f":white_check_mark: *Succeeded*: {title}"),
+                    section(":white_check_mark: *Succeeded*."),
+                    _about(title),
                     *_result_blocks(result, formats),
                 ],
             )
@@ -683,10 +714,11 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
                 f"Outcome unknown: {title}",
                 [
                     section(
-                        f":warning: *Outcome unknown*: {title}\nThe effect *may or may not* have"
+                        ":warning: *Outcome unknown*. The effect *may or may not* have"
                         " happened. Find out before anyone retries it; it will not be retried"
                         " automatically."
                     ),
+                    _about(title),
                     section(f"*What went wrong*\n{_code_block(detail, 2000)}"),
                     context(f"Correlation id {code(correlation_id, 200)}"),
                 ],
@@ -696,10 +728,11 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
                 f"Revision required: {title}",
                 [
                     section(
-                        f":leftwards_arrow_with_hook: *Revision required*: {title}\n"
-                        "Nothing was executed: things changed since the preview was made."
-                        " The agent must propose again."
+                        ":leftwards_arrow_with_hook: *Revision required*. Nothing was executed:"
+                        " things changed since the preview was made. The agent must propose"
+                        " again."
                     ),
+                    _about(title),
                     section(f"*Why*\n{quote(reason, 2000)}"),
                 ],
             )
@@ -708,13 +741,19 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
                 f"Failed: {title}",
                 [
                     section(
-                        f":x: *Failed*: {title}\nThe effect did not happen, and retrying the"
-                        " same arguments will not help."
+                        ":x: *Failed*. The effect did not happen, and retrying the same"
+                        " arguments will not help."
                     ),
+                    _about(title),
                     section(f"*Detail*\n{_code_block(detail, 2000)}"),
                     context(f"Correlation id {code(correlation_id, 200)}"),
                 ],
             )
+
+
+def _about(title: str) -> dict[str, Any]:
+    """Which proposal a reply is about: its title (inert), after Countersign's verdict."""
+    return context(f"*Proposal:* {title}")
 
 
 def _result_blocks(result: JsonValue, formats: Formats) -> Blocks:
@@ -841,10 +880,8 @@ def reject_modal(proposal: Proposal) -> dict[str, Any]:
         "submit": plain("Reject", MODAL_TITLE_MAX),
         "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
-            section(
-                f"*{inert(proposal.preview.title)}*\n"
-                f"Operation {code(proposal.operation, 200)}. Nothing will be executed."
-            ),
+            section(f"Operation {code(proposal.operation, 200)}. Nothing will be executed."),
+            section(f"*{inert(proposal.preview.title)}*"),
             {
                 "type": "input",
                 "block_id": REASON_INPUT,

@@ -34,8 +34,8 @@ async def test_a_decisions_title_and_detail_reach_slack_inert(cs: Countersign) -
 
     for token in ("<@U0BOSS>", "<!here>", "<!channel>", "<https://evil", ":white_check_mark:"):
         assert not any(token in text for text in texts), token
-    assert message.blocks[0]["type"] == "header"
-    assert message.blocks[0]["text"]["emoji"] is False
+    assert message.blocks[1]["type"] == "header"
+    assert message.blocks[1]["text"]["emoji"] is False
     # the forged line never stands as a line of Countersign's own
     assert not any(
         line.startswith("*Approved by")

@@ -117,8 +117,9 @@ async def test_an_agents_markup_reaches_slack_inert_and_labelled(cs: Countersign
         if re.match(r"^\*Why you are asked:\*", line)
     ]
     assert asked == ["*Why you are asked:* rule *campaigns* matches every crm.send_campaign"]
-    assert blocks[0]["type"] == "header" and blocks[0]["text"]["emoji"] is False
-    assert blocks[1]["text"]["text"].startswith(":red_circle: Irreversible")
+    # the verdict first, in a block of its own; then the title (the agent's values), plain text
+    assert blocks[0]["text"]["text"].startswith(":red_circle: Irreversible")
+    assert blocks[1]["type"] == "header" and blocks[1]["text"]["emoji"] is False
     # the agent's words: labelled, each line quoted
     [reason] = [t for t in mrkdwn(blocks) if t.startswith("*Agent's explanation (unverified)*")]
     assert reason.split("\n")[1:] == [

@@ -259,8 +259,8 @@ async def test_each_message_shows_its_risk_class(classes: Countersign) -> None:
 
         message = classes.slack.message(channel, proposal.slack_ts)
 
-        # Countersign's verdict comes right after the title, before any agent-supplied value
-        header, verdict = message.blocks[0], message.blocks[1]
+        # Countersign's verdict comes first, before any agent-supplied value (the title too)
+        verdict, header = message.blocks[0], message.blocks[1]
         assert header["type"] == "header", message.blocks
         assert verdict["text"]["text"].startswith(label), verdict
 

@@ -312,9 +312,9 @@ async def test_slash_show_gives_the_current_state_in_the_verdict_as_the_home_tab
 
 
 def verdict(answer: dict[str, Any]) -> list[str]:
-    """The lines of the verdict section of a ``show`` answer (after its header)."""
-    assert answer["blocks"][0]["type"] == "header"
-    lines: list[str] = answer["blocks"][1]["text"]["text"].split("\n")
+    """The lines of the verdict section of a ``show`` answer (first, before its header)."""
+    assert answer["blocks"][1]["type"] == "header"
+    lines: list[str] = answer["blocks"][0]["text"]["text"].split("\n")
     return lines
 
 

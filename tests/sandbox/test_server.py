@@ -63,11 +63,12 @@ def channel(view: dict[str, Any], channel_id: str) -> dict[str, Any]:
 
 
 async def message_of(sandbox: Sandbox, channel_id: str, title: str) -> dict[str, Any]:
-    """The top-level message whose header is ``title``, once Countersign has posted it."""
+    """The top-level message whose header (after the verdict) is ``title``, once posted."""
 
     async def posted() -> dict[str, Any] | None:
         for message in channel(await state(sandbox, APPROVER), channel_id)["messages"]:
-            if message["blocks"] and message["blocks"][0]["text"]["text"] == title:
+            headers = [b for b in message["blocks"] if b["type"] == "header"]
+            if headers and headers[0]["text"]["text"] == title:
                 found: dict[str, Any] = message
                 return found
         return None

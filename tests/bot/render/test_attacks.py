@@ -103,7 +103,8 @@ def test_attacker_strings_render_inert_in_the_proposal_message() -> None:
     assert ">&lt;!here&gt; look at this" in reason
     assert "&lt;https\u2236//evil.example|click here&gt;" in reason
     # the header holds agent values: plain text, no emoji from shortcodes, on one line
-    header = message["blocks"][0]["text"]
+    header = message["blocks"][1]["text"]
+    assert message["blocks"][1]["type"] == "header"
     assert header["emoji"] is False
     assert "\n" not in header["text"]
 
@@ -113,16 +114,17 @@ def test_countersigns_verdict_comes_first_then_the_agents_values() -> None:
     blocks = message["blocks"]
     kinds = [b["type"] for b in blocks]
 
-    assert kinds[0] == "header"
-    verdict = blocks[1]["text"]["text"]
+    # the verdict in a block of its own, first: even the title (the agent's values) follows it
+    assert kinds[:2] == ["section", "header"]
+    verdict = blocks[0]["text"]["text"]
     assert verdict.startswith(":red_circle: Irreversible (money or external effect)\n")
     assert "*Why you are asked:* Amount 120.00 USD &gt; 100.00 USD (rule *big-refunds*)" in verdict
     assert ":hourglass_flowing_sand: Expires" in verdict
     # everything the agent supplied comes after the verdict
-    text = json.dumps(blocks[2:], ensure_ascii=False)
-    for shown in ("Value 0", "Agent's explanation", "run id"):
+    text = json.dumps(blocks[1:], ensure_ascii=False)
+    for shown in ("Value 0", "Agent's explanation", "run id", "Approved by"):
         assert shown in text
-    assert "Agent's explanation" not in json.dumps(blocks[:2])
+    assert "Approved by" not in json.dumps(blocks[0])
 
 
 def test_the_approve_confirmation_shows_the_title_as_plain_text_without_emoji() -> None:

@@ -217,7 +217,7 @@ async def test_a_configured_operation_reads_in_its_declared_terms() -> None:
     assert "*Budget*\n2,500.00 EUR" in text
 
 
-def test_the_message_reads_title_verdict_values_then_the_agents_words() -> None:
+def test_the_message_reads_verdict_title_values_then_the_agents_words() -> None:
     proposal = make_proposal(
         quorum=2,
         rule_id="refunds",
@@ -227,8 +227,8 @@ def test_the_message_reads_title_verdict_values_then_the_agents_words() -> None:
     blocks = render.proposal_message(proposal, now=NOW)["blocks"]
     texts = [json.dumps(block, ensure_ascii=False) for block in blocks]
 
-    assert blocks[0]["type"] == "header"
-    verdict = blocks[1]["text"]["text"].split("\n")
+    assert blocks[1]["type"] == "header"
+    verdict = blocks[0]["text"]["text"].split("\n")
     assert verdict[0] == ":red_circle: Irreversible (money or external effect)"
     assert verdict[1] == (
         "*Why you are asked:* Amount 450.00 USD ≤ 2,000.00 USD limit of rule *refunds*"
@@ -236,7 +236,7 @@ def test_the_message_reads_title_verdict_values_then_the_agents_words() -> None:
     assert verdict[2].startswith(":busts_in_silhouette: *0 of 2 approved*")
     assert verdict[-1].startswith(":hourglass_flowing_sand: Expires <!date^")
     assert verdict[-1].endswith("(in 65 minutes)")
-    values = next(n for n, text in enumerate(texts) if "120.00 USD" in text and n > 0)
+    values = next(n for n, text in enumerate(texts) if "120.00 USD" in text and n > 1)
     words = next(n for n, text in enumerate(texts) if "Agent's explanation" in text)
     assert 1 < values < words
 

@@ -159,9 +159,10 @@ def test_pending_message_shows_every_preview_field() -> None:
         assert f"*{field.label}*\n{field.value}" in fields
 
 
-def test_header_is_the_preview_title() -> None:
+def test_header_is_the_preview_title_after_the_verdict() -> None:
     message = render.proposal_message(make_proposal(), now=NOW)
-    assert message["blocks"][0] == {
+    assert message["blocks"][0]["text"]["text"].startswith(":red_circle: Irreversible")
+    assert message["blocks"][1] == {
         "type": "header",
         "text": {
             "type": "plain_text",
@@ -253,7 +254,7 @@ def test_long_title_is_clipped_in_the_header() -> None:
     preview = Preview(title="Refund " * 60, fields=())
     message = render.proposal_message(make_proposal(preview=preview), now=NOW)
     assert_valid_message(message)
-    header = message["blocks"][0]["text"]["text"]
+    header = message["blocks"][1]["text"]["text"]
     assert len(header) == 150
     assert header.endswith(render.CLIPPED)
 

@@ -35,12 +35,12 @@ def shown(blocks: list[dict[str, Any]]) -> str:
         ("read", ":white_circle: Read only"),
     ],
 )
-def test_the_message_shows_the_risk_class_first_after_the_title(risk: str, label: str) -> None:
+def test_the_message_shows_the_risk_class_first(risk: str, label: str) -> None:
     # Countersign's verdict (risk, why asked) comes before anything the agent supplied
     message = render.proposal_message(make_proposal(risk=risk), now=NOW)
 
     assert_valid_message(message)
-    assert message["blocks"][1]["text"]["text"].startswith(label + "\n*Why you are asked:*")
+    assert message["blocks"][0]["text"]["text"].startswith(label + "\n*Why you are asked:*")
 
 
 def test_one_approver_rules_show_no_progress() -> None:

@@ -195,10 +195,10 @@ def test_show_gives_the_current_state_in_its_verdict() -> None:
     blocks = proposal_detail_blocks(proposal, [], now=NOW, current=check)
     without = proposal_detail_blocks(proposal, [], now=NOW)
 
-    lines = blocks[1]["text"]["text"].split("\n")
-    assert lines[:2] == without[1]["text"]["text"].split("\n")[:2]  # risk, why asked
+    lines = blocks[0]["text"]["text"].split("\n")
+    assert lines[:2] == without[0]["text"]["text"].split("\n")[:2]  # risk, why asked
     assert lines[-1].startswith(":warning: *Current state has changed:* refundable amount changed")
-    assert blocks[2:] == without[2:]  # then the values, as before
+    assert blocks[1:] == without[1:]  # then the title and the values, as before
     assert "Current state" not in json.dumps(without)
 
 
