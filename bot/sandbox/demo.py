@@ -168,7 +168,8 @@ def _escalation() -> DemoProposal:
 
 #: The demo's other stories, each a button on the page (``POST /sandbox/scenario/<name>``).
 SCENARIOS: Final = {
-    # three similar refunds due together: one digest message, items chosen with checkboxes
+    # three similar refunds due together: one digest message, reviewed in full and approved from
+    # Review all… (or items chosen with checkboxes)
     "digest": tuple(
         _proposal(
             "digest item",

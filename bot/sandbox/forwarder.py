@@ -91,12 +91,22 @@ class SlackForwarder:
         return await self._post(payloads.form_body(payload), FORM)
 
     async def click_in_view(
-        self, user_id: str, *, view_id: str, block_index: int, action_id: str
+        self,
+        user_id: str,
+        *,
+        view_id: str,
+        block_index: int,
+        action_id: str,
+        values: dict[str, dict[str, str | list[str]]] | None = None,
     ) -> Forwarded:
-        """A click on a button of a modal or of the Home tab the person has open."""
+        """A click on a button of a modal or of the Home tab the person has open; ``values``
+        is what the person has entered in the modal's inputs so far (Slack sends it along, as
+        the view's state)."""
         actor = self.actor(user_id)
         view = self._view(actor.id, view_id)
         block_id, action = _button(view.get("blocks", []), block_index, action_id, view_id)
+        if values is not None:
+            view = {**view, "state": {"values": payloads.view_state(view, values)}}
         payload = payloads.block_actions(
             actor=actor,
             action=action,

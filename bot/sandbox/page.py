@@ -101,7 +101,11 @@ async def _click(request: web.Request) -> web.Response:
     block_index = _integer(body, "block_index")
     if "view_id" in body:
         answer = await sandbox.forwarder.click_in_view(
-            user, view_id=_text(body, "view_id"), block_index=block_index, action_id=action_id
+            user,
+            view_id=_text(body, "view_id"),
+            block_index=block_index,
+            action_id=action_id,
+            values=_values(body) if "values" in body else None,
         )
     else:
         answer = await sandbox.forwarder.click(
@@ -117,6 +121,14 @@ async def _click(request: web.Request) -> web.Response:
 async def _submit(request: web.Request) -> web.Response:
     sandbox = request.app[_SANDBOX]
     body = await _json(request)
+    answer = await sandbox.forwarder.submit(
+        _text(body, "user"), view_id=_text(body, "view_id"), values=_values(body)
+    )
+    return _forwarded(answer)
+
+
+def _values(body: dict[str, Any]) -> dict[str, dict[str, str | list[str]]]:
+    """What the person entered in a modal's inputs, as the page sends it."""
     values = body.get("values", {})
     if not isinstance(values, dict) or not all(
         isinstance(v, dict) and all(_typed(t) for t in v.values()) for v in values.values()
@@ -124,10 +136,7 @@ async def _submit(request: web.Request) -> web.Response:
         raise _BadInput(
             "values: expected {block_id: {action_id: text, or a list of chosen option values}}"
         )
-    answer = await sandbox.forwarder.submit(
-        _text(body, "user"), view_id=_text(body, "view_id"), values=values
-    )
-    return _forwarded(answer)
+    return values
 
 
 async def _cancel(request: web.Request) -> web.Response:

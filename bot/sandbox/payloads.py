@@ -113,15 +113,7 @@ def view_submission(
     ``selected_option``, ``selected_options``, ``selected_date``...), the chosen options as the
     view stores them; the rest of the view is sent as the local Slack stores it.
     """
-    state: dict[str, dict[str, Any]] = {}
-    for block in view.get("blocks", []):
-        element = block.get("element") or {}
-        if block.get("type") != "input" or "action_id" not in element:
-            continue
-        entered = values.get(block.get("block_id", ""), {}).get(element["action_id"])
-        state.setdefault(block["block_id"], {})[element["action_id"]] = input_state(
-            element, entered
-        )
+    state = view_state(view, values)
     return {
         "type": "view_submission",
         "team": {"id": actor.team_id, "domain": "countersign-sandbox"},
@@ -134,6 +126,24 @@ def view_submission(
         "enterprise": None,
         "is_enterprise_install": False,
     }
+
+
+def view_state(
+    view: dict[str, Any], values: dict[str, dict[str, str | list[str]]]
+) -> dict[str, dict[str, Any]]:
+    """``view.state.values`` as Slack sends it with a submission or a click in the modal: every
+    input block's element with what the person entered (``values``: block_id -> action_id ->
+    text, the chosen option's value or the chosen options' values)."""
+    state: dict[str, dict[str, Any]] = {}
+    for block in view.get("blocks", []):
+        element = block.get("element") or {}
+        if block.get("type") != "input" or "action_id" not in element:
+            continue
+        entered = values.get(block.get("block_id", ""), {}).get(element["action_id"])
+        state.setdefault(block["block_id"], {})[element["action_id"]] = input_state(
+            element, entered
+        )
+    return state
 
 
 #: Elements whose state is one chosen option or several, and dates and times: the key Slack uses.

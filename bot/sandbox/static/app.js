@@ -497,8 +497,12 @@ async function click(index) {
   const { element, where, blockIndex } = ui.buttons[index];
   if (element.confirm && !(await confirmFirst(element.confirm))) return;
   const body = { user: ui.me, block_index: blockIndex, action_id: element.action_id };
-  if (where.view) body.view_id = where.view;
-  else Object.assign(body, { channel: where.channel, ts: where.ts });
+  if (where.view) {
+    body.view_id = where.view;
+    // a click in a modal carries what was entered so far, as Slack sends the view's state
+    const top = ui.state.views[ui.state.views.length - 1];
+    if (top && top.id === where.view) body.values = readInputs($("overlay"));
+  } else Object.assign(body, { channel: where.channel, ts: where.ts });
   await send("/sandbox/click", body);
   refresh();
 }
