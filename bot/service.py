@@ -21,6 +21,7 @@ from bot.api.agent_requests import SubmissionKey
 from bot.api.destinations import CallbackGuard
 from bot.api.schemas import SubmitBody
 from bot.api.waiters import Waiters
+from bot.digests.timing import ask_timing
 from bot.execution import Executor
 from bot.ids import opaque_id
 from bot.lineage import editors_of
@@ -178,6 +179,7 @@ class Service:
                 reason=body.reason,
                 callback_url=body.callback_url,
                 now=now,
+                urgent=body.urgent,
             )
             if admit is not None:
                 await admit(new)
@@ -213,6 +215,7 @@ class Service:
         supersedes: str | None = None,
         edited_by: str | None = None,
         delegation_id: str | None = None,
+        urgent: bool = False,
     ) -> NewProposal:
         """The proposal to store, for a submission and for an edit alike: the frozen arguments
         and preview, classified by the policy table (and any standing rule that covers them)
@@ -230,6 +233,29 @@ class Service:
             now=now,
         )
         proposal_id = new_proposal_id()
+        timing: dict[str, Any] = {}
+        if isinstance(decision, Ask):  # shown at once, or when its batch closes at the latest
+            asked = ask_timing(
+                decision,
+                operation=operation.name,
+                now=now,
+                default_remind_at=self.settings.approvals.remind_at,
+                urgent=urgent,
+                edit=supersedes is not None,
+            )
+            timing = {
+                "shown_after": asked.shown_after,
+                "expires_at": asked.expires_at,
+                "remind_at": asked.remind_at,
+                "backup_at": asked.backup_at,
+                "backup_roles": asked.backup_roles,
+                "batch": asked.batch,
+            }
+        fields = {
+            **_policy_fields(decision, now, self._lease),
+            "remind_at": reminders.due_time(decision, self.settings.approvals.remind_at, now),
+            **timing,
+        }
         return NewProposal(
             id=proposal_id,
             agent=agent,
@@ -244,9 +270,9 @@ class Service:
             binding_hash=binding_hash(operation.name, arguments, preview.model_dump(mode="json")),
             agent_reason=reason,
             callback_url=callback_url,
-            **_policy_fields(decision, now, self._lease),
+            **fields,
+            urgent=urgent,
             risk=operation.risk,
-            remind_at=reminders.due_time(decision, self.settings.approvals.remind_at, now),
             standing_rule_id=None if standing_rule is None else standing_rule.id,
             review_sampled=isinstance(decision, Auto)
             and sampled(proposal_id, self.settings.approvals.review_sample),

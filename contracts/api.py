@@ -68,6 +68,9 @@ class SubmitBody(BaseModel):
     #: the agent's explanation, shown in Slack labelled as the agent's words
     reason: str | None = Field(default=None, max_length=2000)
     callback_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$", max_length=2000)
+    #: show it to people at once rather than with its rule's batch: it only makes the proposal go
+    #: out sooner (the rule, its approvers and its expiry stay the same), and it is audited
+    urgent: bool = False
 
 
 class ProblemOut(BaseModel):
@@ -111,6 +114,22 @@ class ProposalOut(BaseModel):
     policy: PolicyOut
     created_at: datetime
     expires_at: datetime | None
+    shown_after: datetime | None = Field(
+        default=None,
+        description="When people are shown it at the latest: its rule may hold it to be shown "
+        "with others (a batch) until then; sooner when the batch fills up. Nobody decides before "
+        "it is shown, so wait until then before polling. None for a proposal that does not ask.",
+    )
+    backup_after: datetime | None = Field(
+        default=None,
+        description="When the proposal is also offered to its rule's backup approvers if nobody "
+        "has decided by then; None when its rule names none.",
+    )
+    handed_over: bool = Field(
+        default=False,
+        description="Whether nobody decided by backup_after, so that the backup approvers may "
+        "decide too.",
+    )
     decision: DecisionOut | None
     outcome: Outcome | None
     supersedes: str | None = Field(

@@ -97,10 +97,15 @@ class AsyncClient:
         reason: str | None = None,
         callback_url: str | None = None,
         idempotency_key: str | None = None,
+        urgent: bool = False,
     ) -> ProposalOut:
         """Submit a proposal. Without ``idempotency_key``, the key is derived from the exact
-        call, so the same call made again (a retry, a restarted run) returns the same proposal."""
+        call, so the same call made again (a retry, a restarted run) returns the same proposal.
+        ``urgent`` asks for it to be shown at once rather than with its rule's batch (the
+        answer's ``shown_after`` says when it is shown)."""
         body: dict[str, JsonValue] = {"operation": operation, "request": dict(request)}
+        if urgent:
+            body["urgent"] = True
         for name, value in (
             ("requested_by", requested_by or self.requested_by),
             ("run_id", run_id or self.run_id),

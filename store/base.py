@@ -49,6 +49,16 @@ __all__ = [
 PolicyDecision = Literal["auto", "ask", "deny"]
 
 
+class BatchRequest(Frozen):
+    """Which batch a new proposal waits in (contracts/batching.py), as Countersign derived it:
+    never from anything the agent sent."""
+
+    #: the channel, rule, operation and approver roles the batch's proposals share
+    key: str = Field(min_length=1)
+    window: timedelta = Field(gt=timedelta(0))
+    max: int = Field(ge=1, le=50)
+
+
 class NewProposal(Frozen):
     """A frozen contract as the submission path hands it to the store."""
 
@@ -89,6 +99,16 @@ class NewProposal(Frozen):
     #: the delegation from Slack it was submitted under (requested_by is that delegation's
     #: person); None: submitted with the agent's own token, or an edit
     delegation_id: str | None = None
+    #: when people are shown it at the latest (an ask); a batched proposal's expiry, reminder
+    #: and hand-over count from it. For a new batched proposal: the end of a window opened now
+    #: (the store moves these times earlier when it joins a batch closing sooner)
+    shown_after: datetime | None = None
+    urgent: bool = False  #: its agent asked for it to be shown at once (never batched)
+    #: the rule's backup approver roles, and from when they may decide too (contracts.batching)
+    backup_roles: tuple[str, ...] = ()
+    backup_at: datetime | None = None
+    #: creation only: the batch to wait in (None: posted at once); stored as batch_id
+    batch: BatchRequest | None = None
 
 
 class Approval(Frozen):
@@ -117,6 +137,9 @@ class Proposal(NewProposal):
     approvals: tuple[Approval, ...] = ()
     #: the digest whose message shows it with similar proposals (store/digests.py), if any
     digest_id: str | None = None
+    batch_id: str | None = None  #: the batch it waited in (store/batches.py), if any
+    #: when it was offered to the backup approvers (backup_roles), if it was
+    handed_over_at: datetime | None = None
 
 
 class Delivery(Frozen):
@@ -376,6 +399,15 @@ class Store(Protocol):
         ``now``) and not yet sent, marked reminded (``reminded_at``): each once, however many
         sweep at once. Each gets a "reminded" audit entry and, when it asks in a channel, a
         slack.remind outbox entry, in the same transaction. The status does not change.
+        """
+        ...
+
+    async def hand_over_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
+        """Up to ``limit`` pending, unexpired proposals whose backup approvers are due
+        (``backup_at`` <= ``now``) and not yet offered it, marked handed over
+        (``handed_over_at``): each once, however many sweep at once. Each gets a "handed_over"
+        audit entry naming the backup roles and, when it asks in a channel, a slack.update
+        outbox entry, in the same transaction. The status does not change.
         """
         ...
 

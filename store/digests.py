@@ -26,12 +26,14 @@ from pydantic import JsonValue
 
 from contracts.frozen import Frozen
 from store.base import Delivery, Proposal, ProposalNotFound, StoreError
+from store.batches import Batch, batch_from_row
 from store.connector import Array, Connector, Row, Tx
 from store.lifecycle import Effect
 from store.rows import delivery_from_row, proposal_from_row, read_time
 from store.shield import finish_even_if_cancelled
 
 __all__ = [
+    "BatchNotFound",
     "Digest",
     "DigestNotFound",
     "DigestStore",
@@ -56,8 +58,10 @@ class NewDigest(Frozen):
     channel: str  #: the Slack channel of its message
     ts: str  #: its message
     operation: str  #: every item's operation
-    requested_by: str  #: every item's accountable human
+    #: every item's accountable human; None: the items of a batch, of several requesters
+    requested_by: str | None
     created_at: datetime
+    batch_id: str | None = None  #: the batch whose items it shows (store/batches.py), if any
 
 
 class Digest(NewDigest):
@@ -70,9 +74,13 @@ class DigestNotFound(StoreError):
     """No digest has that id."""
 
 
+class BatchNotFound(StoreError):
+    """No batch has that id."""
+
+
 def conflict(stored: NewDigest, given: NewDigest) -> StoreError | None:
     """The error for attaching ``given`` under the id of a different ``stored`` digest."""
-    fields = ("channel", "ts", "operation", "requested_by")
+    fields = ("channel", "ts", "operation", "requested_by", "batch_id")
     if all(getattr(stored, name) == getattr(given, name) for name in fields):
         return None
     return StoreError(
@@ -138,6 +146,28 @@ class DigestStore(Protocol):
         """Delivered, all of them, in one transaction."""
         ...
 
+    # --- batches (store/batches.py) ---------------------------------------------------------
+
+    async def get_batch(self, batch_id: str) -> Batch:
+        """Raises BatchNotFound."""
+        ...
+
+    async def lease_batch(self, batch_id: str, *, now: datetime, lease: timedelta) -> bool:
+        """Whether this worker now holds the batch until ``now + lease`` to post its digest: its
+        window has ended (or it filled up), it is not posted, and no other worker holds it."""
+        ...
+
+    async def claim_batch_posts(
+        self, batch_id: str, *, held: Sequence[int], now: datetime, lease: timedelta
+    ) -> list[Delivery]:
+        """Every due post of the batch's proposals but the entries ``held``, leased to the
+        caller, who holds the batch (lease_batch): it alone posts them, whatever their leases."""
+        ...
+
+    async def finish_batch(self, batch_id: str) -> None:
+        """The batch's digest went out: nobody posts it again."""
+        ...
+
     async def retry_deliveries(
         self, delivery_ids: Sequence[int], *, at: datetime, error: str
     ) -> None:
@@ -159,6 +189,7 @@ def digest_from_row(row: Row, items: Sequence[Proposal] = ()) -> Digest:
         operation=row["operation"],
         requested_by=row["requested_by"],
         created_at=read_time(row["created_at"]),
+        batch_id=row["batch_id"],
         items=tuple(items),
     )
 
@@ -316,3 +347,38 @@ class Digests:
         if delivery_ids:
             async with self._backend.tx(write=True) as tx:
                 await tx.execute("defer_deliveries", ids=_ids(delivery_ids), at=at)
+
+    # --- batches ------------------------------------------------------------------------------
+
+    @finish_even_if_cancelled
+    async def get_batch(self, batch_id: str) -> Batch:
+        async with self._backend.tx(write=False) as tx:
+            row = await tx.one("select_batch", id=batch_id)
+        if row is None:
+            raise BatchNotFound(f"no batch has id {batch_id!r}")
+        return batch_from_row(row)
+
+    @finish_even_if_cancelled
+    async def lease_batch(self, batch_id: str, *, now: datetime, lease: timedelta) -> bool:
+        async with self._backend.tx(write=True) as tx:
+            row = await tx.one("lease_batch", id=batch_id, now=now, lease=now + lease)
+            return row is not None
+
+    @finish_even_if_cancelled
+    async def claim_batch_posts(
+        self, batch_id: str, *, held: Sequence[int], now: datetime, lease: timedelta
+    ) -> list[Delivery]:
+        async with self._backend.tx(write=True) as tx:
+            rows = await tx.all(
+                "claim_batch_posts",
+                batch_id=batch_id,
+                held=_ids(held),
+                now=now,
+                lease=now + lease,
+            )
+            return _leased(rows)
+
+    @finish_even_if_cancelled
+    async def finish_batch(self, batch_id: str) -> None:
+        async with self._backend.tx(write=True) as tx:
+            await tx.execute("finish_batch", id=batch_id)

@@ -47,6 +47,9 @@ async def enqueue(tx: Tx, proposal: Proposal, effects: Iterable[Effect], now: da
                 lane=lane_of(effect),
                 now=now,
             )
+        due = now
+        if effect is Effect.SLACK_POST and proposal.shown_after is not None:
+            due = max(now, proposal.shown_after)  # waiting in a batch: shown when it closes
         await tx.execute(
             "insert_outbox",
             proposal_id=proposal.id,
@@ -54,6 +57,7 @@ async def enqueue(tx: Tx, proposal: Proposal, effects: Iterable[Effect], now: da
             lane=lane_of(effect),
             status=proposal.status.value,
             now=now,
+            due=due,
         )
 
 

@@ -30,12 +30,15 @@ from store.base import (
     NewProposal,
     Proposal,
     ProposalNotFound,
+    StoreUnavailable,
     Transitioned,
     TransitionResult,
 )
+from store.batches import after_joining, join_batch
 from store.cancellations import CancelVerbs
 from store.connector import Row, Tx
 from store.edits import check_creatable, check_edit, edited_detail, superseded_detail
+from store.handovers import HandOverVerbs
 from store.lifecycle import OUTCOME_STATUS, Status
 from store.outbox import OutboxVerbs
 from store.reminders import ReminderVerbs
@@ -45,6 +48,7 @@ from store.rows import (
     insert_proposal_params,
     outcome_json,
     proposal_from_row,
+    read_optional_time,
     read_time,
 )
 from store.shield import finish_even_if_cancelled
@@ -100,6 +104,14 @@ async def submitted(
     }
     if new.delegation_id is not None:  # the delegation behind requested_by
         detail |= {"delegation_id": new.delegation_id, "requested_by": new.requested_by}
+    if new.urgent:  # its agent asked for it to be shown at once
+        detail["urgent"] = True
+    if row["batch_id"] is not None:  # it waits in a batch, shown when that closes at the latest
+        shown_after = read_optional_time(row["shown_after"])
+        detail |= {
+            "batch_id": row["batch_id"],
+            "shown_after": None if shown_after is None else shown_after.isoformat(),
+        }
     await tx.append_audit(new.created_at, new.id, new.agent, "submitted", detail)
     if edit is not None:
         editor = new.edited_by or "unknown"
@@ -115,7 +127,9 @@ def _positive(limit: int) -> None:
         raise ValueError(f"limit: got {limit}; expected a positive number of proposals")
 
 
-class ProposalVerbs(ApprovalVerbs, ReminderVerbs, CancelVerbs, OutboxVerbs, AuditVerbs):
+class ProposalVerbs(
+    ApprovalVerbs, ReminderVerbs, HandOverVerbs, CancelVerbs, OutboxVerbs, AuditVerbs
+):
     """The Store protocol's verbs, written once over a backend's transactions."""
 
     #: what stamps the one verb without a ``now`` (attach_message); set by the backend
@@ -125,17 +139,32 @@ class ProposalVerbs(ApprovalVerbs, ReminderVerbs, CancelVerbs, OutboxVerbs, Audi
     async def create_proposal(self, new: NewProposal) -> tuple[Proposal, bool]:
         check_creatable(new)
         async with self.tx(write=True) as tx:
-            row = await tx.one("insert_proposal", **insert_proposal_params(new))
-            if row is None:  # the agent used this submission key before
+            found = None
+            if new.batch is not None:  # a replay joins no batch: look before joining one
                 found = await tx.one(
                     "select_submission", agent=new.agent, submission_key=new.submission_key
                 )
-                assert found is not None  # the row whose unique key refused the insert
-                [existing] = await tx.with_approvals([proposal_from_row(found)])
-                if existing.submission_fingerprint != new.submission_fingerprint:
-                    raise IdempotencyConflict(existing)
-                return existing, False
-            return await submitted(tx, new, row), True
+            batch_id = None
+            if found is None:
+                new, batch_id = await join_batch(tx, new)
+                params = insert_proposal_params(new) | {"batch_id": batch_id}
+                row = await tx.one("insert_proposal", **params)
+                if row is not None:
+                    await after_joining(tx, batch_id, new.created_at)
+                    return await submitted(tx, new, row), True
+                if batch_id is not None:  # a concurrent replay won: undo the join with it
+                    raise StoreUnavailable(
+                        f"proposal {new.id!r}: its submission key was stored meanwhile; "
+                        "send it again"
+                    )
+                found = await tx.one(
+                    "select_submission", agent=new.agent, submission_key=new.submission_key
+                )
+            assert found is not None  # the row whose unique key refused the insert
+            [existing] = await tx.with_approvals([proposal_from_row(found)])
+            if existing.submission_fingerprint != new.submission_fingerprint:
+                raise IdempotencyConflict(existing)
+            return existing, False
 
     @finish_even_if_cancelled
     async def get_proposal(self, proposal_id: str) -> Proposal:

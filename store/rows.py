@@ -114,6 +114,11 @@ def insert_proposal_params(new: NewProposal) -> dict[str, Any]:
         "standing_rule_id": new.standing_rule_id,
         "review_sampled": new.review_sampled,
         "delegation_id": new.delegation_id,
+        "shown_after": new.shown_after,
+        "urgent": new.urgent,
+        "backup_roles": Array(new.backup_roles),
+        "backup_at": new.backup_at,
+        "batch_id": None,  #: the batch it joins, which the store decides (store/batches.py)
     }
 
 
@@ -163,6 +168,12 @@ def proposal_from_row(row: Row) -> Proposal:
         review_sampled=bool(row["review_sampled"]),
         delegation_id=row["delegation_id"],
         digest_id=row["digest_id"],
+        shown_after=read_optional_time(row["shown_after"]),
+        urgent=bool(row["urgent"]),
+        backup_roles=read_array(row["backup_roles"]),
+        backup_at=read_optional_time(row["backup_at"]),
+        batch_id=row["batch_id"],
+        handed_over_at=read_optional_time(row["handed_over_at"]),
     )
 
 

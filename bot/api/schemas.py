@@ -44,6 +44,9 @@ class ProposalOut(api.ProposalOut):
             policy=PolicyOut.of(proposal),
             created_at=proposal.created_at,
             expires_at=proposal.expires_at,
+            shown_after=proposal.shown_after,
+            backup_after=proposal.backup_at,
+            handed_over=proposal.handed_over_at is not None,
             decision=api.DecisionOut(
                 by=proposal.decided_by, at=proposal.decided_at, reason=proposal.decision_note
             )

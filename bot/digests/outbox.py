@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from bot.digests.settings import DIGEST_MAX, DigestSettings
 from bot.outbox import Interrupted, Job, RetryPolicy
@@ -45,7 +45,14 @@ DIGEST_REPLY_EVENT = "countersign_digest_reply"
 _POST, _UPDATE, _REPLY = Effect.SLACK_POST, Effect.SLACK_UPDATE, Effect.SLACK_REPLY
 _REMIND = Effect.SLACK_REMIND
 
-Similar = tuple[str, str, str]  #: channel, operation, requested_by
+class Similar(NamedTuple):
+    """What the items of one digest share: a channel and an operation, and a requester or a
+    batch (store/batches.py: then requested_by is None when its items have several)."""
+
+    channel: str
+    operation: str
+    requested_by: str | None
+    batch_id: str | None = None
 
 
 def shown_in(message: dict[str, Any]) -> dict[str, str | None]:
@@ -99,6 +106,7 @@ class DigestOutbox:
         found = await self._digests.get_proposals(list(dict.fromkeys(wanted)))
         proposals = {p.id: p for p in found}
         posts: dict[Similar, list[Delivery]] = {}
+        batches: dict[str, list[Delivery]] = {}
         follow_ups: dict[tuple[str, Effect], list[Delivery]] = {}
         reminders: dict[str, list[Delivery]] = {}
         rest: list[Delivery] = []
@@ -106,9 +114,11 @@ class DigestOutbox:
             proposal = proposals.get(delivery.proposal_id)
             if proposal is None:
                 rest.append(delivery)
+            elif delivery.effect is _POST and proposal.batch_id is not None and _showable(proposal):
+                batches.setdefault(proposal.batch_id, []).append(delivery)
             elif delivery.effect is _POST and self.settings.digests and _showable(proposal):
                 assert proposal.channel is not None
-                key = (proposal.channel, proposal.operation, proposal.requested_by)
+                key = Similar(proposal.channel, proposal.operation, proposal.requested_by)
                 posts.setdefault(key, []).append(delivery)
             elif delivery.effect in (_UPDATE, _REPLY) and proposal.digest_id is not None:
                 follow_ups.setdefault((proposal.digest_id, delivery.effect), []).append(delivery)
@@ -119,6 +129,10 @@ class DigestOutbox:
         jobs = [
             Job(tuple(held), partial(self._post_similar, key, held, full=full))
             for key, held in posts.items()
+        ]
+        jobs += [
+            Job(tuple(held), partial(self._post_batch, batch_id, held))
+            for batch_id, held in batches.items()
         ]
         jobs += [
             Job(tuple(held), partial(self._follow_up, digest_id, effect, held))
@@ -139,9 +153,41 @@ class DigestOutbox:
 
     # --- posts ----------------------------------------------------------------------------------
 
+    async def _post_batch(self, batch_id: str, held: list[Delivery]) -> None:
+        """Post a closed batch as one digest: the worker that leases the batch posts every post
+        of it (whoever claimed them), so several instances post it once."""
+        try:
+            now = self._clock()
+            if not await self._digests.lease_batch(batch_id, now=now, lease=self._lease):
+                batch = await self._digests.get_batch(batch_id)
+                if batch.status != "posted":
+                    return  # another worker holds it and posts these too; our leases lapse
+                # joined just as the batch went out: shown the ordinary way
+                await self._post_held(await self._similar(held), held)
+                return
+            held = held + await self._digests.claim_batch_posts(
+                batch_id, held=[d.id for d in held], now=now, lease=self._lease
+            )
+            similar = await self._similar(held)
+            await self._post_held(similar._replace(batch_id=batch_id), held)
+            await self._digests.finish_batch(batch_id)
+        except Exception as error:  # a store problem or a bug: retry as a transient failure
+            log.exception("posting batch %s failed", batch_id)
+            await self._failed(held, DeliveryFailed(f"{type(error).__name__}: {error}"))
+
+    async def _similar(self, held: list[Delivery]) -> Similar:
+        """What the proposals of ``held`` (of one batch) share."""
+        found = await self._digests.get_proposals([d.proposal_id for d in held])
+        first = found[0]
+        assert first.channel is not None  # a batch is of one channel
+        requesters = {p.requested_by for p in found}
+        requested_by = first.requested_by if len(requesters) == 1 else None
+        return Similar(first.channel, first.operation, requested_by)
+
     async def _post_similar(self, similar: Similar, held: list[Delivery], *, full: bool) -> None:
         """Gather the similar posts due now and post them: digests, or one message each."""
-        channel, operation, requested_by = similar
+        channel, operation, requested_by, _ = similar
+        assert requested_by is not None  # similar posts share their requester
         try:
             until = self._blocked_until("chat.postMessage", channel)
             if until is not None:  # they go out together with the rest when Slack allows
@@ -186,7 +232,8 @@ class DigestOutbox:
         await self._digests.complete_deliveries(shown, now=self._clock())
         if any(d.attempts > 1 for d in showable):  # an earlier attempt may have posted them
             showable = await self._attach_found(similar, showable, current)
-        if len(showable) < self.settings.digest_min:
+        batched = similar.batch_id is not None
+        if len(showable) < (2 if batched else self.settings.digest_min):
             for delivery in showable:
                 proposal = current[delivery.proposal_id]
                 await self._settle(
@@ -194,7 +241,8 @@ class DigestOutbox:
                 )
             return
         start = 0
-        for size in digest_chunks(len(showable), self.settings.digest_max):
+        most = DIGEST_MAX if batched else self.settings.digest_max  # a batch: one digest
+        for size in digest_chunks(len(showable), most):
             chunk = showable[start : start + size]
             start += size
             items = [current[d.proposal_id] for d in chunk]
@@ -212,7 +260,7 @@ class DigestOutbox:
     def _digest(
         self, similar: Similar, chunk: list[Delivery], items: list[Proposal]
     ) -> Callable[[], Awaitable[None]]:
-        channel, operation, requested_by = similar
+        channel, operation, requested_by, batch_id = similar
 
         async def post() -> None:
             now = self._clock()
@@ -223,6 +271,7 @@ class DigestOutbox:
                 operation=operation,
                 requested_by=requested_by,
                 created_at=now,
+                batch_id=batch_id,
                 items=tuple(items),
             )
             message = render_digest.digest_message(
@@ -255,7 +304,7 @@ class DigestOutbox:
         self, similar: Similar, showable: list[Delivery], current: dict[str, Proposal]
     ) -> list[Delivery]:
         """Attach the proposals an earlier attempt posted (found by metadata); the rest."""
-        channel, operation, requested_by = similar
+        channel, operation, requested_by, batch_id = similar
         oldest = min(current[d.proposal_id].created_at for d in showable)
         found = await self._search(
             "conversations.history",
@@ -283,6 +332,7 @@ class DigestOutbox:
                 operation=operation,
                 requested_by=requested_by,
                 created_at=self._clock(),
+                batch_id=batch_id,
             )
             items = [d.proposal_id for d in chunk]
             await self._digests.attach_digest(

@@ -130,7 +130,9 @@ def digest_message(digest: Digest, *, now: datetime, formats: Formats | None = N
         whys = [*whys[:NOTES_SHOWN], f"and {len(whys) - NOTES_SHOWN} more reasons"]
     asked = (
         f"*Requested by* agent{'s' if len(agents) > 1 else ''} "
-        f"{', '.join(f'*{inert(a)}*' for a in agents)} for {mention(digest.requested_by)}"
+        f"{', '.join(f'*{inert(a)}*' for a in agents)} for "
+        # a batch's items may be of several requesters: each is named
+        f"{', '.join(mention(r) for r in sorted({p.requested_by for p in items}))}"
     )
     risks = [RISK_LABELS[risk] for risk in RISK_ORDER if any(p.risk == risk for p in items)]
     table = compact_table(items, formats or {})

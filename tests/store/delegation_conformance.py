@@ -25,7 +25,6 @@ from store.delegations import (
 __all__ = ["DelegationConformance", "new_delegation"]
 
 
-
 NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 

@@ -54,9 +54,10 @@ async def test_sqlite_refuses_changing_or_deleting_a_delegation(
         sql = REFUSED[statement].format(id=new.id, other="a" * 64)
         with pytest.raises(StoreError):
             await _execute(store, sql)
-        assert await store.delegations().get_delegation(new.id) == (
-            await store.delegations().delegations_of("U0DANA", now=NOW)
-        )[0]
+        assert (
+            await store.delegations().get_delegation(new.id)
+            == (await store.delegations().delegations_of("U0DANA", now=NOW))[0]
+        )
     finally:
         await store.close()
 

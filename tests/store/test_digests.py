@@ -12,6 +12,7 @@ import pytest
 
 from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
+from tests.store.batch_conformance import BatchConformance
 from tests.store.conformance import new_proposal
 from tests.store.digest_conformance import NOW, DigestConformance, digest
 
@@ -24,6 +25,51 @@ class TestSqliteDigests(DigestConformance):
         store = await SqliteStore.open(tmp_path / "countersign.sqlite")
         yield store
         await store.close()
+
+
+class TestSqliteBatches(BatchConformance):
+    @pytest.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[SqliteStore]:
+        store = await SqliteStore.open(tmp_path / "countersign.sqlite")
+        yield store
+        await store.close()
+
+    @pytest.fixture
+    async def second_store(self, tmp_path: Path, store: SqliteStore) -> AsyncIterator[SqliteStore]:
+        second = await SqliteStore.open(tmp_path / "countersign.sqlite")
+        yield second
+        await second.close()
+
+
+@pytest.fixture
+async def pg_schema() -> AsyncIterator[str]:
+    schema = f"countersign_test_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(PG_URL)
+    try:
+        await admin.execute(f'CREATE SCHEMA "{schema}"')
+        yield schema
+    finally:
+        await admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await admin.close()
+
+
+@pytest.mark.postgres
+class TestPostgresBatches(BatchConformance):
+    """Two stores over one database: two instances."""
+
+    @pytest.fixture
+    async def store(self, pg_schema: str) -> AsyncIterator[PostgresStore]:
+        store = await PostgresStore.open(PG_URL, server_settings={"search_path": pg_schema})
+        yield store
+        await store.close()
+
+    @pytest.fixture
+    async def second_store(
+        self, pg_schema: str, store: PostgresStore
+    ) -> AsyncIterator[PostgresStore]:
+        second = await PostgresStore.open(PG_URL, server_settings={"search_path": pg_schema})
+        yield second
+        await second.close()
 
 
 @pytest.mark.postgres

@@ -306,7 +306,9 @@ async def test_migration_0012_rebuilds_proposals_keeping_every_row_and_reference
     await store.close()
 
     with raw(other) as db:
-        assert db.execute("SELECT * FROM proposals ORDER BY id").fetchall() == rows
+        after = db.execute("SELECT * FROM proposals ORDER BY id").fetchall()
+        # later migrations (0017) add columns after these
+        assert [row[: len(rows[0])] for row in after] == rows
         assert db.execute("PRAGMA foreign_key_check").fetchall() == []
         assert db.execute("SELECT count(*) FROM approvals").fetchall() == [(1,)]
         assert db.execute("SELECT count(*) FROM outbox").fetchall() == [(1,)]
@@ -675,3 +677,47 @@ async def test_grouping_similar_posts_finds_the_similar_proposals_by_their_index
         ]
     assert any("MATERIALIZE candidates" in step for step in plan), plan
     assert any("USING INDEX proposals_unshown" in step for step in plan), plan
+
+
+async def test_migration_0017_rebuilds_digests_keeping_every_digest_and_item(
+    db_path: Path,
+) -> None:
+    """A database at 0016 with a digest and its item migrates to digests that may hold a batch
+    of several requesters; the digest, its item's reference and the guards stay."""
+    before = [m for m in load_migrations("sqlite") if m.version <= 16]
+    other = db_path.with_name("old.sqlite")
+    at = "'2030-01-01T00:00:00.000000Z'"
+    async with aiosqlite.connect(other, isolation_level=None) as db:
+        await db.execute("PRAGMA foreign_keys = ON")
+        await apply_migrations(db, before)
+        await db.execute(
+            "INSERT INTO digests VALUES ('dg_1', 'C1', '1.000100', 'op', 'U1', " + at + ")"
+        )
+        await db.execute(
+            "INSERT INTO proposals (id, agent, submission_key, submission_fingerprint, "
+            "requested_by, operation, request, arguments, preview, binding_hash, decision, "
+            "policy_note, status, created_at, updated_at, channel, expires_at) VALUES "
+            f"('p1', 'a', 'k1', 'f', 'U1', 'op', '{{}}', '{{}}', '{{}}', 'h', 'ask', 'n', "
+            f"'pending', {at}, {at}, 'C1', {at})"
+        )
+        await db.execute(
+            "UPDATE proposals SET digest_id = 'dg_1', slack_channel = 'C1', "
+            "slack_ts = '1.000100' WHERE id = 'p1'"
+        )
+
+    store = await SqliteStore.open(other)
+    await store.close()
+
+    with raw(other) as db:
+        assert db.execute("SELECT id, requested_by, batch_id FROM digests").fetchall() == [
+            ("dg_1", "U1", None)
+        ]
+        assert db.execute("SELECT digest_id FROM proposals").fetchall() == [("dg_1",)]
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+        with pytest.raises(sqlite3.IntegrityError, match="cannot be changed"):
+            db.execute("UPDATE digests SET ts = '2.0' WHERE id = 'dg_1'")
+        with pytest.raises(sqlite3.IntegrityError, match="requested_by IS NOT NULL"):
+            db.execute(
+                "INSERT INTO digests (id, channel, ts, operation, created_at) "
+                f"VALUES ('dg_2', 'C1', '3.0', 'op', {at})"
+            )

@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0016 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0017 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -44,6 +44,23 @@ CREATE TABLE audit_log (
     CONSTRAINT audit_log_seq_key UNIQUE (seq)
 );
 
+CREATE TABLE batches (
+    id text NOT NULL,
+    key text NOT NULL,
+    channel text NOT NULL,
+    rule_id text NOT NULL,
+    opened_at timestamp with time zone NOT NULL,
+    closes_at timestamp with time zone NOT NULL,
+    max_size integer NOT NULL,
+    size integer NOT NULL DEFAULT 0,
+    status text NOT NULL DEFAULT 'open'::text,
+    leased_until timestamp with time zone,
+    CONSTRAINT batches_check CHECK (((size >= 0) AND (size <= max_size))),
+    CONSTRAINT batches_max_size_check CHECK (((max_size >= 1) AND (max_size <= 50))),
+    CONSTRAINT batches_pkey PRIMARY KEY (id),
+    CONSTRAINT batches_status_check CHECK ((status = ANY (ARRAY['open'::text, 'closed'::text, 'posted'::text])))
+);
+
 CREATE TABLE delegations (
     id text NOT NULL,
     token_hash text NOT NULL,
@@ -66,10 +83,13 @@ CREATE TABLE digests (
     channel text NOT NULL,
     ts text NOT NULL,
     operation text NOT NULL,
-    requested_by text NOT NULL,
+    requested_by text,
     created_at timestamp with time zone NOT NULL,
+    batch_id text,
+    CONSTRAINT digests_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batches(id),
     CONSTRAINT digests_one_per_message UNIQUE (channel, ts),
-    CONSTRAINT digests_pkey PRIMARY KEY (id)
+    CONSTRAINT digests_pkey PRIMARY KEY (id),
+    CONSTRAINT digests_requester_or_batch CHECK (((requested_by IS NOT NULL) OR (batch_id IS NOT NULL)))
 );
 
 CREATE TABLE escalation_outbox (
@@ -209,10 +229,17 @@ END,
     review_sampled boolean NOT NULL DEFAULT false,
     digest_id text,
     delegation_id text,
+    batch_id text,
+    shown_after timestamp with time zone,
+    urgent boolean NOT NULL DEFAULT false,
+    backup_at timestamp with time zone,
+    backup_roles text[] NOT NULL DEFAULT '{}'::text[],
+    handed_over_at timestamp with time zone,
     CONSTRAINT pending_counts_on_delete TRIGGER DEFERRABLE INITIALLY DEFERRED,
     CONSTRAINT pending_counts_on_insert TRIGGER DEFERRABLE INITIALLY DEFERRED,
     CONSTRAINT pending_counts_on_update TRIGGER DEFERRABLE INITIALLY DEFERRED,
     CONSTRAINT proposals_arguments_check CHECK ((json_typeof(arguments) = 'object'::text)),
+    CONSTRAINT proposals_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batches(id),
     CONSTRAINT proposals_decision_check CHECK ((decision = ANY (ARRAY['auto'::text, 'ask'::text, 'deny'::text]))),
     CONSTRAINT proposals_delegation_id_fkey FOREIGN KEY (delegation_id) REFERENCES delegations(id),
     CONSTRAINT proposals_digest_id_fkey FOREIGN KEY (digest_id) REFERENCES digests(id),
@@ -286,6 +313,10 @@ CREATE UNIQUE INDEX audit_log_seq_key ON audit_log USING btree (seq);
 
 CREATE INDEX audit_log_unsealed ON audit_log USING btree (id) WHERE (seq IS NULL);
 
+CREATE UNIQUE INDEX batches_one_open_per_key ON batches USING btree (key) WHERE (status = 'open'::text);
+
+CREATE UNIQUE INDEX batches_pkey ON batches USING btree (id);
+
 CREATE INDEX delegations_person ON delegations USING btree (person, created_at);
 
 CREATE UNIQUE INDEX delegations_pkey ON delegations USING btree (id);
@@ -319,6 +350,10 @@ CREATE INDEX outbox_open_by_proposal ON outbox USING btree (proposal_id, lane, i
 CREATE UNIQUE INDEX outbox_pkey ON outbox USING btree (id);
 
 CREATE UNIQUE INDEX pending_counts_pkey ON pending_counts USING btree (agent, shard);
+
+CREATE INDEX proposals_backup_due ON proposals USING btree (backup_at) WHERE ((status = 'pending'::text) AND (backup_at IS NOT NULL) AND (handed_over_at IS NULL));
+
+CREATE INDEX proposals_batch_items ON proposals USING btree (batch_id) WHERE (batch_id IS NOT NULL);
 
 CREATE INDEX proposals_decided_by ON proposals USING btree (decided_by, decided_at) WHERE (decided_by IS NOT NULL);
 
@@ -517,6 +552,23 @@ CREATE OR REPLACE FUNCTION pending_counts_shard(proposal_id text)
  IMMUTABLE PARALLEL SAFE
 AS $function$ SELECT (get_byte(decode(md5(proposal_id), 'hex'), 0) % 8)::smallint $function$;
 
+CREATE OR REPLACE FUNCTION proposals_batch_set_once()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF (TG_OP = 'UPDATE' AND NEW.batch_id IS DISTINCT FROM OLD.batch_id)
+       OR (TG_OP = 'INSERT' AND NEW.batch_id IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM batches AS b
+            WHERE b.id = NEW.batch_id AND b.channel = NEW.channel AND b.rule_id = NEW.rule_id))
+    THEN
+        RAISE EXCEPTION 'proposals: a proposal joins one batch, once, of its own channel and rule'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$function$;
+
 CREATE OR REPLACE FUNCTION proposals_contract_is_frozen()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -570,10 +622,11 @@ BEGIN
        OR (NEW.digest_id IS NOT NULL AND NOT EXISTS (
             SELECT 1 FROM digests AS d
             WHERE d.id = NEW.digest_id AND d.operation = NEW.operation
-              AND d.requested_by = NEW.requested_by
-              AND d.channel = NEW.slack_channel AND d.ts = NEW.slack_ts))
+              AND d.channel = NEW.slack_channel AND d.ts = NEW.slack_ts
+              AND (d.requested_by IS NULL OR d.requested_by = NEW.requested_by)
+              AND (d.batch_id IS NULL OR d.batch_id = NEW.batch_id)))
     THEN
-        RAISE EXCEPTION 'proposals: a digest item stays in its digest, shown by its message, and shares its operation and requester'
+        RAISE EXCEPTION 'proposals: a digest item stays in its digest, shown by its message, and shares its operation and requester or batch'
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
     RETURN NEW;
@@ -783,6 +836,8 @@ CREATE CONSTRAINT TRIGGER pending_counts_on_delete AFTER DELETE ON proposals DEF
 CREATE CONSTRAINT TRIGGER pending_counts_on_insert AFTER INSERT ON proposals DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.status = 'pending'::text)) EXECUTE FUNCTION pending_counts_follow();
 
 CREATE CONSTRAINT TRIGGER pending_counts_on_update AFTER UPDATE OF status, agent ON proposals DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((((old.status = 'pending'::text) OR (new.status = 'pending'::text)) AND ((old.status IS DISTINCT FROM new.status) OR (old.agent IS DISTINCT FROM new.agent)))) EXECUTE FUNCTION pending_counts_follow();
+
+CREATE TRIGGER proposals_batch_set_once BEFORE INSERT OR UPDATE OF batch_id ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_batch_set_once();
 
 CREATE TRIGGER proposals_contract_is_frozen BEFORE UPDATE OF id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request, arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note, approver_roles, channel, created_at, risk, quorum, supersedes, edited_by ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_contract_is_frozen();
 

@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0016 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0017 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -33,6 +33,24 @@ CREATE TABLE audit_log (
     hash         TEXT NOT NULL
 ) STRICT;
 
+CREATE TABLE batches (
+    -- 'bt_' + 128 random bits
+    id            TEXT PRIMARY KEY,
+    -- the channel, rule, operation and approver roles its proposals share
+    key           TEXT NOT NULL,
+    channel       TEXT NOT NULL,
+    rule_id       TEXT NOT NULL,
+    opened_at     TEXT NOT NULL,
+    -- when its posts are due: the window's end, or the moment it reached max_size
+    closes_at     TEXT NOT NULL,
+    max_size      INTEGER NOT NULL CHECK (max_size BETWEEN 1 AND 50),
+    size          INTEGER NOT NULL DEFAULT 0 CHECK (size BETWEEN 0 AND max_size),
+    -- open: proposals may join; closed: its digest is due; posted: its digest went out
+    status        TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'closed', 'posted')),
+    -- while one worker posts its digest (store/batches.py lease_batch)
+    leased_until  TEXT
+) STRICT;
+
 CREATE TABLE delegations (
     id          TEXT PRIMARY KEY,                 -- "dl_" + 128 random bits
     token_hash  TEXT NOT NULL UNIQUE CHECK (length(token_hash) = 64),
@@ -48,15 +66,17 @@ CREATE TABLE delegations (
     CHECK ((revoked_by IS NULL) = (revoked_at IS NULL))
 ) STRICT;
 
-CREATE TABLE digests (
-    -- 'dg_' + 128 random bits: the only thing the digest's buttons carry
+CREATE TABLE "digests" (
     id            TEXT PRIMARY KEY,
     channel       TEXT NOT NULL,
     ts            TEXT NOT NULL,
     operation     TEXT NOT NULL,
-    requested_by  TEXT NOT NULL,
+    -- NULL: the items of a batch, of several requesters
+    requested_by  TEXT,
     created_at    TEXT NOT NULL,
-    UNIQUE (channel, ts)
+    batch_id      TEXT REFERENCES batches (id),
+    UNIQUE (channel, ts),
+    CHECK (requested_by IS NOT NULL OR batch_id IS NOT NULL)
 ) STRICT;
 
 CREATE TABLE escalation_outbox (
@@ -204,7 +224,8 @@ CREATE TABLE "proposals" (
     -- the digest whose message shows it (0008)
     digest_id               TEXT REFERENCES digests (id),
     -- the delegation it was submitted under (0009)
-    delegation_id           TEXT REFERENCES delegations (id),
+    delegation_id           TEXT REFERENCES delegations (id), batch_id TEXT REFERENCES batches (id), shown_after TEXT, urgent INTEGER NOT NULL DEFAULT 0 CHECK (urgent IN (0, 1)), backup_at TEXT, backup_roles TEXT NOT NULL DEFAULT '[]'
+    CHECK (json_valid(backup_roles) AND json_type(backup_roles) = 'array'), handed_over_at TEXT,
     UNIQUE (agent, submission_key),
     CHECK ((supersedes IS NULL) = (edited_by IS NULL)),
     CHECK ((extended_by IS NULL) = (extended_at IS NULL))
@@ -248,6 +269,8 @@ CREATE TABLE standing_rules (
 
 CREATE INDEX audit_log_proposal_id ON audit_log (proposal_id, seq);
 
+CREATE UNIQUE INDEX batches_one_open_per_key ON batches (key) WHERE status = 'open';
+
 CREATE INDEX delegations_person ON delegations (person, created_at);
 
 CREATE INDEX escalation_outbox_due ON escalation_outbox (next_attempt_at, id)
@@ -267,6 +290,11 @@ CREATE INDEX outbox_due ON outbox (next_attempt_at, id)
 
 CREATE INDEX outbox_open_by_proposal ON outbox (proposal_id, lane, id)
     WHERE delivered_at IS NULL AND abandoned_at IS NULL;
+
+CREATE INDEX proposals_backup_due ON proposals (backup_at)
+    WHERE status = 'pending' AND backup_at IS NOT NULL AND handed_over_at IS NULL;
+
+CREATE INDEX proposals_batch_items ON proposals (batch_id) WHERE batch_id IS NOT NULL;
 
 CREATE INDEX proposals_decided_by ON proposals (decided_by, decided_at)
     WHERE decided_by IS NOT NULL;
@@ -443,6 +471,22 @@ BEGIN
     UPDATE pending_counts SET pending = pending - 1 WHERE agent = OLD.agent;
 END;
 
+CREATE TRIGGER proposals_batch_of_its_channel_and_rule
+BEFORE INSERT ON proposals
+WHEN NEW.batch_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM batches AS b
+    WHERE b.id = NEW.batch_id AND b.channel = NEW.channel AND b.rule_id = NEW.rule_id)
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: a proposal joins one batch, once, of its own channel and rule');
+END;
+
+CREATE TRIGGER proposals_batch_set_once
+BEFORE UPDATE OF batch_id ON proposals
+WHEN NEW.batch_id IS NOT OLD.batch_id
+BEGIN
+    SELECT RAISE(ABORT, 'proposals: a proposal joins one batch, once, of its own channel and rule');
+END;
+
 CREATE TRIGGER proposals_contract_is_frozen
 BEFORE UPDATE OF id, agent, submission_key, submission_fingerprint, requested_by, run_id,
     operation, request, arguments, preview, binding_hash, agent_reason, callback_url, rule_id,
@@ -476,10 +520,11 @@ WHEN (OLD.digest_id IS NOT NULL AND NEW.digest_id IS NOT OLD.digest_id)
   OR (NEW.digest_id IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM digests AS d
         WHERE d.id = NEW.digest_id AND d.operation = NEW.operation
-          AND d.requested_by = NEW.requested_by
-          AND d.channel = NEW.slack_channel AND d.ts = NEW.slack_ts))
+          AND d.channel = NEW.slack_channel AND d.ts = NEW.slack_ts
+          AND (d.requested_by IS NULL OR d.requested_by = NEW.requested_by)
+          AND (d.batch_id IS NULL OR d.batch_id = NEW.batch_id)))
 BEGIN
-    SELECT RAISE(ABORT, 'proposals: a digest item stays in its digest, shown by its message, and shares its operation and requester');
+    SELECT RAISE(ABORT, 'proposals: a digest item stays in its digest, shown by its message, and shares its operation and requester or batch');
 END;
 
 CREATE TRIGGER proposals_expiry_extends_once

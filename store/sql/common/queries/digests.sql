@@ -2,8 +2,8 @@
 
 -- name: insert_digest
 -- A digest, once: a second attach of the same digest finds it stored.
-INSERT INTO digests (id, channel, ts, operation, requested_by, created_at)
-VALUES (:id, :channel, :ts, :operation, :requested_by, :created_at)
+INSERT INTO digests (id, channel, ts, operation, requested_by, created_at, batch_id)
+VALUES (:id, :channel, :ts, :operation, :requested_by, :created_at, :batch_id)
 ON CONFLICT (id) DO NOTHING
 
 -- name: select_digest

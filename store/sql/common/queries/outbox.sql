@@ -1,9 +1,10 @@
 -- The outbox of proposals' effects (store/outbox.py): the same SQL on SQLite and PostgreSQL.
 
 -- name: insert_outbox
--- One effect of a change, for the outbox worker to deliver; due at once.
+-- One effect of a change, for the outbox worker to deliver; due at :due (now, or for the post of
+-- a proposal waiting in a batch, when the batch closes).
 INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at)
-VALUES (:proposal_id, :effect, :lane, :status, :now, :now)
+VALUES (:proposal_id, :effect, :lane, :status, :now, :due)
 
 -- name: complete_delivery
 -- Delivered.

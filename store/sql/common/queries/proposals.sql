@@ -13,13 +13,15 @@ INSERT INTO proposals (
     id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
     arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
     approver_roles, channel, status, created_at, expires_at, updated_at, lease_until, risk,
-    quorum, supersedes, edited_by, remind_at, standing_rule_id, review_sampled, delegation_id
+    quorum, supersedes, edited_by, remind_at, standing_rule_id, review_sampled, delegation_id,
+    shown_after, urgent, backup_roles, backup_at, batch_id
 ) VALUES (
     :id, :agent, :submission_key, :submission_fingerprint, :requested_by, :run_id, :operation,
     :request, :arguments, :preview, :binding_hash, :agent_reason, :callback_url, :rule_id,
     :decision, :policy_note, :approver_roles, :channel, :status, :created_at, :expires_at,
     :created_at, :lease_until, :risk, :quorum, :supersedes, :edited_by, :remind_at,
-    :standing_rule_id, :review_sampled, :delegation_id
+    :standing_rule_id, :review_sampled, :delegation_id, :shown_after, :urgent, :backup_roles,
+    :backup_at, :batch_id
 )
 ON CONFLICT (agent, submission_key) DO NOTHING
 RETURNING *

@@ -21,14 +21,14 @@ SELECT * FROM proposals WHERE id = ANY(:ids::text[])
 
 -- name: claim_similar_posts
 -- More due posts like the ones being grouped: pending, never shown, same channel, operation and
--- requester, each the first undelivered entry of its proposal's lane. The similar proposals are
+-- requester and waiting in no batch, each the first undelivered entry of its proposal's lane. The similar proposals are
 -- found first (proposals_unshown), then their entries: a backlog of other posts is not walked,
 -- whatever the planner's statistics say. Entries another worker is leasing right now are
 -- skipped; the outer WHERE re-checks each locked row.
 WITH candidates AS MATERIALIZED (
     SELECT id FROM proposals
     WHERE channel = :channel AND operation = :operation AND requested_by = :requested_by
-      AND status = 'pending' AND slack_ts IS NULL
+      AND status = 'pending' AND slack_ts IS NULL AND batch_id IS NULL
 ), due AS (
     SELECT o.id FROM candidates AS p JOIN outbox AS o ON o.proposal_id = p.id
     WHERE o.effect = 'slack.post' AND o.delivered_at IS NULL AND o.abandoned_at IS NULL

@@ -20,14 +20,14 @@ SELECT * FROM proposals WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: claim_similar_posts
 -- More due posts like the ones being grouped: pending, never shown, same channel, operation and
--- requester, each the first undelivered entry of its proposal's lane. The similar proposals are
+-- requester and waiting in no batch, each the first undelivered entry of its proposal's lane. The similar proposals are
 -- found first (proposals_unshown), then their entries: a backlog of other posts is not walked.
 UPDATE outbox SET leased_until = :lease, attempts = attempts + 1
 WHERE id IN (
     WITH candidates AS MATERIALIZED (
         SELECT id FROM proposals
         WHERE channel = :channel AND operation = :operation AND requested_by = :requested_by
-          AND status = 'pending' AND slack_ts IS NULL
+          AND status = 'pending' AND slack_ts IS NULL AND batch_id IS NULL
     )
     SELECT o.id FROM candidates AS p JOIN outbox AS o ON o.proposal_id = p.id
     WHERE o.effect = 'slack.post' AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
