@@ -129,6 +129,7 @@ def build_app(
         offers_standing=functools.partial(offers, settings.policy),
         reminder=reminder,
         formats_of=settings.registry.formats,
+        agent_acts=settings.registry.agent_acts,
     )
     # Callbacks go to agent-chosen URLs: their own client, which connects only to checked
     # addresses, with per-destination slots that end before the outbox lease does.

@@ -16,6 +16,7 @@ import aiohttp
 import yarl
 
 from contracts.base import HttpResponse, HttpTransportError
+from contracts.durations import spoken_duration
 from contracts.redaction import scrub, shown_url
 
 __all__ = ["MAX_RESPONSE_BYTES", "AiohttpClient"]
@@ -105,7 +106,8 @@ class AiohttpClient:
             ) from error
         except TimeoutError as error:
             raise HttpTransportError(
-                f"no complete response from {shown} within {timeout:g}s", maybe_received=True
+                f"the target did not answer in full within {spoken_duration(timeout)}",
+                maybe_received=True,
             ) from error
         except aiohttp.ServerDisconnectedError as error:
             raise HttpTransportError(

@@ -153,6 +153,9 @@ class Operation(ABC, Generic[ReqT, ArgsT]):
     description: str
     #: the operation's risk class; unknown effects count as irreversible
     risk: Risk = "irreversible"
+    #: whether the agent carries out the approved arguments itself (a decision operation,
+    #: contracts/operations/decision.py) rather than Countersign executing them
+    agent_acts: bool = False
 
     @abstractmethod
     def parse_request(self, data: JsonValue) -> ReqT:

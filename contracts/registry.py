@@ -46,5 +46,11 @@ class Registry:
         operation = self._operations.get(name)
         return {} if operation is None else operation.field_formats()
 
+    def agent_acts(self, name: str) -> bool:
+        """Whether the agent carries out operation ``name`` itself once approved (a decision
+        operation); False for one no longer configured."""
+        operation = self._operations.get(name)
+        return operation is not None and operation.agent_acts
+
     def names(self) -> tuple[str, ...]:
         return tuple(self._operations)

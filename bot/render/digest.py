@@ -52,6 +52,7 @@ from bot.render.proposal import (
     code,
     compact,
     context,
+    goes_ahead,
     header,
     mention,
     plain,
@@ -338,6 +339,8 @@ def _status(proposal: Proposal, now: datetime) -> str:
 
 
 def _outcome_word(proposal: Proposal) -> str:
+    if goes_ahead(proposal):
+        return ":white_check_mark: Approved: the agent may go ahead"
     match proposal.outcome:
         case Succeeded():
             return ":white_check_mark: Succeeded"
@@ -449,6 +452,11 @@ def _reply_line(proposal: Proposal, status: Status, formats: Formats) -> str | N
         return f":x: *Rejected* by {by}: {head}. Nothing was executed.\n{reason}"
     if status is Status.EXPIRED:
         return f":hourglass: *Expired*: {head}. Nobody decided in time; nothing was executed."
+    if goes_ahead(proposal):
+        return (
+            f":white_check_mark: *Approved*: {head}. The agent may go ahead; Countersign ran"
+            " nothing."
+        )
     match proposal.outcome:
         case Succeeded(result=result):
             shown = "" if result in (None, {}) else f"\n{_result_line(result, formats)}"

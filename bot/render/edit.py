@@ -27,9 +27,9 @@ from bot.render.proposal import (
     mention,
     message,
     plain,
+    reference,
     request_changes,
     section,
-    short_id,
     when,
 )
 from contracts.formats import (
@@ -69,8 +69,7 @@ def edit_modal(
     shown = formats or {}
     blocks: list[dict[str, Any]] = [
         section(
-            f"*{inert(proposal.preview.title)}*\nOperation {code(proposal.operation, 200)}"
-            f" · id {code(short_id(proposal.id), 20)}"
+            f"*{inert(proposal.preview.title)}*\n{reference(proposal.id)}"
         ),
         context(EDIT_NOTE),
         *(_input(field, shown, proposal.arguments) for field in form.fields),
@@ -108,8 +107,6 @@ def _input(
             notes.append("As JSON.")
         if fmt is not None and fmt.kind == "money" and field.kind in ("integer", "number"):
             notes.append(_money_unit(fmt, field.value, arguments))
-        if field.label.lower() != field.name.lower():
-            notes.append(f"Field {field.name}.")  # as the request, the API and Show full name it
     block: dict[str, Any] = {
         "type": "input",
         "block_id": field.block_id,
@@ -224,7 +221,7 @@ def superseded_reply(
     name = f"<{link}|{inert(edit.preview.title)}>" if link else f"*{inert(edit.preview.title)}*"
     blocks.append(
         section(
-            f"The edit, checked and classified again: {name} (id {code(edit.id, 60)}).\n"
+            f"The edit, checked and classified again: {name}.\n"
             f"{_edit_status(proposal, edit)}"
         )
     )

@@ -43,8 +43,8 @@ def why_asked(proposal: Proposal) -> str:
     *refunds*". The note was written by the policy when the proposal was classified, in the
     operation's terms; it may quote argument values, so it is shown inert. A call a standing
     rule approved names the rule, mentions who granted it and says until when, as Slack shows
-    times: "standing rule `sr_…`, granted by @Ada until today at 16:09: Amount 300.00 USD ≤
-    500.00 USD limit, …"."""
+    times: "a standing rule granted by @Ada until today at 16:09: Amount 300.00 USD ≤ 500.00
+    USD limit, …" (its id is for the audit log, not for a sentence)."""
     note = proposal.policy_note
     rule = proposal.rule_id
     if len(note) > NOTE_MAX:
@@ -52,10 +52,9 @@ def why_asked(proposal: Proposal) -> str:
     standing = _STANDING_NOTE.match(note)
     if standing is not None and standing.group(1) == proposal.standing_rule_id:
         # the standing rule's own words, then the policy rule's part as any other note
-        sr, granter, until = standing.groups()
+        _, granter, until = standing.groups()
         granted = (
-            f"standing rule `{sr}`, granted by <@{granter}> until "
-            f"{when(datetime.fromisoformat(until))}"
+            f"a standing rule granted by <@{granter}> until {when(datetime.fromisoformat(until))}"
         )
         rest = proposal.model_copy(update={"policy_note": note[standing.end() :]})
         return f"{granted}: {why_asked(rest)}"
@@ -66,6 +65,9 @@ def why_asked(proposal: Proposal) -> str:
     if note.startswith(f"{prefix}: "):
         clauses = inert(note[len(prefix) + 2 :])
         return f"{clauses} of {named}" if clauses.endswith(" limit") else f"{clauses} ({named})"
+    if note.startswith(f"{prefix} matches every "):  # a rule without conditions
+        done = "runs without asking" if proposal.decision == "auto" else "is asked for"
+        return f"every request of this kind {done} ({named})"
     if note.startswith(f"{prefix} "):
         return f"{named} {inert(note[len(prefix) + 1 :])}"
     return f"{inert(note)} ({named})"

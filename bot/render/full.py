@@ -29,6 +29,7 @@ from bot.render.proposal import (
     code,
     mention,
     plain,
+    reference,
     section,
 )
 from contracts.formats import FieldFormat, Formats, field_label, show_value
@@ -103,10 +104,9 @@ def _proposal_blocks(
         heading = f"*{number}.* " if number is not None else ""
     ours: Blocks = [
         section(
-            f"{heading}Operation {code(proposal.operation, 200)} · id {code(proposal.id, 60)} · "
-            f"{RISK_LABELS[proposal.risk]}\n"
-            f"Agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)}\n"
-            f"*Binding hash* (what an approval is bound to) {code(proposal.binding_hash, 80)}"
+            f"{heading}{RISK_LABELS[proposal.risk]}\n"
+            f"Agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)} · "
+            f"{reference(proposal.id)}"
         )
     ]
     preview = [("Title", proposal.preview.title)]
@@ -129,6 +129,7 @@ def _proposal_blocks(
     ]
     if raw:
         values += _small_print(_lines(raw, " = "), "As the operation receives them (JSON): ")
+    values += _small_print(_lines(_record(proposal)), f"{_FOR_THE_RECORD} ")
     if proposal.agent_reason:
         reason = inert_plain(proposal.agent_reason)
         values += [_label("The agent's explanation (unverified)"), *_chunks(reason)]
@@ -142,6 +143,19 @@ def _proposal_blocks(
             ),
         ]
     return [*ours, *values, {"type": "divider"}]
+
+
+#: Opens the small print that names the proposal as Countersign and the agent record it.
+_FOR_THE_RECORD: Final = "For the record (as logs and the API name it):"
+
+
+def _record(proposal: Proposal) -> list[tuple[str, str]]:
+    """The names a developer looks a proposal up by: its id, its operation, the agent's run id
+    and the binding hash an approval is bound to."""
+    record = [("proposal", proposal.id), ("operation", proposal.operation)]
+    if proposal.run_id:
+        record.append(("the agent's run id", proposal.run_id))
+    return [*record, ("binding hash", proposal.binding_hash)]
 
 
 def _label(text: str) -> dict[str, Any]:

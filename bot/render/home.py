@@ -44,6 +44,7 @@ from bot.render.proposal import (
     is_clipped,
     mention,
     quorum_progress,
+    reference,
     remaining,
     section,
     short_id,
@@ -346,11 +347,7 @@ def proposal_detail_blocks(
         for entry in trail[-25:]
     ]
     blocks.append(section("*Audit trail*\n" + ("\n".join(lines) or "_empty_")))
-    blocks.append(
-        context(
-            f"Proposal {code(proposal.id, 60)} · binding hash {code(proposal.binding_hash, 80)}"
-        )
-    )
+    blocks.append(context(reference(proposal.id)))
     return blocks[:BLOCKS_MAX]
 
 

@@ -38,6 +38,7 @@ from contracts.base import Risk
 from contracts.durations import spoken_duration
 from contracts.formats import Formats
 from contracts.outcomes import (
+    Decided,
     NeedsReconciliation,
     Outcome,
     RevisionRequired,
@@ -51,6 +52,7 @@ from store.lifecycle import Status
 #: Besides the messages, the vocabulary the other render modules build with: Block Kit blocks
 #: and the words every message uses (mentions, times, code spans, quotes, buttons and state).
 __all__ = [
+    "AGENT_ACTS_LABEL",
     "CLIPPED",
     "RISK_LABELS",
     "already_decided_text",
@@ -68,6 +70,7 @@ __all__ = [
     "explanation",
     "field_sections",
     "field_text",
+    "goes_ahead",
     "header",
     "is_clipped",
     "mention",
@@ -77,11 +80,13 @@ __all__ = [
     "proposal_message",
     "quorum_progress",
     "quote",
+    "reference",
     "refusal_text",
     "reject_modal",
     "rejection_reply",
     "remaining",
     "request_changes",
+    "risk_label",
     "said",
     "section",
     "short_id",
@@ -187,6 +192,12 @@ def short_id(proposal_id: str) -> str:
     return proposal_id if len(proposal_id) <= 12 else proposal_id[:12]
 
 
+def reference(proposal_id: str) -> str:
+    """The one short reference a person quotes to find a proposal (``/countersign show``, the
+    audit log, a target's logs, whose correlation ids start with it)."""
+    return f"Reference {code(proposal_id, 60)}"
+
+
 # --- block helpers --------------------------------------------------------------------------------
 
 
@@ -247,8 +258,8 @@ def shown_in_part(
     return [
         context(
             f":scissors: *Shown in part*: {what} are longer than Slack shows in a message and"
-            " are cut where marked. *Show full* shows every frozen argument in full, with the"
-            " binding hash an approval is bound to."
+            " are cut where marked. *Show full* shows every value in full, exactly as it will"
+            " be used."
         ),
         {
             "type": "actions",
@@ -299,8 +310,11 @@ def proposal_message(
     allow_similar: bool = False,
     previous: Proposal | None = None,
     formats: Formats | None = None,
+    agent_acts: bool = False,
 ) -> Message:
     """The message that asks for a decision; once decided, the same message showing the result.
+    ``agent_acts``: a decision operation (contracts/operations/decision.py), which the agent
+    carries out itself once approved: its risk, confirmation and outcome say so.
 
     In a fixed order: Countersign's verdict (risk class, why the policy asked, approvals so
     far, expiry) in a block of its own, then the title and what runs and what the agent said,
@@ -314,31 +328,24 @@ def proposal_message(
     status it ends with who decided, when, and what came of it. When any text had to be cut,
     the message says so and offers Show full.
     """
-    verdict = _verdict(proposal, now)
+    verdict = _verdict(proposal, now, agent_acts)
     agent = inert(agent_display or proposal.agent)
     asked = f"*Requested by* agent *{agent}* for {mention(proposal.requested_by)}"
-    if proposal.run_id:
-        asked += f" (the agent's run id {code(proposal.run_id, 80)})"
     details: Blocks = [section(asked)]
     details += edit_blocks(proposal, previous, formats)
     if proposal.agent_reason:
         details.append(explanation(proposal.agent_reason))
-    details.append(
-        context(
-            f"Operation {code(proposal.operation, 200)} · id {code(short_id(proposal.id), 20)}"
-            f" · binding hash {code(proposal.binding_hash[:12], 20)}"
-        )
-    )
+    details.append(context(reference(proposal.id)))
     tail: Blocks = []
     if proposal.status is Status.PENDING:
-        actions = buttons(proposal, extend_by)
+        actions = buttons(proposal, extend_by, agent_acts=agent_acts)
         actions["elements"].append(_edit_button(proposal))  # the channel message only
         if allow_similar:
             actions["elements"].insert(1, _standing_button(proposal))
         tail.append(actions)
     else:
         tail.append({"type": "divider"})
-        tail.append(section(state_line(proposal)))
+        tail.append(section(state_line(proposal, agent_acts=agent_acts)))
         if proposal.status is Status.NEEDS_RECONCILIATION:
             tail.append(_reconcile_buttons(proposal))
     reserved = len(shown_in_part(proposal.id))
@@ -356,11 +363,11 @@ def proposal_message(
     return message(f"{status_word(proposal)}: {title}", [*body, *tail])
 
 
-def _verdict(proposal: Proposal, now: datetime) -> Blocks:
+def _verdict(proposal: Proposal, now: datetime, agent_acts: bool = False) -> Blocks:
     """Countersign's own facts, before anything the agent supplied: the risk class, why the
     policy asked, (while pending) the approvals so far and when it expires, and (once
     decided) who decided, when, and the state it is in."""
-    lines = [RISK_LABELS[proposal.risk], f"*Why you are asked:* {why_asked(proposal)}"]
+    lines = [risk_label(proposal, agent_acts), f"*Why you are asked:* {why_asked(proposal)}"]
     progress = quorum_progress(proposal) if proposal.status is Status.PENDING else None
     if progress is not None:
         lines.append(progress)
@@ -436,8 +443,20 @@ def _changed_value(shown: str | None) -> str:
     return "_(not set)_" if shown is None else code(shown, 200)
 
 
-def buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str, Any]:
+def buttons(
+    proposal: Proposal, extend_by: timedelta | None = None, *, agent_acts: bool = False
+) -> dict[str, Any]:
+    """Approve (with its confirmation), Reject and, when ``extend_by`` says what one extension
+    adds, Extend; each button's value is the proposal id only. The confirmation says what
+    approving does: Countersign carries it out, or (``agent_acts``, a decision) the agent."""
     extend = [] if extend_by is None or proposal.extended_by else [_extend(proposal, extend_by)]
+    last = missing(proposal) <= 1
+    if agent_acts:
+        ask = "Let the agent go ahead?" if last else "Approve?"
+        what = f"{proposal.preview.title} · The agent does this itself; Countersign runs nothing."
+    else:
+        ask = "Approve and execute?" if last else "Approve?"
+        what = proposal.preview.title
     return {
         "type": "actions",
         "block_id": "decision",
@@ -449,13 +468,8 @@ def buttons(proposal: Proposal, extend_by: timedelta | None = None) -> dict[str,
                 "style": "primary",
                 "value": proposal.id,
                 "confirm": {
-                    "title": plain(
-                        "Approve and execute?" if missing(proposal) <= 1 else "Approve?",
-                        CONFIRM_TITLE_MAX,
-                    ),
-                    "text": said(
-                        f"{proposal.operation}: {proposal.preview.title}", CONFIRM_TEXT_MAX
-                    ),
+                    "title": plain(ask, CONFIRM_TITLE_MAX),
+                    "text": said(what, CONFIRM_TEXT_MAX),
                     "confirm": plain("Approve", 30),
                     "deny": plain("Cancel", 30),
                     "style": "primary",
@@ -491,15 +505,17 @@ def _edit_button(proposal: Proposal) -> dict[str, Any]:
 
 
 def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
-    """For an uncertain execution: record what really happened, or retry with the same key."""
-    retry = button(RECONCILE_RETRY, "Retry (same idempotency key)", proposal.id)
+    """For an uncertain execution: record what really happened, or try again (the same request,
+    marked as the same one, so a target that recognises repeats acts at most once)."""
+    retry = button(RECONCILE_RETRY, "Try again", proposal.id)
     retry["confirm"] = {
-        "title": plain("Execute again?", CONFIRM_TITLE_MAX),
+        "title": plain("Try it again?", CONFIRM_TITLE_MAX),
         "text": plain(
-            "Only if the target honours the idempotency key or you checked it did not happen.",
+            "Countersign sends the same request again, marked as a repeat. Only if the target"
+            " recognises repeats, or you checked that it did not happen.",
             CONFIRM_TEXT_MAX,
         ),
-        "confirm": plain("Retry", 30),
+        "confirm": plain("Try again", 30),
         "deny": plain("Cancel", 30),
     }
     return {
@@ -514,6 +530,8 @@ def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
 
 
 def status_word(proposal: Proposal) -> str:
+    if proposal.status is Status.SUCCEEDED and goes_ahead(proposal):
+        return "Approved: the agent may go ahead"
     return {
         Status.PENDING: "Approval needed",
         Status.DENIED: "Denied by policy",
@@ -562,8 +580,9 @@ def decided_line(proposal: Proposal) -> str | None:
     return f"{_approval(proposal)} · *{status_word(proposal)}*"
 
 
-def state_line(proposal: Proposal) -> str:
-    """The final (or current) state, in place of the buttons."""
+def state_line(proposal: Proposal, *, agent_acts: bool = False) -> str:
+    """The final (or current) state, in place of the buttons (``agent_acts``: a decision
+    operation, which the agent carries out itself)."""
     status = proposal.status
     if status is Status.REJECTED:
         at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
@@ -587,9 +606,34 @@ def state_line(proposal: Proposal) -> str:
     if status is Status.CANCELLED:
         return f":leftwards_arrow_with_hook: *Withdrawn by the agent*{_at(proposal)}. {_WITHDRAWN}"
     if status is Status.EXECUTING:
+        if agent_acts:
+            return f"{_approval(proposal)}. Telling the agent it may go ahead…"
         return f"{_approval(proposal)}. :gear: Executing…"
+    if status is Status.SUCCEEDED and goes_ahead(proposal):
+        return f"{_approval(proposal)}.\n{_GO_AHEAD}"
     summary = _outcome_summary(proposal.outcome) if proposal.outcome else f"Status: {status.value}"
     return f"{_approval(proposal)}.\n{summary}"
+
+
+#: What the approval of a decision came to: the agent acts, Countersign ran nothing.
+_GO_AHEAD: Final = (
+    ":arrow_forward: *Approved: the agent may go ahead.* Countersign ran nothing: the agent"
+    " carries out what was approved itself, and is trusted to do only that."
+)
+
+
+def goes_ahead(proposal: Proposal) -> bool:
+    """Whether ``proposal`` is an approved decision: its outcome holds a
+    :class:`~contracts.outcomes.Decided` result (contracts/operations/decision.py), so the
+    agent, not Countersign, carries it out."""
+    outcome = proposal.outcome
+    if not isinstance(outcome, Succeeded) or not isinstance(outcome.result, dict):
+        return False
+    try:
+        Decided.model_validate(outcome.result)
+    except ValueError:
+        return False
+    return True
 
 
 #: What a withdrawal means, said wherever a withdrawn proposal shows.
@@ -612,21 +656,19 @@ def _outcome_summary(outcome: Outcome) -> str:
     match outcome:
         case Succeeded():
             return ":white_check_mark: *Succeeded.*"
-        case NeedsReconciliation(correlation_id=correlation_id):
+        case NeedsReconciliation():
             return (
                 ":warning: *Outcome unknown*: the effect may or may not have happened."
-                f" Check before retrying. Correlation id {code(correlation_id, 100)}"
+                " Check before trying again."
             )
         case RevisionRequired(reason=reason):
             return (
                 f":leftwards_arrow_with_hook: *Revision required*: {clip(inert(reason), 1000)}"
                 " Nothing was executed."
             )
-        case TerminalFailure(detail=detail, correlation_id=correlation_id):
-            return (
-                f":x: *Failed*: {clip(inert(detail), 1000)} The effect did not happen."
-                f" Correlation id {code(correlation_id, 100)}"
-            )
+        case TerminalFailure(detail=detail):
+            failed = _sentence(clip(inert(detail), 1000))
+            return f":x: *Failed*: {failed} The effect did not happen."
 
 
 # --- risk classes and quorum ---------------------------------------------------------------------
@@ -637,6 +679,21 @@ RISK_LABELS: Final[Mapping[Risk, str]] = {
     "reversible": ":large_orange_circle: Reversible write",
     "read": ":white_circle: Read only",
 }
+
+
+#: How a decision operation's risk shows: the agent will act itself, trusted to do only this.
+AGENT_ACTS_LABEL: Final = (
+    ":raised_hand: *The agent will do this itself* once approved: Countersign runs nothing,"
+    " and trusts the agent to do only what is described here"
+)
+
+
+def risk_label(proposal: Proposal, agent_acts: bool = False) -> str:
+    """The risk line of ``proposal``: its risk class, or for a decision operation
+    (``agent_acts``, or an approved decision) who will act."""
+    if agent_acts or goes_ahead(proposal):
+        return AGENT_ACTS_LABEL
+    return RISK_LABELS[proposal.risk]
 
 
 def _people(users: Iterable[str]) -> str:
@@ -699,6 +756,11 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
             " outcome_reply needs one"
         )
     title = inert(proposal.preview.title)
+    if goes_ahead(proposal):
+        return message(
+            f"Approved: the agent may go ahead: {title}",
+            [section(f":white_check_mark: *Approved*.\n{_GO_AHEAD}"), _about(title)],
+        )
     match outcome:
         case Succeeded(result=result):
             return message(
@@ -709,7 +771,7 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
                     *_result_blocks(result, formats),
                 ],
             )
-        case NeedsReconciliation(detail=detail, correlation_id=correlation_id):
+        case NeedsReconciliation(detail=detail):
             return message(
                 f"Outcome unknown: {title}",
                 [
@@ -719,8 +781,8 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
                         " automatically."
                     ),
                     _about(title),
-                    section(f"*What went wrong*\n{_code_block(detail, 2000)}"),
-                    context(f"Correlation id {code(correlation_id, 200)}"),
+                    section(f"*What went wrong*\n{quote(_sentence(detail), 2000)}"),
+                    context(reference(proposal.id)),
                 ],
             )
         case RevisionRequired(reason=reason):
@@ -736,7 +798,7 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
                     section(f"*Why*\n{quote(reason, 2000)}"),
                 ],
             )
-        case TerminalFailure(detail=detail, correlation_id=correlation_id):
+        case TerminalFailure(detail=detail):
             return message(
                 f"Failed: {title}",
                 [
@@ -745,8 +807,8 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
                         " arguments will not help."
                     ),
                     _about(title),
-                    section(f"*Detail*\n{_code_block(detail, 2000)}"),
-                    context(f"Correlation id {code(correlation_id, 200)}"),
+                    section(f"*What went wrong*\n{quote(_sentence(detail), 2000)}"),
+                    context(reference(proposal.id)),
                 ],
             )
 
@@ -754,6 +816,12 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
 def _about(title: str) -> dict[str, Any]:
     """Which proposal a reply is about: its title (inert), after Countersign's verdict."""
     return context(f"*Proposal:* {title}")
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending as a sentence ends, so the next one does not run on from it."""
+    text = text.rstrip()
+    return text if not text or text[-1] in ".!?…)" else f"{text}."
 
 
 def _result_blocks(result: JsonValue, formats: Formats) -> Blocks:
@@ -880,7 +948,7 @@ def reject_modal(proposal: Proposal) -> dict[str, Any]:
         "submit": plain("Reject", MODAL_TITLE_MAX),
         "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
-            section(f"Operation {code(proposal.operation, 200)}. Nothing will be executed."),
+            section("Nothing will be executed."),
             section(f"*{inert(proposal.preview.title)}*"),
             {
                 "type": "input",

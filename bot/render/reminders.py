@@ -16,7 +16,6 @@ from typing import Final
 from bot.render.inert import inert
 from bot.render.proposal import (
     Message,
-    code,
     context,
     mention,
     message,
@@ -67,7 +66,7 @@ def reminder_reply(
     names = " ".join(_who(approver) for approver in approvers)
     decide = f"{names} can approve." if approvers else NOBODY_CAN_APPROVE
     blocks = [section(f":alarm_clock: This {expiry}. {decide}")]
-    notes = [f"Reminder for {code(proposal.operation, 200)}: {title}"]
+    notes = [f"Reminder: {title}"]
     if extend_by is not None:
         longer = span(extend_by.total_seconds())
         notes.append(f"An approver can extend it once, by {longer}, with the Extend button.")

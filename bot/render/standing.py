@@ -39,6 +39,7 @@ from bot.render.proposal import (
     mention,
     message,
     plain,
+    reference,
     remaining,
     section,
     span,
@@ -94,8 +95,12 @@ def _varying(varying: Sequence[str], ceiling: str, formats: Formats) -> str:
     """The arguments besides the ceiling that a covered call may change, if any."""
     others = [f"*{_label(formats, name)}*" for name in varying if name != ceiling]
     if not others:
-        return "every other argument as approved"
-    return f"every other argument as approved except {', '.join(others)}"
+        return "everything else as approved here"
+    return f"everything else as approved here (only {_listed(others)} may differ)"
+
+
+def _listed(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def standing_modal(
@@ -126,14 +131,13 @@ def standing_modal(
         "blocks": [
             section(
                 f"*{inert(proposal.preview.title)}*\n"
-                f"This call is approved and executed now. For the time you choose, later calls "
-                f"of {code(proposal.operation, 200)} by agent *{inert(proposal.agent)}* that "
-                f"policy rule {code(proposal.rule_id or '', 120)} would ask for, with "
-                f"{_ceiling(standing.ceiling, limit, shown, proposal.arguments)}"
-                f" and {_varying(standing.varying, standing.ceiling, shown)}, are approved "
-                f"automatically, at most {_calls(standing.max_uses)}, audited, and can be "
-                "revoked with `/countersign standing`. Calls its requester makes are never "
-                "covered by a rule they granted."
+                f"This one is approved now. For the time you choose, agent"
+                f" *{inert(proposal.agent)}* may also do similar requests without asking anyone:"
+                f" {_ceiling(standing.ceiling, limit, shown, proposal.arguments)},"
+                f" {_varying(standing.varying, standing.ceiling, shown)}; at most"
+                f" {_calls(standing.max_uses)}. Each is recorded, and you can revoke this any"
+                " time with `/countersign standing`. Requests of the person who grants it are"
+                " never covered."
             ),
             {
                 "type": "input",
@@ -174,13 +178,11 @@ def granted_text(standing_rule_id: str, grant: Grant, formats: Formats | None = 
     """What the granter sees, only to them, once the rule exists (figures through ``formats``)."""
     shown = formats or {}
     return clip(
-        f":white_check_mark: Approved, and standing rule {code(standing_rule_id, 60)} allows "
-        f"similar {code(grant.operation, 200)} calls by agent *{inert(grant.agent)}* with "
-        f"{_ceiling(grant.ceiling_field, grant.ceiling, shown, grant.arguments)} and "
-        f"{_varying(grant.varying, grant.ceiling_field, shown)}, {_calls(grant.max_uses)} at most, "
-        f"until {when(grant.expires_at)}: {grant.max_uses} use"
-        f"{'s' if grant.max_uses != 1 else ''} remaining. "
-        "Revoke it with `/countersign standing`.",
+        f":white_check_mark: Approved. Until {when(grant.expires_at)}, agent"
+        f" *{inert(grant.agent)}* may also do similar requests without asking:"
+        f" {_ceiling(grant.ceiling_field, grant.ceiling, shown, grant.arguments)},"
+        f" {_varying(grant.varying, grant.ceiling_field, shown)}; at most"
+        f" {_calls(grant.max_uses)}. Revoke it with `/countersign standing`.",
         SECTION_MAX,
     )
 
@@ -212,11 +214,11 @@ def standing_list_blocks(
                     "verbatim": True,
                     "text": clip(
                         f"*{inert(rule.operation)}* by agent *{inert(rule.agent)}*, rule "
-                        f"{code(rule.rule_id, 120)}: {ceiling}"
+                        f"*{inert(rule.rule_id[:120])}*: {ceiling}"
                         f", {_varying(rule.varying, rule.ceiling_field, shown)}"
                         f"\nGranted by {mention(rule.created_by)} · expires "
                         f"{when(rule.expires_at)} ({remaining(rule.expires_at, now)}) · {uses}"
-                        f" · {code(rule.id, 60)}",
+                        "",
                         SECTION_MAX,
                     ),
                 },
@@ -247,9 +249,9 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
     asking, what came of it; the verdict buttons until someone gives a verdict, then theirs."""
     title = inert(proposal.preview.title)
     if proposal.standing_rule_id is not None:
-        why = f"standing rule {code(proposal.standing_rule_id, 60)}"
+        why = "a standing rule"
     else:
-        why = f"policy rule {code(proposal.rule_id or '(none)', 120)}"
+        why = f"rule *{inert((proposal.rule_id or '(none)')[:120])}*"
     fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
     blocks: Blocks = [
         header(f"Review: {proposal.preview.title}"),
@@ -260,7 +262,7 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
         section(state_line(proposal)),
         context(
             f"Agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)} · "
-            f"{code(proposal.operation, 200)} · id {code(proposal.id, 60)}"
+            f"{reference(proposal.id)}"
         ),
     ]
     if review is None:

@@ -99,12 +99,15 @@ class SlackPublisher:
         offers_standing: Callable[[Proposal], bool] | None = None,
         reminder: Callable[[Proposal], Awaitable[render.Message]] | None = None,
         formats_of: Callable[[str], Formats] | None = None,
+        agent_acts: Callable[[str], bool] | None = None,
     ) -> None:
         """``extension_of`` says what an Extend button on a proposal's message would add to its
         expiry, or None for no button (bot/extensions.py); ``offers_standing`` whether it shows
         "Approve + allow similar…" (bot/standing/rules.py); ``reminder`` builds the reminder posted
         for a slack.remind (bot/reminders.py; none without it); ``formats_of`` how an operation
-        shows its fields (contracts/formats.py), for what an edit changed and the outcome."""
+        shows its fields (contracts/formats.py), for what an edit changed and the outcome;
+        ``agent_acts`` whether the agent carries out an operation itself (a decision), which its
+        message, confirmation and outcome say."""
         self.client = client
         self._outbox_client = outbox_client or client
         self._store = store
@@ -113,6 +116,7 @@ class SlackPublisher:
         self._reminder = reminder
         self._offers_standing = offers_standing or (lambda _: False)
         self._formats_of = formats_of or (lambda _: {})
+        self._agent_acts = agent_acts or (lambda _: False)
 
     def formats_of(self, operation: str) -> Formats:
         """How ``operation`` shows its fields (contracts/formats.py)."""
@@ -203,6 +207,7 @@ class SlackPublisher:
             allow_similar=self._offers_standing(proposal),
             previous=previous,
             formats=self._formats_of(proposal.operation),
+            agent_acts=self._agent_acts(proposal.operation),
         )
 
     async def post(self, proposal: Proposal) -> None:

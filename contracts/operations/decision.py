@@ -48,9 +48,10 @@ GENERIC_SCHEMA: Final[dict[str, JsonValue]] = {
         "detail": {"type": "string", "minLength": 1, "maxLength": 3000},
     },
 }
-#: The generic question's preview: the agent's words, labelled as its question.
+#: The generic question's preview: the agent's words, labelled as its question and its words.
 GENERIC_PREVIEW: Final = PreviewTemplate(
-    title="The agent asks: {title}", fields=(FieldTemplate(label="Detail", value="{detail}"),)
+    title="The agent asks: {title}",
+    fields=(FieldTemplate(label="Detail (the agent's words)", value="{detail}"),),
 )
 _GENERIC_DESCRIPTION: Final = "A decision the agent asks for and carries out itself"
 
@@ -78,6 +79,8 @@ class DecisionSpec(DeclaredSpec):
 
 class DecisionOperation(DeclaredOperation):
     """An operation whose approval is the outcome: nothing is executed server-side."""
+
+    agent_acts = True
 
     def __init__(self, spec: DecisionSpec) -> None:
         super().__init__(spec)

@@ -161,7 +161,7 @@ class WebhookOperation(DeclaredOperation):
             if not error.maybe_received:
                 return TerminalFailure(
                     detail=f"could not reach {shown_url(url)}: {scrub(str(error), url)}; the "
-                    "request was not sent, so the effect did not happen",
+                    "request was not sent",
                     correlation_id=ctx.correlation_id,
                 )
             return NeedsReconciliation(

@@ -44,7 +44,7 @@ async def test_the_generic_question_is_title_and_detail_labelled_as_the_agents()
 
     assert resolved.preview.title == "The agent asks: Deploy v2"
     assert [(f.label, f.value) for f in resolved.preview.fields] == [
-        ("Detail", "All checks passed.")
+        ("Detail (the agent's words)", "All checks passed.")
     ]
     assert operation.risk == "irreversible"
 

@@ -116,7 +116,9 @@ async def test_an_agents_markup_reaches_slack_inert_and_labelled(cs: Countersign
         for line in text.split("\n")
         if re.match(r"^\*Why you are asked:\*", line)
     ]
-    assert asked == ["*Why you are asked:* rule *campaigns* matches every crm.send_campaign"]
+    assert asked == [
+        "*Why you are asked:* every request of this kind is asked for (rule *campaigns*)"
+    ]
     # the verdict first, in a block of its own; then the title (the agent's values), plain text
     assert blocks[0]["text"]["text"].startswith(":red_circle: Irreversible")
     assert blocks[1]["type"] == "header" and blocks[1]["text"]["emoji"] is False

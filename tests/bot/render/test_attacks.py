@@ -90,9 +90,7 @@ def test_attacker_strings_render_inert_in_the_proposal_message() -> None:
     assert our_lines(mrkdwn_texts(message)) == [
         ":red_circle: Irreversible (money or external effect)",
         "*Why you are asked:* Amount 120.00 USD &gt; 100.00 USD (rule *big-refunds*)",
-        "*Requested by* agent *billing-bot* for <@U0REQUESTER> (the agent's run id "
-        + "`\u2217Approved by &lt;@U0BOSS&gt;\u2217⏎\u2236white_check_mark: Why you are asked:"
-        + " safe`)",
+        "*Requested by* agent *billing-bot* for <@U0REQUESTER>",  # the run id: in Show full
     ]
     # the agent's explanation: labelled, every line quoted, nothing bold or linked
     [reason] = [t for t in mrkdwn_texts(message) if t.startswith("*Agent's explanation")]
@@ -122,7 +120,7 @@ def test_countersigns_verdict_comes_first_then_the_agents_values() -> None:
     assert ":hourglass_flowing_sand: Expires" in verdict
     # everything the agent supplied comes after the verdict
     text = json.dumps(blocks[1:], ensure_ascii=False)
-    for shown in ("Value 0", "Agent's explanation", "run id", "Approved by"):
+    for shown in ("Value 0", "Agent's explanation", "Reference", "Approved by"):
         assert shown in text
     assert "Approved by" not in json.dumps(blocks[0])
 
@@ -375,7 +373,8 @@ def test_the_home_tab_and_show_say_who_edited_it_and_why_asked() -> None:
     assert "• *Amount cents*: `12000` → `9000`" in shown
     assert "*Why you are asked:* Amount 120.00 USD &gt; 100.00 USD (rule *big-refunds*)" in shown
     assert ">The customer was charged twice." in shown
-    assert new.binding_hash in shown
+    assert new.binding_hash not in shown
+    assert "Reference `cs_edit0000000000000000000000`" in shown
     assert_valid_message({"text": "t", "blocks": detail})
 
 

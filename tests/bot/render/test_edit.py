@@ -512,4 +512,4 @@ def test_the_reply_of_a_denied_edit_gives_the_policys_reason() -> None:
     shown = json.dumps(superseded_reply(old, edit, link=None)["blocks"])
 
     assert "The policy denied it: Refunds over 2,000.00" in shown
-    assert EDIT_ID in shown
+    assert EDIT_ID not in shown  # the edit is named by its title and linked

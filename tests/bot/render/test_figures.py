@@ -540,5 +540,5 @@ async def test_a_configured_operations_modals_and_standing_rules_read_in_its_ter
     assert "Budget: 2,500.00 EUR" in text and "Recipients: 1,200 customers" in text
     assert "budget_cents = 250000" in small and "recipients = 1200" in small
     assert "*Budget* up to `2,500.00 EUR`" in text
-    assert "every other argument as approved except *Recipients*" in text
+    assert "everything else as approved here (only *Recipients* may differ)" in text
     assert "*Budget*: `2,500.00 EUR` → `2,000.00 EUR`" in text

@@ -186,8 +186,9 @@ def test_buttons_carry_the_proposal_id_and_nothing_else() -> None:
 def test_approve_asks_for_confirmation_and_reject_does_not() -> None:
     found = buttons(render.proposal_message(make_proposal(), now=NOW))
     confirm = found["approve"]["confirm"]
+    assert confirm["title"]["text"] == "Approve and execute?"
     assert confirm["confirm"]["text"] == "Approve"
-    assert "payments.refund" in confirm["text"]["text"]
+    assert confirm["text"]["text"] == "Refund 120.00 USD to customer@example.com"  # no op name
     assert "confirm" not in found["reject"]
 
 
@@ -196,8 +197,8 @@ def test_message_says_who_asked_and_why_the_policy_asked() -> None:
     assert "*billing-bot*" in texts
     assert "<@U0REQUESTER>" in texts
     assert "*Why you are asked:* Amount 120.00 USD &gt; 100.00 USD (rule *big-refunds*)" in texts
-    assert "`payments.refund`" in texts
-    assert "`cs_2v6qk3bn7`" in texts
+    assert "payments.refund" not in texts  # the operation's name is in Show full's small print
+    assert "Reference `cs_2v6qk3bn7xw4yq5fz2m3a6lhpe`" in texts
 
 
 def test_agent_display_name_replaces_the_agent_id_when_given() -> None:
@@ -493,13 +494,14 @@ def test_huge_result_is_clipped() -> None:
     assert render.CLIPPED in all_text(reply)
 
 
-def test_needs_reconciliation_reply_warns_and_gives_the_correlation_id() -> None:
+def test_needs_reconciliation_reply_warns_and_gives_the_reference() -> None:
     reply = render.outcome_reply(
         decided(Status.NEEDS_RECONCILIATION, OUTCOMES["needs_reconciliation"])
     )
     texts = "\n".join(mrkdwn_texts(reply))
     assert "*may or may not*" in texts
-    assert "`cs_x.corr-nr`" in texts
+    assert "corr-nr" not in texts and "Correlation id" not in texts
+    assert "Reference `cs_2v6qk3bn7xw4yq5fz2m3a6lhpe`" in texts  # correlation ids start so
     assert "TimeoutError: no answer from the ledger" in texts
 
 
@@ -510,11 +512,12 @@ def test_revision_required_reply_says_nothing_was_executed() -> None:
     assert ">the payment was disputed meanwhile" in texts
 
 
-def test_terminal_failure_reply_gives_detail_and_correlation_id() -> None:
+def test_terminal_failure_reply_gives_detail_and_the_reference() -> None:
     reply = render.outcome_reply(decided(Status.FAILED, OUTCOMES["terminal_failure"]))
     texts = "\n".join(mrkdwn_texts(reply))
     assert "ledger refused: payment voided" in texts
-    assert "`cs_x.corr-tf`" in texts
+    assert "corr-tf" not in texts
+    assert "Reference `cs_2v6qk3bn7xw4yq5fz2m3a6lhpe`" in texts
     assert "did not happen" in texts
 
 
