@@ -56,6 +56,8 @@ def spoken_duration(seconds: float) -> str:
     """A duration as people say it, to the minute (to the second under a minute): "1 hour",
     "90 minutes", "2 hours 30 minutes", "7 days", "1 day 12 hours", "45 seconds". Under two
     hours it counts minutes ("65 minutes"), as people do; the sign is ignored."""
+    if abs(seconds) < 59.5 and abs(seconds) != int(abs(seconds)):  # a timeout of 0.3 s
+        return f"{round(abs(seconds), 1):g} seconds"
     total = round(abs(seconds))
     if total < 60:
         return _count(total, "second")

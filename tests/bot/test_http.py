@@ -170,7 +170,7 @@ async def test_timeout_means_the_target_may_have_received_it(
         await client.post(target.url("/slow"), body=b"{}", headers={}, timeout=0.3)
 
     assert caught.value.maybe_received is True
-    assert "within 0.3s" in str(caught.value)
+    assert "within 0.3 seconds" in str(caught.value)
     assert target.paths() == ["/slow"]
 
 

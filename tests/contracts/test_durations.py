@@ -86,6 +86,7 @@ def test_format_then_parse_gives_the_same_duration(seconds: int) -> None:
         (0, "0 seconds"),
         (1, "1 second"),
         (45, "45 seconds"),
+        (0.3, "0.3 seconds"),
         (60, "1 minute"),
         (30 * 60, "30 minutes"),
         (3600, "1 hour"),

@@ -325,7 +325,8 @@ async def test_approve_and_allow_similar_then_a_similar_refund_runs_without_aski
 
     await expect(modal).to_have_count(0)
     granted = page.ephemeral()
-    await expect(granted).to_contain_text("\u2705 Approved, and standing rule")
+    await expect(granted).to_contain_text("\u2705 Approved. Until ")
+    await expect(granted).to_contain_text("may also do similar requests without asking")
     assert RAW_EMOJI.findall(await granted.inner_text()) == []
     await expect(page.proposal(REFUND)).to_contain_text("succeeded")
     assert chosen != first
