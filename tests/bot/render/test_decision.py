@@ -61,7 +61,7 @@ async def approved(proposal: Proposal) -> Proposal:
 async def test_a_pending_decision_says_the_agent_will_act_itself() -> None:
     message = render.proposal_message(await a_decision(), now=NOW, agent_acts=True)
 
-    verdict = message["blocks"][1]["text"]["text"].split("\n")
+    verdict = message["blocks"][0]["text"]["text"].split("\n")
     assert verdict[0] == render.AGENT_ACTS_LABEL
     assert "trusts the agent to do only what is described here" in verdict[0]
     text = "\n".join(mrkdwn_texts(message))
