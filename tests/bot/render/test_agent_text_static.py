@@ -99,11 +99,14 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
-def _reaches_slack_raw(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+def _reaches_slack_raw(
+    node: ast.AST, parents: dict[ast.AST, ast.AST], *, read: bool = False
+) -> bool:
     """Whether ``node``'s value reaches Slack text (an f-string, a builder) and leaves its
-    function, or reaches a builder, before any inert function takes it."""
+    function, or reaches a builder, before any inert function takes it (``read``: ``node``
+    reads a name already holding such text)."""
     current = node
-    in_text = False
+    in_text = read
     while current in parents:
         parent = parents[current]
         if isinstance(parent, ast.Call) and current is not parent.func:
@@ -118,10 +121,29 @@ def _reaches_slack_raw(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
                 return in_text
         if isinstance(parent, ast.FormattedValue):
             in_text = True
+        if isinstance(parent, ast.Assign) and in_text:
+            return _assigned_reaches_slack_raw(parent, parents)
         if isinstance(parent, ast.stmt):
-            return in_text and isinstance(parent, ast.Return | ast.Expr | ast.Assign)
+            return in_text and isinstance(parent, ast.Return | ast.Expr)
         current = parent
     return False
+
+
+def _assigned_reaches_slack_raw(assign: ast.Assign, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Text assigned to a name: raw if any reading of the name in its function reaches Slack
+    text before an inert function."""
+    names = {target.id for target in assign.targets if isinstance(target, ast.Name)}
+    function: ast.AST | None = assign
+    while function is not None and not isinstance(function, ast.FunctionDef):
+        function = parents.get(function)
+    if not names or function is None:
+        return True
+    readings = [
+        node
+        for node in ast.walk(function)
+        if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load)
+    ]
+    return any(_reaches_slack_raw(node, parents, read=True) for node in readings) or not readings
 
 
 def raw_agent_text(path: Path) -> Iterator[str]:
@@ -164,11 +186,18 @@ def test_the_reading_sees_agent_text_put_in_raw(tmp_path: Path) -> None:
         "def c(p):\n"
         "    return f'{p.summary.goal} ok'\n"
         "def d(p):\n"
-        "    return section(f'*{inert(p.preview.title)}*') if p.agent_reason else None\n",
+        "    return section(f'*{inert(p.preview.title)}*') if p.agent_reason else None\n"
+        "def e(p):\n"
+        "    what = f'{p.preview.title} ok'\n"
+        "    return said(what, 10)\n"
+        "def f(p):\n"
+        "    what = f'{p.preview.title} ok'\n"
+        "    return section(what)\n",
         encoding="utf-8",
     )
     assert [line.split(": ")[1] for line in raw_agent_text(source)] == [
         "p.preview.title",
         "p.agent_reason",
         "p.summary.goal",
+        "p.preview.title",
     ]
