@@ -15,6 +15,7 @@ from typing import Any
 from bot.operators.backup import backup_command, restore_command
 from bot.operators.retention import retention_command
 from bot.operators.simulate import export_calls_command, simulate_command
+from bot.operators.suggest import suggest_command
 from bot.operators.upgrade import migrate_command
 from bot.settings import Settings
 
@@ -85,6 +86,22 @@ def add_operator_commands(commands: Any, policy_commands: Any) -> None:
         action="store_true",
         help="leave the store's standing rules out (replay with the configuration alone)",
     )
+    suggest = policy_commands.add_parser(
+        "suggest", help="changes that save clicks without loosening control, as a diff"
+    )
+    suggest.add_argument(
+        "calls", type=Path, nargs="?", default=None, help="a JSON Lines file of calls with verdicts"
+    )
+    suggest.add_argument(
+        "--since", default=None, help="read the store's calls and decisions from this date instead"
+    )
+    suggest.add_argument(
+        "--ceiling",
+        default=None,
+        help="the most a standing rule may approve without a click for an irreversible "
+        "operation, such as '50.00 USD' (without it: no standing rule for those)",
+    )
+    suggest.add_argument("--json", action="store_true", help="the suggestions as JSON")
     export = policy_commands.add_parser(
         "export-calls", help="write the agents' calls from the store, for policy simulate"
     )
@@ -120,6 +137,12 @@ def run_operator_command(args: argparse.Namespace, settings: Settings) -> int | 
                 grants=args.grant,
                 as_json=args.json,
                 use_store=not args.without_store,
+            )
+        )
+    if args.command == "policy" and args.policy_command == "suggest":
+        return asyncio.run(
+            suggest_command(
+                settings, args.calls, args.since, args.ceiling, out, err, as_json=args.json
             )
         )
     if args.command == "policy" and args.policy_command == "export-calls":

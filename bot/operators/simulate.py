@@ -21,11 +21,11 @@ A call is one JSON object per line::
 a call with only ``request`` is first put through the operation's contract, as a submission
 is. ``at`` is when it arrived (batch windows group by it; without it a call is shown at once);
 ``verdict`` is what people decided about an asked call (``approved``, ``rejected``,
-``expired``; unknown is counted as approved). ``run_id``, ``reason`` and ``callback_url`` are
-the submission's own fields. Roles are those configured in ``[roles]``: Slack user groups are
-not read, so a group admits nobody, as on a server that cannot list it (fail closed). What
-depends on time and load rather than on the call (an agent's rate and pending limits) is not
-replayed.
+``expired``; unknown is counted as approved) and ``decided_at`` when. ``run_id``, ``reason``
+and ``callback_url`` are the submission's own fields. Roles are those configured in
+``[roles]``: Slack user groups are not read, so a group admits nobody, as on a server that
+cannot list it (fail closed). What depends on time and load rather than on the call (an agent's
+rate and pending limits) is not replayed.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ __all__ = [
     "Tally",
     "ask_of",
     "changes",
+    "export_calls",
     "export_calls_command",
     "read_calls",
     "read_calls_file",
@@ -102,6 +103,7 @@ class Call(BaseModel):
     rule_id: str | None = None
     #: what people decided about it, when it was asked
     verdict: Literal["approved", "rejected", "expired"] | None = None
+    decided_at: datetime | None = None  #: when they decided
 
 
 class Outcome(BaseModel):
@@ -428,25 +430,19 @@ async def simulate_command(
     return 0
 
 
-async def export_calls_command(
-    settings: Settings, since_text: str, output: Path | None, out: TextIO, err: TextIO
-) -> int:
-    """Write the agents' calls since a date as JSON Lines (0); 2 on a bad date or store."""
-    try:
-        since = parse_since(since_text)
-    except ValueError as error:
-        print(error, file=err)
-        return 2
+async def export_calls(settings: Settings, since_text: str) -> list[Call]:
+    """The agents' calls since a date, from the store, with what people decided; ValueError
+    on a bad date or a store that cannot be read."""
+    since = parse_since(since_text)
     try:
         store = await open_store(settings.store.url)
     except StoreError as error:
-        print(f"cannot open the store: {error}", file=err)
-        return 2
+        raise ValueError(f"cannot open the store: {error}") from None
     try:
         proposals = await recorded_calls(store, since=since)
     finally:
         await store.close()
-    lines = [
+    return [
         Call(
             agent=p.agent,
             operation=p.operation,
@@ -458,16 +454,28 @@ async def export_calls_command(
             at=p.created_at,
             decision=p.decision,
             rule_id=p.rule_id,
-            verdict=_verdict(p.status.value),
-        ).model_dump_json(exclude_none=True)
-        + "\n"
+            verdict=_verdict(p.status.value) if p.decision == "ask" else None,
+            decided_at=p.decided_at if p.decision == "ask" else None,
+        )
         for p in proposals
     ]
+
+
+async def export_calls_command(
+    settings: Settings, since_text: str, output: Path | None, out: TextIO, err: TextIO
+) -> int:
+    """Write the agents' calls since a date as JSON Lines (0); 2 on a bad date or store."""
+    try:
+        calls = await export_calls(settings, since_text)
+    except ValueError as error:
+        print(error, file=err)
+        return 2
+    lines = [call.model_dump_json(exclude_none=True) + "\n" for call in calls]
     if output is None:
         out.writelines(lines)
     else:
         await asyncio.to_thread(output.write_text, "".join(lines), encoding="utf-8")
-    print(f"exported {len(lines)} calls since {since.isoformat()}", file=err)
+    print(f"exported {len(lines)} calls since {parse_since(since_text).isoformat()}", file=err)
     return 0
 
 

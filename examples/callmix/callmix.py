@@ -3,7 +3,7 @@
 ``python examples/callmix/callmix.py --seed 7 --output CALLS.jsonl`` writes one working day of
 about 10,000 calls in the format ``countersign policy simulate`` reads (one JSON object per
 line: agent, operation, requested_by, request, at, and for the kinds a careful policy asks about,
-``verdict``: what the approvers would decide). The same seed always gives the same day; each
+``verdict``: what the approvers would decide, and ``decided_at``: when). The same seed always gives the same day; each
 seed gives another day, so a policy can be judged on days it was not tuned on. README.md in
 this folder says what is in a day and why.
 
@@ -101,9 +101,23 @@ def day(seed: int, *, calls: int = DEFAULT_CALLS, on: date | None = None) -> lis
     customers = [f"cus_{rng.getrandbits(40):010x}" for _ in range(max(50, count // 4))]
     out = []
     bursts = _bursts(rng, on, count)
+    answers = random.Random(f"{seed}:answers")  # its own stream: the calls stay as they were
     for at, kind in _kinds(rng, times, bursts):
-        out.append(_call(rng, fleet, kind, at, customers))
+        call = _call(rng, fleet, kind, at, customers)
+        if call.get("verdict") in ("approved", "rejected"):
+            call["decided_at"] = _stamp(at + _response_time(answers))
+        out.append(call)
     return out
+
+
+def _response_time(rng: random.Random) -> timedelta:
+    """How long a person takes to decide once asked: a median of about 14 minutes, minutes to
+    a couple of hours (log-normal), as people who have other work do."""
+    return timedelta(seconds=round(min(7200.0, math.exp(rng.gauss(math.log(840), 0.8)))))
+
+
+def _stamp(at: datetime) -> str:
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _arrivals(rng: random.Random, on: date, count: int) -> list[datetime]:
@@ -185,7 +199,7 @@ def _call(
     rng: random.Random, fleet: Fleet, kind: str, at: datetime, customers: list[str]
 ) -> dict[str, Any]:
     customer = rng.choice(customers)
-    stamp = at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    stamp = _stamp(at)
     if kind in REFUSED:
         return _refused(rng, fleet, kind, stamp, customer)
     agent = _agent(rng, kind)

@@ -1,0 +1,157 @@
+"""``countersign policy suggest``: each kind of suggestion measured by a replay (batch windows
+for rules whose proposals wait anyway, standing rules for what people approved every time,
+thresholds nobody disputed), and never a standing rule above the operator's ceiling for an
+irreversible operation."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bot.operators.simulate import Call, read_calls
+from bot.operators.suggest import suggest, suggest_command
+from bot.settings import Settings
+from tests.callmix_example import CONFIG, ENV
+from tests.callmix_example import settings as callmix_settings
+
+T0 = datetime(2031, 3, 14, 9, 0, tzinfo=UTC)
+
+
+def _unbatched(tmp_path: Path) -> Settings:
+    """The mix's careful policy without its batch windows."""
+    text = "".join(
+        line
+        for line in CONFIG.read_text(encoding="utf-8").splitlines(keepends=True)
+        if not line.startswith("batch = ")
+    )
+    return callmix_settings(tmp_path, text)
+
+
+def _refund(
+    cents: int, minute: float, *, agent: str = "billing-bot", verdict: str = "approved"
+) -> dict[str, object]:
+    at = T0 + timedelta(minutes=minute)
+    call: dict[str, object] = {
+        "agent": agent,
+        "requested_by": "U0SUP01",
+        "operation": "payments.refund",
+        "request": {
+            "payment_id": f"pay_{1000000 + round(minute * 10)}",
+            "customer": f"cus_{round(minute * 10)}",
+            "amount_cents": cents,
+            "currency": "USD",
+            "reason": "late",
+        },
+        "at": at.isoformat(),
+        "verdict": verdict,
+    }
+    if verdict != "expired":
+        call["decided_at"] = (at + timedelta(minutes=20)).isoformat()
+    return call
+
+
+def _calls(*calls: dict[str, object]) -> list[Call]:
+    return read_calls("\n".join(json.dumps(c) for c in calls), source="calls.jsonl")
+
+
+async def test_a_rule_whose_proposals_wait_anyway_is_offered_a_batch_window(
+    tmp_path: Path,
+) -> None:
+    settings = _unbatched(tmp_path)
+    calls = _calls(*(_refund(2000 + n, minute=n * 2) for n in range(10)))  # decided after 20 min
+
+    suggestions, _ = await suggest(settings, calls, env=ENV, now=T0)
+
+    [batch] = [s for s in suggestions if s.kind == "batch"]
+    assert batch.rule == "small-refunds"
+    assert '+batch = { window = "20m", max = 25 }' in batch.diff.splitlines()
+    assert batch.clicks_saved_per_day == 9  # ten messages become one digest
+    assert (batch.money_per_day, batch.irreversible_per_day) == ({}, 0)
+    assert batch.added_wait_p95 == timedelta(minutes=20)
+
+
+async def test_standing_rules_stop_below_a_dispute_and_at_the_operators_ceiling(
+    tmp_path: Path,
+) -> None:
+    settings = callmix_settings(tmp_path)
+    calls = _calls(
+        *(_refund(1000 + 500 * n, minute=n * 40) for n in range(8)),  # 10.00 to 45.00 USD
+        _refund(4800, minute=400, verdict="rejected"),
+        _refund(4900, minute=440),
+    )
+
+    suggestions, _ = await suggest(settings, calls, env=ENV, ceiling="30.00 USD", now=T0)
+
+    [standing] = [s for s in suggestions if s.kind == "standing"]
+    assert standing.grants == [
+        "small-refunds:agent=billing-bot,ceiling=30.00 USD,uses=5,for=1d,currency=USD"
+    ]
+    assert standing.clicks_saved_per_day > 0
+    # granted from the start of the day: 10.00, 15.00, 20.00, 25.00 and 30.00 USD, not above
+    assert standing.irreversible_per_day == 5
+    assert standing.money_per_day == {"USD": "100.00 USD"}
+
+
+async def test_no_standing_rule_for_an_irreversible_operation_without_a_ceiling(
+    tmp_path: Path,
+) -> None:
+    settings = callmix_settings(tmp_path)
+    calls = _calls(*(_refund(1000 + 100 * n, minute=n * 40) for n in range(8)))
+
+    suggestions, notes = await suggest(settings, calls, env=ENV, now=T0)
+
+    assert [s for s in suggestions if s.kind == "standing"] == []
+    assert (
+        "rule 'small-refunds': payments.refund is irreversible and no --ceiling is set; "
+        "no standing rule suggested" in notes
+    )
+
+
+async def test_a_threshold_nobody_disputed_is_raised_to_below_the_first_dispute(
+    tmp_path: Path,
+) -> None:
+    settings = _unbatched(tmp_path)
+    large = [120_000 + 30_000 * n for n in range(6)]  # 1,200.00 to 2,700.00: two people each
+    calls = _calls(
+        *(_refund(cents, minute=n * 30) for n, cents in enumerate(large)),
+        _refund(310_000, minute=200, verdict="rejected"),
+        _refund(320_000, minute=230),
+    )
+
+    suggestions, _ = await suggest(settings, calls, env=ENV, now=T0)
+
+    [threshold] = [s for s in suggestions if s.kind == "threshold"]
+    assert threshold.rule == "refunds"
+    assert 'when = [{ field = "amount_cents", lte = "2700.00 USD" }]' in threshold.diff
+    assert threshold.clicks_saved_per_day == 6  # six calls now decided by one person, not two
+    assert threshold.fewer_approvers_per_day == 6
+    assert threshold.money_per_day == {"USD": "11,700.00 USD"}
+
+
+async def test_the_command_prints_each_suggestion_as_a_diff_to_apply(tmp_path: Path) -> None:
+    settings = _unbatched(tmp_path)
+    path = tmp_path / "calls.jsonl"
+    path.write_text("\n".join(json.dumps(_refund(2000 + n, minute=n * 2)) for n in range(10)))
+    out = io.StringIO()
+
+    code = await suggest_command(settings, path, None, None, out, io.StringIO(), env=ENV)
+
+    assert code == 0
+    text = out.getvalue()
+    assert "1. Batch rule 'small-refunds': people took 20 minutes to decide anyway" in text
+    assert "saves 9 clicks a day; adds no exposure; added wait p95 20 minutes" in text
+    assert f"   --- {settings.path}" in text
+
+
+async def test_a_ceiling_that_cannot_bound_the_field_suggests_nothing_for_it(
+    tmp_path: Path,
+) -> None:
+    settings = callmix_settings(tmp_path)
+    calls = _calls(*(_refund(1000 + 100 * n, minute=n * 40) for n in range(8)))
+
+    suggestions, notes = await suggest(settings, calls, env=ENV, ceiling="lots", now=T0)
+
+    assert [s for s in suggestions if s.kind == "standing"] == []
+    assert any("--ceiling 'lots' cannot bound 'amount_cents'" in note for note in notes)
