@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pydantic import JsonValue
 
 from bot.operators.clicks import Asked, Digest, digests, percentile
+from contracts.durations import spoken_duration
 from contracts.formats import money_currency, show_value
 
 if TYPE_CHECKING:
-    from bot.operators.simulate import Call, Tally
+    from bot.operators.simulate import Call, Outcome, Tally
     from bot.settings import Settings
 
-__all__ = ["Report", "RuleRow", "print_report", "report_json"]
+__all__ = ["Report", "RuleRow", "print_report", "report_json", "spoken"]
 
 
 @dataclass
@@ -68,8 +69,6 @@ class Report:
 
     @classmethod
     def of(cls, settings: Settings, calls: Sequence[Call], tally: Tally) -> Report:
-        from bot.operators.simulate import ask_of
-
         rows: dict[str, RuleRow] = {}
         asked: list[Asked] = []
         refused = RuleRow("(refused before the policy)")
@@ -97,7 +96,7 @@ class Report:
                 row.deny += 1
             else:
                 row.ask += 1
-                ask = ask_of(outcome)
+                ask = outcome.ask
                 assert ask is not None
                 batch = ask.batch
                 asked.append(
@@ -174,7 +173,7 @@ def _quorum_problems(digest: Digest) -> list[str]:
 def _add_money(
     settings: Settings,
     call: Call,
-    outcome: Any,
+    outcome: Outcome,
     money: dict[str, int | float],
     example: dict[str, dict[str, JsonValue]],
     formats: dict[str, Any],
@@ -198,14 +197,17 @@ def _add_money(
     formats.setdefault(currency, shown)
 
 
+def spoken(duration: timedelta) -> str:
+    """A duration as people say it ("12 minutes", "1 hour")."""
+    return spoken_duration(duration.total_seconds())
+
+
 def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
 def print_report(report: Report, out: TextIO) -> None:
     """The counts per rule and in total, then the figures people ask about."""
-    from bot.operators.simulate import spoken
-
     rows = [*report.rows, report.total]
     width = max(len(row.name) for row in rows)
     heads = ("calls", "auto", "standing", "ask", "messages", "clicks", "deny", "refused")

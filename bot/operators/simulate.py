@@ -36,7 +36,8 @@ import re
 import secrets
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -64,7 +65,6 @@ __all__ = [
     "ConfiguredMembership",
     "Outcome",
     "Tally",
-    "ask_of",
     "changes",
     "export_calls",
     "export_calls_command",
@@ -72,7 +72,6 @@ __all__ = [
     "read_calls_file",
     "simulate",
     "simulate_command",
-    "spoken",
 ]
 
 Kind = Literal["auto", "ask", "deny", "refused"]
@@ -106,42 +105,36 @@ class Call(BaseModel):
     decided_at: datetime | None = None  #: when they decided
 
 
-class Outcome(BaseModel):
-    """What the server decides for one call."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the server decides for one call. Two outcomes are equal when they decide alike
+    (the same kind, rule, standing or not, and refusal reasons)."""
 
     kind: Kind
     rule: str | None  #: the deciding rule; None when no rule matched (or the call is refused)
-    standing: str | None = None  #: the standing rule that approved it instead of asking
+    standing: str | None = field(default=None, compare=False)  #: the standing rule that approved it
+    is_standing: bool = False  #: approved by a standing rule instead of asking
     #: why it is refused before the policy: every reason, as the API names them
     reasons: tuple[str, ...] = ()
-    decision: Any = None  #: the policy's Decision (an Ask carries approvers, quorum, batch)
-    risk: str | None = None
-    arguments: dict[str, JsonValue] | None = None
+    #: the policy's decision (an Ask carries approvers, channel, quorum and batch window)
+    decision: Decision | None = field(default=None, compare=False)
+    risk: str | None = field(default=None, compare=False)
+    arguments: dict[str, JsonValue] | None = field(default=None, compare=False, hash=False)
 
     @property
     def problem(self) -> str | None:
         return "; ".join(self.reasons) if self.reasons else None
+
+    @property
+    def ask(self) -> Ask | None:
+        """The Ask, when the policy asks a person (and no standing rule approved it)."""
+        return self.decision if isinstance(self.decision, Ask) and self.kind == "ask" else None
 
     def label(self) -> str:
         if self.kind == "refused":
             return f"refused ({self.problem})"
         by = f"standing rule {self.standing} under " if self.standing else ""
         return f"{self.kind} ({by}{self.rule or 'no rule matched'})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Outcome):
-            return NotImplemented
-        return (self.kind, self.rule, self.standing is None, self.reasons) == (
-            other.kind,
-            other.rule,
-            other.standing is None,
-            other.reasons,
-        )
-
-    def __hash__(self) -> int:
-        return hash((self.kind, self.rule, self.standing is None, self.reasons))
 
 
 class Tally:
@@ -309,6 +302,7 @@ async def _classify(
         kind=decision.kind,
         rule=decision.rule_id,
         standing=None if rule is None else rule.id,
+        is_standing=rule is not None,
         decision=decision,
         risk=operation.risk,
         arguments=arguments,
@@ -327,12 +321,6 @@ def changes(calls: Sequence[Call], before: Tally, after: Tally) -> list[str]:
                 f"  call {number}{name} ({call.operation}): {old.label()} -> {new.label()}"
             )
     return lines
-
-
-def ask_of(outcome: Outcome) -> Ask | None:
-    """The Ask an outcome carries, when the policy asked (and no standing rule approved)."""
-    decision: Decision | None = outcome.decision
-    return decision if isinstance(decision, Ask) and outcome.kind == "ask" else None
 
 
 async def _standing_store(settings: Settings, err: TextIO) -> Store | None:
@@ -489,18 +477,3 @@ def _verdict(status: str) -> Literal["approved", "rejected", "expired"] | None:
     if status in ("executing", "succeeded", "failed", "needs_reconciliation"):
         return "approved"
     return None
-
-
-def spoken(duration: timedelta) -> str:
-    """A duration as people say it: "45 seconds", "12 minutes", "1 hour 5 minutes"."""
-    seconds = round(duration.total_seconds())
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    parts = [
-        f"{n} {unit}{'s' if n != 1 else ''}"
-        for n, unit in ((hours, "hour"), (minutes, "minute"))
-        if n
-    ]
-    if not parts:
-        return f"{seconds} second{'s' if seconds != 1 else ''}"
-    return " ".join(parts)

@@ -44,8 +44,8 @@ from pydantic import JsonValue
 
 from bot.operators.clicks import percentile
 from bot.operators.grants import parse_grant
-from bot.operators.report import Report
-from bot.operators.simulate import Call, Outcome, ask_of, read_calls_file, simulate, spoken
+from bot.operators.report import Report, spoken
+from bot.operators.simulate import Call, Outcome, read_calls_file, simulate
 from bot.settings import ConfigError, Settings, load_settings
 from contracts.durations import format_duration
 from contracts.formats import FieldFormat, parse_money, show_value
@@ -381,8 +381,8 @@ async def _measured(
     for call, old, fresh in zip(base.calls, base.outcomes, tally.outcomes, strict=True):
         if old.kind != "ask" or fresh.risk != "irreversible":
             continue
-        before = ask_of(old)
-        after = ask_of(fresh)
+        before = old.ask
+        after = fresh.ask
         moved = fresh.kind == "auto" or (
             before is not None and after is not None and after.quorum < before.quorum
         )
