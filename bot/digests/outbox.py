@@ -171,7 +171,9 @@ class DigestOutbox:
             similar = await self._similar(held)
             await self._post_held(similar._replace(batch_id=batch_id), held)
             await self._digests.finish_batch(batch_id)
-        except Exception as error:  # a store problem or a bug: retry as a transient failure
+        except StoreUnavailable as error:  # an outage: the outbox settles them once it is back
+            raise Interrupted(held) from error
+        except Exception as error:  # a bug: retry as a transient failure
             log.exception("posting batch %s failed", batch_id)
             await self._failed(held, DeliveryFailed(f"{type(error).__name__}: {error}"))
 
