@@ -324,14 +324,16 @@ def build_app(
 
 
 async def _sweep_forever(service: Service, interval: float, watch: StoreWatch) -> None:
-    """Expire overdue proposals; remind approvers of those whose reminder is due; hand
-    executions whose executor vanished to a person. A store outage is ``watch``'s to say."""
+    """Expire overdue proposals; remind approvers of those whose reminder is due; offer those
+    nobody decided in time to their backup approvers; hand executions whose executor vanished
+    to a person. A store outage is ``watch``'s to say."""
     while True:
         try:
             expired = await service.expire_due()
             if expired:
                 log.info("expired %d proposal(s)", len(expired))
             await service.remind_due()
+            await service.hand_over_due()
             await service.reclaim_abandoned()
         except StoreUnavailable as error:
             watch.unanswered(error, where="the sweep")

@@ -64,7 +64,7 @@ class Reminders:
             return []
         approved = {approval.approver for approval in proposal.approvals}
         mentions: list[str] = []
-        for role in rule.approvers:
+        for role in self._service.deciding_roles(proposal):  # backups too, once handed over
             members = settings.roles.get(role, frozenset())
             people = sorted(member for member in members if not is_user_group(member))
             groups = sorted(member for member in members if is_user_group(member))

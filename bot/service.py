@@ -11,7 +11,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import JsonValue
@@ -360,6 +360,16 @@ class Service:
             self._wake_outbox()
         return reminded
 
+    async def hand_over_due(self) -> list[Proposal]:
+        """Offer every pending proposal nobody decided by its ``backup_at`` to its backup
+        approvers too: the store marks and audits it; its message says so (outbox)."""
+        handed: list[Proposal] = []
+        while batch := await self.store.hand_over_due(now=self._clock(), limit=100):
+            for proposal in batch:
+                self.changed(proposal)
+            handed += batch
+        return handed
+
     async def expire_due(self) -> list[Proposal]:
         """Expire every overdue pending proposal and tell Slack and the agents."""
         expired: list[Proposal] = []
@@ -632,18 +642,46 @@ class Service:
         if not teams:
             home = await self.directory.home_team()
             teams = (home,) if home else ()
-        return refusal_reason(
+        roles = await self.directory.role_members(self.settings.roles)
+        refusal = refusal_reason(
             approver=await self.directory.profile(user),
             chain=DecisionChain(
                 requested_by=proposal.requested_by,
                 agent_owners=agent.owners,
                 editors=await editors_of(self.store, proposal),
             ),
-            approver_roles=rule.approvers if rule is not None else (),
-            roles=await self.directory.role_members(self.settings.roles),
+            approver_roles=self.deciding_roles(proposal),
+            roles=roles,
             allowed_teams=teams,
             allow_guests=rule.allow_guests if rule is not None else False,
         )
+        backups = self.backup_roles(proposal)
+        held = [role for role in backups if user in roles.get(role, ())]
+        waiting = proposal.backup_at is not None and self._clock() < proposal.backup_at
+        if refusal is not None and held and waiting and refusal.startswith("deciding this needs"):
+            assert proposal.backup_at is not None
+            moment = proposal.backup_at.astimezone(UTC).replace(microsecond=0).isoformat()
+            return (
+                f"you hold {', '.join(held)}, a backup role of this rule: its backup approvers "
+                f"may decide it at {moment} if nobody has decided it by then"
+            )
+        return refusal
+
+    def backup_roles(self, proposal: Proposal) -> tuple[str, ...]:
+        """The backup approver roles of the proposal's rule as configured now (``then``)."""
+        rule = self._current_rule(proposal)
+        if rule is None or rule.then is None:
+            return ()
+        return rule.then.approvers
+
+    def deciding_roles(self, proposal: Proposal) -> tuple[str, ...]:
+        """The roles whose members may decide ``proposal`` now: its rule's approvers as
+        configured now, and its backup approvers once nobody has decided by ``backup_at``."""
+        rule = self._current_rule(proposal)
+        if rule is None:
+            return ()
+        handed_over = proposal.backup_at is not None and self._clock() >= proposal.backup_at
+        return rule.approvers + (self.backup_roles(proposal) if handed_over else ())
 
     def _current_rule(self, proposal: Proposal) -> AskRule | None:
         """The proposal's rule as the policy is configured *now*, if it still asks."""

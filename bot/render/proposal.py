@@ -57,6 +57,7 @@ __all__ = [
     "RISK_LABELS",
     "already_decided_text",
     "approval_recorded_text",
+    "backup_line",
     "busy_text",
     "buttons",
     "clip",
@@ -382,7 +383,29 @@ def _verdict(proposal: Proposal, now: datetime, agent_acts: bool = False) -> Blo
             f":hourglass_flowing_sand: Expires {when(proposal.expires_at)}"
             f" ({remaining(proposal.expires_at, now)}){extended}"
         )
+    backup = backup_line(proposal)
+    if backup is not None:
+        lines.append(backup)
     return [section("\n".join(lines))]
+
+
+def backup_line(proposal: Proposal) -> str | None:
+    """While pending, who else may decide it when nobody has (its rule's ``then``), and from
+    when; once that time passed, that they may now."""
+    if proposal.status is not Status.PENDING or not proposal.backup_roles:
+        return None
+    if proposal.backup_at is None:
+        return None
+    roles = ", ".join(f"*{inert(role)}*" for role in proposal.backup_roles)
+    if proposal.handed_over_at is not None:
+        return (
+            f":busts_in_silhouette: Nobody decided by {when(proposal.backup_at)}: "
+            f"{roles} may decide it too now"
+        )
+    return (
+        f":busts_in_silhouette: If nobody has decided by {when(proposal.backup_at)}, "
+        f"{roles} may decide it too"
+    )
 
 
 def explanation(reason: str, limit: int = SECTION_MAX) -> dict[str, Any]:

@@ -1,0 +1,159 @@
+"""Backup approvers over HTTP: a rule's ``then`` offers a proposal nobody decided in time to
+another role too. Before then a backup-only approver's click is refused, privately, saying when
+they may decide; after it the message, the thread and the agent's answer say so, and the backup
+approver's click decides, with every other click-time check still applied."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import (
+    APPROVER,
+    CAMPAIGN_CHANNEL,
+    OUTSIDER,
+    REQUESTER,
+    Countersign,
+    eventually,
+    replace_rule,
+    running_countersign,
+)
+
+LEAD = OUTSIDER  #: holds the backup role only
+
+
+def with_backups(text: str) -> str:
+    text = text.replace(
+        f'support = ["{REQUESTER}"]',
+        f'support = ["{REQUESTER}"]\nfinance-leads = ["{LEAD}", "{REQUESTER}"]',
+        1,
+    )
+    return replace_rule(
+        "campaigns",
+        f"""
+        [[policy]]
+        id = "campaigns"
+        operation = "crm.send_campaign"
+        decision = "ask"
+        approvers = ["finance"]
+        channel = "{CAMPAIGN_CHANNEL}"
+        expires_after = "30m"
+        then = {{ after = "10m", approvers = ["finance-leads"] }}
+        """,
+    )(text)
+
+
+@pytest.fixture
+async def cs(tmp_path: Path) -> AsyncIterator[Countersign]:
+    async with running_countersign(tmp_path, config_edit=with_backups) as running:
+        yield running
+
+
+def campaign(n: int = 1) -> dict[str, Any]:
+    return {
+        "operation": "crm.send_campaign",
+        "request": {"segment": f"segment-{n}", "template": "tmpl_winback", "recipients": 100},
+        "requested_by": REQUESTER,
+        "run_id": f"run-{n}",
+    }
+
+
+async def submitted(cs: Countersign) -> dict[str, Any]:
+    status, answer = await cs.submit(campaign())
+    assert status == 201, answer
+    await cs.posted(answer["id"])
+    return answer
+
+
+async def handed_over(cs: Countersign, proposal_id: str) -> Any:
+    async def check() -> Any:
+        proposal = await cs.store.get_proposal(proposal_id)
+        return proposal if proposal.handed_over_at is not None else None
+
+    return await eventually(check)
+
+
+def told(cs: Countersign, user: str) -> list[str]:
+    return [m.text for m in cs.slack.ephemeral(user)]
+
+
+async def test_a_backup_approver_is_refused_before_the_time_saying_when(
+    cs: Countersign,
+) -> None:
+    answer = await submitted(cs)
+
+    assert await cs.click(LEAD, "approve", answer["id"]) == 200
+
+    async def refused() -> list[str]:
+        return told(cs, LEAD)
+
+    [text] = await eventually(refused)
+    assert "you hold finance-leads, a backup role of this rule" in text
+    assert "<!date^" in text  # when, as Slack shows times in their time zone
+    proposal = await cs.store.get_proposal(answer["id"])
+    assert proposal.status.value == "pending"
+    events = [e.event for e in await cs.store.audit_log(answer["id"])]
+    assert "approve_refused" in events
+
+
+async def test_nobody_decided_in_time_so_the_backup_role_may_decide(cs: Countersign) -> None:
+    answer = await submitted(cs)
+    assert answer["backup_after"] is not None and answer["handed_over"] is False
+    message = cs.slack.messages(CAMPAIGN_CHANNEL)[0]
+    assert "If nobody has decided by" in str(message.blocks)
+
+    cs.clock.advance(timedelta(minutes=10))
+    proposal = await handed_over(cs, answer["id"])
+    await cs.settled()
+
+    [entry] = [e for e in await cs.store.audit_log(answer["id"]) if e.event == "handed_over"]
+    assert entry.detail["backup_roles"] == ["finance-leads"]
+    status, read = await cs.read(answer["id"])
+    assert status == 200 and read["handed_over"] is True
+    shown = cs.slack.message(CAMPAIGN_CHANNEL, str(proposal.slack_ts))
+    assert "may decide it too now" in str(shown.blocks)
+    replies = [m for m in cs.slack.messages(CAMPAIGN_CHANNEL) if m.is_reply]
+    assert any(f"<@{LEAD}>" in m.text or f"<@{LEAD}>" in str(m.blocks) for m in replies)
+
+    assert await cs.click(LEAD, "approve", answer["id"]) == 200
+
+    async def succeeded() -> bool:
+        return (await cs.store.get_proposal(answer["id"])).status.value == "succeeded"
+
+    await eventually(succeeded)
+    assert (await cs.store.get_proposal(answer["id"])).decided_by == LEAD
+
+
+async def test_separation_of_duties_holds_for_backup_approvers(cs: Countersign) -> None:
+    answer = await submitted(cs)
+    cs.clock.advance(timedelta(minutes=10))
+    await handed_over(cs, answer["id"])
+
+    # the requester holds the backup role too, and still may not decide their own request
+    assert await cs.click(REQUESTER, "approve", answer["id"]) == 200
+
+    async def refused() -> list[str]:
+        return told(cs, REQUESTER)
+
+    [text] = await eventually(refused)
+    assert "you are the person accountable for this request" in text
+    assert (await cs.store.get_proposal(answer["id"])).status.value == "pending"
+
+
+async def test_the_rules_own_approvers_decide_before_the_hand_over(cs: Countersign) -> None:
+    answer = await submitted(cs)
+
+    assert await cs.click(APPROVER, "approve", answer["id"]) == 200
+
+    async def succeeded() -> bool:
+        return (await cs.store.get_proposal(answer["id"])).status.value == "succeeded"
+
+    await eventually(succeeded)
+    cs.clock.advance(timedelta(minutes=10))
+    await cs.settled()
+    proposal = await cs.store.get_proposal(answer["id"])
+    assert proposal.handed_over_at is None  # decided: nobody else is asked
