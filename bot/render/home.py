@@ -43,6 +43,7 @@ from bot.render.proposal import (
     header,
     is_clipped,
     mention,
+    preview_fields,
     quorum_progress,
     reference,
     remaining,
@@ -330,7 +331,7 @@ def proposal_detail_blocks(
     if current is not None:
         verdict.append(state_line(current))
     blocks: Blocks = [section("\n".join(verdict)), header(proposal.preview.title)]
-    fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
+    fields = preview_fields(proposal)
     blocks += field_sections(fields, budget=3)
     blocks += edit_blocks(proposal, previous, formats)
     blocks.append(

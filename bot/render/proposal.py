@@ -78,6 +78,7 @@ __all__ = [
     "message",
     "outcome_reply",
     "plain",
+    "preview_fields",
     "proposal_message",
     "quorum_progress",
     "quote",
@@ -350,7 +351,7 @@ def proposal_message(
         if proposal.status is Status.NEEDS_RECONCILIATION:
             tail.append(_reconcile_buttons(proposal))
     reserved = len(shown_in_part(proposal.id))
-    fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
+    fields = preview_fields(proposal)
     budget = BLOCKS_MAX - 1 - len(verdict) - len(details) - len(tail) - reserved
     body = [
         *verdict,  # Countersign's own, before anything the agent supplied (the title too)
@@ -362,6 +363,26 @@ def proposal_message(
         body += shown_in_part(proposal.id)
     title = inert(proposal.preview.title)
     return message(f"{status_word(proposal)}: {title}", [*body, *tail])
+
+
+#: How the facts of a decided proposal's preview say when they were read.
+AT_PREVIEW: Final = "at preview"
+
+
+def preview_fields(proposal: Proposal) -> list[str]:
+    """The preview's fields as section field texts. The preview was read when the proposal was
+    made; once it is decided its facts may no longer hold, so they say so: a label ending in
+    "now" ("Refundable now") reads "at preview" ("Refundable at preview"), and every other
+    label gets "(at preview)"."""
+    if proposal.status is Status.PENDING:
+        return [field_text(f.label, f.value) for f in proposal.preview.fields]
+    return [field_text(_at_preview(f.label), f.value) for f in proposal.preview.fields]
+
+
+def _at_preview(label: str) -> str:
+    if label.endswith(" now"):
+        return f"{label.removesuffix(' now')} {AT_PREVIEW}"
+    return f"{label} ({AT_PREVIEW})"
 
 
 def _verdict(proposal: Proposal, now: datetime, agent_acts: bool = False) -> Blocks:

@@ -34,11 +34,11 @@ from bot.render.proposal import (
     code,
     context,
     field_sections,
-    field_text,
     header,
     mention,
     message,
     plain,
+    preview_fields,
     reference,
     remaining,
     section,
@@ -213,8 +213,8 @@ def standing_list_blocks(
                     "type": "mrkdwn",
                     "verbatim": True,
                     "text": clip(
-                        f"*{inert(rule.operation)}* by agent *{inert(rule.agent)}*, rule "
-                        f"*{inert(rule.rule_id[:120])}*: {ceiling}"
+                        f"Agent *{inert(rule.agent)}*, under rule *{inert(rule.rule_id[:120])}*:"
+                        f" {ceiling}"
                         f", {_varying(rule.varying, rule.ceiling_field, shown)}"
                         f"\nGranted by {mention(rule.created_by)} · expires "
                         f"{when(rule.expires_at)} ({remaining(rule.expires_at, now)}) · {uses}"
@@ -252,7 +252,7 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
         why = "a standing rule"
     else:
         why = f"rule *{inert((proposal.rule_id or '(none)')[:120])}*"
-    fields = [field_text(f.label, f.value) for f in proposal.preview.fields]
+    fields = preview_fields(proposal)
     blocks: Blocks = [
         header(f"Review: {proposal.preview.title}"),
         *field_sections(fields, budget=3),

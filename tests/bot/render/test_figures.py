@@ -10,9 +10,15 @@ The edit modal's money inputs take major units under a label naming the currency
 (too many decimals, a negative amount, a choice it does not offer, more than is refundable)
 speaks the same terms, as does a refusal of "Approve + allow similar…".
 
-Two places name fields as they run, on purpose and apart: Show full's small print ("amount_cents
-= 45000", under the labelled, formatted lines) and the hints of the edit modal's other inputs
-("Field payment_id.")."""
+One place names fields and the proposal as they run, on purpose and apart: Show full's small
+print ("amount_cents = 45000" under the labelled, formatted lines; then the proposal's id, its
+operation, the agent's run id and the binding hash, for the record).
+
+And no developer words anywhere else (:func:`assert_no_developer_words`): no binding hash,
+idempotency key or correlation id, no operation name or raw rule key in a sentence, no
+standing-rule or digest id, no count without thousands separators, no money figure in minor
+units in a title, no "1 h 0 min" durations; once decided, the preview's facts say they were read
+at preview."""
 
 from __future__ import annotations
 
@@ -39,7 +45,7 @@ from contracts.base import Context, ContractViolation, FieldProblem, Operation
 from contracts.formats import FieldFormat
 from contracts.operations.refund import InMemoryLedger, Refund
 from contracts.operations.webhook import from_config as webhook_from_config
-from contracts.outcomes import Succeeded
+from contracts.outcomes import NeedsReconciliation, Succeeded, TerminalFailure
 from contracts.policy import Ask, PolicyTable
 from contracts.registry import Registry
 from contracts.standing import Grant, StandingPolicy, duration_choices, uses_choices
@@ -82,7 +88,7 @@ def campaign() -> Operation[Any, Any]:
                     "budget_cents": {"type": "integer"},
                 },
             },
-            "preview": {"title": "Email {recipients} customers"},
+            "preview": {"title": "Email {recipients} customers for {budget_cents}"},
             "fields": {
                 "recipients": {"label": "Recipients", "kind": "count", "unit": "customers"},
                 "budget_cents": {"label": "Budget", "kind": "money", "currency": "EUR"},
@@ -125,11 +131,36 @@ def every_text(operation: Operation[Any, Any], proposal: Any, edited: Any, resul
             "outcome": Succeeded(result=result),
         }
     )
+    correlation = f"{proposal.id}.35cead36"  # as bot/execution.py makes them
+    uncertain = done.model_copy(
+        update={
+            "status": Status.NEEDS_RECONCILIATION,
+            "outcome": NeedsReconciliation(
+                detail="the target did not answer in full within 1 second; it may have acted",
+                correlation_id=correlation,
+            ),
+        }
+    )
+    failed = done.model_copy(
+        update={
+            "status": Status.FAILED,
+            "outcome": TerminalFailure(
+                detail="could not reach the target; the request was not sent",
+                correlation_id=correlation,
+            ),
+        }
+    )
     messages = [
-        render.proposal_message(proposal, now=NOW, formats=formats),
+        render.proposal_message(
+            proposal, now=NOW, formats=formats, extend_by=timedelta(hours=1), allow_similar=True
+        ),
         render.proposal_message(edited, now=NOW, previous=proposal, formats=formats),
         render.proposal_message(done, now=NOW, formats=formats),
         render.outcome_reply(done, formats),
+        render.proposal_message(uncertain, now=NOW, formats=formats),
+        render.outcome_reply(uncertain, formats),
+        render.proposal_message(failed, now=NOW, formats=formats),
+        render.outcome_reply(failed, formats),
         render_digest.digest_reply([(done, Status.SUCCEEDED)], formats_of=lambda _: formats),
         render_home.home_view(
             waiting=[proposal, edited],
@@ -145,7 +176,37 @@ def every_text(operation: Operation[Any, Any], proposal: Any, edited: Any, resul
             )
         },
     ]
-    return "\n".join(text for message in messages for text in mrkdwn_texts(message))
+    return "\n".join(text for message in messages for text in shown_texts(message))
+
+
+#: A duration as a developer writes it ("1 h 0 min", "30 min", "2 d"), never as people say it.
+TERSE_DURATION = re.compile(r"\b[0-9]+ (?:h|min|d|s)\b")
+#: Ids that belong in the audit log, not in a sentence: standing rules', digests'.
+INTERNAL_ID = re.compile(r"\b(?:sr|dg)_[0-9a-z]{4,}")
+
+
+def assert_no_developer_words(
+    text: str, operation: Operation[Any, Any], proposal: Any, values: dict[str, Any]
+) -> None:
+    """What a developer reads in logs, never an approver in Slack (Show full's small print
+    aside): hashes, keys and correlation ids, the operation's name or a raw rule key in a
+    sentence, internal ids, counts without separators and terse durations."""
+    lowered = text.lower()
+    assert "binding hash" not in lowered and proposal.binding_hash[:12] not in text
+    assert "idempotency key" not in lowered, "an idempotency key named"
+    assert "correlation id" not in lowered and ".35cead36" not in text, "a correlation id shown"
+    assert "run id" not in lowered and proposal.run_id not in text, "the agent's run id shown"
+    assert operation.name not in text, f"operation name {operation.name!r} in a sentence"
+    rule = proposal.rule_id
+    for raw in (f"`{rule}`", f"rule '{rule}'", f"rule {rule} ", f"rule *{rule}* matches"):
+        assert raw not in text, f"raw rule key shown as {raw!r}"
+    assert not INTERNAL_ID.search(text), f"an internal id shown: {INTERNAL_ID.search(text)}"
+    assert not TERSE_DURATION.search(text), f"a terse duration: {TERSE_DURATION.search(text)}"
+    for name, fmt in operation.field_formats().items():
+        value = values.get(name)
+        if fmt.kind == "count" and isinstance(value, int) and value >= 1000:
+            bare = re.search(rf"(?<![0-9,.]){value}(?![0-9,.])", text)
+            assert bare is None, f"{fmt.label} {value} shown without thousands separators"
 
 
 def assert_in_own_terms(text: str, operation: Operation[Any, Any], values: dict[str, Any]) -> None:
@@ -179,6 +240,7 @@ async def test_a_demo_refund_reads_in_its_currency_everywhere(payment: str, amou
 
     text = every_text(refund, proposal, edited, result)
 
+    assert_no_developer_words(text, refund, proposal, proposal.arguments)
     assert_in_own_terms(text, refund, proposal.arguments)
     assert_in_own_terms(text, refund, edited.arguments)
     currency = proposal.arguments["currency"]
@@ -209,8 +271,10 @@ async def test_a_configured_operation_reads_in_its_declared_terms() -> None:
     edited, _ = await proposals_of(operation, table, {**request, "recipients": 300})
     edited = edited.model_copy(update={"id": "cs_edit00000001", "supersedes": proposal.id})
 
-    text = every_text(operation, proposal, edited, {"sent": 1200, "budget_cents": 250000})
+    text = every_text(operation, proposal, edited, {"recipients": 1200, "budget_cents": 250000})
 
+    assert_no_developer_words(text, operation, proposal, request)
+    assert "Email 1,200 customers for 2,500.00 EUR" in text  # the title, in its terms
     assert decision.explanation == "rule 'campaigns': Budget 2,500.00 EUR ≤ 5,000.00 EUR limit"
     assert_in_own_terms(text, operation, request)
     assert "*Recipients*: `1,200 customers` → `300 customers`" in text
@@ -406,8 +470,9 @@ def every_other_text(
         render_escalation.hand_back_modal(escalation),
     ]
     text = "\n".join(t for view in views for t in shown_texts(view))
-    for field in form.fields:  # the edit modal names each field as it runs, in its hint
-        text = text.replace(f"Field {field.name}.", "")
+    assert_no_developer_words(text, operation, proposal, proposal.arguments)
+    for field in form.fields:  # no input's hint names its field as the API does
+        assert f"Field {field.name}." not in text
     return text, small
 
 
@@ -542,3 +607,61 @@ async def test_a_configured_operations_modals_and_standing_rules_read_in_its_ter
     assert "*Budget* up to `2,500.00 EUR`" in text
     assert "everything else as approved here (only *Recipients* may differ)" in text
     assert "*Budget*: `2,500.00 EUR` → `2,000.00 EUR`" in text
+
+
+async def test_once_decided_the_previews_facts_say_they_were_read_at_preview() -> None:
+    refund, table = demo_refund()
+    request = {"payment_id": "pay_1002", "amount_cents": 45000, "reason": "duplicate"}
+    pending, _ = await proposals_of(refund, table, request)
+    done = pending.model_copy(
+        update={
+            "status": Status.SUCCEEDED,
+            "decided_by": "U0PRIYA",
+            "decided_at": NOW,
+            "outcome": Succeeded(result={}),
+        }
+    )
+
+    asking = "\n".join(mrkdwn_texts(render.proposal_message(pending, now=NOW)))
+    decided = "\n".join(
+        [
+            *mrkdwn_texts(render.proposal_message(done, now=NOW)),
+            *mrkdwn_texts({"blocks": render_home.proposal_detail_blocks(done, [], now=NOW)}),
+        ]
+    )
+
+    assert "*Refundable now*\n1,200.00 USD" in asking
+    assert "Refundable now" not in decided
+    assert decided.count("*Refundable at preview*\n1,200.00 USD") == 2
+    assert "*Customer (at preview)*\ncus_grace" in decided
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Operation `crm.send_campaign` · id `cs_2v6qk3bn7` · binding hash `af240e6c16d8`",
+        "Correlation id `cs_2v6qk3bn7xw4yq5fz2m3a6lhpe.35cead36`",
+        "Retry (same idempotency key)",
+        "Requested for <@U0DANA> (the agent's run id `run-42`)",
+        "*Why you are asked:* rule *campaigns* matches every crm.send_campaign",
+        "policy rule `campaigns` would ask for",
+        "Approved, and standing rule `sr_997a01` allows similar calls",
+        "Operation · digest `dg_4f2a9c01`",
+        "Extend by 1 h 0 min",
+        "This expires in 30 min",
+        "Email 1200 customers",
+    ],
+)
+def test_the_check_for_developer_words_catches_each_one_the_approvers_read(sentence: str) -> None:
+    """Each sentence approvers were shown before, alone, fails the check."""
+    operation = campaign()
+    proposal = make_proposal(operation="crm.send_campaign", rule_id="campaigns")
+    with pytest.raises(AssertionError):
+        assert_no_developer_words(sentence, operation, proposal, {"recipients": 1200})
+    assert_no_developer_words(  # and the same facts in the approver's terms pass
+        "Email 1,200 customers for 2,500.00 EUR · every request of this kind is asked for"
+        " (rule *campaigns*) · Extend by 1 hour · Reference `cs_2v6qk3bn7xw4yq5fz2m3a6lhpe`",
+        operation,
+        proposal,
+        {"recipients": 1200},
+    )
