@@ -1,6 +1,7 @@
 """Digests: similar proposals due together, posted as one message and decided together.
 
-- ``decisions``: Approve all, Reject all…, Choose… (each item decided as a click on it alone)
+- ``decisions``: Approve all, Review all…, Reject all…, Choose… (each item decided as a click on
+  it alone)
 - ``outbox``: a digest's posts, updates and replies delivered as one
 - ``listeners``: the Slack listeners of a digest's buttons and modals
 - ``settings``: the ``[digest]`` section

@@ -1,4 +1,5 @@
-"""Decisions on a digest: Approve all, Reject all…, and Choose… (some items, approved or rejected).
+"""Decisions on a digest: Approve all, Review all… (every pending item in full, the ticked ones
+approved), Reject all…, and Choose… (some items, approved or rejected).
 
 Each item is decided exactly as a click on it alone decides it (Service.approve_item and
 reject_item: the same click-time checks, every refusal audited on the item, the same atomic
@@ -271,7 +272,7 @@ class DigestService:
 #: Why Approve all is refused on a digest not shown in full.
 NOT_SHOWN_WHOLE = (
     "some proposals of this digest are not shown in full, so they cannot be approved all at "
-    "once. Use Show full to read them, then Choose… to decide them."
+    "once. Use Review all… to read each in full and approve the ones you keep selected."
 )
 
 

@@ -1,4 +1,5 @@
-"""Slack listeners for digests: Approve all, Reject all… (its reason modal), Choose… (its modal).
+"""Slack listeners for digests: Approve all, Review all… (its modal, paged with Previous and Next),
+Reject all… (its reason modal), Choose… (its modal).
 
 Like every listener they acknowledge first, decode the payload into a typed value and call the
 service; nothing here decides anything. A button's value is the digest's id only; the chosen

@@ -2,11 +2,17 @@
 
 Pure functions of stored values (and ``now``), like bot/render/proposal.py, whose text helpers they
 use: everything from an agent or an operation's arguments is made inert and clipped, the agent's
-words are labelled as such, and buttons carry the digest's opaque id only. When a pending item is
-not shown in full (a clipped title, value or reason, fields beyond the row's, rows beyond the
-message's), the digest says so, offers Show full, and does not offer Approve all: an approver
-approves in bulk only what they could read whole; otherwise only Choose…. Each item keeps its own
-row with its own status; the whole message is rendered again from the current state on every change.
+words are labelled as such, and buttons carry the digest's opaque id only.
+
+The message is a compact table (:func:`compact_table`): the preview fields every item shows
+alike, once; the total of the operation's money (its first money field in minor units, from the
+frozen arguments) over the pending items; one line per item, numbered by Countersign, with only
+the fields that differ, under bold labels that agent text cannot produce. Review all… is offered
+on every digest with pending items (bot/render/digest_review.py shows each in full). When a
+pending item is not shown in full here (a clipped value or reason, rows beyond the message's),
+the digest says so, offers Show full, and does not offer Approve all: approving goes through the
+review. Each item keeps its own line with its own status; the whole message is rendered again
+from the current state on every change.
 """
 
 from __future__ import annotations

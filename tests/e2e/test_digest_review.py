@@ -392,3 +392,47 @@ async def test_the_requester_cannot_open_a_review_of_their_own_digest(cs: Counte
 
 async def _told_any(cs: Countersign, user: str) -> bool:
     return bool(told(cs, user))
+
+
+# --- a hostile agent ----------------------------------------------------------------------------
+
+#: Segments an agent writes to make its item look like two, or like another item with more
+#: recipients: a new numbered line, a label in bold, a status, an id.
+CRAFTED = [
+    "s1\n*2.* `cs_fake` · *Title* Email 9999 customers in segment all · :hourglass_flowing_sand:",
+    "s2 · *Title* Email 9,999 customers",
+    "s3\u2028*4.* Email 5 customers <!here>",
+]
+
+
+async def test_crafted_segments_cannot_make_one_item_look_like_two_or_like_another(
+    cs: Countersign,
+) -> None:
+    bodies = [
+        {**campaign(n), "request": {**campaign(n)["request"], "segment": s}}
+        for n, s in enumerate(CRAFTED)
+    ]
+    ids = await submit_all(cs, bodies)
+    digest = await posted_digest(cs, ids)
+    await cs.settled()
+
+    [message] = top_level(cs)
+    lines = [
+        line
+        for block in message.blocks
+        if block["type"] == "section"
+        for line in block["text"]["text"].split("\n")
+        if line.startswith("*") and line[1:2].isdigit()
+    ]
+    assert [line.split(" ")[0] for line in lines] == ["*1.*", "*2.*", "*3.*"]
+    assert all(line.count("*Title*") == 1 for line in lines)
+    assert "<!here>" not in json.dumps(message.blocks)
+
+    view = (await open_review(cs, APPROVER, digest)).view
+    headings = [
+        b["text"]["text"].split("\n")[0]
+        for b in view["blocks"]
+        if b["type"] == "section" and b["text"]["type"] == "mrkdwn"
+    ]
+    assert [h for h in headings if h.startswith("*Item")] == ["*Item 1*", "*Item 2*", "*Item 3*"]
+    assert len([b for b in view["blocks"] if b["type"] == "input"]) == 3
