@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import JsonValue
 
+from bot.digests.timing import ask_timing
 from bot.operators.clicks import Asked, Digest, digests, percentile
 from contracts.durations import spoken_duration
 from contracts.formats import money_currency, show_value
@@ -66,6 +67,8 @@ class Report:
     standing_money: dict[str, int | float]  #: the ceiling argument summed per currency
     standing_shown: dict[str, str]  #: the same per day, in the operation's terms
     violations: list[str] = field(default_factory=list)
+    #: what people are shown: each digest, and each proposal shown alone
+    messages: list[Digest] = field(default_factory=list)
 
     @classmethod
     def of(cls, settings: Settings, calls: Sequence[Call], tally: Tally) -> Report:
@@ -98,7 +101,16 @@ class Report:
                 row.ask += 1
                 ask = outcome.ask
                 assert ask is not None
-                batch = ask.batch
+                # whether it waits for a batch, as the server decides it (an urgent call does not)
+                timing = ask_timing(
+                    ask,
+                    operation=call.operation,
+                    now=call.at or datetime.now(UTC),
+                    default_remind_at=settings.approvals.remind_at,
+                    urgent=call.urgent,
+                    edit=False,
+                )
+                batch = timing.batch
                 asked.append(
                     Asked(
                         index=index,
@@ -149,6 +161,7 @@ class Report:
             standing_money=dict(money),
             standing_shown=shown_money,
             violations=violations,
+            messages=shown,
         )
 
     @property

@@ -21,8 +21,8 @@ A call is one JSON object per line::
 a call with only ``request`` is first put through the operation's contract, as a submission
 is. ``at`` is when it arrived (batch windows group by it; without it a call is shown at once);
 ``verdict`` is what people decided about an asked call (``approved``, ``rejected``,
-``expired``; unknown is counted as approved) and ``decided_at`` when. ``run_id``, ``reason``
-and ``callback_url`` are the submission's own fields. Roles are those configured in
+``expired``; unknown is counted as approved) and ``decided_at`` when. ``run_id``, ``reason``,
+``callback_url`` and ``urgent`` are the submission's own fields. Roles are those configured in
 ``[roles]``: Slack user groups are not read, so a group admits nobody, as on a server that
 cannot list it (fail closed). What depends on time and load rather than on the call (an agent's
 rate and pending limits) is not replayed.
@@ -96,6 +96,8 @@ class Call(BaseModel):
     run_id: str | None = None
     reason: str | None = None
     callback_url: str | None = None
+    #: shown to people at once rather than with its rule's batch (the submission's own field)
+    urgent: bool = False
     id: str | None = None  #: the proposal it was, when exported from the store
     at: datetime | None = None  #: when it arrived
     decision: Literal["auto", "ask", "deny"] | None = None  #: as decided then (export-calls)
@@ -262,6 +264,7 @@ async def _classify(
                 "run_id": call.run_id,
                 "reason": call.reason,
                 "callback_url": call.callback_url,
+                "urgent": call.urgent,
             }
         )
     except ValidationError as error:

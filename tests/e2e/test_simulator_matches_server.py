@@ -1,6 +1,7 @@
 """``policy simulate`` counts what the server does: a day of the call mix (examples/callmix),
 sent over HTTP to a running Countersign with the mix's configuration, gets call for call the
-decision, rule and refusal reasons the simulator gives it, and the same counts per rule."""
+decision, rule and refusal reasons the simulator gives it, the same counts per rule, and, at the
+times the server received them, the same batches (the digests people are shown)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bot.operators.report import Report
 from bot.operators.simulate import Outcome, read_calls, simulate
 from tests.callmix_example import CONFIG, ENV, callmix, settings
 from tests.e2e.harness import running_countersign
@@ -49,6 +51,7 @@ async def test_the_simulator_decides_every_call_of_a_day_as_the_server(tmp_path:
     calls = read_calls("\n".join(json.dumps(call) for call in day), source="mix")
     simulated = await simulate(settings(tmp_path), calls, store=None, now=datetime.now(UTC))
     served = []
+    created: dict[int, str] = {}  # call number -> proposal id
 
     def edit(text: str) -> str:  # the harness's text names its target's URL
         match = re.search(r'url = "(http://127\.0\.0\.1:\d+)/campaigns/send"', text)
@@ -68,9 +71,33 @@ async def test_the_simulator_decides_every_call_of_a_day_as_the_server(tmp_path:
                     "Idempotency-Key": f"mix-21-{number}",  # each line is its own submission
                 },
             ) as response:
-                served.append(_served(response.status, await response.json()))
+                answer = await response.json()
+                served.append(_served(response.status, answer))
+                if response.status == 201:
+                    created[number] = answer["id"]
+        stored = {n: await cs.store.get_proposal(pid) for n, pid in created.items()}
 
     assert [_simulated(o) for o in simulated.outcomes] == served
     kinds = Counter(kind for kind, _, _ in served)
     assert kinds["auto"] > 0 and kinds["ask"] > 0 and kinds["refused"] > 0
     assert Counter(rule for _, rule, _ in served) == Counter(o.rule for o in simulated.outcomes)
+
+    # the batches: the simulator, given the times the server received each call, holds the same
+    # proposals together as the server did
+    config = settings(tmp_path)
+    at_server = [
+        call.model_copy(update={"at": stored[n].created_at}) if n in stored else call
+        for n, call in enumerate(calls)
+    ]
+    report = Report.of(config, at_server, simulated)
+    simulated_batches = {
+        frozenset(item.index for item in message.items)
+        for message in report.messages
+        if message.items[0].window is not None
+    }
+    by_batch: dict[str, set[int]] = {}
+    for n, proposal in stored.items():
+        if proposal.batch_id is not None:
+            by_batch.setdefault(proposal.batch_id, set()).add(n)
+    assert simulated_batches == {frozenset(members) for members in by_batch.values()}
+    assert len(simulated_batches) > 1

@@ -354,3 +354,18 @@ async def test_a_batch_window_groups_asks_by_their_arrival_into_one_click(
     out = io.StringIO()
     print_report(report, out)
     assert "added wait p50 20 minutes, p95 30 minutes" in out.getvalue()
+
+
+async def test_an_urgent_call_is_shown_at_once_outside_its_rules_batch(tmp_path: Path) -> None:
+    calls = _lines(
+        _refund(1000, minute=0),
+        _refund(1000, minute=5, urgent=True),
+        _refund(1000, minute=10),
+    )
+    settings = callmix_settings(tmp_path)
+
+    report = Report.of(settings, calls, await simulate(settings, calls, store=None, now=NOW))
+
+    [row] = report.rows
+    assert (row.ask, row.digests, row.clicks) == (3, 2, 2)  # the urgent one alone, the others held
+    assert report.batched == 2
