@@ -10,11 +10,13 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.operators.simulate import Call, read_calls
+from bot.operators.simulate import Call, export_calls, read_calls
 from bot.operators.suggest import suggest, suggest_command
 from bot.settings import Settings
+from store.sqlite import SqliteStore
 from tests.callmix_example import CONFIG, ENV
 from tests.callmix_example import settings as callmix_settings
+from tests.store.conformance import new_proposal
 
 T0 = datetime(2031, 3, 14, 9, 0, tzinfo=UTC)
 
@@ -155,3 +157,41 @@ async def test_a_ceiling_that_cannot_bound_the_field_suggests_nothing_for_it(
 
     assert [s for s in suggestions if s.kind == "standing"] == []
     assert any("--ceiling 'lots' cannot bound 'amount_cents'" in note for note in notes)
+
+
+async def test_the_stores_history_is_read_with_what_people_decided(tmp_path: Path) -> None:
+    settings = callmix_settings(tmp_path)
+    store = await SqliteStore.open(tmp_path / "callmix.sqlite")
+    arguments = {
+        "payment_id": "pay_1000001",
+        "customer": "cus_ada",
+        "amount_cents": 2000,
+        "currency": "USD",
+        "reason": "late",
+    }
+    made = []
+    for n in range(2):
+        new = new_proposal(
+            T0 + timedelta(minutes=n),
+            agent="billing-bot",
+            operation="payments.refund",
+            requested_by="U0SUP01",
+            request=arguments,
+            arguments=arguments,
+            rule_id="small-refunds",
+        )
+        await store.create_proposal(new)
+        made.append(new)
+    await store.reject(made[0].id, actor="U0FIN1", reason="no", now=T0 + timedelta(minutes=9))
+    await store.close()
+
+    calls = await export_calls(settings, "2031-03-14")
+    out = io.StringIO()
+    code = await suggest_command(settings, None, "2031-03-14", None, out, io.StringIO(), env=ENV)
+
+    assert [(c.id, c.verdict, c.decided_at) for c in calls] == [
+        (made[0].id, "rejected", T0 + timedelta(minutes=9)),
+        (made[1].id, None, None),  # still pending: nobody decided
+    ]
+    assert code == 0
+    assert "2 calls over 1 day(s)" in out.getvalue()
