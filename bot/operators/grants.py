@@ -19,10 +19,10 @@ from datetime import datetime, timedelta
 
 from pydantic import JsonValue
 
-from bot.settings import Settings
+from bot.settings import Settings, is_user_group
 from bot.standing.rules import standing_policy
 from contracts.durations import parse_duration
-from contracts.formats import parse_money
+from contracts.formats import FieldFormat, parse_money
 from store.standing import StandingRule
 
 __all__ = ["SimulatedGrants", "parse_grant"]
@@ -115,7 +115,7 @@ def parse_grant(text: str, settings: Settings, *, start: datetime, number: int) 
         member
         for role in standing.admins
         for member in settings.roles.get(role, frozenset())
-        if not member.startswith("S")
+        if not is_user_group(member)
     )
     by = given.pop("by", admins[0] if admins else None)
     if by is None or by not in admins:
@@ -161,8 +161,6 @@ def parse_grant(text: str, settings: Settings, *, start: datetime, number: int) 
 
 
 def _ceiling(value: str, shown: object, text: str) -> int | float:
-    from contracts.formats import FieldFormat
-
     if isinstance(shown, FieldFormat) and shown.kind == "money" and not _number(value):
         try:
             amount, _currency = parse_money(value, shown)

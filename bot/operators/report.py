@@ -16,6 +16,7 @@ from bot.digests.timing import ask_timing
 from bot.operators.clicks import Asked, Digest, digests, percentile
 from contracts.durations import spoken_duration
 from contracts.formats import money_currency, show_value
+from contracts.registry import UnknownOperation
 
 if TYPE_CHECKING:
     from bot.operators.simulate import Call, Outcome, Tally
@@ -194,7 +195,7 @@ def _add_money(
     """Adds a standing-approved call's ceiling argument, when it is money, per currency."""
     try:
         operation = settings.registry.get(call.operation)
-    except Exception:
+    except UnknownOperation:
         return
     rule = next((r for r in settings.policy.rules if r.id == outcome.rule), None)
     standing = getattr(rule, "standing", None)

@@ -49,7 +49,7 @@ from bot.audit.export import parse_since
 from bot.http import AiohttpClient
 from bot.operators.grants import SimulatedGrants, parse_grant
 from bot.operators.report import Report, print_report, report_json
-from bot.settings import ConfigError, Settings, load_settings
+from bot.settings import ConfigError, Settings, is_user_group, load_settings
 from bot.submissions import admissible, classified, resolved
 from contracts.api import SubmitBody
 from contracts.base import Context, ContractViolation, problems_from_validation_error
@@ -176,7 +176,7 @@ class ConfiguredMembership:
 
     async def role_members(self, roles: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
         return {
-            role: frozenset(m for m in members if not m.startswith("S"))
+            role: frozenset(m for m in members if not is_user_group(m))
             for role, members in roles.items()
         }
 
@@ -259,7 +259,8 @@ async def _classify(
         body = SubmitBody.model_validate(
             {
                 "operation": call.operation,
-                "request": call.request if isinstance(call.request, dict) else {},
+                # exported calls carry their request; one given only its arguments has none
+                "request": {} if call.request is None else call.request,
                 "requested_by": call.requested_by,
                 "run_id": call.run_id,
                 "reason": call.reason,

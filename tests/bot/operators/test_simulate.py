@@ -176,7 +176,7 @@ async def test_export_calls_writes_what_simulate_reads(tmp_path: Path) -> None:
 
 
 def _mix_call(
-    operation: str, request: dict[str, object], *, minute: int = 0, **fields: object
+    operation: str, request: object, *, minute: int = 0, **fields: object
 ) -> dict[str, object]:
     call: dict[str, object] = {
         "agent": "billing-bot",
@@ -209,21 +209,23 @@ async def test_every_call_is_counted_and_every_refusal_reason_of_each(tmp_path: 
         _refund(1200, requested_by="U0OPS1"),  # billing-bot does not act for ops: 403
         _mix_call("crm.tag_customer", {"tag": "vip", "note": "x"}),  # two contract problems
         _refund(1200, agent="rogue-bot"),  # no such agent
+        _mix_call("crm.tag_customer", ["vip"]),  # a request that is not an object
     )
     settings = callmix_settings(tmp_path)
 
     tally = await simulate(settings, calls, store=None, now=NOW)
     report = Report.of(settings, calls, tally)
 
-    assert [o.kind for o in tally.outcomes] == ["ask", "refused", "refused", "refused"]
-    assert report.total.calls == 4
-    assert report.total.refused == 3
+    assert [o.kind for o in tally.outcomes] == ["ask", *["refused"] * 4]
+    assert report.total.calls == 5
+    assert report.total.refused == 4
     assert sorted(tally.reasons) == [
         "401 unknown agent 'rogue-bot' (no such agent is configured)",
         "403 requested_by: agent 'billing-bot' may not act for (a person): it may name holders "
         "of role 'billing', holders of role 'support'",
         "422 request.customer: required field is missing; expected string",
         "422 request.note: unexpected field (allowed: customer, tag)",
+        "422 request: Input should be a valid dictionary",
     ]
 
 
