@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import secrets
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from bot.http import AiohttpClient
 from bot.settings import Settings
 from contracts.base import Context, ContractViolation
+from contracts.batching import format_after
+from contracts.durations import spoken_duration
 from contracts.policy import Ask, Auto
 from contracts.registry import UnknownOperation
 
@@ -87,6 +89,25 @@ async def explain(
             f"{decision.quorum} distinct approver(s) needed)",
             file=out,
         )
+        if decision.batch is not None:
+            window = spoken_duration(decision.batch.window.total_seconds())
+            print(
+                f"  batch: may wait up to {window} to be shown in one digest with others "
+                f"(at most {decision.batch.max}); the expiry counts from when it is shown",
+                file=out,
+            )
+        if decision.then is not None:
+            after = decision.then.after
+            when = (
+                f"{spoken_duration(after.total_seconds())} after it is shown"
+                if isinstance(after, timedelta)
+                else f"{format_after(after)} of the way from showing to expiry"
+            )
+            print(
+                f"  backup: {', '.join(decision.then.approvers)} may decide too if nobody has "
+                f"decided {when}",
+                file=out,
+            )
     elif isinstance(decision, Auto):
         print("decision: auto (runs without asking)", file=out)
     else:

@@ -179,6 +179,21 @@ SCENARIOS: Final = {
         )
         for payment, amount in (("pay_1001", 1500), ("pay_1003", 1000), ("pay_1005", 2000))
     ),
+    # three newsletters whose rule lets them wait: held for the rule's 20-second batch window,
+    # then shown together in one digest in #marketing
+    "batch": tuple(
+        _proposal(
+            "batched newsletter",
+            "crm.send_campaign",
+            {"segment": segment, "template": "tmpl_newsletter_june", "recipients": recipients},
+            "The June newsletter for this region is ready to go.",
+        )
+        for segment, recipients in (
+            ("newsletter-eu", 4200),
+            ("newsletter-us", 6100),
+            ("newsletter-apac", 1800),
+        )
+    ),
     # a customer asks for a person: posted in #support-escalations, taken and handed back there
     "escalation": (_escalation(),),
     # the target answers later than the operation's timeout: a person says what happened

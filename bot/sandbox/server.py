@@ -85,6 +85,7 @@ class Submission:
             "note": policy.get("note"),
             "created_at": answer.get("created_at"),
             "expires_at": answer.get("expires_at"),
+            "shown_after": answer.get("shown_after"),
             "decided_by": decision.get("by"),
             "outcome": outcome.get("kind"),
             "superseded_by": answer.get("superseded_by"),

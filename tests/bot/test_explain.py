@@ -65,3 +65,36 @@ def test_explain_refuses_a_request_the_contract_refuses_naming_the_field(
 
     assert code == 2
     assert "request.amount_cents" in capsys.readouterr().out
+
+
+def test_explain_says_when_a_batched_rule_shows_it_and_who_backs_it_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    rule = 'id = "refunds"\n'
+    assert rule in text
+    config = tmp_path / "countersign.toml"
+    config.write_text(
+        text.replace(
+            rule,
+            rule + 'batch = { window = "30m", max = 10 }\n'
+            'then = { after = "50%", approvers = ["support"] }\n',
+            1,
+        ),
+        encoding="utf-8",
+    )
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"payment_id": "pay_1002", "amount_cents": 50000}))
+    args = ["--config", str(config), "policy", "explain", "--operation", "payments.refund"]
+
+    assert main([*args, "--request", str(path), "--requester", "U0SUPPORT1"]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2] == (
+        "  batch: may wait up to 30 minutes to be shown in one digest with others (at most 10); "
+        "the expiry counts from when it is shown"
+    )
+    assert lines[-1] == (
+        "  backup: support may decide too if nobody has decided 50% of the way from showing to "
+        "expiry"
+    )

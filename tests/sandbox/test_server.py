@@ -731,3 +731,28 @@ def test_each_input_is_submitted_in_the_state_slack_gives_its_type() -> None:
         "type": "datetimepicker",
         "selected_date_time": 1746100000,
     }
+
+
+async def test_the_batch_scenario_holds_three_newsletters_then_shows_one_digest(
+    sandbox: Sandbox,
+) -> None:
+    status, answer = await post(sandbox, "/sandbox/scenario/batch", {})
+    assert status == 201, answer
+    made = answer["proposals"]
+    assert [p["rule"] for p in made] == ["newsletters"] * 3
+    for proposal in made:  # the agent is told when they are shown: the window's end
+        created = datetime.fromisoformat(proposal["created_at"])
+        shown = datetime.fromisoformat(proposal["shown_after"])
+        assert created < shown <= created + timedelta(seconds=20)
+    held = [await sandbox.store.get_proposal(p["id"]) for p in made]
+    assert all(p.slack_ts is None for p in held) and len({p.batch_id for p in held}) == 1
+
+    async def shown_together() -> set[str | None] | None:
+        found = [await sandbox.store.get_proposal(p["id"]) for p in made]
+        return {p.digest_id for p in found} if all(p.slack_ts for p in found) else None
+
+    # the demo's window is 20 seconds of real time
+    digests = await eventually(shown_together, timeout=60)
+    assert len(digests) == 1 and None not in digests
+    messages = channel(await state(sandbox, MARKETING), MARKETING_CHANNEL)["messages"]
+    assert len([m for m in messages if "newsletter" in json.dumps(m["blocks"])]) == 1

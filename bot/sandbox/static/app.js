@@ -552,6 +552,10 @@ function proposalNote(p) {
   const who = p.decided_by ? name(p.decided_by) : "an approver";
   switch (p.status) {
     case "pending":
+      if (p.shown_after && new Date(p.shown_after) > new Date()) {
+        // held by its rule's batch window: shown with the others when it closes
+        return `held to be decided with others; shown ${relative(new Date(p.shown_after))}`;
+      }
       return `waits for a decision${p.expires_at ? `; expires ${relative(new Date(p.expires_at))}` : ""}`;
     case "executing":
       return "approved; executing now";
