@@ -21,6 +21,7 @@ from bot.api.problems import problem_middleware
 from bot.api.proposals import QUOTAS, SERVICE, SUBMISSIONS, agent_routes
 from bot.api.quotas import Quotas
 from bot.audit.anchoring import Anchorer, anchor_forever
+from bot.decisions import RecordedDecisions
 from bot.delegations.commands import DELEGATIONS, Delegations
 from bot.delegations.listeners import register_delegation_listeners
 from bot.digests.decisions import DigestService
@@ -66,11 +67,13 @@ from bot.subscribers import Subscribers
 from store.base import Delivery, Proposal, Store, StoreUnavailable
 from store.lifecycle import Effect
 
-__all__ = ["CLICKS", "OUTBOX", "build_app", "utc_now"]
+__all__ = ["CLICKS", "DECISIONS", "OUTBOX", "build_app", "utc_now"]
 
 OUTBOX: web.AppKey[OutboxWorker] = web.AppKey("outbox", OutboxWorker)
 #: bounds the Slack clicks worked on at once (bot/api/admission.py)
 CLICKS: web.AppKey[Admission] = web.AppKey("clicks", Admission)
+#: records Approve clicks and applies them (bot/decisions.py)
+DECISIONS: web.AppKey[RecordedDecisions] = web.AppKey("decisions", RecordedDecisions)
 
 log = logging.getLogger(__name__)
 
@@ -178,8 +181,17 @@ def build_app(
     reviews = Reviews(service, clock)
     grants = StandingGrants(service, clock)
     clicks = Admission(server.max_in_flight_clicks)
+    decisions = RecordedDecisions(
+        service,
+        store.clicks(),
+        clock,
+        batch=server.max_in_flight_clicks,
+        lease=timedelta(seconds=60),
+        watch=outbox.watch,
+    )
     bolt = build_bolt(
         admission=clicks,
+        decisions=decisions,
         signing_secret=settings.slack.signing_secret,
         client=client,
         service=service,
@@ -232,6 +244,7 @@ def build_app(
     app[SUBMISSIONS] = Admission(server.max_in_flight_submissions)
     app[QUOTAS] = Quotas()
     app[CLICKS] = clicks
+    app[DECISIONS] = decisions
     app[BOLT] = bolt
     app[SIGNING_SECRET] = settings.slack.signing_secret
     app[OUTBOX] = outbox
@@ -292,6 +305,7 @@ def build_app(
                 _sweep_forever(service, server.sweep_interval_seconds, outbox.watch)
             ),
             asyncio.create_task(outbox.run()),
+            asyncio.create_task(decisions.run()),
             asyncio.create_task(
                 reannounce_forever(escalations, server.sweep_interval_seconds, outbox.watch)
             ),
@@ -307,6 +321,11 @@ def build_app(
             every = settings.audit.every.total_seconds()
             workers.append(asyncio.create_task(anchor_forever(anchorer, every)))
         yield
+        try:  # a click being applied is finished; those recorded meanwhile wait in the store
+            async with asyncio.timeout(5):
+                await decisions.stop()
+        except TimeoutError:
+            log.warning("stopped applying recorded clicks before the round under way ended")
         for worker in workers:
             worker.cancel()
         await asyncio.gather(*workers, return_exceptions=True)

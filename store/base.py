@@ -20,6 +20,7 @@ from contracts.outcomes import Outcome
 from store.lifecycle import Effect, Status
 
 if TYPE_CHECKING:
+    from store.clicks import ClickStore
     from store.delegations import DelegationStore
     from store.digests import DigestStore
     from store.escalations import EscalationStore
@@ -295,6 +296,10 @@ class Store(Protocol):
 
     def delegations(self) -> DelegationStore:
         """Delegations from Slack, kept in the same database, on the same audit chain."""
+        ...
+
+    def clicks(self) -> ClickStore:
+        """Decision clicks recorded at the click and applied after, in the same database."""
         ...
 
     def digests(self) -> DigestStore:

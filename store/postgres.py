@@ -26,6 +26,7 @@ from contracts.redaction import scrub, shown_store_url
 from store.audit_log import seal_audit
 from store.audit_sealer import Sealer
 from store.base import StoreError, StoreUnavailable
+from store.clicks import Clicks
 from store.delegations import Delegations
 from store.digests import Digests
 from store.escalation_store import Escalations
@@ -82,6 +83,10 @@ class PostgresStore(ProposalVerbs):
     def delegations(self) -> Delegations:
         """Delegations from Slack in this database, sharing its pool and audit chain."""
         return Delegations(self)
+
+    def clicks(self) -> Clicks:
+        """Decision clicks recorded in this database, sharing its pool."""
+        return Clicks(self)
 
     def digests(self) -> Digests:
         """Digests of similar proposals in this database, sharing its pool and audit chain."""

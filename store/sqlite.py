@@ -25,6 +25,7 @@ from pathlib import Path
 import aiosqlite
 
 from store.base import StoreError, StoreUnavailable
+from store.clicks import Clicks
 from store.delegations import Delegations
 from store.digests import Digests
 from store.escalation_store import Escalations
@@ -148,6 +149,10 @@ class SqliteStore(ProposalVerbs):
     def delegations(self) -> Delegations:
         """Delegations from Slack in this database, in its transactions and audit chain."""
         return Delegations(self)
+
+    def clicks(self) -> Clicks:
+        """Decision clicks recorded in this database, in its transactions."""
+        return Clicks(self)
 
     def digests(self) -> Digests:
         """Digests of similar proposals in this database, in its transactions and audit chain."""

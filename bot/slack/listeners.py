@@ -34,6 +34,7 @@ from bot.actions import (
     SHOW_FULL,
 )
 from bot.api.admission import Admission
+from bot.decisions import RecordedDecisions
 from bot.edits import EditFlow, EditSubmitted
 from bot.service import APP_HOME, Service
 from bot.slack.gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
@@ -52,6 +53,7 @@ __all__ = [
     "clicked_in",
     "decoded",
     "modal_text",
+    "recorded_click_listener",
     "slack_events",
     "text_problems",
 ]
@@ -147,8 +149,11 @@ def build_bolt(
     client: AsyncWebClient,
     service: Service,
     admission: Admission,
+    decisions: RecordedDecisions,
 ) -> AsyncApp:
-    """The bolt app; ``client`` carries the bot token and the Slack API base URL."""
+    """The bolt app; ``client`` carries the bot token and the Slack API base URL. Approve
+    clicks are recorded and applied after (``decisions``, never told busy); the other
+    buttons are worked on at once, within ``admission``."""
     bolt_log = logging.getLogger("bot.slack.listeners.bolt")
     bolt_log.addFilter(_client_given_warning)
     app = AsyncApp(
@@ -161,8 +166,12 @@ def build_bolt(
 
     edits = EditFlow(service)
     full = ShowFull(service.store, service.publisher)
+    app.action(APPROVE)(
+        recorded_click_listener(
+            lambda c: decisions.record(c.proposal_id, user=c.user, channel=c.channel)
+        )
+    )
     clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
-        APPROVE: lambda c: service.approve(c.proposal_id, user=c.user, channel=c.channel),
         EDIT: lambda c: edits.begin(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
@@ -267,6 +276,21 @@ def click_listener(
             )
 
     return admitted_click(Click.of, handled, busy=busy, admission=admission)
+
+
+def recorded_click_listener(
+    record: Callable[[Click], Awaitable[object]],
+) -> Callable[..., Awaitable[None]]:
+    """A decision button's listener: acknowledge at once, decode the click (a malformed one is
+    logged and dropped), then ``record`` it: no bound turns it away (bot/decisions.py)."""
+
+    async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        click = decoded(Click.of, body, action, what="Slack click")
+        if click is not None:
+            await record(click)
+
+    return listener
 
 
 def admitted_click(

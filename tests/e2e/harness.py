@@ -354,6 +354,8 @@ class Countersign:
 
     async def _idle(self) -> bool:
         """Nothing in the outboxes is due now, and no delivery is under way."""
+        if await self.store.clicks().waiting_clicks():  # recorded clicks not yet applied
+            return False
         outbox = self.app[OUTBOX]
         # our own round finds nothing due, and no other round is claiming or delivering
         if await outbox.run_once() != 0 or outbox.in_flight != 0:

@@ -36,6 +36,7 @@ from store.base import (
 )
 from store.lifecycle import INITIAL, OUTCOME_STATUS, Effect, Status
 from tests.store.cancel_conformance import CancelConformance
+from tests.store.click_conformance import ClickConformance
 from tests.store.pending_conformance import PendingConformance
 from tests.store.reminder_conformance import ReminderConformance
 from tests.store.standing_conformance import StandingConformance
@@ -118,7 +119,11 @@ async def _drain(store: Store, now: datetime) -> list[tuple[str, Effect, Status]
 
 
 class StoreConformance(
-    PendingConformance, ReminderConformance, StandingConformance, CancelConformance
+    PendingConformance,
+    ReminderConformance,
+    StandingConformance,
+    CancelConformance,
+    ClickConformance,
 ):
     """Subclass with a ``store`` fixture yielding an empty store of the backend under test."""
 

@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0017 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0018 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -256,6 +256,19 @@ END,
     CONSTRAINT proposals_supersedes_fkey FOREIGN KEY (supersedes) REFERENCES proposals(id)
 );
 
+CREATE TABLE recorded_clicks (
+    id bigint NOT NULL,
+    proposal_id text NOT NULL,
+    actor text NOT NULL,
+    verb text NOT NULL,
+    channel text,
+    recorded_at timestamp with time zone NOT NULL,
+    leased_until timestamp with time zone,
+    CONSTRAINT recorded_clicks_pkey PRIMARY KEY (id),
+    CONSTRAINT recorded_clicks_proposal_id_actor_verb_key UNIQUE (proposal_id, actor, verb),
+    CONSTRAINT recorded_clicks_verb_check CHECK ((verb = 'approve'::text))
+);
+
 CREATE TABLE reviews (
     proposal_id text NOT NULL,
     verdict text NOT NULL,
@@ -382,6 +395,10 @@ CREATE INDEX proposals_status_expires_at ON proposals USING btree (status, expir
 CREATE INDEX proposals_unreminded ON proposals USING btree (remind_at) WHERE ((status = 'pending'::text) AND (reminded_at IS NULL) AND (remind_at IS NOT NULL));
 
 CREATE INDEX proposals_unshown ON proposals USING btree (channel, operation, requested_by) WHERE ((status = 'pending'::text) AND (slack_ts IS NULL));
+
+CREATE UNIQUE INDEX recorded_clicks_pkey ON recorded_clicks USING btree (id);
+
+CREATE UNIQUE INDEX recorded_clicks_proposal_id_actor_verb_key ON recorded_clicks USING btree (proposal_id, actor, verb);
 
 CREATE UNIQUE INDEX reviews_pkey ON reviews USING btree (proposal_id);
 

@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0017 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0018 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -230,6 +230,17 @@ CREATE TABLE "proposals" (
     CHECK ((supersedes IS NULL) = (edited_by IS NULL)),
     CHECK ((extended_by IS NULL) = (extended_at IS NULL))
 ) STRICT;
+
+CREATE TABLE recorded_clicks (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    proposal_id   TEXT NOT NULL,
+    actor         TEXT NOT NULL,
+    verb          TEXT NOT NULL CHECK (verb IN ('approve')),
+    channel       TEXT,
+    recorded_at   TEXT NOT NULL,
+    leased_until  TEXT,
+    UNIQUE (proposal_id, actor, verb)
+);
 
 CREATE TABLE reviews (
     proposal_id  TEXT PRIMARY KEY REFERENCES proposals (id),

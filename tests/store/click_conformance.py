@@ -1,0 +1,104 @@
+"""Decision clicks recorded at the click and applied after (store/clicks.py), as every Store
+backend must keep them: recorded only for a pending proposal and once per person, leased oldest
+first to one applier at a time, leased again when a lease ends, gone once settled.
+
+Part of the shared conformance suite: :class:`tests.store.conformance.StoreConformance` inherits
+these tests, so every backend runs them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+from typing import Any
+
+from store.base import NewProposal, Store
+
+__all__ = ["ClickConformance"]
+
+LEASE = timedelta(seconds=60)
+
+
+def _new(now: datetime, **changes: Any) -> NewProposal:
+    # Imported here: tests.store.conformance imports this module to inherit from it.
+    from tests.store.conformance import new_proposal
+
+    return new_proposal(now, **changes)
+
+
+class ClickConformance:
+    async def test_a_click_is_recorded_once_per_person_and_only_on_a_pending_proposal(
+        self, store: Store, now: datetime
+    ) -> None:
+        clicks = store.clicks()
+        pending = (await store.create_proposal(_new(now)))[0]
+        rejected = (await store.create_proposal(_new(now)))[0]
+        await store.reject(rejected.id, actor="U0REJECTER", reason="no", now=now)
+
+        first = await clicks.record_click(
+            pending.id, actor="U0APPROVER", verb="approve", channel="C0FINANCE", now=now
+        )
+        again = await clicks.record_click(
+            pending.id, actor="U0APPROVER", verb="approve", channel="C0FINANCE", now=now
+        )
+        other = await clicks.record_click(
+            pending.id, actor="U0OTHER", verb="approve", channel=None, now=now
+        )
+
+        assert first is not None and first[1] is True
+        assert first[0].proposal_id == pending.id and first[0].actor == "U0APPROVER"
+        assert first[0].channel == "C0FINANCE" and first[0].recorded_at == now
+        assert again == (first[0], False)
+        assert other is not None and other[1] is True and other[0].id > first[0].id
+        for proposal_id in (rejected.id, "cs_nobody"):
+            assert (
+                await clicks.record_click(
+                    proposal_id, actor="U0APPROVER", verb="approve", channel=None, now=now
+                )
+                is None
+            )
+        assert await clicks.waiting_clicks() == 2
+
+    async def test_recorded_clicks_are_leased_oldest_first_again_when_the_lease_ends_and_gone_once_settled(  # noqa: E501
+        self, store: Store, now: datetime
+    ) -> None:
+        clicks = store.clicks()
+        made = [(await store.create_proposal(_new(now)))[0] for _ in range(3)]
+        recorded = []
+        for proposal in made:
+            click = await clicks.record_click(
+                proposal.id, actor="U0APPROVER", verb="approve", channel=None, now=now
+            )
+            assert click is not None
+            recorded.append(click[0].id)
+
+        first = await clicks.claim_clicks(now=now, limit=2, lease=LEASE)
+        rest = await clicks.claim_clicks(now=now, limit=10, lease=LEASE)
+        none = await clicks.claim_clicks(now=now + timedelta(seconds=30), limit=10, lease=LEASE)
+        await clicks.settle_click(first[0].id)
+        again = await clicks.claim_clicks(now=now + LEASE, limit=10, lease=LEASE)
+
+        assert [c.id for c in first] == recorded[:2]
+        assert [c.id for c in rest] == recorded[2:]
+        assert none == []
+        assert [c.id for c in again] == recorded[1:]
+        assert again[0].leased_until == now + 2 * LEASE
+        assert await clicks.waiting_clicks() == 2
+
+    async def test_concurrent_appliers_never_lease_the_same_click(
+        self, store: Store, now: datetime
+    ) -> None:
+        """Appliers in every instance claim at once (on PostgreSQL, connections of their own)."""
+        clicks = store.clicks()
+        for _ in range(30):
+            proposal = (await store.create_proposal(_new(now)))[0]
+            await clicks.record_click(
+                proposal.id, actor="U0APPROVER", verb="approve", channel=None, now=now
+            )
+
+        claimed = await asyncio.gather(
+            *(clicks.claim_clicks(now=now, limit=4, lease=LEASE) for _ in range(10))
+        )
+
+        ids = [click.id for batch in claimed for click in batch]
+        assert len(ids) == len(set(ids)) == 30
