@@ -19,7 +19,7 @@ import socket
 import sys
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -321,11 +321,13 @@ async def running_cluster(
     slack: LocalSlack | None = None,
     instances: int = 2,
     digests: bool = False,
+    config_edit: Callable[[str], str] | None = None,
     **server: float | int,
 ) -> AsyncIterator[Cluster]:
     """``instances`` serve processes on a fresh database, started at once; stopped afterwards.
 
-    ``server`` settings replace the e2e configuration's ([server] table).
+    ``server`` settings replace the e2e configuration's ([server] table); ``config_edit``
+    rewrites the configuration text after that (tests/e2e/harness.py replace_rule).
     """
     target = target or CountingTarget()
     # message timestamps follow the clock, as Slack's do: searches by `oldest` then work
@@ -338,9 +340,8 @@ async def running_cluster(
         running_local_slack(BOT_TOKEN, slack=slack) as (local_slack, slack_url),
     ):
         config = tmp_path / "countersign.toml"
-        config.write_text(
-            scale_config(db_url, target_url, digests=digests, **server), encoding="utf-8"
-        )
+        text = scale_config(db_url, target_url, digests=digests, **server)
+        config.write_text(config_edit(text) if config_edit else text, encoding="utf-8")
         env = {**os.environ, **ENV, "SLACK_API_URL": slack_url}
         nodes = [Instance(f"instance-{n}", config, env, tmp_path) for n in range(instances)]
         try:
