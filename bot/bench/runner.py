@@ -28,7 +28,7 @@ from bot.bench.stage import CLICK_REQUESTERS, SPREAD_LANES, Stage, running_stage
 from contracts.redaction import shown_store_url
 
 #: the scenarios ``--only`` can run alone
-ONLY = ("backlog",)
+ONLY = ("backlog", "mixed")
 
 __all__ = ["ONLY", "BenchOptions", "add_bench_arguments", "bench_command", "run_bench"]
 
@@ -262,6 +262,20 @@ async def run_bench(
                     if "backlog" in options.only:
                         for row in await _backlog(stage, backlog_stores, options):
                             done(row)
+                    if "mixed" in options.only:  # against the ingest rate of this run
+                        ingest = done(await scenarios.ingest(stage, d, backend=backend))
+                        wanted = max(1, round(scenarios.MIXED_CLICKS_PER_SECOND * d))
+                        prepared = await scenarios.prepare_clicks(
+                            stage, 1, 1, paced=1, mixed=wanted
+                        )
+                        for row in await scenarios.mixed(
+                            stage,
+                            prepared,
+                            agent_rate=2 * (ingest.throughput or 1.0),
+                            duration=d,
+                            backend=backend,
+                        ):
+                            done(row)
                 if options.json is not None:
                     write_json(options.json, rows, _context(options, backend))
                 return rows
@@ -274,18 +288,22 @@ async def run_bench(
                 auto.against(floor_a)
                 steady = max(1, round(scenarios.STEADY_CLICKS_PER_SECOND * d))
                 decided_rate = 0.3 * (floor_a.throughput or 1.0)
-                room = CLICK_REQUESTERS - options.clicks - steady  # each needs its own requester
+                mixed = max(1, round(scenarios.MIXED_CLICKS_PER_SECOND * d))
+                # each click proposal needs its own requester
+                room = CLICK_REQUESTERS - options.clicks - steady - mixed
                 # for --duration, at most --clicks: the proposals to post first stay bounded
                 paced = max(1, min(round(decided_rate * d), room, options.clicks))
                 prepared = await scenarios.prepare_clicks(
-                    stage, options.clicks, steady, paced=paced
+                    stage, options.clicks, steady, paced=paced, mixed=mixed
                 )
                 bodies = [body for _, body in prepared.back_to_back]
                 floor_c = done(await bolt_floor(stage, bodies, d, clients=scenarios.AGENTS))
                 clicks, applied = await scenarios.clicks(stage, prepared, d)
-                done(clicks).against(floor_c).judge("ratio ≥ 0.5", _at_least(clicks.ratio, 0.5))
+                done(clicks).against(floor_c)
+                clicks.judge("none busy", clicks.details["told_busy"] == 0)
+                # no target: each decision changes its message, and chat.update is Tier 3
+                # (about 50 a minute per workspace), so no workspace shows decisions faster
                 done(applied).against(floor_a)
-                applied.judge("ratio ≥ 0.3", _at_least(applied.ratio, 0.3))
                 at_100 = done(await scenarios.steady_clicks(stage, prepared, d))
                 at_100.judge("ack p99 < 100 ms", _below(at_100.p99_ms, 100))
                 paced_run = scenarios.paced_decisions(stage, prepared, decided_rate)
@@ -306,6 +324,10 @@ async def run_bench(
                     )
                 )
                 over.against(ingest).judge("p99 < 1 s (bounded)", _below(over.p99_ms, 1000))
+                for row in await scenarios.mixed(
+                    stage, prepared, agent_rate=2 * sustainable, duration=d, backend=backend
+                ):
+                    done(row)
                 burst = done(
                     await scenarios.burst(
                         stage, options.burst, options.burst_timeout, backend=backend

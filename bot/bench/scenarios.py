@@ -22,6 +22,7 @@ __all__ = [
     "channels",
     "clicks",
     "ingest",
+    "mixed",
     "overload",
     "paced_decisions",
     "prepare_clicks",
@@ -32,6 +33,10 @@ __all__ = [
 AGENTS = 16
 #: the click rate at which the acknowledgement's p99 is judged
 STEADY_CLICKS_PER_SECOND = 100.0
+#: approvers' clicks per second in the mixed scenario, under the agents' overload
+MIXED_CLICKS_PER_SECOND = 20.0
+#: long-polls (``?wait=``) the agents hold open throughout the mixed scenario
+MIXED_LONG_POLLS = 8
 
 
 async def ingest(stage: Stage, duration: float, *, backend: str) -> Measurement:
@@ -72,21 +77,27 @@ class Clicks:
     #: clicks sent at the decisions' target rate, and what each approves (as ``clicked``)
     paced: list[tuple[str, bytes]] = field(default_factory=list)
     paced_clicked: list[tuple[str, str]] = field(default_factory=list)
+    #: clicks for the mixed scenario, and what each approves (as ``clicked``)
+    mixed: list[tuple[str, bytes]] = field(default_factory=list)
+    mixed_clicked: list[tuple[str, str]] = field(default_factory=list)
 
 
 async def prepare_clicks(
-    stage: Stage, count: int, steady: int, *, paced: int = 0, timeout: float = 120
+    stage: Stage, count: int, steady: int, *, paced: int = 0, mixed: int = 0, timeout: float = 120
 ) -> Clicks:
     """Submit ``count + steady + paced`` proposals, wait up to ``timeout`` s until they are
     posted, and build their clicks: every one when all were posted in time, otherwise the posted
     ones, shared in the same proportions (``Clicks.posted`` says how many of how many)."""
-    total = count + steady + paced
+    total = count + steady + paced + mixed
     if total > CLICK_REQUESTERS:
         raise ValueError(
             f"{total} click proposals: at most {CLICK_REQUESTERS} (each needs its own requester)"
         )
     await back_to_back(lambda n: stage.submit("click"), clients=AGENTS, duration=3600, limit=total)
     messages = (await stage.wait_posted("click", total, timeout=timeout))[:total]
+    kept = min(mixed, len(messages) * mixed // total)  # the mixed scenario's share, from the end
+    for_mixed, messages = messages[len(messages) - kept :], messages[: len(messages) - kept]
+    total -= mixed
     if len(messages) < 3:
         raise RuntimeError(
             f"only {len(messages)} of {total} click proposals were posted in {timeout:g} s"
@@ -104,6 +115,8 @@ async def prepare_clicks(
         posted=(len(messages), total),
         paced=bodies[second:],
         paced_clicked=targets[second:],
+        mixed=[stage.approve_click(message) for message in for_mixed],
+        mixed_clicked=[(_proposal_of(message), message.ts) for message in for_mixed],
     )
 
 
@@ -227,6 +240,94 @@ async def paced_decisions(stage: Stage, prepared: Clicks, rate: float) -> Measur
     )
     row.note = f"{len(applied)} of {len(due)} applied, {told_busy} told busy" + _short(prepared)
     return row
+
+
+async def mixed(
+    stage: Stage, prepared: Clicks, *, agent_rate: float, duration: float, backend: str
+) -> list[Measurement]:
+    """People's clicks under the agents' overload. Agents submit at ``agent_rate`` (twice the
+    sustainable ingest rate; one in four run at once by the policy, executed at the target)
+    while holding :data:`MIXED_LONG_POLLS` long-polls open, and approvers click Approve at
+    :data:`MIXED_CLICKS_PER_SECOND`. Two rows: the clicks (acknowledgement latency from when
+    each was due, how many were told busy, how many were applied: executed and shown in their
+    message) and the agents (every answer's latency, accepted, turned away with 503)."""
+    bodies = prepared.mixed
+    rate = MIXED_CLICKS_PER_SECOND
+    count = min(len(bodies), max(1, round(rate * duration)))
+    before, busy_before = len(stage.target.executed), _busy(stage)
+    due: dict[int, float] = {}
+    polls = {"answered": 0, "refused": 0}
+    done = asyncio.Event()
+    start = time.perf_counter()
+
+    async def click(n: int) -> int:
+        due[n] = start + n / rate
+        return await stage.post_click(*bodies[n])
+
+    async def submit(n: int) -> int:
+        return await stage.submit("auto" if n % 4 == 0 else "ingest")
+
+    async def long_poll() -> None:
+        while not done.is_set():
+            status = await stage.long_poll("ingest", wait=2.0)
+            polls["answered" if status == 200 else "refused"] += 1
+
+    pollers = [asyncio.create_task(long_poll()) for _ in range(MIXED_LONG_POLLS)]
+    try:
+        clicked, agents = await asyncio.gather(
+            at_rate(click, rate=rate, duration=count / rate),
+            at_rate(submit, rate=agent_rate, duration=duration),
+        )
+    finally:
+        done.set()
+        await asyncio.gather(*pollers, return_exceptions=True)
+    await _settle(stage, before, expected=len(clicked.of(200)))
+    await _slack_quiet(stage, limit=30)
+    told_busy = _busy(stage) - busy_before
+    applied = _applied(stage, prepared.mixed_clicked, due, start)
+    people = Measurement.timed(
+        "mixed: clicks",
+        "scenario",
+        f"Approve clicks at {rate:g}/s while agents overload the service: time to Slack's "
+        "acknowledgement",
+        clicked.of(200),
+        clicked.elapsed,
+        backend=backend,
+    )
+    outcome = sorted(applied[n] - due[n] + start for n in applied)
+    people.details.update(
+        statuses=dict(clicked.statuses),
+        clicked=len(due),
+        told_busy=told_busy,
+        applied=len(applied),
+        click_to_outcome_p50_ms=Measurement.timed("", "", "", outcome, 1).p50_ms,
+        click_to_outcome_p99_ms=Measurement.timed("", "", "", outcome, 1).p99_ms,
+    )
+    people.note = f"{len(applied)} of {len(due)} applied, {told_busy} told busy" + _short(prepared)
+    kept_up = told_busy == 0 and len(applied) == len(due) and clicked.statuses.get(200) == len(due)
+    people.judge(
+        "ack p99 < 100 ms, none busy, all applied",
+        kept_up and people.p99_ms is not None and people.p99_ms < 100,
+    )
+    accepted = agents.of(201)
+    load = Measurement.timed(
+        "mixed: agents",
+        "scenario",
+        f"agents submitting at {agent_rate:,.0f}/s (a quarter run at once) with "
+        f"{MIXED_LONG_POLLS} long-polls held, beside those clicks",
+        agents.every(),
+        agents.elapsed,
+        count=len(accepted),
+        backend=backend,
+    )
+    load.details.update(
+        offered_per_second=round(agent_rate, 1),
+        statuses=dict(agents.statuses),
+        accepted_p99_ms=Measurement.timed("", "", "", accepted, 1).p99_ms,
+        long_polls=dict(polls),
+    )
+    load.note = f"{agents.statuses.get(503, 0)} got 503, {polls['answered']} long-polls answered"
+    return [people, load]
 
 
 def _short(prepared: Clicks) -> str:

@@ -207,6 +207,32 @@ class Stage:
         except aiohttp.ClientError:
             return 0, {}
 
+    async def long_poll(self, lane: str, *, wait: float) -> int:
+        """Propose in ``lane`` and read the proposal back with ``?wait=``, held until it
+        changes or ``wait`` s pass; the read's HTTP status (0: no connection)."""
+        n = next(self._serial)
+        body = {
+            "operation": OPERATION,
+            "request": {"lane": lane, "n": n},
+            "requested_by": _requester(lane, n),
+            "run_id": f"{self.run}-{lane}-{n}",
+        }
+        headers = {"Authorization": f"Bearer {self.token}"}
+        url = self.url
+        try:
+            async with self.http.post(f"{url}/v1/proposals", json=body, headers=headers) as made:
+                if made.status != 201:
+                    await made.read()
+                    return made.status
+                proposal_id = (await made.json())["id"]
+            async with self.http.get(
+                f"{url}/v1/proposals/{proposal_id}", params={"wait": str(wait)}, headers=headers
+            ) as answer:
+                await answer.read()
+                return answer.status
+        except aiohttp.ClientError:
+            return 0
+
     # --- the approver's side --------------------------------------------------------------------
 
     def posted(self, lane: str) -> list[StoredMessage]:

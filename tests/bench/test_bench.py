@@ -33,6 +33,8 @@ SCENARIOS = {
     "scale: approver queue": None,
     "scale: expiry sweep": None,
     "scale: server RSS": None,
+    "mixed: clicks": None,
+    "mixed: agents": None,
     "backlog: empty store": None,
     "backlog: pending": "backlog: empty store",
 }
@@ -112,6 +114,9 @@ async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None
         == rows["clicks"]["count"]
     )
     assert 0 < rows["decisions applied"]["count"] <= rows["clicks"]["details"]["executions"]
+    mixed = rows["mixed: clicks"]["details"]
+    assert mixed["clicked"] > 0 and mixed["applied"] <= mixed["clicked"], mixed
+    assert rows["mixed: agents"]["details"]["offered_per_second"] > 0
     assert rows["burst"]["details"]["proposals"] == 3
     spread = rows["channels"]["details"]
     assert (spread["channels"], spread["proposals"], spread["submitted"]) == (20, 20, 20)
