@@ -165,7 +165,8 @@ class DigestStore(Protocol):
         ...
 
     async def finish_batch(self, batch_id: str) -> None:
-        """The batch's digest went out: nobody posts it again."""
+        """The batch's digest went out: release it, and unless a post of it is still to be
+        delivered (a retry, a proposal that joined as it went out), nobody posts it again."""
         ...
 
     async def retry_deliveries(

@@ -162,8 +162,9 @@ class DigestOutbox:
                 batch = await self._digests.get_batch(batch_id)
                 if batch.status != "posted":
                     return  # another worker holds it and posts these too; our leases lapse
-                # joined just as the batch went out: shown the ordinary way
-                await self._post_held(await self._similar(held), held)
+                # joined just as the batch went out: shown, still as the batch's
+                similar = await self._similar(held)
+                await self._post_held(similar._replace(batch_id=batch_id), held)
                 return
             held = held + await self._digests.claim_batch_posts(
                 batch_id, held=[d.id for d in held], now=now, lease=self._lease

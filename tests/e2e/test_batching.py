@@ -269,3 +269,29 @@ async def test_an_approver_decides_a_batched_proposal_after_the_digest_is_posted
         return (await cs.store.get_proposal(answers[0]["id"])).status.value == "succeeded"
 
     await eventually(done)
+
+
+# --- faults while a batch goes out ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [429, 500])
+async def test_a_batch_slack_refuses_at_first_still_goes_out_once_as_one_digest(
+    cs: Countersign, status: int
+) -> None:
+    cs.fast_slack_retries()
+    # requested for two people: one digest of the batch lists both
+    answers = [await submit(cs, campaign(n)) for n in range(2)]
+    answers.append(await submit(cs, campaign(2, requested_by=APPROVER)))
+    cs.slack.fail_next("chat.postMessage", status=status, retry_after=1)
+
+    cs.clock.advance(WINDOW)
+    proposals = await shown(cs, [a["id"] for a in answers])
+    await cs.settled()
+
+    calls = cs.slack.calls("chat.postMessage")
+    assert [c.status for c in calls][:1] == [status]  # refused first, then accepted
+    assert len({p.digest_id for p in proposals}) == 1
+    [message] = top_level(cs)
+    assert f"<@{REQUESTER}>" in str(message.blocks) and f"<@{APPROVER}>" in str(message.blocks)
+    batch = await cs.store.digests().get_batch(str(proposals[0].batch_id))
+    assert batch.status == "posted"

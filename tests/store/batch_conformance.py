@@ -122,6 +122,10 @@ class BatchConformance:
             second_store.digests().lease_batch(batch_id, now=closed, lease=LEASE),
         )
         assert sorted(leases) == [False, True]
+        [post] = await store.digests().claim_batch_posts(
+            batch_id, held=[], now=closed, lease=LEASE
+        )
+        await store.digests().complete_deliveries([post.id], now=closed)
         await store.digests().finish_batch(batch_id)
         assert not await store.digests().lease_batch(batch_id, now=closed + LEASE, lease=LEASE)
         assert (await store.digests().get_batch(batch_id)).status == "posted"
@@ -179,3 +183,23 @@ class BatchConformance:
         assert created.expires_at is not None
 
         assert await store.hand_over_due(now=created.expires_at) == []
+
+    async def test_a_batch_with_a_post_still_to_deliver_is_released_not_finished(
+        self, store: Store
+    ) -> None:
+        ids = [(await store.create_proposal(waiting(NOW)))[0].id for _ in range(2)]
+        closed = NOW + WINDOW
+        batch_id = str((await store.get_proposal(ids[0])).batch_id)
+        assert await store.digests().lease_batch(batch_id, now=closed, lease=LEASE)
+        claimed = await store.digests().claim_batch_posts(
+            batch_id, held=[], now=closed, lease=LEASE
+        )
+        await store.digests().complete_deliveries([claimed[0].id], now=closed)
+
+        await store.digests().finish_batch(batch_id)  # the other post failed: to retry
+
+        assert (await store.digests().get_batch(batch_id)).status == "closed"
+        assert await store.digests().lease_batch(batch_id, now=closed, lease=LEASE)
+        await store.digests().complete_deliveries([claimed[1].id], now=closed)
+        await store.digests().finish_batch(batch_id)
+        assert (await store.digests().get_batch(batch_id)).status == "posted"

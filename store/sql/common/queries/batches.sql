@@ -42,5 +42,14 @@ WHERE id = :id AND status <> 'posted' AND closes_at <= :now
 RETURNING *
 
 -- name: finish_batch
--- Its digest went out: nobody posts it again.
-UPDATE batches SET status = 'posted', leased_until = NULL WHERE id = :id
+-- Its digest went out: nobody posts it again, unless a post of it is still to deliver (a failed
+-- attempt to retry, a proposal that joined as it went out): then it is only released, and the
+-- worker that leases it next posts the rest.
+UPDATE batches
+SET leased_until = NULL,
+    status = CASE WHEN EXISTS (
+        SELECT 1 FROM outbox AS o JOIN proposals AS p ON p.id = o.proposal_id
+        WHERE p.batch_id = :id AND o.effect = 'slack.post'
+          AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+    ) THEN status ELSE 'posted' END
+WHERE id = :id
