@@ -33,6 +33,7 @@ from bot.escalations.flow import EscalationService, reannounce_forever
 from bot.escalations.listeners import register_escalation_listeners
 from bot.extensions import extension_of
 from bot.http import AiohttpClient
+from bot.lease_check import lease_warnings
 from bot.monitoring.endpoints import (
     METRICS,
     READINESS,
@@ -298,7 +299,7 @@ def build_app(
         for problem in await service.directory.check_user_groups(settings.roles):
             log.warning("%s", problem)
         quorums = await unreachable_quorums(settings.policy, settings.roles, service.directory)
-        for problem in quorums:
+        for problem in [*quorums, *lease_warnings(settings)]:
             log.warning("%s", problem)
         workers += [
             asyncio.create_task(

@@ -19,6 +19,7 @@ from bot.audit.export import ExportFormat, parse_since, write_export
 from bot.bench import add_bench_arguments, bench_command
 from bot.duty_check import separation_warnings
 from bot.explain import explain
+from bot.lease_check import lease_warnings
 from bot.monitoring.health import SlackUnusable
 from bot.monitoring.logs import LEVELS, configure_logging, log_level
 from bot.monitoring.version import countersign_version
@@ -225,7 +226,7 @@ def _check_config(settings: Settings) -> int:
     missing = settings.slack.missing()
     for problem in missing:
         print(f"  note: {problem}")
-    for warning in separation_warnings(settings):
+    for warning in [*separation_warnings(settings), *lease_warnings(settings)]:
         print(f"  warning: {warning}")
     return 0
 

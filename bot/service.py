@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
@@ -43,7 +43,7 @@ from contracts.base import (
     Resolved,
 )
 from contracts.canonical import binding_hash
-from contracts.outcomes import Outcome, Succeeded, TerminalFailure
+from contracts.outcomes import NeedsReconciliation, Outcome, Succeeded, TerminalFailure
 from contracts.policy import Ask, AskRule, Auto, Deny
 from contracts.standing import sampled
 from store.approvals import already_approved
@@ -745,13 +745,12 @@ class Service:
             try:
                 return await self.store.record_outcome(proposal.id, outcome, now=self._clock())
             except InvalidTransition:
-                if wait == 0.1:
-                    raise
-                # an earlier try may have committed without its answer reaching us
                 current = await self.store.get_proposal(proposal.id)
-                if current.outcome != outcome:
-                    raise
-                return current
+                if current.outcome == outcome:  # an earlier try committed; its answer was lost
+                    return current
+                if current.status is Status.NEEDS_RECONCILIATION:
+                    return await self._record_late(current, outcome)
+                raise
             except StoreUnavailable as error:
                 if wait == 0.1:
                     log.warning(
@@ -763,12 +762,46 @@ class Service:
                 await asyncio.sleep(wait)
                 wait = min(wait * 2, 1.0)
 
+    async def _record_late(self, proposal: Proposal, outcome: Outcome) -> Proposal:
+        """The target answered after the execution was handed to a person (its lease ended):
+        audit the answer and show it on the message, for whoever reconciles it."""
+        now = self._clock()
+        said = _LATE_WORDS.get(outcome.kind)
+        log.warning(
+            "the target answered %s for %s after its execution lease had ended; recorded for the "
+            "person reconciling it",
+            outcome.kind,
+            proposal.id,
+            extra={"event": "proposal.late_outcome", "proposal_id": proposal.id},
+        )
+        if said is None or not isinstance(proposal.outcome, NeedsReconciliation):
+            return proposal  # no news: it did not know either
+        at = now.isoformat(timespec="seconds")
+        shown = proposal.outcome.model_copy(
+            update={
+                "detail": f"{proposal.outcome.detail}; the target answered {said} at {at}, "
+                "after Countersign had given up waiting",
+                "answered_late": said,
+                "answered_at": at,
+            }
+        )
+        late = await self.store.record_late_outcome(proposal.id, outcome, shown, now=now)
+        return late or proposal
+
     def changed(self, proposal: Proposal) -> None:
         """Call after every transition of ``proposal``: the transition wrote its effects to the
         outbox; wake long-polls and the outbox worker and tell the subscribers."""
         self.waiters.notify(proposal.id)
         self._wake_outbox()
         self._subscribers.proposal_changed(proposal)
+
+
+#: How a late answer of the target reads on the reconciliation card, by outcome kind.
+_LATE_WORDS: dict[str, Literal["success", "failure", "nothing done"]] = {
+    "succeeded": "success",
+    "terminal_failure": "failure",
+    "revision_required": "nothing done",
+}
 
 
 def _conflict(earlier: Proposal, derived: bool) -> Exception:

@@ -36,6 +36,11 @@ class NeedsReconciliation(Frozen):
     kind: Literal["needs_reconciliation"] = "needs_reconciliation"
     detail: str
     correlation_id: str
+    #: what the target answered after Countersign had given up waiting (its lease ended), if it
+    #: did; a person still records what happened
+    answered_late: Literal["success", "failure", "nothing done"] | None = None
+    #: when it answered (ISO 8601, UTC), with ``answered_late``
+    answered_at: str | None = None
 
 
 class RevisionRequired(Frozen):

@@ -16,7 +16,7 @@ from pydantic import Field, JsonValue
 
 from contracts.base import Preview, Risk
 from contracts.frozen import Frozen
-from contracts.outcomes import Outcome
+from contracts.outcomes import NeedsReconciliation, Outcome
 from store.lifecycle import Effect, Status
 
 if TYPE_CHECKING:
@@ -359,6 +359,14 @@ class Store(Protocol):
         self, proposal_id: str, outcome: Outcome, *, now: datetime
     ) -> Proposal:
         """executing -> the outcome's status. Raises InvalidTransition if not executing."""
+        ...
+
+    async def record_late_outcome(
+        self, proposal_id: str, answered: Outcome, shown: NeedsReconciliation, *, now: datetime
+    ) -> Proposal | None:
+        """The target ``answered`` after the execution was handed to a person: audited as
+        ``late_outcome``, and ``shown`` becomes the outcome on its message (the status stays
+        needs_reconciliation). None, nothing written, unless it is needs_reconciliation."""
         ...
 
     async def reject(

@@ -39,8 +39,8 @@ from store.cancellations import CancelVerbs
 from store.connector import Row, Tx
 from store.edits import check_creatable, check_edit, edited_detail, superseded_detail
 from store.handovers import HandOverVerbs
-from store.lifecycle import OUTCOME_STATUS, Status
-from store.outbox import OutboxVerbs
+from store.lifecycle import OUTCOME_STATUS, Effect, Status
+from store.outbox import OutboxVerbs, enqueue
 from store.reminders import ReminderVerbs
 from store.rows import (
     aware,
@@ -76,8 +76,8 @@ POLICY_EVENT = {Status.EXECUTING: "auto_approved", Status.DENIED: "denied"}
 
 #: The outcome a lost execution is given: nobody knows whether its effect happened.
 ABANDONED = NeedsReconciliation(
-    detail="the process executing it stopped before recording an outcome; the effect may or may "
-    "not have happened",
+    detail="no outcome was recorded before its execution lease ended (the process executing it "
+    "stopped, or the target had not answered yet); the effect may or may not have happened",
     correlation_id="lease-expired",
 )
 
@@ -326,6 +326,26 @@ class ProposalVerbs(
                 )
             await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
             return await tx.enqueue_effects(row, now)
+
+    @finish_even_if_cancelled
+    async def record_late_outcome(
+        self, proposal_id: str, answered: Outcome, shown: NeedsReconciliation, *, now: datetime
+    ) -> Proposal | None:
+        """The target ``answered`` after the proposal's execution was handed to a person:
+        audit it (``late_outcome``) and show ``shown`` on its message instead of the lease's
+        outcome. The status stays needs_reconciliation (a person still records what happened);
+        None, and nothing written, unless it is needs_reconciliation."""
+        async with self.tx(write=True) as tx:
+            row = await tx.one(
+                "record_late_outcome", id=proposal_id, outcome=dump_json(outcome_json(shown))
+            )
+            if row is None:
+                return None
+            detail: dict[str, JsonValue] = {"outcome": outcome_json(answered)}
+            await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "late_outcome", detail)
+            [proposal] = await tx.with_approvals([proposal_from_row(row)])
+            await enqueue(tx, proposal, (Effect.SLACK_UPDATE,), now)
+            return proposal
 
     @finish_even_if_cancelled
     async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:

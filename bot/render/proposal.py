@@ -700,10 +700,10 @@ def _outcome_summary(outcome: Outcome) -> str:
     match outcome:
         case Succeeded():
             return ":white_check_mark: *Succeeded.*"
-        case NeedsReconciliation():
+        case NeedsReconciliation(answered_late=answered, answered_at=at):
             return (
                 ":warning: *Outcome unknown*: the effect may or may not have happened."
-                " Check before trying again."
+                " Check before trying again." + _late_answer(answered, at)
             )
         case RevisionRequired(reason=reason):
             return (
@@ -944,6 +944,20 @@ def refusal_text(reason: str) -> str:
     ("it expired at 2031-03-14T13:42:00+00:00", as the store words it) reads as Slack shows
     times: "it expired today at 13:42"."""
     return clip(f":no_entry_sign: Countersign did not do that: {with_times(reason)}", SECTION_MAX)
+
+
+def _late_answer(answered: str | None, at: str | None) -> str:
+    """The target's answer after Countersign had given up waiting, on its own line, or ""."""
+    if answered is None or at is None:
+        return ""
+    try:
+        moment = datetime.fromisoformat(at)
+    except ValueError:
+        return ""
+    return (
+        f"\nThe target answered *{answered}* {when(moment)}, after Countersign had given up "
+        "waiting. Check the target, then record what happened."
+    )
 
 
 def with_times(reason: str) -> str:

@@ -92,3 +92,10 @@ RETURNING *
 UPDATE proposals SET status = :status, outcome = :outcome, updated_at = :now
 WHERE id = :id AND status = 'executing'
 RETURNING *
+
+-- name: record_late_outcome
+-- The target answered after the execution was handed to a person: the outcome they see says
+-- so. The status stays needs_reconciliation; only a person records what happened.
+UPDATE proposals SET outcome = :outcome
+WHERE id = :id AND status = 'needs_reconciliation'
+RETURNING *
