@@ -145,7 +145,7 @@ async def test_review_all_shows_every_item_in_full_and_approves_them_with_one_su
         assert approved.actor == APPROVER
         assert approved.detail["via"] == "digest_review"
         assert approved.detail["digest_id"] == digest.id
-    assert told(cs, APPROVER) == ["Approved 3, 0 already decided, 0 refused."]
+    assert await answers(cs, APPROVER) == ["Approved 3, 0 already decided, 0 refused."]
     assert (await cs.store.verify_audit()).ok
 
 
@@ -162,7 +162,7 @@ async def test_an_item_whose_box_is_cleared_stays_pending(cs: Countersign) -> No
     await cs.settled()
     assert await statuses(cs, [left]) == ["pending"]
     assert "approved" not in [e.event for e in await cs.store.audit_log(left)]
-    assert told(cs, APPROVER) == [
+    assert await answers(cs, APPROVER) == [
         "Approved 2, 0 already decided, 0 refused, 1 left out by you, still pending."
     ]
 
@@ -243,7 +243,7 @@ async def test_an_item_of_an_agent_the_clicker_owns_is_named_and_stays_pending(
         await all_decided(cs, mine, ["succeeded"] * 2)
         await cs.settled()
         assert await statuses(cs, [owned]) == ["pending"]
-        [answer_text] = told(cs, APPROVER)
+        [answer_text] = await answers(cs, APPROVER)
         number = place_of(digest, owned) + 1
         assert answer_text.startswith("Approved 2, 0 already decided, 1 refused.")
         assert f"• *Item {number}* (Email 109 customers in segment segment-9): not approved:" in (
@@ -294,7 +294,7 @@ async def test_an_item_of_a_role_the_clicker_lacks_is_named_and_stays_pending(
         await all_decided(cs, ids[:2], ["succeeded"] * 2)
         await cs.settled()
         assert await statuses(cs, ids[2:]) == ["pending"]
-        [answer_text] = told(cs, APPROVER)
+        [answer_text] = await answers(cs, APPROVER)
         number = place_of(digest, ids[2]) + 1
         assert f"• *Item {number}* (Email 107 customers in segment segment-7)" in answer_text
         assert "marketing" in answer_text
@@ -340,7 +340,7 @@ async def test_a_quorum_item_gets_one_approval_from_a_review_and_stays_pending(
         assert await statuses(cs, ids[1:]) == ["pending"]
         [recorded] = [e for e in await cs.store.audit_log(ids[1]) if e.event == "approval_recorded"]
         assert recorded.actor == APPROVER and recorded.detail["via"] == "digest_review"
-        [answer_text] = told(cs, APPROVER)
+        [answer_text] = await answers(cs, APPROVER)
         number = place_of(digest, ids[1]) + 1
         assert (
             f"• *Item {number}* (Email 107 customers in segment segment-7): your approval is "
@@ -373,7 +373,7 @@ async def test_an_item_whose_binding_hash_is_not_the_reviewed_one_is_refused(
     await all_decided(cs, [i for i in ids if i != changed], ["succeeded"] * 2)
     await cs.settled()
     assert await statuses(cs, [changed]) == ["pending"]
-    [answer_text] = told(cs, APPROVER)
+    [answer_text] = await answers(cs, APPROVER)
     assert "• *Item 2*" in answer_text and "changed since you reviewed it" in answer_text
     [refused] = [e for e in await cs.store.audit_log(changed) if e.event == "approve_refused"]
     assert "binding hash" in str(refused.detail["reason"])
@@ -392,6 +392,13 @@ async def test_the_requester_cannot_open_a_review_of_their_own_digest(cs: Counte
 
 async def _told_any(cs: Countersign, user: str) -> bool:
     return bool(told(cs, user))
+
+
+async def answers(cs: Countersign, user: str) -> list[str]:
+    """What ``user`` was told privately, once something was (the answer follows the last
+    item's outcome)."""
+    await eventually(lambda: _told_any(cs, user))
+    return told(cs, user)
 
 
 # --- a hostile agent ----------------------------------------------------------------------------

@@ -351,7 +351,9 @@ async def test_approve_all_executes_each_item_once_with_its_own_outcome(cs: Coun
     listed = " ".join(json.dumps(r.blocks) for r in replies)
     assert all(listed.count(i[:12]) == 1 for i in ids)  # each outcome reported once
     assert {r.metadata["event_type"] for r in replies if r.metadata} == {DIGEST_REPLY_EVENT}
-    assert told(cs, APPROVER) == ["Approved 10, 0 already decided, 0 refused."]
+    assert await eventually(lambda: _told(cs, APPROVER)) == [
+        "Approved 10, 0 already decided, 0 refused."
+    ]
 
 
 async def test_updates_and_outcomes_due_while_slack_is_rate_limited_go_out_together(
@@ -475,7 +477,9 @@ async def test_choosing_three_of_ten_executes_only_those(cs: Countersign) -> Non
         [DIGEST_APPROVE_ALL, DIGEST_REVIEW, DIGEST_REJECT_ALL, DIGEST_CHOOSE], digest.id
     )
     assert "Approve all (7)" in json.dumps(message.blocks)
-    assert told(cs, APPROVER) == ["Approved 3, 0 already decided, 0 refused."]
+    assert await eventually(lambda: _told(cs, APPROVER)) == [
+        "Approved 3, 0 already decided, 0 refused."
+    ]
 
 
 async def test_rejecting_chosen_items_needs_a_reason_and_rejects_only_those(
@@ -508,7 +512,9 @@ async def test_rejecting_chosen_items_needs_a_reason_and_rejects_only_those(
     assert cs.target.executions() == []
     [reply] = cs.slack.replies(CAMPAIGN_CHANNEL, digest.ts)
     assert "Duplicate batch" in json.dumps(reply.blocks)
-    assert told(cs, APPROVER) == ["Rejected 2, 0 already decided, 0 refused."]
+    assert await eventually(lambda: _told(cs, APPROVER)) == [
+        "Rejected 2, 0 already decided, 0 refused."
+    ]
 
 
 async def test_reject_all_asks_one_reason_and_skips_what_was_decided(cs: Countersign) -> None:
@@ -529,7 +535,10 @@ async def test_reject_all_asks_one_reason_and_skips_what_was_decided(cs: Counter
         return await statuses(cs, ids) == ["succeeded", "rejected", "rejected"]
 
     await eventually(rejected)
-    assert told(cs, APPROVER_2) == ["Rejected 2, 1 already decided, 0 refused."]
+    # the clicker is told once every item is decided: a moment after the last one is
+    assert await eventually(lambda: _told(cs, APPROVER_2)) == [
+        "Rejected 2, 1 already decided, 0 refused."
+    ]
 
 
 async def test_the_requesters_approve_all_is_refused_for_each_item_and_audited(
