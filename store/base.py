@@ -470,7 +470,8 @@ class Store(Protocol):
 
         An entry is due when its next attempt time has come, it is not leased, and every earlier
         entry of the same proposal and lane was delivered or abandoned. Several workers (in
-        several processes) never receive the same entry while its lease holds.
+        several processes) never receive the same entry while its lease holds. Due message
+        updates and thread replies (a decision's) come first, then the rest, oldest first.
         """
         ...
 

@@ -6,7 +6,8 @@ A change writes its effects (store/effects.py: Slack posts and updates, callback
 rows in the transaction that makes it, so an effect is delivered exactly when its change
 committed. Workers lease due entries (``claim_deliveries``): on PostgreSQL with ``FOR UPDATE
 SKIP LOCKED``, so workers in several instances never take the same entry nor wait for each
-other; on SQLite under its one write lock.
+other; on SQLite under its one write lock. A decision's message update and thread reply are
+leased first, so a person's decision is never behind a backlog of new cards.
 """
 
 from __future__ import annotations
@@ -79,7 +80,14 @@ class OutboxVerbs(Backend):
         if limit < 1:  # SQLite reads a negative LIMIT as "no limit"
             raise ValueError(f"limit: got {limit}; expected a positive number of entries")
         async with self.tx(write=True) as tx:
-            rows = await tx.all("claim_deliveries", now=now, lease=now + lease, limit=limit)
+            # a decision's message update and reply first, then whatever else is due
+            rows = list(
+                await tx.all("claim_decision_deliveries", now=now, lease=now + lease, limit=limit)
+            )
+            if len(rows) < limit:
+                rows += await tx.all(
+                    "claim_deliveries", now=now, lease=now + lease, limit=limit - len(rows)
+                )
             return sorted((delivery_from_row(row) for row in rows), key=lambda d: d.id)
 
     @finish_even_if_cancelled

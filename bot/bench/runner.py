@@ -28,7 +28,7 @@ from bot.bench.stage import CLICK_REQUESTERS, SPREAD_LANES, Stage, running_stage
 from contracts.redaction import shown_store_url
 
 #: the scenarios ``--only`` can run alone
-ONLY = ("backlog", "mixed")
+ONLY = ("backlog", "mixed", "clicks")
 
 __all__ = ["ONLY", "BenchOptions", "add_bench_arguments", "bench_command", "run_bench"]
 
@@ -262,6 +262,16 @@ async def run_bench(
                     if "backlog" in options.only:
                         for row in await _backlog(stage, backlog_stores, options):
                             done(row)
+                    if "clicks" in options.only:  # back to back, then at 100/s
+                        steady = max(1, round(scenarios.STEADY_CLICKS_PER_SECOND * d))
+                        prepared = await scenarios.prepare_clicks(
+                            stage, options.clicks, steady, paced=0
+                        )
+                        clicks, applied = await scenarios.clicks(stage, prepared, d)
+                        done(clicks).judge("none busy", clicks.details["told_busy"] == 0)
+                        done(applied)
+                        at_100 = done(await scenarios.steady_clicks(stage, prepared, d))
+                        at_100.judge("ack p99 < 100 ms", _below(at_100.p99_ms, 100))
                     if "mixed" in options.only:  # against the ingest rate of this run
                         ingest = done(await scenarios.ingest(stage, d, backend=backend))
                         wanted = max(1, round(scenarios.MIXED_CLICKS_PER_SECOND * d))

@@ -752,6 +752,22 @@ class StoreConformance(
         [again] = await store.claim_deliveries(now=now + LEASE, limit=10, lease=LEASE)
         assert (again.id, again.attempts) == (first.id, 2)
 
+    async def test_a_decisions_message_update_is_claimed_before_a_backlog_of_new_posts(
+        self, store: Store, now: datetime
+    ) -> None:
+        decided, _ = await store.create_proposal(new_proposal(now, callback_url=None))
+        [post] = await store.claim_deliveries(now=now, limit=10, lease=LEASE)
+        await store.complete_delivery(post.id, now=now)
+        backlog = [(await store.create_proposal(new_proposal(now)))[0] for _ in range(5)]
+        await store.reject(decided.id, actor="U0REJECTER", reason="no", now=now)
+
+        first = await store.claim_deliveries(now=now, limit=2, lease=LEASE)
+
+        assert {(d.proposal_id, d.effect) for d in first} == {
+            (decided.id, Effect.SLACK_UPDATE),
+            (backlog[0].id, Effect.SLACK_POST),
+        }
+
     async def test_concurrent_workers_never_share_a_delivery(
         self, store: Store, now: datetime
     ) -> None:

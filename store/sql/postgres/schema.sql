@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0018 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0019 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -357,6 +357,8 @@ CREATE INDEX escalations_owner ON escalations USING btree (owner, updated_at) WH
 CREATE UNIQUE INDEX escalations_pkey ON escalations USING btree (id);
 
 CREATE INDEX outbox_due ON outbox USING btree (next_attempt_at, id) WHERE ((delivered_at IS NULL) AND (abandoned_at IS NULL));
+
+CREATE INDEX outbox_due_decisions ON outbox USING btree (next_attempt_at, id) WHERE ((delivered_at IS NULL) AND (abandoned_at IS NULL) AND (effect = ANY (ARRAY['slack.update'::text, 'slack.reply'::text])));
 
 CREATE INDEX outbox_open_by_proposal ON outbox USING btree (proposal_id, lane, id) WHERE ((delivered_at IS NULL) AND (abandoned_at IS NULL));
 

@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0018 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0019 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -298,6 +298,10 @@ CREATE INDEX escalations_owner ON escalations (owner, updated_at) WHERE status =
 
 CREATE INDEX outbox_due ON outbox (next_attempt_at, id)
     WHERE delivered_at IS NULL AND abandoned_at IS NULL;
+
+CREATE INDEX outbox_due_decisions ON outbox (next_attempt_at, id)
+    WHERE delivered_at IS NULL AND abandoned_at IS NULL
+      AND effect IN ('slack.update', 'slack.reply');
 
 CREATE INDEX outbox_open_by_proposal ON outbox (proposal_id, lane, id)
     WHERE delivered_at IS NULL AND abandoned_at IS NULL;
