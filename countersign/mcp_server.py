@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, JsonValue
 
 from countersign.client import AsyncClient, from_environment
@@ -42,7 +41,15 @@ from countersign.tool_permission import (
     wait_seconds_from,
 )
 
-__all__ = ["McpSettings", "build_server", "main", "permission_answer"]
+if TYPE_CHECKING:  # the mcp extra: imported where used, so that main() can say it is missing
+    from mcp.server.mcpserver import MCPServer
+
+__all__ = ["MISSING_EXTRA", "McpSettings", "build_server", "main", "permission_answer"]
+
+#: What ``countersign mcp`` says, in one line, when the ``mcp`` extra is not installed.
+MISSING_EXTRA: Final = (
+    "countersign mcp needs the 'mcp' extra, which is not installed: pip install 'countersign[mcp]'"
+)
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +84,9 @@ def build_server(
 ) -> MCPServer:
     """The MCP server for ``client``. Without a client (``problem`` says why: the environment
     lacks the address or token), every tool answers with that problem and nothing is allowed."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
     server = MCPServer("countersign", instructions=_INSTRUCTIONS)
 
     def configured() -> AsyncClient:
@@ -164,6 +174,8 @@ def build_server(
 
 async def _answered(call: Any) -> str:
     """A verb's answer as JSON text; Countersign's refusals and absence as tool errors."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
     try:
         answer: BaseModel = await call
     except CountersignError as error:
@@ -224,6 +236,9 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     )
     add_arguments(parser)
     args = parser.parse_args(argv)
+    if importlib.util.find_spec("mcp") is None:
+        print(MISSING_EXTRA, file=sys.stderr)
+        return 2
     env = os.environ if env is None else env
     try:
         settings = settings_from(args, env)

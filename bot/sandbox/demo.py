@@ -138,12 +138,6 @@ DEMO_PROPOSALS: Final = (
         {"segment": "lapsed-customers", "template": "tmpl_winback_spring", "recipients": 1200},
         "Customers who have not ordered for 90 days usually come back after a win-back email.",
     ),
-    _proposal(
-        "expires in 2 minutes",
-        "crm.send_campaign",
-        {"segment": "flash-sale", "template": "tmpl_flash_sale", "recipients": 800},
-        "The flash sale starts soon; this email announces it.",
-    ),
 )
 
 
@@ -196,6 +190,16 @@ SCENARIOS: Final = {
     ),
     # a customer asks for a person: posted in #support-escalations, taken and handed back there
     "escalation": (_escalation(),),
+    # a flash-sale email must be decided within 2 minutes or never: it expires while you watch
+    # (a button of its own, so that the demo a new user starts with never expires under them)
+    "expiry": (
+        _proposal(
+            "expires in 2 minutes",
+            "crm.send_campaign",
+            {"segment": "flash-sale", "template": "tmpl_flash_sale", "recipients": 800},
+            "The flash sale starts soon; this email announces it.",
+        ),
+    ),
     # the target answers later than the operation's timeout: a person says what happened
     "uncertain": (
         _proposal(

@@ -250,8 +250,9 @@ class Sandbox:
                 "import countersign",
                 f"client = countersign.Client({self.api_url!r}, {token!r}, "
                 f"requested_by={REQUESTER!r})",
-                'print(client.approve("Restart the checkout service", '
-                '"Errors are up 4% since 09:12."))',
+                'answer = client.approve("Restart the checkout service", '
+                '"Errors are up 4% since 09:12.")',
+                "print(answer.describe())  # approved by U0PRIYA (proposal cs_…)",
             ]
         )
 

@@ -54,7 +54,7 @@ async def test_sandbox_command_prints_the_url_serves_the_demo_and_stops_on_sigte
     assert process.stdout is not None
     seen: list[str] = []
     try:
-        await read_until(process.stdout, "Submitted 5 demo proposals", seen)
+        await read_until(process.stdout, "Submitted 4 demo proposals", seen)
         out = "".join(seen)
         page_url = re.search(r"Open (http://127\.0\.0\.1:\d+) in your browser", out)
         assert page_url is not None, out
