@@ -143,3 +143,44 @@ async def test_the_agent_panel_shows_where_the_token_goes_but_never_the_token(
     await expect(panel.locator("#curl")).to_contain_text("Authorization: Bearer $COUNTERSIGN_TOKEN")
     await expect(panel).to_contain_text("printed in the terminal where the sandbox runs")
     assert sandbox.secrets.agent_token not in await page.page.content()
+
+
+async def test_a_decision_reads_as_one_from_the_message_to_the_outcome(
+    page: SandboxPage, sandbox: Sandbox
+) -> None:
+    """The agent asks (the client's approve(title, detail)); the approver reads that the agent
+    will act itself, confirms letting it go ahead, and the message and thread say it may."""
+    question = "The agent asks: Restart the checkout service"
+    async with sandbox.session.post(
+        f"{sandbox.api_url}/v1/proposals",
+        json={
+            "operation": "decision",
+            "request": {
+                "title": "Restart the checkout service",
+                "detail": "Errors are up 4% since 09:12.",
+            },
+            "requested_by": REQUESTER,
+        },
+        headers={"Authorization": f"Bearer {sandbox.secrets.agent_token}"},
+    ) as response:
+        assert response.status == 201, await response.text()
+    await page.act_as(APPROVER)
+
+    message = page.message(question)
+    await expect(message).to_contain_text("The agent will do this itself once approved")
+    await expect(message).to_contain_text("trusts the agent to do only what is described here")
+    await expect(message).to_contain_text("Detail (the agent's words)")
+    await expect(message).not_to_contain_text("Irreversible")
+    await page.click(question, "Approve")
+    dialog = page.page.get_by_role("alertdialog")
+    await expect(dialog).to_contain_text("Let the agent go ahead?")
+    await expect(dialog).to_contain_text("The agent does this itself; Countersign runs nothing.")
+    await expect(dialog).not_to_contain_text("execute")
+    await page.confirm("Approve")
+
+    await expect(message).to_contain_text("Approved: the agent may go ahead.")
+    await expect(message.locator(".thread")).to_contain_text("Approved")
+    await expect(message.locator(".thread")).to_contain_text("the agent may go ahead")
+    for text in ("Succeeded", "Arguments", "executed_by"):
+        await expect(message).not_to_contain_text(text)
+    await expect(page.proposal("Restart the checkout service")).to_contain_text("approved by")
