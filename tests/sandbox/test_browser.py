@@ -86,7 +86,8 @@ async def test_an_approver_approves_and_the_outcome_appears_in_the_thread(
     await page.confirm("Approve")
 
     message = page.message(REFUND)
-    await expect(message.locator(".thread")).to_contain_text(f"Succeeded: {REFUND}")
+    await expect(message.locator(".thread")).to_contain_text("Succeeded.")
+    await expect(message.locator(".thread")).to_contain_text(f"Proposal: {REFUND}")
     await expect(message).to_contain_text("Approved by @Priya Shah")
     await expect(message.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
     await expect(page.page.locator("#proposals li", has_text=REFUND)).to_contain_text("succeeded")
