@@ -6,10 +6,12 @@ block_actions payload sent over HTTP."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from bot.app import CLICKS, DECISIONS
@@ -23,6 +25,7 @@ from tests.e2e.harness import (
     running_countersign,
 )
 
+POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 RECORDED = "is recorded; it is being checked and run now"
 REFUSED = ":no_entry_sign: Countersign did not do that"
 
@@ -181,3 +184,50 @@ async def _status_is(cs: Countersign, proposal_id: str, status: Status) -> bool:
 
 async def _async(value: Any) -> Any:
     return value
+
+
+@pytest.fixture
+async def postgres_url() -> AsyncIterator[str]:
+    """A new PostgreSQL schema for two instances to share, dropped afterwards."""
+    schema = f"countersign_test_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(POSTGRES)
+    try:
+        await admin.execute(f'CREATE SCHEMA "{schema}"')
+        yield f"{POSTGRES}?search_path={schema}"
+    finally:
+        await admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await admin.close()
+
+
+@pytest.mark.postgres
+async def test_clicks_recorded_on_a_stopped_instance_are_applied_once_by_the_others(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Two instances on one PostgreSQL database: clicks recorded by one that stopped applying
+    (as it does when it goes down) are applied by the other, each once."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    async with (
+        running_countersign(tmp_path / "a", store_url=postgres_url) as first,
+        running_countersign(tmp_path / "b", store_url=postgres_url) as second,
+    ):
+        await second.app[DECISIONS].stop()  # the second takes clicks but does not apply them
+        ids = []
+        for n in range(6):
+            status, created = await second.submit(campaign(n))
+            assert status == 201, created
+            ids.append(created["id"])
+        for proposal_id in ids:
+            await second.posted(proposal_id)
+            assert await second.click(APPROVER, "approve", proposal_id) == 200
+
+        async def all_succeeded() -> bool:
+            stored = [await first.store.get_proposal(i) for i in ids]
+            return all(p.status is Status.SUCCEEDED for p in stored)
+
+        await eventually(all_succeeded, timeout=30)
+        assert await first.store.clicks().waiting_clicks() == 0
+        executed = first.target.executions() + second.target.executions()
+        assert len(executed) == len(ids)
+        for proposal_id in ids:
+            assert await _approved_entries(first, proposal_id) == ["approved"]
