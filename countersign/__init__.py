@@ -7,24 +7,54 @@
 ``answer`` is exactly one of Approved, Rejected, TimedOut or Cancelled. ``AsyncClient`` is the
 same for asyncio; ``requires_approval`` guards a function; ``verify_callback`` checks a callback.
 The documents it returns are the server's own models (contracts/api.py).
+
+Importing the package imports none of this: each name is loaded on first use, so the Claude Code
+hook (``countersign.claude_hook``, a new process per tool call) pays only for what it uses.
 """
 
 from __future__ import annotations
 
-from contracts.api import EscalationOut, ProblemOut, ProposalOut
-from countersign.answers import Answer, Approved, Cancelled, Rejected, TimedOut
-from countersign.callbacks import verify_callback
-from countersign.client import GENERIC_DECISION, AsyncClient
-from countersign.decorator import requires_approval
-from countersign.errors import (
-    CancelUnavailable,
-    CountersignError,
-    InvalidCallback,
-    NotApproved,
-    ProblemError,
-    Unreachable,
-)
-from countersign.sync import Client
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from contracts.api import EscalationOut, ProblemOut, ProposalOut
+    from countersign.answers import Answer, Approved, Cancelled, Rejected, TimedOut
+    from countersign.callbacks.verify import verify_callback
+    from countersign.client import GENERIC_DECISION, AsyncClient
+    from countersign.decorator import requires_approval
+    from countersign.errors import (
+        CancelUnavailable,
+        CountersignError,
+        InvalidCallback,
+        NotApproved,
+        ProblemError,
+        Unreachable,
+    )
+    from countersign.sync import Client
+
+#: each public name, and the module that defines it
+_HOMES = {
+    "GENERIC_DECISION": "countersign.client",
+    "Answer": "countersign.answers",
+    "Approved": "countersign.answers",
+    "AsyncClient": "countersign.client",
+    "CancelUnavailable": "countersign.errors",
+    "Cancelled": "countersign.answers",
+    "Client": "countersign.sync",
+    "CountersignError": "countersign.errors",
+    "EscalationOut": "contracts.api",
+    "InvalidCallback": "countersign.errors",
+    "NotApproved": "countersign.errors",
+    "ProblemError": "countersign.errors",
+    "ProblemOut": "contracts.api",
+    "ProposalOut": "contracts.api",
+    "Rejected": "countersign.answers",
+    "TimedOut": "countersign.answers",
+    "Unreachable": "countersign.errors",
+    "requires_approval": "countersign.decorator",
+    "verify_callback": "countersign.callbacks.verify",
+}
 
 __all__ = [
     "GENERIC_DECISION",
@@ -47,3 +77,16 @@ __all__ = [
     "requires_approval",
     "verify_callback",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'countersign' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

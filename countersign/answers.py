@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import JsonValue
+if TYPE_CHECKING:  # annotations only: the answers import nothing but the standard library
+    from pydantic import JsonValue
 
-from contracts.api import ProposalOut
+    from contracts.api import ProposalOut
 
 __all__ = ["Answer", "Approved", "Cancelled", "Rejected", "TimedOut"]
 

@@ -16,23 +16,25 @@ decides) with ``--undecided ask``. It never answers ``allow`` for anything else.
 
 Keep the wait below the hook's ``timeout`` in .claude/settings.json (600 s unless set): a hook
 Claude Code stops is no answer at all, and then only Claude Code's own permission rules apply.
+
+Claude Code starts the hook anew for every tool call, so it imports the standard library and the
+light client only (no asyncio, aiohttp, pydantic or anything of the server);
+tests/e2e/test_claude_hook.py fails when it imports more, and ``countersign bench`` measures it.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import IO, Any, Final, Literal
+from typing import IO, Any, Final, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
-
-from countersign.client import AsyncClient, from_environment
 from countersign.errors import CountersignError
+from countersign.light import environment_client
 from countersign.tool_permission import (
+    JsonValue,
     ToolCallShape,
     Verdict,
     decide_tool_call,
@@ -47,17 +49,55 @@ _UNDECIDED_CHOICES: Final = ("ask", "deny")
 _REASON_MAX: Final = 2000
 
 
-class HookInput(BaseModel):
+class HookInput(NamedTuple):
     """What Claude Code sends a PreToolUse hook (fields it adds later are ignored)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
     hook_event_name: str
-    tool_name: str = Field(min_length=1)
+    tool_name: str
     tool_input: dict[str, JsonValue]
     tool_use_id: str | None = None
     session_id: str | None = None
     cwd: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> HookInput:
+        """The call Claude Code wrote; ValueError naming the field at fault and what was
+        expected."""
+        try:
+            document = json.loads(text)
+        except ValueError as error:
+            raise ValueError(
+                f"stdin is not JSON ({error}); expected the hook's JSON object"
+            ) from None
+        if not isinstance(document, dict):
+            raise ValueError(f"stdin holds a JSON {type(document).__name__}; expected an object")
+        tool_input = document.get("tool_input")
+        if not isinstance(tool_input, dict):
+            raise ValueError(f"tool_input is {_kind(tool_input)}; expected an object")
+        tool_name = _text(document, "tool_name", required=True)
+        if not tool_name:
+            raise ValueError("tool_name is empty; expected the tool's name")
+        return cls(
+            hook_event_name=_text(document, "hook_event_name", required=True) or "",
+            tool_name=tool_name,
+            tool_input=tool_input,
+            tool_use_id=_text(document, "tool_use_id"),
+            session_id=_text(document, "session_id"),
+            cwd=_text(document, "cwd"),
+        )
+
+
+def _text(document: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
+    value = document.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{name} is {_kind(value)}; expected text")
+    return value
+
+
+def _kind(value: object) -> str:
+    return "missing" if value is None else f"a JSON {type(value).__name__}"
 
 
 def hook_answer(
@@ -85,7 +125,7 @@ def answer_for(verdict: Verdict, undecided: Undecided) -> dict[str, Any]:
     return hook_answer("deny", verdict.message)
 
 
-async def run_hook(
+def run_hook(
     text: str,
     *,
     shape: ToolCallShape,
@@ -95,8 +135,8 @@ async def run_hook(
 ) -> dict[str, Any]:
     """The answer to one hook call (``text`` is what Claude Code wrote on stdin)."""
     try:
-        call = HookInput.model_validate_json(text)
-    except ValidationError as error:
+        call = HookInput.parse(text)
+    except ValueError as error:
         return hook_answer(undecided, f"Countersign's hook could not read the tool call: {error}")
     if call.hook_event_name != "PreToolUse":
         return hook_answer(
@@ -105,22 +145,20 @@ async def run_hook(
             "register it under hooks.PreToolUse",
         )
     try:
-        base_url, token, defaults = from_environment(env)
-        client = AsyncClient(base_url, token, **defaults)
+        client = environment_client(env)
     except (CountersignError, ValueError) as error:
         return hook_answer(undecided, f"countersign claude-hook is not configured: {error}")
     where = f"Claude Code in {call.cwd}" if call.cwd else "Claude Code"
-    async with client:
-        verdict = await decide_tool_call(
-            client,
-            shape,
-            call.tool_name,
-            call.tool_input,
-            wait=wait,
-            idempotency_key=tool_call_key("hook", call.tool_use_id, call.session_id),
-            run_id=client.run_id or call.session_id,
-            reason=where[:_REASON_MAX],
-        )
+    verdict = decide_tool_call(
+        client,
+        shape,
+        call.tool_name,
+        call.tool_input,
+        wait=wait,
+        idempotency_key=tool_call_key("hook", call.tool_use_id, call.session_id),
+        run_id=client.run_id or call.session_id,
+        reason=where[:_REASON_MAX],
+    )
     return answer_for(verdict, undecided)
 
 
@@ -187,9 +225,7 @@ def main(
             wait = wait_seconds_from(
                 env.get("COUNTERSIGN_WAIT_SECONDS"), name="COUNTERSIGN_WAIT_SECONDS"
             )
-        answer = asyncio.run(
-            run_hook(stdin.read(), shape=shape, wait=wait, undecided=fallback, env=env)
-        )
+        answer = run_hook(stdin.read(), shape=shape, wait=wait, undecided=fallback, env=env)
     except Exception as error:  # never fail open, whatever went wrong
         answer = hook_answer(fallback, f"countersign claude-hook failed: {error!r}")
     stdout.write(json.dumps(answer) + "\n")

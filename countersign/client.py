@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
@@ -15,18 +14,24 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from contracts.api import EscalationOut, ProposalOut
 from contracts.canonical import canonical_json
 from contracts.escalation import Summary, Trigger
-from contracts.outcomes import Decided, Succeeded
 from countersign.answers import Answer, Approved, Cancelled, Rejected, TimedOut
 from countersign.errors import CancelUnavailable, CountersignError, ProblemError
+from countersign.light import LightClient, from_environment
+from countersign.reading import UNDECIDED, Ending, ending_of
 from countersign.transport import Reply, Transport
 
-__all__ = ["GENERIC_DECISION", "AsyncClient", "answer_of", "derived_key", "from_environment"]
+__all__ = [
+    "GENERIC_DECISION",
+    "AsyncClient",
+    "answer_from",
+    "answer_of",
+    "derived_key",
+    "from_environment",
+]
 
 #: The operation ``approve`` asks on unless told otherwise: a ``kind = "decision"`` operation
 #: without a request schema of its own (its request is ``title`` and ``detail``).
 GENERIC_DECISION: Final = "decision"
-#: Undecided statuses: the server holds a long poll while the proposal is in one of them.
-_UNDECIDED: Final = frozenset({"pending", "executing"})
 #: The status of a withdrawn proposal (compared as text: a Countersign older than the cancel
 #: endpoint never answers it, and answers 404 or 405 to a withdrawal: CancelUnavailable)
 _CANCELLED: Final[str] = "cancelled"
@@ -61,6 +66,9 @@ class AsyncClient:
         self._transport = Transport(
             base_url, token, request_timeout=request_timeout, attempts=attempts, session=session
         )
+        self._token = token
+        self._request_timeout = request_timeout
+        self._attempts = attempts
         self.requested_by = requested_by
         self.run_id = run_id
         self.long_poll_seconds = long_poll_seconds
@@ -75,6 +83,19 @@ class AsyncClient:
     @property
     def base_url(self) -> str:
         return self._transport.base_url
+
+    def light(self) -> LightClient:
+        """The light client (standard library, synchronous) with this client's address, token
+        and defaults: what the tool-call permission path runs on."""
+        return LightClient(
+            self.base_url,
+            self._token,
+            requested_by=self.requested_by,
+            run_id=self.run_id,
+            long_poll_seconds=self.long_poll_seconds,
+            request_timeout=self._request_timeout,
+            attempts=self._attempts,
+        )
 
     async def close(self) -> None:
         await self._transport.close()
@@ -214,7 +235,7 @@ class AsyncClient:
             # decided (or edited) meanwhile: a decision stands; an edit is withdrawn in turn
             now = asyncio.get_running_loop().time()
             withdrawn = await self._settle(await self.get(proposal.id), now, follow_edits=True)
-            if withdrawn.id != proposal.id and withdrawn.status in _UNDECIDED:
+            if withdrawn.id != proposal.id and withdrawn.status in UNDECIDED:
                 return await self._withdraw(withdrawn)
         if str(withdrawn.status) == _CANCELLED:
             return TimedOut(proposal=withdrawn, by="deadline")
@@ -276,7 +297,7 @@ class AsyncClient:
                 current = await self._read(current.superseded_by, hold=0.0, deadline=deadline)
                 continue
             remaining = deadline - loop.time()
-            if current.status not in _UNDECIDED or remaining <= 0:
+            if current.status not in UNDECIDED or remaining <= 0:
                 return current
             hold = min(remaining, self.long_poll_seconds)
             current = await self._read(current.id, hold=hold, deadline=deadline)
@@ -291,50 +312,21 @@ class AsyncClient:
 
 def answer_of(proposal: ProposalOut) -> Answer | None:
     """What a decision operation's proposal came to; None while nobody has decided."""
-    status = str(proposal.status)
-    decision = proposal.decision
-    if status in _UNDECIDED:
+    ending = ending_of(proposal.model_dump(mode="json"))
+    if ending is None:
         return None
-    if status == "succeeded" and isinstance(proposal.outcome, Succeeded):
-        try:
-            decided = Decided.model_validate(proposal.outcome.result, strict=False)
-        except ValidationError:
-            raise CountersignError(
-                f"operation {proposal.operation!r} is not a decision operation: Countersign "
-                f"executed proposal {proposal.id} itself; read its outcome with get() or wait()"
-            ) from None
-        by = decision.by if decision is not None else None
-        return Approved(proposal=proposal, arguments=dict(decided.arguments), by=by)
-    if status == "rejected":
-        reason = decision.reason if decision is not None else None
-        by = decision.by if decision is not None else None
-        return Rejected(proposal=proposal, reason=reason or "no reason given", by=by)
-    if status == "denied":
-        return Rejected(proposal=proposal, reason=proposal.policy.note, by=None)
-    if status == "expired":
-        return TimedOut(proposal=proposal, by="expiry")
-    if status == _CANCELLED:
+    return answer_from(ending, proposal)
+
+
+def answer_from(ending: Ending, proposal: ProposalOut) -> Answer:
+    """The answer an ending gives, carrying the proposal it was read from."""
+    if ending.kind == "approved":
+        return Approved(proposal=proposal, arguments=dict(ending.arguments or {}), by=ending.by)
+    if ending.kind == "rejected":
+        return Rejected(proposal=proposal, reason=ending.reason or "no reason given", by=ending.by)
+    if ending.kind == "cancelled":
         return Cancelled(proposal=proposal)
-    raise CountersignError(
-        f"proposal {proposal.id} of operation {proposal.operation!r} ended {status!r}, which a "
-        "decision operation never does: use get() or wait() for operations Countersign executes"
-    )
-
-
-def from_environment(env: Mapping[str, str] | None) -> tuple[str, str, dict[str, Any]]:
-    """The address, token and proposal defaults the environment gives a client."""
-    env = os.environ if env is None else env
-    missing = [name for name in ("COUNTERSIGN_URL", "COUNTERSIGN_TOKEN") if not env.get(name)]
-    if missing:
-        raise CountersignError(
-            f"{' and '.join(missing)} not set: expected Countersign's agent API address "
-            "(e.g. http://127.0.0.1:8801) and the agent's bearer token"
-        )
-    defaults = {
-        "requested_by": env.get("COUNTERSIGN_REQUESTED_BY") or None,
-        "run_id": env.get("COUNTERSIGN_RUN_ID") or None,
-    }
-    return env["COUNTERSIGN_URL"], env["COUNTERSIGN_TOKEN"], defaults
+    return TimedOut(proposal=proposal, by="expiry" if ending.kind == "expired" else "deadline")
 
 
 def derived_key(body: bytes) -> str:

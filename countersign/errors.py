@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-from contracts.api import ProblemOut
-from contracts.base import FieldProblem
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from contracts.api import ProposalOut
+    from contracts.api import ProblemOut, ProposalOut
     from countersign.answers import Answer
 
 __all__ = [
     "CancelUnavailable",
     "CountersignError",
+    "FieldAtFault",
     "InvalidCallback",
     "NotApproved",
     "ProblemError",
     "Unreachable",
 ]
+
+
+class FieldAtFault(Protocol):
+    """One field a refusal blames: ``field`` is a dotted path such as ``request.amount``."""
+
+    @property
+    def field(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
 
 
 class CountersignError(Exception):
@@ -37,7 +45,7 @@ class ProblemError(CountersignError):
         title: str,
         detail: str,
         type: str = "about:blank",
-        errors: Sequence[FieldProblem] = (),
+        errors: Sequence[FieldAtFault] = (),
         retry_after: float | None = None,
     ) -> None:
         self.status = status

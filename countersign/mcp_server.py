@@ -88,6 +88,8 @@ def build_server(
     from mcp.server.mcpserver.exceptions import ToolError
 
     server = MCPServer("countersign", instructions=_INSTRUCTIONS)
+    #: request_permission asks on the light client, in a thread: one code path with the hook
+    asker = client.light() if client is not None else None
 
     def configured() -> AsyncClient:
         if client is None:
@@ -101,17 +103,18 @@ def build_server(
         """Claude Code's permission prompt: may the agent call tool_name with input? Answers
         {"behavior": "allow", "updatedInput": ...} only when people (or Countersign's policy)
         approved it, else {"behavior": "deny", "message": ...}."""
-        if client is None:
+        if asker is None:
             return permission_answer(False, message=f"countersign mcp is not configured: {problem}")
         try:
-            verdict = await decide_tool_call(
-                client,
+            verdict = await asyncio.to_thread(
+                decide_tool_call,
+                asker,
                 settings.shape,
                 tool_name,
                 input,
                 wait=settings.wait,
                 idempotency_key=tool_call_key("permission", tool_use_id),
-                run_id=client.run_id,
+                run_id=asker.run_id,
             )
         except Exception as error:  # never fail open, whatever went wrong
             log.exception("request_permission failed")

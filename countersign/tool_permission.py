@@ -4,26 +4,29 @@ Claude Code's permission prompt tool (countersign.mcp_server) and its PreToolUse
 (countersign.claude_hook) both ask the same thing: may the agent call this tool with this input?
 :class:`ToolCallShape` says which decision operation asks it and how the tool's name and input
 become that operation's request; :func:`decide_tool_call` proposes, waits within a time budget
-and answers a :class:`Verdict`. Nothing fails open: an approval is the only way to ``allow``, and
-everything else (a rejection, a denial, an expiry, the budget running out, Countersign being
-unreachable or refusing the request, an approved request that no longer names the tool) is not.
+and answers a :class:`Verdict`. It runs on the light client (countersign.light), so this module
+and everything it imports is the standard library: the hook pays for nothing else.
+
+Nothing fails open: an approval is the only way to ``allow``, and everything else (a rejection, a
+denial, an expiry, the budget running out, Countersign being unreachable or refusing the request,
+an approved request that no longer names the tool) is not.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
-import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
-from pydantic import JsonValue
+from countersign.errors import CountersignError, ProblemError, Unreachable
+from countersign.light import LightClient, StillPending
+from countersign.reading import Ending
 
-from countersign.answers import Answer, Approved, Rejected, TimedOut
-from countersign.client import AsyncClient
-from countersign.errors import CancelUnavailable, CountersignError, ProblemError, Unreachable
+if TYPE_CHECKING:
+    from countersign.answers import Answer
+
+JsonValue = Any  #: a JSON value (pydantic's JsonValue, without importing pydantic)
 
 __all__ = [
     "DEFAULT_TOOL_OPERATION",
@@ -33,6 +36,8 @@ __all__ = [
     "Verdict",
     "decide_tool_call",
     "tool_call_key",
+    "verdict_for",
+    "verdict_of",
     "wait_seconds_from",
 ]
 
@@ -42,12 +47,17 @@ DEFAULT_TOOL_OPERATION: Final = "coding.tool_use"
 DEFAULT_WAIT_SECONDS: Final = 300.0
 #: An input field name meaning: the input's own fields go at the top of the request.
 SPREAD: Final = "*"
-#: Past the wait, time left to withdraw the proposal and read what it came to.
-_GRACE_SECONDS: Final = 15.0
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallShape:
+class _Shape(NamedTuple):
+    operation: str
+    tool_field: str
+    input_field: str
+
+
+# The values here are named tuples, not dataclasses: the dataclasses module imports inspect (and
+# with it ast, dis and tokenize), which the hook would pay for on every tool call.
+class ToolCallShape(_Shape):
     """Which decision operation a tool call is asked on, and how its request is built.
 
     By default the request is ``{"tool_name": ..., "input": {...}}``, so policy rules can name
@@ -55,22 +65,26 @@ class ToolCallShape:
     (``{"tool_name": "Bash", "command": "make test"}``), for an operation whose schema lists them.
     """
 
-    operation: str = DEFAULT_TOOL_OPERATION
-    tool_field: str = "tool_name"
-    input_field: str = "input"
+    __slots__ = ()
 
-    def __post_init__(self) -> None:
-        if not self.operation:
+    def __new__(
+        cls,
+        operation: str = DEFAULT_TOOL_OPERATION,
+        tool_field: str = "tool_name",
+        input_field: str = "input",
+    ) -> ToolCallShape:
+        if not operation:
             raise ValueError("operation is empty; expected a decision operation's name")
-        if not self.tool_field or self.tool_field == SPREAD:
+        if not tool_field or tool_field == SPREAD:
             raise ValueError(
-                f"tool field {self.tool_field!r}: expected a request field name such as tool_name"
+                f"tool field {tool_field!r}: expected a request field name such as tool_name"
             )
-        if self.input_field == self.tool_field or not self.input_field:
+        if input_field == tool_field or not input_field:
             raise ValueError(
-                f"input field {self.input_field!r}: expected a request field name other than "
-                f"{self.tool_field!r}, or {SPREAD!r} for the input's own fields"
+                f"input field {input_field!r}: expected a request field name other than "
+                f"{tool_field!r}, or {SPREAD!r} for the input's own fields"
             )
+        return super().__new__(cls, operation, tool_field, input_field)
 
     @classmethod
     def configured(
@@ -124,8 +138,7 @@ class ToolCallShape:
         return dict(approved)
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(NamedTuple):
     """What Countersign came to for one tool call.
 
     ``decision`` is ``allow`` only when people (or the policy) approved it; ``deny`` when they
@@ -149,7 +162,7 @@ def tool_call_key(purpose: str, tool_use_id: str | None, *context: str | None) -
     ``context``) gives the same key, so a retried call finds its proposal; a call without an id
     gets a fresh key, so an earlier answer is never reused for a new call."""
     if not tool_use_id:
-        return f"cs-tool-{uuid.uuid4().hex}"
+        return f"cs-tool-{os.urandom(16).hex()}"
     parts = [purpose, tool_use_id, *(part or "" for part in context)]
     return "cs-tool-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
@@ -167,8 +180,8 @@ def wait_seconds_from(value: str | None, *, name: str) -> float:
     return seconds
 
 
-async def decide_tool_call(
-    client: AsyncClient,
+def decide_tool_call(
+    client: LightClient,
     shape: ToolCallShape,
     tool_name: str,
     tool_input: Mapping[str, JsonValue],
@@ -186,64 +199,75 @@ async def decide_tool_call(
     except ValueError as error:
         return Verdict("deny", f"Countersign was not asked: {error}")
     try:
-        async with asyncio.timeout(wait + _GRACE_SECONDS):
-            proposal = await client.propose(
-                shape.operation,
-                request,
-                run_id=run_id,
-                reason=reason,
-                idempotency_key=idempotency_key,
-            )
-            answer = await client.answer(proposal, timeout=wait)
+        came = client.ask(
+            shape.operation,
+            request,
+            wait=wait,
+            idempotency_key=idempotency_key,
+            run_id=run_id,
+            reason=reason,
+        )
     except ProblemError as refused:
         passing = refused.status >= 500 or refused.status == 429
         decision: Literal["deny", "undecided"] = "undecided" if passing else "deny"
         return Verdict(decision, f"Countersign refused to ask about {tool_name}: {refused}")
-    except CancelUnavailable as pending:
-        return Verdict(
-            "undecided",
-            f"Nobody decided on {tool_name} in Countersign within {wait:g} s, and the request "
-            f"could not be withdrawn (proposal {pending.proposal.id} is still pending there); "
-            "it is not allowed",
-            proposal_id=pending.proposal.id,
-        )
     except Unreachable as error:
         return Verdict(
             "undecided", f"Countersign could not be reached, so {tool_name} is not allowed: {error}"
         )
-    except TimeoutError:
-        return Verdict(
-            "undecided",
-            f"Countersign did not answer about {tool_name} within "
-            f"{wait + _GRACE_SECONDS:g} s, so it is not allowed",
-        )
     except CountersignError as error:
         return Verdict("undecided", f"Countersign could not decide on {tool_name}: {error}")
-    return verdict_of(shape, tool_name, answer, wait)
+    if isinstance(came, StillPending):
+        return Verdict(
+            "undecided",
+            f"Nobody decided on {tool_name} in Countersign within {wait:g} s, and the request "
+            f"could not be withdrawn (proposal {came.proposal_id} is still pending there); "
+            "it is not allowed",
+            proposal_id=came.proposal_id,
+        )
+    return verdict_for(shape, tool_name, came, wait)
 
 
 def verdict_of(shape: ToolCallShape, tool_name: str, answer: Answer, wait: float) -> Verdict:
-    """The verdict an answer gives for calling ``tool_name``."""
+    """The verdict the full client's answer gives for calling ``tool_name``."""
+    from countersign.answers import Approved, Rejected, TimedOut
+
     proposal_id = answer.proposal.id
+    ending: Ending
     if isinstance(answer, Approved):
+        ending = Ending("approved", proposal_id, answer.arguments, answer.by)
+    elif isinstance(answer, Rejected):
+        ending = Ending("rejected", proposal_id, by=answer.by, reason=answer.reason)
+    elif isinstance(answer, TimedOut):
+        ending = Ending("expired" if answer.by == "expiry" else "deadline", proposal_id)
+    else:
+        ending = Ending("cancelled", proposal_id)
+    return verdict_for(shape, tool_name, ending, wait)
+
+
+def verdict_for(shape: ToolCallShape, tool_name: str, ending: Ending, wait: float) -> Verdict:
+    """The verdict what the proposal came to gives for calling ``tool_name``."""
+    proposal_id = ending.proposal_id
+    if ending.kind == "approved":
         try:
-            approved = shape.approved_input(tool_name, answer.arguments)
+            approved = shape.approved_input(tool_name, ending.arguments or {})
         except ValueError as error:
             return Verdict(
                 "deny", f"Not allowed: {error} (proposal {proposal_id})", None, proposal_id
             )
-        who = f"approved by {answer.by}" if answer.by else "allowed by Countersign's policy"
+        who = f"approved by {ending.by}" if ending.by else "allowed by Countersign's policy"
         return Verdict(
             "allow", f"{tool_name} {who} (proposal {proposal_id})", approved, proposal_id
         )
-    if isinstance(answer, Rejected):
-        if answer.by is None:
-            text = f"Countersign's policy does not allow {tool_name}: {answer.reason}"
+    if ending.kind == "rejected":
+        reason = ending.reason or "no reason given"
+        if ending.by is None:
+            text = f"Countersign's policy does not allow {tool_name}: {reason}"
         else:
-            text = f"{answer.by} rejected {tool_name} in Countersign: {answer.reason}"
+            text = f"{ending.by} rejected {tool_name} in Countersign: {reason}"
         return Verdict("deny", f"{text} (proposal {proposal_id})", proposal_id=proposal_id)
-    if isinstance(answer, TimedOut):
-        if answer.by == "expiry":
+    if ending.kind in ("expired", "deadline"):
+        if ending.kind == "expired":
             text = f"Nobody decided on {tool_name} before the request expired in Countersign"
         else:
             text = (

@@ -3,7 +3,9 @@
 Every request the client sends may be repeated: reads are reads, and a submission carries an
 idempotency key, so sending it again returns the proposal the first one stored. A lost connection,
 a timeout, 429 and 502/503/504 are therefore retried, after the ``Retry-After`` the server asked
-for or a short backoff, until the attempts or the call's deadline run out.
+for (at most 30 s) or a short backoff: a call with a deadline (a long poll) until the deadline,
+so that it outlives a dropped connection or a restart of the server; any other for its attempts.
+The rules are countersign.reading's, shared with the light client.
 """
 
 from __future__ import annotations
@@ -11,18 +13,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
 
 import aiohttp
-from pydantic import ValidationError
 
-from contracts.api import ProblemOut
-from countersign.errors import ProblemError, Unreachable
+from countersign.errors import Unreachable
+from countersign.reading import RETRIED_STATUSES, backoff, problem_of, retry_delay
 
 __all__ = ["Reply", "Transport"]
-
-_RETRIED_STATUSES: Final = frozenset({429, 502, 503, 504})
-_BACKOFF: Final = (0.2, 0.5, 1.0, 2.0, 5.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,26 +70,31 @@ class Transport:
     ) -> Reply:
         """The first answer that is not a passing failure; ProblemError for any 4xx/5xx answer,
         Unreachable when no answer came in time. ``hold`` is how long the server may hold the
-        request (a long poll); ``deadline`` is the event loop's time by which to give up."""
+        request (a long poll); ``deadline`` is the event loop's time by which to give up: with
+        one, passing failures are retried until it, else ``attempts`` times."""
         loop = asyncio.get_running_loop()
         failure = "no attempt was made"
-        for attempt in range(self._attempts):
+        attempt = 0
+        while True:
             try:
                 reply = await self._once(method, path, body, headers, params, hold)
             except (aiohttp.ClientError, TimeoutError) as error:
                 failure = f"{type(error).__name__}: {error}"
-                delay = _BACKOFF[min(attempt, len(_BACKOFF) - 1)]
+                delay = backoff(attempt)
             else:
                 if reply.status < 400:
                     return reply
-                problem = _problem(reply)
-                if reply.status not in _RETRIED_STATUSES or attempt == self._attempts - 1:
+                problem = problem_of(reply.status, reply.body, reply.retry_after)
+                last = deadline is None and attempt == self._attempts - 1
+                if reply.status not in RETRIED_STATUSES or last:
                     raise problem
                 failure = str(problem)
-                delay = problem.retry_after or _BACKOFF[min(attempt, len(_BACKOFF) - 1)]
-            if attempt == self._attempts - 1:
-                break
-            if deadline is not None and loop.time() + delay >= deadline:
+                delay = retry_delay(attempt, problem.retry_after)
+            attempt += 1
+            if deadline is None:
+                if attempt >= self._attempts:
+                    break
+            elif loop.time() + delay >= deadline:
                 break
             await asyncio.sleep(delay)
         raise Unreachable(f"{method} {self.base_url}{path} failed: {failure}")
@@ -122,25 +124,3 @@ class Transport:
         ) as response:
             raw = await response.read()
             return Reply(response.status, raw, response.headers.get("Retry-After"))
-
-
-def _problem(reply: Reply) -> ProblemError:
-    retry_after = _seconds(reply.retry_after)
-    try:
-        problem = ProblemOut.model_validate_json(reply.body)
-    except ValidationError:
-        text = reply.body.decode("utf-8", errors="replace").strip()
-        return ProblemError(
-            status=reply.status,
-            title="Unexpected answer",
-            detail=text[:500] or f"HTTP {reply.status} with no body",
-            retry_after=retry_after,
-        )
-    return ProblemError.of(problem, retry_after=retry_after)
-
-
-def _seconds(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None

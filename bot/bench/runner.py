@@ -22,13 +22,14 @@ import asyncpg
 
 from bot.bench import scenarios
 from bot.bench.floors import bolt_floor, http_floor, store_floor
+from bot.bench.hook import HOOK_CONFIG, hook_rows
 from bot.bench.report import Measurement, render_table, write_json
 from bot.bench.scale import ScaleStore, backlog, scale
 from bot.bench.stage import CLICK_REQUESTERS, SPREAD_LANES, Stage, running_stage
 from contracts.redaction import shown_store_url
 
 #: the scenarios ``--only`` can run alone
-ONLY = ("backlog", "mixed", "clicks")
+ONLY = ("backlog", "mixed", "clicks", "hook")
 
 __all__ = ["ONLY", "BenchOptions", "add_bench_arguments", "bench_command", "run_bench"]
 
@@ -49,6 +50,7 @@ class BenchOptions:
     work_dir: Path | None = None  #: keep databases and server logs here (default: temporary)
     instances: int = 1  #: `countersign serve` processes on the one store, the load spread over them
     backlog: int = 50_000  #: proposals of the agent already pending in the backlog scenario
+    hook_runs: int = 300  #: Claude Code hook calls timed through each of its two names
     #: run only these scenarios (their own servers and stores), none of the others
     only: tuple[str, ...] = ()
 
@@ -64,6 +66,7 @@ class BenchOptions:
             scale=20_000,
             samples=100,
             backlog=5_000,
+            hook_runs=20,
         )
         return replace(small, **overrides)
 
@@ -125,6 +128,12 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"proposals already pending in the backlog scenario (default {default.backlog:,})",
     )
     parser.add_argument(
+        "--hook-runs",
+        type=int,
+        default=None,
+        help=f"Claude Code hook calls timed through each name (default {default.hook_runs})",
+    )
+    parser.add_argument(
         "--only",
         action="append",
         choices=ONLY,
@@ -152,6 +161,7 @@ def bench_command(args: argparse.Namespace) -> int:
         "work_dir",
         "instances",
         "backlog",
+        "hook_runs",
     )
     given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     if args.only:
@@ -219,7 +229,7 @@ def _check(options: BenchOptions) -> list[str]:
     for name in ("duration", "overload_seconds", "burst_timeout"):
         if getattr(options, name) <= 0:
             problems.append(f"--{name.replace('_', '-')}: expected a positive number of seconds")
-    for name in ("clicks", "burst", "scale", "samples", "instances", "backlog"):
+    for name in ("clicks", "burst", "scale", "samples", "instances", "backlog", "hook_runs"):
         if getattr(options, name) < 1:
             problems.append(f"--{name}: got {getattr(options, name)}; expected at least 1")
     if options.store is not None and not options.store.startswith(_POSTGRES):
@@ -257,6 +267,11 @@ async def run_bench(
             if options.instances > 1:  # the scenarios' rows say how many served them
                 backend = f"{backend} x{options.instances}"
             d = options.duration
+            if not options.only or "hook" in options.only:
+                # the hook's rows first, on a server of their own with a decision operation
+                async with running_stage(work, main_url, extra_config=HOOK_CONFIG) as stage:
+                    for row in await hook_rows(stage, options.hook_runs):
+                        done(row)
             if options.only:
                 async with running_stage(work, main_url, instances=options.instances) as stage:
                     if "backlog" in options.only:

@@ -1,7 +1,8 @@
 """The operator's commands of ``countersign``: their arguments and how each is run.
 
-``bot/cli.py`` adds them with :func:`add_operator_commands` and hands the parsed arguments to
-:func:`run_operator_command`, which answers None for a command that is not one of these.
+``bot/command_line.py`` adds them with :func:`add_operator_commands` and hands the parsed
+arguments to :func:`run_operator_command`, which answers None for a command that is not one of
+these.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -18,7 +19,11 @@ REPO = Path(__file__).parents[2]
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 FLOORS = {"floor a: store", "floor b: aiohttp", "floor c: bolt"}
+#: the Claude Code hook's rows: whole processes one at a time, timed against a bare interpreter
+HOOK_FLOOR = "python -c pass"
+HOOK_ROWS = {"hook (claude-hook)": HOOK_FLOOR, "hook (countersign)": HOOK_FLOOR}
 SCENARIOS = {
+    **HOOK_ROWS,
     "ingest": "floor a: store",
     "auto path": "floor a: store",
     "clicks": "floor c: bolt",
@@ -73,7 +78,7 @@ async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None
         sys.executable, "-m", "bot.cli", "bench", "--quick", *store,
         "--duration", "0.5", "--clicks", "20", "--overload-seconds", "0.5",
         "--burst", "3", "--burst-timeout", "2", "--scale", "2000", "--samples", "20",
-        "--backlog", "300",
+        "--backlog", "300", "--hook-runs", "3",
         "--json", str(out), "--work-dir", str(tmp_path / "work"),
         cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -84,7 +89,7 @@ async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None
 
     document = json.loads(out.read_text())
     rows = {row["name"]: row for row in document["measurements"]}
-    assert set(rows) == FLOORS | set(SCENARIOS), sorted(rows)
+    assert set(rows) == FLOORS | {HOOK_FLOOR} | set(SCENARIOS), sorted(rows)
     for name in FLOORS:
         assert rows[name]["kind"] == "floor"
         assert rows[name]["count"] > 0 and rows[name]["throughput"] > 0, rows[name]
@@ -92,7 +97,8 @@ async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None
     for name, floor in SCENARIOS.items():
         row = rows[name]
         assert row["floor"] == floor, row
-        if floor is not None and floor in rows:  # the ratio is to the floor of this run
+        # the ratio is to the floor of this run (the hook's floor is timed, not counted)
+        if floor is not None and floor in rows and floor != HOOK_FLOOR:
             # the report rounds a ratio to three decimals: it is within half a unit of the last
             # place of the exact quotient, however small the ratio (a relative tolerance fails
             # for ratios below ~0.05, where half a unit is more than 1%)
@@ -135,6 +141,35 @@ async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None
     }
     for name in rows:  # the printed table has every row
         assert name in text
+    assert_hook_rows(rows, runs=3)
+
+
+def assert_hook_rows(rows: dict[str, Any], *, runs: int) -> None:
+    """Each name of the hook answered every call with allow; the floor ran as often."""
+    assert rows[HOOK_FLOOR]["kind"] == "floor"
+    for name in (HOOK_FLOOR, *HOOK_ROWS):
+        assert rows[name]["count"] == runs, rows[name]
+        assert rows[name]["p99_ms"] >= rows[name]["p50_ms"] > 0, rows[name]
+    for name in HOOK_ROWS:
+        assert rows[name]["details"]["not_allowed"] == 0, rows[name]
+        assert rows[name]["target"] == "p50 < 100 ms"
+
+
+async def test_bench_only_hook_times_the_hook_against_a_bare_interpreter(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "bench", "--only", "hook", "--hook-runs", "4",
+        "--json", str(out), "--work-dir", str(tmp_path / "work"),
+        cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    printed, _ = await asyncio.wait_for(process.communicate(), timeout=100)
+    assert process.returncode == 0, printed.decode()
+
+    rows = {row["name"]: row for row in json.loads(out.read_text())["measurements"]}
+
+    assert set(rows) == {HOOK_FLOOR, *HOOK_ROWS}
+    assert_hook_rows(rows, runs=4)
 
 
 async def test_bench_refuses_a_store_that_is_not_postgresql_and_starts_nothing(

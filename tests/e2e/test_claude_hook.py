@@ -8,6 +8,8 @@ import asyncio
 import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -184,3 +186,80 @@ async def test_a_hook_without_configuration_or_with_unreadable_input_denies() ->
     assert garbled["permissionDecision"] == "deny"
     assert "could not read the tool call" in garbled["permissionDecisionReason"]
     assert other_event["permissionDecision"] == "deny"
+
+
+# --- what the hook imports ---------------------------------------------------------------------
+
+#: Run the hook as its console script does, then write the modules it imported to a file.
+RUN_AND_LIST = """
+import json, sys
+from importlib import import_module
+entry, args, listing = sys.argv[1], sys.argv[2:-1], sys.argv[-1]
+code = import_module(entry).main(args)
+with open(listing, "w") as out:
+    json.dump(sorted(sys.modules), out)
+sys.exit(code)
+"""
+
+#: What the hook path must never import: the full client's HTTP (aiohttp, asyncio), pydantic and
+#: the wire models it needs none of, the callback receiver, and anything of the server.
+FORBIDDEN = (
+    "aiohttp",
+    "asyncio",
+    "pydantic",
+    "pydantic_core",
+    "http.client",
+    "slack_bolt",
+    "slack_sdk",
+    "aiosqlite",
+    "asyncpg",
+    "contracts",
+    "store",
+    "countersign.client",
+    "countersign.transport",
+    "countersign.callbacks",
+    "countersign.answers",
+)
+
+
+def heavy(modules: list[str]) -> list[str]:
+    """The modules of ``modules`` the hook path must not import."""
+    server = [m for m in modules if m.startswith("bot.") and m != "bot.cli"]
+    banned = [m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
+    return server + banned
+
+
+@pytest.mark.parametrize(
+    ("entry", "args"), [("countersign.claude_hook", ()), ("bot.cli", ("claude-hook",))]
+)
+async def test_an_allowed_call_imports_nothing_but_the_light_client(
+    cs: Countersign, tmp_path: Path, entry: str, args: tuple[str, ...]
+) -> None:
+    """Claude Code starts the hook for every tool call: through either name it answers with the
+    standard library and the light client, never the full client, pydantic or the server."""
+    listing = tmp_path / "modules.json"
+    read = {"file_path": "/home/dev/shop/README.md"}
+    command = (sys.executable, "-c", RUN_AND_LIST, entry, *args, str(listing))
+
+    answer = await run_hook(
+        hook_call("Read", read, f"toolu_imports_{entry}"),
+        {**agent_env(cs), "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+        command=command,
+    )
+
+    assert answer["permissionDecision"] == "allow"
+    imported = json.loads(listing.read_text())
+    assert "countersign.light" in imported
+    assert heavy(imported) == []
+
+
+def test_the_import_check_sees_what_the_full_client_imports() -> None:
+    """The check above would fail for the full client (what the hook imported before)."""
+    code = "import sys, json, countersign.client; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    found = heavy(json.loads(out.stdout))
+
+    assert "aiohttp" in found
+    assert "pydantic" in found
+    assert "contracts.api" in found

@@ -1,0 +1,288 @@
+"""The light client: one question asked and waited for, with the standard library alone.
+
+A Claude Code hook is a new process for every tool call, so what it imports is paid on every
+call. This client needs the standard library's sockets and JSON only (no asyncio, aiohttp,
+pydantic or http.client: countersign.exchange speaks the HTTP it needs). It proposes, long-polls
+for the decision (following an approver's edit to the proposal that replaced it) and withdraws
+the proposal when the caller's wait runs out, reading the answers through the same rules as the
+full client (countersign.reading).
+
+Every request may be sent again: the proposal carries an idempotency key, and reads are reads. A
+lost connection, a timeout, 429 and 502/503/504 are retried after the ``Retry-After`` the server
+asked for (at most 30 s) or a short backoff; a wait keeps resuming its long poll until its
+deadline, so it outlives a dropped connection or a restart of the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from typing import Any, Final, NamedTuple
+from urllib.parse import quote, urlsplit
+
+from countersign.errors import CountersignError, ProblemError, Unreachable
+from countersign.exchange import exchange
+from countersign.reading import (
+    RETRIED_STATUSES,
+    UNDECIDED,
+    Ending,
+    backoff,
+    ending_of,
+    problem_of,
+    retry_delay,
+)
+
+__all__ = ["LightClient", "StillPending", "environment_client", "from_environment"]
+
+#: Past the caller's wait, time left to withdraw the proposal and read what it came to.
+GRACE_SECONDS: Final = 15.0
+
+
+class StillPending(NamedTuple):
+    """The wait ran out but the proposal could not be withdrawn (a Countersign older than the
+    cancel endpoint answered ``status``): it is still pending there and may yet be approved."""
+
+    proposal_id: str
+    status: int
+
+
+class LightClient:
+    """One agent's connection to Countersign, synchronous and standard-library only."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        requested_by: str | None = None,
+        run_id: str | None = None,
+        long_poll_seconds: float = 25.0,
+        request_timeout: float = 10.0,
+        attempts: int = 4,
+    ) -> None:
+        if not token:
+            raise ValueError("token is empty; expected the agent's bearer token")
+        if attempts < 1:
+            raise ValueError(f"attempts must be at least 1, got {attempts}")
+        if long_poll_seconds <= 0:
+            raise ValueError(f"long_poll_seconds must be positive, got {long_poll_seconds}")
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"Countersign's address is {base_url!r}; expected http:// or https:// and a host"
+            )
+        self.base_url = base_url.rstrip("/")
+        self._scheme = parts.scheme
+        self._host = parts.hostname
+        self._port = parts.port
+        self._prefix = parts.path.rstrip("/")
+        self._token = token
+        self.requested_by = requested_by
+        self.run_id = run_id
+        self.long_poll_seconds = long_poll_seconds
+        self._request_timeout = request_timeout
+        self._attempts = attempts
+
+    # --- the verbs -------------------------------------------------------------------------------
+
+    def propose(
+        self,
+        operation: str,
+        request: Mapping[str, Any],
+        *,
+        idempotency_key: str,
+        run_id: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Submit a proposal; the same key returns the proposal the first submission stored."""
+        body: dict[str, Any] = {"operation": operation, "request": dict(request)}
+        for name, value in (
+            ("requested_by", self.requested_by),
+            ("run_id", run_id or self.run_id),
+            ("reason", reason),
+        ):
+            if value is not None:
+                body[name] = value
+        raw = json.dumps(
+            body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode()
+        return self._send("POST", "/v1/proposals", raw, {"Idempotency-Key": idempotency_key})
+
+    def read(
+        self, proposal_id: str, *, hold: float = 0.0, deadline: float | None = None
+    ) -> dict[str, Any]:
+        """The proposal, held by the server up to ``hold`` seconds while undecided. With a
+        ``deadline`` (time.monotonic), failures are retried until it passes."""
+        path = f"/v1/proposals/{quote(proposal_id, safe='')}"
+        if hold > 0:
+            path += f"?wait={hold:.3f}"
+        return self._send("GET", path, None, {}, hold=hold, deadline=deadline)
+
+    def cancel(self, proposal_id: str) -> dict[str, Any]:
+        """Withdraw a pending proposal; ProblemError 409 when it was decided first."""
+        return self._send("POST", f"/v1/proposals/{quote(proposal_id, safe='')}/cancel", None, {})
+
+    def ask(
+        self,
+        operation: str,
+        request: Mapping[str, Any],
+        *,
+        wait: float,
+        idempotency_key: str,
+        run_id: str | None = None,
+        reason: str | None = None,
+    ) -> Ending | StillPending:
+        """Propose on a decision operation and wait at most ``wait`` seconds for the decision;
+        when nobody decided by then, the proposal is withdrawn (``Ending.kind == "deadline"``)."""
+        deadline = time.monotonic() + max(0.0, wait)
+        document = self.propose(
+            operation, request, idempotency_key=idempotency_key, run_id=run_id, reason=reason
+        )
+        document = self._settle(document, deadline)
+        ending = ending_of(document)
+        if ending is not None:
+            return ending
+        return self._withdraw(document)
+
+    # --- waiting ---------------------------------------------------------------------------------
+
+    def _settle(self, document: dict[str, Any], deadline: float) -> dict[str, Any]:
+        """The proposal once decided, or as it is at ``deadline``; an edit is followed."""
+        while True:
+            successor = document.get("superseded_by")
+            if successor:
+                document = self.read(successor, deadline=deadline + GRACE_SECONDS)
+                continue
+            remaining = deadline - time.monotonic()
+            if document.get("status") not in UNDECIDED or remaining <= 0:
+                return document
+            hold = min(remaining, self.long_poll_seconds)
+            document = self.read(document["id"], hold=hold, deadline=deadline)
+
+    def _withdraw(self, document: dict[str, Any]) -> Ending | StillPending:
+        """The caller's wait ran out: withdraw the proposal, unless a decision won the race."""
+        try:
+            withdrawn = self.cancel(document["id"])
+        except ProblemError as refused:
+            if refused.status in (404, 405):
+                return StillPending(document["id"], refused.status)
+            if refused.status != 409:
+                raise
+            # decided (or edited) meanwhile: a decision stands; an edit is withdrawn in turn
+            withdrawn = self._settle(self.read(document["id"]), time.monotonic())
+            if withdrawn["id"] != document["id"] and withdrawn.get("status") in UNDECIDED:
+                return self._withdraw(withdrawn)
+        if withdrawn.get("status") == "cancelled":
+            return Ending("deadline", withdrawn["id"])
+        ending = ending_of(withdrawn)
+        if ending is None:
+            raise CountersignError(
+                f"proposal {document['id']} is still {withdrawn.get('status')!r} after it was "
+                "withdrawn"
+            )
+        return ending
+
+    # --- HTTP ------------------------------------------------------------------------------------
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        *,
+        hold: float = 0.0,
+        deadline: float | None = None,
+    ) -> dict[str, Any]:
+        """The first answer that is not a passing failure, as JSON; ProblemError for a refusal,
+        Unreachable when no answer came within the attempts (or, given one, the deadline)."""
+        failure = "no attempt was made"
+        attempt = 0
+        while True:
+            try:
+                status, raw, retry_after = self._once(method, path, body, headers, hold)
+            except OSError as error:
+                failure = f"{type(error).__name__}: {error}"
+                delay = backoff(attempt)
+            else:
+                if status < 400:
+                    return _document(status, raw)
+                problem = problem_of(status, raw, retry_after)
+                last = attempt == self._attempts - 1 and deadline is None
+                if status not in RETRIED_STATUSES or last:
+                    raise problem
+                failure = str(problem)
+                delay = retry_delay(attempt, problem.retry_after)
+            attempt += 1
+            if deadline is None:
+                if attempt >= self._attempts:
+                    break
+            elif time.monotonic() + delay >= deadline:
+                break
+            time.sleep(delay)
+        raise Unreachable(f"{method} {self.base_url}{path} failed: {failure}")
+
+    def _once(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        hold: float,
+    ) -> tuple[int, bytes, str | None]:
+        sent = {
+            "Authorization": f"Bearer {self._token}",
+            "Accept": "application/json",
+            **headers,
+        }
+        if body is not None:
+            sent["Content-Type"] = "application/json"
+        answer = exchange(
+            self._scheme,
+            self._host,
+            self._port,
+            method,
+            self._prefix + path,
+            sent,
+            body,
+            timeout=hold + self._request_timeout,
+        )
+        return answer.status, answer.body, answer.headers.get("retry-after")
+
+
+def _document(status: int, raw: bytes) -> dict[str, Any]:
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        raise CountersignError(
+            f"Countersign answered HTTP {status} with a body that is not a JSON object"
+        )
+    return document
+
+
+def from_environment(env: Mapping[str, str] | None) -> tuple[str, str, dict[str, Any]]:
+    """The address, token and proposal defaults the environment gives a client:
+    ``COUNTERSIGN_URL``, ``COUNTERSIGN_TOKEN`` and, when set, ``COUNTERSIGN_REQUESTED_BY`` and
+    ``COUNTERSIGN_RUN_ID``; CountersignError naming what is missing."""
+    env = os.environ if env is None else env
+    missing = [name for name in ("COUNTERSIGN_URL", "COUNTERSIGN_TOKEN") if not env.get(name)]
+    if missing:
+        raise CountersignError(
+            f"{' and '.join(missing)} not set: expected Countersign's agent API address "
+            "(e.g. http://127.0.0.1:8801) and the agent's bearer token"
+        )
+    defaults = {
+        "requested_by": env.get("COUNTERSIGN_REQUESTED_BY") or None,
+        "run_id": env.get("COUNTERSIGN_RUN_ID") or None,
+    }
+    return env["COUNTERSIGN_URL"], env["COUNTERSIGN_TOKEN"], defaults
+
+
+def environment_client(env: Mapping[str, str] | None = None) -> LightClient:
+    """A light client configured by the environment (:func:`from_environment`)."""
+    base_url, token, defaults = from_environment(env)
+    return LightClient(base_url, token, **defaults)
