@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import shutil
+import statistics
 import sys
 import textwrap
 import time
@@ -56,7 +58,9 @@ def _command(script: str, *args: str) -> list[str]:
 
 async def _timed(
     command: Sequence[str], stdin: bytes, env: Mapping[str, str]
-) -> tuple[float, bytes]:
+) -> tuple[float, float, bytes]:
+    """The process's wall time and CPU time (user and system) in seconds, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
         *command,
@@ -66,7 +70,10 @@ async def _timed(
         env=dict(env),
     )
     out, _ = await process.communicate(stdin)
-    return time.perf_counter() - started, out
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu, out
 
 
 def _allowed(out: bytes) -> bool:
@@ -95,6 +102,7 @@ async def hook_rows(stage: Stage, runs: int) -> list[Measurement]:
         "hook (countersign)": _command("countersign", "claude-hook"),
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
     refused = dict.fromkeys(commands, 0)
     started = time.perf_counter()
     for n in range(runs):
@@ -109,11 +117,12 @@ async def hook_rows(stage: Stage, runs: int) -> list[Measurement]:
         for name, command in commands.items():
             # each name its own call: the same id would find the first one's proposal
             stdin = json.dumps({**call, "tool_use_id": f"{call['tool_use_id']}_{name}"}).encode()
-            seconds, out = await _timed(command, stdin, env)
+            seconds, used, out = await _timed(command, stdin, env)
             if name.startswith("hook") and not _allowed(out):
                 refused[name] += 1
                 continue
             times[name].append(seconds)
+            cpu[name].append(used)
     elapsed = time.perf_counter() - started
     rows = []
     said = {
@@ -127,9 +136,14 @@ async def hook_rows(stage: Stage, runs: int) -> list[Measurement]:
             name, "floor" if floor else "scenario", said[name], latencies, elapsed
         )
         row.throughput = None  # one call at a time, each a whole process: the latency counts
+        # CPU time moves less with the machine's load than wall time: the cost of one call
+        cpu_ms = round(statistics.median(cpu[name]) * 1000, 1) if cpu[name] else None
+        row.details["cpu_ms_p50"] = cpu_ms
+        row.note = f"CPU {cpu_ms} ms each"
         if not floor:
             row.floor = "python -c pass"
-            row.note = f"{refused[name]:,} not allowed" if refused[name] else "all allowed"
+            allowed = f"{refused[name]:,} not allowed" if refused[name] else "all allowed"
+            row.note = f"{allowed}, {row.note}"
             row.details["not_allowed"] = refused[name]
             median = row.p50_ms
             row.judge(

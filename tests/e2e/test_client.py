@@ -19,11 +19,14 @@ from contracts.outcomes import Succeeded
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,
+    APPROVER_2,
     REQUESTER,
+    SIGNING_SECRET,
     Countersign,
     eventually,
     running_countersign,
 )
+from tests.slack_requests import signed_headers, view_submission_body
 
 DECISIONS_CHANNEL = "C0DECISIONS"
 
@@ -397,6 +400,67 @@ async def test_an_unknown_proposal_is_a_404_problem(client: countersign.AsyncCli
 
     assert refused.value.status == 404
     assert refused.value.errors == ()
+
+
+async def edit_in_slack(cs: Countersign, user: str, proposal_id: str, **typed: str) -> Any:
+    """``user`` clicks Edit and submits the modal as Slack would: the prefilled values, except
+    the ``typed`` fields; the stored edit (the proposal that superseded ``proposal_id``)."""
+    before = len(cs.slack.views(user))
+    assert await cs.click(user, "edit", proposal_id) == 200
+
+    async def opened() -> Any:
+        views = cs.slack.views(user)
+        return views[-1].view if len(views) > before else None
+
+    view = await eventually(opened)
+    states = {}
+    for block in view["blocks"]:
+        if block["type"] == "input":
+            element = block["element"]
+            value = typed.get(block["block_id"].removeprefix("request."))
+            value = element.get("initial_value") if value is None else value
+            states[block["block_id"]] = {
+                element["action_id"]: {"type": element["type"], "value": value}
+            }
+    body = view_submission_body(
+        user_id=user,
+        callback_id=view["callback_id"],
+        private_metadata=view["private_metadata"],
+        values={},
+        states=states,
+    )
+    answer = await cs.request(
+        "POST", "/slack/events", data=body.encode(), headers=signed_headers(SIGNING_SECRET, body)
+    )
+    assert answer.status == 200, answer.body
+
+    async def superseded() -> Any:
+        old = await cs.store.get_proposal(proposal_id)
+        return old.superseded_by and await cs.store.get_proposal(old.superseded_by)
+
+    return await eventually(superseded)
+
+
+async def test_an_approvers_edit_is_what_approved_carries(
+    cs: Countersign, client: countersign.AsyncClient
+) -> None:
+    """The agent carries out what people approved: the edited arguments, never its own."""
+    asked = asyncio.create_task(
+        client.ask("coding.tool_use", {"tool_name": "Bash", "command": "rm -rf build dist"})
+    )
+    proposal = await pending_in_slack(cs, "coding.tool_use")
+
+    edit = await edit_in_slack(cs, APPROVER, proposal.id, command="rm -rf build")
+    await cs.posted(edit.id)
+    assert not asked.done()
+    assert await cs.click(APPROVER_2, "approve", edit.id) == 200
+    answer = await asked
+
+    assert isinstance(answer, countersign.Approved)
+    assert answer.arguments == {"tool_name": "Bash", "command": "rm -rf build"}
+    assert answer.by == APPROVER_2
+    assert (answer.proposal.id, answer.proposal.supersedes) == (edit.id, proposal.id)
+    assert answer.proposal.edited_by == APPROVER
 
 
 # --- waiting, reconnecting, escalating ---------------------------------------------------------
