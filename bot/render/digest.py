@@ -146,10 +146,7 @@ def digest_message(digest: Digest, *, now: datetime, formats: Formats | None = N
     blocks: Blocks = [
         header(_title(digest)),
         section("\n".join([*risks, f"*Why you are asked:* {'; '.join(whys)}"])),
-        context(
-            f"Operation {code(digest.operation, 200)} · digest {code(digest.id[:12], 20)} · "
-            f"{_counts(items)}. Each proposal is checked and executed on its own.",
-        ),
+        context(f"{_counts(items)}. Each proposal is checked and executed on its own."),
         section(asked),
         section(_common_text(table, pending, now)),
     ]
@@ -467,22 +464,18 @@ def _reply_line(proposal: Proposal, status: Status, formats: Formats) -> str | N
         case Succeeded(result=result):
             shown = "" if result in (None, {}) else f"\n{_result_line(result, formats)}"
             return f":white_check_mark: *Succeeded*: {head}{shown}"
-        case NeedsReconciliation(detail=detail, correlation_id=correlation_id):
+        case NeedsReconciliation(detail=detail):
             return (
                 f":warning: *Outcome unknown*: {head}. The effect *may or may not* have happened;"
-                f" find out before anyone retries it.\n{code(detail, 300)} · correlation id "
-                f"{code(correlation_id, 100)}"
+                f" find out before anyone retries it.\n{quote(detail, 300)}"
             )
         case RevisionRequired(reason=reason):
             return (
                 f":leftwards_arrow_with_hook: *Revision required*: {head}. Nothing was executed.\n"
                 f"{quote(reason, 500)}"
             )
-        case TerminalFailure(detail=detail, correlation_id=correlation_id):
-            return (
-                f":x: *Failed*: {head}. The effect did not happen.\n{code(detail, 300)} · "
-                f"correlation id {code(correlation_id, 100)}"
-            )
+        case TerminalFailure(detail=detail):
+            return f":x: *Failed*: {head}. The effect did not happen.\n{quote(detail, 300)}"
         case None:
             return None
 

@@ -162,6 +162,10 @@ def every_text(operation: Operation[Any, Any], proposal: Any, edited: Any, resul
         render.proposal_message(failed, now=NOW, formats=formats),
         render.outcome_reply(failed, formats),
         render_digest.digest_reply([(done, Status.SUCCEEDED)], formats_of=lambda _: formats),
+        render_digest.digest_reply(
+            [(uncertain, Status.NEEDS_RECONCILIATION), (failed, Status.FAILED)],
+            formats_of=lambda _: formats,
+        ),
         render_home.home_view(
             waiting=[proposal, edited],
             owned=[],
