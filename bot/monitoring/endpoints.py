@@ -62,6 +62,7 @@ class MetricsSampler:
             head = await self._store.audit_head()
             proposals = await self._store.pending_deliveries()
             escalations = await self._store.escalations().pending_deliveries()
+            recorded = await self._store.clicks().waiting_clicks()
         except Exception:  # the store is down: say so, and keep the last figures
             metrics.store_up.set(0)
             return
@@ -69,6 +70,7 @@ class MetricsSampler:
         metrics.audit_entries.set(head.seq)
         metrics.outbox_pending.labels("proposals").set(proposals)
         metrics.outbox_pending.labels("escalations").set(escalations)
+        metrics.clicks_recorded.set(recorded)
 
 
 def monitoring_middleware(metrics: Metrics) -> Middleware:

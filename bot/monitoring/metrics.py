@@ -110,6 +110,12 @@ class Metrics:
             ["outbox"],
             registry=r,
         )
+        self.clicks_recorded = Gauge(
+            "countersign_clicks_recorded",
+            "Approve clicks recorded and not yet applied (read at scrape): people's decisions "
+            "waiting for the service",
+            registry=r,
+        )
         self.outbox_wait_seconds = Histogram(
             "countersign_outbox_wait_seconds",
             "From an outbox entry being written to an attempt at delivering it, per lane",

@@ -94,6 +94,7 @@ async def test_metrics_count_a_real_flow_with_bounded_labels(tmp_path: Path) -> 
     assert value(samples, "countersign_outbox_deliveries_total", **delivered) >= 2
     assert value(samples, "countersign_outbox_pending", outbox="proposals") == 0
     assert value(samples, "countersign_outbox_pending", outbox="escalations") == 0
+    assert value(samples, "countersign_clicks_recorded") == 0  # the click was applied
     assert value(samples, "countersign_outbox_wait_seconds_count", outbox="proposals", lane="slack")
     assert value(samples, "countersign_outbox_last_delivery_timestamp_seconds") > 0
     assert value(samples, "countersign_store_call_seconds_count", verb="create_proposal") == 2
