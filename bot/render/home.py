@@ -28,7 +28,6 @@ from bot.render.inert import inert
 from bot.render.proposal import (
     BLOCKS_MAX,
     CLIPPED,
-    RISK_LABELS,
     SECTION_MAX,
     Blocks,
     button,
@@ -47,6 +46,7 @@ from bot.render.proposal import (
     quorum_progress,
     reference,
     remaining,
+    risk_label,
     section,
     short_id,
     shown_in_part,
@@ -111,11 +111,13 @@ def home_view(
     beyond: Mapping[str, int] | None = None,
     formats_of: Callable[[str], Formats] | None = None,
     current: Mapping[str, StateCheck] | None = None,
+    agent_acts_of: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
     """The Home tab: a notice (the answer to a click made here), what waits for the person,
     the escalations they own, the agents acting for them (delegations, with Revoke) and their
     recent decisions. ``formats_of`` says how each operation shows its fields; ``current``
-    maps a waiting proposal's id to its last revalidation, if one was run for the tab."""
+    maps a waiting proposal's id to its last revalidation, if one was run for the tab;
+    ``agent_acts_of`` whether the agent carries out an operation itself (a decision)."""
     blocks: Blocks = []
     if notice:
         blocks += [section(clip(notice, SECTION_MAX)), {"type": "divider"}]
@@ -128,6 +130,7 @@ def home_view(
             beyond=beyond,
             formats_of=formats_of,
             current=current,
+            agent_acts_of=agent_acts_of,
         ),
     ]
     blocks += [header("Escalations you own"), *_owned_blocks(owned)]
@@ -145,6 +148,7 @@ def waiting_blocks(
     beyond: Mapping[str, int] | None = None,
     formats_of: Callable[[str], Formats] | None = None,
     current: Mapping[str, StateCheck] | None = None,
+    agent_acts_of: Callable[[str], bool] | None = None,
 ) -> Blocks:
     """The proposals a person may decide, in the order given (riskiest first, then soonest
     expiry), with their buttons and, from ``current``, the state their last revalidation
@@ -172,7 +176,8 @@ def waiting_blocks(
         )
         # Countersign's verdict, in a block of its own before anything the agent supplied: no
         # length of agent text can push it out
-        lines = [RISK_LABELS[proposal.risk], f"*Why you are asked:* {why_asked(proposal)}"]
+        acts = agent_acts_of(proposal.operation) if agent_acts_of is not None else False
+        lines = [risk_label(proposal, acts), f"*Why you are asked:* {why_asked(proposal)}"]
         if proposal.quorum > 1:
             lines.append(
                 f":busts_in_silhouette: {len(counted(proposal))} of {proposal.quorum} approved"
@@ -316,13 +321,15 @@ def proposal_detail_blocks(
     previous: Proposal | None = None,
     formats: Formats | None = None,
     current: StateCheck | None = None,
+    agent_acts: bool = False,
 ) -> Blocks:
-    """``/countersign show <id>``: in the channel message's order, Countersign's verdict (risk,
-    why the policy asked, status and expiry, approvals so far, and the ``current`` state the
-    operation's revalidation found, as the Home tab shows it), the title, the preview, who
-    edited it and what changed from ``previous``, who asked, the agent's explanation, and the
-    audit trail of one proposal. What had to be cut says so, with Show full."""
-    verdict = [RISK_LABELS[proposal.risk], f"*Why you are asked:* {why_asked(proposal)}"]
+    """``/countersign show <id>`` (``agent_acts``: a decision operation): in the channel
+    message's order, Countersign's verdict (risk, why the policy asked, status and expiry,
+    approvals so far, and the ``current`` state the operation's revalidation found, as the Home
+    tab shows it), the title, the preview, who edited it and what changed from ``previous``, who
+    asked, the agent's explanation, and the audit trail of one proposal. What had to be cut says
+    so, with Show full."""
+    verdict = [risk_label(proposal, agent_acts), f"*Why you are asked:* {why_asked(proposal)}"]
     status = f"*Status:* {status_word(proposal)} ({code(proposal.status.value, 40)})"
     if proposal.expires_at is not None:
         status += f" · expires {when(proposal.expires_at)} ({remaining(proposal.expires_at, now)})"

@@ -135,6 +135,7 @@ class HomeTab:
             previous=await self.previous_versions(waiting),
             formats_of=self._service.publisher.formats_of,
             current=current,
+            agent_acts_of=self._service.publisher.agent_acts,
         )
         try:
             await self._service.publisher.client.views_publish(user_id=user, view=view)

@@ -122,6 +122,10 @@ class SlackPublisher:
         """How ``operation`` shows its fields (contracts/formats.py)."""
         return self._formats_of(operation)
 
+    def agent_acts(self, operation: str) -> bool:
+        """Whether the agent carries out ``operation`` itself once approved (a decision)."""
+        return self._agent_acts(operation)
+
     # --- the outbox's effects -----------------------------------------------------------------
 
     async def deliver(self, delivery: Delivery) -> None:

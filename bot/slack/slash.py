@@ -79,6 +79,7 @@ class SlashCommand:
                 previous=previous,
                 beyond=page.beyond,
                 formats_of=self._service.publisher.formats_of,
+                agent_acts_of=self._service.publisher.agent_acts,
             )
             return text, blocks
         if verb == "show" and rest.strip():
@@ -127,6 +128,7 @@ class SlashCommand:
             previous=previous,
             formats=self._service.publisher.formats_of(proposal.operation),
             current=current,
+            agent_acts=self._service.publisher.agent_acts(proposal.operation),
         )
         return inert(proposal.preview.title)[:FALLBACK_MAX], blocks
 

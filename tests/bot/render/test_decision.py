@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.render import digest as render_digest
+from bot.render import home as render_home
 from bot.render import proposal as render
 from contracts.base import Context
 from contracts.operations.decision import from_config
@@ -113,3 +114,17 @@ async def test_a_decision_that_ran_through_countersign_still_reads_as_succeeded(
     )
     assert not render.goes_ahead(done)
     assert render.outcome_reply(done)["text"].startswith("Succeeded: ")
+
+
+async def test_the_home_tab_and_show_say_the_agent_will_act_itself() -> None:
+    pending = await a_decision()
+
+    home = render_home.home_view(
+        waiting=[pending], owned=[], decisions=[], now=NOW, agent_acts_of=lambda _: True
+    )
+    shown = render_home.proposal_detail_blocks(pending, [], now=NOW, agent_acts=True)
+
+    for blocks in (home["blocks"], shown):
+        text = json.dumps(blocks, ensure_ascii=False)
+        assert "The agent will do this itself" in text
+        assert "Irreversible" not in text
