@@ -165,7 +165,7 @@ class WebhookOperation(DeclaredOperation):
                     correlation_id=ctx.correlation_id,
                 )
             return NeedsReconciliation(
-                detail=f"{scrub(str(error), url)}; the target may have acted",
+                detail=f"{scrub(str(error), url)}; it may have acted",
                 correlation_id=ctx.correlation_id,
             )
         except Exception as error:  # unknown means uncertain, never "failed"
