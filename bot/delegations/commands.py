@@ -25,7 +25,7 @@ from bot.ids import opaque_id
 from bot.render import proposal as render
 from bot.render.delegations import delegation_list_blocks, minted_blocks
 from bot.settings import AgentSettings
-from contracts.durations import format_duration, parse_duration
+from contracts.durations import parse_duration, spoken_duration
 from store.delegations import (
     Delegation,
     DelegationNotFound,
@@ -125,8 +125,9 @@ class Delegations:
             except ValueError as error:
                 return _plain(f"{render.escape(str(error))}.")
             if duration <= timedelta(0) or duration > limits.max:
+                longest = spoken_duration(limits.max.total_seconds())
                 return _plain(
-                    f"A delegation lasts at most {format_duration(limits.max)} here (asked: "
+                    f"A delegation lasts at most {longest} here (asked: "
                     f"`{render.escape(rest[1][:20])}`)."
                 )
         refused = await self._person_refusal(user)
@@ -146,7 +147,7 @@ class Delegations:
         )
         # the fallback text never holds the token: only the blocks, shown to this person once
         return (
-            f"Agent {agent.name} may act for you for {format_duration(duration)}",
+            f"Agent {agent.name} may act for you for {spoken_duration(duration.total_seconds())}",
             minted_blocks(delegation, token, now=now),
         )
 
