@@ -350,8 +350,13 @@ class OutboxWorker:
     async def _failed(
         self, delivery: Deliverable, failure: DeliveryFailed, queue: DeliveryQueue
     ) -> None:
-        wait = self.policy.retry_in(delivery, failure)
         now = self._clock()
+        if failure.not_sent and failure.retry_after is not None and queue is self._store:
+            # its turn under Slack's rate limits: due again then, and no attempt counted
+            at = now + timedelta(seconds=failure.retry_after)
+            await self._store.digests().defer_deliveries([delivery.id], at=at)
+            return
+        wait = self.policy.retry_in(delivery, failure)
         if wait is None:
             await queue.abandon_delivery(delivery.id, now=now, error=str(failure))
         else:

@@ -7,6 +7,7 @@ click (a private refusal, the reject modal) are not state changes and go out dir
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -24,6 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.render import edit as render_edit
 from bot.render import proposal as render
+from bot.slack.pacing import SlackPacer
 from contracts.formats import Formats
 from store.base import Delivery, Proposal, ProposalNotFound, Store
 from store.lifecycle import Effect, Status
@@ -39,6 +41,10 @@ REPLY_METADATA_EVENT = "countersign_reply"
 
 #: How many times a superseded proposal's reply waits (a second each) for the edit's message.
 _EDIT_POST_WAITS = 10
+
+#: The longest an outbox call waits for its turn under Slack's rate limits; longer, and its entry
+#: is due again then (the round goes on with the others).
+_LONGEST_PACING_WAIT = 1.5
 
 #: How many pages of channel history (200 messages each) a search for a lost post reads.
 _HISTORY_PAGES = 50
@@ -82,6 +88,8 @@ class DeliveryFailed(Exception):
     retry_after: float | None = None  #: the other side said when (Retry-After)
     lasting: bool = False  #: retrying soon will not help (few, slow retries, then give up)
     uncertain: bool = False  #: it may have happened (a timeout after sending)
+    #: nothing was sent: it waits its turn under Slack's rate limits (not counted an attempt)
+    not_sent: bool = False
 
     def __str__(self) -> str:
         return self.detail
@@ -100,6 +108,7 @@ class SlackPublisher:
         reminder: Callable[[Proposal], Awaitable[render.Message]] | None = None,
         formats_of: Callable[[str], Formats] | None = None,
         agent_acts: Callable[[str], bool] | None = None,
+        pacer: SlackPacer | None = None,
     ) -> None:
         """``extension_of`` says what an Extend button on a proposal's message would add to its
         expiry, or None for no button (bot/extensions.py); ``offers_standing`` whether it shows
@@ -116,6 +125,8 @@ class SlackPublisher:
         self._reminder = reminder
         self._offers_standing = offers_standing or (lambda _: False)
         self._formats_of = formats_of or (lambda _: {})
+        #: Slack's rate limits per method and channel, shared by every outbox call
+        self.pacer = pacer or SlackPacer()
         self._agent_acts = agent_acts or (lambda _: False)
 
     def formats_of(self, operation: str) -> Formats:
@@ -310,10 +321,24 @@ class SlackPublisher:
         return await self._outbox_call(method, **kwargs)
 
     async def _outbox_call(self, method: str, **kwargs: Any) -> Any:
+        channel = kwargs.get("channel")
+        channel = channel if isinstance(channel, str) else None
+        wait = self.pacer.wait(method, channel, longest=_LONGEST_PACING_WAIT)
+        if wait > _LONGEST_PACING_WAIT:
+            raise DeliveryFailed(
+                f"{method}: waiting {wait:.1f} s for Slack's rate limit",
+                retry_after=wait,
+                not_sent=True,
+            )
+        if wait > 0:
+            await asyncio.sleep(wait)
         try:
             return await self._outbox_client.api_call(method, json=kwargs)
         except SlackApiError as error:
-            raise _classify(method, error) from error
+            failure = _classify(method, error)
+            if failure.retry_after is not None:  # 429: the whole method (channel) waits
+                self.pacer.limited(method, channel, failure.retry_after)
+            raise failure from error
         except (TimeoutError, SlackClientError, OSError) as error:
             raise DeliveryFailed(
                 f"{method}: {type(error).__name__}: {error}", uncertain=True

@@ -200,3 +200,61 @@ async def test_an_outcome_reply_that_timed_out_after_slack_took_it_is_not_posted
     assert reply.metadata is not None
     assert len(cs.slack.calls("conversations.replies")) == 1  # looked before posting again
     assert len([c for c in cs.slack.calls("chat.postMessage") if c.args.get("thread_ts")]) == 1
+
+
+def _one_message_each(text: str) -> str:
+    """Each proposal its own message (no digests), so that each post is a call of its own."""
+    assert "[slack]" not in text
+    return f"{text}\n[slack]\ndigests = false\n"
+
+
+@pytest.fixture
+async def undigested(tmp_path: Path) -> AsyncIterator[Countersign]:
+    async with running_countersign(tmp_path, config_edit=_one_message_each) as running:
+        yield running
+
+
+async def _submit_campaigns(cs: Countersign, n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        status, created = await cs.submit({**CAMPAIGN, "run_id": f"run-pace-{i}"})
+        assert status == 201, created
+        ids.append(created["id"])
+    return ids
+
+
+async def test_a_429_holds_back_every_post_to_that_channel_for_its_retry_after(
+    undigested: Countersign,
+) -> None:
+    cs = undigested
+    cs.slack.fail_next("chat.postMessage", status=429, retry_after=2)
+
+    ids = await _submit_campaigns(cs, 4)
+    for proposal_id in ids:
+        await cs.posted(proposal_id)
+
+    refused, *others = cs.slack.calls("chat.postMessage")
+    assert refused.status == 429
+    # Slack's Retry-After holds for the channel, not only for the post that met it
+    assert others
+    assert all((call.at - refused.at).total_seconds() >= 2 for call in others)
+    assert [call.status for call in others] == [200] * 4
+    assert len(_top_level(cs)) == 4
+
+
+async def test_after_a_429_a_backlog_in_its_channel_goes_out_at_slacks_pace(
+    undigested: Countersign,
+) -> None:
+    cs = undigested
+    cs.slack.messages_per_second = 1  # as Slack: about one message a second per channel
+    cs.slack.fail_next("chat.postMessage", status=429, retry_after=1)
+
+    ids = await _submit_campaigns(cs, 6)
+    for proposal_id in ids:
+        await cs.posted(proposal_id)
+    await cs.settled()
+
+    posts = cs.slack.calls("chat.postMessage")
+    # the one 429 Slack gave; after it, the backlog is spread out and none is refused
+    assert [call.status for call in posts] == [429] + [200] * 6
+    assert len(_top_level(cs)) == 6
