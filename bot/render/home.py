@@ -43,6 +43,7 @@ from bot.render.proposal import (
     is_clipped,
     mention,
     preview_fields,
+    preview_note,
     quorum_progress,
     reference,
     remaining,
@@ -340,6 +341,7 @@ def proposal_detail_blocks(
     blocks: Blocks = [section("\n".join(verdict)), header(proposal.preview.title)]
     fields = preview_fields(proposal)
     blocks += field_sections(fields, budget=3)
+    blocks += preview_note(proposal)
     blocks += edit_blocks(proposal, previous, formats)
     blocks.append(
         section(

@@ -79,6 +79,7 @@ __all__ = [
     "outcome_reply",
     "plain",
     "preview_fields",
+    "preview_note",
     "proposal_message",
     "quorum_progress",
     "quote",
@@ -352,11 +353,13 @@ def proposal_message(
             tail.append(_reconcile_buttons(proposal))
     reserved = len(shown_in_part(proposal.id))
     fields = preview_fields(proposal)
-    budget = BLOCKS_MAX - 1 - len(verdict) - len(details) - len(tail) - reserved
+    note = preview_note(proposal)
+    budget = BLOCKS_MAX - 1 - len(verdict) - len(details) - len(tail) - len(note) - reserved
     body = [
         *verdict,  # Countersign's own, before anything the agent supplied (the title too)
         header(proposal.preview.title),
         *field_sections(fields, budget=budget),
+        *note,
         *details,
     ]
     if is_clipped([*body, *tail]):
@@ -371,18 +374,29 @@ AT_PREVIEW: Final = "at preview"
 
 def preview_fields(proposal: Proposal) -> list[str]:
     """The preview's fields as section field texts. The preview was read when the proposal was
-    made; once it is decided its facts may no longer hold, so they say so: a label ending in
-    "now" ("Refundable now") reads "at preview" ("Refundable at preview"), and every other
-    label gets "(at preview)"."""
+    made; once it is decided its facts may no longer hold, so a label that says "now"
+    ("Refundable now") reads "at preview" ("Refundable at preview"), and :func:`preview_note`
+    says when the others were read."""
     if proposal.status is Status.PENDING:
         return [field_text(f.label, f.value) for f in proposal.preview.fields]
     return [field_text(_at_preview(f.label), f.value) for f in proposal.preview.fields]
 
 
+def preview_note(proposal: Proposal) -> Blocks:
+    """Under a decided proposal's preview: that its values were read at preview, and when (the
+    state they describe may have changed since). Nothing while it is pending."""
+    if proposal.status is Status.PENDING or not proposal.preview.fields:
+        return []
+    return [
+        context(
+            f"The values above were read {AT_PREVIEW}, {when(proposal.created_at)}; what they"
+            " describe may have changed since."
+        )
+    ]
+
+
 def _at_preview(label: str) -> str:
-    if label.endswith(" now"):
-        return f"{label.removesuffix(' now')} {AT_PREVIEW}"
-    return f"{label} ({AT_PREVIEW})"
+    return f"{label.removesuffix(' now')} {AT_PREVIEW}" if label.endswith(" now") else label
 
 
 def _verdict(proposal: Proposal, now: datetime, agent_acts: bool = False) -> Blocks:

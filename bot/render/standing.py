@@ -39,6 +39,7 @@ from bot.render.proposal import (
     message,
     plain,
     preview_fields,
+    preview_note,
     reference,
     remaining,
     section,
@@ -256,6 +257,7 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
     blocks: Blocks = [
         header(f"Review: {proposal.preview.title}"),
         *field_sections(fields, budget=3),
+        *preview_note(proposal),
         section(
             f"*Approved automatically by* {why}, without asking anyone.\n{why_asked(proposal)}"
         ),

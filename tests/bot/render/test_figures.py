@@ -637,7 +637,9 @@ async def test_once_decided_the_previews_facts_say_they_were_read_at_preview() -
     assert "*Refundable now*\n1,200.00 USD" in asking
     assert "Refundable now" not in decided
     assert decided.count("*Refundable at preview*\n1,200.00 USD") == 2
-    assert "*Customer (at preview)*\ncus_grace" in decided
+    assert decided.count("The values above were read at preview, <!date^") == 2
+    assert "*Customer*\ncus_grace" in decided  # a value the proposal holds reads as it is
+    assert "read at preview" not in asking
 
 
 @pytest.mark.parametrize(

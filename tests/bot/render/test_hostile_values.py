@@ -376,6 +376,8 @@ def builders(text: str) -> dict[object, list[Any]]:
         Formats | None: [None],
         Formats: [{}],
         Callable[[str], Formats] | None: [formats_of],
+        # a decision operation's own words, and an operation's
+        Callable[[str], bool] | None: [lambda _: True, lambda _: False],
         Sequence[AuditEntry]: [trail],
         StateCheck | None: [StateCheck(at=NOW, reason=text)],
         Mapping[str, StateCheck] | None: [
