@@ -70,7 +70,7 @@ class RecordedDecisions:
         self._lease = lease
         self._idle_poll = idle_poll
         self._wake = asyncio.Event()
-        self._round = asyncio.Lock()  #: held while a round leases and applies
+        self._round = asyncio.Lock()  #: held while a round leases
         #: the clicks recorded here, set once applied (their clickers wait ``prompt`` for it)
         self._settled: dict[int, asyncio.Event] = {}
         self._prompt = prompt
@@ -79,6 +79,9 @@ class RecordedDecisions:
         #: clicks leased here whose application the store interrupted: tried again first,
         #: as soon as it answers, not when their lease ends
         self._stranded: list[RecordedClick] = []
+        #: per proposal, the task applying its latest click leased here
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._in_flight = 0  #: clicks leased here and not yet applied
         self._stopped = False
         self.applied = 0  #: clicks applied (or refused and told) by this instance
 
@@ -126,67 +129,87 @@ class RecordedDecisions:
         self._wake.set()
 
     async def stop(self) -> None:
-        """Stop applying once the round under way is done (before the service stops): what
+        """Stop leasing clicks and wait for those under way (before the service stops): what
         is recorded meanwhile waits in the store for the next start, or another instance."""
         self._stopped = True
         self._wake.set()
         async with self._round:
             pass
+        await asyncio.gather(*self._running.values(), return_exceptions=True)
 
     async def run(self) -> None:
         """Apply recorded clicks until cancelled or stopped (those of every instance, after a
         restart too)."""
-        while not self._stopped:
-            self._wake.clear()
-            unanswered = self._watch.unanswered_count
-            try:
-                worked = await self.run_once()
-            except StoreUnavailable as error:  # an outage: said once, not every round
-                self._watch.unanswered(error, where="the click applier")
-                worked = 0
-            except Exception:
-                log.exception("applying recorded clicks failed; trying again shortly")
-                worked = 0
-            else:
-                if self._watch.unanswered_count == unanswered:
-                    self._watch.answered()
-            if worked < self._batch:
+        try:
+            while not self._stopped:
+                self._wake.clear()
+                unanswered = self._watch.unanswered_count
                 try:
+                    await self.run_once()
+                except StoreUnavailable as error:  # an outage: said once, not every round
+                    self._watch.unanswered(error, where="the click applier")
+                except Exception:
+                    log.exception("applying recorded clicks failed; trying again shortly")
+                else:
+                    if self._watch.unanswered_count == unanswered:
+                        self._watch.answered()
+                try:  # a click recorded, or one applied (room for the next)
                     async with asyncio.timeout(self._idle_poll):
                         await self._wake.wait()
                 except TimeoutError:
                     pass
+        finally:
+            for task in self._running.values():
+                task.cancel()
 
     async def run_once(self) -> int:
-        """Lease and apply what is recorded now; how many clicks were leased."""
+        """Lease what is recorded, as many as there is room for (``batch`` under way at once),
+        and start applying each: a proposal's clicks one after the other, in the order they
+        were recorded, different proposals' side by side, none waiting for another proposal's
+        (a slow execution holds up only its own). How many were started."""
         async with self._round:
-            if self._stopped:
+            room = self._batch - self._in_flight
+            if self._stopped or room < 1:
                 return 0
-            stranded, self._stranded = self._stranded, []
+            stranded, self._stranded = self._stranded[:room], self._stranded[room:]
             try:
-                claimed = await self._clicks.claim_clicks(
-                    now=self._clock(), limit=self._batch, lease=self._lease
-                )
+                claimed = []
+                if len(stranded) < room:
+                    claimed = await self._clicks.claim_clicks(
+                        now=self._clock(), limit=room - len(stranded), lease=self._lease
+                    )
             except StoreUnavailable:
-                self._stranded = stranded
+                self._stranded = stranded + self._stranded
                 raise
-            due = stranded + claimed
-            by_proposal: dict[str, list[RecordedClick]] = {}
-            for click in due:  # oldest first
-                by_proposal.setdefault(click.proposal_id, []).append(click)
-            await asyncio.gather(*(self._in_order(clicks) for clicks in by_proposal.values()))
-            return len(due)
+            for click in stranded + claimed:  # oldest first
+                self._start(click)
+            return len(stranded) + len(claimed)
 
-    async def _in_order(self, clicks: list[RecordedClick]) -> None:
-        for n, click in enumerate(clicks):
-            try:
-                await self.apply(click)
-            except StoreUnavailable as error:  # this one and the rest: again once it is back
-                self._watch.unanswered(error, where="the click applier")
-                self._stranded += clicks[n:]
-                return
-            except Exception:  # left leased: applied again when the lease ends
-                log.exception("applying the click %s on %s failed", click.id, click.proposal_id)
+    def _start(self, click: RecordedClick) -> None:
+        earlier = self._running.get(click.proposal_id)
+        self._in_flight += 1
+        task = asyncio.create_task(self._after(earlier, click))
+        self._running[click.proposal_id] = task
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._in_flight -= 1
+            if self._running.get(click.proposal_id) is finished:
+                del self._running[click.proposal_id]
+            self._wake.set()
+
+        task.add_done_callback(done)
+
+    async def _after(self, earlier: asyncio.Task[None] | None, click: RecordedClick) -> None:
+        """Apply ``click`` once the click of its proposal before it is done."""
+        if earlier is not None:
+            await asyncio.wait([earlier])
+        try:
+            await self.apply(click)
+        except StoreUnavailable as error:  # again as soon as it is back, not when its lease ends
+            self._watch.unanswered(error, where="the click applier")
+            self._stranded.append(click)
+        except Exception:  # left leased: applied again when the lease ends
+            log.exception("applying the click %s on %s failed", click.id, click.proposal_id)
 
     async def apply(self, click: RecordedClick) -> None:
         """Apply one recorded click through the decision path, then settle it."""
