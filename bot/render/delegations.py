@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.actions import REVOKE_DELEGATION
-from bot.render.inert import inert
+from bot.render.inert import inert, own
 from bot.render.proposal import Blocks, code, context, remaining, section, when
 from store.delegations import Delegation
 
@@ -21,15 +21,19 @@ def minted_blocks(delegation: Delegation, token: str, *, now: datetime) -> Block
     until = f"{when(delegation.expires_at)} ({remaining(delegation.expires_at, now)})"
     return [
         section(
-            f":key: Agent *{inert(delegation.agent)}* may act for you until {until}. Give it "
-            "this token; Countersign shows it only now and keeps only its hash:"
+            own(
+                f":key: Agent *{inert(delegation.agent)}* may act for you until {until}. Give it "
+                "this token; Countersign shows it only now and keeps only its hash:"
+            )
         ),
-        section(f"```{token}```"),
+        section(own(f"```{token}```")),
         context(
-            "The agent sends it as `Authorization: Bearer <token>`; what it proposes with it "
-            "names you as the person who asked, so you cannot approve it yourself. "
-            f"Revoke it any time: `/countersign revoke-delegation {delegation.id}`, or on your "
-            "Home tab."
+            own(
+                "The agent sends it as `Authorization: Bearer <token>`; what it proposes with it "
+                "names you as the person who asked, so you cannot approve it yourself. "
+                f"Revoke it any time: `/countersign revoke-delegation {delegation.id}`, or on your "
+                "Home tab."
+            )
         ),
     ]
 
@@ -37,7 +41,7 @@ def minted_blocks(delegation: Delegation, token: str, *, now: datetime) -> Block
 def delegation_list_blocks(delegations: Sequence[Delegation], *, now: datetime) -> Blocks:
     """A person's active delegations, each with a Revoke button."""
     if not delegations:
-        return [context("No agent acts for you. `/countersign delegate <agent>` lets one.")]
+        return [context(own("No agent acts for you. `/countersign delegate <agent>` lets one."))]
     blocks: Blocks = []
     for delegation in delegations[:20]:
         text = (
@@ -45,7 +49,7 @@ def delegation_list_blocks(delegations: Sequence[Delegation], *, now: datetime) 
             f"{when(delegation.expires_at)} ({remaining(delegation.expires_at, now)}) · "
             f"{code(delegation.id, 60)}"
         )
-        row: dict[str, Any] = section(text)
+        row: dict[str, Any] = section(own(text))
         row["block_id"] = f"delegation-{delegation.id}"
         row["accessory"] = {
             "type": "button",

@@ -40,7 +40,7 @@ from bot.actions import (
     RECONCILE_SUCCEEDED,
 )
 from bot.render.figures import result_fields, why_asked
-from bot.render.inert import inert
+from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import (
     BLOCKS_MAX,
     CLIPPED,
@@ -134,7 +134,7 @@ def digest_message(digest: Digest, *, now: datetime, formats: Formats | None = N
     agents = sorted({p.agent for p in items})
     whys = sorted({why_asked(p) for p in items})
     if len(whys) > NOTES_SHOWN:
-        whys = [*whys[:NOTES_SHOWN], f"and {len(whys) - NOTES_SHOWN} more reasons"]
+        whys = [*whys[:NOTES_SHOWN], own(f"and {len(whys) - NOTES_SHOWN} more reasons")]
     asked = (
         f"*Requested by* agent{'s' if len(agents) > 1 else ''} "
         f"{', '.join(f'*{inert(a)}*' for a in agents)} for "
@@ -145,9 +145,9 @@ def digest_message(digest: Digest, *, now: datetime, formats: Formats | None = N
     table = compact_table(items, formats or {})
     blocks: Blocks = [
         header(_title(digest)),
-        section("\n".join([*risks, f"*Why you are asked:* {'; '.join(whys)}"])),
-        context(f"{_counts(items)}. Each proposal is checked and executed on its own."),
-        section(asked),
+        section(own("\n".join([*risks, f"*Why you are asked:* {'; '.join(whys)}"]))),
+        context(own(f"{_counts(items)}. Each proposal is checked and executed on its own.")),
+        section(own(asked)),
         section(_common_text(table, pending, now)),
     ]
     budget = _rows_budget(len(blocks), bool(pending))
@@ -256,7 +256,7 @@ def total_text(table: Table, pending: int, items: int) -> str | None:
     return f"*Total {inert(label.lower())}* of {whose}: {shown or 'none'}"
 
 
-def _common_text(table: Table, pending: Sequence[Proposal], now: datetime) -> str:
+def _common_text(table: Table, pending: Sequence[Proposal], now: datetime) -> Mrkdwn:
     lines: list[str] = []
     if table.common:
         lines.append("*Same for every item:*")
@@ -274,7 +274,7 @@ def _common_text(table: Table, pending: Sequence[Proposal], now: datetime) -> st
     if table.same_reason:
         lines.append("_Agent's words (unverified), the same for every item:_")
         lines.append(quote(table.same_reason, 1200))
-    return "\n".join(lines) or "_Every item differs in every field; each line below shows it._"
+    return own("\n".join(lines) or "_Every item differs in every field; each line below shows it._")
 
 
 def _rows_budget(head: int, pending: bool) -> int:
@@ -300,7 +300,7 @@ def _counts(items: Sequence[Proposal]) -> str:
     return ", ".join(f"{n:,} {status}" for status, n in sorted(counts.items()))
 
 
-def _row(n: int, proposal: Proposal, table: Table, now: datetime) -> str:
+def _row(n: int, proposal: Proposal, table: Table, now: datetime) -> Mrkdwn:
     """One item on one line: Countersign's number for it, its short id, the fields that differ
     (bold labels are ours; agent text cannot make bold), its status; what had to be left out
     is marked clipped. The agent's words follow, quoted, unless every item has the same."""
@@ -315,46 +315,46 @@ def _row(n: int, proposal: Proposal, table: Table, now: datetime) -> str:
     line = f"*{n}.* {code(proposal.id[:12], 20)} · " + " · ".join([*cells, _status(proposal, now)])
     if proposal.agent_reason and table.same_reason is None:
         line += "\n_Agent's words (unverified):_\n" + quote(proposal.agent_reason, 200)
-    return line
+    return own(line)
 
 
-def _status(proposal: Proposal, now: datetime) -> str:
+def _status(proposal: Proposal, now: datetime) -> Mrkdwn:
     status = proposal.status
     if status is Status.PENDING:
         progress = ""
         if proposal.quorum > 1:
             progress = f" · {len(counted(proposal))} of {proposal.quorum} approved"
-        return f":hourglass_flowing_sand: Pending{progress}"
+        return own(f":hourglass_flowing_sand: Pending{progress}")
     by = mention(proposal.decided_by)
     if status is Status.REJECTED:
         reason = clip(inert(proposal.decision_note or "(no reason given)"), 200)
-        return f":x: Rejected by {by}: {reason}"
+        return own(f":x: Rejected by {by}: {reason}")
     if status is Status.EXPIRED:
-        return ":hourglass: Expired: nobody decided in time. Nothing was executed."
+        return own(":hourglass: Expired: nobody decided in time. Nothing was executed.")
     if status is Status.CANCELLED:
-        return ":leftwards_arrow_with_hook: Withdrawn by the agent. Nothing was executed."
+        return own(":leftwards_arrow_with_hook: Withdrawn by the agent. Nothing was executed.")
     if status is Status.SUPERSEDED:
-        return f":pencil2: Superseded by an edit of {by}."
+        return own(f":pencil2: Superseded by an edit of {by}.")
     if status is Status.EXECUTING:
-        return f":gear: Approved by {by}, executing…"
+        return own(f":gear: Approved by {by}, executing…")
     approved = f"approved by {by}" if proposal.decided_by else "approved"
-    return f"{_outcome_word(proposal)} ({approved}; details in the thread)"
+    return own(f"{_outcome_word(proposal)} ({approved}; details in the thread)")
 
 
-def _outcome_word(proposal: Proposal) -> str:
+def _outcome_word(proposal: Proposal) -> Mrkdwn:
     if goes_ahead(proposal):
-        return ":white_check_mark: Approved: the agent may go ahead"
+        return own(":white_check_mark: Approved: the agent may go ahead")
     match proposal.outcome:
         case Succeeded():
-            return ":white_check_mark: Succeeded"
+            return own(":white_check_mark: Succeeded")
         case NeedsReconciliation():
-            return ":warning: Outcome unknown: a person must check"
+            return own(":warning: Outcome unknown: a person must check")
         case RevisionRequired():
-            return ":leftwards_arrow_with_hook: Revision required, nothing executed"
+            return own(":leftwards_arrow_with_hook: Revision required, nothing executed")
         case TerminalFailure():
-            return ":x: Failed, the effect did not happen"
+            return own(":x: Failed, the effect did not happen")
         case None:
-            return f"Status: {proposal.status.value}"
+            return own(f"Status: {proposal.status.value}")
 
 
 def _pack(rows: Sequence[str]) -> list[str]:
@@ -374,7 +374,7 @@ def _rows_in_sections(rows: Sequence[str], budget: int) -> Blocks:
     if len(sections) > budget:
         hidden = sum(s.count("\n\n") + 1 for s in sections[budget - 1 :])
         sections = [*sections[: budget - 1], f"_{hidden} more not shown here_ {CLIPPED}"]
-    return [section(text) for text in sections]
+    return [section(own(text)) for text in sections]
 
 
 def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[str, Any]:
@@ -439,12 +439,14 @@ def digest_reply(
     return {"text": text, "blocks": blocks}
 
 
-def _result_line(result: JsonValue, formats: Formats) -> str:
+def _result_line(result: JsonValue, formats: Formats) -> Mrkdwn:
     """An item's result in a line: "Refund re_000001 · Amount 450.00 USD"."""
     if not isinstance(result, dict):
-        return f"Result {code(compact(result), 300)}"
+        return own(f"Result {code(compact(result), 300)}")
     pairs = result_fields(result, formats)
-    return clip(" · ".join(f"{inert(label)} {code(value, 120)}" for label, value in pairs), 600)
+    return own(
+        clip(" · ".join(f"{inert(label)} {code(value, 120)}" for label, value in pairs), 600)
+    )
 
 
 def _reply_line(proposal: Proposal, status: Status, formats: Formats) -> str | None:
@@ -469,10 +471,10 @@ def _reply_line(proposal: Proposal, status: Status, formats: Formats) -> str | N
                 f":warning: *Outcome unknown*: {head}. The effect *may or may not* have happened;"
                 f" find out before anyone retries it.\n{quote(detail, 300)}"
             )
-        case RevisionRequired(reason=reason):
+        case RevisionRequired(reason=why):
             return (
                 f":leftwards_arrow_with_hook: *Revision required*: {head}. Nothing was executed.\n"
-                f"{quote(reason, 500)}"
+                f"{quote(why, 500)}"
             )
         case TerminalFailure(detail=detail):
             return f":x: *Failed*: {head}. The effect did not happen.\n{quote(detail, 300)}"
@@ -506,8 +508,10 @@ def reject_modal(digest: Digest, pending: int) -> dict[str, Any]:
         "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
             section(
-                f"Reject the *{pending}* pending proposals of {code(digest.operation, 200)} in "
-                "this digest. Nothing of them will be executed."
+                own(
+                    f"Reject the *{pending}* pending proposals of {code(digest.operation, 200)} in "
+                    "this digest. Nothing of them will be executed."
+                )
             ),
             _reason_input(optional=False),
         ],
@@ -542,8 +546,10 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
         "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
             section(
-                f"Select pending proposals of {code(digest.operation, 200)}; each one is "
-                "checked and decided on its own."
+                own(
+                    f"Select pending proposals of {code(digest.operation, 200)}; each one is "
+                    "checked and decided on its own."
+                )
             ),
             *groups,
             {
@@ -594,7 +600,7 @@ def _reason_input(*, optional: bool) -> dict[str, Any]:
     }
 
 
-def tally_text(tally: Tally) -> str:
+def tally_text(tally: Tally) -> Mrkdwn:
     """What the clicker alone is told: how many items were decided, and why the others were not."""
     parts = [f"{tally.verb.capitalize()} {tally.done}"]
     if tally.counted:
@@ -610,7 +616,7 @@ def tally_text(tally: Tally) -> str:
     if tally.named:
         for number, title, what in sorted(tally.named):
             text += f"\n• *Item {number}* ({clip(inert(title), 80)}): {inert(what)}"
-        return clip(text, NAMED_TEXT_MAX)
+        return own(clip(text, NAMED_TEXT_MAX))
     for reason, count in tally.refused.most_common(5):
         text += f"\n• {count} refused: {with_times(reason)}"
-    return clip(text, SECTION_MAX)
+    return own(clip(text, SECTION_MAX))

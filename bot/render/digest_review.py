@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.actions import DIGEST_REVIEW_PAGE, DIGEST_REVIEW_VIEW
 from bot.render.digest import compact_table, total_text
 from bot.render.full import proposal_in_full
+from bot.render.inert import Mrkdwn, own
 from bot.render.proposal import MODAL_TITLE_MAX, Blocks, code, plain, section, status_word
 from contracts.formats import Formats
 from store.base import Proposal
@@ -198,7 +199,7 @@ def review_modal(digest: Digest, state: ReviewState, formats: Formats) -> dict[s
     )
     if total is not None:
         head += f"\n{total}"
-    blocks: Blocks = [section(head), *shown.blocks]
+    blocks: Blocks = [section(own(head)), *shown.blocks]
     if len(pages) > 1:
         blocks.append(_pager(page, len(pages)))
     return {
@@ -212,9 +213,9 @@ def review_modal(digest: Digest, state: ReviewState, formats: Formats) -> dict[s
     }
 
 
-def _heading(number: int, proposal: Proposal) -> str:
+def _heading(number: int, proposal: Proposal) -> Mrkdwn:
     state = "" if proposal.status is Status.PENDING else f" · now {status_word(proposal)}"
-    return f"*Item {number}*{state}\n"
+    return own(f"*Item {number}*{state}\n")
 
 
 def _box(place: int, number: int, selected: bool) -> dict[str, Any]:

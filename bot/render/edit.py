@@ -17,7 +17,7 @@ from pydantic import JsonValue
 from bot.actions import EDIT_FIELD_INPUT, EDIT_VIEW
 from bot.edit_form import EditField, EditForm, input_label
 from bot.render.figures import why_asked
-from bot.render.inert import inert
+from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import (
     MODAL_TITLE_MAX,
     Message,
@@ -68,16 +68,14 @@ def edit_modal(
     hints name the field as the request has it and, for money of unknown currency, its unit."""
     shown = formats or {}
     blocks: list[dict[str, Any]] = [
-        section(
-            f"*{inert(proposal.preview.title)}*\n{reference(proposal.id)}"
-        ),
-        context(EDIT_NOTE),
+        section(own(f"*{inert(proposal.preview.title)}*\n{reference(proposal.id)}")),
+        context(own(EDIT_NOTE)),
         *(_input(field, shown, proposal.arguments) for field in form.fields),
     ]
     if form.kept:
         kept = ", ".join(code(name, 100) for name in form.kept[:20])
         more = f" and {len(form.kept) - 20} more" if len(form.kept) > 20 else ""
-        blocks.append(context(f"Kept as they are (too many fields to show): {kept}{more}"))
+        blocks.append(context(own(f"Kept as they are (too many fields to show): {kept}{more}")))
     view: dict[str, Any] = {
         "type": "modal",
         "callback_id": EDIT_VIEW,
@@ -89,7 +87,7 @@ def edit_modal(
     if form.fields:
         view["submit"] = plain("Check and submit", MODAL_TITLE_MAX)
     else:
-        blocks.append(section("This operation's request has no fields to edit."))
+        blocks.append(section(own("This operation's request has no fields to edit.")))
     return view
 
 
@@ -210,37 +208,38 @@ def superseded_reply(
     title = inert(proposal.preview.title)
     blocks = [
         section(
-            f":pencil2: *Superseded*: {mention(proposal.decided_by)} edited this proposal{at}."
-            " This version will not be executed."
+            own(
+                f":pencil2: *Superseded*: {mention(proposal.decided_by)} edited this proposal{at}."
+                " This version will not be executed."
+            )
         )
     ]
     if edit is None:
         shown = code(proposal.superseded_by or "unknown", 60)
-        blocks.append(section(f"The edit is proposal {shown}."))
-        return message(f"Superseded by an edit: {title}", blocks)
+        blocks.append(section(own(f"The edit is proposal {shown}.")))
+        return message(own(f"Superseded by an edit: {title}"), blocks)
     name = f"<{link}|{inert(edit.preview.title)}>" if link else f"*{inert(edit.preview.title)}*"
     blocks.append(
         section(
-            f"The edit, checked and classified again: {name}.\n"
-            f"{_edit_status(proposal, edit)}"
+            own(f"The edit, checked and classified again: {name}.\n{_edit_status(proposal, edit)}")
         )
     )
     changes = request_changes(
         proposal.request, edit.request, formats, arguments=(proposal.arguments, edit.arguments)
     )
     if changes:
-        blocks.append(context(clip("*Changed:* " + "; ".join(changes), _TEXT_MAX)))
-    return message(f"Superseded by an edit: {title}", blocks)
+        blocks.append(context(own(clip("*Changed:* " + "; ".join(changes), _TEXT_MAX))))
+    return message(own(f"Superseded by an edit: {title}"), blocks)
 
 
-def _edit_status(proposal: Proposal, edit: Proposal) -> str:
+def _edit_status(proposal: Proposal, edit: Proposal) -> Mrkdwn:
     if edit.status is Status.DENIED:
-        return f":no_entry: The policy denied it: {why_asked(edit)}"
+        return own(f":no_entry: The policy denied it: {why_asked(edit)}")
     if edit.decision == "auto":
         rule = f" (rule {code(edit.rule_id, 120)})" if edit.rule_id else ""
-        return f":white_check_mark: The policy approved it automatically{rule}."
+        return own(f":white_check_mark: The policy approved it automatically{rule}.")
     if edit.status is Status.PENDING:
         elsewhere = edit.channel and edit.channel != proposal.channel
         where = f" in <#{edit.channel}>" if elsewhere else ""
-        return f":hourglass_flowing_sand: It waits for a decision{where}."
-    return f"It is now {edit.status.value.replace('_', ' ')}."
+        return own(f":hourglass_flowing_sand: It waits for a decision{where}.")
+    return own(f"It is now {edit.status.value.replace('_', ' ')}.")

@@ -19,7 +19,7 @@ from bot.actions import (
     ESCALATION_TAKE,
     NOTE_INPUT,
 )
-from bot.render.inert import inert
+from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import (
     BLOCKS_MAX,
     MODAL_TITLE_MAX,
@@ -71,12 +71,12 @@ def escalation_message(escalation: Escalation, *, handed_back_by: str | None = N
     blocks: Blocks = [
         header(title),
         # Countersign's verdict in a block of its own, before any of the agent's text
-        section(f"*Why Countersign escalated it:* {why_escalated(escalation)}"),
+        section(own(f"*Why Countersign escalated it:* {why_escalated(escalation)}")),
         section(_who(escalation)),
         *_report(escalation),
         context(
-            f"Signals as measured by the agent: {_signals(escalation.trigger.signals)}",
-            f"Escalation {code(escalation.id, 60)} · opened {when(escalation.created_at)}",
+            own(f"Signals as measured by the agent: {_signals(escalation.trigger.signals)}"),
+            own(f"Escalation {code(escalation.id, 60)} · opened {when(escalation.created_at)}"),
         ),
         {"type": "divider"},
         section(_state_line(escalation, handed_back_by=handed_back_by)),
@@ -84,17 +84,17 @@ def escalation_message(escalation: Escalation, *, handed_back_by: str | None = N
     buttons = _buttons(escalation)
     if buttons is not None:
         blocks.append(buttons)
-    return message(f"{_status_word(escalation)}: {inert(title)}", blocks[:BLOCKS_MAX])
+    return message(own(f"{_status_word(escalation)}: {inert(title)}"), blocks[:BLOCKS_MAX])
 
 
-def why_escalated(escalation: Escalation) -> str:
+def why_escalated(escalation: Escalation) -> Mrkdwn:
     """Countersign's reading of the trigger. Its note holds no agent value (the error codes
     show apart, with the signals the agent measured), but one stored before that rule quotes
     an error code inside it: so the note is made inert too."""
     return inert(escalation.verdict.note)
 
 
-def _who(escalation: Escalation) -> str:
+def _who(escalation: Escalation) -> Mrkdwn:
     parts = [
         f"Agent *{inert(escalation.agent)}*",
         f"conversation {code(escalation.conversation_id, 120)}",
@@ -105,7 +105,7 @@ def _who(escalation: Escalation) -> str:
         parts.append(f"customer {code(escalation.customer_ref, 120)}")
     if escalation.team is not None:
         parts.append(f"team {code(escalation.team, 60)}")
-    return " · ".join(parts)
+    return own(" · ".join(parts))
 
 
 def _report(escalation: Escalation) -> Blocks:
@@ -113,34 +113,36 @@ def _report(escalation: Escalation) -> Blocks:
     summary = escalation.summary
     blocks: Blocks = [
         section(
-            "*The agent's report (unverified)* _in the agent's own words:_\n"
-            f"*Goal*\n{quote(summary.goal, 1000)}\n"
-            f"*Blocked on*\n{quote(summary.blocked_on, 1000)}"
+            own(
+                "*The agent's report (unverified)* _in the agent's own words:_\n"
+                f"*Goal*\n{quote(summary.goal, 1000)}\n"
+                f"*Blocked on*\n{quote(summary.blocked_on, 1000)}"
+            )
         )
     ]
     if summary.steps_done:
         steps = "\n".join(
             f"{n}. {clip(inert(step), 300)}" for n, step in enumerate(summary.steps_done, 1)
         )
-        blocks.append(section(f"*Steps done (agent's words)*\n{_quote_lines(steps)}"))
+        blocks.append(section(own(f"*Steps done (agent's words)*\n{_quote_lines(steps)}")))
     if summary.tool_results:
         results = "\n".join(
             f"{code(result.tool, 100)}: {clip(inert(result.result_summary), 400)}"
             for result in summary.tool_results
         )
-        blocks.append(section(f"*Tool results (agent's words)*\n{_quote_lines(results)}"))
+        blocks.append(section(own(f"*Tool results (agent's words)*\n{_quote_lines(results)}")))
     words = escalation.trigger.signals.customer_quote
     if words is not None:
         blocks.append(
-            section("*The customer's words, as the agent reports them*\n" + quote(words, 1000))
+            section(own("*The customer's words, as the agent reports them*\n" + quote(words, 1000)))
         )
     return blocks
 
 
-def _quote_lines(escaped: str) -> str:
+def _quote_lines(escaped: str) -> Mrkdwn:
     """Already-escaped lines as a block quote, clipped to fit a section."""
     lines = clip(escaped, SECTION_MAX - 200).splitlines() or [""]
-    return "\n".join(f">{line}" for line in lines)
+    return own("\n".join(f">{line}" for line in lines))
 
 
 #: How each signal reads, in the order shown.
@@ -154,19 +156,19 @@ _SIGNAL_LABELS: Final = {
 }
 
 
-def _signals(signals: Signals) -> str:
+def _signals(signals: Signals) -> Mrkdwn:
     """ "Failed turns `4` · Error codes `E500, E500`": each measured signal under its label, its
     values (the agent's) in code spans."""
     measured = signals.model_dump(exclude_defaults=True, exclude={"customer_quote"}, mode="json")
     if not measured:
-        return "none"
+        return own("none")
     parts = []
     for name, value in measured.items():
         values = value if isinstance(value, list) else [value]
         shown = ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
         label = _SIGNAL_LABELS.get(name, name.replace("_", " ").capitalize())
         parts.append(f"{label} {code(shown, 200)}")
-    return " · ".join(parts)  # six signals at most: well within a context element
+    return own(" · ".join(parts))  # six signals at most: well within a context element
 
 
 def _status_word(escalation: Escalation) -> str:
@@ -178,18 +180,18 @@ def _status_word(escalation: Escalation) -> str:
     }[escalation.status]
 
 
-def _state_line(escalation: Escalation, *, handed_back_by: str | None) -> str:
+def _state_line(escalation: Escalation, *, handed_back_by: str | None) -> Mrkdwn:
     status = escalation.status
     if status is EscalationStatus.OPEN:
-        return ":bell: *Nobody has taken it yet.* The agent keeps the conversation meanwhile."
+        return own(":bell: *Nobody has taken it yet.* The agent keeps the conversation meanwhile.")
     if status is EscalationStatus.TAKEN:
-        return (
+        return own(
             f":raising_hand: *Taken by {mention(escalation.owner)}.* The agent has been told to "
             "stop replying."
         )
     if status is EscalationStatus.HANDED_BACK:
         note = quote(escalation.note or "(no note)", 1000)
-        return (
+        return own(
             f":leftwards_arrow_with_hook: *Handed back to the agent* by "
             f"{mention(handed_back_by)}, with this note:\n{note}"
         )
@@ -197,7 +199,7 @@ def _state_line(escalation: Escalation, *, handed_back_by: str | None) -> str:
     line = f":white_check_mark: *Resolved* by {mention(escalation.resolved_by)}{at}."
     if escalation.note:
         line += f"\n{quote(escalation.note, 1000)}"
-    return line
+    return own(line)
 
 
 def _buttons(escalation: Escalation) -> dict[str, Any] | None:
@@ -223,7 +225,7 @@ def _buttons(escalation: Escalation) -> dict[str, Any] | None:
 def escalation_reply(escalation: Escalation, *, handed_back_by: str | None = None) -> Message:
     """The thread reply for the status the escalation just entered."""
     line = _state_line(escalation, handed_back_by=handed_back_by)
-    return message(f"{_status_word(escalation)}: escalation {escalation.id}", [section(line)])
+    return message(own(f"{_status_word(escalation)}: escalation {escalation.id}"), [section(line)])
 
 
 def reannouncement_reply(escalation: Escalation) -> Message:
@@ -231,12 +233,14 @@ def reannouncement_reply(escalation: Escalation) -> Message:
     channel (``@here``): however many escalations an agent opens, each pages people once."""
     here = "<!here> " if escalation.reannouncements == 1 else ""
     return message(
-        "Still waiting for someone to take this escalation",
+        own("Still waiting for someone to take this escalation"),
         [
             section(
-                f"{here}:bell: *Still waiting for someone to take this escalation* "
-                f"(open since {when(escalation.created_at)}; reminder "
-                f"{escalation.reannouncements})."
+                own(
+                    f"{here}:bell: *Still waiting for someone to take this escalation* "
+                    f"(open since {when(escalation.created_at)}; reminder "
+                    f"{escalation.reannouncements})."
+                )
             )
         ],
     )
@@ -245,16 +249,18 @@ def reannouncement_reply(escalation: Escalation) -> Message:
 # --- private answers and the hand-back modal -----------------------------------------------------
 
 
-def escalation_refusal_text(escalation: Escalation | None, reason: str) -> str:
+def escalation_refusal_text(escalation: Escalation | None, reason: str) -> Mrkdwn:
     """What a clicker sees, only to them, when their click changed nothing."""
     if escalation is not None and escalation.status is EscalationStatus.RESOLVED:
         who = mention(escalation.resolved_by)
-        return f":no_entry_sign: This escalation was already resolved by {who}."
+        return own(f":no_entry_sign: This escalation was already resolved by {who}.")
     owner = escalation.owner if escalation is not None else None
     if owner is not None and reason.startswith(owner):  # "U123 has already taken it"
         rest = reason.removeprefix(owner).strip()
-        return clip(f":no_entry_sign: {mention(owner)} {with_times(rest)}.", SECTION_MAX)
-    return clip(f":no_entry_sign: Countersign did not do that: {with_times(reason)}", SECTION_MAX)
+        return own(clip(f":no_entry_sign: {mention(owner)} {with_times(rest)}.", SECTION_MAX))
+    return own(
+        clip(f":no_entry_sign: Countersign did not do that: {with_times(reason)}", SECTION_MAX)
+    )
 
 
 def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
@@ -268,8 +274,10 @@ def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
         "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
             section(
-                f"Conversation {code(escalation.conversation_id, 120)} goes back to agent "
-                f"*{inert(escalation.agent)}*."
+                own(
+                    f"Conversation {code(escalation.conversation_id, 120)} goes back to agent "
+                    f"*{inert(escalation.agent)}*."
+                )
             ),
             {
                 "type": "input",

@@ -13,7 +13,7 @@ from typing import Final
 
 from pydantic import JsonValue
 
-from bot.render.inert import inert
+from bot.render.inert import Mrkdwn, inert, own
 from contracts.formats import Formats, field_label, show_value
 from store.base import Proposal
 
@@ -30,15 +30,15 @@ _STANDING_NOTE: Final = re.compile(
 )
 
 
-def when(moment: datetime) -> str:
+def when(moment: datetime) -> Mrkdwn:
     """A moment as Slack shows it in the reader's own time zone: "today at 13:42", "Mar 14,
     2031 at 09:05" (a ``<!date^…>`` token; where Slack cannot, "2031-03-14 13:42 UTC"). It
     reads as a time of its own: write "expires {when}", never "at {when}"."""
     fallback = f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
-    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
+    return own(f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>")
 
 
-def why_asked(proposal: Proposal) -> str:
+def why_asked(proposal: Proposal) -> Mrkdwn:
     """The policy's reason in a line: "Amount 450.00 USD ≤ 2,000.00 USD limit of rule
     *refunds*". The note was written by the policy when the proposal was classified, in the
     operation's terms; it may quote argument values, so it is shown inert. A call a standing
@@ -57,20 +57,22 @@ def why_asked(proposal: Proposal) -> str:
             f"a standing rule granted by <@{granter}> until {when(datetime.fromisoformat(until))}"
         )
         rest = proposal.model_copy(update={"policy_note": note[standing.end() :]})
-        return f"{granted}: {why_asked(rest)}"
+        return own(f"{granted}: {why_asked(rest)}")
     if rule is None:
         return inert(note)
     named = f"rule *{inert(rule[:120])}*"
     prefix = f"rule {rule!r}"
     if note.startswith(f"{prefix}: "):
         clauses = inert(note[len(prefix) + 2 :])
-        return f"{clauses} of {named}" if clauses.endswith(" limit") else f"{clauses} ({named})"
+        return own(
+            f"{clauses} of {named}" if clauses.endswith(" limit") else f"{clauses} ({named})"
+        )
     if note.startswith(f"{prefix} matches every "):  # a rule without conditions
         done = "runs without asking" if proposal.decision == "auto" else "is asked for"
-        return f"every request of this kind {done} ({named})"
+        return own(f"every request of this kind {done} ({named})")
     if note.startswith(f"{prefix} "):
-        return f"{named} {inert(note[len(prefix) + 1 :])}"
-    return f"{inert(note)} ({named})"
+        return own(f"{named} {inert(note[len(prefix) + 1 :])}")
+    return own(f"{inert(note)} ({named})")
 
 
 def changed_fields(

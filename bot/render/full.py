@@ -21,7 +21,7 @@ from typing import Any, Final
 from pydantic import JsonValue
 
 from bot.actions import SHOW_FULL_VIEW
-from bot.render.inert import inert, inert_plain
+from bot.render.inert import inert, inert_plain, own
 from bot.render.proposal import (
     MODAL_TITLE_MAX,
     RISK_LABELS,
@@ -69,8 +69,10 @@ def full_views(
             left = [p.id for p in proposals[number - 1 :]]
             blocks.append(
                 section(
-                    f"*{len(left)} more proposals do not fit here.* See each with "
-                    f"`/countersign show <id>`: {', '.join(code(i, 60) for i in left[:20])}"
+                    own(
+                        f"*{len(left)} more proposals do not fit here.* See each with "
+                        f"`/countersign show <id>`: {', '.join(code(i, 60) for i in left[:20])}"
+                    )
                 )
             )
             break
@@ -104,9 +106,11 @@ def _proposal_blocks(
         heading = f"*{number}.* " if number is not None else ""
     ours: Blocks = [
         section(
-            f"{heading}{RISK_LABELS[proposal.risk]}\n"
-            f"Agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)} · "
-            f"{reference(proposal.id)}"
+            own(
+                f"{heading}{RISK_LABELS[proposal.risk]}\n"
+                f"Agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)} · "
+                f"{reference(proposal.id)}"
+            )
         )
     ]
     preview = [("Title", proposal.preview.title)]
@@ -138,8 +142,10 @@ def _proposal_blocks(
         values = [
             *values[: room - 1],
             section(
-                "*Too long for one modal*: the rest is left out here. The binding hash above "
-                "covers every argument."
+                own(
+                    "*Too long for one modal*: the rest is left out here. The binding hash above "
+                    "covers every argument."
+                )
             ),
         ]
     return [*ours, *values, {"type": "divider"}]

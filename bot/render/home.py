@@ -24,7 +24,7 @@ from bot.actions import ESCALATION_HAND_BACK, ESCALATION_RESOLVE, SHOW_FULL
 from bot.render.delegations import delegation_list_blocks
 from bot.render.escalation import why_escalated
 from bot.render.figures import why_asked
-from bot.render.inert import inert
+from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import (
     BLOCKS_MAX,
     CLIPPED,
@@ -121,7 +121,7 @@ def home_view(
     ``agent_acts_of`` whether the agent carries out an operation itself (a decision)."""
     blocks: Blocks = []
     if notice:
-        blocks += [section(clip(notice, SECTION_MAX)), {"type": "divider"}]
+        blocks += [section(own(clip(notice, SECTION_MAX))), {"type": "divider"}]
     blocks += [
         header("Waiting for your decision"),
         *waiting_blocks(
@@ -158,7 +158,7 @@ def waiting_blocks(
     the page: bot/slack/waiting_page.py), the page comes grouped by agent, each group saying how
     many more of that agent's are pending, and a last line counts the other agents'."""
     if not waiting and not beyond:
-        return [context("Nothing waits for you. :tada:")]
+        return [context(own("Nothing waits for you. :tada:"))]
     blocks: Blocks = []
     group: str | None = None
     for proposal in waiting[:WAITING_SHOWN]:
@@ -168,7 +168,7 @@ def waiting_blocks(
         fields = [field_text(f.label, f.value) for f in proposal.preview.fields[:KEY_FIELDS]]
         more = len(proposal.preview.fields) - KEY_FIELDS
         if more > 0:
-            fields.append(f"_{more} more field{'s' if more > 1 else ''}_ {CLIPPED}")
+            fields.append(own(f"_{more} more field{'s' if more > 1 else ''}_ {CLIPPED}"))
         expiry = (
             f":hourglass_flowing_sand: Expires {when(proposal.expires_at)} "
             f"({remaining(proposal.expires_at, now)})"
@@ -187,7 +187,7 @@ def waiting_blocks(
         checked = (current or {}).get(proposal.id)
         if checked is not None:
             lines.append(state_line(checked))
-        verdict = section("\n".join(lines))
+        verdict = section(own("\n".join(lines)))
         # then the title, who edited it and what changed, and the agent's explanation: each
         # part clipped to its own share of the section
         earlier = (previous or {}).get(proposal.id)
@@ -213,38 +213,38 @@ def waiting_blocks(
         if is_clipped([verdict, row]):
             actions["elements"].append(_show_full_button(proposal.id))
         line = f"{asked} · {code(short_id(proposal.id), 20)}"
-        blocks += [verdict, row, context(line), actions, {"type": "divider"}]
+        blocks += [verdict, row, context(own(line)), actions, {"type": "divider"}]
     if beyond is not None:
         return blocks + _beyond_lines(waiting[:WAITING_SHOWN], beyond)
     hidden = len(waiting) - WAITING_SHOWN
     if hidden > 0:
         blocks.append(
-            context(f"{hidden} more not shown; the riskiest and soonest to expire come first.")
+            context(own(f"{hidden} more not shown; the riskiest and soonest to expire come first."))
         )
     return blocks
 
 
-def state_line(checked: StateCheck) -> str:
+def state_line(checked: StateCheck) -> Mrkdwn:
     """What the operation's revalidation found, and when: the reason is the operation's (or its
     target's) words, so it is shown inert."""
     at = f"checked {when(checked.at)}"
     if checked.failed:
         why = inert(clip(checked.reason or "no answer", STATE_SHOWN))
-        return (
+        return own(
             f":grey_question: *Current state:* could not be checked ({why}; {at}). It is checked "
             "again before anything runs."
         )
     if checked.reason is None:
-        return f":mag: *Current state:* unchanged since the preview ({at})."
-    return (
+        return own(f":mag: *Current state:* unchanged since the preview ({at}).")
+    return own(
         f":warning: *Current state has changed:* {inert(clip(checked.reason, STATE_SHOWN))} "
         f"({at}). Approved now, it would stop before executing and be sent back for revision."
     )
 
 
-def _group_line(agent: str, more: int) -> str:
+def _group_line(agent: str, more: int) -> Mrkdwn:
     line = f":robot_face: From agent *{inert(agent)}*"
-    return line + (f" · and {more} more pending from this agent, not shown" if more else "")
+    return own(line + (f" · and {more} more pending from this agent, not shown" if more else ""))
 
 
 def _beyond_lines(shown: Sequence[Proposal], beyond: Mapping[str, int]) -> Blocks:
@@ -266,7 +266,7 @@ def _beyond_lines(shown: Sequence[Proposal], beyond: Mapping[str, int]) -> Block
             f"{total} more pending beyond this page. Each agent gets a share of the page, "
             "its riskiest and soonest to expire first."
         )
-    return [context(" ".join(lines))] if lines else []
+    return [context(own(" ".join(lines)))] if lines else []
 
 
 def _show_full_button(proposal_id: str) -> dict[str, Any]:
@@ -276,15 +276,17 @@ def _show_full_button(proposal_id: str) -> dict[str, Any]:
 
 def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
     if not owned:
-        return [context("You own no escalations.")]
+        return [context(own("You own no escalations."))]
     blocks: Blocks = []
     for escalation in owned[:10]:
         goal = clip(inert(escalation.summary.goal), 300)
-        blocks.append(section(f"*Why Countersign escalated it:* {why_escalated(escalation)}"))
+        blocks.append(section(own(f"*Why Countersign escalated it:* {why_escalated(escalation)}")))
         blocks.append(
             section(
-                f"*Conversation {code(escalation.conversation_id, 120)}* from agent "
-                f"*{inert(escalation.agent)}*\n_The agent's words:_ {goal}"
+                own(
+                    f"*Conversation {code(escalation.conversation_id, 120)}* from agent "
+                    f"*{inert(escalation.agent)}*\n_The agent's words:_ {goal}"
+                )
             )
         )
         blocks.append(
@@ -302,13 +304,13 @@ def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
 
 def _decision_blocks(decisions: Sequence[Proposal]) -> Blocks:
     if not decisions:
-        return [context("You have decided nothing yet.")]
+        return [context(own("You have decided nothing yet."))]
     lines = [
         f"• {status_word(p)}: {clip(inert(p.preview.title), 150)}"
         + (f" ({when(p.decided_at)})" if p.decided_at is not None else "")
         for p in decisions
     ]
-    return [section("\n".join(lines))]
+    return [section(own("\n".join(lines)))]
 
 
 # --- /countersign -------------------------------------------------------------------------------
@@ -338,14 +340,17 @@ def proposal_detail_blocks(
     verdict += [status, *([progress] if progress else [])]
     if current is not None:
         verdict.append(state_line(current))
-    blocks: Blocks = [section("\n".join(verdict)), header(proposal.preview.title)]
+    blocks: Blocks = [section(own("\n".join(verdict))), header(proposal.preview.title)]
     fields = preview_fields(proposal)
     blocks += field_sections(fields, budget=3)
     blocks += preview_note(proposal)
     blocks += edit_blocks(proposal, previous, formats)
     blocks.append(
         section(
-            f"*Requested by* agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)}"
+            own(
+                f"*Requested by* agent *{inert(proposal.agent)}* for "
+                f"{mention(proposal.requested_by)}"
+            )
         )
     )
     if proposal.agent_reason:
@@ -356,28 +361,30 @@ def proposal_detail_blocks(
         f"`{entry.seq}` {when(entry.at)} {code(entry.event, 60)} by {_actor(entry.actor)}"
         for entry in trail[-25:]
     ]
-    blocks.append(section("*Audit trail*\n" + ("\n".join(lines) or "_empty_")))
+    blocks.append(section(own("*Audit trail*\n" + ("\n".join(lines) or "_empty_"))))
     blocks.append(context(reference(proposal.id)))
     return blocks[:BLOCKS_MAX]
 
 
-def _actor(actor: str) -> str:
+def _actor(actor: str) -> Mrkdwn:
     return mention(actor) if actor[:1] in ("U", "W") and actor.isupper() else inert(actor)
 
 
 def help_blocks() -> Blocks:
     return [
         section(
-            "*/countersign* shows what waits for you, only to you:\n"
-            "• `/countersign list`: the proposals you may decide, riskiest first, then "
-            "soonest expiry\n"
-            "• `/countersign show <id>`: a proposal's preview, status and audit trail\n"
-            "• `/countersign standing`: the active standing rules, to revoke (admins only)\n"
-            "• `/countersign delegate <agent> [for 8h]`: let an agent act for you for a while "
-            "(a token shown once); `/countersign delegations` lists them, "
-            "`/countersign revoke-delegation <id>` revokes one\n"
-            "• `/countersign help`: this help\n"
-            "Your Home tab in the Countersign app shows the same list, your escalations and "
-            "your recent decisions."
+            own(
+                "*/countersign* shows what waits for you, only to you:\n"
+                "• `/countersign list`: the proposals you may decide, riskiest first, then "
+                "soonest expiry\n"
+                "• `/countersign show <id>`: a proposal's preview, status and audit trail\n"
+                "• `/countersign standing`: the active standing rules, to revoke (admins only)\n"
+                "• `/countersign delegate <agent> [for 8h]`: let an agent act for you for a while "
+                "(a token shown once); `/countersign delegations` lists them, "
+                "`/countersign revoke-delegation <id>` revokes one\n"
+                "• `/countersign help`: this help\n"
+                "Your Home tab in the Countersign app shows the same list, your escalations and "
+                "your recent decisions."
+            )
         )
     ]

@@ -25,6 +25,13 @@ emoji characters          shown as their code too (``\\U0001f534``): Countersign
                           begin with emoji (the risk class, "Approved by"), agent text cannot
 ========================  ====================================================================
 
+Agent text is a type: a Block Kit mrkdwn text takes a :class:`Mrkdwn`, which only
+:func:`inert` and :func:`inert_quote` make out of an agent's text and only :func:`own` makes out
+of Countersign's words, so ``mypy --strict`` rejects a renderer that hands a plain ``str`` (what
+an agent wrote, or anything built from it) to Slack. What ``own()`` is given is read by a test
+for agent-fed values that did not pass through here (tests/bot/render/test_agent_text_static.py),
+and every renderer is walked with hostile values (tests/bot/render/test_hostile_values.py).
+
 Countersign's own lines are made of what agent text can no longer produce (bold labels, emoji,
 mentions of people, Slack date tokens), and are rendered in their own blocks; agent text appears
 only in its labelled place. Multi-line agent text is shown as a block quote whose every line is
@@ -47,9 +54,11 @@ __all__ = [
     "LINE_BREAK",
     "MARKERS",
     "SHORTCODE",
+    "Mrkdwn",
     "inert",
     "inert_plain",
     "inert_quote",
+    "own",
     "visible",
 ]
 
@@ -101,6 +110,22 @@ def _code_point(char: str) -> str:
     return f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
 
 
+class Mrkdwn(str):
+    """Slack mrkdwn that is safe to send: Countersign's own words (:func:`own`) or an agent's
+    made inert (:func:`inert`, :func:`inert_quote`). Block Kit's mrkdwn builders take only this
+    type, so ``mypy --strict`` rejects agent text (a plain ``str``) where Slack text is
+    expected: it gets there only through the inert renderer."""
+
+    __slots__ = ()
+
+
+def own(text: str) -> Mrkdwn:
+    """Countersign's own words as Slack text. Whatever an agent wrote that they hold must have
+    been made inert first (tests/bot/render/test_agent_text_static.py reads every renderer for
+    an agent-fed value reaching Slack text any other way)."""
+    return Mrkdwn(text)
+
+
 def visible(text: str) -> str:
     """``text`` on one line with every line break shown as ``⏎`` and every control,
     bidirectional, zero-width or otherwise invisible character, every space other than U+0020
@@ -117,7 +142,7 @@ def inert_plain(text: str) -> str:
     return visible(text)
 
 
-def inert(text: str) -> str:
+def inert(text: str) -> Mrkdwn:
     """``text`` for a mrkdwn object: one line that Slack shows as written, with no formatting,
     emoji, mention, link, quote or invisible character it could interpret (see the table above).
     """
@@ -130,14 +155,14 @@ def inert(text: str) -> str:
     stripped = text.lstrip(" ")
     if stripped.startswith("&gt;"):
         text = text[: len(text) - len(stripped)] + _QUOTE_MARK + stripped[len("&gt;") :]
-    return text
+    return Mrkdwn(text)
 
 
-def inert_quote(text: str) -> str:
+def inert_quote(text: str) -> Mrkdwn:
     """Multi-line ``text`` as a block quote for mrkdwn: each of its lines made :func:`inert`
     and marked ``>``, so none of them can pose as a line of Countersign's."""
     lines = _LINE_BREAKS.split(text.strip()) or [""]
-    return "\n".join(f">{inert(line)}" for line in lines)
+    return Mrkdwn("\n".join(f">{inert(line)}" for line in lines))
 
 
 def _neutral_markers(text: str) -> str:

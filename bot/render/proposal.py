@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from pydantic import JsonValue
 
@@ -33,7 +33,7 @@ from bot.actions import (
     SHOW_FULL,
 )
 from bot.render.figures import changed_fields, result_fields, when, why_asked
-from bot.render.inert import inert, inert_plain, inert_quote
+from bot.render.inert import Mrkdwn, inert, inert_plain, inert_quote, own
 from contracts.base import Risk
 from contracts.durations import spoken_duration
 from contracts.formats import Formats
@@ -136,8 +136,13 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+@overload
+def clip(text: Mrkdwn, limit: int) -> Mrkdwn: ...
+@overload
+def clip(text: str, limit: int) -> str: ...
 def clip(text: str, limit: int) -> str:
-    """``text`` if it fits in ``limit`` characters; otherwise cut, ending with :data:`CLIPPED`.
+    """``text`` if it fits in ``limit`` characters; otherwise cut, ending with :data:`CLIPPED`
+    (Slack text stays Slack text: a cut adds nothing of anyone's).
 
     The cut never ends inside an escape (``&amp;``) or a Slack token (``<@U123>``).
     """
@@ -150,7 +155,7 @@ def clip(text: str, limit: int) -> str:
     bracket = cut.rfind("<")
     if bracket != -1 and ">" not in cut[bracket:]:
         cut = cut[:bracket]
-    return cut + CLIPPED
+    return own(cut + CLIPPED) if isinstance(text, Mrkdwn) else cut + CLIPPED
 
 
 def _clip_plain(text: str, limit: int) -> str:
@@ -158,27 +163,28 @@ def _clip_plain(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - len(CLIPPED)] + CLIPPED
 
 
-def code(value: str, limit: int) -> str:
+def code(value: str, limit: int) -> Mrkdwn:
     """``value`` as inline code on one line, made inert (backticks become look-alikes, so it
     cannot break out)."""
-    return f"`{clip(inert(value), limit - 2)}`"
+    return own(f"`{clip(inert(value), limit - 2)}`")
 
 
-def _code_block(value: str, limit: int) -> str:
+def _code_block(value: str, limit: int) -> Mrkdwn:
     inner = "\n".join(inert(line) for line in value.splitlines()) or " "
-    return f"```\n{clip(inner, limit - 8)}\n```"
+    return own(f"```\n{clip(inner, limit - 8)}\n```")
 
 
-def quote(value: str, limit: int) -> str:
+def quote(value: str, limit: int) -> Mrkdwn:
     """Someone else's words as a block quote, every line marked and inert, so they cannot pose
     as ours."""
     return clip(inert_quote(value), limit)
 
 
-def mention(user_id: str | None) -> str:
+def mention(user_id: str | None) -> Mrkdwn:
+    """A Slack user id as a mention (a person Slack names); anything else as inert code."""
     if user_id is None:
-        return "someone"
-    return f"<@{user_id}>" if _USER_ID.match(user_id) else code(user_id, 60)
+        return own("someone")
+    return own(f"<@{user_id}>") if _USER_ID.match(user_id) else code(user_id, 60)
 
 
 def span(seconds: float) -> str:
@@ -195,16 +201,16 @@ def short_id(proposal_id: str) -> str:
     return proposal_id if len(proposal_id) <= 12 else proposal_id[:12]
 
 
-def reference(proposal_id: str) -> str:
+def reference(proposal_id: str) -> Mrkdwn:
     """The one short reference a person quotes to find a proposal (``/countersign show``, the
     audit log, a target's logs, whose correlation ids start with it)."""
-    return f"Reference {code(proposal_id, 60)}"
+    return own(f"Reference {code(proposal_id, 60)}")
 
 
 # --- block helpers --------------------------------------------------------------------------------
 
 
-def _mrkdwn(text: str, limit: int = SECTION_MAX) -> dict[str, Any]:
+def _mrkdwn(text: Mrkdwn, limit: int = SECTION_MAX) -> dict[str, Any]:
     return {"type": "mrkdwn", "text": clip(text, limit), "verbatim": True}
 
 
@@ -231,11 +237,11 @@ def button(action_id: str, text: str, value: str, style: str | None = None) -> d
     return element
 
 
-def section(text: str) -> dict[str, Any]:
+def section(text: Mrkdwn) -> dict[str, Any]:
     return {"type": "section", "text": _mrkdwn(text)}
 
 
-def context(*texts: str) -> dict[str, Any]:
+def context(*texts: Mrkdwn) -> dict[str, Any]:
     return {"type": "context", "elements": [_mrkdwn(text, FIELD_MAX) for text in texts]}
 
 
@@ -243,9 +249,9 @@ def header(title: str) -> dict[str, Any]:
     return {"type": "header", "text": said(title or "(untitled)", HEADER_MAX)}
 
 
-def field_text(label: str, value: str) -> str:
+def field_text(label: str, value: str) -> Mrkdwn:
     shown_label = clip(inert(label), 200)
-    return f"*{shown_label}*\n{clip(inert(value) or ' ', FIELD_MAX - len(shown_label) - 3)}"
+    return own(f"*{shown_label}*\n{clip(inert(value) or ' ', FIELD_MAX - len(shown_label) - 3)}")
 
 
 def is_clipped(blocks: Blocks) -> bool:
@@ -260,9 +266,11 @@ def shown_in_part(
     """The note that a message is shown in part, and the button that shows all of it."""
     return [
         context(
-            f":scissors: *Shown in part*: {what} are longer than Slack shows in a message and"
-            " are cut where marked. *Show full* shows every value in full, exactly as it will"
-            " be used."
+            own(
+                f":scissors: *Shown in part*: {what} are longer than Slack shows in a message and"
+                " are cut where marked. *Show full* shows every value in full, exactly as it will"
+                " be used."
+            )
         ),
         {
             "type": "actions",
@@ -279,13 +287,13 @@ def shown_in_part(
     ]
 
 
-def field_sections(texts: Sequence[str], *, budget: int) -> Blocks:
+def field_sections(texts: Sequence[Mrkdwn], *, budget: int) -> Blocks:
     """``texts`` as section fields, ten to a section, in at most ``budget`` sections."""
     texts = list(texts)
     capacity = max(budget, 1) * FIELDS_PER_SECTION
     if len(texts) > capacity:
         hidden = len(texts) - capacity + 1
-        texts = [*texts[: capacity - 1], f"_{hidden} more not shown_ {CLIPPED}"]
+        texts = [*texts[: capacity - 1], own(f"_{hidden} more not shown_ {CLIPPED}")]
     return [
         {
             "type": "section",
@@ -297,7 +305,7 @@ def field_sections(texts: Sequence[str], *, budget: int) -> Blocks:
     ]
 
 
-def message(text: str, blocks: Blocks) -> Message:
+def message(text: Mrkdwn, blocks: Blocks) -> Message:
     return {"text": clip(text, FALLBACK_MAX), "blocks": blocks[:BLOCKS_MAX]}
 
 
@@ -334,7 +342,7 @@ def proposal_message(
     verdict = _verdict(proposal, now, agent_acts)
     agent = inert(agent_display or proposal.agent)
     asked = f"*Requested by* agent *{agent}* for {mention(proposal.requested_by)}"
-    details: Blocks = [section(asked)]
+    details: Blocks = [section(own(asked))]
     details += edit_blocks(proposal, previous, formats)
     if proposal.agent_reason:
         details.append(explanation(proposal.agent_reason))
@@ -365,14 +373,14 @@ def proposal_message(
     if is_clipped([*body, *tail]):
         body += shown_in_part(proposal.id)
     title = inert(proposal.preview.title)
-    return message(f"{status_word(proposal)}: {title}", [*body, *tail])
+    return message(own(f"{status_word(proposal)}: {title}"), [*body, *tail])
 
 
 #: How the facts of a decided proposal's preview say when they were read.
 AT_PREVIEW: Final = "at preview"
 
 
-def preview_fields(proposal: Proposal) -> list[str]:
+def preview_fields(proposal: Proposal) -> list[Mrkdwn]:
     """The preview's fields as section field texts. The preview was read when the proposal was
     made; once it is decided its facts may no longer hold, so a label that says "now"
     ("Refundable now") reads "at preview" ("Refundable at preview"), and :func:`preview_note`
@@ -421,7 +429,7 @@ def _verdict(proposal: Proposal, now: datetime, agent_acts: bool = False) -> Blo
     backup = backup_line(proposal)
     if backup is not None:
         lines.append(backup)
-    return [section("\n".join(lines))]
+    return [section(own("\n".join(lines)))]
 
 
 def backup_line(proposal: Proposal) -> str | None:
@@ -446,7 +454,7 @@ def backup_line(proposal: Proposal) -> str | None:
 def explanation(reason: str, limit: int = SECTION_MAX) -> dict[str, Any]:
     """The agent's explanation, labelled as its unverified words and quoted inert."""
     label = "*Agent's explanation (unverified)* _the agent's own words:_\n"
-    return section(label + quote(reason, limit - len(label)))
+    return section(own(label + quote(reason, limit - len(label))))
 
 
 def edit_blocks(
@@ -463,7 +471,7 @@ def edit_blocks(
         f" {code(short_id(proposal.supersedes), 20)}, and was checked and classified again."
     )
     if previous is None:
-        return [section(head)]
+        return [section(own(head))]
     changes = request_changes(
         previous.request,
         proposal.request,
@@ -471,7 +479,7 @@ def edit_blocks(
         arguments=(previous.arguments, proposal.arguments),
     )
     listed = "\n".join(f"• {change}" for change in changes) or "• nothing in the request"
-    return [section(f"{head}\n*What the edit changed* (old → new):\n{listed}")]
+    return [section(own(f"{head}\n*What the edit changed* (old → new):\n{listed}"))]
 
 
 #: How many changed request fields an edit lists.
@@ -497,8 +505,8 @@ def request_changes(
     return changed
 
 
-def _changed_value(shown: str | None) -> str:
-    return "_(not set)_" if shown is None else code(shown, 200)
+def _changed_value(shown: str | None) -> Mrkdwn:
+    return own("_(not set)_") if shown is None else code(shown, 200)
 
 
 def buttons(
@@ -605,18 +613,18 @@ def status_word(proposal: Proposal) -> str:
     }[proposal.status]
 
 
-def _approval(proposal: Proposal) -> str:
+def _approval(proposal: Proposal) -> Mrkdwn:
     if proposal.decided_by is None:
-        return ":white_check_mark: Approved automatically by the policy"
+        return own(":white_check_mark: Approved automatically by the policy")
     at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
     if proposal.quorum > 1:
         people = _people(a.approver for a in counted(proposal))
         quorum = proposal.quorum
-        return f":white_check_mark: Approved by {people} ({quorum} of {quorum}){at}"
-    return f":white_check_mark: Approved by {mention(proposal.decided_by)}{at}"
+        return own(f":white_check_mark: Approved by {people} ({quorum} of {quorum}){at}")
+    return own(f":white_check_mark: Approved by {mention(proposal.decided_by)}{at}")
 
 
-def decided_line(proposal: Proposal) -> str | None:
+def decided_line(proposal: Proposal) -> Mrkdwn | None:
     """Who decided and when, and the state the proposal is in, in Countersign's words alone
     (no value of the agent's, no reason or answer of anyone's: those follow, labelled); None
     while pending."""
@@ -625,52 +633,54 @@ def decided_line(proposal: Proposal) -> str | None:
     if status is Status.PENDING:
         return None
     if status is Status.REJECTED:
-        return f":x: *Rejected* by {mention(proposal.decided_by)}{at}."
+        return own(f":x: *Rejected* by {mention(proposal.decided_by)}{at}.")
     if status is Status.EXPIRED:
         expired = f" {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
-        return f":hourglass: *Expired*{expired}: nobody decided in time."
+        return own(f":hourglass: *Expired*{expired}: nobody decided in time.")
     if status is Status.DENIED:
-        return ":no_entry: *Denied by the policy*."
+        return own(":no_entry: *Denied by the policy*.")
     if status is Status.SUPERSEDED:
-        return f":pencil2: *Superseded* by an edit of {mention(proposal.decided_by)}{at}."
+        return own(f":pencil2: *Superseded* by an edit of {mention(proposal.decided_by)}{at}.")
     if status is Status.CANCELLED:
-        return f":leftwards_arrow_with_hook: *Withdrawn by the agent*{at}."
-    return f"{_approval(proposal)} · *{status_word(proposal)}*"
+        return own(f":leftwards_arrow_with_hook: *Withdrawn by the agent*{at}.")
+    return own(f"{_approval(proposal)} · *{status_word(proposal)}*")
 
 
-def state_line(proposal: Proposal, *, agent_acts: bool = False) -> str:
+def state_line(proposal: Proposal, *, agent_acts: bool = False) -> Mrkdwn:
     """The final (or current) state, in place of the buttons (``agent_acts``: a decision
     operation, which the agent carries out itself)."""
     status = proposal.status
     if status is Status.REJECTED:
         at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
         reason = quote(proposal.decision_note or "(no reason given)", 2000)
-        return (
+        return own(
             f":x: *Rejected* by {mention(proposal.decided_by)}{at}. Nothing was executed.\n{reason}"
         )
     if status is Status.EXPIRED:
         at = f" {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
-        return f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed."
+        return own(f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed.")
     if status is Status.DENIED:
-        return f":no_entry: *Denied by the policy*: {why_asked(proposal)}"
+        return own(f":no_entry: *Denied by the policy*: {why_asked(proposal)}")
     if status is Status.SUPERSEDED:
         at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
         edit = f" (id {code(proposal.superseded_by, 60)})" if proposal.superseded_by else ""
-        return (
+        return own(
             f":pencil2: *Superseded* by an edit of {mention(proposal.decided_by)}{at}: this"
             f" version will not be executed. The edit{edit} was checked and classified again"
             " as a new proposal; the thread says where it went."
         )
     if status is Status.CANCELLED:
-        return f":leftwards_arrow_with_hook: *Withdrawn by the agent*{_at(proposal)}. {_WITHDRAWN}"
+        return own(
+            f":leftwards_arrow_with_hook: *Withdrawn by the agent*{_at(proposal)}. {_WITHDRAWN}"
+        )
     if status is Status.EXECUTING:
         if agent_acts:
-            return f"{_approval(proposal)}. Telling the agent it may go ahead…"
-        return f"{_approval(proposal)}. :gear: Executing…"
+            return own(f"{_approval(proposal)}. Telling the agent it may go ahead…")
+        return own(f"{_approval(proposal)}. :gear: Executing…")
     if status is Status.SUCCEEDED and goes_ahead(proposal):
-        return f"{_approval(proposal)}.\n{_GO_AHEAD}"
+        return own(f"{_approval(proposal)}.\n{_GO_AHEAD}")
     summary = _outcome_summary(proposal.outcome) if proposal.outcome else f"Status: {status.value}"
-    return f"{_approval(proposal)}.\n{summary}"
+    return own(f"{_approval(proposal)}.\n{summary}")
 
 
 #: What the approval of a decision came to: the agent acts, Countersign ran nothing.
@@ -710,23 +720,23 @@ def withdrawn_reason(proposal: Proposal) -> str:
     return f"the agent withdrew this proposal{at}; nothing changed"
 
 
-def _outcome_summary(outcome: Outcome) -> str:
+def _outcome_summary(outcome: Outcome) -> Mrkdwn:
     match outcome:
         case Succeeded():
-            return ":white_check_mark: *Succeeded.*"
+            return own(":white_check_mark: *Succeeded.*")
         case NeedsReconciliation(answered_late=answered, answered_at=at):
-            return (
+            return own(
                 ":warning: *Outcome unknown*: the effect may or may not have happened."
                 " Check before trying again." + _late_answer(answered, at)
             )
         case RevisionRequired(reason=reason):
-            return (
+            return own(
                 f":leftwards_arrow_with_hook: *Revision required*: {clip(inert(reason), 1000)}"
                 " Nothing was executed."
             )
         case TerminalFailure(detail=detail):
             failed = _sentence(clip(inert(detail), 1000))
-            return f":x: *Failed*: {failed} The effect did not happen."
+            return own(f":x: *Failed*: {failed} The effect did not happen.")
 
 
 # --- risk classes and quorum ---------------------------------------------------------------------
@@ -746,26 +756,27 @@ AGENT_ACTS_LABEL: Final = (
 )
 
 
-def risk_label(proposal: Proposal, agent_acts: bool = False) -> str:
+def risk_label(proposal: Proposal, agent_acts: bool = False) -> Mrkdwn:
     """The risk line of ``proposal``: its risk class, or for a decision operation
     (``agent_acts``, or an approved decision) who will act."""
     if agent_acts or goes_ahead(proposal):
-        return AGENT_ACTS_LABEL
-    return RISK_LABELS[proposal.risk]
+        return own(AGENT_ACTS_LABEL)
+    return own(RISK_LABELS[proposal.risk])
 
 
-def _people(users: Iterable[str]) -> str:
+def _people(users: Iterable[str]) -> Mrkdwn:
     mentions = [mention(user) for user in users]
     if len(mentions) <= 1:
-        return "".join(mentions) or "nobody"
-    return ", ".join(mentions[:-1]) + f" and {mentions[-1]}"
+        return own("".join(mentions) or "nobody")
+    return own(", ".join(mentions[:-1]) + f" and {mentions[-1]}")
 
 
-def _roles(proposal: Proposal) -> str:
-    return " or ".join(inert(role) for role in proposal.approver_roles) or "the approvers"
+def _roles(proposal: Proposal) -> Mrkdwn:
+    roles = [inert(role) for role in proposal.approver_roles]
+    return own(" or ".join(roles) or "the approvers")
 
 
-def quorum_progress(proposal: Proposal) -> str | None:
+def quorum_progress(proposal: Proposal) -> Mrkdwn | None:
     """For a pending proposal that needs several approvers: how many approved, who, and who
     may still approve. None when one approval is enough."""
     if proposal.quorum <= 1:
@@ -773,19 +784,21 @@ def quorum_progress(proposal: Proposal) -> str | None:
     done = counted(proposal)
     shown = f": {_people(a.approver for a in done)}" if done else ""
     not_again = " or those who already approved" if done else ""
-    return (
+    return own(
         f":busts_in_silhouette: *{len(done)} of {proposal.quorum} approved*{shown}\n"
         f"{missing(proposal)} more from {_roles(proposal)}; not "
         f"{mention(proposal.requested_by)}{not_again}"
     )
 
 
-def approval_recorded_text(proposal: Proposal) -> str:
+def approval_recorded_text(proposal: Proposal) -> Mrkdwn:
     """What an approver whose approval did not yet complete the quorum sees, only to them."""
-    return clip(
-        f":ballot_box_with_check: Your approval is recorded: {len(counted(proposal))} of "
-        f"{proposal.quorum}. Waiting for {missing(proposal)} more from {_roles(proposal)}.",
-        SECTION_MAX,
+    return own(
+        clip(
+            f":ballot_box_with_check: Your approval is recorded: {len(counted(proposal))} of "
+            f"{proposal.quorum}. Waiting for {missing(proposal)} more from {_roles(proposal)}.",
+            SECTION_MAX,
+        )
     )
 
 
@@ -801,7 +814,7 @@ def outcome_reply(proposal: Proposal, formats: Formats | None = None) -> Message
         # who decided is Countersign's verdict too: with it, before the proposal's title
         people = _people(a.approver for a in counted(proposal))
         first, *rest = reply["blocks"]
-        reply["blocks"] = [first, context(f"Approved by {people}"), *rest][:BLOCKS_MAX]
+        reply["blocks"] = [first, context(own(f"Approved by {people}")), *rest][:BLOCKS_MAX]
     return reply
 
 
@@ -816,56 +829,62 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
     title = inert(proposal.preview.title)
     if goes_ahead(proposal):
         return message(
-            f"Approved: the agent may go ahead: {title}",
-            [section(f":white_check_mark: *Approved*.\n{_GO_AHEAD}"), _about(title)],
+            own(f"Approved: the agent may go ahead: {title}"),
+            [section(own(f":white_check_mark: *Approved*.\n{_GO_AHEAD}")), _about(title)],
         )
     match outcome:
         case Succeeded(result=result):
             return message(
-                f"Succeeded: {title}",
+                own(f"Succeeded: {title}"),
                 [
-                    section(":white_check_mark: *Succeeded*."),
+                    section(own(":white_check_mark: *Succeeded*.")),
                     _about(title),
                     *_result_blocks(result, formats),
                 ],
             )
         case NeedsReconciliation(detail=detail):
             return message(
-                f"Outcome unknown: {title}",
+                own(f"Outcome unknown: {title}"),
                 [
                     section(
-                        ":warning: *Outcome unknown*. The effect *may or may not* have"
-                        " happened. Find out before anyone retries it; it will not be retried"
-                        " automatically."
+                        own(
+                            ":warning: *Outcome unknown*. The effect *may or may not* have"
+                            " happened. Find out before anyone retries it; it will not be retried"
+                            " automatically."
+                        )
                     ),
                     _about(title),
-                    section(f"*What went wrong*\n{quote(_sentence(detail), 2000)}"),
+                    section(own(f"*What went wrong*\n{quote(_sentence(detail), 2000)}")),
                     context(reference(proposal.id)),
                 ],
             )
         case RevisionRequired(reason=reason):
             return message(
-                f"Revision required: {title}",
+                own(f"Revision required: {title}"),
                 [
                     section(
-                        ":leftwards_arrow_with_hook: *Revision required*. Nothing was executed:"
-                        " things changed since the preview was made. The agent must propose"
-                        " again."
+                        own(
+                            ":leftwards_arrow_with_hook: *Revision required*. Nothing was executed:"
+                            " things changed since the preview was made. The agent must propose"
+                            " again."
+                        )
                     ),
                     _about(title),
-                    section(f"*Why*\n{quote(reason, 2000)}"),
+                    section(own(f"*Why*\n{quote(reason, 2000)}")),
                 ],
             )
         case TerminalFailure(detail=detail):
             return message(
-                f"Failed: {title}",
+                own(f"Failed: {title}"),
                 [
                     section(
-                        ":x: *Failed*. The effect did not happen, and retrying the same"
-                        " arguments will not help."
+                        own(
+                            ":x: *Failed*. The effect did not happen, and retrying the same"
+                            " arguments will not help."
+                        )
                     ),
                     _about(title),
-                    section(f"*What went wrong*\n{quote(_sentence(detail), 2000)}"),
+                    section(own(f"*What went wrong*\n{quote(_sentence(detail), 2000)}")),
                     context(reference(proposal.id)),
                 ],
             )
@@ -873,7 +892,7 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
 
 def _about(title: str) -> dict[str, Any]:
     """Which proposal a reply is about: its title (inert), after Countersign's verdict."""
-    return context(f"*Proposal:* {title}")
+    return context(own(f"*Proposal:* {title}"))
 
 
 def _sentence(text: str) -> str:
@@ -884,11 +903,11 @@ def _sentence(text: str) -> str:
 
 def _result_blocks(result: JsonValue, formats: Formats) -> Blocks:
     if result is None or result == {}:
-        return [context("No result details.")]
+        return [context(own("No result details."))]
     if isinstance(result, dict):
         fields = [field_text(label, value) for label, value in result_fields(result, formats)]
         return field_sections(fields, budget=3)
-    return [section(f"*Result*\n{_code_block(compact(result), 2500)}")]
+    return [section(own(f"*Result*\n{_code_block(compact(result), 2500)}"))]
 
 
 def compact(value: JsonValue) -> str:
@@ -902,10 +921,12 @@ def rejection_reply(proposal: Proposal) -> Message:
     at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
     reason = quote(proposal.decision_note or "(no reason given)", 2000)
     return message(
-        f"Rejected by {mention(proposal.decided_by)}: {inert(proposal.preview.title)}",
+        own(f"Rejected by {mention(proposal.decided_by)}: {inert(proposal.preview.title)}"),
         [
-            section(f":x: *Rejected* by {mention(proposal.decided_by)}{at}. Nothing was executed."),
-            section(f"*Reason*\n{reason}"),
+            section(
+                own(f":x: *Rejected* by {mention(proposal.decided_by)}{at}. Nothing was executed.")
+            ),
+            section(own(f"*Reason*\n{reason}")),
         ],
     )
 
@@ -914,11 +935,13 @@ def expiry_reply(proposal: Proposal) -> Message:
     """The thread reply that says nobody decided in time."""
     at = f" {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
     return message(
-        f"Expired: {inert(proposal.preview.title)}",
+        own(f"Expired: {inert(proposal.preview.title)}"),
         [
             section(
-                f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed;"
-                " the agent has been told it was not approved."
+                own(
+                    f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed;"
+                    " the agent has been told it was not approved."
+                )
             )
         ],
     )
@@ -927,37 +950,39 @@ def expiry_reply(proposal: Proposal) -> Message:
 # --- ephemeral texts and the reject modal ---------------------------------------------------------
 
 
-def busy_text() -> str:
+def busy_text() -> Mrkdwn:
     """What a clicker sees when Countersign is at capacity: nothing was done."""
-    return (
+    return own(
         ":hourglass: Countersign is busy right now and did not act on your click. "
         "Nothing changed; please try again in a few seconds."
     )
 
 
-def store_away_text() -> str:
+def store_away_text() -> Mrkdwn:
     """What a clicker sees when the store did not answer before their click changed anything."""
-    return (
+    return own(
         ":warning: Countersign could not record your decision just now; nothing changed. "
         "Please try again in a moment."
     )
 
 
-def store_lost_text() -> str:
+def store_lost_text() -> Mrkdwn:
     """What a clicker sees when the store stopped answering while their click was being
     recorded: whether it was is not known yet, and the message will say."""
-    return (
+    return own(
         ":warning: Countersign lost its store while recording your decision, so it cannot say "
         "yet whether it was recorded. The message shows it once it is; if the message still "
         "asks for a decision in a minute, please click again."
     )
 
 
-def refusal_text(reason: str) -> str:
+def refusal_text(reason: str) -> Mrkdwn:
     """What a person who may not do what they clicked sees, only to them. A time in the reason
     ("it expired at 2031-03-14T13:42:00+00:00", as the store words it) reads as Slack shows
     times: "it expired today at 13:42"."""
-    return clip(f":no_entry_sign: Countersign did not do that: {with_times(reason)}", SECTION_MAX)
+    return own(
+        clip(f":no_entry_sign: Countersign did not do that: {with_times(reason)}", SECTION_MAX)
+    )
 
 
 def _late_answer(answered: str | None, at: str | None) -> str:
@@ -974,7 +999,7 @@ def _late_answer(answered: str | None, at: str | None) -> str:
     )
 
 
-def with_times(reason: str) -> str:
+def with_times(reason: str) -> Mrkdwn:
     """``reason`` made inert, with each moment in it as the store words them ("at
     2031-03-14T13:42:00+00:00") shown as Slack shows times ("today at 13:42")."""
     parts: list[str] = []
@@ -982,7 +1007,7 @@ def with_times(reason: str) -> str:
     for found in _ISO_TIME.finditer(reason):
         parts += [inert(reason[start : found.start()]), _slack_time(found)]
         start = found.end()
-    return "".join([*parts, inert(reason[start:])])
+    return own("".join([*parts, inert(reason[start:])]))
 
 
 #: A moment as the store and the services write it in a reason, with the "at" before it.
@@ -992,7 +1017,7 @@ _ISO_TIME: Final = re.compile(
 )
 
 
-def _slack_time(found: re.Match[str]) -> str:
+def _slack_time(found: re.Match[str]) -> Mrkdwn:
     try:
         moment = datetime.fromisoformat(found.group(1).replace("Z", "+00:00"))
     except ValueError:
@@ -1000,13 +1025,15 @@ def _slack_time(found: re.Match[str]) -> str:
     return when(moment)
 
 
-def already_decided_text(proposal: Proposal) -> str:
+def already_decided_text(proposal: Proposal) -> Mrkdwn:
     """What a late clicker sees, only to them: who decided first and how it ended."""
     if proposal.status is Status.CANCELLED:
-        return clip(f"The agent withdrew this proposal.\n{state_line(proposal)}", SECTION_MAX)
-    return clip(
-        f"This proposal was already decided. {status_word(proposal)}.\n{state_line(proposal)}",
-        SECTION_MAX,
+        return own(clip(f"The agent withdrew this proposal.\n{state_line(proposal)}", SECTION_MAX))
+    return own(
+        clip(
+            f"This proposal was already decided. {status_word(proposal)}.\n{state_line(proposal)}",
+            SECTION_MAX,
+        )
     )
 
 
@@ -1020,8 +1047,8 @@ def reject_modal(proposal: Proposal) -> dict[str, Any]:
         "submit": plain("Reject", MODAL_TITLE_MAX),
         "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
-            section("Nothing will be executed."),
-            section(f"*{inert(proposal.preview.title)}*"),
+            section(own("Nothing will be executed.")),
+            section(own(f"*{inert(proposal.preview.title)}*")),
             {
                 "type": "input",
                 "block_id": REASON_INPUT,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Final
 
-from bot.render.inert import inert
+from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import (
     Message,
     context,
@@ -38,10 +38,10 @@ NOBODY_CAN_APPROVE: Final = (
 _USER_GROUP = re.compile(r"^S[A-Z0-9]{2,}$")
 
 
-def _who(approver: str) -> str:
+def _who(approver: str) -> Mrkdwn:
     """A person or a user group, mentioned so Slack notifies them."""
     if _USER_GROUP.match(approver):
-        return f"<!subteam^{approver}>"
+        return own(f"<!subteam^{approver}>")
     return mention(approver)
 
 
@@ -65,11 +65,11 @@ def reminder_reply(
         expiry = "is still waiting for a decision"
     names = " ".join(_who(approver) for approver in approvers)
     decide = f"{names} can approve." if approvers else NOBODY_CAN_APPROVE
-    blocks = [section(f":alarm_clock: This {expiry}. {decide}")]
-    notes = [f"Reminder: {title}"]
+    blocks = [section(own(f":alarm_clock: This {expiry}. {decide}"))]
+    notes = [own(f"Reminder: {title}")]
     if extend_by is not None:
         longer = span(extend_by.total_seconds())
-        notes.append(f"An approver can extend it once, by {longer}, with the Extend button.")
+        notes.append(own(f"An approver can extend it once, by {longer}, with the Extend button."))
     blocks.append(context(*notes))
     fallback = f"Reminder: {title} {expiry}. {decide}"
-    return message(fallback, blocks)
+    return message(own(fallback), blocks)

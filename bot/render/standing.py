@@ -22,7 +22,7 @@ from bot.actions import (
     USES_INPUT,
 )
 from bot.render.figures import why_asked
-from bot.render.inert import inert
+from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import (
     BUTTON_MAX,
     MODAL_TITLE_MAX,
@@ -131,14 +131,17 @@ def standing_modal(
         "close": plain("Cancel", MODAL_TITLE_MAX),
         "blocks": [
             section(
-                f"*{inert(proposal.preview.title)}*\n"
-                f"This one is approved now. For the time you choose, agent"
-                f" *{inert(proposal.agent)}* may also do similar requests without asking anyone:"
-                f" {_ceiling(standing.ceiling, limit, shown, proposal.arguments)},"
-                f" {_varying(standing.varying, standing.ceiling, shown)}; at most"
-                f" {_calls(standing.max_uses)}. Each is recorded, and you can revoke this any"
-                " time with `/countersign standing`. Requests of the person who grants it are"
-                " never covered."
+                own(
+                    f"*{inert(proposal.preview.title)}*\n"
+                    f"This one is approved now. For the time you choose, agent"
+                    f" *{inert(proposal.agent)}* may also do similar requests without asking"
+                    " anyone:"
+                    f" {_ceiling(standing.ceiling, limit, shown, proposal.arguments)},"
+                    f" {_varying(standing.varying, standing.ceiling, shown)}; at most"
+                    f" {_calls(standing.max_uses)}. Each is recorded, and you can revoke this any"
+                    " time with `/countersign standing`. Requests of the person who grants it are"
+                    " never covered."
+                )
             ),
             {
                 "type": "input",
@@ -175,16 +178,18 @@ def _uses_input(uses: Sequence[int]) -> Blocks:
     ]
 
 
-def granted_text(standing_rule_id: str, grant: Grant, formats: Formats | None = None) -> str:
+def granted_text(standing_rule_id: str, grant: Grant, formats: Formats | None = None) -> Mrkdwn:
     """What the granter sees, only to them, once the rule exists (figures through ``formats``)."""
     shown = formats or {}
-    return clip(
-        f":white_check_mark: Approved. Until {when(grant.expires_at)}, agent"
-        f" *{inert(grant.agent)}* may also do similar requests without asking:"
-        f" {_ceiling(grant.ceiling_field, grant.ceiling, shown, grant.arguments)},"
-        f" {_varying(grant.varying, grant.ceiling_field, shown)}; at most"
-        f" {_calls(grant.max_uses)}. Revoke it with `/countersign standing`.",
-        SECTION_MAX,
+    return own(
+        clip(
+            f":white_check_mark: Approved. Until {when(grant.expires_at)}, agent"
+            f" *{inert(grant.agent)}* may also do similar requests without asking:"
+            f" {_ceiling(grant.ceiling_field, grant.ceiling, shown, grant.arguments)},"
+            f" {_varying(grant.varying, grant.ceiling_field, shown)}; at most"
+            f" {_calls(grant.max_uses)}. Revoke it with `/countersign standing`.",
+            SECTION_MAX,
+        )
     )
 
 
@@ -197,7 +202,7 @@ def standing_list_blocks(
     """``/countersign standing``: the active standing rules, each with a Revoke button, their
     figures in each operation's terms (``formats_of(operation)``)."""
     if not rules:
-        return [section("No standing rules are active.")]
+        return [section(own("No standing rules are active."))]
     blocks: Blocks = [header("Active standing rules")]
     for rule in rules[:LISTED]:
         shown = formats_of(rule.operation) if formats_of is not None else {}
@@ -241,7 +246,7 @@ def standing_list_blocks(
         )
     hidden = len(rules) - LISTED
     if hidden > 0:
-        blocks.append(context(f"{hidden} more not shown; the soonest to expire come first."))
+        blocks.append(context(own(f"{hidden} more not shown; the soonest to expire come first.")))
     return blocks
 
 
@@ -259,12 +264,14 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
         *field_sections(fields, budget=3),
         *preview_note(proposal),
         section(
-            f"*Approved automatically by* {why}, without asking anyone.\n{why_asked(proposal)}"
+            own(f"*Approved automatically by* {why}, without asking anyone.\n{why_asked(proposal)}")
         ),
         section(state_line(proposal)),
         context(
-            f"Agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)} · "
-            f"{reference(proposal.id)}"
+            own(
+                f"Agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)} · "
+                f"{reference(proposal.id)}"
+            )
         ),
     ]
     if review is None:
@@ -283,7 +290,10 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
     else:
         blocks.append(
             section(
-                f"{_VERDICTS[review.verdict]}, said {mention(review.reviewer)} {when(review.at)}."
+                own(
+                    f"{_VERDICTS[review.verdict]}, said {mention(review.reviewer)} "
+                    f"{when(review.at)}."
+                )
             )
         )
-    return message(f"Review an automatic approval: {title}", blocks)
+    return message(own(f"Review an automatic approval: {title}"), blocks)

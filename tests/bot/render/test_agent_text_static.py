@@ -75,7 +75,9 @@ INERT = frozenset(
 #: Functions that hand their text on unchanged.
 PASS_THROUGH = frozenset({"clip", "_clip_plain", "str", "join", "format", "strip"})
 #: Block Kit builders: what reaches them is Slack text.
-SINKS = frozenset({"section", "context", "message", "_mrkdwn", "plain", "field_sections"})
+SINKS = frozenset(
+    {"section", "context", "message", "_mrkdwn", "plain", "field_sections", "own", "Mrkdwn"}
+)
 #: Sites where an agent-fed attribute is read as data or made inert further on, with why.
 KNOWN: dict[tuple[str, str], str] = {
     # an enum's value: the status is Countersign's
@@ -175,6 +177,19 @@ def test_no_renderer_puts_agent_text_into_slack_text_but_through_the_inert_rende
     assert found == []
 
 
+def test_only_the_inert_renderer_makes_slack_text_out_of_nothing() -> None:
+    """``Mrkdwn(...)`` is called in bot/render/inert.py alone: elsewhere Slack text comes from
+    the inert renderer or from ``own()`` (Countersign's words, read by the test above)."""
+    calls = [
+        f"{path.name}:{node.lineno}"
+        for path in modules()
+        if path.name != "inert.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and _call_name(node) == "Mrkdwn"
+    ]
+    assert calls == []
+
+
 def test_the_reading_sees_agent_text_put_in_raw(tmp_path: Path) -> None:
     """Not blind: each way a raw value reaches Slack text is found."""
     source = tmp_path / "leaky.py"
@@ -192,7 +207,9 @@ def test_the_reading_sees_agent_text_put_in_raw(tmp_path: Path) -> None:
         "    return said(what, 10)\n"
         "def f(p):\n"
         "    what = f'{p.preview.title} ok'\n"
-        "    return section(what)\n",
+        "    return section(what)\n"
+        "def g(p):\n"
+        "    return section(own(p.agent_reason))\n",
         encoding="utf-8",
     )
     assert [line.split(": ")[1] for line in raw_agent_text(source)] == [
@@ -200,4 +217,5 @@ def test_the_reading_sees_agent_text_put_in_raw(tmp_path: Path) -> None:
         "p.agent_reason",
         "p.summary.goal",
         "p.preview.title",
+        "p.agent_reason",
     ]

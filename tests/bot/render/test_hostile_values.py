@@ -400,6 +400,7 @@ def builders(text: str) -> dict[object, list[Any]]:
 #: Builders of Countersign's own Slack text: they take text already made (mrkdwn or plain text
 #: Countersign wrote, with any agent value in it made inert first), never agent text itself.
 BUILDERS: dict[str, str] = {
+    "inert.own": "Countersign's own words as Slack text (read by test_agent_text_static)",
     "proposal.section": "a section of mrkdwn already made",
     "proposal.context": "a context of mrkdwn already made",
     "proposal.message": "a message of blocks and a fallback already made",
@@ -433,6 +434,8 @@ OWN_PARAMETERS: dict[tuple[str, str], object] = {
     # the notice is an answer Countersign already rendered (refusal_text and the like)
     ("home.home_view", "notice"): None,
     # where the edit went: a permalink Slack gave
+    # the id of a proposal the click was recorded for (it exists: the click is stored with it)
+    ("clicks.click_recorded_text", "proposal_id"): "cs_2v6qk3bn7xw4yq5fz2m3a6lhpe",
     # the modal's title, Countersign's ("Full proposals")
     ("full.full_views", "title"): "Full proposals",
     # Countersign's number for the item in a digest review, its own mrkdwn
