@@ -397,8 +397,10 @@ def preview_note(proposal: Proposal) -> Blocks:
         return []
     return [
         context(
-            f"The values above were read {AT_PREVIEW}, {when(proposal.created_at)}; what they"
-            " describe may have changed since."
+            own(
+                f"The values above were read {AT_PREVIEW}, {when(proposal.created_at)}; what they"
+                " describe may have changed since."
+            )
         )
     ]
 
