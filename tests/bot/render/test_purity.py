@@ -39,6 +39,7 @@ import pytest
 
 import bot
 from bot.edit_form import edit_form
+from bot.render import clicks as render_clicks
 from bot.render import delegations as render_delegations
 from bot.render import digest as render_digest
 from bot.render import digest_review as render_review
@@ -248,6 +249,9 @@ CASES: list[Case] = [
     plain(render.refusal_text, "you asked for it <!here>"),
     plain(render.already_decided_text, REJECTED),
     plain(render.reject_modal, PENDING),
+    # bot/render/clicks.py
+    plain(render_clicks.click_recorded_text, PENDING.id, again=False),
+    plain(render_clicks.click_recorded_text, PENDING.id, again=True),
     # bot/render/delegations.py
     dated(render_delegations.minted_blocks, DELEGATIONS[0], "cs_dlg_token"),
     dated(render_delegations.delegation_list_blocks, DELEGATIONS),
