@@ -12,6 +12,7 @@ import os
 import tomllib
 import types
 from collections.abc import Collection, Iterator, Mapping
+from copy import deepcopy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
@@ -272,16 +273,22 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError([f"{path}: cannot be read: {error}"]) from None
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError([f"{path}: not valid TOML: {error}"]) from None
+        raise ConfigError([f"{path}: not valid TOML: {_located(error, path)}"]) from None
 
+    problems: list[str] = []
     try:
         model = _FileModel.model_validate(raw)
     except ValidationError as error:
-        raise ConfigError(
-            [_describe(path, item) for item in error.errors(include_url=False)]
-        ) from None
+        problems = [_describe(path, item) for item in error.errors(include_url=False)]
+        # an unknown key must not hide the file's other problems: check the rest without it
+        unknown = [item["loc"] for item in error.errors() if item["type"] == "extra_forbidden"]
+        if len(unknown) < len(problems):  # other problems of the tables themselves: stop here
+            raise ConfigError(problems) from None
+        try:
+            model = _FileModel.model_validate(_without(raw, unknown))
+        except ValidationError:
+            raise ConfigError(problems) from None
 
-    problems: list[str] = []
     roles = {name: frozenset(members) for name, members in model.roles.items()}
     for name, members in model.roles.items():
         bad = [m for m in members if not (_looks_like_user_id(m) or is_user_group(m))]
@@ -552,6 +559,36 @@ def _load_operations(
         except ValueError as error:
             problems.append(f"{where}: {error}")
     return operations
+
+
+def _without(raw: dict[str, Any], paths: list[tuple[int | str, ...]]) -> dict[str, Any]:
+    """A copy of ``raw`` without the keys at ``paths`` (pydantic's error locations)."""
+    copy = deepcopy(raw)
+    for path in paths:
+        table: Any = copy
+        for part in path[:-1]:
+            if isinstance(table, dict):
+                table = table.get(part)
+            elif isinstance(table, list) and isinstance(part, int) and part < len(table):
+                table = table[part]
+            else:
+                table = None
+        if isinstance(table, dict):
+            table.pop(path[-1], None)
+    return copy
+
+
+def _located(error: tomllib.TOMLDecodeError, path: Path) -> str:
+    """tomllib's message, with the line and column where it says only "at end of document"."""
+    message = str(error)
+    if "(at end of document)" not in message:
+        return message
+    try:
+        lines = path.read_text(encoding="utf-8").rstrip("\n").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return message
+    where = f"(at line {len(lines)}, column {len(lines[-1]) + 1}, the end of the document)"
+    return message.replace("(at end of document)", where)
 
 
 def _describe(path: Path, item: Any) -> str:

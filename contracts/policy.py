@@ -722,7 +722,12 @@ class _RuleReader:
 
     def _quorum(self, approvers: tuple[str, ...]) -> int:
         quorum, problem = read_quorum(self._raw.get("quorum"))
-        problem = problem or quorum_problem(quorum, approvers, self._context.members)
+        given = self._raw.get("approvers")
+        named = given if isinstance(given, list | tuple) else ()
+        # a role that is not configured is a problem of its own: not counted again as too few
+        known = bool(approvers) and all(name in self._context.roles for name in named)
+        if problem is None and known:
+            problem = quorum_problem(quorum, approvers, self._context.members)
         if problem is not None:
             self._problem(problem)
         return quorum

@@ -91,22 +91,14 @@ def test_check_config_on_a_broken_file_prints_each_problem_on_its_own_line(
     out, err = capsys.readouterr()
     assert code == 2
     assert out == ""
-    # the file's shape is checked first: an unknown key stops the rest
-    assert err.splitlines() == [
-        "The configuration has problems:",
+    # one pass: an unknown key is one problem among the others, not a stop
+    [header, unknown, *problems] = err.splitlines()
+    assert header == "The configuration has problems:"
+    assert unknown == (
         f"  - {config}: colour: unknown key (expected one of: server, store, approvals, "
         "escalation, audit, slack, delegation, limits, monitoring, retention, roles, agents, "
-        "operations, policy)",
-    ]
-
-    config, _ = write_config(tmp_path, text)
-    code = main(["--config", str(config), "check-config"])
-
-    out, err = capsys.readouterr()
-    assert code == 2
-    assert out == ""
-    [header, *problems] = err.splitlines()
-    assert header == "The configuration has problems:"
+        "operations, policy)"
+    )
     assert len(problems) == 3, problems
     webhooks = ["crm.send_campaign", "crm.tag_customers"]
     for problem, operation in zip(problems[:2], webhooks, strict=True):
@@ -341,3 +333,35 @@ def test_audit_verify_on_an_unusable_store_url_exits_2(
     assert code == 2
     assert "cannot open the store mysql://db/countersign" in err
     assert "unknown scheme 'mysql'" in err
+
+
+@pytest.mark.usefixtures("environment")
+def test_check_config_reports_independent_problems_at_once_and_no_follow_on_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = config_text("http://127.0.0.1:9").replace("[server]\n", "[server]\nprot = 8080\n", 1)
+    text = text.replace('approvers = ["finance"]', 'approvers = ["finanse"]\nquorum = 2', 1)
+    config, _ = write_config(tmp_path, text)
+
+    code = main(["--config", str(config), "check-config"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    problems = err.splitlines()[1:]
+    assert len(problems) == 2, problems
+    assert problems[0].startswith(f"  - {config}: server.prot: unknown key (expected one of: ")
+    assert "'finanse'" in problems[1]
+    assert "distinct people" not in err  # not a second problem caused by the unknown role
+
+
+def test_a_toml_syntax_error_at_the_end_names_its_line_and_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "countersign.toml"
+    config.write_text('[roles]\nfinance = ["U0FINANCE1",\n', encoding="utf-8")
+
+    code = main(["--config", str(config), "check-config"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "(at line 2, column 25, the end of the document)" in err, err
