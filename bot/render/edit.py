@@ -68,8 +68,8 @@ def edit_modal(
     hints name the field as the request has it and, for money of unknown currency, its unit."""
     shown = formats or {}
     blocks: list[dict[str, Any]] = [
+        context(own(EDIT_NOTE)),  # Countersign's words first, before the agent's title
         section(own(f"*{inert(proposal.preview.title)}*\n{reference(proposal.id)}")),
-        context(own(EDIT_NOTE)),
         *(_input(field, shown, proposal.arguments) for field in form.fields),
     ]
     if form.kept:

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from bot.edit_form import edit_form
 from bot.render.digest import digest_message
+from bot.render.edit import EDIT_NOTE, edit_modal
 from bot.render.escalation import escalation_message
 from bot.render.full import full_view
 from bot.render.home import home_view, proposal_detail_blocks, waiting_blocks
@@ -107,9 +109,11 @@ def test_the_home_tab_the_queue_show_and_show_full(
         assert_verdict_first(surface(proposal), RISK)
 
 
-def test_the_reject_modal() -> None:
+def test_the_reject_and_edit_modals() -> None:
     blocks = reject_modal(proposals()[0])["blocks"]
     assert_verdict_first(blocks, "Nothing will be executed.")
+    form = edit_form({"type": "object", "properties": {"memo": {"type": "string"}}}, {"memo": MARK})
+    assert_verdict_first(edit_modal(proposals()[0], form)["blocks"], EDIT_NOTE)
 
 
 @pytest.mark.parametrize(
