@@ -161,7 +161,7 @@ async def test_an_approver_edits_the_amount_and_another_approves_the_edit_exactl
     assert "Superseded" in json.dumps(message.blocks)
     [reply] = await eventually(lambda: _replies(cs, old_message))
     shown = json.dumps(reply.blocks)
-    assert edit.id in shown
+    assert edit.id not in shown  # named by its title, linked to its message
     assert "/archives/" in shown  # the permalink of the edit's own message
     assert "*Amount*: _(not set)_ → `500.00 USD`" in reply.blocks[-1]["elements"][0]["text"]
     new_ts = (await cs.store.get_proposal(edit.id)).slack_ts

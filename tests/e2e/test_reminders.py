@@ -141,7 +141,7 @@ async def test_at_80_percent_the_thread_gets_one_reminder_naming_the_approvers(
     assert f"<@{APPROVER}>" in shown and f"<@{APPROVER_2}>" in shown
     assert REQUESTER not in shown  # the accountable human cannot approve: not mentioned
     assert FINANCE_GROUP not in shown  # the group is empty: nobody in it can approve
-    assert re.search(r"expires in 1[01] min \(<!date\^", shown)
+    assert re.search(r"expires in 1[01] minutes \(<!date\^", shown)
     assert (await events(cs, proposal_id)).count("reminded") == 1
     assert (await cs.store.get_proposal(proposal_id)).status == "pending"
     assert (await cs.store.verify_audit()).ok
