@@ -189,7 +189,7 @@ async def test_a_hanging_callback_times_out_and_is_retried(tmp_path: Path) -> No
     assert events == ["delivery_abandoned"]
     assert silent.connections == 3  # callback_attempts = 3 in the harness configuration
     [abandoned] = [e for e in log if e.event == "delivery_abandoned"]
-    assert "within 0.2s" in str(abandoned.detail["error"])
+    assert "within 0.2 seconds" in str(abandoned.detail["error"])
     assert "/hooks/a" not in json.dumps(abandoned.detail)
 
 
