@@ -210,3 +210,90 @@ def _replies(cs: Countersign, proposal_id: str) -> list[Any]:
 
 async def _nothing_due(cs: Countersign) -> bool:
     return await cs.store.pending_deliveries() == 0
+
+
+#: The bound for the test of all faults at once: every post and every outcome reply is in
+#: Slack this soon after the store is back, although Slack takes one message a second in the
+#: channel and answered 429 as well (6 posts at its pace, with the 429s' waits).
+ALL_FAULTS_BOUND_SECONDS = 20.0
+
+
+async def test_a_store_restart_slack_429s_and_target_faults_together_lose_nothing(
+    outage: tuple[Countersign, StoreProxy], caplog: pytest.LogCaptureFixture
+) -> None:
+    cs, proxy = outage
+    cs.slack.messages_per_second = 1  # Slack's pace: about a message a second per channel
+    cs.slack.fail_next("chat.postMessage", status=429, retry_after=1, times=2)
+    ids = []
+    for n in range(6):
+        status, created = await cs.submit({**CAMPAIGN, "run_id": f"all-faults-{n}"})
+        assert status == 201, created
+        ids.append(created["id"])
+
+    # the store goes away while the posts are under way, and comes back
+    cs.slack.stall_after_accepting("chat.postMessage", seconds=0.5, times=6)
+    await _cut_while_slack_holds_answers(cs, proxy, 3)
+    await asyncio.sleep(1.0)
+    await proxy.restore()
+
+    async def all_posted() -> bool:
+        for proposal_id in ids:
+            if (await cs.store.get_proposal(proposal_id)).slack_ts is None:
+                return False
+        return True
+
+    await eventually(all_posted, timeout=ALL_FAULTS_BOUND_SECONDS)
+
+    # the target fails two executions (503: it may have acted), then answers; the store goes
+    # away again while the outcomes are being told, and Slack refuses a reply with 429
+    bodies = [await _click_body(cs, APPROVER, "approve", proposal_id) for proposal_id in ids]
+    cs.target.status = 503
+    for body in bodies[:2]:
+        assert await cs.post_slack(body) == 200
+
+    async def uncertain() -> bool:
+        for proposal_id in ids[:2]:
+            proposal = await cs.store.get_proposal(proposal_id)
+            if proposal.status is not Status.NEEDS_RECONCILIATION:
+                return False
+        return True
+
+    await eventually(uncertain)
+    cs.target.status = 200
+    cs.slack.fail_next("chat.postMessage", status=429, retry_after=1)
+    cs.slack.stall_after_accepting("chat.postMessage", seconds=0.5, times=4)
+    before = len(cs.slack.calls("chat.postMessage"))
+    for body in bodies[2:]:
+        assert await cs.post_slack(body) == 200
+    await _cut_while_slack_holds_answers(cs, proxy, before + 2)
+    await asyncio.sleep(1.0)
+    await proxy.restore()
+
+    async def every_outcome_told() -> bool:
+        for proposal_id in ids:
+            proposal = await cs.store.get_proposal(proposal_id)
+            if proposal.status not in (Status.SUCCEEDED, Status.NEEDS_RECONCILIATION):
+                return False
+            if not _replies(cs, proposal_id):
+                return False
+        return True
+
+    await eventually(every_outcome_told, timeout=ALL_FAULTS_BOUND_SECONDS)
+    await eventually(lambda: _nothing_due(cs), timeout=ALL_FAULTS_BOUND_SECONDS)
+
+    # nothing lost, nothing twice
+    top = [m for m in cs.slack.messages(CAMPAIGN_CHANNEL) if not m.is_reply]
+    assert sorted(_proposal_of(m) for m in top) == sorted(ids)
+    for proposal_id in ids:
+        assert len(_replies(cs, proposal_id)) == 1, proposal_id
+    assert len(cs.target.executions()) == 6  # each executed once, the failed ones not again
+    statuses = [(await cs.store.get_proposal(p)).status for p in ids]
+    assert statuses == [Status.NEEDS_RECONCILIATION] * 2 + [Status.SUCCEEDED] * 4
+    # the uncertain ones are told as uncertain; nobody is told anything false
+    for proposal_id in ids[:2]:
+        [reply] = _replies(cs, proposal_id)
+        assert "Outcome unknown" in reply.text
+    told = [m.text for m in cs.slack.ephemeral(APPROVER)]
+    assert not [text for text in told if "does not exist" in text], told
+    # the log: outages said in a line each, no traceback, no error
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
