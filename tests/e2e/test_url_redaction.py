@@ -93,7 +93,7 @@ async def test_a_refused_connection_to_a_secret_url_shows_only_scheme_and_host(
         await assert_nowhere(cs, final, caplog)
 
 
-async def test_a_timeout_at_a_secret_url_shows_only_scheme_and_host(
+async def test_a_timeout_at_a_secret_url_names_the_target_not_its_address(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
