@@ -108,8 +108,10 @@ async def join_batch(tx: Tx, new: NewProposal) -> tuple[NewProposal, str | None]
             f"{JOIN_ATTEMPTS} attempts (concurrent proposals kept filling it)"
         )
     batch = batch_from_row(joined)
-    # shown when the batch closes: everything that counts from showing moves by as much
-    moved = min(batch.closes_at, new.shown_after) - new.shown_after
+    # shown when the batch closes: everything that counts from showing moves by as much. (A
+    # proposal whose clock read a moment before the batch's opener's, on another instance,
+    # joins a batch closing that moment after its own window: it is shown then, not before.)
+    moved = batch.closes_at - new.shown_after
     waiting = new.model_copy(
         update={
             "shown_after": new.shown_after + moved,

@@ -122,9 +122,7 @@ class BatchConformance:
             second_store.digests().lease_batch(batch_id, now=closed, lease=LEASE),
         )
         assert sorted(leases) == [False, True]
-        [post] = await store.digests().claim_batch_posts(
-            batch_id, held=[], now=closed, lease=LEASE
-        )
+        [post] = await store.digests().claim_batch_posts(batch_id, held=[], now=closed, lease=LEASE)
         await store.digests().complete_deliveries([post.id], now=closed)
         await store.digests().finish_batch(batch_id)
         assert not await store.digests().lease_batch(batch_id, now=closed + LEASE, lease=LEASE)
@@ -203,3 +201,13 @@ class BatchConformance:
         await store.digests().complete_deliveries([claimed[1].id], now=closed)
         await store.digests().finish_batch(batch_id)
         assert (await store.digests().get_batch(batch_id)).status == "posted"
+
+    async def test_a_proposal_whose_clock_read_earlier_is_shown_when_its_batch_closes(
+        self, store: Store
+    ) -> None:
+        opener, _ = await store.create_proposal(waiting(NOW + timedelta(milliseconds=5)))
+        earlier, _ = await store.create_proposal(waiting(NOW))  # another instance, a moment back
+
+        assert earlier.batch_id == opener.batch_id
+        assert earlier.shown_after == opener.shown_after == NOW + timedelta(milliseconds=5) + WINDOW
+        assert earlier.expires_at == earlier.shown_after + timedelta(hours=1)
