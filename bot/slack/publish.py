@@ -44,7 +44,7 @@ _EDIT_POST_WAITS = 10
 
 #: The longest an outbox call waits for its turn under Slack's rate limits; longer, and its entry
 #: is due again then (the round goes on with the others).
-_LONGEST_PACING_WAIT = 1.5
+_LONGEST_PACING_WAIT = 0.25
 
 #: How many pages of channel history (200 messages each) a search for a lost post reads.
 _HISTORY_PAGES = 50

@@ -254,7 +254,11 @@ async def test_after_a_429_a_backlog_in_its_channel_goes_out_at_slacks_pace(
         await cs.posted(proposal_id)
     await cs.settled()
 
-    posts = cs.slack.calls("chat.postMessage")
-    # the one 429 Slack gave; after it, the backlog is spread out and none is refused
-    assert [call.status for call in posts] == [429] + [200] * 6
+    statuses = [call.status for call in cs.slack.calls("chat.postMessage")]
+    # the 429 Slack gave; after it the backlog is spread out at Slack's pace (one more 429 is
+    # tolerated: on a loaded machine two posts sent 1.2 s apart can arrive within a second;
+    # without pacing, each of the six meets 429s)
+    assert statuses[0] == 429
+    assert statuses.count(200) == 6
+    assert statuses.count(429) <= 2, statuses
     assert len(_top_level(cs)) == 6
