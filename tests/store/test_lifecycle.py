@@ -106,7 +106,9 @@ async def _sqlite_schema(tmp_path: Path) -> Schema:
         db.close()
     return Schema(
         checks=_sqlite_checks(table),
-        status_triggers=[sql for sql in triggers if re.search(r"UPDATE OF status\b", sql)],
+        # the transitions trigger fires BEFORE a change of status; the pending counts' triggers
+        # (AFTER UPDATE OF status, agent) only follow it
+        status_triggers=[sql for sql in triggers if re.search(r"BEFORE\s+UPDATE\s+OF\s+status\s+ON", sql)],
     )
 
 
