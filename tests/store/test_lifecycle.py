@@ -88,6 +88,10 @@ class Schema:
     status_triggers: list[str]
 
 
+#: how the trigger guarding transitions starts, on either backend
+TRANSITIONS_TRIGGER = r"BEFORE\s+UPDATE\s+OF\s+status\s+ON"
+
+
 async def _sqlite_schema(tmp_path: Path) -> Schema:
     path = tmp_path / "lifecycle.sqlite"
     await (await open_store(str(path))).close()
@@ -108,7 +112,7 @@ async def _sqlite_schema(tmp_path: Path) -> Schema:
         checks=_sqlite_checks(table),
         # the transitions trigger fires BEFORE a change of status; the pending counts' triggers
         # (AFTER UPDATE OF status, agent) only follow it
-        status_triggers=[sql for sql in triggers if re.search(r"BEFORE\s+UPDATE\s+OF\s+status\s+ON", sql)],
+        status_triggers=[sql for sql in triggers if re.search(TRANSITIONS_TRIGGER, sql)],
     )
 
 
