@@ -278,8 +278,7 @@ NOT_SHOWN_WHOLE = (
 
 #: Why a reviewed item is not approved when its contract is no longer the one reviewed.
 CHANGED_SINCE_REVIEW = (
-    "it changed since you reviewed it (its binding hash is not the one the review showed); "
-    "review it again"
+    "it changed since you reviewed it; review it again"
 )
 
 

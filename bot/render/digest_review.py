@@ -27,7 +27,7 @@ from bot.actions import DIGEST_REVIEW_PAGE, DIGEST_REVIEW_VIEW
 from bot.render.digest import compact_table, total_text
 from bot.render.full import proposal_in_full
 from bot.render.inert import Mrkdwn, own
-from bot.render.proposal import MODAL_TITLE_MAX, Blocks, code, plain, section, status_word
+from bot.render.proposal import MODAL_TITLE_MAX, Blocks, plain, section, status_word
 from contracts.formats import Formats
 from store.base import Proposal
 from store.digests import Digest
@@ -189,11 +189,10 @@ def review_modal(digest: Digest, state: ReviewState, formats: Formats) -> dict[s
     table = compact_table(reviewed, formats)
     total = total_text(table, len(reviewed), len(reviewed))
     head = (
-        f"Review the *{len(reviewed):,}* proposals of {code(digest.operation, 200)} that were "
-        f"pending"
+        f"Review the *{len(reviewed):,}* proposals that were pending"
         + (f" (page {page} of {len(pages)})" if len(pages) > 1 else "")
-        + ". Each is shown in full, numbered as in the digest, with the binding hash an "
-        "approval is bound to. Every one is selected: *clear the box of any you leave out*. "
+        + ". Each is shown in full, numbered as in the digest; an approval covers exactly what "
+        "is shown. Every one is selected: *clear the box of any you leave out*. "
         "*Approve selected* approves the others, each checked and executed on its own; any "
         "you may not approve is named in the answer and stays pending."
     )

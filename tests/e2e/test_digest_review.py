@@ -376,7 +376,7 @@ async def test_an_item_whose_binding_hash_is_not_the_reviewed_one_is_refused(
     [answer_text] = await answers(cs, APPROVER)
     assert "• *Item 2*" in answer_text and "changed since you reviewed it" in answer_text
     [refused] = [e for e in await cs.store.audit_log(changed) if e.event == "approve_refused"]
-    assert "binding hash" in str(refused.detail["reason"])
+    assert "changed since you reviewed it" in str(refused.detail["reason"])
 
 
 async def test_the_requester_cannot_open_a_review_of_their_own_digest(cs: Countersign) -> None:

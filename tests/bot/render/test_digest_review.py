@@ -257,3 +257,16 @@ def test_a_crafted_value_stays_inside_its_own_item_in_the_review(crafted: str) -
         text = block.get("text") or {}
         if text.get("type") == "plain_text" and "pay_1" in text.get("text", ""):
             assert "\n*2.*" not in text["text"] and "\u2028" not in text["text"]
+
+
+def test_the_reviews_own_words_name_no_hash_and_no_operation() -> None:
+    """The review's heading is Countersign speaking to an approver: what an approval covers in
+    their terms; the hash stays in each item's small print ("For the record")."""
+    items = [refund(n, 100 * n) for n in range(1, 3)]
+    review = digest(items)
+    view = review_modal(review, review_state(review), MONEY)
+
+    heading = view["blocks"][0]["text"]["text"]
+    assert heading.startswith("Review the *2* proposals that were pending")
+    assert "hash" not in heading.lower()
+    assert review.operation not in heading
