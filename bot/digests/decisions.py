@@ -277,9 +277,7 @@ NOT_SHOWN_WHOLE = (
 
 
 #: Why a reviewed item is not approved when its contract is no longer the one reviewed.
-CHANGED_SINCE_REVIEW = (
-    "it changed since you reviewed it; review it again"
-)
+CHANGED_SINCE_REVIEW = "it changed since you reviewed it; review it again"
 
 
 def _not_done(result: TransitionResult | str) -> str | None:
