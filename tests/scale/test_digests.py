@@ -61,7 +61,12 @@ async def test_a_burst_over_two_instances_is_shown_once_and_each_item_runs_once(
 
     async def all_shown() -> bool:
         shown = Counter(i for items in _shown(cluster).values() for i in items)
-        return set(shown) >= set(ids)
+        if not set(shown) >= set(ids):
+            return False
+        # Slack answers a post before its instance stores where it is (the message's ts, its
+        # digest): wait for that too, or the checks below read a proposal a moment too early
+        stored = await cluster.store.digests().get_proposals(ids)
+        return all(p.slack_ts is not None for p in stored)
 
     await wait_for(all_shown, timeout=60, what="every proposal shown")
     messages = _shown(cluster)
