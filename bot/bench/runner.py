@@ -21,6 +21,7 @@ from typing import Any
 import asyncpg
 
 from bot.bench import scenarios
+from bot.bench.callmix import MIX_CONFIG, MIX_ENV, callmix_row, mix_config
 from bot.bench.floors import bolt_floor, http_floor, store_floor
 from bot.bench.hook import HOOK_CONFIG, hook_rows
 from bot.bench.report import Measurement, render_table, write_json
@@ -29,7 +30,7 @@ from bot.bench.stage import CLICK_REQUESTERS, SPREAD_LANES, Stage, running_stage
 from contracts.redaction import shown_store_url
 
 #: the scenarios ``--only`` can run alone
-ONLY = ("backlog", "mixed", "clicks", "hook")
+ONLY = ("backlog", "mixed", "clicks", "hook", "callmix")
 
 __all__ = ["ONLY", "BenchOptions", "add_bench_arguments", "bench_command", "run_bench"]
 
@@ -51,6 +52,8 @@ class BenchOptions:
     instances: int = 1  #: `countersign serve` processes on the one store, the load spread over them
     backlog: int = 50_000  #: proposals of the agent already pending in the backlog scenario
     hook_runs: int = 300  #: Claude Code hook calls timed through each of its two names
+    mix_calls: int = 2000  #: calls of the call mix's day the callmix row replays
+    mix_seed: int = 1  #: which day of the call mix
     #: run only these scenarios (their own servers and stores), none of the others
     only: tuple[str, ...] = ()
 
@@ -67,6 +70,7 @@ class BenchOptions:
             samples=100,
             backlog=5_000,
             hook_runs=20,
+            mix_calls=300,
         )
         return replace(small, **overrides)
 
@@ -134,6 +138,18 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"Claude Code hook calls timed through each name (default {default.hook_runs})",
     )
     parser.add_argument(
+        "--mix-calls",
+        type=int,
+        default=None,
+        help=f"calls of the call mix's day the callmix row replays (default {default.mix_calls:,})",
+    )
+    parser.add_argument(
+        "--mix-seed",
+        type=int,
+        default=None,
+        help=f"which day of the call mix (default {default.mix_seed})",
+    )
+    parser.add_argument(
         "--only",
         action="append",
         choices=ONLY,
@@ -162,6 +178,8 @@ def bench_command(args: argparse.Namespace) -> int:
         "instances",
         "backlog",
         "hook_runs",
+        "mix_calls",
+        "mix_seed",
     )
     given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     if args.only:
@@ -229,13 +247,27 @@ def _check(options: BenchOptions) -> list[str]:
     for name in ("duration", "overload_seconds", "burst_timeout"):
         if getattr(options, name) <= 0:
             problems.append(f"--{name.replace('_', '-')}: expected a positive number of seconds")
-    for name in ("clicks", "burst", "scale", "samples", "instances", "backlog", "hook_runs"):
+    for name in (
+        "clicks",
+        "burst",
+        "scale",
+        "samples",
+        "instances",
+        "backlog",
+        "hook_runs",
+        "mix_calls",
+    ):
         if getattr(options, name) < 1:
             problems.append(f"--{name}: got {getattr(options, name)}; expected at least 1")
     if options.store is not None and not options.store.startswith(_POSTGRES):
         problems.append(
             f"--store: got {options.store!r}; expected a postgresql:// URL "
             "(without --store the benchmark uses a SQLite file)"
+        )
+    if "callmix" in options.only and not MIX_CONFIG.exists():
+        problems.append(
+            f"--only callmix: the call mix's configuration is not at {MIX_CONFIG}; "
+            "run the benchmark from a source checkout"
         )
     if options.instances > 1 and options.store is None:
         problems.append(
@@ -272,35 +304,48 @@ async def run_bench(
                 async with running_stage(work, main_url, extra_config=HOOK_CONFIG) as stage:
                     for row in await hook_rows(stage, options.hook_runs):
                         done(row)
+            if "callmix" in options.only:  # the mix's configuration, on a server of its own
+                async with running_stage(
+                    work,
+                    main_url,
+                    instances=options.instances,
+                    extra_env=MIX_ENV,
+                    config=mix_config,
+                ) as stage:
+                    row = await callmix_row(
+                        stage, calls=options.mix_calls, seed=options.mix_seed, backend=backend
+                    )
+                    done(row)
             if options.only:
-                async with running_stage(work, main_url, instances=options.instances) as stage:
-                    if "backlog" in options.only:
-                        for row in await _backlog(stage, backlog_stores, options):
-                            done(row)
-                    if "clicks" in options.only:  # back to back, then at 100/s
-                        steady = max(1, round(scenarios.STEADY_CLICKS_PER_SECOND * d))
-                        prepared = await scenarios.prepare_clicks(
-                            stage, options.clicks, steady, paced=0
-                        )
-                        clicks, applied = await scenarios.clicks(stage, prepared, d)
-                        done(clicks).judge("none busy", clicks.details["told_busy"] == 0)
-                        done(applied)
-                        at_100 = done(await scenarios.steady_clicks(stage, prepared, d))
-                        at_100.judge("ack p99 < 100 ms", _below(at_100.p99_ms, 100))
-                    if "mixed" in options.only:  # against the ingest rate of this run
-                        ingest = done(await scenarios.ingest(stage, d, backend=backend))
-                        wanted = max(1, round(scenarios.MIXED_CLICKS_PER_SECOND * d))
-                        prepared = await scenarios.prepare_clicks(
-                            stage, 1, 1, paced=1, mixed=wanted
-                        )
-                        for row in await scenarios.mixed(
-                            stage,
-                            prepared,
-                            agent_rate=2 * (ingest.throughput or 1.0),
-                            duration=d,
-                            backend=backend,
-                        ):
-                            done(row)
+                if set(options.only) - {"hook", "callmix"}:
+                    async with running_stage(work, main_url, instances=options.instances) as stage:
+                        if "backlog" in options.only:
+                            for row in await _backlog(stage, backlog_stores, options):
+                                done(row)
+                        if "clicks" in options.only:  # back to back, then at 100/s
+                            steady = max(1, round(scenarios.STEADY_CLICKS_PER_SECOND * d))
+                            prepared = await scenarios.prepare_clicks(
+                                stage, options.clicks, steady, paced=0
+                            )
+                            clicks, applied = await scenarios.clicks(stage, prepared, d)
+                            done(clicks).judge("none busy", clicks.details["told_busy"] == 0)
+                            done(applied)
+                            at_100 = done(await scenarios.steady_clicks(stage, prepared, d))
+                            at_100.judge("ack p99 < 100 ms", _below(at_100.p99_ms, 100))
+                        if "mixed" in options.only:  # against the ingest rate of this run
+                            ingest = done(await scenarios.ingest(stage, d, backend=backend))
+                            wanted = max(1, round(scenarios.MIXED_CLICKS_PER_SECOND * d))
+                            prepared = await scenarios.prepare_clicks(
+                                stage, 1, 1, paced=1, mixed=wanted
+                            )
+                            for row in await scenarios.mixed(
+                                stage,
+                                prepared,
+                                agent_rate=2 * (ingest.throughput or 1.0),
+                                duration=d,
+                                backend=backend,
+                            ):
+                                done(row)
                 if options.json is not None:
                     write_json(options.json, rows, _context(options, backend))
                 return rows

@@ -11,7 +11,7 @@ import os
 import secrets
 import textwrap
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,6 +146,8 @@ class Stage:
     env: Mapping[str, str]
     logs: Path
     extra_config: str = ""  #: TOML appended to every generated configuration
+    #: the configuration for a store URL and the target's URL (default: the benchmark's own)
+    config: Callable[[str, str], str] = config_text
     run: str = field(default_factory=lambda: secrets.token_hex(4))
     #: the Countersign instances the scenarios drive, on one store, each request to the next
     servers: list[ServerProcess] = field(default_factory=list)
@@ -155,7 +157,7 @@ class Stage:
     async def countersign(self, name: str, store_url: str) -> ServerProcess:
         """Write a configuration for ``store_url`` and start `countersign serve` on it."""
         config = self.logs / f"{name}.toml"
-        text = config_text(store_url, self.target_url) + self.extra_config
+        text = self.config(store_url, self.target_url) + self.extra_config
         config.write_text(text, encoding="utf-8")
         server = ServerProcess(
             name, "bot.cli", ["--config", str(config), "serve", "--port", "{port}"], logs=self.logs
@@ -304,9 +306,11 @@ async def running_stage(
     instances: int = 1,
     extra_env: Mapping[str, str] | None = None,
     extra_config: str = "",
+    config: Callable[[str, str], str] = config_text,
 ) -> AsyncIterator[Stage]:
     """Local Slack and target served here; ``instances`` `countersign serve` processes started
-    on ``store_url`` (with ``extra_config`` appended to their configuration)."""
+    on ``store_url`` with ``config`` (given the store's and the target's URLs; the benchmark's
+    own by default) and ``extra_config`` appended to it."""
     token = secrets.token_urlsafe(24)
     signing_secret = secrets.token_hex(16)
     bot_token = "xoxb-bench-" + secrets.token_hex(8)
@@ -336,7 +340,16 @@ async def running_stage(
             people = [_requester("click", n) for n in range(CLICK_REQUESTERS)]
             slack.set_usergroup(REQUESTERS_GROUP, people)
             stage = Stage(
-                slack, target, target_url, http, token, signing_secret, env, work, extra_config
+                slack,
+                target,
+                target_url,
+                http,
+                token,
+                signing_secret,
+                env,
+                work,
+                extra_config,
+                config=config,
             )
             try:
                 for n in range(instances):
