@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 import tomllib
 import types
 from collections.abc import Collection, Iterator, Mapping
@@ -22,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bot.api.destinations import CallbackGuard, DestinationRefused, parse_prefix
 from bot.api.limit_settings import AgentLimitsSection, Limits
 from bot.audit.settings import AnchorSettings, AuditSection, load_audit
+from bot.config_lines import KeyLines, key_lines
+from bot.config_problems import line_of_problem
 from bot.delegations.settings import DelegationSettings
 from bot.digests.settings import DigestSettings
 from bot.escalations.settings import EscalationSection, load_escalation
@@ -265,7 +268,8 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
     env = os.environ if env is None else env
     path = Path(path or env.get("COUNTERSIGN_CONFIG") or DEFAULT_CONFIG_PATH)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        raw = tomllib.loads(text)
     except FileNotFoundError:
         raise ConfigError(
             [f"{path}: no such file (pass --config PATH or set COUNTERSIGN_CONFIG)"]
@@ -273,8 +277,25 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError([f"{path}: cannot be read: {error}"]) from None
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError([f"{path}: not valid TOML: {_located(error, path)}"]) from None
+        raise ConfigError([_syntax_problem(error, path)]) from None
+    try:
+        return _checked(path, raw, env)
+    except ConfigError as error:
+        raise ConfigError(_placed(path, error.problems, raw, key_lines(text))) from None
 
+
+def _placed(path: Path, problems: list[str], raw: dict[str, Any], lines: KeyLines) -> list[str]:
+    """Each problem as ``file:line: key: ...``, where its key's line can be found."""
+    placed = []
+    prefix = f"{path}: "
+    for problem in problems:
+        about = problem.removeprefix(prefix)
+        line = line_of_problem(about, raw, lines) if problem.startswith(prefix) else None
+        placed.append(problem if line is None else f"{path}:{line}: {about}")
+    return placed
+
+
+def _checked(path: Path, raw: dict[str, Any], env: Mapping[str, str]) -> Settings:
     problems: list[str] = []
     try:
         model = _FileModel.model_validate(raw)
@@ -578,17 +599,24 @@ def _without(raw: dict[str, Any], paths: list[tuple[int | str, ...]]) -> dict[st
     return copy
 
 
-def _located(error: tomllib.TOMLDecodeError, path: Path) -> str:
-    """tomllib's message, with the line and column where it says only "at end of document"."""
+def _syntax_problem(error: tomllib.TOMLDecodeError, path: Path) -> str:
+    """``file:line: not valid TOML: ...``, with the line and column where tomllib says only
+    "at end of document"."""
     message = str(error)
-    if "(at end of document)" not in message:
-        return message
     try:
         lines = path.read_text(encoding="utf-8").rstrip("\n").split("\n")
     except (OSError, UnicodeDecodeError):
-        return message
-    where = f"(at line {len(lines)}, column {len(lines[-1]) + 1}, the end of the document)"
-    return message.replace("(at end of document)", where)
+        return f"{path}: not valid TOML: {message}"
+    line = len(lines)
+    if "(at end of document)" in message:
+        where = f"(at line {line}, column {len(lines[-1]) + 1}, the end of the document)"
+        message = message.replace("(at end of document)", where)
+    else:
+        given = re.search(r"\(at line (\d+), column \d+\)", message)
+        if given is None:
+            return f"{path}: not valid TOML: {message}"
+        line = int(given.group(1))
+    return f"{path}:{line}: not valid TOML: {message}"
 
 
 def _describe(path: Path, item: Any) -> str:

@@ -21,6 +21,13 @@ AUDIT_UPDATE_TRIGGER = "audit_log_refuses_update"
 SLACK_SECRETS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET")
 
 
+def line_of(config: Path, start: str, after: str | None = None) -> int:
+    """The number of the first line of ``config`` starting with ``start`` (past ``after``)."""
+    lines = config.read_text(encoding="utf-8").splitlines()
+    first = 0 if after is None else lines.index(after)
+    return next(n for n, line in enumerate(lines, 1) if n > first and line.startswith(start))
+
+
 def write_config(tmp_path: Path, text: str | None = None) -> tuple[Path, Path]:
     """A valid configuration whose store is a SQLite file in tmp_path; returns (config, db)."""
     db = tmp_path / "data" / "countersign.sqlite"
@@ -95,17 +102,19 @@ def test_check_config_on_a_broken_file_prints_each_problem_on_its_own_line(
     [header, unknown, *problems] = err.splitlines()
     assert header == "The configuration has problems:"
     assert unknown == (
-        f"  - {config}: colour: unknown key (expected one of: server, store, approvals, "
+        f"  - {config}:1: colour: unknown key (expected one of: server, store, approvals, "
         "escalation, audit, slack, delegation, limits, monitoring, retention, roles, agents, "
         "operations, policy)"
     )
     assert len(problems) == 3, problems
     webhooks = ["crm.send_campaign", "crm.tag_customers"]
     for problem, operation in zip(problems[:2], webhooks, strict=True):
-        assert problem.startswith(f"  - {config}: operations.{operation}.secret_env: ")
+        line = line_of(config, "secret_env = ", after=f'[operations."{operation}"]')
+        assert problem.startswith(f"  - {config}:{line}: operations.{operation}.secret_env: ")
         assert "'E2E_WEBHOOK_SECRET', which is not set" in problem
+    when = line_of(config, "when = ", after='id = "refunds"')  # the condition naming 'amount'
     assert problems[2].startswith(
-        f"  - {config}: policy rule 'refunds': field 'amount' is not an argument"
+        f"  - {config}:{when}: policy rule 'refunds': field 'amount' is not an argument"
     )
 
 
@@ -125,13 +134,14 @@ def test_check_config_names_a_batch_window_and_backup_role_that_cannot_work(
     out, err = capsys.readouterr()
     assert code == 2
     assert out == ""
+    batch, then = line_of(config, "batch = "), line_of(config, "then = ")
     assert (
-        f"  - {config}: policy rule 'campaigns': field 'batch.window' is '45m', but the "
+        f"  - {config}:{batch}: policy rule 'campaigns': field 'batch.window' is '45m', but the "
         "rule's proposals expire after 30m (field 'expires_after'); a window must be shorter "
         "than the expiry" in err.splitlines()
     )
     assert (
-        f"  - {config}: policy rule 'campaigns': field 'then.approvers': unknown role "
+        f"  - {config}:{then}: policy rule 'campaigns': field 'then.approvers': unknown role "
         "'finance-leads' (configured roles: finance, support)" in err.splitlines()
     )
 
@@ -349,7 +359,9 @@ def test_check_config_reports_independent_problems_at_once_and_no_follow_on_ones
     assert code == 2
     problems = err.splitlines()[1:]
     assert len(problems) == 2, problems
-    assert problems[0].startswith(f"  - {config}: server.prot: unknown key (expected one of: ")
+    assert problems[0].startswith(
+        f"  - {config}:{line_of(config, 'prot = ')}: server.prot: unknown key (expected one of: "
+    )
     assert "'finanse'" in problems[1]
     assert "distinct people" not in err  # not a second problem caused by the unknown role
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -92,10 +93,16 @@ def valid_sections(**replace: str) -> list[str]:
 
 
 def problems_of(path: Path, env: dict[str, str] | None = None) -> list[str]:
+    """The problems, each checked to name its line and given back without it (``file: ...``);
+    the lines themselves are checked in tests/bot/test_config_lines.py."""
     with pytest.raises(ConfigError) as caught:
         load_settings(path, ENV if env is None else env)
     assert str(caught.value) == "\n".join(caught.value.problems)
-    return caught.value.problems
+    placed = re.compile(rf"{re.escape(str(path))}:[1-9][0-9]*: ")
+    whole_file = (f"{path}: no such file", f"{path}: cannot be read")  # no line to name
+    for problem in caught.value.problems:
+        assert placed.match(problem) or problem.startswith(whole_file), f"no line: {problem!r}"
+    return [placed.sub(f"{path}: ", problem, count=1) for problem in caught.value.problems]
 
 
 def only_problem(path: Path, env: dict[str, str] | None = None) -> str:

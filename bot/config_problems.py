@@ -1,0 +1,112 @@
+"""Each configuration problem with the line of the file it is about.
+
+Problems are written ``key.path: what is wrong`` (``server.port: ...``,
+``operations.crm.send_campaign.secret_env: ...``, ``escalation.routes[1].channel: ...``) or, for
+the policy, ``policy rule 'refunds': field 'batch.window' ...`` / ``policy rule #2: ...``. The key
+path is read back against the parsed document (an operation's name may hold dots), and its line
+found with :func:`bot.config_lines.key_lines`. A problem whose key is not written in the file (a
+missing key) is placed at the nearest table around it that is; one that cannot be placed keeps no
+line rather than a wrong one.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bot.config_lines import KeyLines, KeyPath
+
+__all__ = ["line_of_problem", "problem_key_path"]
+
+_POLICY = re.compile(r"policy rule (#\d+|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
+_FIELD = re.compile(r"field '([^']+)'")
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def line_of_problem(problem: str, raw: Mapping[str, Any], lines: KeyLines) -> int | None:
+    """The line ``problem`` (without the file's name) is about, or None."""
+    path = problem_key_path(problem, raw)
+    while path:
+        line = lines.line_of(path)
+        if line is not None:
+            return line
+        path = path[:-1]
+    return None
+
+
+def problem_key_path(problem: str, raw: Mapping[str, Any]) -> KeyPath:
+    """The key path ``problem`` names, as far as it is found in ``raw``; () for none."""
+    policy = _POLICY.match(problem)
+    if policy is not None:
+        return _policy_path(policy.group(1), problem[policy.end() :], raw)
+    written = problem.split(": ", 1)[0]
+    if " " in written:
+        return ()
+    return _resolved(_parts(written), raw)
+
+
+def _policy_path(rule: str, rest: str, raw: Mapping[str, Any]) -> KeyPath:
+    rules = raw.get("policy")
+    if not isinstance(rules, list):
+        return ()
+    if rule.startswith("#"):
+        index = int(rule[1:]) - 1
+    else:
+        wanted = ast.literal_eval(rule)
+        ids = [r.get("id") if isinstance(r, Mapping) else None for r in rules]
+        if wanted not in ids:
+            return ()
+        index = ids.index(wanted)
+    if not 0 <= index < len(rules):
+        return ()
+    path: KeyPath = ("policy", index)
+    field = _FIELD.match(rest.removeprefix(": "))
+    if field is None:
+        return path
+    rule = rules[index]
+    if isinstance(rule, Mapping) and field.group(1) not in rule:
+        # a condition's argument (when = [{ field = "amount", ... }]): the condition naming it
+        when = rule.get("when")
+        for position, condition in enumerate(when if isinstance(when, list) else []):
+            if isinstance(condition, Mapping) and condition.get("field") == field.group(1):
+                return (*path, "when", position, "field")
+    return (*path, *_resolved(_parts(field.group(1)), rule))
+
+
+def _parts(written: str) -> list[str | int]:
+    parts: list[str | int] = []
+    for name, index in _PART.findall(written):
+        parts.append(int(index) if index else name)
+    return parts
+
+
+def _resolved(parts: Sequence[str | int], node: Any) -> KeyPath:
+    """``parts`` read as keys of ``node``, joining names with dots where a key holds them."""
+    path: list[str | int] = []
+    at = 0
+    while at < len(parts):
+        part = parts[at]
+        if isinstance(part, int):
+            if not isinstance(node, list) or part >= len(node):
+                break
+            node = node[part]
+            path.append(part)
+            at += 1
+            continue
+        if not isinstance(node, Mapping):
+            break
+        for end in range(len(parts), at, -1):
+            names = parts[at:end]
+            if all(isinstance(name, str) for name in names):
+                key = ".".join(str(name) for name in names)
+                if key in node:
+                    node = node[key]
+                    path.append(key)
+                    at = end
+                    break
+        else:
+            path.append(part)  # not in the file (a missing key): the nearest table is placed
+            break
+    return tuple(path)
