@@ -12,15 +12,24 @@ decided (when known), it forms the digests the server would post and counts the 
   submit per person its quorum needs (**Review all…** approves every selected item); each item
   people rejected is one more click, and a digest nothing in it was approved costs no approval.
   Each held proposal waits from its arrival until its digest is shown: the added wait.
+* A rule with ``then = { after, approvers }`` hands what nobody decided by ``after`` over to its
+  backup roles (counted from when the message was shown, as the server counts it): a proposal
+  left to expire, or decided at or after the hand-over, was offered to them, and the clicks
+  that decided it after the hand-over are the backup roles' (the approval's when the earliest
+  approved item in the message was decided after it; a rejection's by the item's own time). A
+  decision without a time is taken as made before the hand-over.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
+
+from contracts.batching import BackupRoute, handover_time
 
 __all__ = ["Asked", "Digest", "Verdict", "digests", "percentile"]
 
@@ -40,6 +49,9 @@ class Asked:
     window: timedelta | None  #: the rule's batch window; None: shown at once
     max: int  #: the most a digest holds (1 without a window)
     verdict: Verdict | None = None  #: what people decided; None: unknown, taken as approved
+    decided_at: datetime | None = None  #: when people decided; None: unknown
+    then: BackupRoute | None = None  #: the rule's backup approvers
+    expires_after: timedelta | None = None  #: the rule's expiry, counted from showing
 
 
 @dataclass
@@ -59,6 +71,50 @@ class Digest:
         rejected = sum(1 for item in self.items if item.verdict == "rejected")
         approved = any(item.verdict in (None, "approved") for item in self.items)
         return (self.quorum if approved else 0) + rejected
+
+    @property
+    def handover_at(self) -> datetime | None:
+        """When what nobody decided is offered to the rule's backup roles (None: the rule has
+        none, or when it is shown is unknown)."""
+        first = self.items[0]
+        shown = self.shown_at if self.shown_at is not None else first.at
+        if first.then is None or first.expires_after is None or shown is None:
+            return None
+        return handover_time(first.then, shown_at=shown, expires_at=shown + first.expires_after)
+
+    def handed_over(self) -> list[Asked]:
+        """The items offered to the backup roles: left to expire, or decided at or after the
+        hand-over."""
+        at = self.handover_at
+        if at is None:
+            return []
+        return [
+            item
+            for item in self.items
+            if item.verdict == "expired" or (item.decided_at is not None and item.decided_at >= at)
+        ]
+
+    def clicks_by_role(self) -> Counter[str]:
+        """Its clicks by who made them: the approvers' roles, or the backup roles' for what was
+        decided after the hand-over (see the module's notes)."""
+        primary = ", ".join(self.approvers)
+        at = self.handover_at
+        backup = None if self.items[0].then is None else ", ".join(self.items[0].then.approvers)
+
+        def whose(decided_at: datetime | None) -> str:
+            late = at is not None and decided_at is not None and decided_at >= at
+            return backup if late and backup is not None else primary
+
+        clicks: Counter[str] = Counter()
+        approved = [item for item in self.items if item.verdict in (None, "approved")]
+        if approved:
+            times = [item.decided_at for item in approved]
+            first = None if None in times else min(t for t in times if t is not None)
+            clicks[whose(first)] += self.quorum
+        for item in self.items:
+            if item.verdict == "rejected":
+                clicks[whose(item.decided_at)] += 1
+        return clicks
 
     def waits(self) -> list[timedelta]:
         """How long each item waited to be shown (zero for one shown at once)."""

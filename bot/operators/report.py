@@ -37,6 +37,7 @@ class RuleRow:
     deny: int = 0
     refused: int = 0
     digests: int = 0
+    handed_over: int = 0  #: asked calls offered to the rule's backup roles (``then``)
 
     @property
     def calls(self) -> int:
@@ -53,6 +54,7 @@ class RuleRow:
             "clicks": self.clicks,
             "deny": self.deny,
             "refused": self.refused,
+            "handed_over": self.handed_over,
         }
 
 
@@ -70,6 +72,8 @@ class Report:
     violations: list[str] = field(default_factory=list)
     #: what people are shown: each digest, and each proposal shown alone
     messages: list[Digest] = field(default_factory=list)
+    #: each rule with backup approvers (``then``) whose asks reached them: its backup roles
+    backup_roles: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, settings: Settings, calls: Sequence[Call], tally: Tally) -> Report:
@@ -123,17 +127,26 @@ class Report:
                         window=None if batch is None else batch.window,
                         max=1 if batch is None else batch.max,
                         verdict=call.verdict,
+                        decided_at=call.decided_at,
+                        then=ask.then,
+                        expires_after=ask.expires_after,
                     )
                 )
         shown = digests(asked)
         by_role: Counter[str] = Counter()
         waits: list[timedelta] = []
         batched = 0
+        backup_roles: dict[str, str] = {}
         for digest in shown:
             row = rows[digest.rule]
             row.digests += 1
             row.clicks += digest.clicks
-            by_role[", ".join(digest.approvers)] += digest.clicks
+            handed = digest.handed_over()
+            row.handed_over += len(handed)
+            route = digest.items[0].then
+            if handed and route is not None:
+                backup_roles[digest.rule] = ", ".join(route.approvers)
+            by_role.update(digest.clicks_by_role())
             if digest.items[0].window is not None and digest.items[0].at is not None:
                 batched += len(digest.items)
                 waits += digest.waits()
@@ -143,7 +156,16 @@ class Report:
             ordered.append(refused)
         total = RuleRow("total")
         for row in ordered:
-            for attribute in ("auto", "standing", "ask", "clicks", "deny", "refused", "digests"):
+            for attribute in (
+                "auto",
+                "standing",
+                "ask",
+                "clicks",
+                "deny",
+                "refused",
+                "digests",
+                "handed_over",
+            ):
                 setattr(total, attribute, getattr(total, attribute) + getattr(row, attribute))
         dates = {call.at.date() for call in calls if call.at is not None}
         days = max(1, len(dates))
@@ -163,6 +185,7 @@ class Report:
             standing_shown=shown_money,
             violations=violations,
             messages=shown,
+            backup_roles=backup_roles,
         )
 
     @property
@@ -268,6 +291,16 @@ def print_report(report: Report, out: TextIO) -> None:
         )
     else:
         print("batching: no rule holds its proposals (no batch window, or no 'at' times)", file=out)
+    if report.total.handed_over:
+        print(
+            f"handed over to backup approvers: {report.total.handed_over:,} asked calls nobody "
+            "decided in time",
+            file=out,
+        )
+        for row in report.rows:
+            if row.handed_over:
+                roles = report.backup_roles.get(row.name, "?")
+                print(f"  {row.name}: {row.handed_over:,} to {roles}", file=out)
     if report.standing_shown:
         moved = ", ".join(report.standing_shown.values())
         print(f"standing rules moved without a click: {moved} a day", file=out)
@@ -305,6 +338,7 @@ def report_json(report: Report) -> dict[str, JsonValue]:
         if busiest is None
         else {"roles": busiest[0], "clicks_per_day": round(busiest[1], 2)},
         "batched": report.batched,
+        "backup_roles": dict(report.backup_roles),
         "added_wait_seconds": {
             "p50": None if p50 is None else p50.total_seconds(),
             "p95": None if p95 is None else p95.total_seconds(),

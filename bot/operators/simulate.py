@@ -9,7 +9,9 @@ who asked (``acts_for``), the operation, the callback URL, the operation's contr
 table and the standing rules. Every call is counted: automatic, by a standing rule, asked,
 denied, or refused before the policy (each refusal reason grouped and counted, every one of a
 call's reasons). The asks then become messages and digests as the rules' batch windows group
-them by arrival time (bot/operators/clicks.py), and the clicks are counted.
+them by arrival time (bot/operators/clicks.py), and the clicks are counted; a rule's backup
+approvers (``then``) are offered what nobody decided by the hand-over, judged by each call's
+``decided_at``, and make the clicks that came after it.
 
 A call is one JSON object per line::
 

@@ -4,9 +4,11 @@ the added wait."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from bot.operators.clicks import Asked, Verdict, digests, percentile
+from contracts.batching import BackupRoute
 
 T0 = datetime(2031, 3, 14, 9, 0, tzinfo=UTC)
 
@@ -83,3 +85,24 @@ def test_percentiles_are_nearest_rank() -> None:
     assert percentile(waits, 0.5) == timedelta(minutes=50)
     assert percentile(waits, 0.95) == timedelta(minutes=95)
     assert percentile([], 0.5) is None
+
+
+def test_a_proposal_shown_at_once_is_handed_over_counting_from_its_arrival() -> None:
+    route = BackupRoute(after=0.5, approvers=("finance-leads",))
+    asked = [
+        replace(
+            _ask(n, 0, window=None, verdict=verdict),
+            decided_at=T0 + timedelta(minutes=minutes),
+            then=route,
+            expires_after=timedelta(hours=4),
+        )
+        for n, (verdict, minutes) in enumerate(
+            [("approved", 119), ("approved", 120), ("expired", 240)]
+        )
+    ]
+
+    shown = digests(asked)
+
+    assert [d.handover_at for d in shown] == [T0 + timedelta(hours=2)] * 3
+    assert [len(d.handed_over()) for d in shown] == [0, 1, 1]
+    assert [dict(d.clicks_by_role()) for d in shown] == [{"finance": 1}, {"finance-leads": 1}, {}]

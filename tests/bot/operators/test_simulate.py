@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.operators.grants import parse_grant
-from bot.operators.report import Report, print_report
+from bot.operators.report import Report, print_report, report_json
 from bot.operators.simulate import (
     Call,
     export_calls_command,
@@ -21,6 +21,7 @@ from bot.operators.simulate import (
 )
 from bot.settings import Settings, load_settings
 from store.sqlite import SqliteStore
+from tests.callmix_example import CONFIG as CALLMIX_CONFIG
 from tests.callmix_example import settings as callmix_settings
 from tests.store.conformance import new_proposal
 
@@ -336,6 +337,7 @@ async def test_the_report_as_json_counts_every_call(tmp_path: Path) -> None:
         "clicks": 1,
         "deny": 0,
         "refused": 1,
+        "handed_over": 0,
     }
     assert document["click_share"] == 0.5
 
@@ -371,3 +373,78 @@ async def test_an_urgent_call_is_shown_at_once_outside_its_rules_batch(tmp_path:
     [row] = report.rows
     assert (row.ask, row.digests, row.clicks) == (3, 2, 2)  # the urgent one alone, the others held
     assert report.batched == 2
+
+
+def _with_backup(then: str) -> str:
+    """The mix's configuration, its ``refunds`` rule (up to 1,000.00 USD, asked of finance,
+    4 hours, a 30-minute batch window) handing over to finance leads by ``then``."""
+    text = CALLMIX_CONFIG.read_text(encoding="utf-8")
+    rule = text.index('id = "refunds"')
+    batch = text.index('batch = { window = "30m", max = 25 }\n', rule)
+    end = text.index("\n", batch) + 1
+    return text[:end] + f"then = {then}\n" + text[end:]
+
+
+def _decided(cents: int, minute: int, verdict: str, decided_at: str) -> dict[str, object]:
+    return _refund(cents, minute=minute, verdict=verdict, decided_at=f"2031-03-14T{decided_at}Z")
+
+
+async def test_what_nobody_decided_by_then_after_is_handed_over_and_its_clicks_are_the_backups(
+    tmp_path: Path,
+) -> None:
+    calls = _lines(
+        # one digest shown at 09:30, handed over at 10:30
+        _decided(20_000, 0, "approved", "09:40:00"),  # decided by finance in time
+        _decided(20_000, 5, "rejected", "10:45:00"),  # rejected after the hand-over
+        # another, opened at 09:50, shown at 10:20, handed over at 11:20
+        _decided(20_000, 50, "approved", "11:30:00"),  # approved by a finance lead
+        _decided(20_000, 55, "expired", "13:20:00"),  # nobody decided: offered, no click
+    )
+    settings = callmix_settings(
+        tmp_path, _with_backup('{ after = "1h", approvers = ["finance-leads"] }')
+    )
+
+    report = Report.of(settings, calls, await simulate(settings, calls, store=None, now=NOW))
+
+    [row] = report.rows
+    assert (row.name, row.ask, row.digests, row.clicks, row.handed_over) == ("refunds", 4, 2, 3, 3)
+    assert report.total.handed_over == 3
+    assert report.clicks_by_role == {"finance": 1, "finance-leads": 2}
+    assert report.backup_roles == {"refunds": "finance-leads"}
+    out = io.StringIO()
+    print_report(report, out)
+    assert "handed over to backup approvers: 3 asked calls nobody decided in time" in out.getvalue()
+    assert "  refunds: 3 to finance-leads\n" in out.getvalue()
+    assert report_json(report)["rules"] == [report.rows[0].as_json()]
+    assert report.rows[0].as_json()["handed_over"] == 3
+
+    # the same calls without backup approvers: nothing handed over, every click finance's
+    plain = callmix_settings(tmp_path)
+    report = Report.of(plain, calls, await simulate(plain, calls, store=None, now=NOW))
+    assert (report.total.clicks, report.total.handed_over) == (3, 0)
+    assert report.clicks_by_role == {"finance": 3}
+    assert "handed over" not in _printed(report)
+
+
+async def test_a_share_of_the_lifetime_counts_from_when_the_digest_is_shown(
+    tmp_path: Path,
+) -> None:
+    # shown at 09:30 (the window opened at 09:00), expiring at 13:30: half is 11:30
+    calls = _lines(
+        _decided(20_000, 0, "approved", "11:29:59"),
+        _decided(20_000, 1, "rejected", "11:30:00"),
+    )
+    settings = callmix_settings(
+        tmp_path, _with_backup('{ after = "50%", approvers = ["finance-leads"] }')
+    )
+
+    report = Report.of(settings, calls, await simulate(settings, calls, store=None, now=NOW))
+
+    assert report.total.handed_over == 1
+    assert report.clicks_by_role == {"finance": 1, "finance-leads": 1}
+
+
+def _printed(report: Report) -> str:
+    out = io.StringIO()
+    print_report(report, out)
+    return out.getvalue()
