@@ -297,18 +297,23 @@ def _placed(path: Path, problems: list[str], raw: dict[str, Any], lines: KeyLine
 
 def _checked(path: Path, raw: dict[str, Any], env: Mapping[str, str]) -> Settings:
     problems: list[str] = []
+    left_out: list[tuple[int | str, ...]] = []
     try:
         model = _FileModel.model_validate(raw)
     except ValidationError as error:
         problems = [_describe(path, item) for item in error.errors(include_url=False)]
-        # an unknown key must not hide the file's other problems: check the rest without it
-        unknown = [item["loc"] for item in error.errors() if item["type"] == "extra_forbidden"]
-        if len(unknown) < len(problems):  # other problems of the tables themselves: stop here
+        # an unknown key or a bad value must not hide the file's other problems: check the rest
+        # without it (a bad value's default in its place), unless leaving it out would cause
+        # problems of its own (a required key, or a role, agent or operation named elsewhere)
+        skippable = [_skippable(item) for item in error.errors()]
+        left_out = [loc for loc in skippable if loc is not None]
+        if len(left_out) < len(skippable):
             raise ConfigError(problems) from None
         try:
-            model = _FileModel.model_validate(_without(raw, unknown))
+            model = _FileModel.model_validate(_without(raw, left_out))
         except ValidationError:
             raise ConfigError(problems) from None
+    reported = len(problems)
 
     roles = {name: frozenset(members) for name, members in model.roles.items()}
     for name, members in model.roles.items():
@@ -351,7 +356,11 @@ def _checked(path: Path, raw: dict[str, Any], env: Mapping[str, str]) -> Setting
             if not _names_unbuilt_operation(problem, unbuilt)
         ]
     if problems:
-        raise ConfigError(problems)
+        # a key left out above is reported once: not again as missing where it is required
+        left = tuple(f"{path}: {'.'.join(str(part) for part in loc)}:" for loc in left_out)
+        raise ConfigError(
+            problems[:reported] + [p for p in problems[reported:] if not p.startswith(left)]
+        )
 
     return Settings(
         path=path,
@@ -580,6 +589,26 @@ def _load_operations(
         except ValueError as error:
             problems.append(f"{where}: {error}")
     return operations
+
+
+#: tables whose entries are named elsewhere (a rule's approvers, agents and operation)
+_NAMED = frozenset({"roles", "agents", "operations"})
+
+
+def _skippable(item: Any) -> tuple[int | str, ...] | None:
+    """Where a key the file may be checked without is (pydantic's error ``item``), or None."""
+    loc: tuple[int | str, ...] = tuple(item["loc"])
+    if item["type"] == "extra_forbidden":
+        return loc
+    if item["type"] == "missing":
+        return None
+    cut = next((at for at, part in enumerate(loc) if isinstance(part, int)), len(loc))
+    loc = loc[:cut]  # a bad element of a list: the list is left out
+    if len(loc) < 2 or (loc[0] in _NAMED and len(loc) < 3):
+        return None
+    if loc[0] == "agents" and loc[2] != "limits":  # its owners and acts_for are read together
+        return None
+    return loc
 
 
 def _without(raw: dict[str, Any], paths: list[tuple[int | str, ...]]) -> dict[str, Any]:

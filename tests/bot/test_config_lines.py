@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from bot.cli import main
 from bot.config_lines import KeyPath, key_lines
+from tests.bot.test_settings import problems_of, valid_sections, write
 from tests.e2e.harness import ENV, config_text
 
 TRICKY = textwrap.dedent(
@@ -213,6 +214,7 @@ def test_check_config_names_the_line_of_each_independent_problem(
         'expires_after = "30m"', 'expires_after = "30m"\nbatch = { window = "soon" }'
     )
     text = text.replace('support = ["', 'support = ["support-team", "', 1)  # a bad value
+    text = text.replace("[server]\n", "[server]\nport = 70000\n", 1)  # one of the file's shape
     config = tmp_path / "countersign.toml"
     config.write_text(text, encoding="utf-8")
 
@@ -226,6 +228,7 @@ def test_check_config_names_the_line_of_each_independent_problem(
         _line(text, 'approvers = ["finanse"]'): "policy rule 'refunds': field 'approvers'",
         _line(text, "batch = "): "policy rule 'campaigns': field 'batch.window'",
         _line(text, "support = "): "roles.support: ['support-team'] are not Slack user ids",
+        _line(text, "port = "): "server.port: Input should be less than or equal to 65535",
     }
     assert len(problems) == len(expected), problems
     for line, start in expected.items():
@@ -243,3 +246,24 @@ def test_a_toml_syntax_error_names_its_line_first(
     err = capsys.readouterr().err
     assert code == 2
     assert f"  - {config}:3: not valid TOML: " in err, err
+
+
+def test_a_bad_value_left_out_is_reported_once_and_hides_nothing(tmp_path: Path) -> None:
+    sections = valid_sections(
+        policy=valid_sections()[-1].replace('decision = "ask"', 'decision = "maybe"', 1)
+    )
+    text = "\n".join(sections) + textwrap.dedent(
+        """
+        [approvals]
+        review_sample = 0.5
+        review_channel = "#general"
+        """
+    )
+    path = write(tmp_path, text)
+
+    problems = problems_of(path)
+
+    assert [problem.split(": ")[1] for problem in problems] == [
+        "approvals.review_channel",  # not again as "required when review_sample is above 0"
+        "policy rule 'refunds'",  # checked although the file's shape has a problem
+    ], problems
