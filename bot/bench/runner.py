@@ -258,7 +258,8 @@ def _check(options: BenchOptions) -> list[str]:
         "mix_calls",
     ):
         if getattr(options, name) < 1:
-            problems.append(f"--{name}: got {getattr(options, name)}; expected at least 1")
+            flag = name.replace("_", "-")
+            problems.append(f"--{flag}: got {getattr(options, name)}; expected at least 1")
     if options.store is not None and not options.store.startswith(_POSTGRES):
         problems.append(
             f"--store: got {options.store!r}; expected a postgresql:// URL "

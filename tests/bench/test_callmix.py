@@ -75,3 +75,15 @@ async def test_the_callmix_row_names_calls_the_server_answered_otherwise(tmp_pat
     assert len(mismatches) == row.details["served"]["refused"] - row.details["simulated"]["refused"]
     assert all("server refused (429" in line for line in mismatches)
     assert f"{len(mismatches)} differ from policy simulate: {mismatches[0]}" in row.note
+
+
+async def test_bench_refuses_no_calls_of_the_mix_naming_its_option_and_starts_nothing() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "bench", "--only", "callmix", "--mix-calls", "0",
+        cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    printed, _ = await asyncio.wait_for(process.communicate(), timeout=30)
+
+    assert process.returncode == 2
+    assert "--mix-calls: got 0; expected at least 1" in printed.decode()
+    assert "callmix " not in printed.decode()  # no row was run
