@@ -8,6 +8,7 @@ Countersign instances sharing a database: each has its own connection pool.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
 import re
@@ -851,3 +852,62 @@ async def test_grouping_similar_posts_reads_the_similar_proposals_once_however_l
     scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "proposals"]
     assert plan["Plan"]["Actual Rows"] == 1  # U0150's post, and only it
     assert scans and all(scan["Actual Loops"] == 1 for scan in scans), scans
+
+
+async def test_a_commit_changes_pending_count_rows_in_sorted_order_so_writers_never_deadlock(
+    open_pg: OpenStore, schema: str
+) -> None:
+    """Two transactions changing proposals of an agent counted in different rows (0016) took
+    the count rows' locks in the order they wrote the proposals, and two expiry sweeps deadlocked
+    at commit. Now a commit takes them sorted by (agent, shard): waiting for its first row, it
+    holds none of the others.
+    """
+    store = await open_pg()
+    by_shard: dict[int, str] = {}
+    while len(by_shard) < 2:
+        new = new_proposal(NOW)
+        by_shard.setdefault(hashlib.md5(new.id.encode()).digest()[0] % 8, new.id)
+        if new.id in by_shard.values():
+            await store.create_proposal(new)
+    (low, low_id), (high, high_id) = sorted(by_shard.items())
+    assert await store.count_pending("billing-agent") == 2
+
+    def connect() -> Awaitable[asyncpg.Connection[asyncpg.Record]]:
+        return asyncpg.connect(URL, server_settings={"search_path": schema})
+
+    holder, writer, prober = await connect(), await connect(), await connect()
+    try:
+        # Another writer's commit holds the lower count row.
+        holding = holder.transaction()
+        await holding.start()
+        lock = (
+            "SELECT 1 FROM pending_counts WHERE agent = 'billing-agent' AND shard = $1 FOR UPDATE"
+        )
+        await holder.execute(lock, low)
+
+        # This one writes the proposal counted in the higher row first, then the lower one.
+        writing = writer.transaction()
+        await writing.start()
+        expire = "UPDATE proposals SET status = 'expired', updated_at = $2 WHERE id = $1"
+        await writer.execute(expire, high_id, NOW)
+        await writer.execute(expire, low_id, NOW)
+        commit = asyncio.ensure_future(writing.commit())
+        writer_pid = writer.get_server_pid()
+        while not await prober.fetchval(
+            "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", writer_pid
+        ):
+            assert not commit.done()
+            await asyncio.sleep(0.01)
+
+        # Waiting for the lower row, the commit holds no lock on the higher one.
+        async with prober.transaction():
+            await prober.execute(lock + " NOWAIT", high)
+
+        await holding.rollback()
+        await commit
+        # The commit took its noted changes with it.
+        assert await prober.fetchval("SELECT count(*) FROM pending_count_changes") == 0
+    finally:
+        for db in (holder, writer, prober):
+            await db.close()
+    assert await store.count_pending("billing-agent") == 0

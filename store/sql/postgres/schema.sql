@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0019 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0020 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -171,6 +171,15 @@ CREATE TABLE outbox (
     CONSTRAINT outbox_proposal_id_fkey FOREIGN KEY (proposal_id) REFERENCES proposals(id)
 );
 
+CREATE TABLE pending_count_changes (
+    tx bigint NOT NULL,
+    agent text NOT NULL,
+    shard smallint NOT NULL,
+    change smallint NOT NULL,
+    CONSTRAINT pending_count_changes_change_check CHECK ((change = ANY (ARRAY['-1'::integer, 1]))),
+    CONSTRAINT pending_counts_at_commit TRIGGER DEFERRABLE INITIALLY DEFERRED
+);
+
 CREATE TABLE pending_counts (
     agent text NOT NULL,
     shard smallint NOT NULL,
@@ -235,9 +244,6 @@ END,
     backup_at timestamp with time zone,
     backup_roles text[] NOT NULL DEFAULT '{}'::text[],
     handed_over_at timestamp with time zone,
-    CONSTRAINT pending_counts_on_delete TRIGGER DEFERRABLE INITIALLY DEFERRED,
-    CONSTRAINT pending_counts_on_insert TRIGGER DEFERRABLE INITIALLY DEFERRED,
-    CONSTRAINT pending_counts_on_update TRIGGER DEFERRABLE INITIALLY DEFERRED,
     CONSTRAINT proposals_arguments_check CHECK ((json_typeof(arguments) = 'object'::text)),
     CONSTRAINT proposals_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batches(id),
     CONSTRAINT proposals_decision_check CHECK ((decision = ANY (ARRAY['auto'::text, 'ask'::text, 'deny'::text]))),
@@ -363,6 +369,8 @@ CREATE INDEX outbox_due_decisions ON outbox USING btree (next_attempt_at, id) WH
 CREATE INDEX outbox_open_by_proposal ON outbox USING btree (proposal_id, lane, id) WHERE ((delivered_at IS NULL) AND (abandoned_at IS NULL));
 
 CREATE UNIQUE INDEX outbox_pkey ON outbox USING btree (id);
+
+CREATE INDEX pending_count_changes_tx ON pending_count_changes USING btree (tx);
 
 CREATE UNIQUE INDEX pending_counts_pkey ON pending_counts USING btree (agent, shard);
 
@@ -547,20 +555,54 @@ BEGIN
 END;
 $function$;
 
-CREATE OR REPLACE FUNCTION pending_counts_follow()
+CREATE OR REPLACE FUNCTION pending_counts_apply()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    due record;
+BEGIN
+    IF current_setting('countersign.pending_count_changes', true) IS DISTINCT FROM 'noted' THEN
+        RETURN NULL;  -- an earlier trigger of this transaction applied them
+    END IF;
+    PERFORM set_config('countersign.pending_count_changes', 'applied', true);
+    FOR due IN
+        WITH taken AS (
+            DELETE FROM pending_count_changes WHERE tx = txid_current()
+            RETURNING agent, shard, change
+        )
+        SELECT agent, shard, sum(change) AS change FROM taken
+        GROUP BY agent, shard HAVING sum(change) <> 0
+        ORDER BY agent COLLATE "C", shard
+    LOOP
+        IF due.change > 0 THEN
+            INSERT INTO pending_counts (agent, shard, pending)
+            VALUES (due.agent, due.shard, due.change)
+            ON CONFLICT (agent, shard) DO UPDATE SET pending = pending_counts.pending + due.change;
+        ELSE
+            UPDATE pending_counts SET pending = pending + due.change
+            WHERE agent = due.agent AND shard = due.shard;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION pending_counts_note()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
 BEGIN
     IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.status = 'pending' THEN
-        UPDATE pending_counts SET pending = pending - 1
-        WHERE agent = OLD.agent AND shard = pending_counts_shard(OLD.id);
+        INSERT INTO pending_count_changes (tx, agent, shard, change)
+        VALUES (txid_current(), OLD.agent, pending_counts_shard(OLD.id), -1);
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.status = 'pending' THEN
-        INSERT INTO pending_counts (agent, shard, pending)
-        VALUES (NEW.agent, pending_counts_shard(NEW.id), 1)
-        ON CONFLICT (agent, shard) DO UPDATE SET pending = pending_counts.pending + 1;
+        INSERT INTO pending_count_changes (tx, agent, shard, change)
+        VALUES (txid_current(), NEW.agent, pending_counts_shard(NEW.id), 1);
     END IF;
+    -- Transaction-local (and undone with a rolled back savepoint, as the notes are).
+    PERFORM set_config('countersign.pending_count_changes', 'noted', true);
     RETURN NULL;
 END;
 $function$;
@@ -850,11 +892,13 @@ CREATE TRIGGER escalations_report_is_frozen BEFORE UPDATE OF id, agent, submissi
 
 CREATE TRIGGER escalations_status_follows_lifecycle BEFORE UPDATE OF status ON escalations FOR EACH ROW EXECUTE FUNCTION escalations_status_follows_lifecycle();
 
-CREATE CONSTRAINT TRIGGER pending_counts_on_delete AFTER DELETE ON proposals DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((old.status = 'pending'::text)) EXECUTE FUNCTION pending_counts_follow();
+CREATE CONSTRAINT TRIGGER pending_counts_at_commit AFTER INSERT ON pending_count_changes DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pending_counts_apply();
 
-CREATE CONSTRAINT TRIGGER pending_counts_on_insert AFTER INSERT ON proposals DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.status = 'pending'::text)) EXECUTE FUNCTION pending_counts_follow();
+CREATE TRIGGER pending_counts_on_delete AFTER DELETE ON proposals FOR EACH ROW WHEN ((old.status = 'pending'::text)) EXECUTE FUNCTION pending_counts_note();
 
-CREATE CONSTRAINT TRIGGER pending_counts_on_update AFTER UPDATE OF status, agent ON proposals DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((((old.status = 'pending'::text) OR (new.status = 'pending'::text)) AND ((old.status IS DISTINCT FROM new.status) OR (old.agent IS DISTINCT FROM new.agent)))) EXECUTE FUNCTION pending_counts_follow();
+CREATE TRIGGER pending_counts_on_insert AFTER INSERT ON proposals FOR EACH ROW WHEN ((new.status = 'pending'::text)) EXECUTE FUNCTION pending_counts_note();
+
+CREATE TRIGGER pending_counts_on_update AFTER UPDATE OF status, agent ON proposals FOR EACH ROW WHEN ((((old.status = 'pending'::text) OR (new.status = 'pending'::text)) AND ((old.status IS DISTINCT FROM new.status) OR (old.agent IS DISTINCT FROM new.agent)))) EXECUTE FUNCTION pending_counts_note();
 
 CREATE TRIGGER proposals_batch_set_once BEFORE INSERT OR UPDATE OF batch_id ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_batch_set_once();
 
