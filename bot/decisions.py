@@ -3,8 +3,10 @@
 A person who clicked Approve has decided. The click's listener acknowledges Slack, then
 :meth:`RecordedDecisions.record` writes the click (store/clicks.py: one insert, only for a
 pending proposal, once per person). When it is applied within a second, as it is without a
-backlog, the message's update is the answer; otherwise the clicker is told, privately,
-"recorded, being checked and run now" (the message shows the outcome when it is applied).
+backlog, by this instance or another, the message's update (or a refusal's reason) is the
+answer; when the store says it is still waiting after that second, the clicker is told,
+privately, "recorded, being checked and run now" (the message shows the outcome when it is
+applied). A person's further clicks while theirs waits share its record and its answer.
 Nothing turns a click away for being one too many: only a click the store could not record (the
 database is away) is told to click again. The :class:`RecordedDecisions` applier, running in
 every instance, leases recorded clicks oldest first and applies each through the same decision
@@ -119,8 +121,14 @@ class RecordedDecisions:
             async with asyncio.timeout(self._prompt):
                 await settled.wait()
                 return
-        except TimeoutError:  # a backlog (or another instance applies it): say it is recorded
+        except TimeoutError:  # a backlog, or another instance applied it
             self._settled.pop(click.id, None)
+        try:
+            waiting = await self._clicks.is_waiting(click.id)
+        except StoreUnavailable:
+            waiting = True  # it was recorded, and nothing says it was applied
+        if not waiting:  # applied by another instance: its outcome is the answer, told once
+            return
         text = click_recorded_text(proposal_id, again=not new)
         await self._service.tell(proposal, channel, user, text)
 

@@ -67,6 +67,10 @@ class ClickStore(Protocol):
         """How many clicks are recorded and not yet settled."""
         ...
 
+    async def is_waiting(self, click_id: int) -> bool:
+        """Whether the click is recorded and not yet settled (by any applier)."""
+        ...
+
 
 def click_from_row(row: Row) -> RecordedClick:
     """The one place a stored row becomes a RecordedClick."""
@@ -135,3 +139,8 @@ class Clicks:
             row = await tx.one("count_recorded_clicks")
             assert row is not None  # count(*) returns one row
             return int(row["waiting"])
+
+    @finish_even_if_cancelled
+    async def is_waiting(self, click_id: int) -> bool:
+        async with self._backend.tx(write=False) as tx:
+            return await tx.one("select_click", id=click_id) is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +232,45 @@ async def test_clicks_recorded_on_a_stopped_instance_are_applied_once_by_the_oth
         assert len(executed) == len(ids)
         for proposal_id in ids:
             assert await _approved_entries(first, proposal_id) == ["approved"]
+
+
+@pytest.mark.postgres
+async def test_a_click_another_instance_applies_within_a_second_is_told_its_outcome_once(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The instance that took a click waits a second for it to be applied before saying it is
+    recorded; when another instance applied it meanwhile (here: refused it and told why), the
+    clicker is not told afterwards that it is still being checked: one answer, the truth."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    async with (
+        running_countersign(tmp_path / "a", store_url=postgres_url) as first,
+        running_countersign(tmp_path / "b", store_url=postgres_url) as second,
+    ):
+        for instance in (first, second):  # the test leases and applies the click itself
+            await instance.app[DECISIONS].stop()
+        status, created = await second.submit(campaign(0))
+        assert status == 201, created
+        proposal_id = created["id"]
+        await second.posted(proposal_id)
+        proposal = await second.store.get_proposal(proposal_id)
+
+        recording = asyncio.create_task(
+            second.app[DECISIONS].record(proposal_id, user=OUTSIDER, channel=proposal.slack_channel)
+        )
+        await eventually(lambda: _waiting_is(first, 1))
+        [click] = await first.store.clicks().claim_clicks(
+            now=datetime.now(UTC), limit=1, lease=timedelta(seconds=60)
+        )
+        await first.app[DECISIONS].apply(click)  # refused: the outsider holds no role
+        await recording  # the second instance's second is over
+
+        told = _told(first, OUTSIDER) + _told(second, OUTSIDER)
+        assert len(told) == 1 and REFUSED in told[0], told
+        assert not any(RECORDED in text for text in told), told
+        assert await first.store.clicks().waiting_clicks() == 0
+        assert (await first.store.get_proposal(proposal_id)).status is Status.PENDING
+
+
+async def _waiting_is(cs: Countersign, count: int) -> bool:
+    return await cs.store.clicks().waiting_clicks() == count

@@ -84,6 +84,8 @@ class ClickConformance:
         assert [c.id for c in again] == recorded[1:]
         assert again[0].leased_until == now + 2 * LEASE
         assert await clicks.waiting_clicks() == 2
+        # settled (by whichever applier) is what another instance's clicker reads
+        assert [await clicks.is_waiting(i) for i in recorded] == [False, True, True]
 
     async def test_concurrent_appliers_never_lease_the_same_click(
         self, store: Store, now: datetime

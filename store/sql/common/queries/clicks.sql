@@ -13,6 +13,10 @@ RETURNING *
 -- One person's recorded click of one verb on one proposal.
 SELECT * FROM recorded_clicks WHERE proposal_id = :proposal_id AND actor = :actor AND verb = :verb
 
+-- name: select_click
+-- One recorded click, while it is not settled.
+SELECT id FROM recorded_clicks WHERE id = :id
+
 -- name: settle_click
 -- The click was applied (or refused and the clicker told): it is done.
 DELETE FROM recorded_clicks WHERE id = :id
