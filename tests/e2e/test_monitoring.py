@@ -70,6 +70,14 @@ async def test_metrics_count_a_real_flow_with_bounded_labels(tmp_path: Path) -> 
         status, tagged = await cs.submit(TAGGING)  # the policy runs it at once
         assert tagged["status"] == "succeeded", tagged
         await cs.settled()
+
+        async def drained() -> bool:
+            """After the injected 429, Slack's pace defers the next posts to the channel by a
+            moment: nothing is due, but an entry may still wait for its turn."""
+            scraped = await scrape(cs.http, cs.url)
+            return value(scraped, "countersign_outbox_pending", outbox="proposals") == 0
+
+        await eventually(drained, timeout=30)
         samples = await scrape(cs.http, cs.url)
 
     refund = {"operation": "payments.refund", "decision": "ask"}
