@@ -1,5 +1,10 @@
 """Imports run one way: bot -> contracts, store; store -> contracts; contracts -> none of ours;
-the agents' client (countersign) -> contracts only, so agents install no server."""
+the agents' client (countersign) -> contracts only, so agents install no server.
+
+Inside bot, the proposal's flow (bot/flow/) is the centre: the edges (the agent API, Slack, the
+sandbox, the operators' and bench commands, monitoring, the app factory and the command line) call
+into it, and it imports none of them, not even for an annotation or inside a function (where it
+needs something of an edge, it defines a small Protocol, a port, that the edge satisfies)."""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.import_graph import Import, ImportGraph, read_graph
+
 ROOT = Path(__file__).parents[1]
 ALLOWED = {
     "contracts": {"contracts"},
@@ -15,6 +22,22 @@ ALLOWED = {
     "bot": {"bot", "store", "contracts"},
     "countersign": {"countersign", "contracts"},
 }
+#: the proposal's flow: the centre of bot
+FLOW = "bot.flow"
+#: bot's edges: what the flow must never import. bot/render/ is not one: it is pure (no clock,
+#: I/O or Slack client, tests/bot/render/test_purity.py), the vocabulary the flow writes its
+#: messages in
+EDGES = (
+    "bot.api",
+    "bot.slack",
+    "bot.sandbox",
+    "bot.operators",
+    "bot.bench",
+    "bot.monitoring",
+    "bot.app",
+    "bot.cli",
+    "bot.command_line",
+)
 #: contracts may use only the standard library and these
 CONTRACT_THIRD_PARTY = {"pydantic", "jsonschema"}
 
@@ -53,3 +76,56 @@ def test_contracts_use_only_the_standard_library_pydantic_and_jsonschema() -> No
         if name not in stdlib | CONTRACT_THIRD_PARTY | {"contracts"}
     }
     assert not foreign, sorted(foreign)
+
+
+def edge_imports(graph: ImportGraph, centre: str, edges: tuple[str, ...]) -> list[Import]:
+    """Every import by which a module of ``centre`` depends on a module of one of ``edges``."""
+
+    def within(module: str, package: str) -> bool:
+        return module == package or module.startswith(f"{package}.")
+
+    return [
+        found
+        for module, imports in sorted(graph.imports.items())
+        if within(module, centre)
+        for found in imports
+        if any(within(found.target, edge) for edge in edges)
+    ]
+
+
+def test_the_flow_imports_no_edge_not_even_for_annotations() -> None:
+    if not (ROOT / "bot" / "flow").is_dir():
+        pytest.skip("bot/flow/ does not exist yet")
+    graph = read_graph(ROOT, ["bot"])
+    assert [m for m in graph.files if m.startswith(f"{FLOW}.")], "bot/flow/ holds no module"
+    wrong = edge_imports(graph, FLOW, EDGES)
+    assert not wrong, "\n".join(map(str, wrong))
+
+
+def test_an_edge_imported_only_for_annotations_or_in_a_function_is_found(tmp_path: Path) -> None:
+    files = {
+        "bot/__init__.py": "",
+        "bot/flow/__init__.py": "",
+        "bot/flow/ports.py": "from typing import Protocol\n\nclass Publish(Protocol): ...\n",
+        "bot/flow/submit.py": (
+            "from typing import TYPE_CHECKING\n\n"
+            "from bot.flow.ports import Publish\n"
+            "from bot.render import blocks\n\n"
+            "if TYPE_CHECKING:\n    from bot.slack.publish import SlackPublisher\n\n"
+            "def later():\n    import bot.api.waiters\n"
+        ),
+        "bot/render/__init__.py": "",
+        "bot/render/blocks.py": "",
+        "bot/slack/__init__.py": "",
+        "bot/slack/publish.py": "from bot.flow.submit import later\n",
+        "bot/api/__init__.py": "",
+        "bot/api/waiters.py": "",
+    }
+    for name, source in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(source, encoding="utf-8")
+    wrong = edge_imports(read_graph(tmp_path, ["bot"]), FLOW, EDGES)
+    assert list(map(str, wrong)) == [
+        "bot.flow.submit:7 imports bot.slack.publish (for annotations)",
+        "bot.flow.submit:10 imports bot.api.waiters (inside a function)",
+    ]
