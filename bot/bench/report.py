@@ -36,6 +36,8 @@ class Measurement:
     p99_ms: float | None = None
     floor: str | None = None  #: the floor's name this scenario is compared with
     ratio: float | None = None  #: throughput / the floor's throughput
+    #: ms of the Countersign instances' CPU per operation (proposal, decision) while measured
+    cpu_ms: float | None = None
     target: str | None = None  #: the issue's target, in words
     reached: bool | None = None  #: whether the target was reached (None: no target)
     note: str = ""  #: the figure a reader needs beside the others (memory, executions...)
@@ -98,6 +100,7 @@ _COLUMNS = (
     ("p99_ms", "p99 ms"),
     ("floor", "floor"),
     ("ratio", "ratio"),
+    ("cpu_ms", "CPU ms"),
     ("note", "note"),
     ("target", "target"),
     ("reached", ""),

@@ -295,6 +295,7 @@ async def backlog(
         row.details.update(statuses=dict(result.statuses), already_pending=waiting)
         if cpu_before is not None and cpu_after is not None and created:
             row.details["cpu_ms_per_proposal"] = round(1000 * (cpu_after - cpu_before) / created, 2)
+            row.cpu_ms = row.details["cpu_ms_per_proposal"]
             row.note = f"{row.details['cpu_ms_per_proposal']} ms CPU per proposal"
         rows.append(row)
     rows[1].details["seed_seconds"] = round(seconds, 1)

@@ -112,6 +112,12 @@ async def _tiny_bench(tmp_path: Path, *, store: list[str], backend: str) -> None
         assert used["server_cpu_seconds"] > 0, rows[name]
         assert used["per_server_cpu_second"] > 0 and used["server_cpu_ms_each"] > 0, rows[name]
         assert "per core" in rows[name]["note"]
+    # CPU per call: a column of its own, per proposal ingested or run, per decision applied
+    for name in ("ingest", "auto path", "decisions at 0.3x a", "backlog: empty store"):
+        assert rows[name]["cpu_ms"] > 0, rows[name]
+    assert rows["ingest"]["cpu_ms"] == rows["ingest"]["details"]["server_cpu_ms_each"]
+    heading = next(line for line in text.splitlines() if line.startswith("scenario "))
+    assert "CPU ms" in heading
     assert rows["clicks"]["details"]["executions"] > 0
     clicked = rows["clicks"]["details"]
     assert (
@@ -170,6 +176,29 @@ async def test_bench_only_hook_times_the_hook_against_a_bare_interpreter(tmp_pat
 
     assert set(rows) == {HOOK_FLOOR, *HOOK_ROWS}
     assert_hook_rows(rows, runs=4)
+
+
+async def test_bench_only_ingest_and_auto_give_their_cpu_per_proposal_against_floor_a(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "bench.json"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "bench", "--only", "ingest", "--only", "auto",
+        "--duration", "0.5", "--json", str(out), "--work-dir", str(tmp_path / "work"),
+        cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    printed, _ = await asyncio.wait_for(process.communicate(), timeout=100)
+    assert process.returncode == 0, printed.decode()
+
+    rows = {row["name"]: row for row in json.loads(out.read_text())["measurements"]}
+
+    assert set(rows) == {"floor a: store", "ingest", "auto path"}
+    for name in ("ingest", "auto path"):
+        assert rows[name]["floor"] == "floor a: store" and rows[name]["ratio"] > 0, rows[name]
+        assert rows[name]["cpu_ms"] > 0, rows[name]
+    assert (rows["ingest"]["target"], rows["auto path"]["target"]) == ("ratio ≥ 0.5", "ratio ≥ 0.4")
+    assert rows["auto path"]["details"]["executed_at_target"] > 0
 
 
 async def test_bench_refuses_a_store_that_is_not_postgresql_and_starts_nothing(
