@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from bot.operators.calls import read_calls
 from bot.operators.report import Report
-from bot.operators.simulate import read_calls, simulate
+from bot.operators.simulate import simulate
 from tests.callmix_example import CONFIG, ENV, callmix, settings
 
 NOW = datetime(2031, 3, 14, 12, tzinfo=UTC)

@@ -26,7 +26,8 @@ from bot.bench.load import back_to_back
 from bot.bench.report import Measurement
 from bot.bench.stage import Stage
 from bot.operators import callmix
-from bot.operators.simulate import Outcome, read_calls, simulate
+from bot.operators.calls import Outcome, read_calls
+from bot.operators.simulate import simulate
 from bot.settings import load_settings
 
 __all__ = ["MIX_CONFIG", "MIX_ENV", "callmix_row", "mix_config"]

@@ -19,7 +19,7 @@ from contracts.formats import money_currency, show_value
 from contracts.registry import UnknownOperation
 
 if TYPE_CHECKING:
-    from bot.operators.simulate import Call, Outcome, Tally
+    from bot.operators.calls import Call, Outcome, Tally
     from bot.settings import Settings
 
 __all__ = ["Report", "RuleRow", "print_report", "report_json", "spoken"]

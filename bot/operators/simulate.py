@@ -34,28 +34,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import secrets
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import JsonValue, ValidationError
 
 from bot.api.destinations import CallbackGuard
 from bot.api.requesters import RequesterRefused
 from bot.audit.export import parse_since
 from bot.http import AiohttpClient
+from bot.operators.calls import Call, Outcome, Tally, read_calls
 from bot.operators.grants import SimulatedGrants, parse_grant
 from bot.operators.report import Report, print_report, report_json
 from bot.settings import ConfigError, Settings, is_user_group, load_settings
 from bot.submissions import admissible, classified, resolved
 from contracts.api import SubmitBody
 from contracts.base import Context, ContractViolation, problems_from_validation_error
-from contracts.policy import Ask, Decision
 from store.base import Store, StoreError
 from store.calls import recorded_calls
 from store.open import open_store
@@ -63,113 +60,17 @@ from store.standing import StandingRule
 from store.upgrade import schema_state
 
 __all__ = [
-    "Call",
     "ConfiguredMembership",
-    "Outcome",
-    "Tally",
     "changes",
     "export_calls",
     "export_calls_command",
-    "read_calls",
     "read_calls_file",
     "simulate",
     "simulate_command",
 ]
 
-Kind = Literal["auto", "ask", "deny", "refused"]
-
-#: A Slack user id in a refusal: reasons are grouped by what was wrong, not by whom it named.
-_PERSON = re.compile(r"\b[UW][0-9A-Z]{5,}\b")
-
 #: Changed calls listed by name; the rest are counted.
 CHANGES_SHOWN = 50
-
-
-class Call(BaseModel):
-    """One agent call to replay."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    agent: str
-    operation: str
-    requested_by: str | None = None
-    request: JsonValue = None
-    arguments: dict[str, JsonValue] | None = None
-    run_id: str | None = None
-    reason: str | None = None
-    callback_url: str | None = None
-    #: shown to people at once rather than with its rule's batch (the submission's own field)
-    urgent: bool = False
-    id: str | None = None  #: the proposal it was, when exported from the store
-    at: datetime | None = None  #: when it arrived
-    decision: Literal["auto", "ask", "deny"] | None = None  #: as decided then (export-calls)
-    rule_id: str | None = None
-    #: what people decided about it, when it was asked
-    verdict: Literal["approved", "rejected", "expired"] | None = None
-    decided_at: datetime | None = None  #: when they decided
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What the server decides for one call. Two outcomes are equal when they decide alike
-    (the same kind, rule, standing or not, and refusal reasons)."""
-
-    kind: Kind
-    rule: str | None  #: the deciding rule; None when no rule matched (or the call is refused)
-    standing: str | None = field(default=None, compare=False)  #: the standing rule that approved it
-    is_standing: bool = False  #: approved by a standing rule instead of asking
-    #: why it is refused before the policy: every reason, as the API names them
-    reasons: tuple[str, ...] = ()
-    #: the policy's decision (an Ask carries approvers, channel, quorum and batch window)
-    decision: Decision | None = field(default=None, compare=False)
-    risk: str | None = field(default=None, compare=False)
-    arguments: dict[str, JsonValue] | None = field(default=None, compare=False, hash=False)
-
-    @property
-    def problem(self) -> str | None:
-        return "; ".join(self.reasons) if self.reasons else None
-
-    @property
-    def ask(self) -> Ask | None:
-        """The Ask, when the policy asks a person (and no standing rule approved it)."""
-        return self.decision if isinstance(self.decision, Ask) and self.kind == "ask" else None
-
-    def label(self) -> str:
-        if self.kind == "refused":
-            return f"refused ({self.problem})"
-        by = f"standing rule {self.standing} under " if self.standing else ""
-        return f"{self.kind} ({by}{self.rule or 'no rule matched'})"
-
-
-class Tally:
-    """Each call's outcome, in order, and the counts per rule (None: no rule matched)."""
-
-    def __init__(self) -> None:
-        self.outcomes: list[Outcome] = []
-        self.by_rule: dict[str | None, Counter[str]] = {}
-        self.reasons: Counter[str] = Counter()
-
-    def add(self, outcome: Outcome) -> None:
-        self.outcomes.append(outcome)
-        if outcome.kind == "refused":
-            self.reasons.update(_PERSON.sub("(a person)", reason) for reason in outcome.reasons)
-            return
-        counts = self.by_rule.setdefault(outcome.rule, Counter())
-        counts[outcome.kind] += 1
-        if outcome.standing:
-            counts["standing"] += 1
-
-    @property
-    def total(self) -> Counter[str]:
-        return sum(self.by_rule.values(), Counter())
-
-    @property
-    def refused(self) -> int:
-        return sum(1 for outcome in self.outcomes if outcome.kind == "refused")
-
-    @property
-    def invalid(self) -> int:  # the earlier name, for callers that still use it
-        return self.refused
 
 
 class ConfiguredMembership:
@@ -184,31 +85,6 @@ class ConfiguredMembership:
 
     async def group_members(self, group: str) -> frozenset[str]:
         return frozenset()
-
-
-def read_calls(text: str, *, source: str) -> list[Call]:
-    """The calls of a JSON Lines text; ValueError naming the line and what is wrong."""
-    calls = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            call = Call.model_validate_json(line)
-        except ValidationError as error:
-            problem = "; ".join(
-                f"{'.'.join(str(part) for part in e['loc']) or 'line'}: {e['msg']}"
-                for e in error.errors()
-            )
-            raise ValueError(f"{source} line {number}: {problem}") from None
-        if call.arguments is None and call.request is None:
-            raise ValueError(f"{source} line {number}: expected 'request' or 'arguments'")
-        if call.at is not None and call.at.tzinfo is None:
-            raise ValueError(
-                f"{source} line {number}: at: expected a time with its zone, such as "
-                f"'2031-03-14T09:12:03Z', got {call.at.isoformat()!r}"
-            )
-        calls.append(call)
-    return calls
 
 
 async def simulate(

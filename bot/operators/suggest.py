@@ -42,10 +42,11 @@ from typing import Any, Literal, TextIO
 
 from pydantic import JsonValue
 
+from bot.operators.calls import Call, Outcome
 from bot.operators.clicks import percentile
 from bot.operators.grants import parse_grant
 from bot.operators.report import Report, spoken
-from bot.operators.simulate import Call, Outcome, read_calls_file, simulate
+from bot.operators.simulate import read_calls_file, simulate
 from bot.settings import ConfigError, Settings, load_settings
 from contracts.durations import format_duration
 from contracts.formats import FieldFormat, parse_money, show_value

@@ -2,34 +2,60 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from aiohttp import web
 
 from bot.sandbox.demo import PEOPLE, DemoRefused
-from bot.sandbox.forwarder import Forwarded, Refused
+from bot.sandbox.forwarder import Forwarded, Refused, SlackForwarder
 from bot.sandbox.origin import own_origin_only
 from bot.sandbox.state import workspace_view
+from bot.sandbox.target import DemoTarget
 from bot.slack import local as localslack
 
-if TYPE_CHECKING:
-    from bot.sandbox.server import Sandbox
-
-__all__ = ["TOKEN_VARIABLE", "page_app"]
+__all__ = ["TOKEN_VARIABLE", "Made", "PageSandbox", "page_app"]
 
 #: Where the page's curl example takes the agent token from: the page never holds the token
 #: itself (a page that did could hand it to any script that reads it); the terminal banner
 #: prints it.
 TOKEN_VARIABLE: Final = "COUNTERSIGN_TOKEN"
 
+
+class Made(Protocol):
+    """A proposal the demo submitted, as the page lists it."""
+
+    def summary(self) -> dict[str, Any]: ...
+
+
+class PageSandbox(Protocol):
+    """What the page needs of the sandbox it shows (bot/sandbox/server.py's ``Sandbox``)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def api_url(self) -> str: ...
+    @property
+    def slack(self) -> localslack.LocalSlack: ...
+    @property
+    def forwarder(self) -> SlackForwarder: ...
+    @property
+    def target(self) -> DemoTarget: ...
+
+    def curl_example(self, *, with_token: bool) -> str: ...
+    async def agent_view(self) -> list[dict[str, Any]]: ...
+    async def escalation_view(self) -> list[dict[str, Any]]: ...
+    async def submit_demo(self) -> Sequence[Made]: ...
+    async def submit_scenario(self, name: str) -> Sequence[Made]: ...
+
+
 _STATIC = resources.files("bot.sandbox").joinpath("static")
-_SANDBOX: web.AppKey[Sandbox] = web.AppKey("sandbox")
+_SANDBOX: web.AppKey[PageSandbox] = web.AppKey("sandbox")
 
 
-def page_app(sandbox: Sandbox) -> web.Application:
+def page_app(sandbox: PageSandbox) -> web.Application:
     app = web.Application(middlewares=[own_origin_only(sandbox.url), _refusals])
     app[_SANDBOX] = sandbox
     app.add_subapp("/slack", localslack.build_app(sandbox.slack))

@@ -16,7 +16,8 @@ import pytest
 from bot.bench.callmix import MIX_ENV, callmix_row, mix_config
 from bot.bench.stage import running_stage
 from bot.operators import callmix
-from bot.operators.simulate import read_calls, simulate
+from bot.operators.calls import read_calls
+from bot.operators.simulate import simulate
 from tests.callmix_example import settings
 
 REPO = Path(__file__).parents[2]

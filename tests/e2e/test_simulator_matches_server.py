@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bot.operators.calls import Outcome, read_calls
 from bot.operators.report import Report
-from bot.operators.simulate import Outcome, read_calls, simulate
+from bot.operators.simulate import simulate
 from tests.callmix_example import CONFIG, ENV, callmix, settings
 from tests.e2e.harness import running_countersign
 

@@ -10,15 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.operators.calls import Call, read_calls
 from bot.operators.grants import parse_grant
 from bot.operators.report import Report, print_report, report_json
-from bot.operators.simulate import (
-    Call,
-    export_calls_command,
-    read_calls,
-    simulate,
-    simulate_command,
-)
+from bot.operators.simulate import export_calls_command, simulate, simulate_command
 from bot.settings import Settings, load_settings
 from store.sqlite import SqliteStore
 from tests.callmix_example import CONFIG as CALLMIX_CONFIG

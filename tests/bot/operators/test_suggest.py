@@ -10,7 +10,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.operators.simulate import Call, export_calls, read_calls
+from bot.operators.calls import Call, read_calls
+from bot.operators.simulate import export_calls
 from bot.operators.suggest import suggest, suggest_command
 from bot.settings import Settings
 from store.sqlite import SqliteStore
