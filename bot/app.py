@@ -16,7 +16,6 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from bot.api.admission import Admission
 from bot.api.callback_http import CallbackHttp
 from bot.api.callbacks import CallbackPoster, CallbackSender, DestinationSlots
-from bot.api.destinations import CallbackGuard, Resolve, system_resolve
 from bot.api.problems import problem_middleware
 from bot.api.proposals import QUOTAS, SERVICE, SUBMISSIONS, agent_routes
 from bot.api.quotas import Quotas
@@ -32,6 +31,7 @@ from bot.escalations.delivery import EscalationDeliverer
 from bot.escalations.flow import EscalationService, reannounce_forever
 from bot.escalations.listeners import register_escalation_listeners
 from bot.extensions import extension_of
+from bot.flow.destinations import CallbackGuard, Resolve, system_resolve
 from bot.http import AiohttpClient
 from bot.lease_check import lease_warnings
 from bot.monitoring.endpoints import (

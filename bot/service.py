@@ -18,11 +18,11 @@ from pydantic import JsonValue
 
 from bot import extensions, reminders
 from bot.api.agent_requests import SubmissionKey
-from bot.api.destinations import CallbackGuard
 from bot.api.schemas import SubmitBody
 from bot.api.waiters import Waiters
 from bot.digests.timing import ask_timing
 from bot.execution import Executor
+from bot.flow.destinations import CallbackGuard
 from bot.ids import opaque_id
 from bot.lineage import editors_of
 from bot.render import proposal as render
@@ -100,7 +100,7 @@ class Service:
         subscribers: Subscribers | None = None,
     ) -> None:
         self.settings = settings
-        #: checks an agent's callback_url (bot/api/destinations.py)
+        #: checks an agent's callback_url (bot/flow/destinations.py)
         self.callback_guard = callback_guard or CallbackGuard()
         self.store = store
         self.publisher = publisher
@@ -128,7 +128,7 @@ class Service:
     ) -> Submitted:
         """Validate, resolve, classify and store one proposal; run it at once if policy says auto.
 
-        Who asked is verified first (bot/api/requesters.py): ``requested_by`` must be someone the
+        Who asked is verified first (bot/flow/requesters.py): ``requested_by`` must be someone the
         agent acts for, or the person of the ``delegation`` the agent's call came with; else
         RequesterRefused, and nothing is stored or posted.
 

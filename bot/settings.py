@@ -20,7 +20,6 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bot.api.destinations import CallbackGuard, DestinationRefused, parse_prefix
 from bot.api.limit_settings import AgentLimitsSection, Limits
 from bot.audit.settings import AnchorSettings, AuditSection, load_audit
 from bot.config_lines import KeyLines, key_lines
@@ -28,6 +27,7 @@ from bot.config_problems import line_of_problem
 from bot.delegations.settings import DelegationSettings
 from bot.digests.settings import DigestSettings
 from bot.escalations.settings import EscalationSection, load_escalation
+from bot.flow.destinations import CallbackGuard, DestinationRefused, parse_prefix
 from bot.monitoring.settings import MonitoringSettings
 from bot.operators.settings import RetentionSettings
 from contracts.base import Operation
@@ -148,7 +148,7 @@ class _AgentSection(_Section):
     #: people may let the agent act for them from Slack (/countersign delegate)
     delegation: bool = False
     callback_secret_env: str | None = None
-    #: where its callback_url may point (bot/api/destinations.py); empty: it may name none
+    #: where its callback_url may point (bot/flow/destinations.py); empty: it may name none
     callback_url_prefixes: tuple[str, ...] = ()
     #: its callbacks may go to loopback, private, link-local and CGNAT addresses
     callback_allow_private: bool = False
@@ -178,12 +178,12 @@ class AgentSettings:
     name: str
     token: str
     callback_secret: str
-    #: a callback_url must fall under one of these (parsed; bot/api/destinations.py); empty: none
+    #: a callback_url must fall under one of these (parsed; bot/flow/destinations.py); empty: none
     callback_url_prefixes: tuple[str, ...] = ()
     #: the agent's owners: part of the chain behind its proposals, so never approvers
     owners: tuple[str, ...] = ()
     #: whom it may name as requested_by: user ids, user group ids (S...) and "role:NAME";
-    #: empty: its owners only (bot/api/requesters.py)
+    #: empty: its owners only (bot/flow/requesters.py)
     acts_for: tuple[str, ...] = ()
     #: people may let it act for them from Slack (/countersign delegate)
     delegation: bool = False

@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from bot.api.destinations import CallbackGuard
-from bot.api.requesters import Membership, verified_requester
+from bot.flow.destinations import CallbackGuard
+from bot.flow.requesters import Membership, verified_requester
 from bot.settings import AgentSettings, Settings
 from bot.standing import rules as standing
 from contracts.api import SubmitBody
@@ -58,7 +58,7 @@ async def admissible(
     directory: Membership,
     callback_guard: CallbackGuard,
 ) -> Admissible:
-    """The requester (bot/api/requesters.py), the operation and the callback URL, in that
+    """The requester (bot/flow/requesters.py), the operation and the callback URL, in that
     order; raises RequesterRefused or ContractViolation."""
     requested_by = await verified_requester(
         agent, body.requested_by, delegation, roles=settings.roles, directory=directory

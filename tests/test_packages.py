@@ -26,6 +26,7 @@ def test_the_feature_packages_are_the_ones_the_layout_names() -> None:
         "delegations",
         "digests",
         "escalations",
+        "flow",
         "monitoring",
         "operators",
         "render",

@@ -4,10 +4,10 @@
 - ``agent_requests``: what every agent endpoint shares: admission, the body within its limits,
   idempotency keys, the answer and the long poll
 - ``admission``, ``quotas``, ``limit_settings``: how much of the service one agent may use
-- ``requesters``: who counts as the person an agent acts for
 - ``schemas``, ``openapi``, ``problems``: the wire format, its OpenAPI document, error answers
 - ``waiters``: long polls woken by state changes
-- ``destinations``, ``callbacks``, ``callback_http``: where and how agents' callbacks are sent
+- ``callbacks``, ``callback_http``: how agents' callbacks are sent (where they may go is the
+  flow's rule, bot/flow/destinations.py)
 
 The names below are imported from their module when first asked for, so that importing one
 module of this package imports neither the others nor the app they need.
@@ -23,18 +23,10 @@ if TYPE_CHECKING:
     from bot.api.admission import Admission
     from bot.api.callback_http import CallbackHttp
     from bot.api.callbacks import CallbackPoster, CallbackSender, DestinationSlots
-    from bot.api.destinations import (
-        CallbackGuard,
-        DestinationRefused,
-        Resolve,
-        parse_prefix,
-        system_resolve,
-    )
     from bot.api.limit_settings import AgentLimitsSection, Limits
     from bot.api.problems import Problem, problem_middleware
     from bot.api.proposals import agent_routes, authenticated_agent
     from bot.api.quotas import Quotas
-    from bot.api.requesters import check_requester, verified_requester
     from bot.api.schemas import SLACK_USER_ID
     from bot.api.waiters import Waiters
 
@@ -42,49 +34,35 @@ __all__ = [
     "SLACK_USER_ID",
     "Admission",
     "AgentLimitsSection",
-    "CallbackGuard",
     "CallbackHttp",
     "CallbackPoster",
     "CallbackSender",
-    "DestinationRefused",
     "DestinationSlots",
     "Limits",
     "Problem",
     "Quotas",
-    "Resolve",
     "Waiters",
     "agent_routes",
     "authenticated_agent",
-    "check_requester",
-    "parse_prefix",
     "problem_middleware",
-    "system_resolve",
-    "verified_requester",
 ]
 
 #: the module of this package that defines each public name
 _DEFINED_IN = {
     "Admission": "admission",
     "AgentLimitsSection": "limit_settings",
-    "CallbackGuard": "destinations",
     "CallbackHttp": "callback_http",
     "CallbackPoster": "callbacks",
     "CallbackSender": "callbacks",
-    "DestinationRefused": "destinations",
     "DestinationSlots": "callbacks",
     "Limits": "limit_settings",
     "Problem": "problems",
     "Quotas": "quotas",
-    "Resolve": "destinations",
     "SLACK_USER_ID": "schemas",
     "Waiters": "waiters",
     "agent_routes": "proposals",
     "authenticated_agent": "proposals",
-    "check_requester": "requesters",
-    "parse_prefix": "destinations",
     "problem_middleware": "problems",
-    "system_resolve": "destinations",
-    "verified_requester": "requesters",
 }
 
 __getattr__ = exported_from(__name__, _DEFINED_IN)

@@ -1,7 +1,7 @@
 """The HTTP client for callbacks: it connects only to addresses it has just checked.
 
 aiohttp asks a resolver for a host's addresses and connects to what it returns. The resolver here
-resolves the name, checks every address (bot/api/destinations.py) and refuses the whole name if any
+resolves the name, checks every address (bot/flow/destinations.py) and refuses the whole name if any
 is internal, so the address checked is the address connected to: a name that answered with a public
 address at submission and answers ``127.0.0.1`` now (DNS rebinding) is refused now. A host
 written as an IP address never reaches a resolver, so it is checked before the request.
@@ -19,7 +19,7 @@ from typing import Final
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from bot.api.destinations import (
+from bot.flow.destinations import (
     CallbackGuard,
     DestinationRefused,
     address_refusal,

@@ -20,8 +20,8 @@ from datetime import datetime
 from pydantic import BaseModel
 
 from bot.api.callback_http import CallbackHttp
-from bot.api.destinations import CallbackGuard, DestinationRefused
 from bot.api.schemas import ProposalOut
+from bot.flow.destinations import CallbackGuard, DestinationRefused
 from bot.settings import AgentSettings
 from bot.slack.publish import DeliveryFailed
 from contracts.base import HttpTransportError

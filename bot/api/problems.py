@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
-from bot.api.requesters import RequesterRefused
 from bot.delegations.commands import DelegationTokenRefused
+from bot.flow.requesters import RequesterRefused
 from contracts.base import ContractViolation, FieldProblem
 from store.base import IdempotencyConflict, ProposalNotFound, StoreUnavailable
 from store.escalations import EscalationConflict, EscalationNotFound

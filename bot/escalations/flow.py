@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.api.agent_requests import SubmissionKey
-from bot.api.destinations import CallbackGuard
-from bot.api.requesters import check_requester
 from bot.api.waiters import Waiters
 from bot.escalations.schemas import EscalationBody
+from bot.flow.destinations import CallbackGuard
+from bot.flow.requesters import check_requester
 from bot.ids import opaque_id
 from bot.monitoring.store_watch import StoreWatch
 from bot.render import escalation as render
@@ -76,7 +76,7 @@ class EscalationService:
         subscribers: Subscribers | None = None,
     ) -> None:
         self.settings = settings
-        #: checks an agent's callback_url (bot/api/destinations.py)
+        #: checks an agent's callback_url (bot/flow/destinations.py)
         self.callback_guard = callback_guard or CallbackGuard()
         self.store: EscalationStore = store.escalations()
         self._audit = store

@@ -42,9 +42,9 @@ from typing import Any, Literal, TextIO
 
 from pydantic import JsonValue, ValidationError
 
-from bot.api.destinations import CallbackGuard
-from bot.api.requesters import RequesterRefused
 from bot.audit.export import parse_since
+from bot.flow.destinations import CallbackGuard
+from bot.flow.requesters import RequesterRefused
 from bot.http import AiohttpClient
 from bot.operators.calls import Call, Outcome, Tally, read_calls
 from bot.operators.grants import SimulatedGrants, parse_grant

@@ -26,9 +26,9 @@ from slack_sdk.http_retry.builtin_interval_calculators import (
     FixedValueRetryIntervalCalculator,
 )
 
-from bot.api.destinations import Resolve, system_resolve
 from bot.api.proposals import SERVICE
 from bot.app import OUTBOX, build_app
+from bot.flow.destinations import Resolve, system_resolve
 from bot.settings import load_settings
 from bot.slack.local import LocalSlack, running_local_slack
 from bot.slack.local_socket import LocalSocketMode

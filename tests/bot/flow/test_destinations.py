@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from bot.api.destinations import (
+from bot.flow.destinations import (
     Destination,
     DestinationRefused,
     address_refusal,
