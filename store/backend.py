@@ -1,7 +1,7 @@
 """What a backend gives the Store verbs written once over it: three ways to reach the database.
 
 The verbs of the Store protocol (store/proposals.py, approvals.py, reminders.py, outbox.py,
-audit_log.py) are written once, over these. Each backend (SqliteStore, PostgresStore) says what
+audit/verbs.py) are written once, over these. Each backend (SqliteStore, PostgresStore) says what
 they are on its database, and translates its driver's errors at their edge:
 
 - ``tx(write=True)``: one transaction for a change. SQLite batches concurrent ones into one
@@ -13,7 +13,7 @@ they are on its database, and translates its driver's errors at their edge:
   transaction. PostgreSQL runs it on its own (autocommit: one round trip instead of three);
   SQLite as a write of the group commit.
 - ``audit_sealed()``: returns once every audit entry committed before the call has its place in
-  the hash chain (store/audit_log.py). SQLite seals each entry as it appends it; PostgreSQL's
+  the hash chain (store/audit/verbs.py). SQLite seals each entry as it appends it; PostgreSQL's
   sealer seals them in batches after their transactions commit.
 """
 

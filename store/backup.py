@@ -18,10 +18,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from store.audit import verify_chain
-from store.base import AuditReport, StoreError
-from store.rows import audit_entry_from_row
-from store.verdicts import check_head
+from store.audit import AuditReport, audit_entry_from_row, check_head, verify_chain
+from store.base import StoreError
 
 __all__ = [
     "BackupRefused",

@@ -20,6 +20,7 @@ from contracts.outcomes import NeedsReconciliation, Outcome
 from store.lifecycle import Effect, Status
 
 if TYPE_CHECKING:
+    from store.audit.records import AuditEntry, AuditHead, AuditReport
     from store.clicks import ClickStore
     from store.delegations import DelegationStore
     from store.digests import DigestStore
@@ -30,9 +31,6 @@ __all__ = [
     "AlreadyDecided",
     "Approval",
     "ApprovalCounted",
-    "AuditEntry",
-    "AuditHead",
-    "AuditReport",
     "Delivery",
     "IdempotencyConflict",
     "InvalidTransition",
@@ -152,31 +150,6 @@ class Delivery(Frozen):
     status: Status  #: the status the proposal entered when this was written
     attempts: int  #: including the one this delivery is
     created_at: datetime
-
-
-class AuditEntry(Frozen):
-    seq: int
-    at: datetime
-    proposal_id: str | None
-    actor: str
-    event: str
-    detail: dict[str, JsonValue]
-    prev_hash: str
-    hash: str
-
-
-class AuditHead(Frozen):
-    """The last entry of the chain as the database's head row names it."""
-
-    seq: int  #: 0 when the log is empty
-    hash: str  #: the genesis hash (store.audit.GENESIS) when the log is empty
-
-
-class AuditReport(Frozen):
-    ok: bool
-    checked: int
-    first_bad_seq: int | None = None
-    problem: str | None = None
 
 
 # --- answers of the transition verbs ------------------------------------------------------------

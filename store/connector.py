@@ -9,10 +9,11 @@ a transaction and runs *named* queries in it with *named* parameters::
 
 What really differs between SQLite and PostgreSQL lives behind that interface, in each backend:
 
-- the SQL itself, as named blocks: standard SQL both run alike once in
-  ``store/sql/common/queries/*.sql``, and what differs in ``store/sql/<dialect>/queries/*.sql``
-  with the same names in both (``tests/store/test_named_queries.py`` fails when a name exists in
-  one and not the other, or in common and a dialect too);
+- the SQL itself, as named blocks beside the verbs that run them, in each table family's
+  ``sql/`` folder (``store/audit/sql/``, ...): standard SQL both run alike once in
+  ``sql/common/*.sql``, and what differs in ``sql/<dialect>/*.sql`` with the same names in both
+  (``tests/store/test_named_queries.py`` fails when a name exists in one and not the other, or
+  in common and a dialect too); what belongs to no family is in ``store/sql/*/queries/*.sql``;
 - how a value becomes a parameter (:meth:`Tx.param`: SQLite stores times as fixed-width UTC text
   and arrays as JSON text, PostgreSQL as ``timestamptz`` and ``text[]``);
 - the audit head (SQLite follows it in memory under its single writer and seals each entry as it
@@ -48,6 +49,7 @@ __all__ = [
     "Tx",
     "dialect_query_names",
     "load_queries",
+    "query_files",
 ]
 
 Dialect = Literal["sqlite", "postgres"]
@@ -59,7 +61,8 @@ class Row(Protocol):
     def __getitem__(self, key: str, /) -> Any: ...
 
 
-QUERIES = Path(__file__).parent / "sql"
+#: The folder holding store/sql/ and the table families' packages, each with its sql/ folder.
+QUERIES = Path(__file__).parent
 
 #: ``-- name: some_query`` opens a named block; the block runs to the next one.
 _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
@@ -139,15 +142,24 @@ def _code(body: str) -> str:
     return "\n".join(line.partition("--")[0] for line in body.splitlines())
 
 
+def query_files(folder: str) -> list[Path]:
+    """The ``.sql`` files of named queries in ``folder`` (``common`` or a dialect): those of
+    every table family (``store/<family>/sql/<folder>/*.sql``) and those of none
+    (``store/sql/<folder>/queries/*.sql``). Migrations are not among them."""
+    return sorted(QUERIES.glob(f"*/sql/{folder}/*.sql")) + sorted(
+        QUERIES.glob(f"sql/{folder}/queries/*.sql")
+    )
+
+
 @cache
 def load_queries(dialect: Dialect) -> Mapping[str, Query]:
-    """Every named query of ``dialect``: the standard SQL both backends run alike, from
-    ``store/sql/common/queries/*.sql``, and the SQL written for ``dialect`` alone, from
-    ``store/sql/<dialect>/queries/*.sql``. A name is defined once: in common, or in every
-    dialect's folder (tests/store/test_named_queries.py holds both to that)."""
+    """Every named query of ``dialect``: the standard SQL both backends run alike, from the
+    ``common`` folders (:func:`query_files`), and the SQL written for ``dialect`` alone, from
+    its own. A name is defined once: in common, or in every dialect's folder
+    (tests/store/test_named_queries.py holds both to that)."""
     found: dict[str, Query] = {}
     for folder in ("common", dialect):
-        for path in sorted((QUERIES / folder / "queries").glob("*.sql")):
+        for path in query_files(folder):
             queries = parse_queries(path.read_text(), dialect=dialect, source=str(path))
             for name, query in queries.items():
                 if name in found:
@@ -159,7 +171,7 @@ def load_queries(dialect: Dialect) -> Mapping[str, Query]:
 def dialect_query_names(dialect: Dialect) -> frozenset[str]:
     """The names ``dialect`` defines for itself (not in common)."""
     names: set[str] = set()
-    for path in (QUERIES / dialect / "queries").glob("*.sql"):
+    for path in query_files(dialect):
         names |= set(parse_queries(path.read_text(), dialect=dialect, source=str(path)))
     return frozenset(names)
 

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from contracts.escalation import Summary, Trigger, TriggerVerdict
-from store.base import AuditEntry
+from store.audit import AuditEntry, audit_entry_from_row
 from store.connector import Connector, Row, Tx
 from store.effects import lane_of
 from store.escalations import (
@@ -34,7 +34,7 @@ from store.escalations import (
     refusal_of,
 )
 from store.lifecycle import Effect
-from store.rows import audit_entry_from_row, read_optional_time, read_time
+from store.rows import read_optional_time, read_time
 from store.shield import finish_even_if_cancelled
 
 __all__ = ["Escalations", "escalation_from_row"]

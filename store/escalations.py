@@ -26,7 +26,8 @@ from typing import Final, Protocol
 
 from contracts.escalation import Summary, Trigger, TriggerVerdict
 from contracts.frozen import Frozen
-from store.base import AuditEntry, StoreError
+from store.audit import AuditEntry
+from store.base import StoreError
 from store.lifecycle import Effect
 
 __all__ = [

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from store.audit_log import Appended
+from store.audit import Appended
 from store.connector import Array, Dialect, Row
 from store.rows import aware
 from store.tx import BaseTx
@@ -67,7 +67,7 @@ class PgTx(BaseTx):
     async def head_to_follow(self) -> None:
         """Never known: entries are appended unsealed, so writers on any connection and
         instance never wait for each other on the head; the sealer seals them once committed
-        (store/audit_sealer.py)."""
+        (store/audit/sealer.py)."""
         return None
 
     def appended(self, entry: Appended) -> None:

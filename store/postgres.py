@@ -4,7 +4,7 @@ the pool, its transactions, migrations and the change feed.
 An asyncpg connection pool per store. Every write is one transaction (READ COMMITTED); reads run
 on a pooled connection outside a transaction, each statement seeing what has committed. Appends
 to the audit log take no lock on the chain: entries are appended unsealed and the store's sealer
-(store/audit_sealer.py) seals them in batches once committed, one sealer at a time across
+(store/audit/sealer.py) seals them in batches once committed, one sealer at a time across
 instances on the ``audit_head`` row's lock, so entries written by any number of connections and
 processes form one linear hash chain; sweeps take their rows with ``FOR UPDATE SKIP LOCKED``, so
 instances sweeping at once never do one twice, nor wait for each other. The database announces
@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Literal
 import asyncpg
 
 from contracts.redaction import scrub, shown_store_url
-from store.audit_log import seal_audit
-from store.audit_sealer import Sealer
+from store.audit import Sealer, seal_audit
 from store.base import StoreError, StoreUnavailable
 from store.clicks import Clicks
 from store.delegations import Delegations
@@ -67,7 +66,7 @@ class PostgresStore(ProposalVerbs):
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
         self._escalations: Escalations | None = None
-        #: seals the audit entries this store's writers append unsealed (store/audit_sealer.py)
+        #: seals the audit entries this store's writers append unsealed (store/audit/sealer.py)
         self._sealer = Sealer(lambda: seal_audit(self))
 
     def escalations(self) -> Escalations:
@@ -161,7 +160,7 @@ class PostgresStore(ProposalVerbs):
     async def close(self) -> None:
         """Wait for the calls in progress (and a sealing run) to finish, then close every
         connection. Entries this store left unsealed are sealed by any other instance within
-        store.audit_sealer.IDLE_SECONDS, or when a store next opens on the database."""
+        store.audit.sealer.IDLE_SECONDS, or when a store next opens on the database."""
         if not self._closed:
             self._closed = True
             await self._sealer.close()

@@ -23,7 +23,7 @@ from pydantic import JsonValue
 
 from contracts.outcomes import NeedsReconciliation, Outcome
 from store.approvals import ApprovalVerbs
-from store.audit_log import AuditVerbs
+from store.audit import AuditVerbs
 from store.base import (
     IdempotencyConflict,
     InvalidTransition,

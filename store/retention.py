@@ -24,10 +24,11 @@ from datetime import datetime
 from pydantic import JsonValue
 
 from contracts.frozen import Frozen
+from store.audit import AuditEntry, audit_entry_from_row
 from store.backend import Backend
-from store.base import AuditEntry, Proposal, Store, StoreError
+from store.base import Proposal, Store, StoreError
 from store.lifecycle import FINAL
-from store.rows import audit_entry_from_row, aware, proposal_from_row, read_time
+from store.rows import aware, proposal_from_row, read_time
 from store.shield import finish_even_if_cancelled
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Where a stored row becomes a Proposal, a Delivery or an AuditEntry, whichever backend read it,
+"""Where a stored row becomes a Proposal or a Delivery, whichever backend read it,
 and where a value is read back or checked on its way in.
 
 SQLite stores times as UTC text in one fixed-width format (``2024-05-01T12:00:00.000000Z``), so
@@ -18,13 +18,12 @@ from pydantic import JsonValue
 
 from contracts.base import Preview
 from contracts.outcomes import OUTCOMES, Outcome
-from store.base import Approval, AuditEntry, Delivery, NewProposal, Proposal
+from store.base import Approval, Delivery, NewProposal, Proposal
 from store.connector import Array, Row
 from store.lifecycle import Effect, Status
 
 __all__ = [
     "approval_from_row",
-    "audit_entry_from_row",
     "aware",
     "db_time",
     "delivery_from_row",
@@ -193,17 +192,4 @@ def delivery_from_row(row: Row) -> Delivery:
         status=Status(row["status"]),
         attempts=row["attempts"],
         created_at=read_time(row["created_at"]),
-    )
-
-
-def audit_entry_from_row(row: Row) -> AuditEntry:
-    return AuditEntry(
-        seq=row["seq"],
-        at=read_time(row["at"]),
-        proposal_id=row["proposal_id"],
-        actor=row["actor"],
-        event=row["event"],
-        detail=json.loads(row["detail"]),
-        prev_hash=row["prev_hash"],
-        hash=row["hash"],
     )

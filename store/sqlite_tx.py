@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from store.audit_log import Appended
+from store.audit import Appended
 from store.base import StoreError
 from store.connector import Array, Dialect, Row
 from store.rows import db_time, dump_json

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from store.approvals import with_approvals
-from store.audit_log import Appended, append_entry
+from store.audit import Appended, append_entry
 from store.base import Proposal
 from store.connector import Dialect, Query, Row, load_queries
 from store.outbox import enqueue_effects
@@ -69,7 +69,7 @@ class BaseTx(ABC):
     ) -> int:
         """Append one entry in this transaction and return its row's id: sealed at once after
         the head :meth:`head_to_follow` names, or, when it names none, left for the sealer
-        (store/audit_log.py)."""
+        (store/audit/verbs.py)."""
         appended = await append_entry(
             self, at, proposal_id, actor, event, detail, head=await self.head_to_follow()
         )

@@ -1,24 +1,16 @@
-"""Answers every backend gives alike: why a transition changed nothing; whether the head agrees.
+"""Answers every backend gives alike: why a transition on a proposal changed nothing.
 
-Every backend words its refusals and its audit verdicts the same way; they live here once.
+Every backend words its refusals the same way; they live here once.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from store.audit import GENESIS
-from store.base import (
-    AlreadyDecided,
-    AuditEntry,
-    AuditReport,
-    NotApprovable,
-    Proposal,
-    TransitionResult,
-)
+from store.base import AlreadyDecided, NotApprovable, Proposal, TransitionResult
 from store.lifecycle import FINAL, Status
 
-__all__ = ["check_head", "not_reconcilable", "refusal"]
+__all__ = ["not_reconcilable", "refusal"]
 
 
 def refusal(current: Proposal, now: datetime, binding_hash: str | None) -> TransitionResult:
@@ -43,36 +35,3 @@ def not_reconcilable(current: Proposal) -> TransitionResult:
     if current.status is Status.EXECUTING:
         return NotApprovable(current, "it is being executed right now")
     return NotApprovable(current, f"it does not need reconciliation (it is {current.status.value})")
-
-
-def check_head(
-    report: AuditReport, entries: list[AuditEntry], head: tuple[int, str] | None
-) -> AuditReport:
-    """``report`` on the chain, completed by comparing its last entry with the stored head.
-
-    The chain alone shows changed, reordered and missing entries up to its last entry; it cannot
-    show that entries after it were deleted. The head row, moved in the transaction of every
-    append, still names the true last entry, so a log that ends before the head has lost its
-    tail (reported as the first missing entry).
-    """
-    if not report.ok:
-        return report
-    last_seq, last_hash = (entries[-1].seq, entries[-1].hash) if entries else (0, GENESIS)
-    if head is None:
-        bad, problem = last_seq + 1, "the audit head row is missing"
-    else:
-        head_seq, head_hash = head
-        if head_seq > last_seq:
-            bad = last_seq + 1
-            problem = (
-                f"entry {bad}: missing; the head of the chain is entry {head_seq} but the log "
-                f"ends at entry {last_seq} (entries were removed from the end)"
-            )
-        elif head_seq < last_seq:
-            bad = head_seq + 1
-            problem = f"entry {bad}: beyond the head of the chain, which ends at entry {bad - 1}"
-        elif head_hash != last_hash:
-            bad, problem = last_seq, f"entry {last_seq}: its hash differs from the chain's head"
-        else:
-            return report
-    return AuditReport(ok=False, checked=report.checked, first_bad_seq=bad, problem=problem)

@@ -29,8 +29,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from contracts.canonical import canonical_json
-from store.audit import GENESIS
-from store.base import AuditEntry, AuditHead
+from store.audit import GENESIS, AuditEntry, AuditHead
 
 __all__ = [
     "Anchor",

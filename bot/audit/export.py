@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime
 from typing import Any, Final, Literal, TextIO
 
-from store.base import AuditEntry
+from store.audit import AuditEntry
 
 __all__ = ["COLUMNS", "ExportFormat", "exported_row", "parse_since", "write_export"]
 

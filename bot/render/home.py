@@ -56,7 +56,8 @@ from bot.render.proposal import (
 )
 from contracts.formats import Formats
 from store.approvals import counted
-from store.base import AuditEntry, Proposal
+from store.audit import AuditEntry
+from store.base import Proposal
 from store.delegations import Delegation
 from store.escalations import Escalation
 from store.lifecycle import Status

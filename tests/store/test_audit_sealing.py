@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 import pytest
 
-from store.audit_sealer import IDLE_SECONDS, Sealer
+from store.audit import IDLE_SECONDS, Sealer
 from store.base import StoreError, StoreUnavailable
 from tests.store.conformance import new_proposal
 from tests.store.test_postgres import NOW, OpenStore, open_pg, raw, schema

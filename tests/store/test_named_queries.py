@@ -1,6 +1,7 @@
-"""The named SQL the backends run (store/sql/common/queries, store/sql/<dialect>/queries): what a
-dialect writes for itself the other writes too, nothing is both common and a dialect's own, each
-block is well formed, every name the verbs run is defined, and ``:param`` becomes ``$n`` right."""
+"""The named SQL the backends run (each table family's sql/common and sql/<dialect>, and
+store/sql/*/queries for SQL of no family): what a dialect writes for itself the other writes
+too, nothing is both common and a dialect's own, each block is well formed, every name the verbs
+run is defined, and ``:param`` becomes ``$n`` right."""
 
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ def test_both_dialects_name_the_same_queries() -> None:
 def test_a_query_in_common_and_in_a_dialect_too_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for folder in ("common", "sqlite"):
-        (tmp_path / folder / "queries").mkdir(parents=True)
-        (tmp_path / folder / "queries" / "x.sql").write_text("-- name: same\nSELECT 1\n")
+    # once in a family's common SQL, once in SQL of no family written for SQLite alone
+    for folder in (tmp_path / "family" / "sql" / "common", tmp_path / "sql" / "sqlite" / "queries"):
+        folder.mkdir(parents=True)
+        (folder / "x.sql").write_text("-- name: same\nSELECT 1\n")
     monkeypatch.setattr(connector, "QUERIES", tmp_path)
     load_queries.cache_clear()
     try:

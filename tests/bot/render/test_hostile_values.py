@@ -39,7 +39,8 @@ from contracts.escalation import Signals, Summary, ToolResult, Trigger, TriggerK
 from contracts.formats import Formats
 from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
 from contracts.standing import Grant, StandingPolicy
-from store.base import AuditEntry, Proposal
+from store.audit import AuditEntry
+from store.base import Proposal
 from store.delegations import Delegation
 from store.digests import Digest
 from store.escalations import Escalation, EscalationStatus

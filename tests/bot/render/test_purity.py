@@ -54,7 +54,8 @@ from bot.render import reminders as render_reminders
 from bot.render import standing as render_standing
 from contracts.base import Preview
 from contracts.standing import Grant, duration_choices
-from store.base import Approval, AuditEntry
+from store.audit import AuditEntry
+from store.base import Approval
 from store.delegations import Delegation
 from store.escalations import EscalationStatus
 from store.lifecycle import Status

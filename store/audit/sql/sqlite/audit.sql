@@ -1,4 +1,4 @@
--- The audit chain on SQLite (store/audit_log.py). The write transaction holds SQLite's one
+-- The audit chain on SQLite (store/audit/verbs.py). The write transaction holds SQLite's one
 -- write lock, so the store's writer knows the head (store/sqlite_tx.py) and seals every entry
 -- as it appends it (insert_audit_entry): no entry is ever left unsealed. The sealer's queries
 -- below keep PostgreSQL's names; here they find nothing to seal.

@@ -1,4 +1,4 @@
--- The audit chain on PostgreSQL (store/audit_log.py): entries are appended unsealed, in the
+-- The audit chain on PostgreSQL (store/audit/verbs.py): entries are appended unsealed, in the
 -- transaction of the change they record, and sealed into the chain in batches afterwards.
 
 -- name: insert_unsealed_audit_entry

@@ -3,11 +3,11 @@ transaction, sealing entries into the hash chain, and the verbs that add, read a
 
 Every change appends its entry in its own transaction (``tx.append_audit``). An entry joins the
 chain when it is **sealed**: it is given the next ``seq`` and its ``prev_hash`` and ``hash``
-(store/audit.py), and the ``audit_head`` row moves to it. A backend whose single writer knows the
-head (SQLite, store/sqlite_tx.py) seals each entry as it appends it. Otherwise (PostgreSQL) the
-entry is appended unsealed, so writers never wait for each other on the head, and a sealer seals
-the committed entries in batches, one sealer at a time across instances (it locks the head row
-for the batch; store/audit_sealer.py runs it). docs/audit.md says why.
+(store/audit/chain.py), and the ``audit_head`` row moves to it. A backend whose single writer
+knows the head (SQLite, store/sqlite_tx.py) seals each entry as it appends it. Otherwise
+(PostgreSQL) the entry is appended unsealed, so writers never wait for each other on the head,
+and a sealer seals the committed entries in batches, one sealer at a time across instances (it
+locks the head row for the batch; store/audit/sealer.py runs it). docs/audit.md says why.
 
 The reading verbs first wait until every entry committed before they were called is sealed, so
 what they read is the chain as of that moment.
@@ -22,13 +22,13 @@ from datetime import datetime
 
 from pydantic import JsonValue
 
-from store.audit import entry_hash, verify_chain
+from store.audit.chain import check_head, entry_hash, verify_chain
+from store.audit.records import AuditEntry, AuditHead, AuditReport, audit_entry_from_row
 from store.backend import Backend
-from store.base import AuditEntry, AuditHead, AuditReport, StoreError
+from store.base import StoreError
 from store.connector import Row, Tx
-from store.rows import audit_entry_from_row, aware, dump_json, read_time
+from store.rows import aware, dump_json, read_time
 from store.shield import finish_even_if_cancelled
-from store.verdicts import check_head
 
 __all__ = ["SEAL_BATCH", "Appended", "AuditVerbs", "append_entry", "seal_audit", "seal_pending"]
 

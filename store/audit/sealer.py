@@ -3,7 +3,7 @@ committed entries into the hash chain in batches, soon after they commit, and le
 until everything committed before them is sealed.
 
 One sealer runs per store, that is per process; sealing transactions of all instances take turns
-on the head row's lock (store/audit_log.py, ``seal_pending``). A run seals every entry committed
+on the head row's lock (store/audit/verbs.py, ``seal_pending``). A run seals every entry committed
 before it started, whoever appended it. Runs happen:
 
 - right after a transaction of this store that appended entries commits (:meth:`Sealer.wake`);
@@ -37,7 +37,7 @@ RETRY_SECONDS = 0.2
 
 
 class Sealer:
-    """Runs ``seal`` (seal every committed entry; store/audit_log.py ``seal_audit``) when woken,
+    """Runs ``seal`` (seal every committed entry; store/audit/verbs.py ``seal_audit``) when woken,
     when waited for, and every ``idle_seconds`` otherwise, one run at a time."""
 
     def __init__(

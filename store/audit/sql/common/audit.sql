@@ -1,4 +1,4 @@
--- The audit log's hash chain (store/audit_log.py): the same SQL on SQLite and PostgreSQL.
+-- The audit log's hash chain (store/audit/verbs.py): the same SQL on SQLite and PostgreSQL.
 
 -- name: insert_audit_entry
 -- Append one entry sealed after the head (SQLite's writer knows it); triggers check that it
