@@ -16,8 +16,9 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from bot.api.admission import Admission
 from bot.api.callback_http import CallbackHttp
 from bot.api.callbacks import CallbackPoster, CallbackSender, DestinationSlots
+from bot.api.loop_lag import LoopLag
 from bot.api.problems import problem_middleware
-from bot.api.proposals import QUOTAS, SERVICE, SUBMISSIONS, agent_routes
+from bot.api.proposals import LOOP_LAG, QUOTAS, SERVICE, SUBMISSIONS, agent_routes
 from bot.api.quotas import Quotas
 from bot.audit.anchoring import Anchorer, anchor_forever
 from bot.decisions import RecordedDecisions
@@ -243,6 +244,7 @@ def build_app(
     app[DELEGATIONS] = delegations
     app[SERVICE] = service
     app[SUBMISSIONS] = Admission(server.max_in_flight_submissions)
+    app[LOOP_LAG] = loop_lag = LoopLag(threshold=server.shed_agents_at_loop_lag_ms / 1000)
     app[QUOTAS] = Quotas()
     app[CLICKS] = clicks
     app[DECISIONS] = decisions
@@ -307,6 +309,7 @@ def build_app(
             ),
             asyncio.create_task(outbox.run()),
             asyncio.create_task(decisions.run()),
+            asyncio.create_task(loop_lag.run()),
             asyncio.create_task(
                 reannounce_forever(escalations, server.sweep_interval_seconds, outbox.watch)
             ),
@@ -330,6 +333,13 @@ def build_app(
         for worker in workers:
             worker.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
+        if loop_lag.shed:
+            log.info(
+                "answered %d agent submission(s) 503 while the event loop was behind "
+                "(worst lag %.0f ms)",
+                loop_lag.shed,
+                loop_lag.worst * 1000,
+            )
         await home.close()
         await listeners.aclose()
         if socket is not None:

@@ -89,6 +89,9 @@ class ServerSettings(_Section):
     max_in_flight_submissions: int = Field(default=64, ge=1, le=10000)
     #: Slack clicks worked on at once; past it the clicker is told it is busy
     max_in_flight_clicks: int = Field(default=64, ge=1, le=10000)
+    #: how far behind the event loop may fall (ms) before new agent submissions are answered
+    #: 503 with Retry-After at once, so people's clicks keep the loop; 0: never shed
+    shed_agents_at_loop_lag_ms: float = Field(default=50, ge=0, le=10000, allow_inf_nan=False)
     #: Slack Web API call timeout
     slack_timeout_seconds: float = Field(default=10, gt=0, le=120)
     #: how long a callback to an agent may take before it counts as failed (and is retried)

@@ -21,6 +21,7 @@ from aiohttp import web
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from bot.api.admission import Admission
+from bot.api.loop_lag import LoopLag
 from bot.api.problems import Problem
 from bot.api.quotas import Quotas
 from bot.api.waiters import Waiters
@@ -39,6 +40,7 @@ __all__ = [
     "json_answer",
     "parse_body",
     "receive_body",
+    "shed_when_behind",
     "submitted_answer",
 ]
 
@@ -69,6 +71,14 @@ def busy() -> Problem:
         "Countersign is at capacity; nothing was stored. Retry after the given delay.",
         headers={"Retry-After": "1"},
     )
+
+
+def shed_when_behind(lag: LoopLag) -> None:
+    """Before anything else is done for an agent's submission: when the event loop is behind
+    (bot/api/loop_lag.py), answer 503 with Retry-After at once, so that people's clicks keep
+    the loop. Nothing is read, looked up or stored, and the agent's rate is not charged."""
+    if lag.behind():
+        raise busy()
 
 
 async def admitted(

@@ -12,8 +12,10 @@ from bot.api.agent_requests import (
     idempotency_key,
     json_answer,
     parse_body,
+    shed_when_behind,
     submitted_answer,
 )
+from bot.api.loop_lag import LoopLag
 from bot.api.openapi import openapi_document
 from bot.api.problems import Problem
 from bot.api.quotas import Quotas, admit_pending
@@ -36,6 +38,7 @@ from store.delegations import Delegation
 from store.lifecycle import Status
 
 __all__ = [
+    "LOOP_LAG",
     "QUOTAS",
     "SERVICE",
     "SUBMISSIONS",
@@ -48,6 +51,8 @@ __all__ = [
 SERVICE: web.AppKey[Service] = web.AppKey("service", Service)
 #: bounds the submissions handled at once (bot/api/admission.py)
 SUBMISSIONS: web.AppKey[Admission] = web.AppKey("submissions", Admission)
+#: how far behind the event loop is: agents' submissions are shed past it (bot/api/loop_lag.py)
+LOOP_LAG: web.AppKey[LoopLag] = web.AppKey("loop_lag", LoopLag)
 #: each agent's submission rate and long-polls in flight (bot/api/quotas.py)
 QUOTAS: web.AppKey[Quotas] = web.AppKey("quotas", Quotas)
 
@@ -92,7 +97,9 @@ async def _caller(request: web.Request) -> tuple[AgentSettings, Delegation | Non
 
 
 async def submit(request: web.Request) -> web.Response:
-    """The agent's rate, its whole body, then a slot (bot/api/agent_requests.py)."""
+    """Shed when the loop is behind, then the agent's rate, its whole body, then a slot
+    (bot/api/agent_requests.py)."""
+    shed_when_behind(request.app[LOOP_LAG])
     agent, delegation = await _caller(request)
     return await admitted(
         request,

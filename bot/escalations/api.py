@@ -11,10 +11,11 @@ from bot.api.agent_requests import (
     idempotency_key,
     json_answer,
     parse_body,
+    shed_when_behind,
     submitted_answer,
 )
 from bot.api.problems import Problem
-from bot.api.proposals import QUOTAS, SUBMISSIONS, authenticated_agent, wait_seconds
+from bot.api.proposals import LOOP_LAG, QUOTAS, SUBMISSIONS, authenticated_agent, wait_seconds
 from bot.escalations.flow import EscalationService
 from bot.escalations.schemas import EscalationBody, EscalationOut
 from bot.settings import AgentSettings
@@ -37,7 +38,9 @@ def escalation_routes() -> list[web.RouteDef]:
 
 
 async def submit(request: web.Request) -> web.Response:
-    """As for proposals: the rate, the whole body, then a slot (bot/api/agent_requests.py)."""
+    """As for proposals: shed when the loop is behind, the rate, the whole body, then a slot
+    (bot/api/agent_requests.py)."""
+    shed_when_behind(request.app[LOOP_LAG])
     agent = authenticated_agent(request)
     return await admitted(
         request,
@@ -104,4 +107,3 @@ async def _own(service: EscalationService, agent: AgentSettings, escalation_id: 
     if escalation is None or escalation.agent != agent.name:  # another agent's: same answer
         raise Problem(404, "Not found", f"no escalation {escalation_id!r} for agent {agent.name!r}")
     return escalation
-

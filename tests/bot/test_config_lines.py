@@ -235,6 +235,35 @@ def test_check_config_names_the_line_of_each_independent_problem(
         assert any(p.startswith(f"{config}:{line}: {start}") for p in problems), (line, problems)
 
 
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("-5", "server.shed_agents_at_loop_lag_ms: Input should be greater than or equal to 0"),
+        ('"soon"', "server.shed_agents_at_loop_lag_ms: Input should be a valid number"),
+    ],
+)
+def test_check_config_names_the_line_of_a_bad_loop_lag_threshold(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    value: str,
+    says: str,
+) -> None:
+    for name, env_value in ENV.items():
+        monkeypatch.setenv(name, env_value)
+    text = config_text("http://127.0.0.1:9").replace(
+        "[server]\n", f"[server]\nshed_agents_at_loop_lag_ms = {value}\n", 1
+    )
+    config = tmp_path / "countersign.toml"
+    config.write_text(text, encoding="utf-8")
+
+    code = main(["--config", str(config), "check-config"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"  - {config}:{_line(text, 'shed_agents_at_loop_lag_ms')}: {says}" in err, err
+
+
 def test_a_toml_syntax_error_names_its_line_first(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

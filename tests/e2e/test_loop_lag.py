@@ -1,0 +1,124 @@
+"""When the event loop falls behind, agents' submissions are shed at once and people's clicks are
+not: a real stall of the loop (a callback that holds it), real requests over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.api.loop_lag import LoopLag
+from bot.api.proposals import LOOP_LAG
+from tests.e2e.harness import (
+    AGENT_TOKEN,
+    APPROVER,
+    REQUESTER,
+    Countersign,
+    eventually,
+    running_countersign,
+)
+from tests.e2e.test_escalations import escalation
+
+CAMPAIGN: dict[str, Any] = {
+    "operation": "crm.send_campaign",
+    "request": {"segment": "all", "template": "tmpl_x", "recipients": 9},
+    "requested_by": REQUESTER,
+}
+
+#: how long the loop is held: well past the threshold (50 ms by default)
+STALL = 0.4
+
+
+@pytest.fixture
+async def cs(tmp_path: Path) -> AsyncIterator[Countersign]:
+    async with running_countersign(tmp_path) as running:
+        yield running
+
+
+def _stall_loop() -> None:
+    """Hold the event loop for STALL seconds from its next turn, as a burst of agents' work on
+    the loop would: every timer (the lag measure's too) wakes late."""
+    asyncio.get_running_loop().call_soon(time.sleep, STALL)
+
+
+async def _post(cs: Countersign, path: str, body: dict[str, Any]) -> Any:
+    return await cs.request(
+        "POST",
+        path,
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {AGENT_TOKEN}", "Content-Type": "application/json"},
+    )
+
+
+async def _on_time(lag: LoopLag) -> None:
+    """Wait until the measure has seen the loop on time again."""
+
+    async def caught_up() -> bool:
+        return lag.lag < lag.threshold
+
+    await eventually(caught_up)
+
+
+@pytest.mark.parametrize("path", ["/v1/proposals", "/v1/escalations"])
+async def test_a_submission_while_the_loop_is_behind_gets_503_with_retry_after_and_stores_nothing(
+    cs: Countersign, path: str
+) -> None:
+    lag = cs.app[LOOP_LAG]
+    body = CAMPAIGN if path == "/v1/proposals" else escalation()
+    audit_before = await cs.store.audit_log()
+    await _on_time(lag)
+
+    _stall_loop()
+    answer = await _post(cs, path, body)
+
+    assert answer.status == 503
+    assert answer.headers["Retry-After"] == "1"
+    assert answer.headers["Content-Type"].startswith("application/problem+json")
+    assert "nothing was stored" in answer.json()["detail"]
+    assert lag.shed == 1 and lag.worst >= STALL / 2
+    assert await cs.proposal_count() == 0
+    assert await cs.store.audit_log() == audit_before  # no escalation, no entry of any kind
+
+    await _on_time(lag)  # the loop caught up: the same submission is taken
+    assert (await _post(cs, path, body)).status == 201
+
+
+async def test_an_approve_click_while_the_loop_is_behind_is_acknowledged_and_applied(
+    cs: Countersign,
+) -> None:
+    _, created = await cs.submit(CAMPAIGN)
+    await cs.posted(created["id"])
+    lag = cs.app[LOOP_LAG]
+    await _on_time(lag)
+
+    _stall_loop()
+    assert await cs.click(APPROVER, "approve", created["id"]) == 200  # Slack got its ack
+    shed = lag.shed
+    _, final = await cs.read(created["id"], wait=10)
+    await cs.settled()
+
+    assert shed == 0  # the click was not shed, though the loop was behind when it came
+    assert lag.worst >= STALL / 2
+    assert final["status"] == "succeeded"
+    assert len(cs.target.executions()) == 1
+    assert not any("busy" in m.text for m in cs.slack.ephemeral(APPROVER))
+
+
+async def test_a_threshold_of_zero_never_sheds(tmp_path: Path) -> None:
+    def never(text: str) -> str:
+        return text.replace("[server]\n", "[server]\nshed_agents_at_loop_lag_ms = 0\n", 1)
+
+    async with running_countersign(tmp_path, config_edit=never) as cs:
+        lag = cs.app[LOOP_LAG]
+        assert lag.threshold == 0
+        _stall_loop()
+        answer = await _post(cs, "/v1/proposals", CAMPAIGN)
+
+        assert answer.status == 201
+        assert lag.shed == 0
+        assert await cs.proposal_count() == 1
