@@ -4,7 +4,10 @@ policy simulator, each a command of ``countersign`` (wired in ``bot.operators.co
 - ``backup``: ``countersign backup`` and ``restore`` (SQLite's online backup; pg_dump's advice)
 - ``upgrade``: ``countersign migrate [--check]``
 - ``retention``: ``countersign retention run``: archive decided proposals, then remove them
-- ``simulate``: ``countersign policy simulate`` and ``policy export-calls``
+- ``simulate``: ``countersign policy simulate`` and ``policy export-calls`` (``calls``: what it
+  replays and finds, ``report``: what it prints, ``clicks``: messages, digests and clicks)
+- ``explain``: ``countersign policy explain``
+- ``duty_check``: ``check-config``'s warning about separation of duties resting on an agent's word
 - ``settings``: the ``[retention]`` section
 
 The names below are imported from their module when first asked for, so that importing one

@@ -9,7 +9,7 @@ import pytest
 
 from bot.cli import main
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "countersign.toml"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "countersign.toml"
 
 
 @pytest.fixture(autouse=True)

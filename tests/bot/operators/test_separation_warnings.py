@@ -107,7 +107,7 @@ def test_a_quorum_of_two_removes_the_warning(
 def test_the_shipped_example_configuration_draws_no_warning(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    example = Path(__file__).parents[2] / "examples" / "countersign.toml"
+    example = Path(__file__).parents[3] / "examples" / "countersign.toml"
     monkeypatch.setenv("COUNTERSIGN_TOKEN_SUPPORT_BOT", "support-bot-token-0123456789")
     monkeypatch.setenv("COUNTERSIGN_WEBHOOK_SECRET_CRM", "crm-secret-0123456789")
 
