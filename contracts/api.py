@@ -5,7 +5,7 @@ The server (bot/api, bot/escalations) answers with these models and the Python c
 builds them from stored rows (its ``.of(...)`` constructors live beside its routes); nothing here
 knows the store.
 
-The status names are the store's (store/lifecycle.py ``Status``, store/escalations.py
+The status names are the store's (store/lifecycle.py ``Status``, store/escalations/records.py
 ``EscalationStatus``); tests/contracts/test_api.py keeps them in step.
 """
 

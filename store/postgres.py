@@ -28,7 +28,7 @@ from store.base import StoreError, StoreUnavailable
 from store.clicks import Clicks
 from store.delegations import Delegations
 from store.digests import Digests
-from store.escalation_store import Escalations
+from store.escalations import Escalations
 from store.migrate import MigrationError, load_migrations
 from store.pg_changes import ChangeFeed
 from store.pg_errors import DRIVER_ERRORS, translate

@@ -28,7 +28,7 @@ from store.base import StoreError, StoreUnavailable
 from store.clicks import Clicks
 from store.delegations import Delegations
 from store.digests import Digests
-from store.escalation_store import Escalations
+from store.escalations import Escalations
 from store.group_commit import GroupCommit
 from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
 from store.proposals import ProposalVerbs

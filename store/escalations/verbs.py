@@ -1,8 +1,8 @@
-"""The EscalationStore (store/escalations.py), written once over a backend's connector.
+"""The EscalationStore (store/escalations/protocol.py), written once over a backend's connector.
 
-Its SQL is named in store/sql/common/queries/escalations.sql, and, for the re-announcement sweep
-and the outbox claim, which take rows with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL, in
-store/sql/<dialect>/queries/escalations.sql. Every transition is one transaction holding the
+Its SQL is named in store/escalations/sql/common/escalations.sql, and, for the re-announcement
+sweep and the outbox claim, which take rows with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL, in
+store/escalations/sql/<dialect>/escalations.sql. Every transition is one transaction holding the
 compare-and-set (which, on PostgreSQL, locks the escalation's row), its audit entry on the
 store's one hash chain (row first, then the audit head, as everywhere) and its outbox entries.
 Get it from ``Store.escalations()``.
@@ -20,7 +20,7 @@ from contracts.escalation import Summary, Trigger, TriggerVerdict
 from store.audit import AuditEntry, audit_entry_from_row
 from store.connector import Connector, Row, Tx
 from store.effects import lane_of
-from store.escalations import (
+from store.escalations.records import (
     Escalation,
     EscalationConflict,
     EscalationDelivery,

@@ -1,4 +1,4 @@
--- Escalations (store/escalations.py): what SQLite runs its own way. It has one writer at a
+-- Escalations (store/escalations/verbs.py): what SQLite runs its own way. It has one writer at a
 -- time, so the sweep and the outbox claim need no row locks; PostgreSQL's versions skip rows
 -- another instance holds.
 

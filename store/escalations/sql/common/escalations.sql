@@ -1,6 +1,6 @@
--- Escalations and their outbox (store/escalations.py): the same SQL on SQLite and PostgreSQL.
+-- Escalations and their outbox (store/escalations/verbs.py): the same SQL on both backends.
 -- The re-announcement sweep and the outbox claim differ (FOR UPDATE SKIP LOCKED on
--- PostgreSQL): they are in store/sql/<dialect>/queries/escalations.sql.
+-- PostgreSQL): they are in store/escalations/sql/<dialect>/escalations.sql.
 
 -- name: insert_escalation
 -- A new escalation, open; no row back means the agent already used this submission key.

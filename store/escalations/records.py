@@ -1,4 +1,4 @@
-"""Escalations: a conversation an agent hands to people, its lifecycle and the store protocol.
+"""Escalations: a conversation an agent hands to people, its lifecycle, records and answers.
 
 The lifecycle, like the proposals' (store/lifecycle.py), is one status column with one table of
 transitions, enforced by the database too:
@@ -14,19 +14,19 @@ allowed from ``handed_back`` (the agent got stuck again). Only the owner hands b
 owner resolves a taken escalation.
 
 Every backend keeps them in its own database, on its one audit chain, through the same code:
-:class:`store.escalation_store.Escalations`, got from ``Store.escalations()``.
+:class:`store.escalations.verbs.Escalations` (the protocol: store/escalations/protocol.py), got
+from ``Store.escalations()``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
-from typing import Final, Protocol
+from typing import Final
 
 from contracts.escalation import Summary, Trigger, TriggerVerdict
 from contracts.frozen import Frozen
-from store.audit import AuditEntry
 from store.base import StoreError
 from store.lifecycle import Effect
 
@@ -40,7 +40,6 @@ __all__ = [
     "EscalationNotFound",
     "EscalationResult",
     "EscalationStatus",
-    "EscalationStore",
     "Moved",
     "NewEscalation",
     "Refused",
@@ -183,72 +182,3 @@ class EscalationConflict(StoreError):
     def __init__(self, existing: Escalation) -> None:
         super().__init__()
         self.existing = existing
-
-
-class EscalationStore(Protocol):
-    async def create_escalation(self, new: NewEscalation) -> tuple[Escalation, bool]:
-        """Store it open, with its audit entry and its Slack post. Returns (escalation, created).
-
-        The same ``submission_key`` and fingerprint return the stored one (created False); the
-        same key with another fingerprint raises EscalationConflict.
-        """
-        ...
-
-    async def get_escalation(self, escalation_id: str) -> Escalation:
-        """Raises EscalationNotFound."""
-        ...
-
-    async def find_escalation(self, agent: str, submission_key: str) -> Escalation | None: ...
-
-    async def attach_escalation_message(
-        self, escalation_id: str, channel: str, ts: str, *, now: datetime
-    ) -> Escalation: ...
-
-    async def take(self, escalation_id: str, *, actor: str, now: datetime) -> EscalationResult:
-        """open or handed_back -> taken, owned by ``actor``; one owner however many click."""
-        ...
-
-    async def hand_back(
-        self, escalation_id: str, *, actor: str, note: str, now: datetime
-    ) -> EscalationResult:
-        """taken (by ``actor``) -> handed_back, with the note for the agent."""
-        ...
-
-    async def resolve(
-        self, escalation_id: str, *, actor: str, note: str | None, now: datetime
-    ) -> EscalationResult:
-        """open, handed_back, or taken by ``actor`` -> resolved."""
-        ...
-
-    async def reannounce_due(
-        self, *, now: datetime, after: timedelta, most: int, limit: int = 100
-    ) -> list[Escalation]:
-        """Open escalations last announced ``after`` ago or longer and announced again fewer
-        than ``most`` times: announce them again (a thread reply through the outbox), once per
-        period however many sweeps run."""
-        ...
-
-    async def count_open(self, agent: str) -> int:
-        """How many of ``agent``'s escalations nobody has taken yet (status open), counted in
-        the database, so every instance sees the same number."""
-        ...
-
-    async def owned_by(self, user: str, *, limit: int = 20) -> list[Escalation]:
-        """Escalations ``user`` has taken, oldest first."""
-        ...
-
-    async def escalation_log(self, escalation_id: str) -> list[AuditEntry]: ...
-
-    # --- its outbox (the same verbs as the proposals' outbox) --------------------------------
-
-    async def claim_deliveries(
-        self, *, now: datetime, limit: int, lease: timedelta
-    ) -> list[EscalationDelivery]: ...
-
-    async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None: ...
-
-    async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None: ...
-
-    async def abandon_delivery(self, delivery_id: int, *, now: datetime, error: str) -> None: ...
-
-    async def pending_deliveries(self) -> int: ...

@@ -1,4 +1,4 @@
--- Escalations (store/escalations.py): what PostgreSQL runs its own way. Instances sweeping or
+-- Escalations (store/escalations/verbs.py): what PostgreSQL runs its own way. Instances sweeping or
 -- claiming at once take rows with FOR UPDATE SKIP LOCKED, so none does an escalation's
 -- re-announcement or an outbox entry twice.
 

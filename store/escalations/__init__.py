@@ -1,0 +1,50 @@
+"""Escalations: a conversation an agent hands to people, kept in the store's database and on its
+audit chain.
+
+- ``records``: the lifecycle (open, taken, handed back, resolved), the records, the answers of
+  the transition verbs and the errors
+- ``protocol``: the EscalationStore every backend gives through ``Store.escalations()``
+- ``verbs``: the EscalationStore written once over the connector, and the row it reads
+- ``sql/``: its named queries, common and per dialect
+"""
+
+from __future__ import annotations
+
+from store.escalations.protocol import EscalationStore
+from store.escalations.records import (
+    ESCALATION_EFFECTS,
+    ESCALATION_TRANSITIONS,
+    FINAL_ESCALATION,
+    Escalation,
+    EscalationConflict,
+    EscalationDelivery,
+    EscalationNotFound,
+    EscalationResult,
+    EscalationStatus,
+    Moved,
+    NewEscalation,
+    Refused,
+    escalation_effects_of,
+    refusal_of,
+)
+from store.escalations.verbs import Escalations, escalation_from_row
+
+__all__ = [
+    "ESCALATION_EFFECTS",
+    "ESCALATION_TRANSITIONS",
+    "FINAL_ESCALATION",
+    "Escalation",
+    "EscalationConflict",
+    "EscalationDelivery",
+    "EscalationNotFound",
+    "EscalationResult",
+    "EscalationStatus",
+    "EscalationStore",
+    "Escalations",
+    "Moved",
+    "NewEscalation",
+    "Refused",
+    "escalation_effects_of",
+    "escalation_from_row",
+    "refusal_of",
+]
