@@ -83,4 +83,4 @@ class SqliteTx(BaseTx):
 
     def appended(self, entry: Appended) -> None:
         assert entry.sealed is not None  # sealed after the head this writer follows
-        self._head.last = (entry.sealed.seq, entry.sealed.hash)
+        self._head.last = entry.sealed

@@ -41,10 +41,11 @@ SEAL_BATCH = 500
 
 @dataclass(frozen=True, slots=True)
 class Appended:
-    """An entry just appended: its row's id, and the entry itself when it was sealed at once."""
+    """An entry just appended: its row's id, and the chain's new head (its seq and hash) when
+    it was sealed at once."""
 
     id: int  #: the row's identity (on SQLite, which seals at once, its seq)
-    sealed: AuditEntry | None  #: None: the sealer gives it its place in the chain later
+    sealed: tuple[int, str] | None  #: None: the sealer gives it its place in the chain later
 
 
 async def append_entry(
@@ -81,7 +82,8 @@ async def append_entry(
         event=event,
         detail=json.loads(detail_text),  # hash exactly what is stored and read back
     )
-    row = await tx.one(
+    # the head is what was just computed: nothing to read back (the triggers check the link)
+    await tx.execute(
         "insert_audit_entry",
         seq=seq,
         at=at,
@@ -92,8 +94,7 @@ async def append_entry(
         prev_hash=prev_hash,
         hash=digest,
     )
-    assert row is not None  # RETURNING of an INSERT that did not fail
-    return Appended(id=seq, sealed=audit_entry_from_row(row))
+    return Appended(id=seq, sealed=(seq, digest))
 
 
 async def seal_pending(tx: Tx, *, limit: int = SEAL_BATCH) -> int:

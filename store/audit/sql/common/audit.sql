@@ -5,7 +5,6 @@
 -- follows the head, and move the head.
 INSERT INTO audit_log (seq, at, proposal_id, actor, event, detail, prev_hash, hash)
 VALUES (:seq, :at, :proposal_id, :actor, :event, :detail, :prev_hash, :hash)
-RETURNING *
 
 -- name: select_audit_head
 -- The last sealed entry of the chain as the head row names it (seq 0 and the genesis hash when
