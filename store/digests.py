@@ -99,7 +99,7 @@ class DigestStore(Protocol):
         *,
         deliveries: Sequence[int],
         now: datetime,
-    ) -> Digest:
+    ) -> None:
         """Remember that ``digest``'s message shows the proposals ``items``, in one transaction.
 
         Stores the digest (once: attaching more items to a stored digest with the same fields is
@@ -108,6 +108,7 @@ class DigestStore(Protocol):
         already shown (by this digest or another message) are left as they are. The outbox
         entries ``deliveries`` (the items' posts) are completed. An item of another operation
         or requester raises StoreError and changes nothing; an unknown one ProposalNotFound.
+        Nothing is read back (the poster has what it posted; ``get_digest`` reads it).
         """
         ...
 
@@ -233,7 +234,7 @@ class Digests:
         *,
         deliveries: Sequence[int],
         now: datetime,
-    ) -> Digest:
+    ) -> None:
         params: dict[str, Any] = digest.model_dump()
         ids = list(dict.fromkeys(items))
         async with self._backend.tx(write=True) as tx:
@@ -268,7 +269,6 @@ class Digests:
                     await tx.append_audit(now, item, SLACK_ACTOR, "posted_to_slack", detail)
             if deliveries:
                 await tx.execute("complete_deliveries", ids=_ids(deliveries), now=now)
-            return await self._read(tx, digest.id)
 
     @finish_even_if_cancelled
     async def get_digest(self, digest_id: str) -> Digest:
