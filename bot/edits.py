@@ -9,7 +9,7 @@ in one transaction (Store.supersede). The edit may run at once (auto), ask again
 other people, elsewhere) or be denied; when the standing rule that covered it is used up or
 revoked before it is stored, the database refuses it and it is classified again, as a submission
 is. Its editor, like every editor before them, cannot decide
-it (bot/lineage.py). These are the service's own verbs, kept in a module of their own.
+it (bot/flow/lineage.py). These are the service's own verbs, kept in a module of their own.
 """
 
 from __future__ import annotations

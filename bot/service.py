@@ -23,8 +23,7 @@ from bot.api.waiters import Waiters
 from bot.digests.timing import ask_timing
 from bot.execution import Executor
 from bot.flow.destinations import CallbackGuard
-from bot.ids import opaque_id
-from bot.lineage import editors_of
+from bot.flow.lineage import editors_of
 from bot.render import proposal as render
 from bot.settings import AgentSettings, Settings
 from bot.slack.directory import SlackDirectory
@@ -43,6 +42,7 @@ from contracts.base import (
     Resolved,
 )
 from contracts.canonical import binding_hash
+from contracts.ids import opaque_id
 from contracts.outcomes import NeedsReconciliation, Outcome, Succeeded, TerminalFailure
 from contracts.policy import Ask, AskRule, Auto, Deny
 from contracts.standing import sampled
@@ -75,7 +75,7 @@ APP_HOME = "app_home"
 
 
 def new_proposal_id() -> str:
-    """``cs_`` and 128 random bits (bot/ids.py)."""
+    """``cs_`` and 128 random bits (contracts/ids.py)."""
     return opaque_id("cs_")
 
 

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
-from bot.ids import opaque_id
 from bot.render import proposal as render
 from bot.render.delegations import delegation_list_blocks, minted_blocks
 from bot.settings import AgentSettings
 from contracts.durations import parse_duration, spoken_duration
+from contracts.ids import opaque_id
 from store.delegations import (
     Delegation,
     DelegationNotFound,

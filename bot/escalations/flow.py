@@ -19,7 +19,6 @@ from bot.api.waiters import Waiters
 from bot.escalations.schemas import EscalationBody
 from bot.flow.destinations import CallbackGuard
 from bot.flow.requesters import check_requester
-from bot.ids import opaque_id
 from bot.monitoring.store_watch import StoreWatch
 from bot.render import escalation as render
 from bot.service import APP_HOME
@@ -29,6 +28,7 @@ from bot.slack.publish import SlackPublisher
 from bot.subscribers import Subscribers
 from contracts.base import ContractViolation, FieldProblem
 from contracts.escalation import choose_route, judge_trigger, responder_refusal
+from contracts.ids import opaque_id
 from store.base import Store, StoreUnavailable
 from store.escalations import (
     Escalation,
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 
 
 def new_escalation_id() -> str:
-    """``esc_`` and 128 random bits (bot/ids.py)."""
+    """``esc_`` and 128 random bits (contracts/ids.py)."""
     return opaque_id("esc_")
 
 

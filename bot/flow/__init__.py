@@ -2,6 +2,7 @@
 
 - ``requesters``: who an agent may name as the person who asked (verified, never asserted)
 - ``destinations``: where Countersign may send an agent's callbacks
+- ``lineage``: everyone who edited a proposal or a version it replaced (none of them may decide it)
 
 Everything here depends on ``contracts`` and ``store`` only, never on an edge (the agent API,
 Slack, the sandbox, operators' commands, the bench). The names below are imported from their

@@ -1,4 +1,4 @@
-"""Identifiers the bot makes for what it stores (proposals, escalations, delegations)."""
+"""Identifiers Countersign gives what it stores (proposals, escalations, delegations)."""
 
 from __future__ import annotations
 
