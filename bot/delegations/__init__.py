@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.exports import exported_from
+from bot import exported_from
 
 if TYPE_CHECKING:
     from bot.delegations.commands import (
