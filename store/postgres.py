@@ -35,7 +35,7 @@ from store.pg_errors import DRIVER_ERRORS, translate
 from store.pg_migrate import apply_migrations
 from store.pg_tx import PgTx
 from store.proposals import ProposalVerbs
-from store.standing_rules import StandingRules
+from store.standing import StandingRules
 
 __all__ = ["PostgresStore", "redacted"]
 

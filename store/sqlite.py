@@ -34,7 +34,7 @@ from store.migrate import Migration, MigrationError, load_migrations, pending_mi
 from store.proposals import ProposalVerbs
 from store.sqlite_conn import INLINE_BUDGET_SECONDS, SqliteConnection
 from store.sqlite_tx import FollowedHead, SqliteTx
-from store.standing_rules import StandingRules
+from store.standing import StandingRules
 
 __all__ = ["SqliteStore", "apply_migrations"]
 

@@ -1,4 +1,4 @@
-"""Standing rules and reviews of sampled automatic approvals: records, answers, the protocol.
+"""Standing rules and reviews of sampled automatic approvals: records, answers, audit details.
 
 A standing rule (contracts/standing.py) is granted in the same transaction as the approval that
 grants it (:meth:`StandingStore.claim_and_grant`), is immutable afterwards except for one
@@ -8,16 +8,16 @@ approved (``proposals.standing_rule_id``, frozen, never deleted), and the databa
 proposal beyond ``max_uses`` when it is inserted, counting under a lock on the grant, so
 concurrent calls cannot exceed it and the grant's row never changes. A review is
 one person's verdict on one automatic approval that was sampled for review; one per proposal.
-:class:`store.standing_rules.StandingRules` is the StandingStore, written once over a backend's
-connector, on the backend's database and audit chain; get it from ``Store.standing()``.
+:class:`store.standing.verbs.StandingRules` is the StandingStore (store/standing/protocol.py),
+written once over a backend's connector, on the backend's database and audit chain; get it from
+``Store.standing()``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import JsonValue
 
@@ -37,7 +37,6 @@ __all__ = [
     "Revoked",
     "StandingRule",
     "StandingRuleNotFound",
-    "StandingStore",
     "Verdict",
     "approval_detail",
     "grant_detail",
@@ -184,67 +183,3 @@ def policy_detail(new: NewProposal) -> dict[str, JsonValue]:
     if new.review_sampled:
         detail["review_sampled"] = True
     return detail
-
-
-class StandingStore(Protocol):
-    async def claim_and_grant(
-        self,
-        proposal_id: str,
-        *,
-        actor: str,
-        now: datetime,
-        binding_hash: str,
-        lease_until: datetime,
-        grant: Grant,
-        standing_rule_id: str,
-    ) -> TransitionResult:
-        """One transaction: the approval (pending -> executing, as claim_for_execution, for a
-        proposal needing one approval) and the standing rule ``grant`` describes, audited as
-        "approved" and "standing_rule_granted". Nothing is granted unless the claim succeeds."""
-        ...
-
-    async def get_standing_rule(self, standing_rule_id: str) -> StandingRule:
-        """Raises StandingRuleNotFound."""
-        ...
-
-    async def find_covering(
-        self,
-        *,
-        operation: str,
-        agent: str,
-        rule_id: str,
-        value: int | float,
-        arguments: Mapping[str, JsonValue],
-        requested_by: str,
-        now: datetime,
-    ) -> list[StandingRule]:
-        """Active standing rules for this operation, agent and policy rule whose ceiling is at
-        least ``value``, which bind exactly the call's ``arguments`` but those they let vary,
-        whose granter is not ``requested_by`` and which have uses left, latest expiry first.
-        (:func:`contracts.standing.covers` checks it all again, and so does the database, with
-        the uses, when the covered proposal is created.)"""
-        ...
-
-    async def active_standing_rules(self, *, now: datetime, limit: int = 50) -> list[StandingRule]:
-        """Unrevoked, unexpired standing rules (used up or not), soonest expiry first."""
-        ...
-
-    async def revoke_standing_rule(
-        self, standing_rule_id: str, *, actor: str, now: datetime
-    ) -> RevokeResult:
-        """Active -> revoked, once, audited as "standing_rule_revoked" on the proposal that
-        granted it. Raises StandingRuleNotFound."""
-        ...
-
-    async def record_review(
-        self, proposal_id: str, *, reviewer: str, verdict: Verdict, now: datetime
-    ) -> ReviewResult:
-        """The verdict on a sampled automatic approval, once per proposal, audited as
-        "reviewed". Raises ProposalNotFound, or ValueError when it was not sampled."""
-        ...
-
-    async def get_review(self, proposal_id: str) -> Reviewed | None: ...
-
-    async def review_stats(self) -> list[ReviewStats]:
-        """Per policy rule and standing rule: sampled, reviewed and flagged counts."""
-        ...

@@ -1,4 +1,4 @@
--- Standing rules and reviews (store/standing_rules.py): what PostgreSQL writes its own way.
+-- Standing rules and reviews (store/standing/verbs.py): what PostgreSQL writes its own way.
 
 -- name: select_covering_standing_rules
 -- The active rules that may cover a call: operation, agent, policy rule, ceiling, not the

@@ -1,4 +1,4 @@
--- Standing rules and reviews of sampled automatic approvals (store/standing_rules.py): the same
+-- Standing rules and reviews of sampled automatic approvals (store/standing/verbs.py): the same
 -- SQL on SQLite and PostgreSQL.
 
 -- name: claim_for_grant

@@ -1,10 +1,11 @@
-"""Standing rules and reviews, stored: the StandingStore (store/standing.py) written once over a
-backend's connector (store/connector.py), in the backend's transactions and on its audit chain.
+"""Standing rules and reviews, stored: the StandingStore (store/standing/protocol.py) written
+once over a backend's connector (store/connector.py), in the backend's transactions and on its
+audit chain.
 
 A grant is written in the transaction of the approval that grants it; a revocation is a
 compare-and-set that re-reads the rule to say why nothing changed; a verdict is one insert per
 proposal, and the first one stands. What differs between the backends is in the named SQL
-(store/sql/<dialect>/queries/standing.sql: how a call's arguments are matched, how the sampled
+(store/standing/sql/<dialect>/standing.sql: how a call's arguments are matched, how the sampled
 proposals are counted) and in how a ceiling is passed: exactly, as a Decimal, to PostgreSQL's
 numeric.
 """
@@ -24,7 +25,7 @@ from store.base import ProposalNotFound, Transitioned, TransitionResult
 from store.connector import Array, Connector, Row, Tx
 from store.rows import dump_json, read_optional_time, read_time
 from store.shield import finish_even_if_cancelled
-from store.standing import (
+from store.standing.records import (
     AlreadyReviewed,
     Reviewed,
     ReviewResult,

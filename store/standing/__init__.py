@@ -1,0 +1,54 @@
+"""Standing rules (an approval that also covers later calls like it, within a ceiling, a number
+of uses and an expiry) and reviews of sampled automatic approvals, kept in the store's database
+and on its audit chain.
+
+- ``records``: a stored rule, review statistics, the answers of revoking and reviewing, the
+  errors, and the audit details every backend writes alike
+- ``protocol``: the StandingStore every backend gives through ``Store.standing()``
+- ``verbs``: the StandingStore written once over the connector, and the rows it reads
+- ``sql/``: its named queries, common and per dialect
+"""
+
+from __future__ import annotations
+
+from store.standing.protocol import StandingStore
+from store.standing.records import (
+    AlreadyReviewed,
+    NotRevocable,
+    Reviewed,
+    ReviewResult,
+    ReviewStats,
+    Revoked,
+    RevokeResult,
+    StandingRule,
+    StandingRuleNotFound,
+    Verdict,
+    approval_detail,
+    grant_detail,
+    grant_refusal,
+    not_revocable,
+    policy_detail,
+)
+from store.standing.verbs import StandingRules, review_from_row, standing_rule_from_row
+
+__all__ = [
+    "AlreadyReviewed",
+    "NotRevocable",
+    "ReviewResult",
+    "ReviewStats",
+    "Reviewed",
+    "RevokeResult",
+    "Revoked",
+    "StandingRule",
+    "StandingRuleNotFound",
+    "StandingRules",
+    "StandingStore",
+    "Verdict",
+    "approval_detail",
+    "grant_detail",
+    "grant_refusal",
+    "not_revocable",
+    "policy_detail",
+    "review_from_row",
+    "standing_rule_from_row",
+]
