@@ -192,7 +192,6 @@ def build_app(
         watch=outbox.watch,
     )
     bolt = build_bolt(
-        admission=clicks,
         decisions=decisions,
         signing_secret=settings.slack.signing_secret,
         client=client,

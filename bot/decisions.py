@@ -1,57 +1,104 @@
-"""Approve clicks: recorded durably at the click, applied after, in order, at the service's pace.
+"""Decision clicks: recorded durably at the click, applied after, in order, at the service's pace.
 
-A person who clicked Approve has decided. The click's listener acknowledges Slack, then
-:meth:`RecordedDecisions.record` writes the click (store/clicks.py: one insert, only for a
-pending proposal, once per person). When it is applied within a second, as it is without a
-backlog, by this instance or another, the message's update (or a refusal's reason) is the
-answer; when the store says it is still waiting after that second, the clicker is told,
-privately, "recorded, being checked and run now" (the message shows the outcome when it is
-applied). A person's further clicks while theirs waits share its record and its answer.
-Nothing turns a click away for being one too many: only a click the store could not record (the
-database is away) is told to click again. The :class:`RecordedDecisions` applier, running in
-every instance, leases recorded clicks oldest first and applies each through the same decision
-path as ever (:meth:`bot.service.Service.approve`), the clicks of one proposal one after the
-other and those of different proposals side by side, then settles them.
+A person who clicked has decided: Approve, a rejection's reason, Extend, Retry, a reconciliation
+(it happened, it did not), and the digests' and escalations' decisions (their features give the
+:class:`Applier` of their verbs). The click's listener acknowledges Slack, then
+:meth:`RecordedDecisions.record` writes the click (store/clicks.py: one insert, only while its
+subject can still be decided, once per person and verb). When it is applied within a second, as
+it is without a backlog, by this instance or another, the message's update (or a refusal's
+reason) is the answer; when the store says it is still waiting after that second, the clicker
+is told, privately, "recorded, being checked and applied now" (the message shows the outcome
+when it is applied). A person's further clicks of the same verb while theirs waits share its
+record and its answer. Nothing turns a click away for being one too many: only a click the
+store could not record (the database is away) is told to click again. The
+:class:`RecordedDecisions` applier, running in every instance, leases recorded clicks oldest
+first and applies each through the same decision path as ever (:meth:`bot.service.Service.approve`,
+``reject``, ``extend``, ``retry``, ``reconcile``, or the feature's applier), the clicks of one
+subject one after the other and those of different subjects side by side, then settles them.
 
 Which checks happen when:
 
 * at the click: Slack's signature and the payload's shape (bot/slack/gate.py), and that the
-  proposal exists and is pending (one read, and again the insert's condition); a click on a
-  proposal decided, withdrawn or unknown goes straight to the decision path, which tells the
-  clicker the truth.
+  subject can still be decided (for a proposal one read, and again the insert's condition); a
+  click on a proposal decided, withdrawn or unknown goes straight to the decision path, which
+  tells the clicker the truth.
 * when applied: everything the decision path checks, as for any click: the proposal still
-  pending and unexpired, its operation still configured, the clicker's role, separation of
-  duties, teams and guests (contracts.authority), not approved by them already, and the binding
-  hash of the stored contract (the store's compare-and-set). A refusal is audited and told to
-  the clicker, privately, with the reason.
+  pending and unexpired (or its execution still uncertain, for Retry and a reconciliation), its
+  operation still configured, the clicker's role, separation of duties, teams and guests
+  (contracts.authority), not approved by them already, and the binding hash of the stored
+  contract (the store's compare-and-set). A refusal is audited and told to the clicker,
+  privately, with the reason.
 
-Exactly once: the approval is counted once by the store (an approver appears once per
-proposal). A click whose applier stopped before settling it (a restart, a crash, another
-instance's lease ending) is leased again; when the clicker's approval is already there, recorded
-at or after the click, it was this click's, and the click is settled without applying it again.
+Exactly once: every decision is a compare-and-set in the store, and an approval is counted once
+(an approver appears once per proposal). A click whose applier stopped before settling it (a
+restart, a crash, another instance's lease ending) is leased again; when its decision is already
+there (the clicker's approval, rejection or extension, recorded at or after the click; a
+reconciliation or a retry no longer awaited), it was this click's, and the click is settled
+without applying it again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from bot.monitoring.store_watch import StoreWatch
 from bot.render.clicks import click_recorded_text
+from bot.render.proposal import store_away_text, store_lost_text
 from bot.service import Service
-from store.base import ProposalNotFound, StoreUnavailable
-from store.clicks import ClickStore, RecordedClick
+from store.base import Proposal, ProposalNotFound, StoreUnavailable
+from store.clicks import PROPOSAL_VERBS, Clicked, ClickStore, ClickVerb, RecordedClick
 from store.lifecycle import Status
 
-__all__ = ["RecordedDecisions"]
+__all__ = ["Applier", "NotRecorded", "RecordedDecisions", "Taken"]
 
 log = logging.getLogger(__name__)
 
 
+class Applier(Protocol):
+    """How a feature's decision clicks (a digest's, an escalation's) are applied and answered."""
+
+    async def apply(self, click: Clicked) -> None:
+        """Apply the click through its decision path, which checks it and tells the clicker
+        what came of it (also for a click that could not be recorded: its subject decided,
+        unknown)."""
+        ...
+
+    async def tell(self, click: Clicked, text: str) -> None:
+        """A private answer to the clicker."""
+        ...
+
+
+class NotRecorded(Exception):
+    """The store did not answer while a click was recorded: ``maybe`` when it stopped during
+    the insert (which may have committed before its answer was lost), else nothing was written."""
+
+    def __init__(self, error: StoreUnavailable, *, maybe: bool) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.maybe = maybe
+
+
+class Taken:
+    """What became of a click when it arrived: recorded (``click``; ``new`` when this click
+    made the record) or, when its subject can no longer be decided, not (``click`` None: the
+    decision path answers it)."""
+
+    __slots__ = ("click", "new", "proposal")
+
+    def __init__(
+        self, click: RecordedClick | None, *, new: bool = False, proposal: Proposal | None = None
+    ) -> None:
+        self.click = click
+        self.new = new
+        self.proposal = proposal
+
+
 class RecordedDecisions:
-    """Records Approve clicks and applies them (see the module's docstring)."""
+    """Records decision clicks and applies them (see the module's docstring)."""
 
     def __init__(
         self,
@@ -59,6 +106,7 @@ class RecordedDecisions:
         clicks: ClickStore,
         clock: Callable[[], datetime],
         *,
+        appliers: Mapping[ClickVerb, Applier] | None = None,
         batch: int = 64,
         lease: timedelta = timedelta(minutes=5),
         idle_poll: float = 0.5,
@@ -68,6 +116,8 @@ class RecordedDecisions:
         self._service = service
         self._clicks = clicks
         self._clock = clock
+        #: the features' verbs (digests, escalations); a proposal's verbs are the service's
+        self._appliers = dict(appliers or {})
         self._batch = batch
         self._lease = lease
         self._idle_poll = idle_poll
@@ -81,42 +131,77 @@ class RecordedDecisions:
         #: clicks leased here whose application the store interrupted: tried again first,
         #: as soon as it answers, not when their lease ends
         self._stranded: list[RecordedClick] = []
-        #: per proposal, the task applying its latest click leased here
+        #: per subject, the task applying its latest click leased here
         self._running: dict[str, asyncio.Task[None]] = {}
         self._in_flight = 0  #: clicks leased here and not yet applied
         self._stopped = False
         self.applied = 0  #: clicks applied (or refused and told) by this instance
 
-    async def record(self, proposal_id: str, *, user: str, channel: str | None) -> None:
-        """Record ``user``'s Approve click and tell them; a click on a proposal not pending (or
-        unknown) goes to the decision path now, which tells the clicker the truth. When the
-        store does not answer the first read, nothing changed and the clicker is told so; when
-        it stops answering while recording, whether the click was recorded is not known (the
-        insert may have committed before the answer was lost), and the clicker is told that."""
+    async def record(
+        self,
+        subject: str,
+        *,
+        user: str,
+        channel: str | None,
+        verb: ClickVerb = "approve",
+    ) -> None:
+        """Record ``user``'s click of ``verb`` on ``subject`` and answer it (a button's click:
+        see :meth:`take` and :meth:`answer`). When the store does not answer the first read,
+        nothing changed and the clicker is told so; when it stops answering while recording,
+        whether the click was recorded is not known (the insert may have committed before the
+        answer was lost), and the clicker is told that."""
+        clicked = Clicked(subject=subject, actor=user, verb=verb, channel=channel)
         try:
-            proposal = await self._service.store.get_proposal(proposal_id)
-        except ProposalNotFound:
-            proposal = None
-        except StoreUnavailable as error:
-            await self._service.store_away(proposal_id, user=user, channel=channel, error=error)
+            taken = await self.take(clicked)
+        except NotRecorded as away:
+            await self._store_away(clicked, away.error, recording=away.maybe)
             return
+        await self.answer(clicked, taken)
+
+    async def take(self, clicked: Clicked) -> Taken:
+        """Record the click if its subject can still be decided. Raises NotRecorded when the
+        store does not answer."""
+        proposal = None
+        status = PROPOSAL_VERBS.get(clicked.verb)
+        if status is not None:
+            try:
+                proposal = await self._service.store.get_proposal(clicked.subject)
+            except ProposalNotFound:
+                return Taken(None)
+            except StoreUnavailable as error:
+                raise NotRecorded(error, maybe=False) from error
+            if proposal.status is not status:  # decided, withdrawn: the decision path says so
+                return Taken(None, proposal=proposal)
         try:
-            recorded = None
-            if proposal is not None and proposal.status is Status.PENDING:
-                recorded = await self._clicks.record_click(
-                    proposal_id, actor=user, verb="approve", channel=channel, now=self._clock()
-                )
-            if recorded is None:  # decided, withdrawn or unknown: the decision path says which
-                await self._service.approve(proposal_id, user=user, channel=channel)
-                return
-        except StoreUnavailable as error:
-            await self._service.store_away(
-                proposal_id, user=user, channel=channel, error=error, recording=True
+            recorded = await self._clicks.record_click(
+                clicked.subject,
+                actor=clicked.actor,
+                verb=clicked.verb,
+                channel=clicked.channel,
+                now=self._clock(),
+                detail=dict(clicked.detail),
             )
-            return
+        except StoreUnavailable as error:  # the insert may have committed before the answer
+            raise NotRecorded(error, maybe=True) from error
+        if recorded is None:
+            return Taken(None, proposal=proposal)
         click, new = recorded
-        settled = self._settled.setdefault(click.id, asyncio.Event())
+        self._settled.setdefault(click.id, asyncio.Event())
         self._wake.set()
+        return Taken(click, new=new, proposal=proposal)
+
+    async def answer(self, clicked: Clicked, taken: Taken) -> None:
+        """Answer a taken click: not recorded, through its decision path now (it tells the
+        truth); recorded, by its outcome when it is applied within a second (the message, or
+        a refusal), else by saying it is recorded, unless another instance applied it."""
+        click = taken.click
+        if click is None:
+            try:
+                await self._decide(clicked)
+            except StoreUnavailable as error:
+                await self._store_away(clicked, error, recording=True)
+            return
+        settled = self._settled.get(click.id) or asyncio.Event()
         try:  # applied at once, the message shows it: no need to say more
             async with asyncio.timeout(self._prompt):
                 await settled.wait()
@@ -129,8 +214,64 @@ class RecordedDecisions:
             waiting = True  # it was recorded, and nothing says it was applied
         if not waiting:  # applied by another instance: its outcome is the answer, told once
             return
-        text = click_recorded_text(proposal_id, again=not new)
-        await self._service.tell(proposal, channel, user, text)
+        text = click_recorded_text(clicked.subject, clicked.verb, again=not taken.new)
+        if clicked.verb in PROPOSAL_VERBS:
+            await self._service.tell(taken.proposal, clicked.channel, clicked.actor, text)
+        else:
+            await self._applier(clicked).tell(clicked, text)
+
+    async def _store_away(
+        self, clicked: Clicked, error: StoreUnavailable, *, recording: bool
+    ) -> None:
+        if clicked.verb in PROPOSAL_VERBS:
+            await self._service.store_away(
+                clicked.subject,
+                user=clicked.actor,
+                channel=clicked.channel,
+                error=error,
+                recording=recording,
+            )
+            return
+        log.warning(
+            "%s click on %s by %s not %s: the store did not answer (%s)",
+            clicked.verb,
+            clicked.subject,
+            clicked.actor,
+            "confirmed" if recording else "applied",
+            error,
+        )
+        text = store_lost_text() if recording else store_away_text()
+        try:
+            await self._applier(clicked).tell(clicked, text)
+        except StoreUnavailable:
+            log.warning("could not tell %s that the store did not answer", clicked.actor)
+
+    def _applier(self, clicked: Clicked) -> Applier:
+        applier = self._appliers.get(clicked.verb)
+        if applier is None:
+            raise ValueError(f"verb: {clicked.verb!r} has no applier in this service")
+        return applier
+
+    async def _decide(self, clicked: Clicked) -> None:
+        """The click's decision path: it checks, decides and tells the clicker."""
+        subject, user, channel = clicked.subject, clicked.actor, clicked.channel
+        match clicked.verb:
+            case "approve":
+                await self._service.approve(subject, user=user, channel=channel)
+            case "reject":
+                reason = str(clicked.detail.get("reason", ""))
+                await self._service.reject(subject, user=user, reason=reason)
+            case "extend":
+                await self._service.extend(subject, user=user, channel=channel)
+            case "retry":
+                await self._service.retry(subject, user=user, channel=channel)
+            case "reconcile_succeeded" | "reconcile_failed":
+                resolution = clicked.verb.removeprefix("reconcile_")
+                await self._service.reconcile(
+                    subject, user=user, channel=channel, resolution=resolution
+                )
+            case _:
+                await self._applier(clicked).apply(clicked)
 
     def wake(self) -> None:
         """A click was recorded: apply it now rather than at the next poll."""
@@ -194,15 +335,15 @@ class RecordedDecisions:
             return len(stranded) + len(claimed)
 
     def _start(self, click: RecordedClick) -> None:
-        earlier = self._running.get(click.proposal_id)
+        earlier = self._running.get(click.subject)
         self._in_flight += 1
         task = asyncio.create_task(self._after(earlier, click))
-        self._running[click.proposal_id] = task
+        self._running[click.subject] = task
 
         def done(finished: asyncio.Task[None]) -> None:
             self._in_flight -= 1
-            if self._running.get(click.proposal_id) is finished:
-                del self._running[click.proposal_id]
+            if self._running.get(click.subject) is finished:
+                del self._running[click.subject]
             self._wake.set()
 
         task.add_done_callback(done)
@@ -217,12 +358,12 @@ class RecordedDecisions:
             self._watch.unanswered(error, where="the click applier")
             self._stranded.append(click)
         except Exception:  # left leased: applied again when the lease ends
-            log.exception("applying the click %s on %s failed", click.id, click.proposal_id)
+            log.exception("applying the click %s on %s failed", click.id, click.subject)
 
     async def apply(self, click: RecordedClick) -> None:
-        """Apply one recorded click through the decision path, then settle it."""
+        """Apply one recorded click through its decision path, then settle it."""
         if not await self._applied_before(click):
-            await self._service.approve(click.proposal_id, user=click.actor, channel=click.channel)
+            await self._decide(click)
         await self._clicks.settle_click(click.id)
         self.applied += 1
         settled = self._settled.pop(click.id, None)
@@ -230,14 +371,35 @@ class RecordedDecisions:
             settled.set()
 
     async def _applied_before(self, click: RecordedClick) -> bool:
-        """Whether this click's approval is already in the store: applied by an applier that
-        stopped before settling it (an approval from before the click is another click's,
-        which the decision path refuses and tells)."""
+        """Whether this click's decision is already in the store: applied by an applier that
+        stopped before settling it (a decision from before the click is another click's, which
+        the decision path refuses and tells). An Approve click is always looked at (its
+        approval is the clicker's own); the others when they were leased before."""
+        if click.verb not in PROPOSAL_VERBS or (click.verb != "approve" and click.attempts < 2):
+            return False  # a feature's decisions are compare-and-sets its path answers
         try:
-            proposal = await self._service.store.get_proposal(click.proposal_id)
+            proposal = await self._service.store.get_proposal(click.subject)
         except ProposalNotFound:
             return False  # the decision path tells the clicker it does not exist
-        return any(
-            approval.approver == click.actor and approval.approved_at >= click.recorded_at
-            for approval in proposal.approvals
-        )
+        since = click.recorded_at
+        match click.verb:
+            case "approve":
+                return any(
+                    approval.approver == click.actor and approval.approved_at >= since
+                    for approval in proposal.approvals
+                )
+            case "reject":
+                return (
+                    proposal.status is Status.REJECTED
+                    and proposal.decided_by == click.actor
+                    and proposal.decided_at is not None
+                    and proposal.decided_at >= since
+                )
+            case "extend":
+                return (
+                    proposal.extended_by == click.actor
+                    and proposal.extended_at is not None
+                    and proposal.extended_at >= since
+                )
+            case _:  # a retry or a reconciliation: the execution is no longer uncertain
+                return proposal.status is not Status.NEEDS_RECONCILIATION

@@ -489,11 +489,6 @@ class Service:
             return f"operation {proposal.operation!r} is no longer configured"
         return await self._refusal(proposal, user)
 
-    async def busy(self, proposal_id: str, *, user: str, channel: str | None) -> None:
-        """A click that found no room: nothing changed; say so to the clicker alone."""
-        log.warning("busy: click on %s by %s not applied", proposal_id, user)
-        await self.tell(None, channel, user, render.busy_text())
-
     # --- the decision steps features share ----------------------------------------------------
     # Every click that decides a proposal, here and in the features (edits, standing rules,
     # digests), takes the same steps: decidable? (else refuse: tell and audit); the transition

@@ -1,7 +1,9 @@
 """Decision clicks recorded when they arrive, applied after: records, the protocol, the verbs.
 
-A person's Approve click is written here at once (a cheap insert, only for a pending proposal
-and once per person and verb), so it can be answered "recorded" however busy the service is;
+A person's decision click (Approve, a rejection's reason, Extend, Retry, a reconciliation, a
+digest's decisions, an escalation's) is written here at once (a cheap insert, only while its
+subject can still be decided, and once per person and verb), so it can be answered "recorded"
+however busy the service is;
 an applier (bot/decisions.py) then leases the recorded clicks oldest first, applies each through
 the usual decision path, and settles it. A click whose applier stopped (a restart, a crash) is
 leased again when its lease ends, by any instance. Every backend implements :class:`ClickStore`
@@ -10,46 +12,95 @@ on its own database; get it from ``Store.clicks()``.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol, get_args
+
+from pydantic import Field, JsonValue
 
 from contracts.frozen import Frozen
 from store.connector import Connector, Row
-from store.rows import read_optional_time, read_time
+from store.lifecycle import Status
+from store.rows import dump_json, read_optional_time, read_time
 from store.shield import finish_even_if_cancelled
 
-__all__ = ["ClickStore", "ClickVerb", "Clicks", "RecordedClick"]
+__all__ = ["PROPOSAL_VERBS", "ClickStore", "ClickVerb", "Clicked", "Clicks", "RecordedClick"]
 
-#: The clicks recorded before they are applied.
-ClickVerb = Literal["approve"]
+#: The clicks recorded before they are applied (the CHECK of migration 0021 lists the same).
+ClickVerb = Literal[
+    "approve",
+    "reject",
+    "extend",
+    "retry",
+    "reconcile_succeeded",
+    "reconcile_failed",
+    "digest_approve_all",
+    "digest_approve",
+    "digest_reject",
+    "digest_review",
+    "escalation_take",
+    "escalation_resolve",
+    "escalation_hand_back",
+]
+
+#: The verbs whose subject is a proposal, and the status it must be in for the click to be
+#: recorded; the others' subject is a digest (``digest_``) or an escalation (``escalation_``).
+PROPOSAL_VERBS: Final[dict[ClickVerb, Status]] = {
+    "approve": Status.PENDING,
+    "reject": Status.PENDING,
+    "extend": Status.PENDING,
+    "retry": Status.NEEDS_RECONCILIATION,
+    "reconcile_succeeded": Status.NEEDS_RECONCILIATION,
+    "reconcile_failed": Status.NEEDS_RECONCILIATION,
+}
 
 
-class RecordedClick(Frozen):
-    """One person's decision click, recorded and not yet settled."""
+def _record_query(verb: ClickVerb) -> str:
+    if verb in PROPOSAL_VERBS:
+        return "record_click"
+    if verb.startswith("digest_"):
+        return "record_digest_click"
+    if verb.startswith("escalation_"):
+        return "record_escalation_click"
+    raise ValueError(f"verb: got {verb!r}; expected one of {', '.join(get_args(ClickVerb))}")
 
-    id: int  #: increasing in the order clicks were recorded
-    proposal_id: str
+
+class Clicked(Frozen):
+    """One person's decision click, as it arrived."""
+
+    subject: str  #: the proposal, digest or escalation clicked on (the verb says which)
     actor: str  #: the Slack user who clicked
     verb: ClickVerb
     channel: str | None  #: where the click was (where the clicker is answered)
+    #: what the click carries besides: a reason, the items chosen, a note
+    detail: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class RecordedClick(Clicked):
+    """One person's decision click, recorded and not yet settled."""
+
+    id: int  #: increasing in the order clicks were recorded
     recorded_at: datetime
     leased_until: datetime | None = None  #: an applier holds it until then
+    attempts: int = 0  #: times it was leased: past 1, an earlier applier may have applied it
 
 
 class ClickStore(Protocol):
     async def record_click(
         self,
-        proposal_id: str,
+        subject: str,
         *,
         actor: str,
         verb: ClickVerb,
         channel: str | None,
         now: datetime,
+        detail: dict[str, JsonValue] | None = None,
     ) -> tuple[RecordedClick, bool] | None:
-        """Record ``actor``'s click on the proposal if it is pending: the record and True, or
-        the record of the same person's earlier click of ``verb`` and False; None when the
-        proposal is not pending (or does not exist). Raises StoreUnavailable when the store
-        cannot record it."""
+        """Record ``actor``'s click on ``subject`` while it can be decided (a proposal in the
+        status :data:`PROPOSAL_VERBS` names, a digest with an item pending, an escalation not
+        resolved): the record and True, or the record of the same person's earlier click of
+        ``verb`` and False; None when it cannot be decided (or does not exist). Raises
+        StoreUnavailable when the store cannot record it."""
         ...
 
     async def claim_clicks(
@@ -76,12 +127,14 @@ def click_from_row(row: Row) -> RecordedClick:
     """The one place a stored row becomes a RecordedClick."""
     return RecordedClick(
         id=int(row["id"]),
-        proposal_id=row["proposal_id"],
+        subject=row["subject"],
         actor=row["actor"],
         verb=row["verb"],
         channel=row["channel"],
+        detail=json.loads(row["detail"]),
         recorded_at=read_time(row["recorded_at"]),
         leased_until=read_optional_time(row["leased_until"]),
+        attempts=int(row["attempts"]),
     )
 
 
@@ -95,27 +148,30 @@ class Clicks:
     @finish_even_if_cancelled
     async def record_click(
         self,
-        proposal_id: str,
+        subject: str,
         *,
         actor: str,
         verb: ClickVerb,
         channel: str | None,
         now: datetime,
+        detail: dict[str, JsonValue] | None = None,
     ) -> tuple[RecordedClick, bool] | None:
+        query = _record_query(verb)
+        params = {"status": PROPOSAL_VERBS[verb].value} if verb in PROPOSAL_VERBS else {}
         async with self._backend.tx(write=True) as tx:
             row = await tx.one(
-                "record_click",
-                proposal_id=proposal_id,
+                query,
+                subject=subject,
                 actor=actor,
                 verb=verb,
                 channel=channel,
+                detail=dump_json(detail or {}),
                 now=now,
+                **params,
             )
             if row is not None:
                 return click_from_row(row), True
-            earlier = await tx.one(
-                "select_recorded_click", proposal_id=proposal_id, actor=actor, verb=verb
-            )
+            earlier = await tx.one("select_recorded_click", subject=subject, actor=actor, verb=verb)
             return None if earlier is None else (click_from_row(earlier), False)
 
     @finish_even_if_cancelled

@@ -6,6 +6,7 @@ forged, stale or unsigned request gets 401 and changes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -34,13 +35,14 @@ from bot.actions import (
     SHOW_FULL,
 )
 from bot.api.admission import Admission
-from bot.decisions import RecordedDecisions
+from bot.decisions import NotRecorded, RecordedDecisions
 from bot.edits import EditFlow, EditSubmitted
 from bot.service import APP_HOME, Service
 from bot.slack.gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 from bot.slack.ids import SlackChannel, SlackUser, TriggerId
 from bot.slack.show_full import ShowFull
 from store.base import StoreUnavailable
+from store.clicks import Clicked, ClickVerb
 
 __all__ = [
     "BOLT",
@@ -54,8 +56,10 @@ __all__ = [
     "decoded",
     "modal_text",
     "recorded_click_listener",
+    "recorded_submission",
     "slack_events",
     "text_problems",
+    "worked_click",
 ]
 
 log = logging.getLogger(__name__)
@@ -73,6 +77,17 @@ BOLT: web.AppKey[AsyncApp] = web.AppKey("bolt", AsyncApp)
 SIGNING_SECRET: web.AppKey[str] = web.AppKey("slack_signing_secret", str)
 
 REASON_MAX = 1000
+
+#: How long a deciding modal's submission waits for its click to be recorded before Slack is
+#: answered (Slack waits 3 s for the answer, then tells the person it failed).
+RECORD_WITHIN = 2.0
+
+#: What a deciding modal shows, kept open with what was typed, when the click could not be
+#: recorded.
+SUBMIT_AGAIN = (
+    "Countersign could not record this just now: its database is not answering. Submit again "
+    "in a moment (a decision recorded already is not recorded twice)."
+)
 
 PayloadT = TypeVar("PayloadT")
 
@@ -148,12 +163,12 @@ def build_bolt(
     signing_secret: str,
     client: AsyncWebClient,
     service: Service,
-    admission: Admission,
     decisions: RecordedDecisions,
 ) -> AsyncApp:
-    """The bolt app; ``client`` carries the bot token and the Slack API base URL. Approve
-    clicks are recorded and applied after (``decisions``, never told busy); the other
-    buttons are worked on at once, within ``admission``."""
+    """The bolt app; ``client`` carries the bot token and the Slack API base URL. Decision
+    clicks (Approve, Extend, Retry, a reconciliation, the reject modal's reason) are recorded
+    and applied after (``decisions``, never told busy); the buttons that open a modal or show
+    something are worked on at once, bounded by nothing (nobody is turned away for reading)."""
     bolt_log = logging.getLogger("bot.slack.listeners.bolt")
     bolt_log.addFilter(_client_given_warning)
     app = AsyncApp(
@@ -166,26 +181,23 @@ def build_bolt(
 
     edits = EditFlow(service)
     full = ShowFull(service.store, service.publisher)
-    app.action(APPROVE)(
-        recorded_click_listener(
-            lambda c: decisions.record(c.proposal_id, user=c.user, channel=c.channel)
-        )
-    )
+    recorded: dict[str, ClickVerb] = {
+        APPROVE: "approve",
+        EXTEND: "extend",
+        RECONCILE_SUCCEEDED: "reconcile_succeeded",
+        RECONCILE_FAILED: "reconcile_failed",
+        RECONCILE_RETRY: "retry",
+    }
+    for action_id, verb in recorded.items():
+        app.action(action_id)(recorded_click_listener(_recorder(decisions, verb)))
     clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
+        # these open a modal (each checks the clicker first) or show something
         EDIT: lambda c: edits.begin(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
         REJECT: lambda c: service.begin_reject(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
-        RECONCILE_SUCCEEDED: lambda c: service.reconcile(
-            c.proposal_id, user=c.user, channel=c.channel, resolution="succeeded"
-        ),
-        RECONCILE_FAILED: lambda c: service.reconcile(
-            c.proposal_id, user=c.user, channel=c.channel, resolution="failed"
-        ),
-        RECONCILE_RETRY: lambda c: service.retry(c.proposal_id, user=c.user, channel=c.channel),
-        EXTEND: lambda c: service.extend(c.proposal_id, user=c.user, channel=c.channel),
         # read-only, no role needed: a signed click and its own trigger_id (bot/slack/show_full.py)
         SHOW_FULL: lambda c: full.proposal(c.proposal_id, user=c.user, trigger_id=c.trigger_id),
         DIGEST_SHOW_FULL: lambda c: full.digest(
@@ -193,8 +205,7 @@ def build_bolt(
         ),
     }
     for action_id, handle in clicks.items():
-        decides = action_id not in (SHOW_FULL, DIGEST_SHOW_FULL)
-        app.action(action_id)(click_listener(handle, service, admission, decides=decides))
+        app.action(action_id)(click_listener(handle, service))
 
     @app.view(REJECT_VIEW)
     async def on_reason(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -208,8 +219,14 @@ def build_bolt(
         if problems:
             await ack(response_action="errors", errors=problems)
             return
-        await ack()
-        await service.reject(submitted.proposal_id, user=submitted.user, reason=submitted.reason)
+        clicked = Clicked(
+            subject=submitted.proposal_id,
+            actor=submitted.user,
+            verb="reject",
+            channel=None,
+            detail={"reason": submitted.reason},
+        )
+        await recorded_submission(decisions, clicked, ack, block=REASON_INPUT)
 
     @app.view(EDIT_VIEW)
     async def on_edit(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -247,35 +264,31 @@ def build_bolt(
     return app
 
 
-def click_listener(
-    handle: Callable[[Click], Awaitable[object]],
-    service: Service,
-    admission: Admission,
-    *,
-    decides: bool = True,
-) -> Callable[..., Awaitable[None]]:
-    """A proposal button's listener (:func:`admitted_click`); no room: the service says busy.
-    When the store stops answering while a click that ``decides`` is worked on, the clicker is
-    told that it may or may not have been recorded."""
+def _recorder(
+    decisions: RecordedDecisions, verb: ClickVerb
+) -> Callable[[Click], Awaitable[object]]:
+    async def record(click: Click) -> None:
+        await decisions.record(click.proposal_id, user=click.user, channel=click.channel, verb=verb)
 
-    async def busy(click: Click) -> None:
-        await service.busy(click.proposal_id, user=click.user, channel=click.channel)
+    return record
+
+
+def click_listener(
+    handle: Callable[[Click], Awaitable[object]], service: Service
+) -> Callable[..., Awaitable[None]]:
+    """A proposal button's listener that opens a modal or shows something (:func:`worked_click`:
+    no bound). When the store stops answering past the first read, the clicker is told that
+    nothing may have changed."""
 
     async def handled(click: Click) -> None:
         try:
             await handle(click)
-        except StoreUnavailable as error:  # past the first read: it may have been recorded
-            if not decides:
-                raise
+        except StoreUnavailable as error:
             await service.store_away(
-                click.proposal_id,
-                user=click.user,
-                channel=click.channel,
-                error=error,
-                recording=True,
+                click.proposal_id, user=click.user, channel=click.channel, error=error
             )
 
-    return admitted_click(Click.of, handled, busy=busy, admission=admission)
+    return worked_click(Click.of, handled)
 
 
 def recorded_click_listener(
@@ -283,12 +296,47 @@ def recorded_click_listener(
 ) -> Callable[..., Awaitable[None]]:
     """A decision button's listener: acknowledge at once, decode the click (a malformed one is
     logged and dropped), then ``record`` it: no bound turns it away (bot/decisions.py)."""
+    return worked_click(Click.of, record)
+
+
+async def recorded_submission(
+    decisions: RecordedDecisions, clicked: Clicked, ack: AsyncAck, *, block: str
+) -> None:
+    """A deciding modal's submission: record it before answering Slack, then answer the
+    clicker (bot/decisions.py). When the store does not answer within :data:`RECORD_WITHIN`,
+    the modal stays open with what was typed and says so at ``block`` (an input of the modal):
+    submitting again is safe, as the same person's decision is recorded once."""
+    taking = asyncio.ensure_future(decisions.take(clicked))
+    try:
+        taken = await asyncio.wait_for(asyncio.shield(taking), RECORD_WITHIN)
+    except (NotRecorded, TimeoutError) as error:
+        log.warning("a %s submitted by %s is not recorded: %r", clicked.verb, clicked.actor, error)
+        taking.add_done_callback(_seen)  # a late record is applied; its outcome tells
+        await ack(response_action="errors", errors={block: SUBMIT_AGAIN})
+        return
+    await ack()
+    await decisions.answer(clicked, taken)
+
+
+def _seen(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("a late record of a modal's decision failed: %r", task.exception())
+
+
+def worked_click(
+    decode: Callable[[dict[str, Any], dict[str, Any]], PayloadT],
+    handle: Callable[[PayloadT], Awaitable[object]],
+    *,
+    what: str = "Slack click",
+) -> Callable[..., Awaitable[None]]:
+    """A button's listener: acknowledge at once, ``decode`` the click (a malformed one is
+    logged and dropped), then ``handle`` it; no bound turns it away."""
 
     async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
         await ack()
-        click = decoded(Click.of, body, action, what="Slack click")
+        click = decoded(decode, body, action, what=what)
         if click is not None:
-            await record(click)
+            await handle(click)
 
     return listener
 

@@ -96,7 +96,7 @@ def register_standing_listeners(
             click.proposal_id, user=click.user, channel=click.channel, trigger_id=click.trigger_id
         )
 
-    app.action(APPROVE_STANDING)(click_listener(begin, service, admission))
+    app.action(APPROVE_STANDING)(click_listener(begin, service))  # opens a modal: no bound
 
     @app.view(APPROVE_STANDING_VIEW)
     async def on_duration(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -129,7 +129,6 @@ def register_standing_listeners(
     app.action(REVIEW_SHOULD_HAVE_ASKED)(
         _message_listener(judge("should_have_asked"), service, admission)
     )
-
 
 
 def _message_listener(

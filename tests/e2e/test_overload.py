@@ -16,7 +16,6 @@ from tests.e2e.harness import (
     APPROVER,
     REQUESTER,
     Countersign,
-    eventually,
     running_countersign,
 )
 
@@ -54,28 +53,6 @@ async def test_a_submission_past_capacity_gets_503_with_retry_after_and_stores_n
     assert status == 201
 
 
-async def test_a_button_worked_on_at_once_past_capacity_is_told_busy_and_changes_nothing(
-    cs: Countersign,
-) -> None:
-    """Buttons other than Approve (here Extend) are worked on at once, within the bound."""
-    _, created = await cs.submit(CAMPAIGN)
-    before = await cs.posted(created["id"])
-    admission = cs.app[CLICKS]
-    admission.limit = 1
-
-    with admission.slot():
-        assert await cs.click(APPROVER, "extend", created["id"]) == 200  # Slack got its ack
-        told = await eventually(lambda: _ephemeral_for(cs, APPROVER))
-
-    assert "busy" in told.text
-    stored = await cs.store.get_proposal(created["id"])
-    assert stored.status == "pending" and stored.expires_at == before.expires_at
-    assert [e.event for e in await cs.store.audit_log(created["id"])] == [
-        "submitted",
-        "posted_to_slack",
-    ]
-
-
 async def test_an_approve_click_past_capacity_is_recorded_and_applied_never_told_busy(
     cs: Countersign,
 ) -> None:
@@ -92,8 +69,3 @@ async def test_an_approve_click_past_capacity_is_recorded_and_applied_never_told
     assert final["status"] == "succeeded"
     assert all("is recorded" in m.text for m in cs.slack.ephemeral(APPROVER))  # never busy
     assert len(cs.target.executions()) == 1
-
-
-async def _ephemeral_for(cs: Countersign, user: str) -> Any:
-    found = cs.slack.ephemeral(user)
-    return found[-1] if found else None

@@ -170,6 +170,7 @@ async def test_a_click_on_a_decided_proposal_is_told_who_decided_and_not_recorde
     [proposal_id] = await _posted_campaigns(cs, 1)
     assert await cs.submit_reason(APPROVER, proposal_id, "not this month") == 200
     await eventually(lambda: _status_is(cs, proposal_id, Status.REJECTED))
+    await cs.settled()  # the rejection, a recorded click too, is settled
 
     assert await cs.click(APPROVER, "approve", proposal_id) == 200
 

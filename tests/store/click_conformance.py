@@ -46,7 +46,7 @@ class ClickConformance:
         )
 
         assert first is not None and first[1] is True
-        assert first[0].proposal_id == pending.id and first[0].actor == "U0APPROVER"
+        assert first[0].subject == pending.id and first[0].actor == "U0APPROVER"
         assert first[0].channel == "C0FINANCE" and first[0].recorded_at == now
         assert again == (first[0], False)
         assert other is not None and other[1] is True and other[0].id > first[0].id
@@ -104,3 +104,37 @@ class ClickConformance:
 
         ids = [click.id for batch in claimed for click in batch]
         assert len(ids) == len(set(ids)) == 30
+
+    async def test_every_decision_verb_is_recorded_with_what_it_carries_in_the_status_it_needs(
+        self, store: Store, now: datetime
+    ) -> None:
+        """A rejection, an extension, a retry and a reconciliation are recorded like Approve,
+        each once per person, with what the click carries (the reason); a retry or a
+        reconciliation only on a proposal whose execution is uncertain."""
+        clicks = store.clicks()
+        pending = (await store.create_proposal(_new(now)))[0]
+
+        reject = await clicks.record_click(
+            pending.id,
+            actor="U0APPROVER",
+            verb="reject",
+            channel=None,
+            now=now,
+            detail={"reason": "not this month"},
+        )
+        extend = await clicks.record_click(
+            pending.id, actor="U0APPROVER", verb="extend", channel="C0FINANCE", now=now
+        )
+        retry = await clicks.record_click(
+            pending.id, actor="U0APPROVER", verb="retry", channel="C0FINANCE", now=now
+        )
+
+        assert reject is not None and reject[1] is True
+        assert reject[0].verb == "reject" and reject[0].detail == {"reason": "not this month"}
+        assert extend is not None and extend[1] is True and extend[0].detail == {}
+        assert retry is None  # the proposal is pending, not waiting to be reconciled
+        [first, second] = await clicks.claim_clicks(now=now, limit=10, lease=LEASE)
+        assert (first.id, first.detail, first.attempts) == (reject[0].id, reject[0].detail, 1)
+        assert second.verb == "extend"
+        again = await clicks.claim_clicks(now=now + LEASE, limit=10, lease=LEASE)
+        assert [c.attempts for c in again] == [2, 2]  # an earlier applier may have applied them

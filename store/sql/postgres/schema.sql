@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0020 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0021 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -264,15 +264,19 @@ END,
 
 CREATE TABLE recorded_clicks (
     id bigint NOT NULL,
-    proposal_id text NOT NULL,
+    subject text NOT NULL,
     actor text NOT NULL,
     verb text NOT NULL,
     channel text,
     recorded_at timestamp with time zone NOT NULL,
     leased_until timestamp with time zone,
+    detail json NOT NULL DEFAULT '{}'::json,
+    attempts integer NOT NULL DEFAULT 0,
+    CONSTRAINT recorded_clicks_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT recorded_clicks_detail_check CHECK ((json_typeof(detail) = 'object'::text)),
     CONSTRAINT recorded_clicks_pkey PRIMARY KEY (id),
-    CONSTRAINT recorded_clicks_proposal_id_actor_verb_key UNIQUE (proposal_id, actor, verb),
-    CONSTRAINT recorded_clicks_verb_check CHECK ((verb = 'approve'::text))
+    CONSTRAINT recorded_clicks_subject_actor_verb_key UNIQUE (subject, actor, verb),
+    CONSTRAINT recorded_clicks_verb_check CHECK ((verb = ANY (ARRAY['approve'::text, 'reject'::text, 'extend'::text, 'retry'::text, 'reconcile_succeeded'::text, 'reconcile_failed'::text, 'digest_approve_all'::text, 'digest_approve'::text, 'digest_reject'::text, 'digest_review'::text, 'escalation_take'::text, 'escalation_resolve'::text, 'escalation_hand_back'::text])))
 );
 
 CREATE TABLE reviews (
@@ -408,7 +412,7 @@ CREATE INDEX proposals_unshown ON proposals USING btree (channel, operation, req
 
 CREATE UNIQUE INDEX recorded_clicks_pkey ON recorded_clicks USING btree (id);
 
-CREATE UNIQUE INDEX recorded_clicks_proposal_id_actor_verb_key ON recorded_clicks USING btree (proposal_id, actor, verb);
+CREATE UNIQUE INDEX recorded_clicks_subject_actor_verb_key ON recorded_clicks USING btree (subject, actor, verb);
 
 CREATE UNIQUE INDEX reviews_pkey ON reviews USING btree (proposal_id);
 

@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0020 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0021 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -231,15 +231,22 @@ CREATE TABLE "proposals" (
     CHECK ((extended_by IS NULL) = (extended_at IS NULL))
 ) STRICT;
 
-CREATE TABLE recorded_clicks (
+CREATE TABLE "recorded_clicks" (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    proposal_id   TEXT NOT NULL,
+    subject       TEXT NOT NULL,
     actor         TEXT NOT NULL,
-    verb          TEXT NOT NULL CHECK (verb IN ('approve')),
+    verb          TEXT NOT NULL CHECK (verb IN (
+                      'approve', 'reject', 'extend', 'retry',
+                      'reconcile_succeeded', 'reconcile_failed',
+                      'digest_approve_all', 'digest_approve', 'digest_reject', 'digest_review',
+                      'escalation_take', 'escalation_resolve', 'escalation_hand_back')),
     channel       TEXT,
+    detail        TEXT NOT NULL DEFAULT '{}'
+                  CHECK (json_valid(detail) AND json_type(detail) = 'object'),
     recorded_at   TEXT NOT NULL,
     leased_until  TEXT,
-    UNIQUE (proposal_id, actor, verb)
+    attempts      INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    UNIQUE (subject, actor, verb)
 );
 
 CREATE TABLE reviews (

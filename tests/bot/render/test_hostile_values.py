@@ -435,8 +435,10 @@ OWN_PARAMETERS: dict[tuple[str, str], object] = {
     # the notice is an answer Countersign already rendered (refusal_text and the like)
     ("home.home_view", "notice"): None,
     # where the edit went: a permalink Slack gave
-    # the id of a proposal the click was recorded for (it exists: the click is stored with it)
-    ("clicks.click_recorded_text", "proposal_id"): "cs_2v6qk3bn7xw4yq5fz2m3a6lhpe",
+    # the id of what the click was recorded for (it exists: the click is stored with it)
+    ("clicks.click_recorded_text", "subject"): "cs_2v6qk3bn7xw4yq5fz2m3a6lhpe",
+    # the verb of the recorded click, Countersign's own (store/clicks.py ClickVerb)
+    ("clicks.click_recorded_text", "verb"): "reject",
     # the modal's title, Countersign's ("Full proposals")
     ("full.full_views", "title"): "Full proposals",
     # Countersign's number for the item in a digest review, its own mrkdwn

@@ -251,8 +251,9 @@ CASES: list[Case] = [
     plain(render.already_decided_text, REJECTED),
     plain(render.reject_modal, PENDING),
     # bot/render/clicks.py
-    plain(render_clicks.click_recorded_text, PENDING.id, again=False),
-    plain(render_clicks.click_recorded_text, PENDING.id, again=True),
+    plain(render_clicks.click_recorded_text, PENDING.id, "approve", again=False),
+    plain(render_clicks.click_recorded_text, PENDING.id, "reject", again=True),
+    plain(render_clicks.click_recorded_text, "dg_1", "digest_review", again=False),
     # bot/render/delegations.py
     dated(render_delegations.minted_blocks, DELEGATIONS[0], "cs_dlg_token"),
     dated(render_delegations.delegation_list_blocks, DELEGATIONS),

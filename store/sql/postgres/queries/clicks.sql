@@ -10,7 +10,7 @@ WITH due AS (
     LIMIT :limit
     FOR UPDATE SKIP LOCKED
 )
-UPDATE recorded_clicks AS c SET leased_until = :lease
+UPDATE recorded_clicks AS c SET leased_until = :lease, attempts = c.attempts + 1
 FROM due
 WHERE c.id = due.id AND (c.leased_until IS NULL OR c.leased_until <= :now)
 RETURNING c.*
