@@ -1,4 +1,4 @@
--- Delegations from Slack (store/delegations.py): the same SQL on SQLite and PostgreSQL.
+-- Delegations from Slack (store/delegations/verbs.py): the same SQL on SQLite and PostgreSQL.
 
 -- name: insert_delegation
 -- A new delegation.

@@ -1,0 +1,40 @@
+"""Delegations: a person lets one agent act for them for a short while, kept in the store's
+database and on its audit chain.
+
+- ``records``: a delegation, the answers of a revocation, the error, the audit detail, and what
+  is stored of its token
+- ``protocol``: the DelegationStore every backend gives through ``Store.delegations()``
+- ``verbs``: the DelegationStore written once over the connector, and the row it reads
+- ``sql/``: its named queries (the same on both backends)
+"""
+
+from __future__ import annotations
+
+from store.delegations.protocol import DelegationStore
+from store.delegations.records import (
+    Delegation,
+    DelegationNotFound,
+    DelegationNotRevocable,
+    DelegationRevoked,
+    DelegationRevokeResult,
+    NewDelegation,
+    grant_detail,
+    not_revocable,
+    token_hash,
+)
+from store.delegations.verbs import Delegations, delegation_from_row
+
+__all__ = [
+    "Delegation",
+    "DelegationNotFound",
+    "DelegationNotRevocable",
+    "DelegationRevokeResult",
+    "DelegationRevoked",
+    "DelegationStore",
+    "Delegations",
+    "NewDelegation",
+    "delegation_from_row",
+    "grant_detail",
+    "not_revocable",
+    "token_hash",
+]
