@@ -3,9 +3,9 @@ proposal that supersedes it.
 
 The Edit button opens a modal (bot/render/edit.py) with the stored request's fields. On
 submission the editor is checked again (the same click-time checks as Approve), the values are
-read (bot/edit_form.py) and put through the operation's contract (parse_request, resolve) and the
-policy, as a submission would be; the store then supersedes the old proposal and stores the edit
-in one transaction (Store.supersede). The edit may run at once (auto), ask again (perhaps of
+read (bot/render/edit_form.py) and put through the operation's contract (parse_request, resolve)
+and the policy, as a submission would be; the store then supersedes the old proposal and stores the
+edit in one transaction (Store.supersede). The edit may run at once (auto), ask again (perhaps of
 other people, elsewhere) or be denied; when the standing rule that covered it is used up or
 revoked before it is stored, the database refuses it and it is classified again, as a submission
 is. Its editor, like every editor before them, cannot decide
@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bot import edit_form
 from bot.api.schemas import SubmitBody
+from bot.render import edit_form
 from bot.render import proposal as render
 from bot.render.edit import edit_modal
 from bot.service import Service

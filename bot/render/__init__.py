@@ -4,6 +4,8 @@ stored values (and ``now``) alone.
 - ``proposal``: a proposal's message and replies, and the text helpers the others share
 - ``digest``, ``edit``, ``escalation``, ``full``, ``home``, ``reminders``, ``standing``,
   ``delegations``: the messages and views of each feature
+- ``edit_form``: an operation's request schema as the edit modal's typed inputs, and the
+  submitted form read back into a request
 - ``inert``: an agent's words made inert (no mentions, links or formatting of their own)
 
 The names below are imported from their module when first asked for, so that importing one

@@ -1,8 +1,8 @@
 """Block Kit for edits: the edit modal and the thread reply of a superseded proposal.
 
-Pure, like bot/render/proposal.py: functions of proposals and an :class:`~bot.edit_form.EditForm`.
-The modal's inputs are prefilled from the stored request; its private_metadata is the proposal id
-and nothing else.
+Pure, like bot/render/proposal.py: functions of proposals and an
+:class:`~bot.render.edit_form.EditForm`. The modal's inputs are prefilled from the stored
+request; its private_metadata is the proposal id and nothing else.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Final
 from pydantic import JsonValue
 
 from bot.actions import EDIT_FIELD_INPUT, EDIT_VIEW
-from bot.edit_form import EditField, EditForm, input_label
+from bot.render.edit_form import EditField, EditForm, input_label
 from bot.render.figures import why_asked
 from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import (

@@ -12,7 +12,9 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
 from bot.actions import EDIT_VIEW
-from bot.edit_form import (
+from bot.render import proposal as render
+from bot.render.edit import EDIT_NOTE, edit_modal, superseded_reply
+from bot.render.edit_form import (
     MAX_INPUTS,
     EditForm,
     currency_errors,
@@ -20,8 +22,6 @@ from bot.edit_form import (
     problem_errors,
     read_request,
 )
-from bot.render import proposal as render
-from bot.render.edit import EDIT_NOTE, edit_modal, superseded_reply
 from contracts.base import FieldProblem, Preview
 from contracts.operations.refund import InMemoryLedger, Refund, RefundRequest
 from store.base import Proposal

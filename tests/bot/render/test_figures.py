@@ -31,7 +31,6 @@ from typing import Any
 
 import pytest
 
-from bot.edit_form import edit_form, problem_errors, read_request
 from bot.render import digest as render_digest
 from bot.render import edit as render_edit
 from bot.render import escalation as render_escalation
@@ -40,6 +39,7 @@ from bot.render import home as render_home
 from bot.render import proposal as render
 from bot.render import reminders as render_reminders
 from bot.render import standing as render_standing
+from bot.render.edit_form import edit_form, problem_errors, read_request
 from bot.standing.rules import offer
 from contracts.base import Context, ContractViolation, FieldProblem, Operation
 from contracts.formats import FieldFormat

@@ -30,9 +30,9 @@ import pytest
 from pydantic import JsonValue
 
 import bot.render
-from bot.edit_form import EditForm, edit_form
 from bot.render.digest import Tally
 from bot.render.digest_review import ReviewState, review_state
+from bot.render.edit_form import EditForm, edit_form
 from bot.render.home import StateCheck
 from contracts.base import Preview, PreviewField
 from contracts.escalation import Signals, Summary, ToolResult, Trigger, TriggerKind, TriggerVerdict
@@ -425,6 +425,11 @@ RAW: dict[str, str] = {
     "digest_review.box_place": "the item a box's block id names: a number",
     "digest_review.box_block_id": "a block id Countersign makes from an item's number",
     "digest_review.review_state": "what a review modal remembers: places and binding hashes",
+    "edit_form.edit_form": "the typed inputs of a request schema; edit.edit_modal shows them",
+    "edit_form.read_request": "a submitted edit form read back: the values a person typed",
+    "edit_form.input_label": "an input's label: the operation's own, shown as plain text",
+    "edit_form.problem_errors": "modal errors (plain text) under the inputs a person typed in",
+    "edit_form.currency_errors": "modal errors (plain text): Countersign's words and labels",
 }
 
 

@@ -38,7 +38,6 @@ from typing import Any, NoReturn
 import pytest
 
 import bot
-from bot.edit_form import edit_form
 from bot.render import clicks as render_clicks
 from bot.render import delegations as render_delegations
 from bot.render import digest as render_digest
@@ -52,6 +51,7 @@ from bot.render import inert as render_inert
 from bot.render import proposal as render
 from bot.render import reminders as render_reminders
 from bot.render import standing as render_standing
+from bot.render.edit_form import edit_form, read_request
 from contracts.base import Preview
 from contracts.standing import Grant, duration_choices
 from store.audit import AuditEntry
@@ -269,6 +269,8 @@ CASES: list[Case] = [
     # bot/render/edit.py
     plain(render_edit.edit_modal, EDIT_PROPOSAL, edit_form(edit_inputs.SCHEMA, edit_inputs.STORED)),
     plain(render_edit.superseded_reply, EDIT_SUPERSEDED, EDIT_NEW, link="https://x.example/1"),
+    # bot/render/edit_form.py
+    plain(read_request, edit_form(edit_inputs.SCHEMA, edit_inputs.STORED), edit_inputs.STORED, {}),
     # bot/render/escalation.py
     plain(render_escalation.escalation_message, ESCALATION),
     plain(render_escalation.escalation_reply, TAKEN, handed_back_by="U0OWNER"),

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bot.edit_form import edit_form
 from bot.render.digest import digest_message
 from bot.render.edit import EDIT_NOTE, edit_modal
+from bot.render.edit_form import edit_form
 from bot.render.escalation import escalation_message
 from bot.render.full import full_view
 from bot.render.home import home_view, proposal_detail_blocks, waiting_blocks
