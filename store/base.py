@@ -134,7 +134,7 @@ class Proposal(NewProposal):
     extended_at: datetime | None = None
     #: approvals towards the quorum so far, oldest first (only those bound to binding_hash count)
     approvals: tuple[Approval, ...] = ()
-    #: the digest whose message shows it with similar proposals (store/digests.py), if any
+    #: the digest whose message shows it with similar proposals (store/digests/), if any
     digest_id: str | None = None
     batch_id: str | None = None  #: the batch it waited in (store/batches.py), if any
     #: when it was offered to the backup approvers (backup_roles), if it was

@@ -1,4 +1,4 @@
--- Digests of similar proposals (store/digests.py): the same SQL on SQLite and PostgreSQL.
+-- Digests of similar proposals (store/digests/verbs.py): the same SQL on SQLite and PostgreSQL.
 
 -- name: insert_digest
 -- A digest, once: a second attach of the same digest finds it stored.

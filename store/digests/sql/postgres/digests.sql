@@ -1,34 +1,35 @@
--- Digests of similar proposals (store/digests.py): what SQLite writes its own way. A list of
--- ids is one JSON text parameter, read with json_each; several leases are taken by one UPDATE
--- (SQLite has a single writer, so no two claims interleave).
+-- Digests (store/digests/verbs.py): what PostgreSQL writes its own way. A list of
+-- ids is one text[] parameter (outbox ids are cast to bigint[]); leases are taken
+-- FOR UPDATE SKIP LOCKED, as claim_deliveries takes them, so instances filling digests at once
+-- never lease one entry twice.
 
 -- name: attach_digest_items
 -- The items not yet shown anywhere join the digest and its message (the others stay as they
 -- are); the ids of those that joined come back.
 UPDATE proposals
 SET digest_id = :digest_id, slack_channel = :channel, slack_ts = :ts, updated_at = :now
-WHERE id IN (SELECT value FROM json_each(:ids)) AND slack_ts IS NULL AND digest_id IS NULL
+WHERE id = ANY(:ids::text[]) AND slack_ts IS NULL AND digest_id IS NULL
 RETURNING id
 
 -- name: select_known_proposal_ids
 -- Which of these ids are proposals.
-SELECT id FROM proposals WHERE id IN (SELECT value FROM json_each(:ids))
+SELECT id FROM proposals WHERE id = ANY(:ids::text[])
 
 -- name: select_proposals_by_ids
 -- Several proposals by id, in one read.
-SELECT * FROM proposals WHERE id IN (SELECT value FROM json_each(:ids))
+SELECT * FROM proposals WHERE id = ANY(:ids::text[])
 
 -- name: claim_similar_posts
 -- More due posts like the ones being grouped: pending, never shown, same channel, operation and
 -- requester and waiting in no batch, each the first undelivered entry of its proposal's lane. The similar proposals are
--- found first (proposals_unshown), then their entries: a backlog of other posts is not walked.
-UPDATE outbox SET leased_until = :lease, attempts = attempts + 1
-WHERE id IN (
-    WITH candidates AS MATERIALIZED (
-        SELECT id FROM proposals
-        WHERE channel = :channel AND operation = :operation AND requested_by = :requested_by
-          AND status = 'pending' AND slack_ts IS NULL AND batch_id IS NULL
-    )
+-- found first (proposals_unshown), then their entries: a backlog of other posts is not walked,
+-- whatever the planner's statistics say. Entries another worker is leasing right now are
+-- skipped; the outer WHERE re-checks each locked row.
+WITH candidates AS MATERIALIZED (
+    SELECT id FROM proposals
+    WHERE channel = :channel AND operation = :operation AND requested_by = :requested_by
+      AND status = 'pending' AND slack_ts IS NULL AND batch_id IS NULL
+), due AS (
     SELECT o.id FROM candidates AS p JOIN outbox AS o ON o.proposal_id = p.id
     WHERE o.effect = 'slack.post' AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
       AND o.next_attempt_at <= :now
@@ -39,13 +40,17 @@ WHERE id IN (
             AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
     ORDER BY o.next_attempt_at, o.id
     LIMIT :limit
+    FOR UPDATE OF o SKIP LOCKED
 )
-RETURNING *
+UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
+FROM due
+WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+  AND (o.leased_until IS NULL OR o.leased_until <= :now)
+RETURNING o.*
 
 -- name: claim_digest_deliveries
 -- More due entries of one effect for a digest's items, each first in its proposal's lane.
-UPDATE outbox SET leased_until = :lease, attempts = attempts + 1
-WHERE id IN (
+WITH due AS (
     SELECT o.id FROM outbox AS o JOIN proposals AS p ON p.id = o.proposal_id
     WHERE p.digest_id = :digest_id AND o.effect = :effect
       AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
@@ -57,21 +62,25 @@ WHERE id IN (
             AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
     ORDER BY o.next_attempt_at, o.id
     LIMIT :limit
+    FOR UPDATE OF o SKIP LOCKED
 )
-RETURNING *
+UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
+FROM due
+WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+  AND (o.leased_until IS NULL OR o.leased_until <= :now)
+RETURNING o.*
 
 -- name: complete_deliveries
 -- Several entries delivered.
 UPDATE outbox SET delivered_at = :now, leased_until = NULL
-WHERE id IN (SELECT value FROM json_each(:ids)) AND delivered_at IS NULL
+WHERE id = ANY(:ids::text[]::bigint[]) AND delivered_at IS NULL
 
 -- name: retry_deliveries
 -- Several entries not delivered this time: release the leases, try again at :at.
 UPDATE outbox SET next_attempt_at = :at, leased_until = NULL, last_error = :error
-WHERE id IN (SELECT value FROM json_each(:ids)) AND delivered_at IS NULL
+WHERE id = ANY(:ids::text[]::bigint[]) AND delivered_at IS NULL
 
 -- name: defer_deliveries
 -- Several leased entries not attempted: due again at :at, their claim's attempt taken back.
-UPDATE outbox SET next_attempt_at = :at, leased_until = NULL, attempts = max(attempts - 1, 0)
-WHERE id IN (SELECT value FROM json_each(:ids)) AND delivered_at IS NULL
-  AND leased_until IS NOT NULL
+UPDATE outbox SET next_attempt_at = :at, leased_until = NULL, attempts = greatest(attempts - 1, 0)
+WHERE id = ANY(:ids::text[]::bigint[]) AND delivered_at IS NULL AND leased_until IS NOT NULL
