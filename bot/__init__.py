@@ -1,6 +1,6 @@
 """Countersign's server: the proposal's flow (bot/flow/) at the centre, the edges that call into
 it (the agent API, Slack, the sandbox, operators' commands, the bench, monitoring), the feature
-packages, the app factory (bot/app.py) and the command line (bot/cli.py). docs/architecture.md draws
+packages, the app factory (bot/app.py) and the command line (bot/cli/). docs/architecture.md draws
 the rooms.
 
 Each package of bot/ exports its public names without importing its modules: it lists them in

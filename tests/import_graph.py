@@ -5,9 +5,9 @@ at its top, under ``if TYPE_CHECKING:``, inside a function, a method, a class bo
 An import made only for annotations still ties the two modules together (the type checker reads
 both), and an import deferred into a function is still a dependency; neither is left out.
 
-What does not count: a module named in a string and imported with :mod:`importlib` (bot/cli.py's
-agent-side commands, the lazy ``__getattr__`` of the feature packages). The packages' lazy exports
-are followed anyway, through their ``__init__``'s imports (below).
+What does not count: a module named in a string and imported with :mod:`importlib` (the agent-side
+commands of bot/cli/, the lazy ``__getattr__`` of the feature packages). The packages' lazy
+exports are followed anyway, through their ``__init__``'s imports (below).
 
 How each import is read:
 

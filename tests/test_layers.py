@@ -36,7 +36,6 @@ EDGES = (
     "bot.monitoring",
     "bot.app",
     "bot.cli",
-    "bot.command_line",
 )
 #: contracts may use only the standard library and these
 CONTRACT_THIRD_PARTY = {"pydantic", "jsonschema"}

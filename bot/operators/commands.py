@@ -1,6 +1,6 @@
 """The operator's commands of ``countersign``: their arguments and how each is run.
 
-``bot/command_line.py`` adds them with :func:`add_operator_commands` and hands the parsed
+``bot/cli/commands.py`` adds them with :func:`add_operator_commands` and hands the parsed
 arguments to :func:`run_operator_command`, which answers None for a command that is not one of
 these.
 """

@@ -4,7 +4,7 @@ The agent-side commands (``mcp``, ``claude-hook``) belong to the client: they ar
 here, before anything of the server is imported, and run in this process. Claude Code runs the
 hook before every tool call, so what this module imports is paid on each one
 (tests/e2e/test_claude_hook.py checks it). Every other command is the server's
-(bot/command_line.py).
+(bot/cli/commands.py). ``python -m bot.cli`` runs it too (bot/cli/__main__.py).
 """
 
 from __future__ import annotations
@@ -25,10 +25,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if given and given[0] in AGENT_SIDE:
         command: int = import_module(AGENT_SIDE[given[0]]).main(given[1:])
         return command
-    from bot.command_line import main as server_main
+    from bot.cli.commands import main as server_main
 
     return server_main(given)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,7 @@
 """``countersign``'s server commands: serve, check-config, audit verify and export, sandbox, bench.
 
-Reached through bot/cli.py, which hands the agent-side commands over before this is imported."""
+Reached through the package's entry (bot/cli/__init__.py), which hands the agent-side commands
+over before this is imported."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the Slack app and the agent API")
-    # listed for --help; bot/cli.py hands them to the client before this is imported
+    # listed for --help; bot/cli/__init__.py hands them to the client before this is imported
     commands.add_parser("mcp", help="the MCP server for agents (as countersign-mcp)")
     commands.add_parser(
         "claude-hook", help="Claude Code's PreToolUse hook (as countersign-claude-hook)"
