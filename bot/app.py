@@ -21,16 +21,18 @@ from bot.api.problems import problem_middleware
 from bot.api.proposals import LOOP_LAG, QUOTAS, SERVICE, SUBMISSIONS, agent_routes
 from bot.api.quotas import Quotas
 from bot.audit.anchoring import Anchorer, anchor_forever
-from bot.decisions import RecordedDecisions
+from bot.decisions import Applier, RecordedDecisions
 from bot.delegations.commands import DELEGATIONS, Delegations
 from bot.delegations.listeners import register_delegation_listeners
 from bot.digests.decisions import DigestService
 from bot.digests.listeners import register_digest_listeners
 from bot.digests.outbox import DigestOutbox
+from bot.digests.recorded import DigestClicks
 from bot.escalations.api import ESCALATIONS, escalation_routes
 from bot.escalations.delivery import EscalationDeliverer
 from bot.escalations.flow import EscalationService, reannounce_forever
 from bot.escalations.listeners import register_escalation_listeners
+from bot.escalations.recorded import EscalationClicks
 from bot.extensions import extension_of
 from bot.flow.destinations import CallbackGuard, Resolve, system_resolve
 from bot.http import AiohttpClient
@@ -67,14 +69,13 @@ from bot.standing.review import Reviews
 from bot.standing.rules import StandingGrants, offers
 from bot.subscribers import Subscribers
 from store.base import Delivery, Proposal, Store, StoreUnavailable
+from store.clicks import DIGEST_VERBS, ESCALATION_VERBS, ClickVerb
 from store.lifecycle import Effect
 
-__all__ = ["CLICKS", "DECISIONS", "OUTBOX", "build_app", "utc_now"]
+__all__ = ["DECISIONS", "OUTBOX", "build_app", "utc_now"]
 
 OUTBOX: web.AppKey[OutboxWorker] = web.AppKey("outbox", OutboxWorker)
-#: bounds the Slack clicks worked on at once (bot/api/admission.py)
-CLICKS: web.AppKey[Admission] = web.AppKey("clicks", Admission)
-#: records Approve clicks and applies them (bot/decisions.py)
+#: records decision clicks and applies them (bot/decisions.py)
 DECISIONS: web.AppKey[RecordedDecisions] = web.AppKey("decisions", RecordedDecisions)
 
 log = logging.getLogger(__name__)
@@ -182,21 +183,6 @@ def build_app(
     reminders = Reminders(service, clock)
     reviews = Reviews(service, clock)
     grants = StandingGrants(service, clock)
-    clicks = Admission(server.max_in_flight_clicks)
-    decisions = RecordedDecisions(
-        service,
-        store.clicks(),
-        clock,
-        batch=server.max_in_flight_clicks,
-        lease=timedelta(seconds=60),
-        watch=outbox.watch,
-    )
-    bolt = build_bolt(
-        decisions=decisions,
-        signing_secret=settings.slack.signing_secret,
-        client=client,
-        service=service,
-    )
     escalations = EscalationService(
         settings=settings,
         store=store,
@@ -207,6 +193,26 @@ def build_app(
         wake_outbox=outbox.wake,
         callback_guard=guard,
         subscribers=subscribers,
+    )
+    digest_decisions = DigestService(service, clock)
+    appliers: dict[ClickVerb, Applier] = {
+        **dict.fromkeys(DIGEST_VERBS, DigestClicks(digest_decisions)),
+        **dict.fromkeys(ESCALATION_VERBS, EscalationClicks(escalations)),
+    }
+    decisions = RecordedDecisions(
+        service,
+        store.clicks(),
+        clock,
+        appliers=appliers,
+        batch=server.max_in_flight_clicks,
+        lease=timedelta(seconds=60),
+        watch=outbox.watch,
+    )
+    bolt = build_bolt(
+        decisions=decisions,
+        signing_secret=settings.slack.signing_secret,
+        client=client,
+        service=service,
     )
     escalation_deliverer = EscalationDeliverer(store, publisher, callbacks, clock)
     outbox.add_queue(
@@ -221,23 +227,20 @@ def build_app(
         lease=outbox.lease,
     )
     outbox.coalesce_with(CountedCoalescer(digests, metrics))
-    register_digest_listeners(bolt, DigestService(service, clock), clicks)
-    register_escalation_listeners(bolt, escalations, clicks)
+    register_digest_listeners(bolt, digest_decisions, decisions)
+    register_escalation_listeners(bolt, escalations, decisions)
     delegations = Delegations(service, clock)
     home = HomeTab(service, escalations, clock, delegations)
     subscribers.add(home)  # it refreshes tabs on changes and shows answers to clicks there
     register_home_listener(bolt, home)
     register_slash_command(bolt, SlashCommand(service, home, clock, delegations))
-    register_delegation_listeners(
-        bolt, delegations=delegations, home=home, service=service, admission=clicks
-    )
+    register_delegation_listeners(bolt, delegations=delegations, home=home, service=service)
     register_standing_listeners(
         bolt,
         service=service,
         grants=grants,
         admin=StandingAdmin(service, clock),
         reviews=reviews,
-        admission=clicks,
     )
     app[ESCALATIONS] = escalations
     app[DELEGATIONS] = delegations
@@ -245,7 +248,6 @@ def build_app(
     app[SUBMISSIONS] = Admission(server.max_in_flight_submissions)
     app[LOOP_LAG] = loop_lag = LoopLag(threshold=server.shed_agents_at_loop_lag_ms / 1000)
     app[QUOTAS] = Quotas()
-    app[CLICKS] = clicks
     app[DECISIONS] = decisions
     app[BOLT] = bolt
     app[SIGNING_SECRET] = settings.slack.signing_secret

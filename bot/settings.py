@@ -87,8 +87,7 @@ class ServerSettings(_Section):
     execution_lease_seconds: float = Field(default=300, gt=0, le=86400)
     #: agent submissions handled at once; past it agents get 503 with Retry-After at once
     max_in_flight_submissions: int = Field(default=64, ge=1, le=10000)
-    #: recorded decision clicks applied at once; the buttons still worked on at once (digests,
-    #: escalations, standing rules) are bounded by it too, past it their clicker told it is busy
+    #: recorded decision clicks an instance applies at once (no click is held to it on arrival)
     max_in_flight_clicks: int = Field(default=64, ge=1, le=10000)
     #: how far behind the event loop may fall (ms) before new agent submissions are answered
     #: 503 with Retry-After at once, so people's clicks keep the loop; 0: never shed

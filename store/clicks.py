@@ -24,7 +24,16 @@ from store.lifecycle import Status
 from store.rows import dump_json, read_optional_time, read_time
 from store.shield import finish_even_if_cancelled
 
-__all__ = ["PROPOSAL_VERBS", "ClickStore", "ClickVerb", "Clicked", "Clicks", "RecordedClick"]
+__all__ = [
+    "DIGEST_VERBS",
+    "ESCALATION_VERBS",
+    "PROPOSAL_VERBS",
+    "ClickStore",
+    "ClickVerb",
+    "Clicked",
+    "Clicks",
+    "RecordedClick",
+]
 
 #: The clicks recorded before they are applied (the CHECK of migration 0021 lists the same).
 ClickVerb = Literal[
@@ -53,6 +62,15 @@ PROPOSAL_VERBS: Final[dict[ClickVerb, Status]] = {
     "reconcile_succeeded": Status.NEEDS_RECONCILIATION,
     "reconcile_failed": Status.NEEDS_RECONCILIATION,
 }
+
+
+#: The verbs whose subject is a digest, and those whose subject is an escalation.
+DIGEST_VERBS: Final[tuple[ClickVerb, ...]] = tuple(
+    v for v in get_args(ClickVerb) if v.startswith("digest_")
+)
+ESCALATION_VERBS: Final[tuple[ClickVerb, ...]] = tuple(
+    v for v in get_args(ClickVerb) if v.startswith("escalation_")
+)
 
 
 def _record_query(verb: ClickVerb) -> str:

@@ -13,9 +13,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.actions import REVOKE_DELEGATION
-from bot.api.admission import Admission
 from bot.delegations.commands import Delegations
-from bot.render import proposal as render
 from bot.service import Service
 from bot.slack.home import HomeTab
 from bot.slack.ids import SlackChannel, SlackUser
@@ -49,7 +47,6 @@ def register_delegation_listeners(
     delegations: Delegations,
     home: HomeTab,
     service: Service,
-    admission: Admission,
 ) -> None:
     @app.action(REVOKE_DELEGATION)
     async def on_revoke(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -57,12 +54,7 @@ def register_delegation_listeners(
         click = decoded(RevokeClick.of, body, action, what="delegation click")
         if click is None:
             return
-        with admission.slot() as admitted:
-            text = (
-                await delegations.revoke(click.user, click.delegation_id)
-                if admitted
-                else render.busy_text()
-            )
+        text = await delegations.revoke(click.user, click.delegation_id)
         if click.on_home_tab:
             await home.notice(click.user, text)
         elif click.channel:

@@ -175,14 +175,14 @@ class DigestService:
         await self._tell(digest, None, user, render_digest.tally_text(tally))
         return tally
 
-    async def busy(self, digest_id: str, *, user: str, channel: str | None) -> None:
-        """A click that found no room: nothing changed; say so to the clicker alone."""
-        log.warning("busy: click on digest %s by %s not applied", digest_id, user)
+    async def tell(self, digest_id: str, *, user: str, channel: str | None, text: str) -> None:
+        """A private answer to a clicker: where they clicked, else in the digest's channel."""
         if channel is None:  # a modal: answer in the digest's channel
-            digest = await self._digest(digest_id, user=user, channel=None)
-            channel = digest.channel if digest is not None else None
-        if channel:
-            await self.publisher.tell(None, channel, user, render.busy_text())
+            try:
+                channel = (await self._digests.get_digest(digest_id)).channel
+            except DigestNotFound:
+                return
+        await self.publisher.tell(None, channel, user, text)
 
     # --- helpers ----------------------------------------------------------------------------
 

@@ -28,12 +28,14 @@ from bot.actions import (
     DIGEST_REVIEW_VIEW,
     REASON_INPUT,
 )
-from bot.api.admission import Admission
+from bot.decisions import RecordedDecisions
 from bot.digests.decisions import DigestService
+from bot.digests.recorded import chosen_detail
 from bot.render.digest_review import ReviewState, box_place, chosen_places
 from bot.render.proposal import REASON_MAX
 from bot.slack.ids import SlackUser
-from bot.slack.listeners import Click, admitted_click, decoded
+from bot.slack.listeners import Click, decoded, recorded_submission, worked_click
+from store.clicks import Clicked
 
 __all__ = ["Chosen", "Reviewed", "register_digest_listeners"]
 
@@ -127,11 +129,20 @@ class Reviewed(BaseModel):
         return set(self.state.places) <= set(left_out)
 
 
-def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: Admission) -> None:
-    clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
-        DIGEST_APPROVE_ALL: lambda c: digests.approve_all(
-            c.proposal_id, user=c.user, channel=c.channel
-        ),
+def register_digest_listeners(
+    app: AsyncApp, digests: DigestService, decisions: RecordedDecisions
+) -> None:
+    """Approve all and the modals' submissions are decisions: recorded when they arrive and
+    applied after (bot/decisions.py, bot/digests/recorded.py), never told busy. The buttons that
+    open a modal, and a review's paging, are worked on at once, bounded by nothing."""
+
+    async def approve_all(click: Click) -> None:
+        await decisions.record(
+            click.proposal_id, user=click.user, channel=click.channel, verb="digest_approve_all"
+        )
+
+    app.action(DIGEST_APPROVE_ALL)(worked_click(Click.of, approve_all, what="digest click"))
+    modals: dict[str, Callable[[Click], Awaitable[object]]] = {
         DIGEST_REJECT_ALL: lambda c: digests.begin_reject_all(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
@@ -142,14 +153,8 @@ def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: 
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
     }
-
-    async def busy(click: Click) -> None:
-        await digests.busy(click.proposal_id, user=click.user, channel=click.channel)
-
-    for action_id, handle in clicks.items():
-        app.action(action_id)(
-            admitted_click(Click.of, handle, busy=busy, admission=admission, what="digest click")
-        )
+    for action_id, handle in modals.items():
+        app.action(action_id)(worked_click(Click.of, handle, what="digest click"))
 
     async def on_submitted(ack: AsyncAck, body: dict[str, Any]) -> None:
         chosen = decoded(Chosen.of, body, what="digest submission")
@@ -160,17 +165,16 @@ def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: 
         if problems:
             await ack(response_action="errors", errors=problems)
             return
-        await ack()
-        with admission.slot() as admitted:
-            if not admitted:
-                await digests.busy(chosen.digest_id, user=chosen.user, channel=None)
-            elif chosen.decision == "reject":
-                await digests.reject(
-                    chosen.digest_id, chosen.items, user=chosen.user, reason=chosen.reason
-                )
-            else:
-                assert chosen.items is not None  # Reject all is the only modal without a choice
-                await digests.approve(chosen.digest_id, chosen.items, user=chosen.user)
+        rejects = chosen.decision == "reject"
+        clicked = Clicked(
+            subject=chosen.digest_id,
+            actor=chosen.user,
+            verb="digest_reject" if rejects else "digest_approve",
+            channel=None,
+            detail=chosen_detail(chosen.items, chosen.reason),
+        )
+        block = REASON_INPUT if chosen.items is None else DIGEST_DECISION_INPUT
+        await recorded_submission(decisions, clicked, ack, block=block)
 
     app.view(DIGEST_REJECT_VIEW)(on_submitted)
     app.view(DIGEST_CHOOSE_VIEW)(on_submitted)
@@ -182,18 +186,14 @@ def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: 
         page = str(action.get("value", ""))
         if paged is None or not page.isdigit() or int(page) < 1:
             return
-        with admission.slot() as admitted:
-            if not admitted:
-                await digests.busy(paged.state.digest, user=paged.user, channel=None)
-                return
-            await digests.review_page(
-                paged.state,
-                paged.on_page,
-                page=int(page),
-                user=paged.user,
-                view_id=paged.view_id,
-                view_hash=paged.view_hash,
-            )
+        await digests.review_page(
+            paged.state,
+            paged.on_page,
+            page=int(page),
+            user=paged.user,
+            view_id=paged.view_id,
+            view_hash=paged.view_hash,
+        )
 
     @app.view(DIGEST_REVIEW_VIEW)
     async def on_reviewed(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -210,9 +210,12 @@ def register_digest_listeners(app: AsyncApp, digests: DigestService, admission: 
                 },
             )
             return
-        await ack()
-        with admission.slot() as admitted:
-            if not admitted:
-                await digests.busy(reviewed.state.digest, user=reviewed.user, channel=None)
-                return
-            await digests.approve_reviewed(reviewed.state, reviewed.on_page, user=reviewed.user)
+        clicked = Clicked(
+            subject=reviewed.state.digest,
+            actor=reviewed.user,
+            verb="digest_review",
+            channel=None,
+            detail={"review": reviewed.state.selected(reviewed.on_page).dump()},
+        )
+        block = reviewed.boxes[0] if reviewed.boxes else DIGEST_REVIEW_VIEW
+        await recorded_submission(decisions, clicked, ack, block=block)

@@ -304,6 +304,19 @@ class EscalationService:
             return
         await self._tell(result.escalation, user=user, channel=channel, reason=result.reason)
 
+    async def tell(self, escalation_id: str, *, user: str, channel: str | None, text: str) -> None:
+        """A private answer to a clicker: where they clicked, else in the escalation's channel."""
+        if channel == APP_HOME and await self._subscribers.notice(user, text):
+            return
+        where = channel if channel != APP_HOME else None
+        if where is None:
+            try:
+                where = (await self.store.get_escalation(escalation_id)).slack_channel
+            except EscalationNotFound:
+                return
+        if where:
+            await self.publisher.tell(None, where, user, text)
+
     async def _tell(
         self, escalation: Escalation, *, user: str, channel: str | None, reason: str
     ) -> None:

@@ -20,12 +20,19 @@ from bot.actions import (
     ESCALATION_TAKE,
     NOTE_INPUT,
 )
-from bot.api.admission import Admission
+from bot.decisions import RecordedDecisions
 from bot.escalations.flow import EscalationService
-from bot.render import proposal as render
 from bot.render.escalation import HAND_BACK_NOTE_MAX
 from bot.slack.ids import SlackUser
-from bot.slack.listeners import Click, admitted_click, decoded, modal_text, text_problems
+from bot.slack.listeners import (
+    Click,
+    decoded,
+    modal_text,
+    recorded_submission,
+    text_problems,
+    worked_click,
+)
+from store.clicks import Clicked, ClickVerb
 
 __all__ = ["NoteSubmitted", "register_escalation_listeners"]
 
@@ -50,28 +57,28 @@ class NoteSubmitted(BaseModel):
 
 
 def register_escalation_listeners(
-    app: AsyncApp, service: EscalationService, admission: Admission
+    app: AsyncApp, service: EscalationService, decisions: RecordedDecisions
 ) -> None:
-    clicks: dict[str, Callable[[Click], Awaitable[None]]] = {
-        ESCALATION_TAKE: lambda c: service.take(c.proposal_id, user=c.user, channel=c.channel),
-        ESCALATION_HAND_BACK: lambda c: service.begin_hand_back(
-            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
-        ),
-        ESCALATION_RESOLVE: lambda c: service.resolve(
-            c.proposal_id, user=c.user, channel=c.channel
-        ),
+    """Take it, Resolve and the hand-back's note are decisions: recorded when they arrive and
+    applied after (bot/decisions.py, bot/escalations/recorded.py), never told busy. Hand back
+    opens a modal, bounded by nothing."""
+    recorded: dict[str, ClickVerb] = {
+        ESCALATION_TAKE: "escalation_take",
+        ESCALATION_RESOLVE: "escalation_resolve",
     }
-
-    async def busy(click: Click) -> None:
-        if click.channel:
-            await service.publisher.tell(None, click.channel, click.user, render.busy_text())
-
-    for action_id, handle in clicks.items():
+    for action_id, verb in recorded.items():
         app.action(action_id)(
-            admitted_click(
-                Click.of, handle, busy=busy, admission=admission, what="escalation click"
-            )
+            worked_click(Click.of, _recorder(decisions, verb), what="escalation click")
         )
+
+    async def begin_hand_back(click: Click) -> None:
+        await service.begin_hand_back(
+            click.proposal_id, user=click.user, channel=click.channel, trigger_id=click.trigger_id
+        )
+
+    app.action(ESCALATION_HAND_BACK)(
+        worked_click(Click.of, begin_hand_back, what="escalation click")
+    )
 
     @app.view(ESCALATION_HAND_BACK_VIEW)
     async def on_note(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -88,5 +95,18 @@ def register_escalation_listeners(
         if problems:
             await ack(response_action="errors", errors=problems)
             return
-        await ack()
-        await service.hand_back(submitted.escalation_id, user=submitted.user, note=submitted.note)
+        clicked = Clicked(
+            subject=submitted.escalation_id,
+            actor=submitted.user,
+            verb="escalation_hand_back",
+            channel=None,
+            detail={"note": submitted.note},
+        )
+        await recorded_submission(decisions, clicked, ack, block=NOTE_INPUT)
+
+
+def _recorder(decisions: RecordedDecisions, verb: ClickVerb) -> Callable[[Click], Awaitable[None]]:
+    async def record(click: Click) -> None:
+        await decisions.record(click.proposal_id, user=click.user, channel=click.channel, verb=verb)
+
+    return record

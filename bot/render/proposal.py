@@ -58,7 +58,6 @@ __all__ = [
     "already_decided_text",
     "approval_recorded_text",
     "backup_line",
-    "busy_text",
     "buttons",
     "clip",
     "code",
@@ -950,14 +949,6 @@ def expiry_reply(proposal: Proposal) -> Message:
 
 
 # --- ephemeral texts and the reject modal ---------------------------------------------------------
-
-
-def busy_text() -> Mrkdwn:
-    """What a clicker sees when Countersign is at capacity: nothing was done."""
-    return own(
-        ":hourglass: Countersign is busy right now and did not act on your click. "
-        "Nothing changed; please try again in a few seconds."
-    )
 
 
 def store_away_text() -> Mrkdwn:

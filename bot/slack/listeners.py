@@ -34,7 +34,6 @@ from bot.actions import (
     REJECT_VIEW,
     SHOW_FULL,
 )
-from bot.api.admission import Admission
 from bot.decisions import NotRecorded, RecordedDecisions
 from bot.edits import EditFlow, EditSubmitted
 from bot.service import APP_HOME, Service
@@ -49,7 +48,6 @@ __all__ = [
     "SIGNING_SECRET",
     "Click",
     "ReasonSubmitted",
-    "admitted_click",
     "build_bolt",
     "click_listener",
     "clicked_in",
@@ -337,32 +335,6 @@ def worked_click(
         click = decoded(decode, body, action, what=what)
         if click is not None:
             await handle(click)
-
-    return listener
-
-
-def admitted_click(
-    decode: Callable[[dict[str, Any], dict[str, Any]], PayloadT],
-    handle: Callable[[PayloadT], Awaitable[object]],
-    *,
-    busy: Callable[[PayloadT], Awaitable[object]],
-    admission: Admission,
-    what: str = "Slack click",
-) -> Callable[..., Awaitable[None]]:
-    """A button's listener: acknowledge at once, ``decode`` the click (a malformed one is
-    logged and dropped), then ``handle`` it if there is room, or tell the clicker with
-    ``busy``."""
-
-    async def listener(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await ack()
-        click = decoded(decode, body, action, what=what)
-        if click is None:
-            return
-        with admission.slot() as admitted:
-            if admitted:
-                await handle(click)
-                return
-        await busy(click)
 
     return listener
 

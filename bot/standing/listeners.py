@@ -24,11 +24,9 @@ from bot.actions import (
     REVOKE_STANDING,
     USES_INPUT,
 )
-from bot.api.admission import Admission
-from bot.render import proposal as render
 from bot.service import Service
 from bot.slack.ids import SlackChannel, SlackUser
-from bot.slack.listeners import Click, admitted_click, click_listener, clicked_in, decoded
+from bot.slack.listeners import Click, click_listener, clicked_in, decoded, worked_click
 from bot.standing.admin import StandingAdmin
 from bot.standing.review import Reviews
 from bot.standing.rules import StandingGrants
@@ -89,7 +87,6 @@ def register_standing_listeners(
     grants: StandingGrants,
     admin: StandingAdmin,
     reviews: Reviews,
-    admission: Admission,
 ) -> None:
     async def begin(click: Click) -> None:
         await grants.begin(
@@ -111,7 +108,7 @@ def register_standing_listeners(
     async def revoke(click: MessageClick) -> None:
         await admin.revoke(click.value, user=click.user, channel=click.channel)
 
-    app.action(REVOKE_STANDING)(_message_listener(revoke, service, admission))
+    app.action(REVOKE_STANDING)(_message_listener(revoke))
 
     def judge(verdict: Verdict) -> Callable[[MessageClick], Awaitable[object]]:
         async def handle(click: MessageClick) -> None:
@@ -125,20 +122,13 @@ def register_standing_listeners(
 
         return handle
 
-    app.action(REVIEW_OK)(_message_listener(judge("ok"), service, admission))
-    app.action(REVIEW_SHOULD_HAVE_ASKED)(
-        _message_listener(judge("should_have_asked"), service, admission)
-    )
+    app.action(REVIEW_OK)(_message_listener(judge("ok")))
+    app.action(REVIEW_SHOULD_HAVE_ASKED)(_message_listener(judge("should_have_asked")))
 
 
 def _message_listener(
-    handle: Callable[[MessageClick], Awaitable[object]], service: Service, admission: Admission
+    handle: Callable[[MessageClick], Awaitable[object]],
 ) -> Callable[..., Awaitable[None]]:
-    """A click on a message's button (bot/slack/listeners.py admitted_click); no room: the
-    clicker is told so in the channel."""
-
-    async def busy(click: MessageClick) -> None:
-        if click.channel:
-            await service.publisher.tell(None, click.channel, click.user, render.busy_text())
-
-    return admitted_click(MessageClick.of, handle, busy=busy, admission=admission)
+    """A click on a message's button (bot/slack/listeners.py worked_click): worked on at once,
+    bounded by nothing."""
+    return worked_click(MessageClick.of, handle)

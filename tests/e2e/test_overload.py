@@ -10,10 +10,8 @@ from typing import Any
 import pytest
 
 from bot.api.proposals import SUBMISSIONS
-from bot.app import CLICKS
 from tests.e2e.harness import (
     AGENT_TOKEN,
-    APPROVER,
     REQUESTER,
     Countersign,
     running_countersign,
@@ -51,21 +49,3 @@ async def test_a_submission_past_capacity_gets_503_with_retry_after_and_stores_n
     assert await cs.proposal_count() == 0
     status, _ = await cs.submit(CAMPAIGN)  # room again: accepted
     assert status == 201
-
-
-async def test_an_approve_click_past_capacity_is_recorded_and_applied_never_told_busy(
-    cs: Countersign,
-) -> None:
-    _, created = await cs.submit(CAMPAIGN)
-    await cs.posted(created["id"])
-    admission = cs.app[CLICKS]
-    admission.limit = 1
-
-    with admission.slot():
-        assert await cs.click(APPROVER, "approve", created["id"]) == 200
-        _, final = await cs.read(created["id"], wait=10)
-        await cs.settled()
-
-    assert final["status"] == "succeeded"
-    assert all("is recorded" in m.text for m in cs.slack.ephemeral(APPROVER))  # never busy
-    assert len(cs.target.executions()) == 1

@@ -327,7 +327,11 @@ async def test_decisions_recorded_on_a_stopped_instance_are_applied_once_by_the_
             )
 
         await eventually(all_applied, timeout=30)
-        assert await first.store.clicks().waiting_clicks() == 0
+
+        async def all_settled() -> bool:  # each is settled just after it is applied
+            return await first.store.clicks().waiting_clicks() == 0
+
+        await eventually(all_settled)
         for proposal_id, event in (
             [(i, "extended") for i in extend]
             + [(i, "rejected") for i in reject]

@@ -246,7 +246,6 @@ CASES: list[Case] = [
     ],
     plain(render.rejection_reply, REJECTED),
     plain(render.expiry_reply, decided(Status.EXPIRED)),
-    plain(render.busy_text),
     plain(render.refusal_text, "you asked for it <!here>"),
     plain(render.already_decided_text, REJECTED),
     plain(render.reject_modal, PENDING),
