@@ -50,7 +50,14 @@ from bot.render.clicks import click_recorded_text
 from bot.render.proposal import store_away_text, store_lost_text
 from bot.service import Service
 from store.base import Proposal, ProposalNotFound, StoreUnavailable
-from store.clicks import PROPOSAL_VERBS, Clicked, ClickStore, ClickVerb, RecordedClick
+from store.clicks import (
+    DIGEST_VERBS,
+    PROPOSAL_VERBS,
+    Clicked,
+    ClickStore,
+    ClickVerb,
+    RecordedClick,
+)
 from store.lifecycle import Status
 
 __all__ = ["Applier", "NotRecorded", "RecordedDecisions", "Taken"]
@@ -134,6 +141,7 @@ class RecordedDecisions:
         #: per subject, the task applying its latest click leased here
         self._running: dict[str, asyncio.Task[None]] = {}
         self._in_flight = 0  #: clicks leased here and not yet applied
+        self._applying: set[int] = set()  #: the clicks being applied here now
         self._stopped = False
         self.applied = 0  #: clicks applied (or refused and told) by this instance
 
@@ -214,6 +222,8 @@ class RecordedDecisions:
             waiting = True  # it was recorded, and nothing says it was applied
         if not waiting:  # applied by another instance: its outcome is the answer, told once
             return
+        if clicked.verb in DIGEST_VERBS and click.id in self._applying:
+            return  # its items are being decided here: the tally is the answer, told soon
         text = click_recorded_text(clicked.subject, clicked.verb, again=not taken.new)
         if clicked.verb in PROPOSAL_VERBS:
             await self._service.tell(taken.proposal, clicked.channel, clicked.actor, text)
@@ -362,8 +372,12 @@ class RecordedDecisions:
 
     async def apply(self, click: RecordedClick) -> None:
         """Apply one recorded click through its decision path, then settle it."""
-        if not await self._applied_before(click):
-            await self._decide(click)
+        self._applying.add(click.id)
+        try:
+            if not await self._applied_before(click):
+                await self._decide(click)
+        finally:
+            self._applying.discard(click.id)
         await self._clicks.settle_click(click.id)
         self.applied += 1
         settled = self._settled.pop(click.id, None)

@@ -138,3 +138,56 @@ class ClickConformance:
         assert second.verb == "extend"
         again = await clicks.claim_clicks(now=now + LEASE, limit=10, lease=LEASE)
         assert [c.attempts for c in again] == [2, 2]  # an earlier applier may have applied them
+
+    async def test_a_digest_click_needs_an_item_pending_and_an_escalation_click_an_open_escalation(
+        self, store: Store, now: datetime
+    ) -> None:
+        """A digest's decision is recorded while one of its items is pending, with the items
+        chosen; an escalation's while it is not resolved; each once per person and verb."""
+        from tests.store.digest_conformance import digest
+        from tests.store.escalation_conformance import new_escalation
+
+        clicks = store.clicks()
+        items = [(await store.create_proposal(_new(now)))[0].id for _ in range(2)]
+        shown = digest()
+        await store.digests().attach_digest(shown, items, deliveries=[], now=now)
+        chosen: dict[str, Any] = {"items": items[:1], "reason": ""}
+        escalations = store.escalations()
+        open_one, _ = await escalations.create_escalation(new_escalation(now))
+        resolved, _ = await escalations.create_escalation(
+            new_escalation(now, conversation_id="conv-resolved")
+        )
+        await escalations.resolve(resolved.id, actor="U0RESPONDER", note=None, now=now)
+
+        approve = await clicks.record_click(
+            shown.id,
+            actor="U0APPROVER",
+            verb="digest_approve",
+            channel=None,
+            now=now,
+            detail=chosen,
+        )
+        again = await clicks.record_click(
+            shown.id, actor="U0APPROVER", verb="digest_approve", channel=None, now=now
+        )
+        take = await clicks.record_click(
+            open_one.id, actor="U0RESPONDER", verb="escalation_take", channel="C0ESC", now=now
+        )
+        late = await clicks.record_click(
+            resolved.id, actor="U0RESPONDER", verb="escalation_resolve", channel=None, now=now
+        )
+        unknown = await clicks.record_click(
+            "dg_nothing", actor="U0APPROVER", verb="digest_approve_all", channel=None, now=now
+        )
+
+        assert approve is not None and approve[1] is True and approve[0].detail == chosen
+        assert again == (approve[0], False)
+        assert take is not None and take[1] is True and take[0].subject == open_one.id
+        assert late is None and unknown is None
+        for item in items:
+            await store.reject(item, actor="U0APPROVER", reason="no", now=now)
+        decided = await clicks.record_click(
+            shown.id, actor="U0OTHER", verb="digest_approve_all", channel=None, now=now
+        )
+        assert decided is None  # every item is decided: nothing left to record
+        assert await clicks.waiting_clicks() == 2
