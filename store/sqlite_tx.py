@@ -61,11 +61,11 @@ class SqliteTx(BaseTx):
         return named.text, values
 
     async def one(self, query: str, /, **params: Any) -> Row | None:
-        rows = await self._db.execute_fetchall(*self._bound(query, params))
+        rows = await self._db.fetch_named(*self._bound(query, params))
         return rows[0] if rows else None
 
     async def all(self, query: str, /, **params: Any) -> list[Row]:
-        return list(await self._db.execute_fetchall(*self._bound(query, params)))
+        return await self._db.fetch_named(*self._bound(query, params))
 
     async def execute(self, query: str, /, **params: Any) -> None:
         await self._db.execute(*self._bound(query, params))

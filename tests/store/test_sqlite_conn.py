@@ -57,6 +57,22 @@ async def test_a_short_read_runs_on_the_loops_thread(reader: SqliteConnection) -
     assert reader.moved == 0
 
 
+async def test_named_rows_are_read_by_column_name_and_the_first_of_two_same_names_wins(
+    reader: SqliteConnection,
+) -> None:
+    """The store's named queries read rows by name, as sqlite3.Row does, inline or past the
+    budget in the thread; where two columns share a name, the first wins there too."""
+    seen = await _trace(reader)
+    same_names = "SELECT n, n * 10 AS n, n * 100 AS tens FROM t WHERE n = ?"
+
+    [row] = await reader.fetch_named(same_names, (2,))
+    [counted] = await reader.fetch_named(LONG_READ.replace("count(*)", "count(*) AS total"))
+
+    assert (row["n"], row["tens"]) == (2, 200)  # not 20: sqlite3.Row gives the first n too
+    assert counted["total"] == 2_000_000 and reader.moved == 1  # run again in the thread
+    assert seen[0][1] == threading.get_ident()
+
+
 async def test_a_read_past_its_budget_goes_on_in_the_thread_and_the_loop_runs_meanwhile(
     reader: SqliteConnection,
 ) -> None:
