@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 
 from bot.api.limit_settings import Limits
 from bot.api.problems import Problem
@@ -92,6 +92,13 @@ def over_limit(
     )
 
 
+#: what each limit on in-flight submissions counts, as a refusal names it, by its setting
+_CLAIMED: dict[str, str] = {
+    "max_pending_proposals": "proposals waiting for a decision",
+    "max_open_escalations": "escalations nobody has taken yet",
+}
+
+
 class Quotas:
     """The per-instance part of the quotas: each agent's bucket and its long-polls in flight."""
 
@@ -151,33 +158,34 @@ class Quotas:
         """How many long-polls of ``agent`` are held now."""
         return self._long_polls.get(agent, 0)
 
-    @contextmanager
-    def pending_claim(self, store: Store, agent: AgentSettings) -> Iterator[Claim]:
+    def pending_claim(self, store: Store, agent: AgentSettings) -> AbstractContextManager[Claim]:
         """A claim for one proposal submission, released when the block ends (stored or not:
         once stored, the store's count has it)."""
-        claim = Claim(
-            self._pending_claims,
-            agent,
-            lambda: store.count_pending(agent.name),
-            limit=agent.limits.max_pending_proposals,
-            what="proposals waiting for a decision",
-            setting="max_pending_proposals",
-        )
-        try:
-            yield claim
-        finally:
-            claim.release()
+        count = store.count_pending
+        return self._claim(self._pending_claims, agent, count, "max_pending_proposals")
 
-    @contextmanager
-    def escalation_claim(self, store: EscalationStore, agent: AgentSettings) -> Iterator[Claim]:
+    def escalation_claim(
+        self, store: EscalationStore, agent: AgentSettings
+    ) -> AbstractContextManager[Claim]:
         """A claim for one escalation submission, released when the block ends."""
+        count = store.count_open
+        return self._claim(self._escalation_claims, agent, count, "max_open_escalations")
+
+    @staticmethod
+    @contextmanager
+    def _claim(
+        claims: dict[str, int],
+        agent: AgentSettings,
+        count: Callable[[str], Awaitable[int]],
+        setting: str,
+    ) -> Iterator[Claim]:
         claim = Claim(
-            self._escalation_claims,
+            claims,
             agent,
-            lambda: store.count_open(agent.name),
-            limit=agent.limits.max_open_escalations,
-            what="escalations nobody has taken yet",
-            setting="max_open_escalations",
+            lambda: count(agent.name),
+            limit=getattr(agent.limits, setting),
+            what=_CLAIMED[setting],
+            setting=setting,
         )
         try:
             yield claim
@@ -185,6 +193,7 @@ class Quotas:
             claim.release()
 
 
+@dataclass(eq=False)
 class Claim:
     """One submission's claim on a place among its agent's pending proposals (or open
     escalations): taken before the store is counted, given back when the request ends.
@@ -197,52 +206,42 @@ class Claim:
     overshoot by what the others have in flight.
     """
 
-    def __init__(
-        self,
-        claims: dict[str, int],
-        agent: AgentSettings,
-        count: Callable[[], Awaitable[int]],
-        *,
-        limit: int,
-        what: str,
-        setting: str,
-    ) -> None:
-        self._claims = claims
-        self._agent = agent
-        self._count = count
-        self._limit = limit
-        self._what = what
-        self._setting = setting
-        self.held = False
+    claims: dict[str, int]  #: the agents' claims in flight on this instance, by agent
+    agent: AgentSettings
+    count: Callable[[], Awaitable[int]]  #: the agent's stored ones
+    limit: int = field(kw_only=True)
+    what: str = field(kw_only=True)  #: what is counted, as the refusal names it
+    setting: str = field(kw_only=True)  #: the limit's key in the agent's settings
+    held: bool = field(default=False, init=False)
 
     async def take(self) -> None:
         """Claim a place, or raise 429 when the agent's stored and in-flight ones fill them."""
         if self.held:  # asked again for the same submission (a re-classification)
             return
-        name = self._agent.name
-        others = self._claims.get(name, 0)
-        self._claims[name] = others + 1  # counted in before the await: the next one sees it
+        name = self.agent.name
+        others = self.claims.get(name, 0)
+        self.claims[name] = others + 1  # counted in before the await: the next one sees it
         self.held = True
         try:
-            full = await self._count() + others >= self._limit
+            full = await self.count() + others >= self.limit
         except BaseException:
             self.release()
             raise
         if full:
             self.release()
             raise over_limit(
-                self._agent, self._what, self._setting, self._limit, retry_after=RETRY_WHEN_FULL
+                self.agent, self.what, self.setting, self.limit, retry_after=RETRY_WHEN_FULL
             )
 
     def release(self) -> None:
         if not self.held:
             return
         self.held = False
-        left = self._claims[self._agent.name] - 1
+        left = self.claims[self.agent.name] - 1
         if left:
-            self._claims[self._agent.name] = left
+            self.claims[self.agent.name] = left
         else:
-            del self._claims[self._agent.name]
+            del self.claims[self.agent.name]
 
 
 async def admit_pending(claim: Claim, new: NewProposal) -> None:
