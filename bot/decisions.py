@@ -58,6 +58,7 @@ from store.clicks import (
     ClickVerb,
     RecordedClick,
 )
+from store.lanes import people_first
 from store.lifecycle import Status
 
 __all__ = ["Applier", "NotRecorded", "RecordedDecisions", "Taken"]
@@ -157,14 +158,16 @@ class RecordedDecisions:
         see :meth:`take` and :meth:`answer`). When the store does not answer the first read,
         nothing changed and the clicker is told so; when it stops answering while recording,
         whether the click was recorded is not known (the insert may have committed before the
-        answer was lost), and the clicker is told that."""
+        answer was lost), and the clicker is told that. In people's lane (store/lanes.py),
+        however the click came (over HTTP or Socket Mode)."""
         clicked = Clicked(subject=subject, actor=user, verb=verb, channel=channel)
-        try:
-            taken = await self.take(clicked)
-        except NotRecorded as away:
-            await self._store_away(clicked, away.error, recording=away.maybe)
-            return
-        await self.answer(clicked, taken)
+        with people_first():
+            try:
+                taken = await self.take(clicked)
+            except NotRecorded as away:
+                await self._store_away(clicked, away.error, recording=away.maybe)
+                return
+            await self.answer(clicked, taken)
 
     async def take(self, clicked: Clicked) -> Taken:
         """Record the click if its subject can still be decided. Raises NotRecorded when the
@@ -298,7 +301,12 @@ class RecordedDecisions:
 
     async def run(self) -> None:
         """Apply recorded clicks until cancelled or stopped (those of every instance, after a
-        restart too)."""
+        restart too), in people's lane (store/lanes.py): the store serves them, and the
+        decisions and executions they start, ahead of agents' work."""
+        with people_first():
+            await self._run()
+
+    async def _run(self) -> None:
         try:
             while not self._stopped:
                 self._wake.clear()

@@ -12,6 +12,12 @@ statements more (SAVEPOINT, RELEASE).
 Reads never see a batch half done: on a file they run on connections of their own, which read
 only what has committed; in memory they take the committer's lock. A writer whose statements
 failed is told so when its batch has ended, so that what it reads next includes the batch.
+
+People's writes (store/lanes.py: recording a click, applying it) queue apart and are given
+their turn first: one that arrives while a batch of agents' writes is being built joins it next,
+ahead of every agent's write still queued, so it waits for the statements under way and one
+COMMIT, not for a backlog. A batch takes up to :data:`MAX_BATCH` agents' writes and as many
+people's writes more.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from store.lanes import for_people
 from store.sqlite_conn import SqliteConnection
 
 __all__ = ["GroupCommit"]
@@ -64,6 +71,7 @@ class GroupCommit:
         #: transaction begins or ends, and when a writer's statements were rolled back)
         self._reset = reset
         self._queue: deque[_Turn] = deque()
+        self._people: deque[_Turn] = deque()  #: people's writes: given their turn first
         self._committer: asyncio.Task[None] | None = None
         self._closed: Exception | None = None
         self.batches = 0  #: transactions committed (for tests and the benchmark)
@@ -77,7 +85,7 @@ class GroupCommit:
         if self._closed is not None:
             raise self._closed
         turn = _Turn()
-        self._queue.append(turn)
+        (self._people if for_people() else self._queue).append(turn)
         if self._committer is None or self._committer.done():
             self._committer = asyncio.create_task(self._run(), name="sqlite group commit")
         try:
@@ -111,22 +119,23 @@ class GroupCommit:
 
     def queued(self) -> int:
         """Writers waiting for their turn."""
-        return sum(not turn.go.done() for turn in self._queue)
+        return sum(not turn.go.done() for turn in (*self._people, *self._queue))
 
     async def close(self, error: Exception) -> None:
         """Refuse new writers; fail the queued ones with ``error``; stop the committer."""
         self._closed = error
-        while self._queue:
-            turn = self._queue.popleft()
-            if not turn.go.done():
-                turn.go.set_exception(error)
+        for queue in (self._people, self._queue):
+            while queue:
+                turn = queue.popleft()
+                if not turn.go.done():
+                    turn.go.set_exception(error)
         if self._committer is not None:
             self._committer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._committer
 
     async def _run(self) -> None:
-        while self._queue:
+        while self._people or self._queue:
             async with self._lock:
                 self._reset()
                 try:
@@ -152,8 +161,7 @@ class GroupCommit:
                 await self._db.execute("ROLLBACK")
             await self._db.waiting("BEGIN IMMEDIATE")  # another process may hold the lock
             begun = True
-            while self._queue and len(batch) < MAX_BATCH:
-                turn = self._queue.popleft()
+            while (turn := self._next_turn(len(batch))) is not None:
                 if turn.finished.is_set():  # cancelled while queued
                     continue
                 turn.go.set_result(None)
@@ -187,11 +195,21 @@ class GroupCommit:
         for turn in batch:
             turn.committed.set_result(None)
 
+    def _next_turn(self, taken: int) -> _Turn | None:
+        """The next writer to join a batch that holds ``taken``: people's first, then agents'
+        (and others') while the batch has room; None: commit now."""
+        if self._people and taken < 2 * MAX_BATCH:
+            return self._people.popleft()
+        if self._queue and taken < MAX_BATCH:
+            return self._queue.popleft()
+        return None
+
     def _fail_queued(self, error: sqlite3.Error) -> None:
         """BEGIN itself failed (the file is locked past the busy timeout, the disk is gone...):
         the writers still queued would fail the same way; tell them now."""
         failure = self._failure(error)
-        while self._queue:
-            turn = self._queue.popleft()
-            if not turn.go.done():
-                turn.go.set_exception(failure)
+        for queue in (self._people, self._queue):
+            while queue:
+                turn = queue.popleft()
+                if not turn.go.done():
+                    turn.go.set_exception(failure)

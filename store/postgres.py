@@ -10,13 +10,19 @@ processes form one linear hash chain; sweeps take their rows with ``FOR UPDATE S
 instances sweeping at once never do one twice, nor wait for each other. The database announces
 each committed change; :meth:`PostgresStore.listen` hears them all. The verbs are written once
 over this (store/proposals.py and the modules it gathers).
+
+:data:`KEPT_FOR_PEOPLE` connections of the pool are kept for people's lane (store/lanes.py):
+everything else (agents' submissions, sweeps, the outbox, the sealer) holds at most the rest at
+once, so a click's record and its decision never wait for a connection behind agents' writes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -29,6 +35,7 @@ from store.clicks import Clicks
 from store.delegations import Delegations
 from store.digests import Digests
 from store.escalations import Escalations
+from store.lanes import for_people
 from store.migrate import MigrationError, load_migrations
 from store.pg_changes import ChangeFeed
 from store.pg_errors import DRIVER_ERRORS, translate
@@ -43,6 +50,13 @@ if TYPE_CHECKING:
     from store.pg_migrate import Connection
 
 Isolation = Literal["read_committed", "repeatable_read"]
+
+#: Connections of the pool only people's lane may use (store/lanes.py).
+KEPT_FOR_PEOPLE = 2
+
+#: Whether the calling task already holds one of the places outside people's lane (a connection
+#: taken while it holds another does not take a second place: it could wait for itself).
+_HOLDING: ContextVar[bool] = ContextVar("countersign_pg_holding", default=False)
 
 
 def redacted(url: str) -> str:
@@ -62,6 +76,8 @@ class PostgresStore(ProposalVerbs):
     ) -> None:
         """``listen_connect`` opens the connection that hears other instances' changes."""
         self._pool = pool
+        #: places for connections outside people's lane: the pool's size less those kept
+        self._others = asyncio.Semaphore(max(1, pool.get_max_size() - KEPT_FOR_PEOPLE))
         self._changes = ChangeFeed(listen_connect or _cannot_listen)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
@@ -175,12 +191,26 @@ class PostgresStore(ProposalVerbs):
         if self._closed:
             raise StoreUnavailable("the store is closed")
         try:
-            async with self._pool.acquire() as db:
+            async with self._place(), self._pool.acquire() as db:
                 yield db
         except DRIVER_ERRORS as error:
             if self._closed:
                 raise StoreUnavailable("the store is closed") from error
             raise translate(error) from error
+
+    @asynccontextmanager
+    async def _place(self) -> AsyncIterator[None]:
+        """Room to take a connection: at once in people's lane; else one of the places
+        outside it (the pool's size less :data:`KEPT_FOR_PEOPLE`)."""
+        if for_people() or _HOLDING.get():
+            yield
+            return
+        async with self._others:
+            token = _HOLDING.set(True)
+            try:
+                yield
+            finally:
+                _HOLDING.reset(token)
 
     @asynccontextmanager
     async def transaction(
@@ -225,7 +255,6 @@ def _quiet_pool_floor(record: logging.LogRecord) -> bool:
     traceback each time it cannot reconnect: the database being away is an outage, which the
     application reports once, not a bug."""
     return not record.getMessage().startswith("Failed to restore the pool connection floor")
-
 
 
 async def _nothing_to_reset(db: asyncpg.Connection[asyncpg.Record]) -> None:

@@ -8,8 +8,9 @@ audit entries commit together and the audit chain stays linear, also when severa
 share the file; the writer follows the chain's head in memory (store/sqlite_tx.py). Reads run on
 connections of their own (:data:`READERS`, read-only), in autocommit, each statement reading
 what has committed: WAL lets them read while a batch of writes waits for its COMMIT's disk
-flush, so a read never queues behind the writers. The verbs are written once over this
-(store/proposals.py and the modules it gathers).
+flush, so a read never queues behind the writers. One more reader is kept for people's lane
+(store/lanes.py): a read for a click takes it when the others are all in use. The verbs are
+written once over this (store/proposals.py and the modules it gathers).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from store.delegations import Delegations
 from store.digests import Digests
 from store.escalations import Escalations
 from store.group_commit import GroupCommit
+from store.lanes import for_people
 from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
 from store.proposals import ProposalVerbs
 from store.sqlite_conn import INLINE_BUDGET_SECONDS, SqliteConnection
@@ -55,7 +57,8 @@ FOREIGN_KEYS_OFF = "-- countersign-migrate: foreign_keys=off"
 SELECT_APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
 
 #: Read-only connections beside the writer's: reads that run past their budget go on in a
-#: thread of their own, and two keep such reads from waiting on each other.
+#: thread of their own, and two keep such reads from waiting on each other. One more is kept
+#: for people's reads (store/lanes.py).
 READERS = 2
 
 
@@ -121,13 +124,17 @@ class SqliteStore(ProposalVerbs):
         clock: Callable[[], datetime] | None = None,
         readers: Sequence[SqliteConnection] = (),
     ) -> None:
-        """``readers``: read-only connections to the same file; without them (an in-memory
-        database has no other connection to it) reads take turns with writes on ``db``."""
+        """``readers``: read-only connections to the same file, the last of two or more kept
+        for people's reads; without them (an in-memory database has no other connection to it)
+        reads take turns with writes on ``db``."""
         self._db = db
         self._readers: asyncio.Queue[SqliteConnection] = asyncio.Queue()
+        self._kept: asyncio.Queue[SqliteConnection] = asyncio.Queue()
         self._all_readers = tuple(readers)
-        for reader in readers:
+        for reader in readers[:-1]:
             self._readers.put_nowait(reader)
+        for reader in readers[-1:]:
+            (self._kept if len(readers) > 1 else self._readers).put_nowait(reader)
         self._lock = asyncio.Lock()
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
@@ -196,7 +203,7 @@ class SqliteStore(ProposalVerbs):
         readers: list[SqliteConnection] = []
         try:
             if str(path) != ":memory:":
-                for _ in range(READERS):
+                for _ in range(READERS + 1):  # one kept for people's reads
                     readers.append(await _reader(path, busy_timeout_ms))
         except BaseException as error:
             for reader in [*readers, db]:
@@ -257,14 +264,18 @@ class SqliteStore(ProposalVerbs):
     async def _reading(self) -> AsyncIterator[SqliteConnection]:
         """A connection for reads: each statement reads committed data on its own
         (autocommit), sparing a BEGIN and a COMMIT. A reader of its own when the store has
-        them, else the writer's connection between batches of writes."""
+        them (for people's lane, the one kept for it when the others are in use), else the
+        writer's connection between batches of writes."""
         if not self._all_readers:
             async with self._between_batches() as db:
                 yield db
             return
         if self._closed:
             raise StoreUnavailable("the store is closed")
-        db = await self._readers.get()
+        queue = self._readers
+        if for_people() and queue.empty() and not self._kept.empty():
+            queue = self._kept
+        db = await queue.get()
         try:
             if self._closed:  # checked once it is ours: close() may have run while we waited
                 raise StoreUnavailable("the store is closed")
@@ -274,7 +285,7 @@ class SqliteStore(ProposalVerbs):
         except sqlite3.Error as error:
             raise _translated(error) from error
         finally:
-            self._readers.put_nowait(db)
+            queue.put_nowait(db)
 
     @asynccontextmanager
     async def _between_batches(self) -> AsyncIterator[SqliteConnection]:

@@ -42,6 +42,7 @@ from bot.slack.ids import SlackChannel, SlackUser, TriggerId
 from bot.slack.show_full import ShowFull
 from store.base import StoreUnavailable
 from store.clicks import Clicked, ClickVerb
+from store.lanes import people_first
 
 __all__ = [
     "BOLT",
@@ -355,7 +356,9 @@ async def slack_events(request: web.Request) -> web.Response:
     """``POST /slack/events``: events, interactivity and slash commands, through bolt.
 
     The signature is verified before anything reads the body (401, as bolt answers), and a
-    signed body Slack would never send is refused (400) before bolt parses it.
+    signed body Slack would never send is refused (400) before bolt parses it. What a person
+    did in Slack is handled in people's lane (store/lanes.py): the listeners bolt starts here,
+    and their store calls, are served ahead of agents' work.
     """
     bolt = request.app[BOLT]
     body = await request.read()
@@ -367,5 +370,6 @@ async def slack_events(request: web.Request) -> web.Response:
     except MalformedSlackRequest as error:
         log.warning("refused a signed Slack request: %s", error)
         return web.json_response({"error": f"malformed request: {error}"}, status=400)
-    response = await bolt.async_dispatch(bolt_req)
+    with people_first():
+        response = await bolt.async_dispatch(bolt_req)
     return await to_aiohttp_response(response)

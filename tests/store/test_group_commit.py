@@ -12,6 +12,7 @@ import pytest
 
 from store.base import StoreUnavailable
 from store.group_commit import GroupCommit
+from store.lanes import people_first
 from store.sqlite import SqliteStore
 from store.sqlite_conn import SqliteConnection
 from tests.store.conformance import new_proposal
@@ -155,3 +156,52 @@ async def test_store_writes_in_batches_keep_the_audit_chain_whole(tmp_path: Path
         assert store.group_commit.batches < store.group_commit.writes
     finally:
         await store.close()
+
+
+async def test_a_write_in_peoples_lane_goes_ahead_of_agents_writes_queued_before_it(
+    db: SqliteConnection,
+) -> None:
+    """People's lane (store/lanes.py): a click's record that arrives behind a backlog of
+    agents' writes joins the batch under way next, and commits with it."""
+    group = GroupCommit(db, asyncio.Lock(), failure=_failure)
+    order: list[int] = []
+    people_started = asyncio.Event()
+    people: list[asyncio.Task[None]] = []
+
+    async def write(n: int) -> None:
+        async with group.transaction() as conn:
+            order.append(n)
+            await conn.execute("INSERT INTO t VALUES (?)", (n,))
+            if n == 0:  # the first agent's write is under way: a person clicks now
+                people.append(asyncio.create_task(click()))
+                await people_started.wait()
+
+    async def click() -> None:
+        with people_first():
+            writing = asyncio.create_task(write(1000))
+        await asyncio.sleep(0)  # the person's write queues its turn
+        assert group.queued() == 200  # behind 199 agents' writes
+        people_started.set()
+        await writing
+
+    agents = [asyncio.create_task(write(n)) for n in range(200)]
+    await asyncio.gather(*agents)
+    await asyncio.gather(*people)
+
+    assert order[:2] == [0, 1000]  # next after the write under way, before 199 queued
+    assert group.batches == 4  # 64 agents' writes a batch, the person's joining the first
+    assert await _rows(db) == [*range(200), 1000]
+
+
+async def test_outside_peoples_lane_writers_keep_their_order(db: SqliteConnection) -> None:
+    group = GroupCommit(db, asyncio.Lock(), failure=_failure)
+    order: list[int] = []
+
+    async def write(n: int) -> None:
+        async with group.transaction() as conn:
+            order.append(n)
+            await conn.execute("INSERT INTO t VALUES (?)", (n,))
+
+    await asyncio.gather(*(write(n) for n in range(100)))
+
+    assert order == list(range(100))

@@ -29,13 +29,14 @@ from store.base import (
     Transitioned,
 )
 from store.connector import load_queries
+from store.lanes import people_first
 from store.lifecycle import TRANSITIONS, Status
 from store.migrate import Migration, load_migrations
 from store.open import open_store
 from store.pg_errors import translate
 from store.pg_migrate import apply_migrations
 from store.pg_tx import PgTx
-from store.postgres import PostgresStore, redacted
+from store.postgres import KEPT_FOR_PEOPLE, PostgresStore, redacted
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
 
 pytestmark = pytest.mark.postgres
@@ -911,3 +912,43 @@ async def test_a_commit_changes_pending_count_rows_in_sorted_order_so_writers_ne
         for db in (holder, writer, prober):
             await db.close()
     assert await store.count_pending("billing-agent") == 0
+
+
+# --- people's lane -------------------------------------------------------------------------------
+
+
+async def test_a_click_is_recorded_while_agents_hold_every_connection_they_may(
+    open_pg: OpenStore,
+) -> None:
+    """People's lane (store/lanes.py): agents' transactions that hold their connections (and
+    more waiting for one) never take those kept for people, so a click is still recorded."""
+    store = await open_pg(max_size=2 + KEPT_FOR_PEOPLE)
+    proposal, _ = await store.create_proposal(new_proposal(NOW))
+    release, full = asyncio.Event(), asyncio.Event()
+    holding = 0
+
+    async def agent_write() -> None:
+        nonlocal holding
+        async with store.tx(write=True) as tx:
+            await tx.one("select_audit_head")
+            holding += 1
+            if holding == 2:
+                full.set()
+            await release.wait()  # a write that really holds its connection
+
+    agents = [asyncio.create_task(agent_write()) for _ in range(6)]
+    try:
+        await full.wait()
+        with people_first():
+            async with asyncio.timeout(10):  # without the kept connections: waits for ever
+                recorded = await store.clicks().record_click(
+                    proposal.id, actor="U0APPROVER", verb="approve", channel="C1", now=NOW
+                )
+                got = await store.get_proposal(proposal.id)
+        assert recorded is not None and recorded[1]
+        assert got.status is Status.PENDING
+        assert holding == 2  # the other agents still wait for a place; none took a kept one
+    finally:
+        release.set()
+        await asyncio.gather(*agents)
+    assert holding == 6
