@@ -75,6 +75,23 @@ class BenchOptions:
         return replace(small, **overrides)
 
 
+#: the options that take a number, each with its help ({} is BenchOptions' default)
+_NUMBERS: dict[str, str] = {
+    "duration": "seconds per scenario (default {:g})",
+    "clicks": "clicks sent back to back (default {})",
+    "overload_seconds": "(default {:g})",
+    "burst": "proposals in the burst (default {})",
+    "burst_timeout": "burst time budget (default {:g} s)",
+    "scale": "proposals stored for the scale scenario (default {:,}; 1000000 for the full size)",
+    "instances": "N `countersign serve` processes on the one PostgreSQL database, each request "
+    "sent to the next (default 1; more need --store)",
+    "backlog": "proposals already pending in the backlog scenario (default {:,})",
+    "hook_runs": "Claude Code hook calls timed through each name (default {})",
+    "mix_calls": "calls of the call mix's day the callmix row replays (default {:,})",
+    "mix_seed": "which day of the call mix (default {})",
+}
+
+
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     default = BenchOptions()
     parser.add_argument(
@@ -84,71 +101,14 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         "(a new schema, dropped afterwards); default: a SQLite file",
     )
     parser.add_argument("--quick", action="store_true", help="a 30-second smoke run")
-    parser.add_argument(
-        "--duration",
-        type=float,
-        default=None,
-        help=f"seconds per scenario (default {default.duration:g})",
-    )
-    parser.add_argument(
-        "--clicks",
-        type=int,
-        default=None,
-        help=f"clicks sent back to back (default {default.clicks})",
-    )
-    parser.add_argument(
-        "--overload-seconds",
-        type=float,
-        default=None,
-        help=f"(default {default.overload_seconds:g})",
-    )
-    parser.add_argument(
-        "--burst", type=int, default=None, help=f"proposals in the burst (default {default.burst})"
-    )
-    parser.add_argument(
-        "--burst-timeout",
-        type=float,
-        default=None,
-        help=f"burst time budget (default {default.burst_timeout:g} s)",
-    )
-    parser.add_argument(
-        "--scale",
-        type=int,
-        default=None,
-        help=f"proposals stored for the scale scenario (default {default.scale:,}"
-        "; 1000000 for the full size)",
-    )
-    parser.add_argument(
-        "--instances",
-        type=int,
-        default=None,
-        help="N `countersign serve` processes on the one PostgreSQL database, each request sent "
-        "to the next (default 1; more need --store)",
-    )
-    parser.add_argument(
-        "--backlog",
-        type=int,
-        default=None,
-        help=f"proposals already pending in the backlog scenario (default {default.backlog:,})",
-    )
-    parser.add_argument(
-        "--hook-runs",
-        type=int,
-        default=None,
-        help=f"Claude Code hook calls timed through each name (default {default.hook_runs})",
-    )
-    parser.add_argument(
-        "--mix-calls",
-        type=int,
-        default=None,
-        help=f"calls of the call mix's day the callmix row replays (default {default.mix_calls:,})",
-    )
-    parser.add_argument(
-        "--mix-seed",
-        type=int,
-        default=None,
-        help=f"which day of the call mix (default {default.mix_seed})",
-    )
+    for name, shown in _NUMBERS.items():
+        value = getattr(default, name)
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=type(value),
+            default=None,
+            help=shown.format(value),
+        )
     parser.add_argument(
         "--only",
         action="append",

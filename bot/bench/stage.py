@@ -188,18 +188,22 @@ class Stage:
         status, _ = await self.submit_answer(lane, url=url)
         return status
 
-    async def submit_answer(
-        self, lane: str, *, url: str | None = None
-    ) -> tuple[int, dict[str, str]]:
-        """Propose a new deployment in ``lane``; the HTTP status and headers of the answer."""
+    def _new_proposal(self, lane: str) -> tuple[dict[str, object], dict[str, str]]:
+        """The body of the next proposal in ``lane``, and the agent's headers to send it with."""
         n = next(self._serial)
-        body = {
+        body: dict[str, object] = {
             "operation": OPERATION,
             "request": {"lane": lane, "n": n},
             "requested_by": _requester(lane, n),
             "run_id": f"{self.run}-{lane}-{n}",
         }
-        headers = {"Authorization": f"Bearer {self.token}"}
+        return body, {"Authorization": f"Bearer {self.token}"}
+
+    async def submit_answer(
+        self, lane: str, *, url: str | None = None
+    ) -> tuple[int, dict[str, str]]:
+        """Propose a new deployment in ``lane``; the HTTP status and headers of the answer."""
+        body, headers = self._new_proposal(lane)
         try:
             async with self.http.post(
                 f"{url or self.url}/v1/proposals", json=body, headers=headers
@@ -212,14 +216,7 @@ class Stage:
     async def long_poll(self, lane: str, *, wait: float) -> int:
         """Propose in ``lane`` and read the proposal back with ``?wait=``, held until it
         changes or ``wait`` s pass; the read's HTTP status (0: no connection)."""
-        n = next(self._serial)
-        body = {
-            "operation": OPERATION,
-            "request": {"lane": lane, "n": n},
-            "requested_by": _requester(lane, n),
-            "run_id": f"{self.run}-{lane}-{n}",
-        }
-        headers = {"Authorization": f"Bearer {self.token}"}
+        body, headers = self._new_proposal(lane)
         url = self.url
         try:
             async with self.http.post(f"{url}/v1/proposals", json=body, headers=headers) as made:

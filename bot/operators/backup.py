@@ -46,22 +46,25 @@ def _describe(report: FileReport) -> str:
     )
 
 
-def _store_file(settings: Settings, err: TextIO) -> Path | None:
+def _store_file(settings: Settings, err: TextIO, *, advice: str, path: Path) -> Path | None:
+    """The SQLite store's file; None, with ``advice`` (PostgreSQL's way, about ``path``) told on
+    ``err``, when the store is not a SQLite file."""
     try:
-        path = sqlite_path(settings.store.url)
+        found = sqlite_path(settings.store.url)
     except StoreError as error:
         print(error, file=err)
+        found = None
+    if found is None:
+        print(advice.format(url=shown_store_url(settings.store.url), path=path), file=err)
         return None
-    return None if path is None else Path(path)
+    return Path(found)
 
 
 async def backup_command(settings: Settings, target: Path, out: TextIO, err: TextIO) -> int:
     """0: backed up and the copy verifies; 1: copied, but the copy's chain does not verify;
     2: nothing was written (PostgreSQL, or refused)."""
-    source = _store_file(settings, err)
+    source = _store_file(settings, err, advice=PG_BACKUP_ADVICE, path=target)
     if source is None:
-        url = shown_store_url(settings.store.url)
-        print(PG_BACKUP_ADVICE.format(url=url, path=target), file=err)
         return 2
     try:
         report = await asyncio.to_thread(backup_sqlite, source, target)
@@ -82,10 +85,8 @@ async def restore_command(
     """0: restored and ``audit verify`` passes on the result; 1: restored, and it does not;
     2: nothing was changed (PostgreSQL, the store exists without --force, it is in use, or the
     backup is not a readable Countersign database)."""
-    target = _store_file(settings, err)
+    target = _store_file(settings, err, advice=PG_RESTORE_ADVICE, path=backup)
     if target is None:
-        url = shown_store_url(settings.store.url)
-        print(PG_RESTORE_ADVICE.format(url=url, path=backup), file=err)
         return 2
     try:
         report = await asyncio.to_thread(restore_sqlite, backup, target, force=force)
