@@ -6,10 +6,11 @@ CONFIG ?= $(if $(wildcard countersign.toml),countersign.toml,examples/countersig
 
 .PHONY: sandbox sandbox-screenshot serve test check-config lint
 
-$(VENV)/.installed: pyproject.toml
+# both distributions, editable: the agent's side (client/, with its integrations) and the server
+$(VENV)/.installed: pyproject.toml client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test,postgres,dev,mcp,langgraph,openai-agents]'
+	$(VENV)/bin/pip install --quiet -e './client[mcp,langgraph,openai-agents]' -e '.[test,postgres,dev]'
 	touch $@
 
 sandbox: $(VENV)/.installed
@@ -29,5 +30,5 @@ test: $(VENV)/.installed
 	$(VENV)/bin/pytest
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check bot contracts store countersign tests
-	$(VENV)/bin/mypy bot contracts store countersign
+	$(VENV)/bin/ruff check bot contracts store client tests
+	$(VENV)/bin/mypy bot contracts store client/countersign

@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Generic, Literal, NewType, Protocol, TypeVar
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from contracts.formats import Formats
-from contracts.frozen import Frozen
 from contracts.outcomes import (
     NeedsReconciliation,
     Outcome,
@@ -25,6 +24,9 @@ from contracts.outcomes import (
     Succeeded,
     TerminalFailure,
 )
+
+# the preview and the field at fault are on the wire too: one definition, the agent's side's
+from countersign.wire.base import FieldProblem, Preview, PreviewField
 
 __all__ = [
     "RISK_CLASSES",
@@ -61,18 +63,6 @@ RISK_CLASSES: tuple[Risk, ...] = ("read", "reversible", "irreversible")
 IdempotencyKey = NewType("IdempotencyKey", str)
 
 
-class PreviewField(Frozen):
-    label: str
-    value: str
-
-
-class Preview(Frozen):
-    """What a person sees before deciding, built by code from the frozen arguments."""
-
-    title: str
-    fields: tuple[PreviewField, ...] = ()
-
-
 ArgsT = TypeVar("ArgsT")
 ReqT = TypeVar("ReqT")
 
@@ -81,13 +71,6 @@ ReqT = TypeVar("ReqT")
 class Resolved(Generic[ArgsT]):
     arguments: ArgsT
     preview: Preview
-
-
-class FieldProblem(Frozen):
-    """One thing wrong with one field: ``field`` is a dotted path such as ``request.amount``."""
-
-    field: str
-    message: str
 
 
 class ContractViolation(Exception):

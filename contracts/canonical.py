@@ -1,19 +1,14 @@
-"""Canonical JSON and the hash that binds a frozen contract to what a human saw."""
+"""Canonical JSON (one definition with the agent's side, countersign.wire.canonical) and the hash
+that binds a frozen contract to what a human saw."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
+from countersign.wire.canonical import canonical_json
+
 __all__ = ["binding_hash", "canonical_json"]
-
-
-def canonical_json(value: Any) -> bytes:
-    """One byte string per JSON value: sorted keys, no spaces, UTF-8, no NaN."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode()
 
 
 def binding_hash(operation: str, arguments: Any, preview: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -19,6 +20,14 @@ settings.register_profile(
     derandomize=os.environ.get("CI") == "true",
 )
 settings.load_profile("countersign")
+
+# The processes tests start (the hook, the MCP server, `python -c` probes) import this checkout's
+# code, as the tests themselves do (pyproject.toml's pythonpath puts client/ first), whichever
+# copy of the two distributions is installed.
+_REPO = Path(__file__).parents[1]
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(_REPO / "client"), str(_REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+)
 
 _SCRUBBED_PREFIXES = ("SLACK_", "COUNTERSIGN_")
 

@@ -1,5 +1,6 @@
-"""Imports run one way: bot -> contracts, store; store -> contracts; contracts -> none of ours;
-the agents' client (countersign) -> contracts only, so agents install no server.
+"""Imports run one way: bot -> contracts, store; store -> contracts; contracts -> the wire models
+only (countersign.wire, one definition with the agents' side); the agents' side (countersign, in
+client/) -> none of the server's, so agents install no server.
 
 Inside bot, the proposal's flow (bot/flow/) is the centre: the edges (the agent API, Slack, the
 sandbox, the operators' and bench commands, monitoring, the app factory and the command line) call
@@ -9,6 +10,7 @@ needs something of an edge, it defines a small Protocol, a port, that the edge s
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,11 +18,18 @@ import pytest
 from tests.import_graph import Import, ImportGraph, read_graph
 
 ROOT = Path(__file__).parents[1]
+#: each package of ours and where its source is
+FOLDERS = {
+    "contracts": ROOT / "contracts",
+    "store": ROOT / "store",
+    "bot": ROOT / "bot",
+    "countersign": ROOT / "client" / "countersign",
+}
 ALLOWED = {
-    "contracts": {"contracts"},
+    "contracts": {"contracts", "countersign"},
     "store": {"store", "contracts"},
     "bot": {"bot", "store", "contracts"},
-    "countersign": {"countersign", "contracts"},
+    "countersign": {"countersign"},
 }
 #: the proposal's flow: the centre of bot
 FLOW = "bot.flow"
@@ -39,17 +48,23 @@ EDGES = (
 )
 #: contracts may use only the standard library and these
 CONTRACT_THIRD_PARTY = {"pydantic", "jsonschema"}
+STDLIB = set(sys.stdlib_module_names) | {"__future__"}
 
 
-def _imports(path: Path) -> set[str]:
+def _modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, by its full name."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
+            names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.add(node.module)
     return names
+
+
+def _imports(path: Path) -> set[str]:
+    return {name.split(".")[0] for name in _modules(path)}
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
@@ -57,24 +72,42 @@ def test_package_imports_only_the_layers_below_it(package: str) -> None:
     ours = set(ALLOWED)
     wrong = {
         f"{path.relative_to(ROOT)} imports {name}"
-        for path in (ROOT / package).rglob("*.py")
+        for path in FOLDERS[package].rglob("*.py")
         for name in _imports(path) & ours
         if name not in ALLOWED[package]
     }
     assert not wrong, sorted(wrong)
 
 
-def test_contracts_use_only_the_standard_library_pydantic_and_jsonschema() -> None:
-    import sys
-
-    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+def test_contracts_use_only_the_standard_library_pydantic_jsonschema_and_the_wire() -> None:
     foreign = {
         f"{path.relative_to(ROOT)} imports {name}"
-        for path in (ROOT / "contracts").rglob("*.py")
-        for name in _imports(path)
-        if name not in stdlib | CONTRACT_THIRD_PARTY | {"contracts"}
+        for path in FOLDERS["contracts"].rglob("*.py")
+        for name in _modules(path)
+        if name.split(".")[0] not in STDLIB | CONTRACT_THIRD_PARTY | {"contracts"}
+        and not name.startswith("countersign.wire.")
     }
     assert not foreign, sorted(foreign)
+
+
+def test_the_wire_models_use_only_the_standard_library_and_pydantic() -> None:
+    # the server's contracts import them: anything more here would be installed with the server's
+    # domain, and the rest of the client (aiohttp, the hook) would be loaded by the server
+    foreign = {
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in (FOLDERS["countersign"] / "wire").rglob("*.py")
+        for name in _modules(path)
+        if name.split(".")[0] not in STDLIB | {"pydantic"}
+        and not name.startswith("countersign.wire")
+    }
+    assert not foreign, sorted(foreign)
+
+
+def test_every_folder_checked_holds_its_package() -> None:
+    # a folder that moved would leave the checks above nothing to read, and passing
+    for package, folder in FOLDERS.items():
+        assert (folder / "__init__.py").is_file(), (package, folder)
+    assert (FOLDERS["countersign"] / "wire" / "api.py").is_file()
 
 
 def edge_imports(graph: ImportGraph, centre: str, edges: tuple[str, ...]) -> list[Import]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-PACKAGES = ("bot", "contracts", "store", "countersign")
+PACKAGES = ("bot", "contracts", "store", "client/countersign")
 #: namedtuple's public API carries an underscore so as not to clash with field names
 PUBLIC_BY_CONVENTION = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_defaults"})
 

@@ -37,7 +37,7 @@ def test_without_the_mcp_extra_it_says_which_extra_to_install_in_one_line(
     )
     env = {
         "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO / "client"), str(REPO)]),
         "COUNTERSIGN_URL": "http://127.0.0.1:9",
         "COUNTERSIGN_TOKEN": "t",
     }
@@ -48,5 +48,5 @@ def test_without_the_mcp_extra_it_says_which_extra_to_install_in_one_line(
 
     assert done.returncode == 2
     assert done.stderr.splitlines() == [MISSING_EXTRA]
-    assert "pip install 'countersign[mcp]'" in done.stderr
+    assert "pip install 'countersign-client[mcp]'" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""

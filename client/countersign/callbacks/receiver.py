@@ -19,10 +19,10 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from contracts.api import EscalationOut, ProposalOut
 from countersign.callbacks.journal import Claim, Journal, MemoryJournal
 from countersign.callbacks.verify import verify_callback
 from countersign.errors import CountersignError, InvalidCallback
+from countersign.wire.api import EscalationOut, ProposalOut
 
 __all__ = ["CallbackReceiver", "Document", "Handler", "NotYet", "Reply"]
 

@@ -1,5 +1,5 @@
 """LangGraph and LangChain agents whose interrupts people answer in Slack, through Countersign
-(``pip install 'countersign[langgraph]'``).
+(``pip install 'countersign-client[langgraph]'``).
 
 - :class:`Reviewer` runs a graph and answers each interrupt while the run waits:
   ``HumanInTheLoopMiddleware``'s requests (approve, edit, reject) and :func:`ask_people`'s.
@@ -14,7 +14,7 @@ try:
     import langgraph.types  # noqa: F401
 except ImportError as missing:  # pragma: no cover - depends on the installation
     raise ImportError(
-        "countersign.langgraph needs LangGraph: pip install 'countersign[langgraph]'"
+        "countersign.langgraph needs LangGraph: pip install 'countersign-client[langgraph]'"
     ) from missing
 
 from countersign.langgraph.asks import TOOL_CALL, Ask, asks_of, decision_of, tool_call_request

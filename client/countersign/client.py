@@ -11,14 +11,14 @@ from typing import Any, Final, TypeVar
 import aiohttp
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from contracts.api import EscalationOut, ProposalOut
-from contracts.canonical import canonical_json
-from contracts.escalation import Summary, Trigger
 from countersign.answers import Answer, Approved, Cancelled, Rejected, TimedOut
 from countersign.errors import CancelUnavailable, CountersignError, ProblemError
 from countersign.light import LightClient, from_environment
 from countersign.reading import UNDECIDED, Ending, ending_of
 from countersign.transport import Reply, Transport
+from countersign.wire.api import EscalationOut, ProposalOut
+from countersign.wire.canonical import canonical_json
+from countersign.wire.escalation import Summary, Trigger
 
 __all__ = [
     "GENERIC_DECISION",

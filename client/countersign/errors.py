@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from contracts.api import ProblemOut, ProposalOut
     from countersign.answers import Answer
+    from countersign.wire.api import ProblemOut, ProposalOut
 
 __all__ = [
     "CancelUnavailable",

@@ -1,5 +1,5 @@
 """OpenAI Agents SDK runs whose tool approvals people give in Slack, through Countersign
-(``pip install 'countersign[openai-agents]'``).
+(``pip install 'countersign-client[openai-agents]'``).
 
 A function tool declared with ``needs_approval`` stops the run: ``result.interruptions`` lists
 the calls waiting for approval. :class:`ToolApprovals` proposes each on a decision operation
@@ -24,11 +24,11 @@ from typing import Any
 from agents import Agent, Runner, RunResult, RunState, ToolApprovalItem
 from pydantic import JsonValue
 
-from contracts.canonical import canonical_json
 from countersign.answers import Approved
 from countersign.client import AsyncClient
 from countersign.errors import CountersignError
 from countersign.tool_answers import TOOL_CALL, RequestOf, approved_call, refusal, tool_call_request
+from countersign.wire.canonical import canonical_json
 
 __all__ = ["ToolApprovals"]
 

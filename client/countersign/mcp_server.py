@@ -14,7 +14,7 @@ Configured from the environment (docs/claude-code.md): ``COUNTERSIGN_URL``, ``CO
 ``COUNTERSIGN_TOOL_OPERATION``, ``COUNTERSIGN_TOOL_NAME_FIELD``, ``COUNTERSIGN_TOOL_INPUT_FIELD``
 and ``COUNTERSIGN_WAIT_SECONDS``; the command's flags override them.
 
-Needs the ``mcp`` extra: ``pip install 'countersign[mcp]'``.
+Needs the ``mcp`` extra: ``pip install 'countersign-client[mcp]'``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ __all__ = ["MISSING_EXTRA", "McpSettings", "build_server", "main", "permission_a
 
 #: What ``countersign mcp`` says, in one line, when the ``mcp`` extra is not installed.
 MISSING_EXTRA: Final = (
-    "countersign mcp needs the 'mcp' extra, which is not installed: pip install 'countersign[mcp]'"
+    "countersign mcp needs the 'mcp' extra, which is not installed: "
+    "pip install 'countersign-client[mcp]'"
 )
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,6 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from contracts.canonical import canonical_json
 from countersign.answers import Answer, Approved, Cancelled, Rejected, TimedOut
 from countersign.errors import CountersignError
 from countersign.tool_answers import (
@@ -34,6 +33,7 @@ from countersign.tool_answers import (
     refusal,
     tool_call_request,
 )
+from countersign.wire.canonical import canonical_json
 
 __all__ = [
     "QUESTION",

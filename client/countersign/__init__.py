@@ -6,7 +6,7 @@
 
 ``answer`` is exactly one of Approved, Rejected, TimedOut or Cancelled. ``AsyncClient`` is the
 same for asyncio; ``requires_approval`` guards a function; ``verify_callback`` checks a callback.
-The documents it returns are the server's own models (contracts/api.py).
+The documents it returns are the models the server answers with (countersign.wire.api).
 
 Importing the package imports none of this: each name is loaded on first use, so the Claude Code
 hook (``countersign.claude_hook``, a new process per tool call) pays only for what it uses.
@@ -18,7 +18,6 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from contracts.api import EscalationOut, ProblemOut, ProposalOut
     from countersign.answers import Answer, Approved, Cancelled, Rejected, TimedOut
     from countersign.callbacks.verify import verify_callback
     from countersign.client import GENERIC_DECISION, AsyncClient
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
         Unreachable,
     )
     from countersign.sync import Client
+    from countersign.wire.api import EscalationOut, ProblemOut, ProposalOut
 
 #: each public name, and the module that defines it
 _HOMES = {
@@ -43,12 +43,12 @@ _HOMES = {
     "Cancelled": "countersign.answers",
     "Client": "countersign.sync",
     "CountersignError": "countersign.errors",
-    "EscalationOut": "contracts.api",
+    "EscalationOut": "countersign.wire.api",
     "InvalidCallback": "countersign.errors",
     "NotApproved": "countersign.errors",
     "ProblemError": "countersign.errors",
-    "ProblemOut": "contracts.api",
-    "ProposalOut": "contracts.api",
+    "ProblemOut": "countersign.wire.api",
+    "ProposalOut": "countersign.wire.api",
     "Rejected": "countersign.answers",
     "TimedOut": "countersign.answers",
     "Unreachable": "countersign.errors",

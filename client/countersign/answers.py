@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:  # annotations only: the answers import nothing but the standard library
     from pydantic import JsonValue
 
-    from contracts.api import ProposalOut
+    from countersign.wire.api import ProposalOut
 
 __all__ = ["Answer", "Approved", "Cancelled", "Rejected", "TimedOut"]
 

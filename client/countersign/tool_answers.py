@@ -14,8 +14,8 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from contracts.canonical import canonical_json
 from countersign.answers import Answer, Approved, Cancelled, Rejected, TimedOut
+from countersign.wire.canonical import canonical_json
 
 __all__ = ["TOOL_CALL", "RequestOf", "approved_call", "refusal", "tool_call_request"]
 

@@ -21,7 +21,6 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from contracts.api import ProposalOut
 from countersign.callbacks import Document, NotYet
 from countersign.client import AsyncClient, answer_of
 from countersign.langgraph.asks import (
@@ -35,6 +34,7 @@ from countersign.langgraph.asks import (
 )
 from countersign.langgraph.parking import Parking, Slot
 from countersign.langgraph.review import thread_of
+from countersign.wire.api import ProposalOut
 
 __all__ = ["Finished", "ParkedGraph", "Run"]
 

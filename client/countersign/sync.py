@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
-from contracts.api import EscalationOut, ProposalOut
-from contracts.escalation import Summary, Trigger
 from countersign.answers import Answer
 from countersign.client import AsyncClient, from_environment
+from countersign.wire.api import EscalationOut, ProposalOut
+from countersign.wire.escalation import Summary, Trigger
 
 __all__ = ["Client"]
 

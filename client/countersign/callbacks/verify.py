@@ -1,5 +1,5 @@
 """Checking that a callback came from Countersign, with the verification the server's own
-signing module defines (contracts/signing.py), never a second copy of it."""
+signing module defines (countersign.wire.signing), never a second copy of it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
-from contracts.api import EscalationOut, ProposalOut
-from contracts.signing import CALLBACK, TIMESTAMP_HEADER, verify
 from countersign.errors import InvalidCallback
+from countersign.wire.api import EscalationOut, ProposalOut
+from countersign.wire.signing import CALLBACK, TIMESTAMP_HEADER, verify
 
 __all__ = ["ESCALATION_HEADER", "verify_callback"]
 

@@ -1,0 +1,15 @@
+"""Canonical JSON: one byte string per JSON value, the same on both sides."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["canonical_json"]
+
+
+def canonical_json(value: Any) -> bytes:
+    """One byte string per JSON value: sorted keys, no spaces, UTF-8, no NaN."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
