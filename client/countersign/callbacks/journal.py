@@ -5,19 +5,22 @@ A callback is known by what it tells: the document's kind, id and status (a prop
 final status once). Handling one is claimed first; the claim becomes ``handled`` when the handler
 returns, and is given up when it fails, so that Countersign's next attempt can try again. A claim
 whose process died is taken over once it is older than the lease.
+
+The SQLite journal uses the standard library's sqlite3 (each call in a worker thread, on a short
+connection of its own), so that receiving callbacks installs nothing beyond the client.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Final, Protocol
-
-import aiosqlite
 
 __all__ = ["Claim", "Journal", "MemoryJournal", "SqliteJournal"]
 
@@ -107,49 +110,53 @@ class SqliteJournal:
         self._clock = clock
         self._busy_timeout = busy_timeout
         self._ready = False
-        self._lock = asyncio.Lock()
+        self._lock = threading.Lock()  #: the table is created once per journal
 
     async def claim(self, key: str) -> Claim:
-        now = self._clock()
-        async with self._connected() as db:
-            cursor = await db.execute(_CLAIM, {"key": key, "now": now, "stale": now - self._lease})
-            won = await cursor.fetchone()
-            await db.commit()
-            if won is not None:
-                return Claim.CLAIMED
-            cursor = await db.execute(
-                "SELECT state FROM countersign_callbacks WHERE key = :key", {"key": key}
-            )
-            row = await cursor.fetchone()
-        return Claim.HANDLED if row is not None and row[0] == "handled" else Claim.BUSY
+        return await asyncio.to_thread(self._claim_now, key, self._clock())
 
     async def finish(self, key: str) -> None:
-        async with self._connected() as db:
-            await db.execute(
-                "UPDATE countersign_callbacks SET state = 'handled', handled_at = :now "
-                "WHERE key = :key",
-                {"key": key, "now": self._clock()},
-            )
-            await db.commit()
+        await asyncio.to_thread(self._finish_now, key, self._clock())
 
     async def release(self, key: str) -> None:
-        async with self._connected() as db:
-            await db.execute(
+        await asyncio.to_thread(self._release_now, key)
+
+    def _claim_now(self, key: str, now: float) -> Claim:
+        with self._connected() as db:
+            stale = now - self._lease
+            won = db.execute(_CLAIM, {"key": key, "now": now, "stale": stale}).fetchone()
+            db.commit()
+            if won is not None:
+                return Claim.CLAIMED
+            row = db.execute(
+                "SELECT state FROM countersign_callbacks WHERE key = :key", {"key": key}
+            ).fetchone()
+        return Claim.HANDLED if row is not None and row[0] == "handled" else Claim.BUSY
+
+    def _finish_now(self, key: str, now: float) -> None:
+        with self._connected() as db:
+            db.execute(
+                "UPDATE countersign_callbacks SET state = 'handled', handled_at = :now "
+                "WHERE key = :key",
+                {"key": key, "now": now},
+            )
+            db.commit()
+
+    def _release_now(self, key: str) -> None:
+        with self._connected() as db:
+            db.execute(
                 "DELETE FROM countersign_callbacks WHERE key = :key AND state = 'handling'",
                 {"key": key},
             )
-            await db.commit()
+            db.commit()
 
-    @asynccontextmanager
-    async def _connected(self) -> AsyncIterator[aiosqlite.Connection]:
+    @contextmanager
+    def _connected(self) -> Iterator[sqlite3.Connection]:
         """One short connection per call, so that any number of processes can share the file."""
-        db = await aiosqlite.connect(self.path, timeout=self._busy_timeout)
-        try:
+        with closing(sqlite3.connect(self.path, timeout=self._busy_timeout)) as db:
             if not self._ready:
-                async with self._lock:
-                    await db.execute(_SCHEMA)
-                    await db.commit()
+                with self._lock:
+                    db.execute(_SCHEMA)
+                    db.commit()
                     self._ready = True
             yield db
-        finally:
-            await db.close()
