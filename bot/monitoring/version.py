@@ -8,8 +8,9 @@ __all__ = ["countersign_version"]
 
 
 def countersign_version() -> str:
-    """The installed distribution's version (pyproject.toml), or "unknown" when not installed."""
+    """The installed server's version (countersign-server, pyproject.toml), or "unknown" when
+    not installed."""
     try:
-        return version("countersign")
+        return version("countersign-server")
     except PackageNotFoundError:
         return "unknown"
