@@ -65,9 +65,9 @@ def test_reads_run_at_once_writes_ask_and_the_shell_and_network_ask_two_people(
 
 
 def test_the_claude_code_settings_call_the_installed_commands() -> None:
-    scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
-        "scripts"
-    ]
+    # the agent's side's commands: what the developer's machine has with countersign-client
+    client = Path(__file__).parents[1] / "client" / "pyproject.toml"
+    scripts = tomllib.loads(client.read_text())["project"]["scripts"]
     settings = json.loads((EXAMPLE / ".claude" / "settings.json").read_text())
     servers = json.loads((EXAMPLE / ".mcp.json").read_text())["mcpServers"]
 
