@@ -95,9 +95,10 @@ class ImportGraph:
         self.root = root
         #: module name -> its file
         self.files: dict[str, Path] = {}
-        for package in packages:
-            for path in sorted((root / package).rglob("*.py")):
-                parts = list(path.relative_to(root).with_suffix("").parts)
+        for package in packages:  # a folder under root: "bot", or "client/countersign"
+            folder = root / package
+            for path in sorted(folder.rglob("*.py")):
+                parts = list(path.relative_to(folder.parent).with_suffix("").parts)
                 if parts[-1] == "__init__":
                     parts.pop()
                 self.files[".".join(parts)] = path

@@ -169,7 +169,7 @@ def test_two_separate_cycles_are_two_groups(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("package", ["bot", "contracts", "store", "countersign"])
+@pytest.mark.parametrize("package", ["bot", "contracts", "store", "client/countersign"])
 def test_the_reader_reads_every_module_of_the_project(package: str) -> None:
     root = Path(__file__).parents[1]
     graph = read_graph(root, [package])
