@@ -32,9 +32,9 @@ from contracts.redaction import scrub, shown_store_url
 from store.audit import Sealer, seal_audit
 from store.base import StoreError, StoreUnavailable
 from store.clicks import Clicks
-from store.delegations import Delegations
-from store.digests import Digests
-from store.escalations import Escalations
+from store.delegations import DelegationStore
+from store.digests import DigestStore
+from store.escalations import EscalationStore
 from store.lanes import for_people
 from store.migrate import MigrationError, load_migrations
 from store.pg_changes import ChangeFeed
@@ -42,7 +42,7 @@ from store.pg_errors import DRIVER_ERRORS, translate
 from store.pg_migrate import apply_migrations
 from store.pg_tx import PgTx
 from store.proposals import ProposalVerbs
-from store.standing import StandingRules
+from store.standing import StandingStore
 
 __all__ = ["PostgresStore", "redacted"]
 
@@ -81,31 +81,31 @@ class PostgresStore(ProposalVerbs):
         self._changes = ChangeFeed(listen_connect or _cannot_listen)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
-        self._escalations: Escalations | None = None
+        self._escalations: EscalationStore | None = None
         #: seals the audit entries this store's writers append unsealed (store/audit/sealer.py)
         self._sealer = Sealer(lambda: seal_audit(self))
 
-    def escalations(self) -> Escalations:
+    def escalations(self) -> EscalationStore:
         """The escalations kept in this database, sharing its pool and audit chain."""
         if self._escalations is None:
-            self._escalations = Escalations(self)
+            self._escalations = EscalationStore(self)
         return self._escalations
 
-    def standing(self) -> StandingRules:
+    def standing(self) -> StandingStore:
         """Standing rules and reviews in this database, sharing its pool and audit chain."""
-        return StandingRules(self)
+        return StandingStore(self)
 
-    def delegations(self) -> Delegations:
+    def delegations(self) -> DelegationStore:
         """Delegations from Slack in this database, sharing its pool and audit chain."""
-        return Delegations(self)
+        return DelegationStore(self)
 
     def clicks(self) -> Clicks:
         """Decision clicks recorded in this database, sharing its pool."""
         return Clicks(self)
 
-    def digests(self) -> Digests:
+    def digests(self) -> DigestStore:
         """Digests of similar proposals in this database, sharing its pool and audit chain."""
-        return Digests(self)
+        return DigestStore(self)
 
     @classmethod
     async def open(

@@ -27,16 +27,16 @@ import aiosqlite
 
 from store.base import StoreError, StoreUnavailable
 from store.clicks import Clicks
-from store.delegations import Delegations
-from store.digests import Digests
-from store.escalations import Escalations
+from store.delegations import DelegationStore
+from store.digests import DigestStore
+from store.escalations import EscalationStore
 from store.group_commit import GroupCommit
 from store.lanes import for_people
 from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
 from store.proposals import ProposalVerbs
 from store.sqlite_conn import INLINE_BUDGET_SECONDS, SqliteConnection
 from store.sqlite_tx import FollowedHead, SqliteTx
-from store.standing import StandingRules
+from store.standing import StandingStore
 
 __all__ = ["SqliteStore", "apply_migrations"]
 
@@ -138,32 +138,32 @@ class SqliteStore(ProposalVerbs):
         self._lock = asyncio.Lock()
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
-        self._escalations: Escalations | None = None
+        self._escalations: EscalationStore | None = None
         #: the audit head as the batch of writes moved it (store/sqlite_tx.py)
         self._head = FollowedHead()
         self._writes = GroupCommit(db, self._lock, failure=_translated, reset=self._head.forget)
 
-    def escalations(self) -> Escalations:
+    def escalations(self) -> EscalationStore:
         """The escalations kept in this database, sharing its transactions and audit chain."""
         if self._escalations is None:
-            self._escalations = Escalations(self)
+            self._escalations = EscalationStore(self)
         return self._escalations
 
-    def standing(self) -> StandingRules:
+    def standing(self) -> StandingStore:
         """Standing rules and reviews in this database, in its transactions and audit chain."""
-        return StandingRules(self)
+        return StandingStore(self)
 
-    def delegations(self) -> Delegations:
+    def delegations(self) -> DelegationStore:
         """Delegations from Slack in this database, in its transactions and audit chain."""
-        return Delegations(self)
+        return DelegationStore(self)
 
     def clicks(self) -> Clicks:
         """Decision clicks recorded in this database, in its transactions."""
         return Clicks(self)
 
-    def digests(self) -> Digests:
+    def digests(self) -> DigestStore:
         """Digests of similar proposals in this database, in its transactions and audit chain."""
-        return Digests(self)
+        return DigestStore(self)
 
     @classmethod
     async def open(

@@ -3,14 +3,13 @@ database and on its audit chain.
 
 - ``records``: a delegation, the answers of a revocation, the error, the audit detail, and what
   is stored of its token
-- ``protocol``: the DelegationStore every backend gives through ``Store.delegations()``
-- ``verbs``: the DelegationStore written once over the connector, and the row it reads
+- ``verbs``: the DelegationStore every backend gives through ``Store.delegations()``, written once
+  over the connector, and the row it reads
 - ``sql/``: its named queries (the same on both backends)
 """
 
 from __future__ import annotations
 
-from store.delegations.protocol import DelegationStore
 from store.delegations.records import (
     Delegation,
     DelegationNotFound,
@@ -22,7 +21,7 @@ from store.delegations.records import (
     not_revocable,
     token_hash,
 )
-from store.delegations.verbs import Delegations, delegation_from_row
+from store.delegations.verbs import DelegationStore, delegation_from_row
 
 __all__ = [
     "Delegation",
@@ -31,7 +30,6 @@ __all__ = [
     "DelegationRevokeResult",
     "DelegationRevoked",
     "DelegationStore",
-    "Delegations",
     "NewDelegation",
     "delegation_from_row",
     "grant_detail",

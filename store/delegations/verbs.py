@@ -1,5 +1,5 @@
-"""The DelegationStore (store/delegations/protocol.py), written once over a backend's connector,
-and the one place a stored row becomes a Delegation. Its SQL: store/delegations/sql/."""
+"""The DelegationStore, written once over a backend's connector, and the one place a stored row
+becomes a Delegation. Its SQL: store/delegations/sql/."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from store.delegations.records import (
 from store.rows import read_optional_time, read_time
 from store.shield import finish_even_if_cancelled
 
-__all__ = ["Delegations", "delegation_from_row"]
+__all__ = ["DelegationStore", "delegation_from_row"]
 
 
 def delegation_from_row(row: Row) -> Delegation:
@@ -37,9 +37,9 @@ def delegation_from_row(row: Row) -> Delegation:
     )
 
 
-class Delegations:
-    """The DelegationStore, written once over a backend's connector (store/connector.py): it
-    shares the backend's transactions and audit chain. Get it from ``Store.delegations()``."""
+class DelegationStore:
+    """Delegations, written once over a backend's connector (store/connector.py): they share the
+    backend's transactions and audit chain. Get it from ``Store.delegations()``."""
 
     def __init__(self, backend: Connector) -> None:
         self._backend = backend
@@ -53,6 +53,8 @@ class Delegations:
 
     @finish_even_if_cancelled
     async def create_delegation(self, new: NewDelegation) -> Delegation:
+        """Store it, audited as "delegation_granted" (subject: the delegation's id, actor: the
+        person). Raises ValueError when it does not expire after it is created."""
         if new.expires_at <= new.created_at:
             raise ValueError(
                 f"delegation {new.id!r}: expires_at ({new.expires_at.isoformat()}) must be after "
@@ -69,12 +71,15 @@ class Delegations:
 
     @finish_even_if_cancelled
     async def delegation_for_token(self, token_hash: str) -> Delegation | None:
+        """The delegation whose token has this hash, whatever its state (the caller checks
+        ``active``), or None."""
         async with self._backend.tx(write=False) as tx:
             row = await tx.one("select_delegation_by_token_hash", token_hash=token_hash)
             return None if row is None else delegation_from_row(row)
 
     @finish_even_if_cancelled
     async def get_delegation(self, delegation_id: str) -> Delegation:
+        """Raises DelegationNotFound."""
         async with self._backend.tx(write=False) as tx:
             return await self._existing(tx, delegation_id)
 
@@ -82,6 +87,7 @@ class Delegations:
     async def delegations_of(
         self, person: str, *, now: datetime, limit: int = 50
     ) -> list[Delegation]:
+        """``person``'s active delegations (unrevoked, unexpired), newest first."""
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of delegations")
         async with self._backend.tx(write=False) as tx:
@@ -92,6 +98,8 @@ class Delegations:
     async def revoke_delegation(
         self, delegation_id: str, *, actor: str, now: datetime
     ) -> DelegationRevokeResult:
+        """Active -> revoked, once, audited as "delegation_revoked" (subject: the delegation's
+        id). Raises DelegationNotFound."""
         async with self._backend.tx(write=True) as tx:
             changed = await tx.one("revoke_delegation", id=delegation_id, actor=actor, now=now)
             current = await self._existing(tx, delegation_id)

@@ -2,14 +2,13 @@
 and on its audit chain.
 
 - ``records``: a digest, its errors, and when a second one of the same message conflicts
-- ``protocol``: the DigestStore every backend gives through ``Store.digests()``
-- ``verbs``: the DigestStore written once over the connector, and the row it reads
+- ``verbs``: the DigestStore every backend gives through ``Store.digests()``, written once
+  over the connector, and the row it reads
 - ``sql/``: its named queries, common and per dialect
 """
 
 from __future__ import annotations
 
-from store.digests.protocol import DigestStore
 from store.digests.records import (
     BatchNotFound,
     Digest,
@@ -18,14 +17,13 @@ from store.digests.records import (
     conflict,
     new_digest_id,
 )
-from store.digests.verbs import Digests, digest_from_row
+from store.digests.verbs import DigestStore, digest_from_row
 
 __all__ = [
     "BatchNotFound",
     "Digest",
     "DigestNotFound",
     "DigestStore",
-    "Digests",
     "NewDigest",
     "conflict",
     "digest_from_row",

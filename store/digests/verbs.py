@@ -1,5 +1,9 @@
-"""The DigestStore (store/digests/protocol.py), written once over a backend's connector, and the
-one place a stored digest row becomes a Digest. Its SQL: store/digests/sql/."""
+"""The DigestStore, written once over a backend's connector, and the one place a stored digest
+row becomes a Digest. Its SQL: store/digests/sql/.
+
+The worker delivers the outbox entries of a digest's items together (one post, one update, one
+reply for many), with the outbox verbs here that lease, settle and defer several entries in one
+transaction."""
 
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from store.lifecycle import Effect
 from store.rows import delivery_from_row, proposal_from_row, read_time
 from store.shield import finish_even_if_cancelled
 
-__all__ = ["Digests", "digest_from_row"]
+__all__ = ["DigestStore", "digest_from_row"]
 
 #: Who the audit names for posting the digest message.
 SLACK_ACTOR = "slack"
@@ -57,9 +61,9 @@ def _check_limit(limit: int) -> None:
         raise ValueError(f"limit: got {limit!r}; expected a positive number of entries")
 
 
-class Digests:
-    """The DigestStore, written once over a backend's connector (store/connector.py): it shares
-    the backend's transactions and audit chain. Get it from ``Store.digests()``."""
+class DigestStore:
+    """Digests, written once over a backend's connector (store/connector.py): they share the
+    backend's transactions and audit chain. Get it from ``Store.digests()``."""
 
     def __init__(self, backend: Connector) -> None:
         self._backend = backend
@@ -82,6 +86,16 @@ class Digests:
         deliveries: Sequence[int],
         now: datetime,
     ) -> None:
+        """Remember that ``digest``'s message shows the proposals ``items``, in one transaction.
+
+        Stores the digest (once: attaching more items to a stored digest with the same fields is
+        allowed, other fields raise StoreError); each item not yet shown anywhere gets the
+        digest and its message, with a "posted_to_slack" audit entry naming the digest; items
+        already shown (by this digest or another message) are left as they are. The outbox
+        entries ``deliveries`` (the items' posts) are completed. An item of another operation
+        or requester raises StoreError and changes nothing; an unknown one ProposalNotFound.
+        Nothing is read back (the poster has what it posted; ``get_digest`` reads it).
+        """
         params: dict[str, Any] = digest.model_dump()
         ids = list(dict.fromkeys(items))
         async with self._backend.tx(write=True) as tx:
@@ -119,11 +133,13 @@ class Digests:
 
     @finish_even_if_cancelled
     async def get_digest(self, digest_id: str) -> Digest:
+        """Raises DigestNotFound."""
         async with self._backend.tx(write=False) as tx:
             return await self._read(tx, digest_id)
 
     @finish_even_if_cancelled
     async def get_proposals(self, proposal_ids: Sequence[str]) -> list[Proposal]:
+        """The proposals with these ids, in that order, in one read; unknown ids are left out."""
         if not proposal_ids:
             return []
         async with self._backend.tx(write=False) as tx:
@@ -145,6 +161,8 @@ class Digests:
         limit: int,
         lease: timedelta,
     ) -> list[Delivery]:
+        """Up to ``limit`` more due slack.post entries of pending, never shown proposals asked
+        in ``channel`` with this operation and requester, leased as claim_deliveries leases."""
         _check_limit(limit)
         async with self._backend.tx(write=True) as tx:
             rows = await tx.all(
@@ -162,6 +180,8 @@ class Digests:
     async def claim_digest_deliveries(
         self, digest_id: str, effect: Effect, *, now: datetime, limit: int, lease: timedelta
     ) -> list[Delivery]:
+        """Up to ``limit`` more due ``effect`` entries of the digest's items (each the first
+        undelivered entry of its proposal and lane), leased as claim_deliveries leases."""
         _check_limit(limit)
         async with self._backend.tx(write=True) as tx:
             rows = await tx.all(
@@ -176,6 +196,7 @@ class Digests:
 
     @finish_even_if_cancelled
     async def complete_deliveries(self, delivery_ids: Sequence[int], *, now: datetime) -> None:
+        """Delivered, all of them, in one transaction."""
         if delivery_ids:
             async with self._backend.tx(write=True) as tx:
                 await tx.execute("complete_deliveries", ids=_ids(delivery_ids), now=now)
@@ -184,6 +205,7 @@ class Digests:
     async def retry_deliveries(
         self, delivery_ids: Sequence[int], *, at: datetime, error: str
     ) -> None:
+        """Release their leases; try them again at ``at`` (retry_delivery for several)."""
         if delivery_ids:
             async with self._backend.tx(write=True) as tx:
                 await tx.execute(
@@ -192,6 +214,8 @@ class Digests:
 
     @finish_even_if_cancelled
     async def defer_deliveries(self, delivery_ids: Sequence[int], *, at: datetime) -> None:
+        """Not attempted (their channel is rate limited): release the leases, due again at
+        ``at``, and the attempt their claim counted is not counted."""
         if delivery_ids:
             async with self._backend.tx(write=True) as tx:
                 await tx.execute("defer_deliveries", ids=_ids(delivery_ids), at=at)
@@ -200,6 +224,7 @@ class Digests:
 
     @finish_even_if_cancelled
     async def get_batch(self, batch_id: str) -> Batch:
+        """Raises BatchNotFound."""
         async with self._backend.tx(write=False) as tx:
             row = await tx.one("select_batch", id=batch_id)
         if row is None:
@@ -208,6 +233,8 @@ class Digests:
 
     @finish_even_if_cancelled
     async def lease_batch(self, batch_id: str, *, now: datetime, lease: timedelta) -> bool:
+        """Whether this worker now holds the batch until ``now + lease`` to post its digest: its
+        window has ended (or it filled up), it is not posted, and no other worker holds it."""
         async with self._backend.tx(write=True) as tx:
             row = await tx.one("lease_batch", id=batch_id, now=now, lease=now + lease)
             return row is not None
@@ -216,6 +243,8 @@ class Digests:
     async def claim_batch_posts(
         self, batch_id: str, *, held: Sequence[int], now: datetime, lease: timedelta
     ) -> list[Delivery]:
+        """Every due post of the batch's proposals but the entries ``held``, leased to the
+        caller, who holds the batch (lease_batch): it alone posts them, whatever their leases."""
         async with self._backend.tx(write=True) as tx:
             rows = await tx.all(
                 "claim_batch_posts",
@@ -228,5 +257,7 @@ class Digests:
 
     @finish_even_if_cancelled
     async def finish_batch(self, batch_id: str) -> None:
+        """The batch's digest went out: release it, and unless a post of it is still to be
+        delivered (a retry, a proposal that joined as it went out), nobody posts it again."""
         async with self._backend.tx(write=True) as tx:
             await tx.execute("finish_batch", id=batch_id)

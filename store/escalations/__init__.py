@@ -3,14 +3,13 @@ audit chain.
 
 - ``records``: the lifecycle (open, taken, handed back, resolved), the records, the answers of
   the transition verbs and the errors
-- ``protocol``: the EscalationStore every backend gives through ``Store.escalations()``
-- ``verbs``: the EscalationStore written once over the connector, and the row it reads
+- ``verbs``: the EscalationStore every backend gives through ``Store.escalations()``, written once
+  over the connector, and the row it reads
 - ``sql/``: its named queries, common and per dialect
 """
 
 from __future__ import annotations
 
-from store.escalations.protocol import EscalationStore
 from store.escalations.records import (
     ESCALATION_EFFECTS,
     ESCALATION_TRANSITIONS,
@@ -27,7 +26,7 @@ from store.escalations.records import (
     escalation_effects_of,
     refusal_of,
 )
-from store.escalations.verbs import Escalations, escalation_from_row
+from store.escalations.verbs import EscalationStore, escalation_from_row
 
 __all__ = [
     "ESCALATION_EFFECTS",
@@ -40,7 +39,6 @@ __all__ = [
     "EscalationResult",
     "EscalationStatus",
     "EscalationStore",
-    "Escalations",
     "Moved",
     "NewEscalation",
     "Refused",

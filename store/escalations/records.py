@@ -14,8 +14,7 @@ allowed from ``handed_back`` (the agent got stuck again). Only the owner hands b
 owner resolves a taken escalation.
 
 Every backend keeps them in its own database, on its one audit chain, through the same code:
-:class:`store.escalations.verbs.Escalations` (the protocol: store/escalations/protocol.py), got
-from ``Store.escalations()``.
+:class:`store.escalations.verbs.EscalationStore`, got from ``Store.escalations()``.
 """
 
 from __future__ import annotations

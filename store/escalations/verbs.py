@@ -1,4 +1,4 @@
-"""The EscalationStore (store/escalations/protocol.py), written once over a backend's connector.
+"""The EscalationStore, written once over a backend's connector.
 
 Its SQL is named in store/escalations/sql/common/escalations.sql, and, for the re-announcement
 sweep and the outbox claim, which take rows with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL, in
@@ -37,7 +37,7 @@ from store.lifecycle import Effect
 from store.rows import read_optional_time, read_time
 from store.shield import finish_even_if_cancelled
 
-__all__ = ["Escalations", "escalation_from_row"]
+__all__ = ["EscalationStore", "escalation_from_row"]
 
 #: Who the audit names for what no person or agent did.
 SWEEP_ACTOR = "sweep"
@@ -107,8 +107,9 @@ def _check_limit(limit: int, what: str) -> None:
         raise ValueError(f"limit: got {limit}; expected a positive number of {what}")
 
 
-class Escalations:
-    """The EscalationStore over ``backend``'s connector: its transactions, its audit chain."""
+class EscalationStore:
+    """Escalations, written once over a backend's connector (store/connector.py): they share the
+    backend's transactions and audit chain. Get it from ``Store.escalations()``."""
 
     def __init__(self, backend: Connector) -> None:
         self._backend = backend
@@ -149,6 +150,11 @@ class Escalations:
 
     @finish_even_if_cancelled
     async def create_escalation(self, new: NewEscalation) -> tuple[Escalation, bool]:
+        """Store it open, with its audit entry and its Slack post. Returns (escalation, created).
+
+        The same ``submission_key`` and fingerprint return the stored one (created False); the
+        same key with another fingerprint raises EscalationConflict.
+        """
         async with self._backend.tx(write=True) as tx:
             row = await tx.one("insert_escalation", **_new_params(new))
             if row is None:
@@ -173,6 +179,7 @@ class Escalations:
 
     @finish_even_if_cancelled
     async def get_escalation(self, escalation_id: str) -> Escalation:
+        """Raises EscalationNotFound."""
         async with self._backend.tx(write=False) as tx:
             return await self._existing(tx, escalation_id)
 
@@ -218,6 +225,7 @@ class Escalations:
 
     @finish_even_if_cancelled
     async def take(self, escalation_id: str, *, actor: str, now: datetime) -> EscalationResult:
+        """open or handed_back -> taken, owned by ``actor``; one owner however many click."""
         async with self._backend.tx(write=True) as tx:
             row = await tx.one("take_escalation", id=escalation_id, actor=actor, now=now)
             return await self._outcome(tx, row, escalation_id, actor, "take", now, {})
@@ -226,6 +234,7 @@ class Escalations:
     async def hand_back(
         self, escalation_id: str, *, actor: str, note: str, now: datetime
     ) -> EscalationResult:
+        """taken (by ``actor``) -> handed_back, with the note for the agent."""
         async with self._backend.tx(write=True) as tx:
             row = await tx.one(
                 "hand_back_escalation", id=escalation_id, actor=actor, note=note, now=now
@@ -237,6 +246,7 @@ class Escalations:
     async def resolve(
         self, escalation_id: str, *, actor: str, note: str | None, now: datetime
     ) -> EscalationResult:
+        """open, handed_back, or taken by ``actor`` -> resolved."""
         async with self._backend.tx(write=True) as tx:
             row = await tx.one(
                 "resolve_escalation", id=escalation_id, actor=actor, note=note, now=now
@@ -248,6 +258,9 @@ class Escalations:
     async def reannounce_due(
         self, *, now: datetime, after: timedelta, most: int, limit: int = 100
     ) -> list[Escalation]:
+        """Open escalations last announced ``after`` ago or longer and announced again fewer
+        than ``most`` times: announce them again (a thread reply through the outbox), once per
+        period however many sweeps run."""
         _check_limit(limit, "escalations")
         async with self._backend.tx(write=True) as tx:
             rows = await tx.all(
@@ -271,12 +284,15 @@ class Escalations:
 
     @finish_even_if_cancelled
     async def count_open(self, agent: str) -> int:
+        """How many of ``agent``'s escalations nobody has taken yet (status open), counted in
+        the database, so every instance sees the same number."""
         async with self._backend.tx(write=False) as tx:
             row = await tx.one("count_open_escalations", agent=agent)
             return 0 if row is None else int(row["open_count"])
 
     @finish_even_if_cancelled
     async def owned_by(self, user: str, *, limit: int = 20) -> list[Escalation]:
+        """Escalations ``user`` has taken, oldest first."""
         _check_limit(limit, "escalations")
         async with self._backend.tx(write=False) as tx:
             rows = await tx.all("select_escalations_owned_by", owner=user, limit=limit)

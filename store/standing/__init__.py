@@ -4,14 +4,13 @@ and on its audit chain.
 
 - ``records``: a stored rule, review statistics, the answers of revoking and reviewing, the
   errors, and the audit details every backend writes alike
-- ``protocol``: the StandingStore every backend gives through ``Store.standing()``
-- ``verbs``: the StandingStore written once over the connector, and the rows it reads
+- ``verbs``: the StandingStore every backend gives through ``Store.standing()``, written once
+  over the connector, and the rows it reads
 - ``sql/``: its named queries, common and per dialect
 """
 
 from __future__ import annotations
 
-from store.standing.protocol import StandingStore
 from store.standing.records import (
     AlreadyReviewed,
     NotRevocable,
@@ -29,7 +28,7 @@ from store.standing.records import (
     not_revocable,
     policy_detail,
 )
-from store.standing.verbs import StandingRules, review_from_row, standing_rule_from_row
+from store.standing.verbs import StandingStore, review_from_row, standing_rule_from_row
 
 __all__ = [
     "AlreadyReviewed",
@@ -41,7 +40,6 @@ __all__ = [
     "Revoked",
     "StandingRule",
     "StandingRuleNotFound",
-    "StandingRules",
     "StandingStore",
     "Verdict",
     "approval_detail",

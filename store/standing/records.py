@@ -8,9 +8,8 @@ approved (``proposals.standing_rule_id``, frozen, never deleted), and the databa
 proposal beyond ``max_uses`` when it is inserted, counting under a lock on the grant, so
 concurrent calls cannot exceed it and the grant's row never changes. A review is
 one person's verdict on one automatic approval that was sampled for review; one per proposal.
-:class:`store.standing.verbs.StandingRules` is the StandingStore (store/standing/protocol.py),
-written once over a backend's connector, on the backend's database and audit chain; get it from
-``Store.standing()``.
+:class:`store.standing.verbs.StandingStore` is written once over a backend's connector, on the
+backend's database and audit chain; get it from ``Store.standing()``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""Standing rules and reviews, stored: the StandingStore (store/standing/protocol.py) written
-once over a backend's connector (store/connector.py), in the backend's transactions and on its
-audit chain.
+"""Standing rules and reviews, stored: the StandingStore, written once over a backend's
+connector (store/connector.py), in the backend's transactions and on its audit chain.
 
 A grant is written in the transaction of the approval that grants it; a revocation is a
 compare-and-set that re-reads the rule to say why nothing changed; a verdict is one insert per
@@ -41,7 +40,7 @@ from store.standing.records import (
     not_revocable,
 )
 
-__all__ = ["StandingRules", "review_from_row", "standing_rule_from_row"]
+__all__ = ["StandingStore", "review_from_row", "standing_rule_from_row"]
 
 
 def _exact(tx: Tx, number: int | float) -> int | float | Decimal:
@@ -99,9 +98,9 @@ def review_from_row(row: Row) -> Reviewed:
     )
 
 
-class StandingRules:
-    """The StandingStore, written once over a backend's connector (store/connector.py): it shares
-    the backend's transactions and audit chain. Get it from ``Store.standing()``."""
+class StandingStore:
+    """Standing rules and reviews, written once over a backend's connector (store/connector.py):
+    they share the backend's transactions and audit chain. Get it from ``Store.standing()``."""
 
     def __init__(self, backend: Connector) -> None:
         self._backend = backend
@@ -125,6 +124,9 @@ class StandingRules:
         grant: Grant,
         standing_rule_id: str,
     ) -> TransitionResult:
+        """One transaction: the approval (pending -> executing, as claim_for_execution, for a
+        proposal needing one approval) and the standing rule ``grant`` describes, audited as
+        "approved" and "standing_rule_granted". Nothing is granted unless the claim succeeds."""
         async with self._backend.tx(write=True) as tx:
             row = await tx.one(
                 "claim_for_grant",
@@ -160,6 +162,7 @@ class StandingRules:
 
     @finish_even_if_cancelled
     async def get_standing_rule(self, standing_rule_id: str) -> StandingRule:
+        """Raises StandingRuleNotFound."""
         async with self._backend.tx(write=False) as tx:
             return await self._existing(tx, standing_rule_id)
 
@@ -175,6 +178,11 @@ class StandingRules:
         requested_by: str,
         now: datetime,
     ) -> list[StandingRule]:
+        """Active standing rules for this operation, agent and policy rule whose ceiling is at
+        least ``value``, which bind exactly the call's ``arguments`` but those they let vary,
+        whose granter is not ``requested_by`` and which have uses left, latest expiry first.
+        (:func:`contracts.standing.covers` checks it all again, and so does the database, with
+        the uses, when the covered proposal is created.)"""
         call = dump_json(dict(arguments))
         async with self._backend.tx(write=False) as tx:
             rows = await tx.all(
@@ -191,6 +199,7 @@ class StandingRules:
 
     @finish_even_if_cancelled
     async def active_standing_rules(self, *, now: datetime, limit: int = 50) -> list[StandingRule]:
+        """Unrevoked, unexpired standing rules (used up or not), soonest expiry first."""
         if limit < 1:
             raise ValueError(f"limit: got {limit}; expected a positive number of rules")
         async with self._backend.tx(write=False) as tx:
@@ -201,6 +210,8 @@ class StandingRules:
     async def revoke_standing_rule(
         self, standing_rule_id: str, *, actor: str, now: datetime
     ) -> RevokeResult:
+        """Active -> revoked, once, audited as "standing_rule_revoked" on the proposal that
+        granted it. Raises StandingRuleNotFound."""
         async with self._backend.tx(write=True) as tx:
             changed = await tx.one(
                 "revoke_standing_rule", id=standing_rule_id, actor=actor, now=now
@@ -217,6 +228,8 @@ class StandingRules:
     async def record_review(
         self, proposal_id: str, *, reviewer: str, verdict: Verdict, now: datetime
     ) -> ReviewResult:
+        """The verdict on a sampled automatic approval, once per proposal, audited as
+        "reviewed". Raises ProposalNotFound, or ValueError when it was not sampled."""
         if verdict not in ("ok", "should_have_asked"):
             raise ValueError(f"verdict: got {verdict!r}; expected 'ok' or 'should_have_asked'")
         async with self._backend.tx(write=True) as tx:
@@ -248,6 +261,7 @@ class StandingRules:
 
     @finish_even_if_cancelled
     async def review_stats(self) -> list[ReviewStats]:
+        """Per policy rule and standing rule: sampled, reviewed and flagged counts."""
         async with self._backend.tx(write=False) as tx:
             rows = await tx.all("select_review_stats")
         stats = [
