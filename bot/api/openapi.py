@@ -29,6 +29,33 @@ _REF: Final = "#/components/schemas/{model}"
 _JSON: Final = "application/json"
 _PROBLEM: Final = "application/problem+json"
 
+#: The path parameter naming one proposal.
+_PROPOSAL_ID: Final[dict[str, Any]] = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "description": "The proposal's id, as the submission answered it.",
+    "schema": {"type": "string", "pattern": PROPOSAL_ID_PATTERN},
+}
+#: The status of each shared error answer (components/responses, _problem_responses).
+_ANSWER_STATUS: Final = {
+    "MalformedRequest": 400,
+    "Unauthorized": 401,
+    "RequesterRefused": 403,
+    "NotFound": 404,
+    "RequestTimeout": 408,
+    "AlreadyDecided": 409,
+    "BodyTooLarge": 413,
+    "ContractViolation": 422,
+    "TooManyRequests": 429,
+    "Unavailable": 503,
+}
+
+
+def _answers(*names: str) -> dict[str, Any]:
+    """The shared error answers named, each under its status."""
+    return {str(_ANSWER_STATUS[name]): {"$ref": f"#/components/responses/{name}"} for name in names}
+
 
 def openapi_document(
     operations: Iterable[Operation[Any, Any]],
@@ -210,14 +237,16 @@ def _submit_operation(operations: list[Operation[Any, Any]], max_body_bytes: int
                 },
                 "content": proposal,
             },
-            "400": {"$ref": "#/components/responses/MalformedRequest"},
-            "401": {"$ref": "#/components/responses/Unauthorized"},
-            "403": {"$ref": "#/components/responses/RequesterRefused"},
-            "408": {"$ref": "#/components/responses/RequestTimeout"},
-            "413": {"$ref": "#/components/responses/BodyTooLarge"},
-            "422": {"$ref": "#/components/responses/ContractViolation"},
-            "429": {"$ref": "#/components/responses/TooManyRequests"},
-            "503": {"$ref": "#/components/responses/Unavailable"},
+            **_answers(
+                "MalformedRequest",
+                "Unauthorized",
+                "RequesterRefused",
+                "RequestTimeout",
+                "BodyTooLarge",
+                "ContractViolation",
+                "TooManyRequests",
+                "Unavailable",
+            ),
         },
     }
 
@@ -227,13 +256,7 @@ def _read_operation(long_poll_max_seconds: float) -> dict[str, Any]:
         "operationId": "readProposal",
         "summary": "Read, or wait for, a proposal",
         "parameters": [
-            {
-                "name": "id",
-                "in": "path",
-                "required": True,
-                "description": "The proposal's id, as the submission answered it.",
-                "schema": {"type": "string", "pattern": PROPOSAL_ID_PATTERN},
-            },
+            _PROPOSAL_ID,
             {
                 "name": "wait",
                 "in": "query",
@@ -249,11 +272,9 @@ def _read_operation(long_poll_max_seconds: float) -> dict[str, Any]:
                 "description": "The proposal as it is now.",
                 "content": {_JSON: {"schema": {"$ref": _REF.format(model="ProposalOut")}}},
             },
-            "400": {"$ref": "#/components/responses/MalformedRequest"},
-            "401": {"$ref": "#/components/responses/Unauthorized"},
-            "404": {"$ref": "#/components/responses/NotFound"},
-            "429": {"$ref": "#/components/responses/TooManyRequests"},
-            "503": {"$ref": "#/components/responses/Unavailable"},
+            **_answers(
+                "MalformedRequest", "Unauthorized", "NotFound", "TooManyRequests", "Unavailable"
+            ),
         },
     }
 
@@ -269,23 +290,14 @@ def _cancel_operation() -> dict[str, Any]:
             "status stays as it is (409, naming its status)."
         ),
         "parameters": [
-            {
-                "name": "id",
-                "in": "path",
-                "required": True,
-                "description": "The proposal's id, as the submission answered it.",
-                "schema": {"type": "string", "pattern": PROPOSAL_ID_PATTERN},
-            },
+            _PROPOSAL_ID,
         ],
         "responses": {
             "200": {
                 "description": "The proposal, withdrawn (status `cancelled`).",
                 "content": {_JSON: {"schema": {"$ref": _REF.format(model="ProposalOut")}}},
             },
-            "401": {"$ref": "#/components/responses/Unauthorized"},
-            "404": {"$ref": "#/components/responses/NotFound"},
-            "409": {"$ref": "#/components/responses/AlreadyDecided"},
-            "503": {"$ref": "#/components/responses/Unavailable"},
+            **_answers("Unauthorized", "NotFound", "AlreadyDecided", "Unavailable"),
         },
     }
 
