@@ -47,7 +47,6 @@ from bot.render.proposal import (
     CONFIRM_TEXT_MAX,
     CONFIRM_TITLE_MAX,
     FALLBACK_MAX,
-    MODAL_TITLE_MAX,
     REASON_MAX,
     RISK_LABELS,
     SECTION_MAX,
@@ -61,6 +60,7 @@ from bot.render.proposal import (
     goes_ahead,
     header,
     mention,
+    modal,
     plain,
     quote,
     remaining,
@@ -499,14 +499,12 @@ def _reconcile_buttons(n: int, proposal: Proposal) -> dict[str, Any]:
 
 def reject_modal(digest: Digest, pending: int) -> dict[str, Any]:
     """The reason for rejecting every pending item; private_metadata is the digest id."""
-    return {
-        "type": "modal",
-        "callback_id": DIGEST_REJECT_VIEW,
-        "private_metadata": digest.id,
-        "title": plain("Reject all", MODAL_TITLE_MAX),
-        "submit": plain("Reject all", MODAL_TITLE_MAX),
-        "close": plain("Cancel", MODAL_TITLE_MAX),
-        "blocks": [
+    return modal(
+        DIGEST_REJECT_VIEW,
+        "Reject all",
+        metadata=digest.id,
+        submit="Reject all",
+        blocks=[
             section(
                 own(
                     f"Reject the *{pending}* pending proposals of {code(digest.operation, 200)} in "
@@ -515,7 +513,7 @@ def reject_modal(digest: Digest, pending: int) -> dict[str, Any]:
             ),
             _reason_input(optional=False),
         ],
-    }
+    )
 
 
 def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
@@ -537,14 +535,12 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
                 },
             }
         )
-    return {
-        "type": "modal",
-        "callback_id": DIGEST_CHOOSE_VIEW,
-        "private_metadata": digest.id,
-        "title": plain("Choose proposals", MODAL_TITLE_MAX),
-        "submit": plain("Apply", MODAL_TITLE_MAX),
-        "close": plain("Cancel", MODAL_TITLE_MAX),
-        "blocks": [
+    return modal(
+        DIGEST_CHOOSE_VIEW,
+        "Choose proposals",
+        metadata=digest.id,
+        submit="Apply",
+        blocks=[
             section(
                 own(
                     f"Select pending proposals of {code(digest.operation, 200)}; each one is "
@@ -565,7 +561,7 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
             },
             _reason_input(optional=True),
         ],
-    }
+    )
 
 
 def _option(proposal: Proposal) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from bot.actions import DIGEST_REVIEW_PAGE, DIGEST_REVIEW_VIEW
 from bot.render.digest import compact_table, total_text
 from bot.render.full import proposal_in_full
 from bot.render.inert import Mrkdwn, own
-from bot.render.proposal import MODAL_TITLE_MAX, Blocks, plain, section, status_word
+from bot.render.proposal import Blocks, modal, plain, section, status_word
 from contracts.formats import Formats
 from store.base import Proposal
 from store.digests import Digest
@@ -201,15 +201,13 @@ def review_modal(digest: Digest, state: ReviewState, formats: Formats) -> dict[s
     blocks: Blocks = [section(own(head)), *shown.blocks]
     if len(pages) > 1:
         blocks.append(_pager(page, len(pages)))
-    return {
-        "type": "modal",
-        "callback_id": DIGEST_REVIEW_VIEW,
-        "private_metadata": state.dump(),
-        "title": plain(f"Review {len(reviewed):,} proposals", MODAL_TITLE_MAX),
-        "submit": plain("Approve selected", MODAL_TITLE_MAX),
-        "close": plain("Cancel", MODAL_TITLE_MAX),
-        "blocks": blocks,
-    }
+    return modal(
+        DIGEST_REVIEW_VIEW,
+        f"Review {len(reviewed):,} proposals",
+        metadata=state.dump(),
+        submit="Approve selected",
+        blocks=blocks,
+    )
 
 
 def _heading(number: int, proposal: Proposal) -> Mrkdwn:

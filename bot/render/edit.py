@@ -19,13 +19,13 @@ from bot.render.edit_form import EditField, EditForm, input_label
 from bot.render.figures import why_asked
 from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import (
-    MODAL_TITLE_MAX,
     Message,
     clip,
     code,
     context,
     mention,
     message,
+    modal,
     plain,
     reference,
     request_changes,
@@ -76,19 +76,15 @@ def edit_modal(
         kept = ", ".join(code(name, 100) for name in form.kept[:20])
         more = f" and {len(form.kept) - 20} more" if len(form.kept) > 20 else ""
         blocks.append(context(own(f"Kept as they are (too many fields to show): {kept}{more}")))
-    view: dict[str, Any] = {
-        "type": "modal",
-        "callback_id": EDIT_VIEW,
-        "private_metadata": proposal.id,
-        "title": plain("Edit proposal", MODAL_TITLE_MAX),
-        "close": plain("Cancel", MODAL_TITLE_MAX),
-        "blocks": blocks,
-    }
-    if form.fields:
-        view["submit"] = plain("Check and submit", MODAL_TITLE_MAX)
-    else:
+    if not form.fields:
         blocks.append(section(own("This operation's request has no fields to edit.")))
-    return view
+    return modal(
+        EDIT_VIEW,
+        "Edit proposal",
+        metadata=proposal.id,
+        submit="Check and submit" if form.fields else None,
+        blocks=blocks,
+    )
 
 
 def _input(

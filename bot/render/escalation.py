@@ -22,7 +22,6 @@ from bot.actions import (
 from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import (
     BLOCKS_MAX,
-    MODAL_TITLE_MAX,
     SECTION_MAX,
     Blocks,
     Message,
@@ -33,6 +32,7 @@ from bot.render.proposal import (
     header,
     mention,
     message,
+    modal,
     plain,
     quote,
     section,
@@ -265,14 +265,12 @@ def escalation_refusal_text(escalation: Escalation | None, reason: str) -> Mrkdw
 
 def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
     """Asks for the note the agent gets with the conversation; private_metadata is the id."""
-    return {
-        "type": "modal",
-        "callback_id": ESCALATION_HAND_BACK_VIEW,
-        "private_metadata": escalation.id,
-        "title": plain("Hand back", MODAL_TITLE_MAX),
-        "submit": plain("Hand back", MODAL_TITLE_MAX),
-        "close": plain("Cancel", MODAL_TITLE_MAX),
-        "blocks": [
+    return modal(
+        ESCALATION_HAND_BACK_VIEW,
+        "Hand back",
+        metadata=escalation.id,
+        submit="Hand back",
+        blocks=[
             section(
                 own(
                     f"Conversation {code(escalation.conversation_id, 120)} goes back to agent "
@@ -293,4 +291,4 @@ def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
                 },
             },
         ],
-    }
+    )

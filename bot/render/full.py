@@ -23,12 +23,11 @@ from pydantic import JsonValue
 from bot.actions import SHOW_FULL_VIEW
 from bot.render.inert import inert, inert_plain, own
 from bot.render.proposal import (
-    MODAL_TITLE_MAX,
     RISK_LABELS,
     Blocks,
     code,
     mention,
-    plain,
+    modal,
     reference,
     section,
 )
@@ -77,13 +76,12 @@ def full_views(
             )
             break
         blocks += part
-    return {
-        "type": "modal",
-        "callback_id": SHOW_FULL_VIEW,
-        "title": plain(title, MODAL_TITLE_MAX),
-        "close": plain("Close", MODAL_TITLE_MAX),
-        "blocks": blocks[:FULL_BLOCKS_MAX],
-    }
+    return modal(
+        SHOW_FULL_VIEW,
+        title,
+        close="Close",
+        blocks=blocks[:FULL_BLOCKS_MAX],
+    )
 
 
 def proposal_in_full(proposal: Proposal, heading: str, formats: Formats) -> Blocks:

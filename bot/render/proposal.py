@@ -75,6 +75,7 @@ __all__ = [
     "is_clipped",
     "mention",
     "message",
+    "modal",
     "outcome_reply",
     "plain",
     "preview_fields",
@@ -238,6 +239,28 @@ def button(action_id: str, text: str, value: str, style: str | None = None) -> d
 
 def section(text: Mrkdwn) -> dict[str, Any]:
     return {"type": "section", "text": _mrkdwn(text)}
+
+
+def modal(
+    callback_id: str,
+    title: str,
+    blocks: Blocks,
+    *,
+    metadata: str | None = None,
+    submit: str | None = None,
+    close: str = "Cancel",
+) -> dict[str, Any]:
+    """A modal of ``blocks`` already made; its title and buttons are Countersign's words, and
+    ``metadata`` (its private_metadata) names what it is about."""
+    view: dict[str, Any] = {"type": "modal", "callback_id": callback_id}
+    if metadata is not None:
+        view["private_metadata"] = metadata
+    view["title"] = plain(title, MODAL_TITLE_MAX)
+    if submit is not None:
+        view["submit"] = plain(submit, MODAL_TITLE_MAX)
+    view["close"] = plain(close, MODAL_TITLE_MAX)
+    view["blocks"] = blocks
+    return view
 
 
 def context(*texts: Mrkdwn) -> dict[str, Any]:
@@ -1032,14 +1055,12 @@ def already_decided_text(proposal: Proposal) -> Mrkdwn:
 
 def reject_modal(proposal: Proposal) -> dict[str, Any]:
     """The modal that asks for the reason of a rejection; private_metadata is the proposal id."""
-    return {
-        "type": "modal",
-        "callback_id": REJECT_VIEW,
-        "private_metadata": proposal.id,
-        "title": plain("Reject proposal", MODAL_TITLE_MAX),
-        "submit": plain("Reject", MODAL_TITLE_MAX),
-        "close": plain("Cancel", MODAL_TITLE_MAX),
-        "blocks": [
+    return modal(
+        REJECT_VIEW,
+        "Reject proposal",
+        metadata=proposal.id,
+        submit="Reject",
+        blocks=[
             section(own("Nothing will be executed.")),
             section(own(f"*{inert(proposal.preview.title)}*")),
             {
@@ -1057,4 +1078,4 @@ def reject_modal(proposal: Proposal) -> dict[str, Any]:
                 },
             },
         ],
-    }
+    )

@@ -25,7 +25,6 @@ from bot.render.figures import why_asked
 from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import (
     BUTTON_MAX,
-    MODAL_TITLE_MAX,
     SECTION_MAX,
     Blocks,
     Message,
@@ -37,6 +36,7 @@ from bot.render.proposal import (
     header,
     mention,
     message,
+    modal,
     plain,
     preview_fields,
     preview_note,
@@ -122,14 +122,12 @@ def standing_modal(
         {"text": plain(_duration(choice), 75), "value": format_duration(choice)}
         for choice in choices
     ]
-    return {
-        "type": "modal",
-        "callback_id": APPROVE_STANDING_VIEW,
-        "private_metadata": proposal.id,
-        "title": plain("Approve + allow similar", MODAL_TITLE_MAX),
-        "submit": plain("Approve", MODAL_TITLE_MAX),
-        "close": plain("Cancel", MODAL_TITLE_MAX),
-        "blocks": [
+    return modal(
+        APPROVE_STANDING_VIEW,
+        "Approve + allow similar",
+        metadata=proposal.id,
+        submit="Approve",
+        blocks=[
             section(
                 own(
                     f"*{inert(proposal.preview.title)}*\n"
@@ -156,7 +154,7 @@ def standing_modal(
             },
             *_uses_input(uses),
         ],
-    }
+    )
 
 
 def _uses_input(uses: Sequence[int]) -> Blocks:
