@@ -25,7 +25,7 @@ from typing import Literal
 from contracts.frozen import Frozen
 from store.base import NewProposal, StoreError
 from store.connector import Row, Tx
-from store.rows import read_optional_time, read_time
+from store.rows import model_from_row
 
 __all__ = [
     "JOIN_ATTEMPTS",
@@ -64,18 +64,7 @@ def new_batch_id() -> str:
 
 def batch_from_row(row: Row) -> Batch:
     """The one place a stored batch row becomes a Batch."""
-    return Batch(
-        id=row["id"],
-        key=row["key"],
-        channel=row["channel"],
-        rule_id=row["rule_id"],
-        opened_at=read_time(row["opened_at"]),
-        closes_at=read_time(row["closes_at"]),
-        max_size=row["max_size"],
-        size=row["size"],
-        status=row["status"],
-        leased_until=read_optional_time(row["leased_until"]),
-    )
+    return model_from_row(Batch, row)
 
 
 async def join_batch(tx: Tx, new: NewProposal) -> tuple[NewProposal, str | None]:

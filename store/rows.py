@@ -10,17 +10,21 @@ text on SQLite and ``text[]`` on PostgreSQL. The readers below take either form.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from enum import Enum
+from functools import cache
+from types import NoneType, UnionType
+from typing import Any, TypeVar, Union, get_args, get_origin
 
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
 
 from contracts.base import Preview
 from contracts.outcomes import OUTCOMES, Outcome
 from store.base import Approval, Delivery, NewProposal, Proposal
 from store.connector import Array, Row
-from store.lifecycle import Effect, Status
+
+M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
     "approval_from_row",
@@ -30,6 +34,7 @@ __all__ = [
     "dump_json",
     "from_db_time",
     "insert_proposal_params",
+    "model_from_row",
     "outcome_json",
     "proposal_from_row",
     "read_array",
@@ -68,6 +73,42 @@ def read_optional_time(value: str | datetime | None) -> datetime | None:
 def read_array(value: str | Sequence[str]) -> tuple[str, ...]:
     """A stored list of text: SQLite's JSON text or PostgreSQL's text[]."""
     return tuple(json.loads(value) if isinstance(value, str) else value)
+
+
+def _reader(annotation: Any) -> Callable[[Any], Any] | None:
+    """How a stored value is read back for a field of this type (None: as the driver gives it)."""
+    if annotation is datetime:
+        return read_time
+    if get_origin(annotation) in (Union, UnionType) and set(get_args(annotation)) == {
+        datetime,
+        NoneType,
+    }:
+        return read_optional_time
+    if get_origin(annotation) is tuple and get_args(annotation) == (str, Ellipsis):
+        return read_array
+    if annotation is bool:  # SQLite's 0 and 1
+        return bool
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return annotation
+    return None
+
+
+@cache
+def _columns(model: type[BaseModel]) -> tuple[tuple[str, Callable[[Any], Any] | None], ...]:
+    return tuple((name, _reader(field.annotation)) for name, field in model.model_fields.items())
+
+
+def model_from_row(model: type[M], row: Row, /, **given: Any) -> M:
+    """``model`` from a stored row: each field not ``given`` is the column of its name, read
+    back by its type (times, optional times, lists of text, booleans and enumerations as the
+    readers here take them; anything else as the driver returns it). A family's ``from_row``
+    gives what needs more (JSON text, values computed from several columns)."""
+    values = {
+        name: row[name] if read is None else read(row[name])
+        for name, read in _columns(model)
+        if name not in given
+    }
+    return model(**values, **given)
 
 
 def dump_json(value: Any) -> str:
@@ -124,72 +165,21 @@ def insert_proposal_params(new: NewProposal) -> dict[str, Any]:
 def proposal_from_row(row: Row) -> Proposal:
     """The one place a stored proposal row becomes a Proposal (without its approvals)."""
     outcome = row["outcome"]
-    return Proposal(
-        id=row["id"],
-        agent=row["agent"],
-        submission_key=row["submission_key"],
-        submission_fingerprint=row["submission_fingerprint"],
-        requested_by=row["requested_by"],
-        run_id=row["run_id"],
-        operation=row["operation"],
+    return model_from_row(
+        Proposal,
+        row,
         request=json.loads(row["request"]),
         arguments=json.loads(row["arguments"]),
         preview=Preview.model_validate_json(row["preview"]),
-        binding_hash=row["binding_hash"],
-        agent_reason=row["agent_reason"],
-        callback_url=row["callback_url"],
-        rule_id=row["rule_id"],
-        decision=row["decision"],
-        policy_note=row["policy_note"],
-        approver_roles=read_array(row["approver_roles"]),
-        channel=row["channel"],
-        status=Status(row["status"]),
-        created_at=read_time(row["created_at"]),
-        expires_at=read_optional_time(row["expires_at"]),
-        slack_channel=row["slack_channel"],
-        slack_ts=row["slack_ts"],
-        decided_by=row["decided_by"],
-        decided_at=read_optional_time(row["decided_at"]),
-        decision_note=row["decision_note"],
         outcome=None if outcome is None else OUTCOMES.validate_json(outcome),
-        updated_at=read_time(row["updated_at"]),
-        lease_until=read_optional_time(row["lease_until"]),
-        risk=row["risk"],
-        quorum=row["quorum"],
-        supersedes=row["supersedes"],
-        edited_by=row["edited_by"],
-        superseded_by=row["superseded_by"],
-        remind_at=read_optional_time(row["remind_at"]),
-        reminded_at=read_optional_time(row["reminded_at"]),
-        extended_by=row["extended_by"],
-        extended_at=read_optional_time(row["extended_at"]),
-        standing_rule_id=row["standing_rule_id"],
-        review_sampled=bool(row["review_sampled"]),
-        delegation_id=row["delegation_id"],
-        digest_id=row["digest_id"],
-        shown_after=read_optional_time(row["shown_after"]),
-        urgent=bool(row["urgent"]),
-        backup_roles=read_array(row["backup_roles"]),
-        backup_at=read_optional_time(row["backup_at"]),
-        batch_id=row["batch_id"],
-        handed_over_at=read_optional_time(row["handed_over_at"]),
+        approvals=(),  # read apart (store/approvals.py)
+        batch=None,  # creation only: stored as batch_id
     )
 
 
 def approval_from_row(row: Row) -> Approval:
-    return Approval(
-        approver=row["approver"],
-        binding_hash=row["binding_hash"],
-        approved_at=read_time(row["approved_at"]),
-    )
+    return model_from_row(Approval, row)
 
 
 def delivery_from_row(row: Row) -> Delivery:
-    return Delivery(
-        id=row["id"],
-        proposal_id=row["proposal_id"],
-        effect=Effect(row["effect"]),
-        status=Status(row["status"]),
-        attempts=row["attempts"],
-        created_at=read_time(row["created_at"]),
-    )
+    return model_from_row(Delivery, row)

@@ -10,7 +10,7 @@ from pydantic import JsonValue
 
 from contracts.frozen import Frozen
 from store.connector import Row
-from store.rows import read_time
+from store.rows import model_from_row
 
 __all__ = ["AuditEntry", "AuditHead", "AuditReport", "audit_entry_from_row"]
 
@@ -45,13 +45,4 @@ class AuditReport(Frozen):
 
 
 def audit_entry_from_row(row: Row) -> AuditEntry:
-    return AuditEntry(
-        seq=row["seq"],
-        at=read_time(row["at"]),
-        proposal_id=row["proposal_id"],
-        actor=row["actor"],
-        event=row["event"],
-        detail=json.loads(row["detail"]),
-        prev_hash=row["prev_hash"],
-        hash=row["hash"],
-    )
+    return model_from_row(AuditEntry, row, detail=json.loads(row["detail"]))

@@ -18,7 +18,7 @@ from store.delegations.records import (
     grant_detail,
     not_revocable,
 )
-from store.rows import read_optional_time, read_time
+from store.rows import model_from_row
 from store.shield import finish_even_if_cancelled
 
 __all__ = ["DelegationStore", "delegation_from_row"]
@@ -26,15 +26,7 @@ __all__ = ["DelegationStore", "delegation_from_row"]
 
 def delegation_from_row(row: Row) -> Delegation:
     """The one place a stored row becomes a Delegation."""
-    return Delegation(
-        id=row["id"],
-        agent=row["agent"],
-        person=row["person"],
-        created_at=read_time(row["created_at"]),
-        expires_at=read_time(row["expires_at"]),
-        revoked_by=row["revoked_by"],
-        revoked_at=read_optional_time(row["revoked_at"]),
-    )
+    return model_from_row(Delegation, row)
 
 
 class DelegationStore:

@@ -24,7 +24,7 @@ from store.digests.records import (
     conflict,
 )
 from store.lifecycle import Effect
-from store.rows import delivery_from_row, proposal_from_row, read_time
+from store.rows import delivery_from_row, model_from_row, proposal_from_row
 from store.shield import finish_even_if_cancelled
 
 __all__ = ["DigestStore", "digest_from_row"]
@@ -35,16 +35,7 @@ SLACK_ACTOR = "slack"
 
 def digest_from_row(row: Row, items: Sequence[Proposal] = ()) -> Digest:
     """The one place a stored digest row (and its items, read apart) becomes a Digest."""
-    return Digest(
-        id=row["id"],
-        channel=row["channel"],
-        ts=row["ts"],
-        operation=row["operation"],
-        requested_by=row["requested_by"],
-        created_at=read_time(row["created_at"]),
-        batch_id=row["batch_id"],
-        items=tuple(items),
-    )
+    return model_from_row(Digest, row, items=tuple(items))
 
 
 def _ids(values: Sequence[object]) -> Array:

@@ -26,7 +26,6 @@ from store.escalations.records import (
     EscalationDelivery,
     EscalationNotFound,
     EscalationResult,
-    EscalationStatus,
     Moved,
     NewEscalation,
     Refused,
@@ -34,7 +33,7 @@ from store.escalations.records import (
     refusal_of,
 )
 from store.lifecycle import Effect
-from store.rows import read_optional_time, read_time
+from store.rows import model_from_row
 from store.shield import finish_even_if_cancelled
 
 __all__ = ["EscalationStore", "escalation_from_row"]
@@ -53,44 +52,17 @@ ERROR_CHARS = 2000
 
 def escalation_from_row(row: Row) -> Escalation:
     """The one place a stored row (SQLite's or PostgreSQL's) becomes an Escalation."""
-    return Escalation(
-        id=row["id"],
-        agent=row["agent"],
-        submission_key=row["submission_key"],
-        submission_fingerprint=row["submission_fingerprint"],
-        conversation_id=row["conversation_id"],
-        requested_by=row["requested_by"],
-        customer_ref=row["customer_ref"],
-        team=row["team"],
+    return model_from_row(
+        Escalation,
+        row,
         summary=Summary.model_validate_json(row["summary"]),
         trigger=Trigger.model_validate_json(row["trigger"]),
         verdict=TriggerVerdict.model_validate_json(row["verdict"]),
-        channel=row["channel"],
-        callback_url=row["callback_url"],
-        created_at=read_time(row["created_at"]),
-        status=EscalationStatus(row["status"]),
-        owner=row["owner"],
-        note=row["note"],
-        resolved_by=row["resolved_by"],
-        resolved_at=read_optional_time(row["resolved_at"]),
-        announced_at=read_time(row["announced_at"]),
-        reannouncements=row["reannouncements"],
-        slack_channel=row["slack_channel"],
-        slack_ts=row["slack_ts"],
-        updated_at=read_time(row["updated_at"]),
     )
 
 
 def _delivery_from_row(row: Row) -> EscalationDelivery:
-    return EscalationDelivery(
-        id=row["id"],
-        escalation_id=row["escalation_id"],
-        effect=Effect(row["effect"]),
-        status=EscalationStatus(row["status"]),
-        reannounce=bool(row["reannounce"]),
-        attempts=row["attempts"],
-        created_at=read_time(row["created_at"]),
-    )
+    return model_from_row(EscalationDelivery, row)
 
 
 def _new_params(new: NewEscalation) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from pydantic import JsonValue
 from contracts.standing import Grant
 from store.base import ProposalNotFound, Transitioned, TransitionResult
 from store.connector import Array, Connector, Row, Tx
-from store.rows import dump_json, read_optional_time, read_time
+from store.rows import dump_json, model_from_row, read_time
 from store.shield import finish_even_if_cancelled
 from store.standing.records import (
     AlreadyReviewed,
@@ -60,31 +60,14 @@ def _number(value: int | float | Decimal) -> int | float:
     return value
 
 
-def _names(value: str | list[str]) -> tuple[str, ...]:
-    """A stored list of names: JSON text on SQLite, text[] on PostgreSQL."""
-    return tuple(json.loads(value) if isinstance(value, str) else value)
-
-
 def standing_rule_from_row(row: Row) -> StandingRule:
     """The one place a stored row (with its ``uses``) becomes a StandingRule."""
-    return StandingRule(
-        id=row["id"],
-        operation=row["operation"],
-        agent=row["agent"],
-        rule_id=row["rule_id"],
-        ceiling_field=row["ceiling_field"],
+    return model_from_row(
+        StandingRule,
+        row,
         ceiling=_number(row["ceiling"]),
-        created_by=row["created_by"],
-        created_from=row["created_from"],
-        created_at=read_time(row["created_at"]),
-        expires_at=read_time(row["expires_at"]),
-        revoked_by=row["revoked_by"],
-        revoked_at=read_optional_time(row["revoked_at"]),
         # a grant from before arguments were bound (NULL) binds an impossible call: none
         arguments=json.loads(row["arguments"] or "{}"),
-        varying=_names(row["varying"]),
-        max_uses=row["max_uses"],
-        uses=row["uses"],
     )
 
 
