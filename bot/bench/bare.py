@@ -25,7 +25,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.actions import APPROVE
+from bot.render.actions import APPROVE
 
 __all__ = ["bare_aiohttp", "bare_bolt", "main"]
 

@@ -20,8 +20,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bot.actions import APPROVE
 from bot.bench.processes import ServerProcess
+from bot.render.actions import APPROVE
 from bot.sandbox.payloads import Actor, block_actions, form_body, signed_headers
 from bot.slack.local import LocalSlack, StoredMessage, running_local_slack
 

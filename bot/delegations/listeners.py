@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.actions import REVOKE_DELEGATION
 from bot.delegations.commands import Delegations
+from bot.render.actions import REVOKE_DELEGATION
 from bot.service import Service
 from bot.slack.home import HomeTab
 from bot.slack.ids import SlackChannel, SlackUser

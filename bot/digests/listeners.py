@@ -15,7 +15,10 @@ from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.actions import (
+from bot.decisions import RecordedDecisions
+from bot.digests.decisions import DigestService
+from bot.digests.recorded import chosen_detail
+from bot.render.actions import (
     DIGEST_APPROVE_ALL,
     DIGEST_CHOOSE,
     DIGEST_CHOOSE_VIEW,
@@ -28,9 +31,6 @@ from bot.actions import (
     DIGEST_REVIEW_VIEW,
     REASON_INPUT,
 )
-from bot.decisions import RecordedDecisions
-from bot.digests.decisions import DigestService
-from bot.digests.recorded import chosen_detail
 from bot.render.digest_review import ReviewState, box_place, chosen_places
 from bot.render.proposal import REASON_MAX
 from bot.slack.ids import SlackUser

@@ -13,15 +13,15 @@ from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.actions import (
+from bot.decisions import RecordedDecisions
+from bot.escalations.flow import EscalationService
+from bot.render.actions import (
     ESCALATION_HAND_BACK,
     ESCALATION_HAND_BACK_VIEW,
     ESCALATION_RESOLVE,
     ESCALATION_TAKE,
     NOTE_INPUT,
 )
-from bot.decisions import RecordedDecisions
-from bot.escalations.flow import EscalationService
 from bot.render.escalation import HAND_BACK_NOTE_MAX
 from bot.slack.ids import SlackUser
 from bot.slack.listeners import (

@@ -6,6 +6,8 @@ stored values (and ``now``) alone.
   ``delegations``: the messages and views of each feature
 - ``edit_form``: an operation's request schema as the edit modal's typed inputs, and the
   submitted form read back into a request
+- ``actions``: every action id, view callback id and input id the messages and modals carry
+  (the listeners register for the same ones)
 - ``inert``: an agent's words made inert (no mentions, links or formatting of their own)
 
 The names below are imported from their module when first asked for, so that importing one

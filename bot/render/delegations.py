@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from bot.actions import REVOKE_DELEGATION
+from bot.render.actions import REVOKE_DELEGATION
 from bot.render.inert import inert, own
 from bot.render.proposal import Blocks, code, context, remaining, section, when
 from store.delegations import Delegation

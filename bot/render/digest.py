@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from bot.actions import (
+from bot.render.actions import (
     DIGEST_APPROVE_ALL,
     DIGEST_CHOOSE,
     DIGEST_CHOOSE_VIEW,

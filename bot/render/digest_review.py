@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.actions import DIGEST_REVIEW_PAGE, DIGEST_REVIEW_VIEW
+from bot.render.actions import DIGEST_REVIEW_PAGE, DIGEST_REVIEW_VIEW
 from bot.render.digest import compact_table, total_text
 from bot.render.full import proposal_in_full
 from bot.render.inert import Mrkdwn, own

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from bot.actions import EDIT_FIELD_INPUT, EDIT_VIEW
+from bot.render.actions import EDIT_FIELD_INPUT, EDIT_VIEW
 from bot.render.edit_form import EditField, EditForm, input_label
 from bot.render.figures import why_asked
 from bot.render.inert import Mrkdwn, inert, own

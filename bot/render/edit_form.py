@@ -28,7 +28,7 @@ from typing import Any, Final, Literal
 
 from pydantic import JsonValue
 
-from bot.actions import EDIT_FIELD_INPUT
+from bot.render.actions import EDIT_FIELD_INPUT
 from contracts.base import FieldProblem
 from contracts.formats import (
     Formats,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from bot.actions import (
+from bot.render.actions import (
     ESCALATION_HAND_BACK,
     ESCALATION_HAND_BACK_VIEW,
     ESCALATION_RESOLVE,

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from bot.actions import SHOW_FULL_VIEW
+from bot.render.actions import SHOW_FULL_VIEW
 from bot.render.inert import inert, inert_plain, own
 from bot.render.proposal import (
     RISK_LABELS,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from bot.actions import ESCALATION_HAND_BACK, ESCALATION_RESOLVE, SHOW_FULL
+from bot.render.actions import ESCALATION_HAND_BACK, ESCALATION_RESOLVE, SHOW_FULL
 from bot.render.delegations import delegation_list_blocks
 from bot.render.escalation import why_escalated
 from bot.render.figures import why_asked

@@ -19,7 +19,7 @@ from typing import Any, Final, overload
 
 from pydantic import JsonValue
 
-from bot.actions import (
+from bot.render.actions import (
     APPROVE,
     APPROVE_STANDING,
     EDIT,

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from bot.actions import (
+from bot.render.actions import (
     APPROVE_STANDING_VIEW,
     DURATION_INPUT,
     REVIEW_OK,

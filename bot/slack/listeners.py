@@ -20,7 +20,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.actions import (
+from bot.decisions import NotRecorded, RecordedDecisions
+from bot.edits import EditFlow, EditSubmitted
+from bot.render.actions import (
     APPROVE,
     DIGEST_SHOW_FULL,
     EDIT,
@@ -34,8 +36,6 @@ from bot.actions import (
     REJECT_VIEW,
     SHOW_FULL,
 )
-from bot.decisions import NotRecorded, RecordedDecisions
-from bot.edits import EditFlow, EditSubmitted
 from bot.service import APP_HOME, Service
 from bot.slack.gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 from bot.slack.ids import SlackChannel, SlackUser, TriggerId

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.actions import (
+from bot.render.actions import (
     APPROVE_STANDING,
     APPROVE_STANDING_VIEW,
     DURATION_INPUT,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.actions import APPROVE
+from bot.render.actions import APPROVE
 from tests.e2e.harness import APPROVER, REQUESTER, Countersign, eventually, running_countersign
 from tests.e2e.test_escalations import click, escalation, post, posted
 from tests.e2e.test_inert_rendering import mrkdwn

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from bot.actions import DIGEST_REVIEW, DIGEST_REVIEW_PAGE
+from bot.render.actions import DIGEST_REVIEW, DIGEST_REVIEW_PAGE
 from bot.render.digest_review import REVIEW_BOX, ReviewState
 from bot.slack.local import OpenedView
 from store.digests import Digest

@@ -13,7 +13,8 @@ from urllib.parse import quote
 
 import pytest
 
-from bot.actions import (
+from bot.digests.outbox import DIGEST_EVENT, DIGEST_REPLY_EVENT
+from bot.render.actions import (
     DIGEST_APPROVE_ALL,
     DIGEST_CHOOSE,
     DIGEST_CHOOSE_VIEW,
@@ -21,7 +22,6 @@ from bot.actions import (
     DIGEST_REJECT_VIEW,
     DIGEST_REVIEW,
 )
-from bot.digests.outbox import DIGEST_EVENT, DIGEST_REPLY_EVENT
 from bot.slack.local import StoredMessage
 from store.digests import Digest
 from tests.e2e.harness import (

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bot.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_SHOW_FULL, SHOW_FULL
+from bot.render.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_SHOW_FULL, SHOW_FULL
 from bot.slack.local import StoredMessage
 from tests.e2e.harness import (
     APPROVER,

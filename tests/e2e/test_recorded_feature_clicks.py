@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot.actions import DIGEST_APPROVE_ALL, DIGEST_REJECT_VIEW
+from bot.render.actions import DIGEST_APPROVE_ALL, DIGEST_REJECT_VIEW
 from store.digests import Digest
 from tests.e2e.harness import (
     AGENT_TOKEN,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.actions import REVIEW_OK, REVIEW_SHOULD_HAVE_ASKED, REVOKE_STANDING
+from bot.render.actions import REVIEW_OK, REVIEW_SHOULD_HAVE_ASKED, REVOKE_STANDING
 from contracts.standing import sampled
 from store.standing import StandingRule
 from tests.e2e.harness import (

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.actions import DIGEST_APPROVE_ALL
 from bot.digests.outbox import shown_in
+from bot.render.actions import DIGEST_APPROVE_ALL
 from store.lifecycle import Status
 from tests.scale.cluster import (
     APPROVERS,

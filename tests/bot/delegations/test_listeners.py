@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.actions import REVOKE_DELEGATION
+from bot.render.actions import REVOKE_DELEGATION
 from tests.e2e.harness import APPROVER, REQUESTER, Countersign, eventually, running_countersign
 from tests.e2e.test_requester_identity import campaign, delegate
 from tests.slack_requests import block_action_body

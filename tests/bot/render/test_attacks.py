@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_sdk.models.views import View
 
-from bot.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_REVIEW, DIGEST_SHOW_FULL
 from bot.render import proposal as render
+from bot.render.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_REVIEW, DIGEST_SHOW_FULL
 from bot.render.digest import digest_message, shown_whole
 from bot.render.escalation import escalation_message
 from bot.render.full import full_view, full_views

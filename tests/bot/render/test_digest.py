@@ -10,7 +10,7 @@ from typing import Any
 
 from slack_sdk.models.views import View
 
-from bot.actions import (
+from bot.render.actions import (
     DIGEST_APPROVE_ALL,
     DIGEST_CHOOSE,
     DIGEST_CHOOSE_VIEW,

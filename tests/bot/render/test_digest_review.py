@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 from slack_sdk.models.views import View
 
-from bot.actions import DIGEST_APPROVE_ALL, DIGEST_REVIEW, DIGEST_REVIEW_PAGE, DIGEST_REVIEW_VIEW
+from bot.render.actions import (
+    DIGEST_APPROVE_ALL,
+    DIGEST_REVIEW,
+    DIGEST_REVIEW_PAGE,
+    DIGEST_REVIEW_VIEW,
+)
 from bot.render.digest import digest_message
 from bot.render.digest_review import (
     ITEMS_PER_PAGE,

@@ -11,8 +11,8 @@ import pytest
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
-from bot.actions import EDIT_VIEW
 from bot.render import proposal as render
+from bot.render.actions import EDIT_VIEW
 from bot.render.edit import EDIT_NOTE, edit_modal, superseded_reply
 from bot.render.edit_form import (
     MAX_INPUTS,

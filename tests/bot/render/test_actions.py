@@ -1,8 +1,9 @@
-"""Action ids live in bot/actions.py and never change: messages posted last week carry them."""
+"""Action ids live in bot/render/actions.py and never change: messages posted last week carry
+them."""
 
 from __future__ import annotations
 
-from bot import actions
+from bot.render import actions
 
 #: Every id as posted so far. A changed value strands the buttons already in Slack: add an id.
 POSTED = {

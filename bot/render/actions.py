@@ -1,9 +1,9 @@
 """Every Slack action id, view callback id and modal input id Countersign uses, in one place.
 
-Render modules put them on buttons, modals and inputs; the listeners (bot/slack*.py) register
-for them and read the submitted values under them. The strings are part of every message
-already posted: a button clicked next week carries the id it was posted with, so a value here
-never changes (add a new one instead).
+Render modules put them on buttons, modals and inputs; the listeners (bot/slack/listeners.py and
+each feature's) register for them and read the submitted values under them. The strings are part
+of every message already posted: a button clicked next week carries the id it was posted with, so
+a value here never changes (add a new one instead).
 """
 
 from __future__ import annotations
