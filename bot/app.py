@@ -253,7 +253,7 @@ def build_app(
     app[SIGNING_SECRET] = settings.slack.signing_secret
     app[OUTBOX] = outbox
     readiness = Readiness(store, metrics, settings.monitoring, version=version)
-    sampler = MetricsSampler(metrics, store, app[QUOTAS], settings.agents)
+    sampler = MetricsSampler(metrics, store, app[QUOTAS], settings.agents, loop_lag=loop_lag)
     app[METRICS] = metrics
     app[READINESS] = readiness
     install_sampler(app, sampler)

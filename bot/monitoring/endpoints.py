@@ -18,6 +18,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from bot.api.loop_lag import LoopLag
 from bot.api.quotas import Quotas
 from bot.monitoring.health import Readiness
 from bot.monitoring.logs import REQUEST_ID
@@ -47,15 +48,24 @@ class MetricsSampler:
     """Reads, at each scrape, what the metrics show of the store and of the open long-polls."""
 
     def __init__(
-        self, metrics: Metrics, store: Store, quotas: Quotas, agents: Mapping[str, object]
+        self,
+        metrics: Metrics,
+        store: Store,
+        quotas: Quotas,
+        agents: Mapping[str, object],
+        *,
+        loop_lag: LoopLag | None = None,
     ) -> None:
         self.metrics = metrics
         self._store = store
         self._quotas = quotas
         self._agents = tuple(agents)
+        self._loop_lag = loop_lag
 
     async def sample(self) -> None:
         metrics = self.metrics
+        if self._loop_lag is not None:
+            metrics.loop_lag.set(self._loop_lag.lag)
         for agent in self._agents:
             metrics.long_polls.labels(agent).set(self._quotas.long_polls(agent))
         try:

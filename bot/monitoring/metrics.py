@@ -134,6 +134,12 @@ class Metrics:
             "When this instance last delivered an outbox entry (Unix time)",
             registry=r,
         )
+        self.loop_lag = Gauge(
+            "countersign_event_loop_lag_seconds",
+            "How far behind the event loop is (read at scrape): past "
+            "server.shed_agents_at_loop_lag_ms, agents' submissions are answered 503",
+            registry=r,
+        )
         self.long_polls = Gauge(
             "countersign_long_polls_open",
             "Long-polls (?wait=) held open now, per agent (read at scrape)",

@@ -23,6 +23,7 @@ from tests.e2e.harness import (
     running_countersign,
 )
 from tests.e2e.test_escalations import escalation
+from tests.e2e.test_monitoring import scrape, value
 
 CAMPAIGN: dict[str, Any] = {
     "operation": "crm.send_campaign",
@@ -122,3 +123,14 @@ async def test_a_threshold_of_zero_never_sheds(tmp_path: Path) -> None:
         assert answer.status == 201
         assert lag.shed == 0
         assert await cs.proposal_count() == 1
+
+
+async def test_the_metrics_show_how_far_behind_the_loop_is(cs: Countersign) -> None:
+    lag = cs.app[LOOP_LAG]
+    await _on_time(lag)
+    calm = value(await scrape(cs.http, cs.url), "countersign_event_loop_lag_seconds")
+
+    _stall_loop()
+    behind = value(await scrape(cs.http, cs.url), "countersign_event_loop_lag_seconds")
+
+    assert calm < lag.threshold <= STALL / 2 <= behind
