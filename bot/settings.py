@@ -90,7 +90,8 @@ class ServerSettings(_Section):
     #: recorded decision clicks an instance applies at once (no click is held to it on arrival)
     max_in_flight_clicks: int = Field(default=64, ge=1, le=10000)
     #: how far behind the event loop may fall (ms) before new agent submissions are answered
-    #: 503 with Retry-After at once, so people's clicks keep the loop; 0: never shed
+    #: 503 with Retry-After at once, so people's clicks keep the loop (only while 8 or more
+    #: agent submissions are in progress: bot/api/loop_lag.py); 0: never shed
     shed_agents_at_loop_lag_ms: float = Field(default=50, ge=0, le=10000, allow_inf_nan=False)
     #: Slack Web API call timeout
     slack_timeout_seconds: float = Field(default=10, gt=0, le=120)

@@ -13,30 +13,48 @@ The measure keeps a stall in mind for a few wake-ups (it halves at each wake-up 
 loop that falls behind again and again sheds steadily instead of taking in a flood at every
 brief recovery; and a wake-up that is overdue now counts already, before the timer gets its
 turn (the requests that arrived during a stall run before it).
+
+A late loop is only agents' doing when agents' work is on it: shedding is for a loop behind
+*and* at least ``with_agents`` (8) agent submissions in progress on it. A loop late for
+another reason (the machine busy with other programs, a slow disk, a collection of garbage)
+with only a few submissions in progress sheds nothing: turning those away would not give
+clicks the loop back, and would fail agents for no one's benefit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 __all__ = ["LoopLag"]
 
 #: How much of the lag one wake-up on time forgets.
 DECAY = 0.5
 
+#: How many agent submissions in progress make a late loop the agents' doing.
+WITH_AGENTS = 8
+
 
 class LoopLag:
     """The event loop's lag, sampled every ``interval`` seconds; ``threshold`` seconds of lag
-    or more is behind (0 never is: nothing is shed)."""
+    or more is behind (0 never is: nothing is shed) when ``with_agents`` agent submissions or
+    more are in progress (:meth:`agent_work`)."""
 
-    def __init__(self, *, threshold: float, interval: float = 0.01) -> None:
+    def __init__(
+        self, *, threshold: float, interval: float = 0.01, with_agents: int = WITH_AGENTS
+    ) -> None:
         if threshold < 0:
             raise ValueError(f"threshold: got {threshold}; expected 0 (off) or more seconds")
         if interval <= 0:
             raise ValueError(f"interval: got {interval}; expected a positive number of seconds")
+        if with_agents < 0:
+            raise ValueError(f"with_agents: got {with_agents}; expected 0 or more submissions")
         self.threshold = threshold
         self.interval = interval
+        self.with_agents = with_agents
+        self.agents = 0  #: agent submissions in progress on this loop
         self._lag = 0.0  #: seconds, as last measured (decayed)
         self._due: float | None = None  #: when the timer should wake next (perf_counter)
         self.shed = 0  #: agent requests answered 503 because the loop was behind
@@ -50,10 +68,19 @@ class LoopLag:
 
     def behind(self) -> bool:
         """Whether new agent work should be shed now (counted in ``shed`` when it is)."""
-        if self.threshold <= 0 or self.lag < self.threshold:
+        if self.threshold <= 0 or self.agents < self.with_agents or self.lag < self.threshold:
             return False
         self.shed += 1
         return True
+
+    @contextmanager
+    def agent_work(self) -> Iterator[None]:
+        """Count one agent submission in progress for the block."""
+        self.agents += 1
+        try:
+            yield
+        finally:
+            self.agents -= 1
 
     def note(self, late: float) -> None:
         """One wake-up ``late`` seconds after it was due."""

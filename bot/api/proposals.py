@@ -100,14 +100,15 @@ async def submit(request: web.Request) -> web.Response:
     """Shed when the loop is behind, then the agent's rate, its whole body, then a slot
     (bot/api/agent_requests.py)."""
     shed_when_behind(request.app[LOOP_LAG])
-    agent, delegation = await _caller(request)
-    return await admitted(
-        request,
-        agent,
-        quotas=request.app[QUOTAS],
-        slots=request.app[SUBMISSIONS],
-        handle=lambda raw: _submit(request, agent, raw, delegation),
-    )
+    with request.app[LOOP_LAG].agent_work():
+        agent, delegation = await _caller(request)
+        return await admitted(
+            request,
+            agent,
+            quotas=request.app[QUOTAS],
+            slots=request.app[SUBMISSIONS],
+            handle=lambda raw: _submit(request, agent, raw, delegation),
+        )
 
 
 async def _submit(

@@ -41,14 +41,15 @@ async def submit(request: web.Request) -> web.Response:
     """As for proposals: shed when the loop is behind, the rate, the whole body, then a slot
     (bot/api/agent_requests.py)."""
     shed_when_behind(request.app[LOOP_LAG])
-    agent = authenticated_agent(request)
-    return await admitted(
-        request,
-        agent,
-        quotas=request.app[QUOTAS],
-        slots=request.app[SUBMISSIONS],
-        handle=lambda raw: _submit(request, agent, raw),
-    )
+    with request.app[LOOP_LAG].agent_work():
+        agent = authenticated_agent(request)
+        return await admitted(
+            request,
+            agent,
+            quotas=request.app[QUOTAS],
+            slots=request.app[SUBMISSIONS],
+            handle=lambda raw: _submit(request, agent, raw),
+        )
 
 
 async def _submit(request: web.Request, agent: AgentSettings, raw: bytes) -> web.Response:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.api.loop_lag import LoopLag
+from bot.api.loop_lag import WITH_AGENTS, LoopLag
 from bot.api.proposals import LOOP_LAG
 from tests.e2e.harness import (
     AGENT_TOKEN,
@@ -56,6 +57,42 @@ async def _post(cs: Countersign, path: str, body: dict[str, Any]) -> Any:
     )
 
 
+@asynccontextmanager
+async def _agents_in_progress(cs: Countersign, count: int) -> AsyncIterator[list[Awaitable[Any]]]:
+    """``count`` agent submissions in progress on the server's loop: each sends the start of its
+    body and holds the rest until the block ends, then finishes it (each is then stored)."""
+    lag = cs.app[LOOP_LAG]
+    before = lag.agents
+    release = asyncio.Event()
+
+    async def slow_body(n: int) -> AsyncIterator[bytes]:
+        # each its own request (a repeated one would be answered as the same proposal)
+        whole = json.dumps({**CAMPAIGN, "request": {**CAMPAIGN["request"], "recipients": n}})
+        yield whole[:10].encode()
+        await release.wait()
+        yield whole[10:].encode()
+
+    async def send(n: int) -> int:
+        async with cs.http.post(
+            f"{cs.url}/v1/proposals",
+            data=slow_body(n),
+            headers={"Authorization": f"Bearer {AGENT_TOKEN}", "Content-Type": "application/json"},
+        ) as r:
+            return r.status
+
+    sending = [asyncio.create_task(send(100 + n)) for n in range(count)]
+
+    async def all_in_progress() -> bool:
+        return lag.agents >= before + count
+
+    await eventually(all_in_progress)
+    try:
+        yield sending
+    finally:
+        release.set()
+        await asyncio.gather(*sending, return_exceptions=True)
+
+
 async def _on_time(lag: LoopLag) -> None:
     """Wait until the measure has seen the loop on time again."""
 
@@ -74,19 +111,39 @@ async def test_a_submission_while_the_loop_is_behind_gets_503_with_retry_after_a
     audit_before = await cs.store.audit_log()
     await _on_time(lag)
 
-    _stall_loop()
-    answer = await _post(cs, path, body)
+    async with _agents_in_progress(cs, WITH_AGENTS) as held:
+        _stall_loop()
+        answer = await _post(cs, path, body)
 
-    assert answer.status == 503
-    assert answer.headers["Retry-After"] == "1"
-    assert answer.headers["Content-Type"].startswith("application/problem+json")
-    assert "nothing was stored" in answer.json()["detail"]
-    assert lag.shed == 1 and lag.worst >= STALL / 2
-    assert await cs.proposal_count() == 0
-    assert await cs.store.audit_log() == audit_before  # no escalation, no entry of any kind
+        assert answer.status == 503
+        assert answer.headers["Retry-After"] == "1"
+        assert answer.headers["Content-Type"].startswith("application/problem+json")
+        assert "nothing was stored" in answer.json()["detail"]
+        assert lag.shed == 1 and lag.worst >= STALL / 2
+        assert await cs.proposal_count() == 0
+        assert await cs.store.audit_log() == audit_before  # no escalation, no entry of any kind
 
-    await _on_time(lag)  # the loop caught up: the same submission is taken
-    assert (await _post(cs, path, body)).status == 201
+        await _on_time(lag)  # the loop caught up: the same submission is taken
+        assert (await _post(cs, path, body)).status == 201
+    assert await asyncio.gather(*held) == [201] * WITH_AGENTS  # the held ones were never shed
+
+
+async def test_a_late_loop_with_few_agent_submissions_in_progress_sheds_nothing(
+    cs: Countersign,
+) -> None:
+    """The loop late for another reason than agents' work (here the test's own stall, with
+    fewer than WITH_AGENTS submissions in progress): turning agents away would not help."""
+    lag = cs.app[LOOP_LAG]
+    await _on_time(lag)
+
+    async with _agents_in_progress(cs, WITH_AGENTS - 2) as held:
+        _stall_loop()
+        answer = await _post(cs, "/v1/proposals", CAMPAIGN)
+
+        assert answer.status == 201
+        assert lag.shed == 0 and lag.worst >= STALL / 2
+    assert await asyncio.gather(*held) == [201] * (WITH_AGENTS - 2)
+    assert await cs.proposal_count() == WITH_AGENTS - 1  # the held ones and the one sent
 
 
 async def test_an_approve_click_while_the_loop_is_behind_is_acknowledged_and_applied(
@@ -117,12 +174,13 @@ async def test_a_threshold_of_zero_never_sheds(tmp_path: Path) -> None:
     async with running_countersign(tmp_path, config_edit=never) as cs:
         lag = cs.app[LOOP_LAG]
         assert lag.threshold == 0
-        _stall_loop()
-        answer = await _post(cs, "/v1/proposals", CAMPAIGN)
+        async with _agents_in_progress(cs, WITH_AGENTS):
+            _stall_loop()
+            answer = await _post(cs, "/v1/proposals", CAMPAIGN)
 
-        assert answer.status == 201
-        assert lag.shed == 0
-        assert await cs.proposal_count() == 1
+            assert answer.status == 201
+            assert lag.shed == 0
+        assert await cs.proposal_count() == 1 + WITH_AGENTS
 
 
 async def test_the_metrics_show_how_far_behind_the_loop_is(cs: Countersign) -> None:
