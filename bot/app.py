@@ -166,6 +166,7 @@ def build_app(
         policy=RetryPolicy(callback_attempts=server.callback_attempts),
         lease=lease,
         watch=StoreWatch(),
+        deliver_run=metrics.delivering_runs("proposals", publisher.deliver_run),
     )
     subscribers = Subscribers()  # the App Home tab, once built (below)
     subscribers.add(Observer(metrics))  # logs and counts every decision and outcome

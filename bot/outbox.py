@@ -7,6 +7,15 @@ with the same verbs (the escalations') join the same loop with :meth:`OutboxWork
 A :class:`Coalescer` (the digests', bot/digests/outbox.py) takes from each round's claim the
 entries it delivers together, as jobs that settle their entries themselves.
 
+A proposal's Slack entries leased together (a decision's message update and thread reply,
+store/outbox.py) are one job: delivered in order from one read of the proposal
+(:meth:`SlackPublisher.deliver_run`); when one fails, it is retried as any entry is and those
+after it are released untouched (their attempt taken back), so that what was delivered is not
+done again. Entries delivered during a round are completed together, in one write at its end:
+only ever after their Slack call succeeded, so a crash before that write delivers them again,
+which each effect survives (an update re-renders the current state, a reply looks for itself
+in the thread before posting).
+
 Callbacks to agents have their own lane: a round starts them and moves on without waiting, so a
 callback target that accepts connections and never answers delays no Slack post and no other
 destination's callback (each callback is bounded by its own timeout and per-destination slots,
@@ -25,10 +34,12 @@ from typing import Any, Protocol
 from bot.monitoring.store_watch import StoreWatch
 from bot.slack.publish import DeliveryFailed
 from store.base import Delivery, Store, StoreUnavailable
+from store.effects import lane_of
 from store.lifecycle import Effect
 
 __all__ = [
     "Coalescer",
+    "DeliverRun",
     "Deliverable",
     "DeliveryQueue",
     "Interrupted",
@@ -40,6 +51,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Deliver = Callable[[Delivery], Awaitable[None]]
+#: Delivers one proposal's run of entries in order, telling the callback of each one done
+DeliverRun = Callable[[Sequence[Delivery], Callable[[Delivery], None]], Awaitable[None]]
 
 
 class Deliverable(Protocol):
@@ -142,10 +155,15 @@ class OutboxWorker:
         lease: timedelta = timedelta(seconds=60),
         idle_poll: float = 0.5,
         watch: StoreWatch | None = None,
+        deliver_run: DeliverRun | None = None,
     ) -> None:
         """``watch`` hears whether the store answers each round (bot/monitoring/store_watch.py):
-        an outage is logged there once, not as a failed round each time."""
+        an outage is logged there once, not as a failed round each time. ``deliver_run``
+        delivers a proposal's entries leased together (without it: one by one, in order)."""
         self._store = store
+        self._deliver_run = deliver_run
+        #: the proposals' entries delivered this round, completed together at its end
+        self._finished: list[int] = []
         self.watch = watch or StoreWatch()
         #: entries whose attempt the store's outage interrupted and which are still leased
         #: here: settled (released to try again at once, or completed) as soon as it is back,
@@ -238,24 +256,77 @@ class OutboxWorker:
                     now=self._clock(), limit=self._batch, lease=self._lease
                 )
             ]
+            runs: dict[tuple[str, str], list[Delivery]] = {}
             for delivery in due:
                 if delivery.effect is Effect.CALLBACK:
                     self._start_callback(delivery)
+                else:  # one job per proposal's lane: its entries in order
+                    runs.setdefault((delivery.proposal_id, lane_of(delivery.effect)), [])
+                    runs[(delivery.proposal_id, lane_of(delivery.effect))].append(delivery)
             for queue, deliver, entry in more:
                 if entry.effect is Effect.CALLBACK:
                     self._start_callback(entry, queue, deliver)
             await asyncio.gather(
                 *(self._job(job) for job in jobs),
-                *(self._deliver(d) for d in due if d.effect is not Effect.CALLBACK),
+                *(self._deliver(run[0]) for run in runs.values() if len(run) == 1),
+                *(self._run(run) for run in runs.values() if len(run) > 1),
                 *(
                     self._deliver(entry, queue, deliver)
                     for queue, deliver, entry in more
                     if entry.effect is not Effect.CALLBACK
                 ),
             )
+            await self._complete_finished()
         finally:
             self.in_flight -= 1
         return claimed + len(more)
+
+    async def _complete_finished(self) -> None:
+        """Complete, in one write, the proposals' entries this round delivered. When the store
+        does not answer, they are completed as soon as it is back."""
+        finished, self._finished = self._finished, []
+        try:
+            await self._store.complete_deliveries(finished, now=self._clock())
+        except StoreUnavailable:
+            for delivery_id in finished:
+                self._stranded[(id(self._store), delivery_id)] = (self._store, True)
+            raise
+
+    async def _run(self, run: list[Delivery]) -> None:
+        """One attempt at one proposal's entries leased together, in order: those delivered
+        are completed with the round; the first that fails is retried (or deferred, or given
+        up) as any entry is; those after it are released, their attempt taken back."""
+        self.in_flight += 1
+        delivered: list[Delivery] = []
+        try:
+            try:
+                if self._deliver_run is not None:
+                    await self._deliver_run(run, delivered.append)
+                else:
+                    for delivery in run:
+                        await self._deliverers[delivery.effect](delivery)
+                        delivered.append(delivery)
+            except DeliveryFailed as failure:
+                await self._run_failed(run, len(delivered), failure)
+            except StoreUnavailable:
+                raise
+            except Exception as error:  # a bug: retry like a transient failure
+                log.exception("delivering outbox entries %s failed", [d.id for d in run])
+                problem = DeliveryFailed(f"{type(error).__name__}: {error}")
+                await self._run_failed(run, len(delivered), problem)
+        except StoreUnavailable as error:  # settled as soon as it is back
+            self.watch.unanswered(error, where="the outbox")
+            for delivery in run[len(delivered) :]:
+                self._strand(delivery, self._store, completed=False)
+        finally:
+            self._finished.extend(d.id for d in delivered)
+            self.in_flight -= 1
+
+    async def _run_failed(self, run: list[Delivery], done: int, failure: DeliveryFailed) -> None:
+        await self._failed(run[done], failure, self._store)
+        untouched = [d.id for d in run[done + 1 :]]
+        if untouched:  # they wait behind the failed one in their lane, whenever it is due
+            await self._store.digests().defer_deliveries(untouched, at=self._clock())
 
     def _start_callback(
         self,
@@ -265,7 +336,8 @@ class OutboxWorker:
     ) -> None:
         """Deliver a callback in its own lane: the round does not wait for it."""
         self.in_flight += 1  # counted from now: it was claimed, so it is not visible as due
-        task = asyncio.create_task(self._deliver(delivery, queue, deliver))
+        # completed on its own: it may finish rounds later
+        task = asyncio.create_task(self._deliver(delivery, queue, deliver, with_round=False))
         self._callbacks.add(task)
         task.add_done_callback(self._callback_done)
 
@@ -294,20 +366,29 @@ class OutboxWorker:
         delivery: Any,
         queue: DeliveryQueue | None = None,
         deliver: Callable[[Any], Awaitable[None]] | None = None,
+        *,
+        with_round: bool = True,
     ) -> None:
-        """One attempt at one entry: the proposals' outbox unless ``queue`` says otherwise."""
+        """One attempt at one entry: the proposals' outbox unless ``queue`` says otherwise.
+        ``with_round``: a proposals' entry delivered is completed with the round's others."""
         self.in_flight += 1
         try:
             await self._attempt(
                 delivery,
                 queue or self._store,
                 deliver or self._deliverers[delivery.effect],
+                with_round=with_round and queue is None,
             )
         finally:
             self.in_flight -= 1
 
     async def _attempt(
-        self, delivery: Any, queue: DeliveryQueue, deliver: Callable[[Any], Awaitable[None]]
+        self,
+        delivery: Any,
+        queue: DeliveryQueue,
+        deliver: Callable[[Any], Awaitable[None]],
+        *,
+        with_round: bool,
     ) -> None:
         completed = False
         try:
@@ -323,7 +404,10 @@ class OutboxWorker:
                 await self._failed(delivery, problem, queue)
             else:
                 completed = True
-                await queue.complete_delivery(delivery.id, now=self._clock())
+                if with_round:
+                    self._finished.append(delivery.id)
+                else:
+                    await queue.complete_delivery(delivery.id, now=self._clock())
         except StoreUnavailable as error:  # settled as soon as it is back, not when its lease ends
             self.watch.unanswered(error, where="the outbox")
             self._strand(delivery, queue, completed=completed)

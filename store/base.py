@@ -7,7 +7,7 @@ into the errors below.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -445,10 +445,19 @@ class Store(Protocol):
         entry of the same proposal and lane was delivered or abandoned. Several workers (in
         several processes) never receive the same entry while its lease holds. Due message
         updates and thread replies (a decision's) come first, then the rest, oldest first.
+
+        A proposal whose Slack lane starts with a due message update or thread reply is leased
+        with the due updates and replies that follow it there (a decision's update and reply
+        together, in order): they are delivered by one job. ``limit`` counts proposals' lanes,
+        not entries.
         """
         ...
 
     async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None: ...
+
+    async def complete_deliveries(self, delivery_ids: Sequence[int], *, now: datetime) -> None:
+        """Several entries delivered, in one write (none: nothing is written)."""
+        ...
 
     async def retry_delivery(self, delivery_id: int, *, at: datetime, error: str) -> None:
         """Release the lease; try again at ``at``."""

@@ -12,14 +12,14 @@ leased first, so a person's decision is never behind a backlog of new cards.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from pydantic import JsonValue
 
 from store.backend import Backend
 from store.base import Delivery, Proposal
-from store.connector import Row, Tx
+from store.connector import Array, Row, Tx
 from store.effects import effects_of, lane_of
 from store.lifecycle import Effect
 from store.rows import delivery_from_row, proposal_from_row
@@ -80,15 +80,25 @@ class OutboxVerbs(Backend):
         if limit < 1:  # SQLite reads a negative LIMIT as "no limit"
             raise ValueError(f"limit: got {limit}; expected a positive number of entries")
         async with self.tx(write=True) as tx:
-            # a decision's message update and reply first, then whatever else is due
+            # a decision's message update and reply first (each proposal's together, in
+            # order), then whatever else is due; ``limit`` counts proposals' lanes
             rows = list(
                 await tx.all("claim_decision_deliveries", now=now, lease=now + lease, limit=limit)
             )
-            if len(rows) < limit:
+            lanes = len({row["proposal_id"] for row in rows})
+            if lanes < limit:
                 rows += await tx.all(
-                    "claim_deliveries", now=now, lease=now + lease, limit=limit - len(rows)
+                    "claim_deliveries", now=now, lease=now + lease, limit=limit - lanes
                 )
             return sorted((delivery_from_row(row) for row in rows), key=lambda d: d.id)
+
+    @finish_even_if_cancelled
+    async def complete_deliveries(self, delivery_ids: Sequence[int], *, now: datetime) -> None:
+        if delivery_ids:
+            async with self.lone_write() as tx:
+                await tx.execute(
+                    "complete_deliveries", ids=Array(str(i) for i in delivery_ids), now=now
+                )
 
     @finish_even_if_cancelled
     async def complete_delivery(self, delivery_id: int, *, now: datetime) -> None:

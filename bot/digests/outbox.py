@@ -134,9 +134,16 @@ class DigestOutbox:
             Job(tuple(held), partial(self._post_batch, batch_id, held))
             for batch_id, held in batches.items()
         ]
+        # a digest's update and reply, leased together, go in that order in one job
+        by_digest: dict[str, dict[Effect, list[Delivery]]] = {}
+        for (digest_id, effect), held in follow_ups.items():
+            by_digest.setdefault(digest_id, {})[effect] = held
         jobs += [
-            Job(tuple(held), partial(self._follow_up, digest_id, effect, held))
-            for (digest_id, effect), held in follow_ups.items()
+            Job(
+                tuple(d for held in effects.values() for d in held),
+                partial(self._follow_ups, digest_id, effects),
+            )
+            for digest_id, effects in by_digest.items()
         ]
         # Items of one digest were asked together and expire together: their thread gets one
         # reminder (the first item's, naming who can approve), not one per item.
@@ -345,8 +352,24 @@ class DigestOutbox:
 
     # --- updates and replies ----------------------------------------------------------------
 
-    async def _follow_up(self, digest_id: str, effect: Effect, held: list[Delivery]) -> None:
-        """One chat.update of the whole digest, or one reply, for all its items' entries due."""
+    async def _follow_ups(self, digest_id: str, effects: dict[Effect, list[Delivery]]) -> None:
+        """The digest's update, then its reply: when the update is not done, the replies wait
+        behind it (released, their attempt taken back)."""
+        updates, replies = effects.get(_UPDATE, []), effects.get(_REPLY, [])
+        if updates and not await self._follow_up(digest_id, _UPDATE, updates):
+            if replies:
+                try:
+                    ids = [d.id for d in replies]
+                    await self._digests.defer_deliveries(ids, at=self._clock())
+                except StoreUnavailable as error:
+                    raise Interrupted(replies) from error
+            return
+        if replies:
+            await self._follow_up(digest_id, _REPLY, replies)
+
+    async def _follow_up(self, digest_id: str, effect: Effect, held: list[Delivery]) -> bool:
+        """One chat.update of the whole digest, or one reply, for all its items' entries due;
+        whether it was done."""
         try:
             held = held + await self._digests.claim_digest_deliveries(
                 digest_id, effect, now=self._clock(), limit=DIGEST_MAX, lease=self._lease
@@ -354,15 +377,15 @@ class DigestOutbox:
             digest = await self._digests.get_digest(digest_id)
             if effect is _UPDATE:
                 action = self._update(digest, held)
-                await self._settle(held, "chat.update", digest.channel, action)
-            else:
-                action = self._reply(digest, held)
-                await self._settle(held, "chat.postMessage", digest.channel, action)
+                return await self._settle(held, "chat.update", digest.channel, action)
+            action = self._reply(digest, held)
+            return await self._settle(held, "chat.postMessage", digest.channel, action)
         except StoreUnavailable as error:  # an outage: the outbox settles them once it is back
             raise Interrupted(held) from error
         except Exception as error:  # a bug: retry as a transient failure
             log.exception("delivering %s of digest %s failed", effect, digest_id)
             await self._failed(held, DeliveryFailed(f"{type(error).__name__}: {error}"))
+            return False
 
     def _update(self, digest: Digest, held: list[Delivery]) -> Callable[[], Awaitable[None]]:
         async def update() -> None:
@@ -422,12 +445,13 @@ class DigestOutbox:
         method: str,
         channel: str,
         action: Callable[[], Awaitable[None]],
-    ) -> None:
-        """Run ``action`` for ``held``, unless Slack asked us to wait; settle what failed."""
+    ) -> bool:
+        """Run ``action`` for ``held``, unless Slack asked us to wait; settle what failed.
+        Whether it was done."""
         until = self._blocked_until(method, channel)
         if until is not None:
             await self._digests.defer_deliveries([d.id for d in held], at=until)
-            return
+            return False
         try:
             await action()
         except DeliveryFailed as failure:
@@ -436,6 +460,8 @@ class DigestOutbox:
                 wait = timedelta(seconds=max(failure.retry_after, 0.1))
                 self._blocked[(method, channel)] = now + wait
             await self._failed(held, failure, now=now)
+            return False
+        return True
 
     def _blocked_until(self, method: str, channel: str) -> datetime | None:
         until = self._blocked.get((method, channel))

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from bot.outbox import Coalescer, Job
+from bot.outbox import Coalescer, DeliverRun, Job
 from store.base import Delivery
 from store.lifecycle import Effect
 
@@ -195,6 +195,29 @@ class Metrics:
                 self.outbox_deliveries.labels(outbox, lane, "failed").inc()
                 raise
             self.delivered(outbox, lane)
+
+        return counted
+
+    def delivering_runs(self, outbox: str, deliver_run: DeliverRun) -> DeliverRun:
+        """``deliver_run`` (a proposal's entries leased together, bot/outbox.py), counted as
+        :meth:`delivering` counts each entry: its wait, and each entry delivered; the entry
+        that failed, as failed."""
+
+        async def counted(run: Sequence[Delivery], done: Callable[[Delivery], None]) -> None:
+            now = self._clock()
+            for delivery in run:
+                waited = max((now - delivery.created_at).total_seconds(), 0.0)
+                self.outbox_wait_seconds.labels(outbox, lane_of(delivery.effect)).observe(waited)
+
+            def delivered(delivery: Delivery) -> None:
+                self.delivered(outbox, lane_of(delivery.effect))
+                done(delivery)
+
+            try:
+                await deliver_run(run, delivered)
+            except BaseException:
+                self.outbox_deliveries.labels(outbox, "slack", "failed").inc()
+                raise
 
         return counted
 

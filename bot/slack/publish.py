@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -141,7 +141,30 @@ class SlackPublisher:
 
     async def deliver(self, delivery: Delivery) -> None:
         """Carry out one Slack effect from the current state; raise DeliveryFailed if not done."""
-        proposal = await self._store.get_proposal(delivery.proposal_id)
+        await self._carry_out(await self._store.get_proposal(delivery.proposal_id), delivery)
+
+    async def deliver_run(
+        self, run: Sequence[Delivery], delivered: Callable[[Delivery], None]
+    ) -> None:
+        """Carry out one proposal's consecutive Slack entries (a decision's message update and
+        thread reply, leased together) in their order, from one read of the proposal.
+        ``delivered`` hears each entry as soon as its call succeeded; the first failure raises
+        DeliveryFailed, and the entries after it are not attempted. An update followed by
+        another update needs no call of its own: the later one renders the same state."""
+        proposal = await self._store.get_proposal(run[0].proposal_id)
+        for delivery, following in zip(run, [*run[1:], None], strict=True):
+            if delivery.proposal_id != proposal.id:
+                raise ValueError(f"entry {delivery.id} is not of proposal {proposal.id}")
+            moot = (
+                delivery.effect is Effect.SLACK_UPDATE
+                and following is not None
+                and following.effect is Effect.SLACK_UPDATE
+            )
+            if not moot:
+                await self._carry_out(proposal, delivery)
+            delivered(delivery)
+
+    async def _carry_out(self, proposal: Proposal, delivery: Delivery) -> None:
         if delivery.effect is Effect.SLACK_POST:
             await self._post(proposal, search_first=delivery.attempts > 1)
         elif proposal.slack_channel is None or proposal.slack_ts is None:

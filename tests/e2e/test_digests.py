@@ -371,9 +371,12 @@ async def test_updates_and_outcomes_due_while_slack_is_rate_limited_go_out_toget
 
     await eventually(all_reported)
     await cs.settled()
-    # 20 updates (executing, then succeeded) of 10 items: one refused, one per state after it
+    # 20 updates (executing, then succeeded) of 10 items: one refused, then one call for all
+    # of them: each item's updates are leased together and the last one shows the state
     updates = [c for c in cs.slack.calls("chat.update") if c.args.get("ts") == digest.ts]
-    assert [c.status for c in updates] == [429, 200, 200]
+    assert [c.status for c in updates] == [429, 200]
+    shown = json.dumps(cs.slack.message(CAMPAIGN_CHANNEL, digest.ts).blocks)
+    assert "xecuting" not in shown
     [reply] = cs.slack.replies(CAMPAIGN_CHANNEL, digest.ts)  # 10 outcomes, one reply
     assert all(i[:12] in json.dumps(reply.blocks) for i in ids)
     assert len(cs.target.executions()) == 10

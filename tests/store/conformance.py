@@ -763,10 +763,63 @@ class StoreConformance(
 
         first = await store.claim_deliveries(now=now, limit=2, lease=LEASE)
 
-        assert {(d.proposal_id, d.effect) for d in first} == {
-            (decided.id, Effect.SLACK_UPDATE),
+        # the decision's update and reply together (one proposal's lane), then one new card
+        assert [(d.proposal_id, d.effect) for d in first] == [
             (backlog[0].id, Effect.SLACK_POST),
-        }
+            (decided.id, Effect.SLACK_UPDATE),
+            (decided.id, Effect.SLACK_REPLY),
+        ]
+
+    async def test_a_decisions_update_and_reply_are_leased_together_and_completed_in_one_write(
+        self, store: Store, now: datetime
+    ) -> None:
+        decided = []
+        for _ in range(3):
+            new, _ = await store.create_proposal(new_proposal(now, callback_url=None))
+            decided.append(new)
+        await _drain(store, now)  # posted
+        for new in decided:
+            await store.reject(new.id, actor="U0REJECTER", reason="no", now=now)
+
+        first = await store.claim_deliveries(now=now, limit=2, lease=LEASE)
+        rest = await store.claim_deliveries(now=now, limit=2, lease=LEASE)
+
+        # the limit counts proposals: two decisions' runs, then the third's
+        assert [(d.proposal_id, d.effect) for d in first] == [
+            (decided[0].id, Effect.SLACK_UPDATE),
+            (decided[0].id, Effect.SLACK_REPLY),
+            (decided[1].id, Effect.SLACK_UPDATE),
+            (decided[1].id, Effect.SLACK_REPLY),
+        ]
+        assert [(d.proposal_id, d.effect) for d in rest] == [
+            (decided[2].id, Effect.SLACK_UPDATE),
+            (decided[2].id, Effect.SLACK_REPLY),
+        ]
+        assert all(d.attempts == 1 for d in (*first, *rest))
+        await store.complete_deliveries([d.id for d in (*first, *rest)], now=now)
+        await store.complete_deliveries([], now=now)  # nothing to write
+        assert await store.pending_deliveries() == 0
+
+    async def test_a_run_stops_before_an_entry_that_is_not_due(
+        self, store: Store, now: datetime
+    ) -> None:
+        new, _ = await store.create_proposal(new_proposal(now, callback_url=None))
+        await _drain(store, now)
+        await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
+        )
+        [executing] = await store.claim_deliveries(now=now, limit=10, lease=LEASE)
+        await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now)
+        later = now + LEASE  # the executing update's lease ran out: it is due again, first
+
+        run = await store.claim_deliveries(now=later, limit=10, lease=LEASE)
+
+        assert [(d.effect, d.status, d.attempts) for d in run] == [
+            (Effect.SLACK_UPDATE, Status.EXECUTING, 2),
+            (Effect.SLACK_UPDATE, Status.SUCCEEDED, 1),
+            (Effect.SLACK_REPLY, Status.SUCCEEDED, 1),
+        ]
+        assert run[0].id == executing.id
 
     async def test_concurrent_workers_never_share_a_delivery(
         self, store: Store, now: datetime
@@ -798,16 +851,15 @@ class StoreConformance(
         await store.complete_delivery(post.id, now=later)
         await store.complete_delivery(callback.id, now=later)
 
-        order = []
-        while batch := await store.claim_deliveries(now=later, limit=10, lease=LEASE):
-            assert len(batch) == 1  # one at a time: each waits for the one before
-            order.append((batch[0].effect, batch[0].status))
-            await store.complete_delivery(batch[0].id, now=later)
-        # the "executing" update was never under way: the outcome's update replaced it
-        assert order == [
+        # the outcome's update and reply are leased together, in order, for one job; the
+        # "executing" update was never under way: the outcome's update replaced it
+        batch = await store.claim_deliveries(now=later, limit=10, lease=LEASE)
+        assert [(d.effect, d.status) for d in batch] == [
             (Effect.SLACK_UPDATE, Status.SUCCEEDED),
             (Effect.SLACK_REPLY, Status.SUCCEEDED),
         ]
+        assert await store.claim_deliveries(now=later, limit=10, lease=LEASE) == []
+        await store.complete_deliveries([d.id for d in batch], now=later)
         assert await store.pending_deliveries() == 0
 
     async def test_a_message_update_under_way_is_not_replaced_and_goes_first(
@@ -880,7 +932,7 @@ class StoreConformance(
         await store.abandon_delivery(post.id, now=now, error="channel_not_found")
 
         effects = [d.effect for d in await store.claim_deliveries(now=now, limit=10, lease=LEASE)]
-        assert effects == [Effect.SLACK_UPDATE, Effect.CALLBACK]
+        assert effects == [Effect.SLACK_UPDATE, Effect.SLACK_REPLY, Effect.CALLBACK]
         [abandoned] = [e for e in await store.audit_log(new.id) if e.event == "delivery_abandoned"]
         assert abandoned.detail["effect"] == "slack.post"
         assert abandoned.detail["error"] == "channel_not_found"
