@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from bot.monitoring.store_watch import StoreWatch
 from bot.slack.publish import DeliveryFailed
-from store.base import Delivery, Store, StoreUnavailable
+from store.base import Delivery, Proposal, Store, StoreUnavailable
 from store.effects import lane_of
 from store.lifecycle import Effect
 
@@ -51,8 +51,17 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Deliver = Callable[[Delivery], Awaitable[None]]
-#: Delivers one proposal's run of entries in order, telling the callback of each one done
-DeliverRun = Callable[[Sequence[Delivery], Callable[[Delivery], None]], Awaitable[None]]
+#: Delivers one proposal's run of entries in order, from the proposal as the round read it
+#: (None: not read), telling the callback of each one done
+DeliverRun = Callable[
+    [Sequence[Delivery], Proposal | None, Callable[[Delivery], None]], Awaitable[None]
+]
+#: The entries a round's one read of the proposals is for (the coalescer's and the runs')
+_READ_FOR = frozenset(
+    {Effect.SLACK_POST, Effect.SLACK_UPDATE, Effect.SLACK_REPLY, Effect.SLACK_REMIND}
+)
+#: The entries ``deliver_run`` delivers: a decision's message updates and thread replies
+_RUN_EFFECTS = frozenset({Effect.SLACK_UPDATE, Effect.SLACK_REPLY})
 
 
 class Deliverable(Protocol):
@@ -100,10 +109,12 @@ class Coalescer(Protocol):
     (bot/digests/outbox.py)."""
 
     async def split(
-        self, due: Sequence[Delivery], *, full: bool
+        self, due: Sequence[Delivery], *, full: bool, proposals: Mapping[str, Proposal]
     ) -> tuple[list[Job], list[Delivery]]:
         """The jobs for the entries it takes, and the entries left to deliver one by one.
-        ``full``: the round claimed as many as it could, so more are waiting."""
+        ``full``: the round claimed as many as it could, so more are waiting. ``proposals``:
+        the round's one read of the proposals of its Slack entries (posts, updates, replies,
+        reminders), by id."""
         ...
 
 
@@ -246,9 +257,11 @@ class OutboxWorker:
                 now=self._clock(), limit=self._batch, lease=self._lease
             )
             claimed = len(due)
+            proposals = await self._read(due)
             jobs: list[Job] = []
             if self._coalescer is not None and due:
-                jobs, due = await self._coalescer.split(due, full=claimed >= self._batch)
+                full = claimed >= self._batch
+                jobs, due = await self._coalescer.split(due, full=full, proposals=proposals)
             more = [
                 (queue, deliver, entry)
                 for queue, deliver in self._queues
@@ -268,8 +281,12 @@ class OutboxWorker:
                     self._start_callback(entry, queue, deliver)
             await asyncio.gather(
                 *(self._job(job) for job in jobs),
-                *(self._deliver(run[0]) for run in runs.values() if len(run) == 1),
-                *(self._run(run) for run in runs.values() if len(run) > 1),
+                *(self._deliver(run[0]) for run in runs.values() if not self._in_runs(run)),
+                *(
+                    self._run(run, proposals.get(run[0].proposal_id))
+                    for run in runs.values()
+                    if self._in_runs(run)
+                ),
                 *(
                     self._deliver(entry, queue, deliver)
                     for queue, deliver, entry in more
@@ -280,6 +297,21 @@ class OutboxWorker:
         finally:
             self.in_flight -= 1
         return claimed + len(more)
+
+    async def _read(self, due: Sequence[Delivery]) -> dict[str, Proposal]:
+        """One read of the proposals of the claimed Slack entries, for the whole round (the
+        coalescer's and the runs' too); nothing when none would use it."""
+        if self._coalescer is None and self._deliver_run is None:
+            return {}
+        wanted = [d.proposal_id for d in due if d.effect in _READ_FOR]
+        found = await self._store.digests().get_proposals(list(dict.fromkeys(wanted)))
+        return {p.id: p for p in found}
+
+    def _in_runs(self, run: list[Delivery]) -> bool:
+        """Whether ``run`` goes to ``deliver_run``: a decision's updates and replies."""
+        if self._deliver_run is None:
+            return len(run) > 1
+        return all(d.effect in _RUN_EFFECTS for d in run)
 
     async def _complete_finished(self) -> None:
         """Complete, in one write, the proposals' entries this round delivered. When the store
@@ -292,16 +324,17 @@ class OutboxWorker:
                 self._stranded[(id(self._store), delivery_id)] = (self._store, True)
             raise
 
-    async def _run(self, run: list[Delivery]) -> None:
+    async def _run(self, run: list[Delivery], proposal: Proposal | None = None) -> None:
         """One attempt at one proposal's entries leased together, in order: those delivered
         are completed with the round; the first that fails is retried (or deferred, or given
-        up) as any entry is; those after it are released, their attempt taken back."""
+        up) as any entry is; those after it are released, their attempt taken back.
+        ``proposal``: as the round read it (None: read it now)."""
         self.in_flight += 1
         delivered: list[Delivery] = []
         try:
             try:
                 if self._deliver_run is not None:
-                    await self._deliver_run(run, delivered.append)
+                    await self._deliver_run(run, proposal, delivered.append)
                 else:
                     for delivery in run:
                         await self._deliverers[delivery.effect](delivery)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from datetime import datetime, timedelta
 from functools import partial
@@ -98,13 +98,8 @@ class DigestOutbox:
         self._blocked: dict[tuple[str, str], datetime] = {}
 
     async def split(
-        self, due: Sequence[Delivery], *, full: bool
+        self, due: Sequence[Delivery], *, full: bool, proposals: Mapping[str, Proposal]
     ) -> tuple[list[Job], list[Delivery]]:
-        wanted = [d.proposal_id for d in due if d.effect in (_POST, _UPDATE, _REPLY, _REMIND)]
-        if not wanted:
-            return [], list(due)
-        found = await self._digests.get_proposals(list(dict.fromkeys(wanted)))
-        proposals = {p.id: p for p in found}
         posts: dict[Similar, list[Delivery]] = {}
         batches: dict[str, list[Delivery]] = {}
         follow_ups: dict[tuple[str, Effect], list[Delivery]] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any, TypeVar
@@ -19,7 +19,7 @@ import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from bot.outbox import Coalescer, DeliverRun, Job
-from store.base import Delivery
+from store.base import Delivery, Proposal
 from store.lifecycle import Effect
 
 __all__ = ["CountedCoalescer", "Metrics", "lane_of"]
@@ -203,7 +203,9 @@ class Metrics:
         :meth:`delivering` counts each entry: its wait, and each entry delivered; the entry
         that failed, as failed."""
 
-        async def counted(run: Sequence[Delivery], done: Callable[[Delivery], None]) -> None:
+        async def counted(
+            run: Sequence[Delivery], proposal: Proposal | None, done: Callable[[Delivery], None]
+        ) -> None:
             now = self._clock()
             for delivery in run:
                 waited = max((now - delivery.created_at).total_seconds(), 0.0)
@@ -214,7 +216,7 @@ class Metrics:
                 done(delivery)
 
             try:
-                await deliver_run(run, delivered)
+                await deliver_run(run, proposal, delivered)
             except BaseException:
                 self.outbox_deliveries.labels(outbox, "slack", "failed").inc()
                 raise
@@ -256,9 +258,9 @@ class CountedCoalescer:
         self._metrics = metrics
 
     async def split(
-        self, due: Sequence[Delivery], *, full: bool
+        self, due: Sequence[Delivery], *, full: bool, proposals: Mapping[str, Proposal]
     ) -> tuple[list[Job], list[Delivery]]:
-        jobs, rest = await self._inner.split(due, full=full)
+        jobs, rest = await self._inner.split(due, full=full, proposals=proposals)
         return [Job(job.deliveries, self._counted(job)) for job in jobs], rest
 
     def _counted(self, job: Job) -> Callable[[], Awaitable[None]]:

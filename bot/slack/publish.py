@@ -144,14 +144,19 @@ class SlackPublisher:
         await self._carry_out(await self._store.get_proposal(delivery.proposal_id), delivery)
 
     async def deliver_run(
-        self, run: Sequence[Delivery], delivered: Callable[[Delivery], None]
+        self,
+        run: Sequence[Delivery],
+        proposal: Proposal | None,
+        delivered: Callable[[Delivery], None],
     ) -> None:
         """Carry out one proposal's consecutive Slack entries (a decision's message update and
-        thread reply, leased together) in their order, from one read of the proposal.
+        thread reply, leased together) in their order, from one read of the proposal: the
+        outbox round's (``proposal``, read after the claim), or this one's when None.
         ``delivered`` hears each entry as soon as its call succeeded; the first failure raises
         DeliveryFailed, and the entries after it are not attempted. An update followed by
         another update needs no call of its own: the later one renders the same state."""
-        proposal = await self._store.get_proposal(run[0].proposal_id)
+        if proposal is None:
+            proposal = await self._store.get_proposal(run[0].proposal_id)
         for delivery, following in zip(run, [*run[1:], None], strict=True):
             if delivery.proposal_id != proposal.id:
                 raise ValueError(f"entry {delivery.id} is not of proposal {proposal.id}")

@@ -29,13 +29,18 @@ LEASE = timedelta(seconds=60)
 
 class CountedStore:
     """The real store, counting the calls of each verb (the outbox's claims, reads and
-    completions); ``stop_completing`` makes completions never answer, as a process that dies
-    between Slack's answer and the completion's write."""
+    completions; its digests' verbs as ``digests.<verb>``); ``stop_completing`` makes
+    completions never answer, as a process that dies between Slack's answer and the
+    completion's write."""
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: Any, calls: Counter[str] | None = None, prefix: str = "") -> None:
         self._store = store
-        self.calls: Counter[str] = Counter()
+        self._prefix = prefix
+        self.calls: Counter[str] = Counter() if calls is None else calls
         self.stop_completing = False
+
+    def digests(self) -> Any:
+        return CountedStore(self._store.digests(), self.calls, "digests.")
 
     def __getattr__(self, name: str) -> Any:
         verb = getattr(self._store, name)
@@ -43,7 +48,7 @@ class CountedStore:
             return verb
 
         async def counted(*args: Any, **kwargs: Any) -> Any:
-            self.calls[name] += 1
+            self.calls[self._prefix + name] += 1
             if self.stop_completing and name.startswith("complete_deliver"):
                 await asyncio.Event().wait()  # never answers
             return await verb(*args, **kwargs)
@@ -125,9 +130,10 @@ async def test_a_decisions_update_and_reply_cost_one_claim_one_read_and_one_comp
     assert attempted == 2  # the update and the reply, by one round
     calls = outbox.counted.calls
     assert calls["claim_deliveries"] == 1
-    assert calls["get_proposal"] == 1
+    assert calls["digests.get_proposals"] + calls["get_proposal"] == 1  # the round's one read
     assert calls["complete_deliveries"] == 1
     assert calls["complete_delivery"] == 0
+    assert sum(calls.values()) == 3  # nothing else: no retry, no deferral
     assert await outbox.store.pending_deliveries() == 0
     [update] = outbox.slack.calls("chat.update")
     [_post, reply] = outbox.slack.calls("chat.postMessage")
