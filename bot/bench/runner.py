@@ -294,7 +294,9 @@ async def run_bench(
                             prepared = await scenarios.prepare_clicks(
                                 stage, options.clicks, steady, paced=0
                             )
-                            clicks, applied = await scenarios.clicks(stage, prepared, d)
+                            clicks, applied = await _with_store_calls(
+                                stage, scenarios.clicks(stage, prepared, d)
+                            )
                             done(clicks).judge("none busy", clicks.details["told_busy"] == 0)
                             done(applied)
                             at_100 = done(await scenarios.steady_clicks(stage, prepared, d))
@@ -335,7 +337,9 @@ async def run_bench(
                 )
                 bodies = [body for _, body in prepared.back_to_back]
                 floor_c = done(await bolt_floor(stage, bodies, d, clients=scenarios.AGENTS))
-                clicks, applied = await scenarios.clicks(stage, prepared, d)
+                clicks, applied = await _with_store_calls(
+                    stage, scenarios.clicks(stage, prepared, d)
+                )
                 done(clicks).against(floor_c)
                 clicks.judge("none busy", clicks.details["told_busy"] == 0)
                 # no target: each decision changes its message, and chat.update is Tier 3
@@ -416,6 +420,30 @@ async def _backlog(
     return await backlog(
         stage, empty, full, options.backlog, options.duration, clients=scenarios.AGENTS
     )
+
+
+async def _with_store_calls(
+    stage: Stage, scenario: Awaitable[list[Measurement]]
+) -> list[Measurement]:
+    """``scenario``'s rows, its last one (the decisions applied) with the store calls the
+    Countersign instances made meanwhile, per decision, in all and by verb: a count, which a
+    loaded machine does not blur as it blurs times. Everything the instances did meanwhile is
+    counted (the outbox's rounds while idle too)."""
+    before = await stage.store_calls()
+    rows = await scenario
+    after = await stage.store_calls()
+    row = rows[-1]
+    decisions = int(row.details.get("applied") or 0)
+    if not decisions:
+        return rows
+    used = after - before
+    row.details["store_calls_each"] = round(used.total() / decisions, 2)
+    row.details["store_calls_each_by_verb"] = {
+        verb: round(count / decisions, 2) for verb, count in sorted(used.items())
+    }
+    note = f"{used.total() / decisions:.1f} store calls each"
+    row.note = f"{row.note}; {note}" if row.note else note
+    return rows
 
 
 async def _with_cpu(stage: Stage, scenario: Awaitable[Measurement]) -> Measurement:

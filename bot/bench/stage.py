@@ -11,6 +11,7 @@ import os
 import secrets
 import textwrap
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
 
 from bot.bench.processes import ServerProcess
 from bot.render.actions import APPROVE
@@ -174,6 +176,21 @@ class Stage:
         """CPU time the Countersign instances have used so far, together (None: unknown)."""
         used = [server.cpu_seconds() for server in self.servers]
         return None if None in used else sum(u for u in used if u is not None)
+
+    async def store_calls(self) -> Counter[str]:
+        """Store calls the Countersign instances have made so far, together, by verb (their
+        ``countersign_store_call_seconds_count`` in /metrics)."""
+        calls: Counter[str] = Counter()
+        for server in self.servers:
+            async with self.http.get(f"{server.url}/metrics") as answer:
+                text = await answer.text()
+            for family in text_string_to_metric_families(text):
+                if family.name != "countersign_store_call_seconds":
+                    continue
+                for sample in family.samples:
+                    if sample.name.endswith("_count"):
+                        calls[sample.labels["verb"]] += int(sample.value)
+        return calls
 
     @property
     def url(self) -> str:

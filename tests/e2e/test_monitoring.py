@@ -107,6 +107,9 @@ async def test_metrics_count_a_real_flow_with_bounded_labels(tmp_path: Path) -> 
     assert value(samples, "countersign_outbox_last_delivery_timestamp_seconds") > 0
     assert value(samples, "countersign_store_call_seconds_count", verb="create_proposal") == 2
     assert value(samples, "countersign_store_call_seconds_count", verb="claim_for_execution") == 1
+    # the stores the store hands out are counted by verb too: both clicks were recorded there
+    assert value(samples, "countersign_store_call_seconds_count", verb="clicks.record_click") == 2
+    assert value(samples, "countersign_store_call_seconds_count", verb="complete_deliveries") >= 1
     assert value(samples, "countersign_long_polls_open", agent="support-bot") == 0
     assert value(samples, "countersign_audit_entries") >= 5
     assert value(samples, "countersign_store_up") == 1
