@@ -22,9 +22,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from contextlib import AbstractAsyncContextManager
 
-from store.connector import Tx
+from store.connector import Connector, Tx
 
-__all__ = ["Backend"]
+__all__ = ["Backend", "FamilyStore"]
 
 
 class Backend(ABC):
@@ -45,3 +45,11 @@ class Backend(ABC):
     @abstractmethod
     async def audit_sealed(self) -> None:
         """Return once every audit entry committed before this call is sealed into the chain."""
+
+
+class FamilyStore:
+    """A table family's store (escalations, standing rules, ...): its verbs, written once over
+    the backend's connector, share the backend's transactions and audit chain."""
+
+    def __init__(self, backend: Connector) -> None:
+        self._backend = backend

@@ -21,14 +21,15 @@ from pydantic import BaseModel, JsonValue
 
 from contracts.base import Preview
 from contracts.outcomes import OUTCOMES, Outcome
-from store.base import Approval, Delivery, NewProposal, Proposal
-from store.connector import Array, Row
+from store.base import Approval, Delivery, NewProposal, Proposal, StoreError
+from store.connector import Array, Row, Tx
 
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
     "approval_from_row",
     "aware",
+    "check_limit",
     "db_time",
     "delivery_from_row",
     "dump_json",
@@ -40,6 +41,7 @@ __all__ = [
     "read_array",
     "read_optional_time",
     "read_time",
+    "required",
 ]
 
 
@@ -48,6 +50,21 @@ def aware(value: datetime, *, field: str = "datetime") -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"{field}: got naive datetime {value!r}; expected a timezone-aware one")
     return value.astimezone(UTC)
+
+
+def check_limit(limit: int, what: str) -> None:
+    """A verb's ``limit``, checked: a positive number of ``what``. (SQLite reads a negative LIMIT
+    as "no limit".)"""
+    if limit < 1:
+        raise ValueError(f"limit: got {limit}; expected a positive number of {what}")
+
+
+async def required(tx: Tx, missing: StoreError, query: str, /, **params: Any) -> Row:
+    """The row the named ``query`` reads in ``tx``, or ``missing`` raised when there is none."""
+    row = await tx.one(query, **params)
+    if row is None:
+        raise missing
+    return row
 
 
 def db_time(value: datetime, *, field: str = "datetime") -> str:

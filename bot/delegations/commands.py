@@ -26,13 +26,8 @@ from bot.render.delegations import delegation_list_blocks, minted_blocks
 from bot.settings import AgentSettings
 from contracts.durations import parse_duration, spoken_duration
 from contracts.ids import opaque_id
-from store.delegations import (
-    Delegation,
-    DelegationNotFound,
-    DelegationRevoked,
-    NewDelegation,
-    token_hash,
-)
+from store.delegations import Delegation, DelegationNotFound, NewDelegation, token_hash
+from store.revocation import Revoked
 
 if TYPE_CHECKING:
     from bot.service import Service
@@ -171,7 +166,7 @@ class Delegations:
             # the same answer for someone else's delegation and one that does not exist
             return render.refusal_text(f"you have no delegation {delegation_id[:60]}")
         result = await store.revoke_delegation(delegation.id, actor=user, now=self._clock())
-        if isinstance(result, DelegationRevoked):
+        if isinstance(result, Revoked):
             return (
                 f":no_entry: Delegation `{delegation.id}` is revoked: agent "
                 f"*{render.escape(delegation.agent)}* can no longer act for you with it."

@@ -18,7 +18,8 @@ from bot.render import proposal as render
 from bot.render.standing import standing_list_blocks
 from contracts.authority import DecisionChain, refusal_reason
 from contracts.policy import AskRule
-from store.standing import Revoked, StandingRule, StandingRuleNotFound
+from store.revocation import Revoked
+from store.standing import StandingRule, StandingRuleNotFound
 
 if TYPE_CHECKING:
     from bot.service import Service

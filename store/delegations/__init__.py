@@ -13,12 +13,9 @@ from __future__ import annotations
 from store.delegations.records import (
     Delegation,
     DelegationNotFound,
-    DelegationNotRevocable,
-    DelegationRevoked,
     DelegationRevokeResult,
     NewDelegation,
     grant_detail,
-    not_revocable,
     token_hash,
 )
 from store.delegations.verbs import DelegationStore, delegation_from_row
@@ -26,13 +23,10 @@ from store.delegations.verbs import DelegationStore, delegation_from_row
 __all__ = [
     "Delegation",
     "DelegationNotFound",
-    "DelegationNotRevocable",
     "DelegationRevokeResult",
-    "DelegationRevoked",
     "DelegationStore",
     "NewDelegation",
     "delegation_from_row",
     "grant_detail",
-    "not_revocable",
     "token_hash",
 ]

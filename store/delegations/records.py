@@ -12,23 +12,20 @@ requester or was revoked or expired when it was created.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import Field, JsonValue
 
 from contracts.frozen import Frozen
 from store.base import StoreError
+from store.revocation import NotRevocable, Revoked
 
 __all__ = [
     "Delegation",
     "DelegationNotFound",
-    "DelegationNotRevocable",
     "DelegationRevokeResult",
-    "DelegationRevoked",
     "NewDelegation",
     "grant_detail",
-    "not_revocable",
     "token_hash",
 ]
 
@@ -64,35 +61,12 @@ class Delegation(Frozen):
         return self.revoked_at is None and now < self.expires_at
 
 
-@dataclass(frozen=True, slots=True)
-class DelegationRevoked:
-    """You revoked it."""
-
-    delegation: Delegation
-
-
-@dataclass(frozen=True, slots=True)
-class DelegationNotRevocable:
-    """Nothing changed: it was revoked already, or it expired (``reason`` says which)."""
-
-    delegation: Delegation
-    reason: str
-
-
-DelegationRevokeResult = DelegationRevoked | DelegationNotRevocable
+#: the answer of a revocation (store/revocation.py)
+DelegationRevokeResult = Revoked[Delegation] | NotRevocable[Delegation]
 
 
 class DelegationNotFound(StoreError):
     """No delegation has that id."""
-
-
-def not_revocable(current: Delegation, now: datetime) -> DelegationNotRevocable:
-    """Why a revocation found nothing to change (the same words in every backend)."""
-    if current.revoked_at is not None:
-        return DelegationNotRevocable(current, f"it was already revoked by {current.revoked_by}")
-    if current.expires_at <= now:
-        return DelegationNotRevocable(current, f"it expired at {current.expires_at.isoformat()}")
-    return DelegationNotRevocable(current, "it changed meanwhile; try again")
 
 
 def grant_detail(new: NewDelegation) -> dict[str, JsonValue]:

@@ -8,17 +8,17 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from store.connector import Connector, Row, Tx
+from store.backend import FamilyStore
+from store.connector import Row, Tx
 from store.delegations.records import (
     Delegation,
     DelegationNotFound,
-    DelegationRevoked,
     DelegationRevokeResult,
     NewDelegation,
     grant_detail,
-    not_revocable,
 )
-from store.rows import model_from_row
+from store.revocation import Revoked, not_revocable
+from store.rows import check_limit, model_from_row, required
 from store.shield import finish_even_if_cancelled
 
 __all__ = ["DelegationStore", "delegation_from_row"]
@@ -29,19 +29,15 @@ def delegation_from_row(row: Row) -> Delegation:
     return model_from_row(Delegation, row)
 
 
-class DelegationStore:
-    """Delegations, written once over a backend's connector (store/connector.py): they share the
-    backend's transactions and audit chain. Get it from ``Store.delegations()``."""
-
-    def __init__(self, backend: Connector) -> None:
-        self._backend = backend
+class DelegationStore(FamilyStore):
+    """Delegations from Slack; get it from ``Store.delegations()``."""
 
     @staticmethod
     async def _existing(tx: Tx, delegation_id: str) -> Delegation:
-        row = await tx.one("select_delegation", id=delegation_id)
-        if row is None:
-            raise DelegationNotFound(f"no delegation has id {delegation_id!r}")
-        return delegation_from_row(row)
+        missing = DelegationNotFound(f"no delegation has id {delegation_id!r}")
+        return delegation_from_row(
+            await required(tx, missing, "select_delegation", id=delegation_id)
+        )
 
     @finish_even_if_cancelled
     async def create_delegation(self, new: NewDelegation) -> Delegation:
@@ -80,8 +76,7 @@ class DelegationStore:
         self, person: str, *, now: datetime, limit: int = 50
     ) -> list[Delegation]:
         """``person``'s active delegations (unrevoked, unexpired), newest first."""
-        if limit < 1:
-            raise ValueError(f"limit: got {limit}; expected a positive number of delegations")
+        check_limit(limit, "delegations")
         async with self._backend.tx(write=False) as tx:
             rows = await tx.all("select_active_delegations_of", person=person, now=now, limit=limit)
             return [delegation_from_row(row) for row in rows]
@@ -99,4 +94,4 @@ class DelegationStore:
                 return not_revocable(current, now)
             detail: dict[str, JsonValue] = {"delegation_id": delegation_id, "agent": current.agent}
             await tx.append_audit(now, delegation_id, actor, "delegation_revoked", detail)
-            return DelegationRevoked(current)
+            return Revoked(current)

@@ -13,9 +13,10 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from store.backend import FamilyStore
 from store.base import Delivery, Proposal, ProposalNotFound
 from store.batches import Batch, batch_from_row
-from store.connector import Array, Connector, Row, Tx
+from store.connector import Array, Row, Tx
 from store.digests.records import (
     BatchNotFound,
     Digest,
@@ -24,7 +25,7 @@ from store.digests.records import (
     conflict,
 )
 from store.lifecycle import Effect
-from store.rows import delivery_from_row, model_from_row, proposal_from_row
+from store.rows import check_limit, delivery_from_row, model_from_row, proposal_from_row, required
 from store.shield import finish_even_if_cancelled
 
 __all__ = ["DigestStore", "digest_from_row"]
@@ -47,23 +48,13 @@ def _leased(rows: list[Row]) -> list[Delivery]:
     return sorted(map(delivery_from_row, rows), key=lambda d: d.id)
 
 
-def _check_limit(limit: int) -> None:
-    if limit < 1:
-        raise ValueError(f"limit: got {limit!r}; expected a positive number of entries")
-
-
-class DigestStore:
-    """Digests, written once over a backend's connector (store/connector.py): they share the
-    backend's transactions and audit chain. Get it from ``Store.digests()``."""
-
-    def __init__(self, backend: Connector) -> None:
-        self._backend = backend
+class DigestStore(FamilyStore):
+    """Digests of similar proposals; get it from ``Store.digests()``."""
 
     @staticmethod
     async def _read(tx: Tx, digest_id: str) -> Digest:
-        row = await tx.one("select_digest", id=digest_id)
-        if row is None:
-            raise DigestNotFound(f"no digest has id {digest_id!r}")
+        missing = DigestNotFound(f"no digest has id {digest_id!r}")
+        row = await required(tx, missing, "select_digest", id=digest_id)
         rows = await tx.all("select_digest_items", digest_id=digest_id)
         items = await tx.with_approvals([proposal_from_row(item) for item in rows])
         return digest_from_row(row, items)
@@ -154,7 +145,7 @@ class DigestStore:
     ) -> list[Delivery]:
         """Up to ``limit`` more due slack.post entries of pending, never shown proposals asked
         in ``channel`` with this operation and requester, leased as claim_deliveries leases."""
-        _check_limit(limit)
+        check_limit(limit, "entries")
         async with self._backend.tx(write=True) as tx:
             rows = await tx.all(
                 "claim_similar_posts",
@@ -173,7 +164,7 @@ class DigestStore:
     ) -> list[Delivery]:
         """Up to ``limit`` more due ``effect`` entries of the digest's items (each the first
         undelivered entry of its proposal and lane), leased as claim_deliveries leases."""
-        _check_limit(limit)
+        check_limit(limit, "entries")
         async with self._backend.tx(write=True) as tx:
             rows = await tx.all(
                 "claim_digest_deliveries",

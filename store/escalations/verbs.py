@@ -18,7 +18,8 @@ from pydantic import JsonValue
 
 from contracts.escalation import Summary, Trigger, TriggerVerdict
 from store.audit import AuditEntry, audit_entry_from_row
-from store.connector import Connector, Row, Tx
+from store.backend import FamilyStore
+from store.connector import Row, Tx
 from store.effects import lane_of
 from store.escalations.records import (
     Escalation,
@@ -33,7 +34,7 @@ from store.escalations.records import (
     refusal_of,
 )
 from store.lifecycle import Effect
-from store.rows import model_from_row
+from store.rows import check_limit, model_from_row, required
 from store.shield import finish_even_if_cancelled
 
 __all__ = ["EscalationStore", "escalation_from_row"]
@@ -74,24 +75,15 @@ def _new_params(new: NewEscalation) -> dict[str, Any]:
     return params
 
 
-def _check_limit(limit: int, what: str) -> None:
-    if limit < 1:
-        raise ValueError(f"limit: got {limit}; expected a positive number of {what}")
-
-
-class EscalationStore:
-    """Escalations, written once over a backend's connector (store/connector.py): they share the
-    backend's transactions and audit chain. Get it from ``Store.escalations()``."""
-
-    def __init__(self, backend: Connector) -> None:
-        self._backend = backend
+class EscalationStore(FamilyStore):
+    """Escalations; get it from ``Store.escalations()``."""
 
     @staticmethod
     async def _existing(tx: Tx, escalation_id: str) -> Escalation:
-        row = await tx.one("select_escalation", id=escalation_id)
-        if row is None:
-            raise EscalationNotFound(f"no escalation has id {escalation_id!r}")
-        return escalation_from_row(row)
+        missing = EscalationNotFound(f"no escalation has id {escalation_id!r}")
+        return escalation_from_row(
+            await required(tx, missing, "select_escalation", id=escalation_id)
+        )
 
     @staticmethod
     async def _moved(
@@ -233,7 +225,7 @@ class EscalationStore:
         """Open escalations last announced ``after`` ago or longer and announced again fewer
         than ``most`` times: announce them again (a thread reply through the outbox), once per
         period however many sweeps run."""
-        _check_limit(limit, "escalations")
+        check_limit(limit, "escalations")
         async with self._backend.tx(write=True) as tx:
             rows = await tx.all(
                 "reannounce_due_escalations", now=now, due=now - after, most=most, limit=limit
@@ -265,7 +257,7 @@ class EscalationStore:
     @finish_even_if_cancelled
     async def owned_by(self, user: str, *, limit: int = 20) -> list[Escalation]:
         """Escalations ``user`` has taken, oldest first."""
-        _check_limit(limit, "escalations")
+        check_limit(limit, "escalations")
         async with self._backend.tx(write=False) as tx:
             rows = await tx.all("select_escalations_owned_by", owner=user, limit=limit)
             return [escalation_from_row(row) for row in rows]
@@ -283,7 +275,7 @@ class EscalationStore:
     async def claim_deliveries(
         self, *, now: datetime, limit: int, lease: timedelta
     ) -> list[EscalationDelivery]:
-        _check_limit(limit, "entries")
+        check_limit(limit, "entries")
         async with self._backend.tx(write=True) as tx:
             rows = await tx.all(
                 "claim_escalation_deliveries", now=now, lease=now + lease, limit=limit

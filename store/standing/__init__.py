@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from store.standing.records import (
     AlreadyReviewed,
-    NotRevocable,
     Reviewed,
     ReviewResult,
     ReviewStats,
-    Revoked,
     RevokeResult,
     StandingRule,
     StandingRuleNotFound,
@@ -25,19 +23,16 @@ from store.standing.records import (
     approval_detail,
     grant_detail,
     grant_refusal,
-    not_revocable,
     policy_detail,
 )
 from store.standing.verbs import StandingStore, review_from_row, standing_rule_from_row
 
 __all__ = [
     "AlreadyReviewed",
-    "NotRevocable",
     "ReviewResult",
     "ReviewStats",
     "Reviewed",
     "RevokeResult",
-    "Revoked",
     "StandingRule",
     "StandingRuleNotFound",
     "StandingStore",
@@ -45,7 +40,6 @@ __all__ = [
     "approval_detail",
     "grant_detail",
     "grant_refusal",
-    "not_revocable",
     "policy_detail",
     "review_from_row",
     "standing_rule_from_row",

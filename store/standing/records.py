@@ -24,23 +24,21 @@ from contracts.frozen import Frozen
 from contracts.standing import Grant
 from store.base import NewProposal, NotApprovable, Proposal, StoreError, TransitionResult
 from store.lifecycle import Status
+from store.revocation import NotRevocable, Revoked
 from store.verdicts import refusal
 
 __all__ = [
     "AlreadyReviewed",
-    "NotRevocable",
     "ReviewResult",
     "ReviewStats",
     "Reviewed",
     "RevokeResult",
-    "Revoked",
     "StandingRule",
     "StandingRuleNotFound",
     "Verdict",
     "approval_detail",
     "grant_detail",
     "grant_refusal",
-    "not_revocable",
     "policy_detail",
 ]
 
@@ -83,22 +81,8 @@ class ReviewStats(Frozen):
 # --- answers --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Revoked:
-    """You revoked it."""
-
-    rule: StandingRule
-
-
-@dataclass(frozen=True, slots=True)
-class NotRevocable:
-    """Nothing changed: it was revoked already, or it expired (``reason`` says which)."""
-
-    rule: StandingRule
-    reason: str
-
-
-RevokeResult = Revoked | NotRevocable
+#: the answer of a revocation (store/revocation.py)
+RevokeResult = Revoked[StandingRule] | NotRevocable[StandingRule]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,15 +107,6 @@ ReviewResult = Reviewed | AlreadyReviewed
 
 class StandingRuleNotFound(StoreError):
     """No standing rule has that id."""
-
-
-def not_revocable(current: StandingRule, now: datetime) -> NotRevocable:
-    """Why a revocation found nothing to change (the same words in every backend)."""
-    if current.revoked_at is not None:
-        return NotRevocable(current, f"it was already revoked by {current.revoked_by}")
-    if current.expires_at <= now:
-        return NotRevocable(current, f"it expired at {current.expires_at.isoformat()}")
-    return NotRevocable(current, "it changed meanwhile; try again")
 
 
 def grant_refusal(current: Proposal, now: datetime, binding_hash: str) -> TransitionResult:

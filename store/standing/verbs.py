@@ -20,16 +20,17 @@ from typing import Any
 from pydantic import JsonValue
 
 from contracts.standing import Grant
+from store.backend import FamilyStore
 from store.base import ProposalNotFound, Transitioned, TransitionResult
-from store.connector import Array, Connector, Row, Tx
-from store.rows import dump_json, model_from_row, read_time
+from store.connector import Array, Row, Tx
+from store.revocation import Revoked, not_revocable
+from store.rows import check_limit, dump_json, model_from_row, read_time, required
 from store.shield import finish_even_if_cancelled
 from store.standing.records import (
     AlreadyReviewed,
     Reviewed,
     ReviewResult,
     ReviewStats,
-    Revoked,
     RevokeResult,
     StandingRule,
     StandingRuleNotFound,
@@ -37,7 +38,6 @@ from store.standing.records import (
     approval_detail,
     grant_detail,
     grant_refusal,
-    not_revocable,
 )
 
 __all__ = ["StandingStore", "review_from_row", "standing_rule_from_row"]
@@ -81,18 +81,13 @@ def review_from_row(row: Row) -> Reviewed:
     )
 
 
-class StandingStore:
-    """Standing rules and reviews, written once over a backend's connector (store/connector.py):
-    they share the backend's transactions and audit chain. Get it from ``Store.standing()``."""
-
-    def __init__(self, backend: Connector) -> None:
-        self._backend = backend
+class StandingStore(FamilyStore):
+    """Standing rules and reviews; get it from ``Store.standing()``."""
 
     @staticmethod
     async def _existing(tx: Tx, standing_rule_id: str) -> StandingRule:
-        row = await tx.one("select_standing_rule", id=standing_rule_id)
-        if row is None:
-            raise StandingRuleNotFound(f"no standing rule has id {standing_rule_id!r}")
+        missing = StandingRuleNotFound(f"no standing rule has id {standing_rule_id!r}")
+        row = await required(tx, missing, "select_standing_rule", id=standing_rule_id)
         return standing_rule_from_row(row)
 
     @finish_even_if_cancelled
@@ -183,8 +178,7 @@ class StandingStore:
     @finish_even_if_cancelled
     async def active_standing_rules(self, *, now: datetime, limit: int = 50) -> list[StandingRule]:
         """Unrevoked, unexpired standing rules (used up or not), soonest expiry first."""
-        if limit < 1:
-            raise ValueError(f"limit: got {limit}; expected a positive number of rules")
+        check_limit(limit, "rules")
         async with self._backend.tx(write=False) as tx:
             rows = await tx.all("select_active_standing_rules", now=now, limit=limit)
             return [standing_rule_from_row(row) for row in rows]

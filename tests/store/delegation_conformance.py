@@ -14,13 +14,8 @@ from typing import Any
 import pytest
 
 from store.base import NewProposal, Store, StoreError
-from store.delegations import (
-    DelegationNotFound,
-    DelegationNotRevocable,
-    DelegationRevoked,
-    NewDelegation,
-    token_hash,
-)
+from store.delegations import DelegationNotFound, NewDelegation, token_hash
+from store.revocation import NotRevocable, Revoked
 
 __all__ = ["DelegationConformance", "new_delegation"]
 
@@ -89,9 +84,9 @@ class DelegationConformance:
         await store.delegations().create_delegation(new)
         later = NOW + timedelta(minutes=5)
         first = await store.delegations().revoke_delegation(new.id, actor="U0DANA", now=later)
-        assert isinstance(first, DelegationRevoked)
+        assert isinstance(first, Revoked)
         again = await store.delegations().revoke_delegation(new.id, actor="U0DANA", now=later)
-        assert isinstance(again, DelegationNotRevocable)
+        assert isinstance(again, NotRevocable)
         assert "already revoked by U0DANA" in again.reason
         found = await store.delegations().delegation_for_token(token_hash(token))
         assert found is not None and found.revoked_by == "U0DANA" and not found.active(later)
@@ -107,7 +102,7 @@ class DelegationConformance:
                 for n in range(5)
             )
         )
-        assert sum(isinstance(r, DelegationRevoked) for r in results) == 1
+        assert sum(isinstance(r, Revoked) for r in results) == 1
         events = [e.event for e in await store.audit_log(new.id)]
         assert events.count("delegation_revoked") == 1
 
@@ -117,7 +112,7 @@ class DelegationConformance:
         result = await store.delegations().revoke_delegation(
             new.id, actor="U0DANA", now=NOW + 2 * HOUR
         )
-        assert isinstance(result, DelegationNotRevocable) and "expired" in result.reason
+        assert isinstance(result, NotRevocable) and "expired" in result.reason
 
     async def test_unknown_delegations_raise_not_found(self, store: Store) -> None:
         with pytest.raises(DelegationNotFound):

@@ -27,13 +27,8 @@ from store.base import (
     Transitioned,
 )
 from store.lifecycle import Effect, Status
-from store.standing import (
-    AlreadyReviewed,
-    NotRevocable,
-    Reviewed,
-    Revoked,
-    StandingRuleNotFound,
-)
+from store.revocation import NotRevocable, Revoked
+from store.standing import AlreadyReviewed, Reviewed, StandingRuleNotFound
 
 __all__ = ["StandingConformance"]
 
@@ -527,14 +522,14 @@ class StandingConformance:
         [won] = [r for r in results if isinstance(r, Revoked)]
         lost = [r for r in results if isinstance(r, NotRevocable)]
         assert len(lost) == 9
-        assert all(f"already revoked by {won.rule.revoked_by}" in r.reason for r in lost)
+        assert all(f"already revoked by {won.record.revoked_by}" in r.reason for r in lost)
         stored = await standing.get_standing_rule(rule_id)
-        assert (stored.revoked_by, stored.revoked_at) == (won.rule.revoked_by, now)
+        assert (stored.revoked_by, stored.revoked_at) == (won.record.revoked_by, now)
         revocations = [
             e for e in await store.audit_log(approved.id) if e.event == "standing_rule_revoked"
         ]
         assert [(e.actor, e.detail) for e in revocations] == [
-            (won.rule.revoked_by, {"standing_rule_id": rule_id})
+            (won.record.revoked_by, {"standing_rule_id": rule_id})
         ]
 
     async def test_an_expired_or_unknown_rule_cannot_be_revoked(

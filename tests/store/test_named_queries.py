@@ -53,10 +53,20 @@ def test_each_query_takes_the_same_parameters_in_both_dialects() -> None:
 
 
 def _names_run_by_the_verbs() -> set[str]:
-    """The first argument of every ``tx.one/all/execute/execute_many("name", ...)`` in store/."""
+    """The first argument of every ``tx.one/all/execute/execute_many("name", ...)`` in store/,
+    and the query of every ``required(tx, missing, "name", ...)`` (store/rows.py)."""
     used: set[str] = set()
     for path in (ROOT / "store").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "required"
+                and len(node.args) > 2
+                and isinstance(node.args[2], ast.Constant)
+                and isinstance(node.args[2].value, str)
+            ):
+                used.add(node.args[2].value)
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
