@@ -49,7 +49,9 @@ def campaign(n: int) -> dict[str, Any]:
 def one_click_at_a_time(text: str) -> str:
     """Room for one click at a time, campaigns extendable once, each its own message."""
     assert "[slack]" not in text
-    text = text.replace("[server]\n", "[server]\nmax_in_flight_clicks = 1\n", 1)
+    # agents' submissions are not shed on a loaded machine: the test's own need them
+    settings = "max_in_flight_clicks = 1\nshed_agents_at_loop_lag_ms = 0\n"
+    text = text.replace("[server]\n", "[server]\n" + settings, 1)
     text = text.replace('expires_after = "30m"\n', 'expires_after = "30m"\nextend_by = "15m"\n', 1)
     return f"{text}\n[slack]\ndigests = false\n"
 

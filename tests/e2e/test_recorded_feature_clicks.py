@@ -37,7 +37,9 @@ TRY_AGAIN = ("nothing changed", "please click again")
 def one_click_at_a_time(text: str) -> str:
     """Room for one click at a time; similar campaigns shown together in one digest."""
     assert "[slack]" not in text
-    text = text.replace("[server]\n", "[server]\nmax_in_flight_clicks = 1\n", 1)
+    # agents' submissions are not shed on a loaded machine: the test's own need them
+    settings = "max_in_flight_clicks = 1\nshed_agents_at_loop_lag_ms = 0\n"
+    text = text.replace("[server]\n", "[server]\n" + settings, 1)
     return f"{text}\n[slack]\ndigest_window_seconds = 1.5\n"
 
 
