@@ -32,13 +32,6 @@ def delegation_from_row(row: Row) -> Delegation:
 class DelegationStore(FamilyStore):
     """Delegations from Slack; get it from ``Store.delegations()``."""
 
-    @staticmethod
-    async def _existing(tx: Tx, delegation_id: str) -> Delegation:
-        missing = DelegationNotFound(f"no delegation has id {delegation_id!r}")
-        return delegation_from_row(
-            await required(tx, missing, "select_delegation", id=delegation_id)
-        )
-
     @finish_even_if_cancelled
     async def create_delegation(self, new: NewDelegation) -> Delegation:
         """Store it, audited as "delegation_granted" (subject: the delegation's id, actor: the
@@ -95,3 +88,10 @@ class DelegationStore(FamilyStore):
             detail: dict[str, JsonValue] = {"delegation_id": delegation_id, "agent": current.agent}
             await tx.append_audit(now, delegation_id, actor, "delegation_revoked", detail)
             return Revoked(current)
+
+    @staticmethod
+    async def _existing(tx: Tx, delegation_id: str) -> Delegation:
+        missing = DelegationNotFound(f"no delegation has id {delegation_id!r}")
+        return delegation_from_row(
+            await required(tx, missing, "select_delegation", id=delegation_id)
+        )

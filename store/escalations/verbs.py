@@ -79,13 +79,6 @@ class EscalationStore(FamilyStore):
     """Escalations; get it from ``Store.escalations()``."""
 
     @staticmethod
-    async def _existing(tx: Tx, escalation_id: str) -> Escalation:
-        missing = EscalationNotFound(f"no escalation has id {escalation_id!r}")
-        return escalation_from_row(
-            await required(tx, missing, "select_escalation", id=escalation_id)
-        )
-
-    @staticmethod
     async def _moved(
         tx: Tx,
         row: Row,
@@ -315,3 +308,10 @@ class EscalationStore(FamilyStore):
             row = await tx.one("count_pending_escalation_deliveries")
             assert row is not None  # count(*) always returns its row
             return int(row["pending_count"])
+
+    @staticmethod
+    async def _existing(tx: Tx, escalation_id: str) -> Escalation:
+        missing = EscalationNotFound(f"no escalation has id {escalation_id!r}")
+        return escalation_from_row(
+            await required(tx, missing, "select_escalation", id=escalation_id)
+        )

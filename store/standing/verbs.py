@@ -84,12 +84,6 @@ def review_from_row(row: Row) -> Reviewed:
 class StandingStore(FamilyStore):
     """Standing rules and reviews; get it from ``Store.standing()``."""
 
-    @staticmethod
-    async def _existing(tx: Tx, standing_rule_id: str) -> StandingRule:
-        missing = StandingRuleNotFound(f"no standing rule has id {standing_rule_id!r}")
-        row = await required(tx, missing, "select_standing_rule", id=standing_rule_id)
-        return standing_rule_from_row(row)
-
     @finish_even_if_cancelled
     async def claim_and_grant(
         self,
@@ -252,3 +246,9 @@ class StandingStore(FamilyStore):
             for row in rows
         ]
         return sorted(stats, key=lambda s: (s.rule_id or "", s.standing_rule_id or ""))
+
+    @staticmethod
+    async def _existing(tx: Tx, standing_rule_id: str) -> StandingRule:
+        missing = StandingRuleNotFound(f"no standing rule has id {standing_rule_id!r}")
+        row = await required(tx, missing, "select_standing_rule", id=standing_rule_id)
+        return standing_rule_from_row(row)
