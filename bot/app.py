@@ -36,7 +36,6 @@ from bot.escalations.recorded import EscalationClicks
 from bot.extensions import extension_of
 from bot.flow.destinations import CallbackGuard, Resolve, system_resolve
 from bot.http import AiohttpClient
-from bot.lease_check import lease_warnings
 from bot.monitoring.endpoints import (
     METRICS,
     READINESS,
@@ -52,6 +51,7 @@ from bot.monitoring.metrics import CountedCoalescer, Metrics
 from bot.monitoring.store_watch import StoreWatch
 from bot.monitoring.timed_store import timed_store
 from bot.monitoring.version import countersign_version
+from bot.operators.lease_check import lease_warnings
 from bot.outbox import OutboxWorker, RetryPolicy
 from bot.quorum import unreachable_quorums
 from bot.reminders import Reminders

@@ -20,13 +20,13 @@ from bot.app import build_app
 from bot.audit.commands import audit_anchor, audit_verify
 from bot.audit.export import ExportFormat, parse_since, write_export
 from bot.bench import add_bench_arguments, bench_command
-from bot.lease_check import lease_warnings
 from bot.monitoring.health import SlackUnusable
 from bot.monitoring.logs import LEVELS, configure_logging, log_level
 from bot.monitoring.version import countersign_version
 from bot.operators.commands import add_operator_commands, run_operator_command
 from bot.operators.duty_check import separation_warnings
 from bot.operators.explain import explain
+from bot.operators.lease_check import lease_warnings
 from bot.sandbox import DEFAULT_PORT, run_sandbox
 from bot.settings import ConfigError, Settings, is_user_group, load_settings, slack_settings
 from bot.standing.review import review_stats_command

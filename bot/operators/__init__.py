@@ -8,6 +8,8 @@ policy simulator, each a command of ``countersign`` (wired in ``bot.operators.co
   replays and finds, ``report``: what it prints, ``clicks``: messages, digests and clicks)
 - ``explain``: ``countersign policy explain``
 - ``duty_check``: ``check-config``'s warning about separation of duties resting on an agent's word
+- ``lease_check``: ``check-config``'s and ``serve``'s warning about a webhook target that may still
+  be answering when its execution lease ends
 - ``settings``: the ``[retention]`` section
 
 The names below are imported from their module when first asked for, so that importing one

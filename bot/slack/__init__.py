@@ -7,6 +7,7 @@ publishing messages, reading people's profiles, and a local Slack-compatible ser
   the Home tab, the read-only "Show full" modal, one fairly shared page of what waits, and the
   current state of what waits (each operation's revalidation, run in the background)
 - ``publish``: messages posted and updated (through the outbox)
+- ``tasks``: the background work the Home tab and the current state start, drained at shutdown
 - ``directory``: who people are in Slack, read at click time
 - ``local``, ``local_socket``: a local Slack Web API (and Socket Mode) for tests and the sandbox
 

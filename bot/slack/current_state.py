@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from bot.render.home import StateCheck
-from bot.tasks import BackgroundTasks
+from bot.slack.tasks import BackgroundTasks
 from contracts.base import Context
 from contracts.registry import Registry, UnknownOperation
 from store.base import Proposal

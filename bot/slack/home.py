@@ -31,8 +31,8 @@ from bot.render.home import WAITING_SHOWN, StateCheck, home_view
 from bot.service import Service
 from bot.settings import is_user_group
 from bot.slack.current_state import CurrentState
+from bot.slack.tasks import BackgroundTasks
 from bot.slack.waiting_page import WaitingPage, fair_page
-from bot.tasks import BackgroundTasks
 from contracts.policy import AskRule
 from store.base import Proposal, ProposalNotFound
 from store.escalations import Escalation
