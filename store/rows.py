@@ -19,7 +19,6 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, JsonValue
 
-from contracts.base import Preview
 from contracts.outcomes import OUTCOMES, Outcome
 from store.base import Approval, Delivery, NewProposal, Proposal, StoreError
 from store.connector import Array, Row, Tx
@@ -107,6 +106,8 @@ def _reader(annotation: Any) -> Callable[[Any], Any] | None:
         return bool
     if isinstance(annotation, type) and issubclass(annotation, Enum):
         return annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):  # JSON text
+        return annotation.model_validate_json
     return None
 
 
@@ -118,8 +119,8 @@ def _columns(model: type[BaseModel]) -> tuple[tuple[str, Callable[[Any], Any] | 
 def model_from_row(model: type[M], row: Row, /, **given: Any) -> M:
     """``model`` from a stored row: each field not ``given`` is the column of its name, read
     back by its type (times, optional times, lists of text, booleans and enumerations as the
-    readers here take them; anything else as the driver returns it). A family's ``from_row``
-    gives what needs more (JSON text, values computed from several columns)."""
+    readers here take them, a record from its JSON text; anything else as the driver returns
+    it). A family's ``from_row`` gives what needs more (other JSON, computed values)."""
     values = {
         name: row[name] if read is None else read(row[name])
         for name, read in _columns(model)
@@ -187,7 +188,6 @@ def proposal_from_row(row: Row) -> Proposal:
         row,
         request=json.loads(row["request"]),
         arguments=json.loads(row["arguments"]),
-        preview=Preview.model_validate_json(row["preview"]),
         outcome=None if outcome is None else OUTCOMES.validate_json(outcome),
         approvals=(),  # read apart (store/approvals.py)
         batch=None,  # creation only: stored as batch_id

@@ -16,7 +16,6 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from contracts.escalation import Summary, Trigger, TriggerVerdict
 from store.audit import AuditEntry, audit_entry_from_row
 from store.backend import FamilyStore
 from store.connector import Row, Tx
@@ -53,13 +52,7 @@ ERROR_CHARS = 2000
 
 def escalation_from_row(row: Row) -> Escalation:
     """The one place a stored row (SQLite's or PostgreSQL's) becomes an Escalation."""
-    return model_from_row(
-        Escalation,
-        row,
-        summary=Summary.model_validate_json(row["summary"]),
-        trigger=Trigger.model_validate_json(row["trigger"]),
-        verdict=TriggerVerdict.model_validate_json(row["verdict"]),
-    )
+    return model_from_row(Escalation, row)
 
 
 def _delivery_from_row(row: Row) -> EscalationDelivery:
