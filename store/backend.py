@@ -20,11 +20,15 @@ they are on its database, and translates its driver's errors at their edge:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from typing import TypeVar
 
 from store.connector import Connector, Tx
 
 __all__ = ["Backend", "FamilyStore"]
+
+T = TypeVar("T")
 
 
 class Backend(ABC):
@@ -53,3 +57,8 @@ class FamilyStore:
 
     def __init__(self, backend: Connector) -> None:
         self._backend = backend
+
+    async def _reading(self, read: Callable[[Tx, str], Awaitable[T]], key: str, /) -> T:
+        """``read(tx, key)`` on a connection for reads of its own."""
+        async with self._backend.tx(write=False) as tx:
+            return await read(tx, key)

@@ -61,8 +61,7 @@ class DelegationStore(FamilyStore):
     @finish_even_if_cancelled
     async def get_delegation(self, delegation_id: str) -> Delegation:
         """Raises DelegationNotFound."""
-        async with self._backend.tx(write=False) as tx:
-            return await self._existing(tx, delegation_id)
+        return await self._reading(self._existing, delegation_id)
 
     @finish_even_if_cancelled
     async def delegations_of(

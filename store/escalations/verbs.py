@@ -130,8 +130,7 @@ class EscalationStore(FamilyStore):
     @finish_even_if_cancelled
     async def get_escalation(self, escalation_id: str) -> Escalation:
         """Raises EscalationNotFound."""
-        async with self._backend.tx(write=False) as tx:
-            return await self._existing(tx, escalation_id)
+        return await self._reading(self._existing, escalation_id)
 
     @finish_even_if_cancelled
     async def find_escalation(self, agent: str, submission_key: str) -> Escalation | None:

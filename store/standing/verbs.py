@@ -135,8 +135,7 @@ class StandingStore(FamilyStore):
     @finish_even_if_cancelled
     async def get_standing_rule(self, standing_rule_id: str) -> StandingRule:
         """Raises StandingRuleNotFound."""
-        async with self._backend.tx(write=False) as tx:
-            return await self._existing(tx, standing_rule_id)
+        return await self._reading(self._existing, standing_rule_id)
 
     @finish_even_if_cancelled
     async def find_covering(
