@@ -35,6 +35,10 @@ REQUEST_ID: ContextVar[str | None] = ContextVar("countersign_request_id", defaul
 LEVELS = ("debug", "info", "warning", "error")
 LEVEL_ENV = "COUNTERSIGN_LOG_LEVEL"
 
+#: one line's JSON (what json.dumps(line, default=str, ensure_ascii=False) writes), with the
+#: encoder made once rather than for every line
+_ENCODE = json.JSONEncoder(default=str, ensure_ascii=False).encode
+
 #: what every LogRecord has; anything else on a record came with ``extra=`` and is a field
 _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
     "message",
@@ -150,7 +154,7 @@ class JsonFormatter(logging.Formatter):
         }
         if event.traceback is not None:
             line["traceback"] = event.traceback
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return _ENCODE(line)
 
 
 class TextFormatter(logging.Formatter):

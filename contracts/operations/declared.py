@@ -13,7 +13,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from string import Formatter
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, TypeVar
@@ -51,6 +53,10 @@ __all__ = [
 
 #: The validated request and the frozen arguments: read-only mappings of JSON values.
 DeclaredArguments = Mapping[str, JsonValue]
+
+#: how many accepted requests (and arguments) an operation remembers, and up to what size
+_PASSED_KEPT: Final = 2048
+_PASSED_TEXT_MAX: Final = 4096
 
 _SCALAR_TYPES: Final[Mapping[str, ArgType]] = {
     "integer": "integer",
@@ -256,12 +262,19 @@ class DeclaredOperation(Operation[DeclaredArguments, DeclaredArguments]):
         self._validator = Draft202012Validator(
             self._schema, format_checker=Draft202012Validator.FORMAT_CHECKER
         )
+        self._formats = MappingProxyType(self._field_formats())
+        #: the JSON text of requests and arguments the schema accepted lately: a value checked
+        #: again (its arguments when it is executed) is known to pass without a second walk
+        self._passed: OrderedDict[str, None] = OrderedDict()
 
     # --- the request and the arguments ---------------------------------------------------------
 
     def field_formats(self) -> Formats:
         """The configured ``fields``; a money field whose currency field the schema limits to
         an ``enum`` (or a ``const``) knows the currencies it can be in."""
+        return self._formats
+
+    def _field_formats(self) -> dict[str, FieldFormat]:
         properties = self._declared.properties()
         formats = {}
         for name, shown in self._declared.fields.items():
@@ -305,12 +318,20 @@ class DeclaredOperation(Operation[DeclaredArguments, DeclaredArguments]):
                     )
                 ]
             )
+        text = _json_text(data)
+        if text is not None and text in self._passed:
+            self._passed.move_to_end(text)
+            return data
         found: dict[tuple[str, str], FieldProblem] = {}
         for error in self._validator.iter_errors(data):
             for problem in _problems(prefix, error):
                 found.setdefault((problem.field, problem.message), problem)
         if found:
             raise ContractViolation([found[key] for key in sorted(found)])
+        if text is not None:
+            self._passed[text] = None
+            if len(self._passed) > _PASSED_KEPT:
+                self._passed.popitem(last=False)
         return data
 
     # --- resolve and preview -----------------------------------------------------------------
@@ -393,7 +414,7 @@ def _render(template: str, arguments: DeclaredArguments, formats: Formats) -> st
     the field's declared format, or as is. A count's unit is left out where the template
     already says it ("Email {recipients} customers")."""
     out = []
-    parts = list(Formatter().parse(template))
+    parts = _parsed(template)
     for n, (literal, field, _, _) in enumerate(parts):
         out.append(literal)
         if field is None:
@@ -409,6 +430,23 @@ def _render(template: str, arguments: DeclaredArguments, formats: Formats) -> st
         else:
             out.append(value if isinstance(value, str) else show(value, limit=None))
     return "".join(out)
+
+
+@lru_cache(maxsize=256)
+def _parsed(template: str) -> tuple[tuple[str, str | None, str | None, str | None], ...]:
+    """``template`` split into its literal text and ``{field}`` parts, parsed once."""
+    return tuple(Formatter().parse(template))
+
+
+def _json_text(data: dict[str, JsonValue]) -> str | None:
+    """``data`` as JSON text that tells apart every value the schema could judge differently
+    (keys sorted; ``true`` is not ``1``, nor ``1.0`` ``1``), or None when it is too long to be
+    worth remembering."""
+    try:
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return text if len(text) <= _PASSED_TEXT_MAX else None
 
 
 def _types(expected: Any) -> str:

@@ -328,6 +328,35 @@ def test_every_problem_is_reported_sorted_by_field() -> None:
     ]
 
 
+def test_a_request_accepted_before_lets_no_lookalike_through() -> None:
+    """An accepted request is remembered so its arguments are not checked twice at execution;
+    what is remembered is the exact JSON, so a value equal to it in Python (True == 1,
+    1.0 == 1) or the same fields in another order with another value is checked afresh."""
+    op = operation()
+    accepted = {"segment": "seg_vip", "count": 1, "dry_run": False}
+    assert dict(op.parse_request(accepted)) == accepted
+    assert dict(op.load_arguments(accepted)) == accepted  # the same arguments, again accepted
+
+    for lookalike, field_name, expected in [
+        ({"segment": "seg_vip", "count": True, "dry_run": False}, "count", "expected integer"),
+        ({"segment": "seg_vip", "count": 1, "dry_run": 0}, "dry_run", "expected boolean"),
+        ({"dry_run": False, "count": 1, "segment": "seg_VIP"}, "segment", "expected a string"),
+    ]:
+        with pytest.raises(ContractViolation) as caught:
+            op.load_arguments(lookalike)
+        [(field, message)] = problems(caught)
+        assert field == f"arguments.{field_name}"
+        assert message.startswith(expected)
+
+
+def test_a_refused_request_is_refused_again() -> None:
+    op = operation()
+    for _ in range(2):
+        with pytest.raises(ContractViolation) as caught:
+            op.parse_request({"segment": "seg_vip", "count": 9000})
+        assert problems(caught) == [("request.count", "9000 is greater than the maximum of 5000")]
+
+
 def test_out_of_range_values_say_the_limit() -> None:
     with pytest.raises(ContractViolation) as caught:
         operation().parse_request({"segment": "seg_vip", "count": 9000})
