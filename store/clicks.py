@@ -73,16 +73,6 @@ ESCALATION_VERBS: Final[tuple[ClickVerb, ...]] = tuple(
 )
 
 
-def _record_query(verb: ClickVerb) -> str:
-    if verb in PROPOSAL_VERBS:
-        return "record_click"
-    if verb.startswith("digest_"):
-        return "record_digest_click"
-    if verb.startswith("escalation_"):
-        return "record_escalation_click"
-    raise ValueError(f"verb: got {verb!r}; expected one of {', '.join(get_args(ClickVerb))}")
-
-
 class Clicked(Frozen):
     """One person's decision click, as it arrived."""
 
@@ -174,19 +164,26 @@ class Clicks:
         now: datetime,
         detail: dict[str, JsonValue] | None = None,
     ) -> tuple[RecordedClick, bool] | None:
-        query = _record_query(verb)
-        params = {"status": PROPOSAL_VERBS[verb].value} if verb in PROPOSAL_VERBS else {}
+        clicked = {
+            "subject": subject,
+            "actor": actor,
+            "verb": verb,
+            "channel": channel,
+            "detail": dump_json(detail or {}),
+            "now": now,
+        }
         async with self._backend.tx(write=True) as tx:
-            row = await tx.one(
-                query,
-                subject=subject,
-                actor=actor,
-                verb=verb,
-                channel=channel,
-                detail=dump_json(detail or {}),
-                now=now,
-                **params,
-            )
+            # each kind of subject has its own query: what "can still be decided" means differs
+            if verb in PROPOSAL_VERBS:
+                row = await tx.one("record_click", status=PROPOSAL_VERBS[verb].value, **clicked)
+            elif verb in DIGEST_VERBS:
+                row = await tx.one("record_digest_click", **clicked)
+            elif verb in ESCALATION_VERBS:
+                row = await tx.one("record_escalation_click", **clicked)
+            else:
+                raise ValueError(
+                    f"verb: got {verb!r}; expected one of {', '.join(get_args(ClickVerb))}"
+                )
             if row is not None:
                 return click_from_row(row), True
             earlier = await tx.one("select_recorded_click", subject=subject, actor=actor, verb=verb)
