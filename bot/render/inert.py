@@ -130,6 +130,9 @@ def visible(text: str) -> str:
     """``text`` on one line with every line break shown as ``⏎`` and every control,
     bidirectional, zero-width or otherwise invisible character, every space other than U+0020
     and every emoji shown as its code (``\\u202e``); so is a ``⏎`` of the text's own."""
+    if text.isascii() and text.isprintable():
+        # printable ASCII holds no line break and nothing hidden (the only space is U+0020)
+        return text
     return LINE_BREAK.join(
         "".join(_code_point(char) if _hidden(char) else char for char in line)
         for line in _LINE_BREAKS.split(text)
@@ -166,6 +169,8 @@ def inert_quote(text: str) -> Mrkdwn:
 
 
 def _neutral_markers(text: str) -> str:
+    if not any(marker in text for marker in MARKERS):
+        return text
     out: list[str] = []
     last = len(text) - 1
     for index, char in enumerate(text):

@@ -126,3 +126,26 @@ def test_identifiers_with_underscores_and_times_stay_readable() -> None:
     assert inert("pay_123 cus_grace") == "pay_123 cus_grace"
     assert inert("customer@example.com") == "customer@example.com"
     assert inert("12:30") == "12:30"
+
+
+def test_every_ascii_character_shows_as_written_or_by_its_code() -> None:
+    """Printable ASCII is shown as written (and is taken through at once); every ASCII control
+    character is shown by its code, and a line break as the mark, wherever it is."""
+    breaks = {"\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e"}
+    for point in range(128):
+        char = chr(point)
+        if char in breaks:
+            expected = LINE_BREAK
+        elif point < 0x20 or point == 0x7F:
+            expected = f"\\u{point:04x}"
+        else:
+            expected = char
+        assert visible(f"a{char}b") == f"a{expected}b", repr(char)
+        assert visible(f"{char}ab") == f"{expected}ab", repr(char)
+
+
+def test_text_without_a_marker_keeps_every_character() -> None:
+    assert (
+        inert("deploy build 42 to eu-west (rule auto)") == "deploy build 42 to eu-west (rule auto)"
+    )
+    assert inert("deploy *now*") == "deploy \u2217now\u2217"
