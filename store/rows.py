@@ -129,8 +129,12 @@ def model_from_row(model: type[M], row: Row, /, **given: Any) -> M:
     return model(**values, **given)
 
 
+#: the encoder of stored JSON, made once (json.dumps with options makes one at every call)
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
 def dump_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _ENCODE(value)
 
 
 def outcome_json(outcome: Outcome) -> dict[str, JsonValue]:

@@ -57,6 +57,7 @@ DeclaredArguments = Mapping[str, JsonValue]
 #: how many accepted requests (and arguments) an operation remembers, and up to what size
 _PASSED_KEPT: Final = 2048
 _PASSED_TEXT_MAX: Final = 4096
+_SORTED_JSON: Final = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False).encode
 
 _SCALAR_TYPES: Final[Mapping[str, ArgType]] = {
     "integer": "integer",
@@ -443,7 +444,7 @@ def _json_text(data: dict[str, JsonValue]) -> str | None:
     (keys sorted; ``true`` is not ``1``, nor ``1.0`` ``1``), or None when it is too long to be
     worth remembering."""
     try:
-        text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        text = _SORTED_JSON(data)
     except (TypeError, ValueError):
         return None
     return text if len(text) <= _PASSED_TEXT_MAX else None
