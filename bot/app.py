@@ -33,8 +33,11 @@ from bot.escalations.delivery import EscalationDeliverer
 from bot.escalations.flow import EscalationService, reannounce_forever
 from bot.escalations.listeners import register_escalation_listeners
 from bot.escalations.recorded import EscalationClicks
-from bot.extensions import extension_of
 from bot.flow.destinations import CallbackGuard, Resolve, system_resolve
+from bot.flow.extensions import extension_of
+from bot.flow.quorum import unreachable_quorums
+from bot.flow.standing import offers
+from bot.flow.subscribers import Subscribers
 from bot.http import AiohttpClient
 from bot.monitoring.endpoints import (
     METRICS,
@@ -53,7 +56,6 @@ from bot.monitoring.timed_store import timed_store
 from bot.monitoring.version import countersign_version
 from bot.operators.lease_check import lease_warnings
 from bot.outbox import OutboxWorker, RetryPolicy
-from bot.quorum import unreachable_quorums
 from bot.reminders import Reminders
 from bot.render.proposal import Message
 from bot.service import Service
@@ -66,8 +68,7 @@ from bot.slack.slash import SlashCommand, register_slash_command
 from bot.standing.admin import StandingAdmin
 from bot.standing.listeners import register_standing_listeners
 from bot.standing.review import Reviews
-from bot.standing.rules import StandingGrants, offers
-from bot.subscribers import Subscribers
+from bot.standing.rules import StandingGrants
 from store.base import Delivery, Proposal, Store, StoreUnavailable
 from store.clicks import DIGEST_VERBS, ESCALATION_VERBS, ClickVerb
 from store.lifecycle import Effect

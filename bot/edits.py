@@ -23,12 +23,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from bot.api.schemas import SubmitBody
+from bot.flow import standing
 from bot.render import edit_form
 from bot.render import proposal as render
 from bot.render.edit import edit_modal
 from bot.service import Service
 from bot.slack.ids import SlackUser
-from bot.standing import rules as standing
 from contracts.base import ContractViolation, Operation
 from contracts.canonical import canonical_json
 from store.base import (

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.extensions import ask_rule, extension_of
+from bot.flow.extensions import ask_rule, extension_of
 from bot.render.proposal import Message
 from bot.render.reminders import reminder_reply
 from bot.settings import is_user_group

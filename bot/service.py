@@ -16,22 +16,21 @@ from typing import Any, Literal
 
 from pydantic import JsonValue
 
-from bot import extensions, reminders
-from bot.api.agent_requests import SubmissionKey
+from bot import reminders
 from bot.api.schemas import SubmitBody
 from bot.api.waiters import Waiters
-from bot.digests.timing import ask_timing
-from bot.execution import Executor
+from bot.flow import extensions, standing
 from bot.flow.destinations import CallbackGuard
+from bot.flow.executor import Executor
+from bot.flow.intake import SubmissionKey, admissible, classified
+from bot.flow.intake import resolved as resolve_request
 from bot.flow.lineage import editors_of
+from bot.flow.subscribers import Subscribers
+from bot.flow.timing import ask_timing
 from bot.render import proposal as render
 from bot.settings import AgentSettings, Settings
 from bot.slack.directory import SlackDirectory
 from bot.slack.publish import SlackPublisher
-from bot.standing import rules as standing
-from bot.submissions import admissible, classified
-from bot.submissions import resolved as resolve_request
-from bot.subscribers import Subscribers
 from contracts.authority import DecisionChain, refusal_reason
 from contracts.base import (
     Context,
@@ -70,7 +69,7 @@ __all__ = ["APP_HOME", "Service", "Submitted", "new_proposal_id"]
 log = logging.getLogger(__name__)
 
 #: The "channel" of a click on the App Home tab: answers to the clicker go to their Home tab
-#: (bot/subscribers.py), where they are looking, instead of an ephemeral message.
+#: (bot/flow/subscribers.py), where they are looking, instead of an ephemeral message.
 APP_HOME = "app_home"
 
 
@@ -331,7 +330,7 @@ class Service:
 
     async def extend(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
         """An Extend click: the same checks as Approve, then the one extension the rule allows
-        (bot/extensions.py). A refusal is told to the clicker alone and audited."""
+        (bot/flow/extensions.py). A refusal is told to the clicker alone and audited."""
         proposal = await self.decidable(proposal_id, user=user, channel=channel, verb="extend")
         if proposal is None:
             return None

@@ -11,14 +11,12 @@ a slot, and gets 408 when time is up.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, JsonValue, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from bot.api.admission import Admission
 from bot.api.loop_lag import LoopLag
@@ -27,12 +25,10 @@ from bot.api.quotas import Quotas
 from bot.api.waiters import Waiters
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem, problems_from_validation_error
-from contracts.canonical import canonical_json
 from store.base import StoreUnavailable
 
 __all__ = [
     "MAX_BODY",
-    "SubmissionKey",
     "admitted",
     "busy",
     "held",
@@ -54,12 +50,6 @@ class _Identified(Protocol):
     def id(self) -> str: ...
 
 
-class _Submitted(Protocol):
-    @property
-    def submission_fingerprint(self) -> str: ...
-
-
-SubmittedT = TypeVar("SubmittedT", bound=_Submitted)
 ItemT = TypeVar("ItemT", bound=_Identified)
 
 
@@ -176,43 +166,6 @@ def idempotency_key(request: web.Request) -> str | None:
             ],
         )
     return key
-
-
-@dataclass(frozen=True, slots=True)
-class SubmissionKey:
-    """What tells one agent's submissions apart: the key it is stored under (its
-    Idempotency-Key, or one derived from what identifies it) and the fingerprint of its body, so
-    that sending the same body again replays the first answer and another body is refused."""
-
-    key: str
-    fingerprint: str
-    derived: bool  #: no Idempotency-Key was sent: the key comes from ``identity``
-
-    @classmethod
-    def of(
-        cls,
-        body: JsonValue,
-        idempotency_key: str | None,
-        *,
-        identity: Mapping[str, JsonValue],
-    ) -> SubmissionKey:
-        """The key for ``body`` (the submission as JSON); without an Idempotency-Key, derived
-        from ``identity`` (the fields that make two submissions the same one)."""
-        key = idempotency_key or "derived:" + hashlib.sha256(canonical_json(identity)).hexdigest()
-        return cls(
-            key=key,
-            fingerprint=hashlib.sha256(canonical_json(body)).hexdigest(),
-            derived=idempotency_key is None,
-        )
-
-    def replayed(
-        self, earlier: SubmittedT, conflict: Callable[[SubmittedT, bool], Exception]
-    ) -> SubmittedT:
-        """``earlier`` (stored under this key) when this submission replays it; when its body
-        differs, raises ``conflict(earlier, derived)``."""
-        if earlier.submission_fingerprint != self.fingerprint:
-            raise conflict(earlier, self.derived)
-        return earlier
 
 
 def json_answer(

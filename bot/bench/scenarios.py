@@ -10,7 +10,7 @@ from bot.bench.load import at_rate, back_to_back
 from bot.bench.report import Measurement
 from bot.bench.stage import APPROVER, CLICK_REQUESTERS, SPREAD_LANES, Stage
 from bot.digests.outbox import shown_in
-from bot.execution import idempotency_key
+from bot.flow.executor import idempotency_key
 from bot.slack.local import StoredMessage
 
 __all__ = [

@@ -1,6 +1,6 @@
 """What happened to proposals and escalations, as log lines and metrics.
 
-:class:`Observer` is a subscriber (bot/subscribers.py): the services tell it of every proposal
+:class:`Observer` is a subscriber (bot/flow/subscribers.py): the services tell it of every proposal
 and escalation that changed, and it logs one line at info for each decision, refusal and
 outcome, and counts them. A status is counted when this instance sees a proposal enter it:
 a proposal's last seen status is remembered (for the most recent proposals only), so an

@@ -8,7 +8,7 @@ calls and 7 days from the first call's time. ``by=U...`` names the granter (defa
 configured member of the rule's ``standing.admins``; it must hold one of them, as the server
 requires); every other ``NAME=VALUE`` binds an argument the rule does not let vary (a JSON
 value, or else the text). What covers a call is decided by the server's own code
-(bot/standing/rules.py ``cover``), reading these grants instead of the store's.
+(bot/flow/standing.py ``cover``), reading these grants instead of the store's.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 
 from pydantic import JsonValue
 
+from bot.flow.standing import standing_policy
 from bot.settings import Settings, is_user_group
-from bot.standing.rules import standing_policy
 from contracts.durations import parse_duration
 from contracts.formats import FieldFormat, parse_money
 from store.standing import StandingRule

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import JsonValue
 
-from bot.digests.timing import ask_timing
+from bot.flow.timing import ask_timing
 from bot.operators.clicks import Asked, Digest, digests, percentile
 from contracts.durations import spoken_duration
 from contracts.formats import money_currency, show_value

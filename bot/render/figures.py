@@ -22,7 +22,7 @@ __all__ = ["changed_fields", "result_fields", "when", "why_asked"]
 #: The longest policy note shown.
 NOTE_MAX: Final = 1500
 
-#: How bot/standing/rules.py opens the note of a call a standing rule approved: the rule's id,
+#: How bot/flow/standing.py opens the note of a call a standing rule approved: the rule's id,
 #: the Slack user who granted it and when it ends, each in a form nothing else matches.
 _STANDING_NOTE: Final = re.compile(
     r"standing rule (sr_[0-9a-f]{1,64}), granted by ([UW][A-Z0-9]{2,30}) until "

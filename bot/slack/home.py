@@ -170,7 +170,7 @@ class HomeTab:
         finally:
             self._draining = False
 
-    # --- as a subscriber of the services (bot/subscribers.py, added by bot/app.py) -----------
+    # --- as a subscriber of the services (bot/flow/subscribers.py, added by bot/app.py) -----------
 
     def proposal_changed(self, proposal: Proposal) -> None:
         people = {proposal.decided_by} if proposal.decided_by else set()

@@ -1,7 +1,7 @@
 """Standing rules ("Approve, and allow similar for a while") and the review of automatic
 approvals after the fact.
 
-- ``rules``: granting standing rules and the calls they approve
+- ``rules``: granting standing rules (which calls they approve: bot/flow/standing.py)
 - ``admin``: listing and revoking them (``/countersign standing``)
 - ``review``: sampling automatic approvals for a person's verdict, and their statistics
 - ``listeners``: the Slack listeners of these buttons and modals
@@ -20,13 +20,12 @@ if TYPE_CHECKING:
     from bot.standing.admin import StandingAdmin
     from bot.standing.listeners import register_standing_listeners
     from bot.standing.review import Reviews, review_stats_command
-    from bot.standing.rules import StandingGrants, offers
+    from bot.standing.rules import StandingGrants
 
 __all__ = [
     "Reviews",
     "StandingAdmin",
     "StandingGrants",
-    "offers",
     "register_standing_listeners",
     "review_stats_command",
 ]
@@ -36,7 +35,6 @@ _DEFINED_IN = {
     "Reviews": "review",
     "StandingAdmin": "admin",
     "StandingGrants": "rules",
-    "offers": "rules",
     "register_standing_listeners": "listeners",
     "review_stats_command": "review",
 }

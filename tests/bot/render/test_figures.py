@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from bot.flow.standing import offer
 from bot.render import digest as render_digest
 from bot.render import edit as render_edit
 from bot.render import escalation as render_escalation
@@ -40,7 +41,6 @@ from bot.render import proposal as render
 from bot.render import reminders as render_reminders
 from bot.render import standing as render_standing
 from bot.render.edit_form import edit_form, problem_errors, read_request
-from bot.standing.rules import offer
 from contracts.base import Context, ContractViolation, FieldProblem, Operation
 from contracts.formats import FieldFormat
 from contracts.operations.refund import InMemoryLedger, Refund
@@ -131,7 +131,7 @@ def every_text(operation: Operation[Any, Any], proposal: Any, edited: Any, resul
             "outcome": Succeeded(result=result),
         }
     )
-    correlation = f"{proposal.id}.35cead36"  # as bot/execution.py makes them
+    correlation = f"{proposal.id}.35cead36"  # as bot/flow/executor.py makes them
     uncertain = done.model_copy(
         update={
             "status": Status.NEEDS_RECONCILIATION,

@@ -1,8 +1,8 @@
 """What a submission goes through before it is stored, written once.
 
-The agent API (``Service.submit``) and ``countersign policy simulate`` call the same verbs in
-the same order, so the simulator refuses what the server refuses and classifies what it
-classifies:
+The agent API (``Service.submit``, bot/flow/submit.py) and ``countersign policy simulate`` call
+the same verbs in the same order, so the simulator refuses what the server refuses and
+classifies what it classifies:
 
 1. :func:`admissible`: who asked is someone the agent may act for (its ``acts_for``, or a
    delegation's person), the operation is configured, and a ``callback_url`` is one the agent
@@ -13,30 +13,41 @@ classifies:
    standing rule may approve what the rule would ask for.
 
 Each raises what the API answers with: RequesterRefused (403) or ContractViolation (422),
-nothing stored.
+nothing stored. A :class:`SubmissionKey` then tells a new submission from one sent again
+(proposals and escalations alike).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from pydantic import JsonValue
 
+from bot.flow import standing
 from bot.flow.destinations import CallbackGuard
 from bot.flow.requesters import Membership, verified_requester
 from bot.settings import AgentSettings, Settings
-from bot.standing import rules as standing
 from contracts.api import SubmitBody
 from contracts.base import Context, ContractViolation, FieldProblem, Operation, Resolved
+from contracts.canonical import canonical_json
 from contracts.policy import Decision
 from contracts.registry import UnknownOperation
 from store.delegations import Delegation
 from store.standing import StandingRule
 
-__all__ = ["Admissible", "admissible", "classified", "resolved"]
+__all__ = ["Admissible", "SubmissionKey", "admissible", "classified", "resolved"]
+
+
+class _Submitted(Protocol):
+    @property
+    def submission_fingerprint(self) -> str: ...
+
+
+SubmittedT = TypeVar("SubmittedT", bound=_Submitted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +124,40 @@ async def classified(
         now=now,
         formats=operation.field_formats(),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SubmissionKey:
+    """What tells one agent's submissions apart: the key it is stored under (its
+    Idempotency-Key, or one derived from what identifies it) and the fingerprint of its body, so
+    that sending the same body again replays the first answer and another body is refused."""
+
+    key: str
+    fingerprint: str
+    derived: bool  #: no Idempotency-Key was sent: the key comes from ``identity``
+
+    @classmethod
+    def of(
+        cls,
+        body: JsonValue,
+        idempotency_key: str | None,
+        *,
+        identity: Mapping[str, JsonValue],
+    ) -> SubmissionKey:
+        """The key for ``body`` (the submission as JSON); without an Idempotency-Key, derived
+        from ``identity`` (the fields that make two submissions the same one)."""
+        key = idempotency_key or "derived:" + hashlib.sha256(canonical_json(identity)).hexdigest()
+        return cls(
+            key=key,
+            fingerprint=hashlib.sha256(canonical_json(body)).hexdigest(),
+            derived=idempotency_key is None,
+        )
+
+    def replayed(
+        self, earlier: SubmittedT, conflict: Callable[[SubmittedT, bool], Exception]
+    ) -> SubmittedT:
+        """``earlier`` (stored under this key) when this submission replays it; when its body
+        differs, raises ``conflict(earlier, derived)``."""
+        if earlier.submission_fingerprint != self.fingerprint:
+            raise conflict(earlier, self.derived)
+        return earlier

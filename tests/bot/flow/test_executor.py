@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.execution import Executor
+from bot.flow.executor import Executor
 from contracts.base import Context, HttpResponse, IdempotencyKey
 from contracts.operations.refund import InMemoryLedger, Payment, RefundArgs, RefundRecord
 from contracts.operations.refund import Refund as RefundOperation

@@ -1,4 +1,4 @@
-"""Carry out a claimed proposal: revalidate against current state, then execute, once."""
+"""The executor: carry out a claimed proposal, revalidating it against current state, once."""
 
 from __future__ import annotations
 

@@ -2,15 +2,15 @@
 
 A policy rule's quorum is checked when the policy loads, but only against roles that list user
 ids: a user group's members are known only by asking Slack. At startup the groups are read
-(bot/slack/directory.py) and each rule whose approver roles hold fewer people than its quorum is
-named in a warning: its proposals could never be approved and would expire.
+(through the directory, bot/flow/ports.py) and each rule whose approver roles hold fewer people
+than its quorum is named in a warning: its proposals could never be approved and would expire.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.slack.directory import SlackDirectory
+from bot.flow.ports import Directory
 from contracts.policy import AskRule, PolicyTable
 from contracts.quorum import shortfall, statically_known_members
 
@@ -18,7 +18,7 @@ __all__ = ["unreachable_quorums"]
 
 
 async def unreachable_quorums(
-    policy: PolicyTable, roles: Mapping[str, frozenset[str]], directory: SlackDirectory
+    policy: PolicyTable, roles: Mapping[str, frozenset[str]], directory: Directory
 ) -> list[str]:
     """A sentence for each rule whose quorum its roles, user groups read now, cannot reach."""
     rules = [
