@@ -18,10 +18,10 @@ from bot.api.callback_http import CallbackHttp
 from bot.api.callbacks import CallbackPoster, CallbackSender, DestinationSlots
 from bot.api.loop_lag import LoopLag
 from bot.api.problems import problem_middleware
-from bot.api.proposals import LOOP_LAG, QUOTAS, SERVICE, SUBMISSIONS, agent_routes
+from bot.api.proposals import LOOP_LAG, QUOTAS, SERVICE, SUBMISSIONS, WAITERS, agent_routes
 from bot.api.quotas import Quotas
+from bot.api.waiters import Waiters
 from bot.audit.anchoring import Anchorer, anchor_forever
-from bot.decisions import Applier, RecordedDecisions
 from bot.delegations.commands import DELEGATIONS, Delegations
 from bot.delegations.listeners import register_delegation_listeners
 from bot.digests.decisions import DigestService
@@ -33,9 +33,12 @@ from bot.escalations.delivery import EscalationDeliverer
 from bot.escalations.flow import EscalationService, reannounce_forever
 from bot.escalations.listeners import register_escalation_listeners
 from bot.escalations.recorded import EscalationClicks
+from bot.flow.clicks import Applier, RecordedDecisions
 from bot.flow.destinations import CallbackGuard, Resolve, system_resolve
 from bot.flow.extensions import extension_of
 from bot.flow.quorum import unreachable_quorums
+from bot.flow.reminders import Reminders
+from bot.flow.service import Service
 from bot.flow.standing import offers
 from bot.flow.subscribers import Subscribers
 from bot.http import AiohttpClient
@@ -56,9 +59,7 @@ from bot.monitoring.timed_store import timed_store
 from bot.monitoring.version import countersign_version
 from bot.operators.lease_check import lease_warnings
 from bot.outbox import OutboxWorker, RetryPolicy
-from bot.reminders import Reminders
 from bot.render.proposal import Message
-from bot.service import Service
 from bot.settings import Settings
 from bot.slack.directory import SlackDirectory
 from bot.slack.home import HomeTab, register_home_listener
@@ -76,7 +77,7 @@ from store.lifecycle import Effect
 __all__ = ["DECISIONS", "OUTBOX", "build_app", "utc_now"]
 
 OUTBOX: web.AppKey[OutboxWorker] = web.AppKey("outbox", OutboxWorker)
-#: records decision clicks and applies them (bot/decisions.py)
+#: records decision clicks and applies them (bot/flow/clicks.py)
 DECISIONS: web.AppKey[RecordedDecisions] = web.AppKey("decisions", RecordedDecisions)
 
 log = logging.getLogger(__name__)
@@ -171,6 +172,8 @@ def build_app(
     )
     subscribers = Subscribers()  # the App Home tab, once built (below)
     subscribers.add(Observer(metrics))  # logs and counts every decision and outcome
+    directory = SlackDirectory(client)
+    waiters = Waiters()  # the agents' long polls, woken by every change the flow makes
     service = Service(
         settings=settings,
         store=store,
@@ -178,25 +181,26 @@ def build_app(
         http=http,
         clock=clock,
         wake_outbox=outbox.wake,
-        directory=SlackDirectory(client),
+        directory=directory,
+        waiters=waiters,
         callback_guard=guard,
         subscribers=subscribers,
     )
     reminders = Reminders(service, clock)
-    reviews = Reviews(service, clock)
-    grants = StandingGrants(service, clock)
+    reviews = Reviews(service, clock, publisher=publisher, directory=directory)
+    grants = StandingGrants(service, clock, publisher=publisher)
     escalations = EscalationService(
         settings=settings,
         store=store,
         publisher=publisher,
-        directory=service.directory,
-        waiters=service.waiters,
+        directory=directory,
+        waiters=waiters,
         clock=clock,
         wake_outbox=outbox.wake,
         callback_guard=guard,
         subscribers=subscribers,
     )
-    digest_decisions = DigestService(service, clock)
+    digest_decisions = DigestService(service, clock, publisher=publisher)
     appliers: dict[ClickVerb, Applier] = {
         **dict.fromkeys(DIGEST_VERBS, DigestClicks(digest_decisions)),
         **dict.fromkeys(ESCALATION_VERBS, EscalationClicks(escalations)),
@@ -215,6 +219,7 @@ def build_app(
         signing_secret=settings.slack.signing_secret,
         client=client,
         service=service,
+        publisher=publisher,
     )
     escalation_deliverer = EscalationDeliverer(store, publisher, callbacks, clock)
     outbox.add_queue(
@@ -231,22 +236,26 @@ def build_app(
     outbox.coalesce_with(CountedCoalescer(digests, metrics))
     register_digest_listeners(bolt, digest_decisions, decisions)
     register_escalation_listeners(bolt, escalations, decisions)
-    delegations = Delegations(service, clock)
-    home = HomeTab(service, escalations, clock, delegations)
+    delegations = Delegations(service, clock, directory=directory)
+    home = HomeTab(service, escalations, clock, delegations, publisher=publisher)
     subscribers.add(home)  # it refreshes tabs on changes and shows answers to clicks there
     register_home_listener(bolt, home)
-    register_slash_command(bolt, SlashCommand(service, home, clock, delegations))
+    register_slash_command(
+        bolt,
+        SlashCommand(service, home, clock, delegations, publisher=publisher, directory=directory),
+    )
     register_delegation_listeners(bolt, delegations=delegations, home=home, service=service)
     register_standing_listeners(
         bolt,
         service=service,
         grants=grants,
-        admin=StandingAdmin(service, clock),
+        admin=StandingAdmin(service, clock, publisher=publisher, directory=directory),
         reviews=reviews,
     )
     app[ESCALATIONS] = escalations
     app[DELEGATIONS] = delegations
     app[SERVICE] = service
+    app[WAITERS] = waiters
     app[SUBMISSIONS] = Admission(server.max_in_flight_submissions)
     app[LOOP_LAG] = loop_lag = LoopLag(threshold=server.shed_agents_at_loop_lag_ms / 1000)
     app[QUOTAS] = Quotas()
@@ -300,10 +309,10 @@ def build_app(
             socket = AsyncSocketModeHandler(bolt, settings.slack.app_token)
             await socket.connect_async()  # type: ignore[no-untyped-call]
             log.info("connected to Slack in Socket Mode")
-        await store.listen(service.waiters.notify)
-        for problem in await service.directory.check_user_groups(settings.roles):
+        await store.listen(waiters.notify)
+        for problem in await directory.check_user_groups(settings.roles):
             log.warning("%s", problem)
-        quorums = await unreachable_quorums(settings.policy, settings.roles, service.directory)
+        quorums = await unreachable_quorums(settings.policy, settings.roles, directory)
         for problem in [*quorums, *lease_warnings(settings)]:
             log.warning("%s", problem)
         workers += [

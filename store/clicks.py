@@ -4,7 +4,7 @@ A person's decision click (Approve, a rejection's reason, Extend, Retry, a recon
 digest's decisions, an escalation's) is written here at once (a cheap insert, only while its
 subject can still be decided, and once per person and verb), so it can be answered "recorded"
 however busy the service is;
-an applier (bot/decisions.py) then leases the recorded clicks oldest first, applies each through
+an applier (bot/flow/clicks.py) then leases the recorded clicks oldest first, applies each through
 the usual decision path, and settles it. A click whose applier stopped (a restart, a crash) is
 leased again when its lease ends, by any instance. Every backend implements :class:`ClickStore`
 on its own database; get it from ``Store.clicks()``.

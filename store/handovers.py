@@ -3,7 +3,7 @@
 (``handed_over``, naming the backup roles) and queues a slack.update so its message says so and
 a slack.remind whose thread reply mentions who may decide now, in one transaction. The status
 does not change: the proposal stays pending, and from then on a person holding a backup role may
-decide it too (bot/service.py checks the clicker's roles).
+decide it too (bot/flow/checks.py checks the clicker's roles).
 
 The sweep takes its rows with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so instances sweeping at
 once hand each proposal over once; on SQLite the write transaction holds the one write lock.
@@ -48,7 +48,7 @@ class HandOverVerbs(Backend):
                 }
                 await tx.append_audit(now, proposal.id, HANDOVER_ACTOR, "handed_over", detail)
                 if proposal.channel is not None:  # its message says so; its thread tells
-                    # who may decide now, the backup approvers among them (bot/reminders.py)
+                    # who may decide now, the backup approvers among them (bot/flow/reminders.py)
                     await enqueue(tx, proposal, [Effect.SLACK_UPDATE, Effect.SLACK_REMIND], now)
                 handed.append(proposal)
             return await tx.with_approvals(handed)

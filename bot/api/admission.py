@@ -3,7 +3,7 @@
 Acknowledging early and doing the work in unbounded background tasks lets latency grow without
 limit under load. Each entry point takes a slot; with none free it answers "busy" straight away
 (agents: 503 with Retry-After). Slack clicks are never held to one: a decision is recorded and
-applied after (bot/decisions.py), and the rest is worked on at once.
+applied after (bot/flow/clicks.py), and the rest is worked on at once.
 """
 
 from __future__ import annotations

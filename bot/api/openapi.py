@@ -22,7 +22,7 @@ __all__ = ["API_VERSION", "PROPOSAL_ID_PATTERN", "openapi_document"]
 #: The version of the API the document describes (the ``/v1`` of its paths).
 API_VERSION: Final = "1.0.0"
 
-#: What bot.service.new_proposal_id makes: ``cs_`` and 128 bits in lowercase base32.
+#: What bot.flow.submit.new_proposal_id makes: ``cs_`` and 128 bits in lowercase base32.
 PROPOSAL_ID_PATTERN: Final = r"^cs_[a-z2-7]{26}$"
 
 _REF: Final = "#/components/schemas/{model}"

@@ -20,8 +20,9 @@ from bot.api.openapi import openapi_document
 from bot.api.problems import Problem
 from bot.api.quotas import Quotas, admit_pending
 from bot.api.schemas import ProposalOut, SubmitBody
+from bot.api.waiters import Waiters
 from bot.delegations.commands import DELEGATIONS, is_delegation_token
-from bot.service import Service
+from bot.flow.service import Service
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
 from store.base import (
@@ -42,6 +43,7 @@ __all__ = [
     "QUOTAS",
     "SERVICE",
     "SUBMISSIONS",
+    "WAITERS",
     "agent_routes",
     "authenticated_agent",
     "cancel",
@@ -55,6 +57,8 @@ SUBMISSIONS: web.AppKey[Admission] = web.AppKey("submissions", Admission)
 LOOP_LAG: web.AppKey[LoopLag] = web.AppKey("loop_lag", LoopLag)
 #: each agent's submission rate and long-polls in flight (bot/api/quotas.py)
 QUOTAS: web.AppKey[Quotas] = web.AppKey("quotas", Quotas)
+#: the agents' long polls, woken by the flow (bot/flow/ports.py Waiters)
+WAITERS: web.AppKey[Waiters] = web.AppKey("waiters", Waiters)
 
 _UNSETTLED = {Status.PENDING, Status.EXECUTING}
 
@@ -146,7 +150,7 @@ async def read(request: web.Request) -> web.Response:
         await _own(service, agent, request.match_info["id"]),
         agent=agent,
         quotas=request.app[QUOTAS],
-        waiters=service.waiters,
+        waiters=request.app[WAITERS],
         unsettled=lambda p: p.status in _UNSETTLED,
         reread=service.store.get_proposal,
         wait=wait,

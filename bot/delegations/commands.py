@@ -24,13 +24,14 @@ from aiohttp import web
 from bot.render import proposal as render
 from bot.render.delegations import delegation_list_blocks, minted_blocks
 from bot.settings import AgentSettings
+from bot.slack.directory import SlackDirectory
 from contracts.durations import parse_duration, spoken_duration
 from contracts.ids import opaque_id
 from store.delegations import Delegation, DelegationNotFound, NewDelegation, token_hash
 from store.revocation import Revoked
 
 if TYPE_CHECKING:
-    from bot.service import Service
+    from bot.flow.service import Service
 
 __all__ = [
     "DELEGATIONS",
@@ -61,9 +62,12 @@ def _new_id() -> str:
 
 
 class Delegations:
-    def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, service: Service, clock: Callable[[], datetime], *, directory: SlackDirectory
+    ) -> None:
         self._service = service
         self._clock = clock
+        self._directory = directory
 
     # --- the agent's side -------------------------------------------------------------------
 
@@ -175,7 +179,7 @@ class Delegations:
 
     async def _person_refusal(self, user: str) -> str | None:
         """Only a real, active, full member of an allowed workspace may delegate."""
-        directory = self._service.directory
+        directory = self._directory
         profile = await directory.profile(user)
         if profile is None:
             return "Countersign could not check who you are in Slack right now; try again shortly"

@@ -13,8 +13,8 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.delegations.commands import Delegations
+from bot.flow.service import Service
 from bot.render.actions import REVOKE_DELEGATION
-from bot.service import Service
 from bot.slack.home import HomeTab
 from bot.slack.ids import SlackChannel, SlackUser
 from bot.slack.listeners import clicked_in, decoded

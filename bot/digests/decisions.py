@@ -17,11 +17,12 @@ from datetime import datetime
 
 from pydantic import JsonValue
 
+from bot.flow.service import Service
 from bot.render import digest as render_digest
 from bot.render import digest_review as review
 from bot.render import proposal as render
 from bot.render.digest import Tally
-from bot.service import Service
+from bot.slack.publish import SlackPublisher
 from store.approvals import counted
 from store.base import (
     AlreadyDecided,
@@ -46,11 +47,13 @@ NOT_IN_DIGEST = "it is not in this digest"
 
 
 class DigestService:
-    def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, service: Service, clock: Callable[[], datetime], *, publisher: SlackPublisher
+    ) -> None:
         self._service = service
         self._digests = service.store.digests()
         self._clock = clock
-        self.publisher = service.publisher
+        self.publisher = publisher
 
     # --- clicks on the digest's buttons -------------------------------------------------------
 

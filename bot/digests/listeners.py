@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.decisions import RecordedDecisions
 from bot.digests.decisions import DigestService
 from bot.digests.recorded import chosen_detail
+from bot.flow.clicks import RecordedDecisions
 from bot.render.actions import (
     DIGEST_APPROVE_ALL,
     DIGEST_CHOOSE,
@@ -133,7 +133,7 @@ def register_digest_listeners(
     app: AsyncApp, digests: DigestService, decisions: RecordedDecisions
 ) -> None:
     """Approve all and the modals' submissions are decisions: recorded when they arrive and
-    applied after (bot/decisions.py, bot/digests/recorded.py), never told busy. The buttons that
+    applied after (bot/flow/clicks.py, bot/digests/recorded.py), never told busy. The buttons that
     open a modal, and a review's paging, are worked on at once, bounded by nothing."""
 
     async def approve_all(click: Click) -> None:

@@ -1,4 +1,4 @@
-"""A digest's decision clicks, recorded at the click and applied after (bot/decisions.py):
+"""A digest's decision clicks, recorded at the click and applied after (bot/flow/clicks.py):
 Approve all, the Choose… and Reject all… modals, and the Review all… submission. Each is applied
 through the digest's own path (:class:`bot.digests.decisions.DigestService`): every item is
 decided as a click on it alone would be, with that click's checks made when it is applied, and
@@ -22,7 +22,7 @@ def chosen_detail(items: tuple[str, ...] | None, reason: str = "") -> dict[str, 
 
 
 class DigestClicks:
-    """The :class:`bot.decisions.Applier` of the ``digest_`` verbs."""
+    """The :class:`bot.flow.clicks.Applier` of the ``digest_`` verbs."""
 
     def __init__(self, digests: DigestService) -> None:
         self._digests = digests

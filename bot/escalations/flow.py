@@ -16,13 +16,13 @@ from datetime import datetime
 
 from bot.api.waiters import Waiters
 from bot.escalations.schemas import EscalationBody
+from bot.flow.core import APP_HOME
 from bot.flow.destinations import CallbackGuard
 from bot.flow.intake import SubmissionKey
 from bot.flow.requesters import check_requester
 from bot.flow.subscribers import Subscribers
 from bot.monitoring.store_watch import StoreWatch
 from bot.render import escalation as render
-from bot.service import APP_HOME
 from bot.settings import AgentSettings, Settings
 from bot.slack.directory import SlackDirectory
 from bot.slack.publish import SlackPublisher

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.decisions import RecordedDecisions
 from bot.escalations.flow import EscalationService
+from bot.flow.clicks import RecordedDecisions
 from bot.render.actions import (
     ESCALATION_HAND_BACK,
     ESCALATION_HAND_BACK_VIEW,
@@ -60,7 +60,7 @@ def register_escalation_listeners(
     app: AsyncApp, service: EscalationService, decisions: RecordedDecisions
 ) -> None:
     """Take it, Resolve and the hand-back's note are decisions: recorded when they arrive and
-    applied after (bot/decisions.py, bot/escalations/recorded.py), never told busy. Hand back
+    applied after (bot/flow/clicks.py, bot/escalations/recorded.py), never told busy. Hand back
     opens a modal, bounded by nothing."""
     recorded: dict[str, ClickVerb] = {
         ESCALATION_TAKE: "escalation_take",

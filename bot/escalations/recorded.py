@@ -1,4 +1,4 @@
-"""An escalation's decision clicks, recorded at the click and applied after (bot/decisions.py):
+"""An escalation's decision clicks, recorded at the click and applied after (bot/flow/clicks.py):
 Take it, Resolve, and the hand-back modal's note. Each is applied through the escalation's own
 path (:class:`bot.escalations.flow.EscalationService`), which checks the clicker when it is
 applied and tells them why when it refuses; the store's compare-and-set makes each once."""
@@ -12,7 +12,7 @@ __all__ = ["EscalationClicks"]
 
 
 class EscalationClicks:
-    """The :class:`bot.decisions.Applier` of ``escalation_take``, ``escalation_resolve`` and
+    """The :class:`bot.flow.clicks.Applier` of ``escalation_take``, ``escalation_resolve`` and
     ``escalation_hand_back``."""
 
     def __init__(self, escalations: EscalationService) -> None:

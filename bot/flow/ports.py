@@ -1,8 +1,9 @@
 """What the flow needs from the world around it, as small Protocols the edges fulfil.
 
 The flow calls these and never the edges' classes: the app factory (bot/app.py) passes in
-Slack's publisher and directory (bot/slack/publish.py, bot/slack/directory.py) and the agent
-API's long-poll waiters (bot/api/waiters.py); tests may pass anything that answers the same.
+Slack's publisher and directory (bot/slack/publish.py, bot/slack/directory.py), the agent API's
+long-poll waiters (bot/api/waiters.py) and the store watch the background loops share
+(bot/monitoring/store_watch.py); tests may pass anything that answers the same.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from contracts.authority import ApproverProfile
-from store.base import Proposal
+from store.base import Proposal, StoreUnavailable
 
-__all__ = ["Directory", "Publisher", "Waiters"]
+__all__ = ["Directory", "Publisher", "StoreWatch", "Waiters"]
 
 
 class Publisher(Protocol):
@@ -51,3 +52,17 @@ class Waiters(Protocol):
 
     def notify(self, proposal_id: str) -> None:
         """``proposal_id`` changed: wake whoever waits for it."""
+
+
+class StoreWatch(Protocol):
+    """Says once when the store stops answering a background loop, and when it is back."""
+
+    @property
+    def unanswered_count(self) -> int:
+        """How many times the store did not answer so far."""
+
+    def unanswered(self, error: StoreUnavailable, *, where: str) -> None:
+        """The store did not answer ``where`` (said once, not on every round)."""
+
+    def answered(self) -> None:
+        """The store answered again."""

@@ -1,6 +1,6 @@
 """What a person who clicked a decision is told at once, before it is applied (pure).
 
-The click is recorded first (bot/decisions.py); applying it (the checks, the decision, the
+The click is recorded first (bot/flow/clicks.py); applying it (the checks, the decision, the
 execution) follows, and its outcome reaches the clicker as the message changes, or, when a
 check refuses it, as a private answer saying why.
 """

@@ -590,7 +590,7 @@ def _standing_button(proposal: Proposal) -> dict[str, Any]:
 
 def _edit_button(proposal: Proposal) -> dict[str, Any]:
     """Edit: opens a modal to change the request, which is then checked and classified again
-    as a new proposal (bot/edits.py); its value is the proposal id only."""
+    as a new proposal (bot/flow/edits.py); its value is the proposal id only."""
     return button(EDIT, "Edit", proposal.id)
 
 

@@ -27,10 +27,11 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.delegations.commands import Delegations
 from bot.escalations.flow import EscalationService
+from bot.flow.service import Service
 from bot.render.home import WAITING_SHOWN, StateCheck, home_view
-from bot.service import Service
 from bot.settings import is_user_group
 from bot.slack.current_state import CurrentState
+from bot.slack.publish import SlackPublisher
 from bot.slack.tasks import BackgroundTasks
 from bot.slack.waiting_page import WaitingPage, fair_page
 from contracts.policy import AskRule
@@ -58,8 +59,11 @@ class HomeTab:
         escalations: EscalationService,
         clock: Callable[[], datetime],
         delegations: Delegations | None = None,
+        *,
+        publisher: SlackPublisher,
     ) -> None:
         self._service = service
+        self._publisher = publisher
         self._escalations = escalations
         self._clock = clock
         self._delegations = delegations
@@ -133,12 +137,12 @@ class HomeTab:
             notice=notice,
             delegations=await self._delegations.active_of(user) if self._delegations else (),
             previous=await self.previous_versions(waiting),
-            formats_of=self._service.publisher.formats_of,
+            formats_of=self._publisher.formats_of,
             current=current,
-            agent_acts_of=self._service.publisher.agent_acts,
+            agent_acts_of=self._publisher.agent_acts,
         )
         try:
-            await self._service.publisher.client.views_publish(user_id=user, view=view)
+            await self._publisher.client.views_publish(user_id=user, view=view)
         except (SlackApiError, SlackClientError, OSError, TimeoutError) as error:
             log.warning("views.publish for %s failed: %s", user, error)
 

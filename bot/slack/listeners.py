@@ -20,8 +20,10 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.decisions import NotRecorded, RecordedDecisions
-from bot.edits import EditFlow, EditSubmitted
+from bot.flow.clicks import NotRecorded, RecordedDecisions
+from bot.flow.core import APP_HOME
+from bot.flow.edits import EditFlow, EditSubmitted
+from bot.flow.service import Service
 from bot.render.actions import (
     APPROVE,
     DIGEST_SHOW_FULL,
@@ -36,9 +38,9 @@ from bot.render.actions import (
     REJECT_VIEW,
     SHOW_FULL,
 )
-from bot.service import APP_HOME, Service
 from bot.slack.gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 from bot.slack.ids import SlackChannel, SlackUser, TriggerId
+from bot.slack.publish import SlackPublisher
 from bot.slack.show_full import ShowFull
 from store.base import StoreUnavailable
 from store.clicks import Clicked, ClickVerb
@@ -162,6 +164,7 @@ def build_bolt(
     signing_secret: str,
     client: AsyncWebClient,
     service: Service,
+    publisher: SlackPublisher,
     decisions: RecordedDecisions,
 ) -> AsyncApp:
     """The bolt app; ``client`` carries the bot token and the Slack API base URL. Decision
@@ -179,7 +182,7 @@ def build_bolt(
     )
 
     edits = EditFlow(service)
-    full = ShowFull(service.store, service.publisher)
+    full = ShowFull(service.store, publisher)
     recorded: dict[str, ClickVerb] = {
         APPROVE: "approve",
         EXTEND: "extend",
@@ -294,7 +297,7 @@ def recorded_click_listener(
     record: Callable[[Click], Awaitable[object]],
 ) -> Callable[..., Awaitable[None]]:
     """A decision button's listener: acknowledge at once, decode the click (a malformed one is
-    logged and dropped), then ``record`` it: no bound turns it away (bot/decisions.py)."""
+    logged and dropped), then ``record`` it: no bound turns it away (bot/flow/clicks.py)."""
     return worked_click(Click.of, record)
 
 
@@ -302,7 +305,7 @@ async def recorded_submission(
     decisions: RecordedDecisions, clicked: Clicked, ack: AsyncAck, *, block: str
 ) -> None:
     """A deciding modal's submission: record it before answering Slack, then answer the
-    clicker (bot/decisions.py). When the store does not answer within :data:`RECORD_WITHIN`,
+    clicker (bot/flow/clicks.py). When the store does not answer within :data:`RECORD_WITHIN`,
     the modal stays open with what was typed and says so at ``block`` (an input of the modal):
     submitting again is safe, as the same person's decision is recorded once."""
     taking = asyncio.ensure_future(decisions.take(clicked))

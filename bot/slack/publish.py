@@ -113,7 +113,7 @@ class SlackPublisher:
         """``extension_of`` says what an Extend button on a proposal's message would add to its
         expiry, or None for no button (bot/flow/extensions.py); ``offers_standing`` whether it shows
         "Approve + allow similar…" (bot/standing/rules.py); ``reminder`` builds the reminder posted
-        for a slack.remind (bot/reminders.py; none without it); ``formats_of`` how an operation
+        for a slack.remind (bot/flow/reminders.py; none without it); ``formats_of`` how an operation
         shows its fields (contracts/formats.py), for what an edit changed and the outcome;
         ``agent_acts`` whether the agent carries out an operation itself (a decision), which its
         message, confirmation and outcome say."""

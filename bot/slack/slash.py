@@ -24,11 +24,13 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.delegations.commands import Delegations
+from bot.flow.service import Service
 from bot.render.home import help_blocks, proposal_detail_blocks, waiting_blocks
 from bot.render.inert import inert
 from bot.render.proposal import FALLBACK_MAX, escape
-from bot.service import Service
+from bot.slack.directory import SlackDirectory
 from bot.slack.home import HomeTab
+from bot.slack.publish import SlackPublisher
 from bot.standing.admin import StandingAdmin
 from contracts.policy import AskRule
 from store.base import Proposal, ProposalNotFound
@@ -54,11 +56,16 @@ class SlashCommand:
         home: HomeTab,
         clock: Callable[[], datetime],
         delegations: Delegations | None = None,
+        *,
+        publisher: SlackPublisher,
+        directory: SlackDirectory,
     ) -> None:
         self._service = service
+        self._publisher = publisher
+        self._directory = directory
         self._home = home
         self._clock = clock
-        self._delegations = delegations or Delegations(service, clock)
+        self._delegations = delegations or Delegations(service, clock, directory=directory)
 
     async def answer(self, user: str, text: str) -> Answer:
         """The fallback text and the blocks of the answer to ``/countersign text``."""
@@ -78,8 +85,8 @@ class SlashCommand:
                 now=self._clock(),
                 previous=previous,
                 beyond=page.beyond,
-                formats_of=self._service.publisher.formats_of,
-                agent_acts_of=self._service.publisher.agent_acts,
+                formats_of=self._publisher.formats_of,
+                agent_acts_of=self._publisher.agent_acts,
             )
             return text, blocks
         if verb == "show" and rest.strip():
@@ -87,7 +94,9 @@ class SlashCommand:
         if verb == "show":
             return _plain("Say which proposal: `/countersign show <id>`.")
         if verb == "standing":  # the active standing rules, each with Revoke (admins only)
-            return await StandingAdmin(self._service, self._clock).listing(user)
+            return await StandingAdmin(
+                self._service, self._clock, publisher=self._publisher, directory=self._directory
+            ).listing(user)
         if verb == "delegate":  # a token for an agent to act for this person, shown once
             return await self._delegations.delegate(user, rest)
         if verb == "delegations":
@@ -126,9 +135,9 @@ class SlashCommand:
             trail,
             now=self._clock(),
             previous=previous,
-            formats=self._service.publisher.formats_of(proposal.operation),
+            formats=self._publisher.formats_of(proposal.operation),
             current=current,
-            agent_acts=self._service.publisher.agent_acts(proposal.operation),
+            agent_acts=self._publisher.agent_acts(proposal.operation),
         )
         return inert(proposal.preview.title)[:FALLBACK_MAX], blocks
 

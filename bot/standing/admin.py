@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from bot.render import proposal as render
 from bot.render.standing import standing_list_blocks
+from bot.slack.directory import SlackDirectory
+from bot.slack.publish import SlackPublisher
 from contracts.authority import DecisionChain, refusal_reason
 from contracts.policy import AskRule
 from store.revocation import Revoked
 from store.standing import StandingRule, StandingRuleNotFound
 
 if TYPE_CHECKING:
-    from bot.service import Service
+    from bot.flow.service import Service
 
 __all__ = ["StandingAdmin"]
 
@@ -30,9 +32,18 @@ Answer = tuple[str, list[dict[str, Any]]]
 
 
 class StandingAdmin:
-    def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        service: Service,
+        clock: Callable[[], datetime],
+        *,
+        publisher: SlackPublisher,
+        directory: SlackDirectory,
+    ) -> None:
         self._service = service
         self._clock = clock
+        self._publisher = publisher
+        self._directory = directory
 
     def _admin_roles(self, rule: StandingRule | None = None) -> frozenset[str]:
         """The roles that may revoke ``rule`` (every admin role when it is None, or when its
@@ -61,7 +72,7 @@ class StandingAdmin:
         active = await self._service.store.standing().active_standing_rules(now=now, limit=100)
         mine = [rule for rule in active if await self._holds(user, self._admin_roles(rule))]
         return f"{len(mine)} active standing rule(s)", standing_list_blocks(
-            mine, now=now, formats_of=self._service.publisher.formats_of
+            mine, now=now, formats_of=self._publisher.formats_of
         )
 
     async def revoke(self, standing_rule_id: str, *, user: str, channel: str | None) -> bool:
@@ -104,7 +115,7 @@ class StandingAdmin:
         roles = self._admin_roles(rule)
         if not await self._holds(user, roles):
             return f"revoking it needs the role {', '.join(sorted(roles))}, which you do not hold"
-        teams = await service.directory.allowed_teams(service.settings.approvals.allowed_teams)
+        teams = await self._directory.allowed_teams(service.settings.approvals.allowed_teams)
         return refusal_reason(
             approver=await service.directory.profile(user),
             chain=DecisionChain(requested_by=""),
@@ -115,7 +126,7 @@ class StandingAdmin:
 
     async def _tell(self, channel: str | None, user: str, text: str) -> None:
         if channel is not None:
-            await self._service.publisher.tell(None, channel, user, text)
+            await self._publisher.tell(None, channel, user, text)
 
 
 def _plain(text: str) -> Answer:

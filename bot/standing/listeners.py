@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
+from bot.flow.service import Service
 from bot.render.actions import (
     APPROVE_STANDING,
     APPROVE_STANDING_VIEW,
@@ -24,7 +25,6 @@ from bot.render.actions import (
     REVOKE_STANDING,
     USES_INPUT,
 )
-from bot.service import Service
 from bot.slack.ids import SlackChannel, SlackUser
 from bot.slack.listeners import Click, click_listener, clicked_in, decoded, worked_click
 from bot.standing.admin import StandingAdmin

@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Final
 from bot.render import proposal as render
 from bot.render import standing as render_standing
 from bot.settings import Settings
+from bot.slack.directory import SlackDirectory
 from bot.slack.publish import DeliveryFailed, SlackPublisher
 from contracts.authority import DecisionChain, refusal_reason
 from contracts.policy import AskRule
@@ -31,7 +32,7 @@ from store.open import open_store
 from store.standing import AlreadyReviewed, Reviewed, ReviewStats, Verdict
 
 if TYPE_CHECKING:
-    from bot.service import Service
+    from bot.flow.service import Service
 
 __all__ = ["REVIEW_METADATA_EVENT", "Reviews", "print_review_stats", "review_stats_command"]
 
@@ -46,17 +47,22 @@ OUTCOME_POLL: Final = 0.5
 
 
 class Reviews:
-    def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        service: Service,
+        clock: Callable[[], datetime],
+        *,
+        publisher: SlackPublisher,
+        directory: SlackDirectory,
+    ) -> None:
         self._service = service
         self._clock = clock
+        self._publisher = publisher
+        self._directory = directory
 
     @property
     def _store(self) -> Store:
         return self._service.store
-
-    @property
-    def _publisher(self) -> SlackPublisher:
-        return self._service.publisher
 
     # --- the outbox's slack.review ---------------------------------------------------------------
 
@@ -161,7 +167,7 @@ class Reviews:
             }
         )
         agent = settings.agents.get(proposal.agent)
-        teams = await service.directory.allowed_teams(settings.approvals.allowed_teams)
+        teams = await self._directory.allowed_teams(settings.approvals.allowed_teams)
         return refusal_reason(
             approver=await service.directory.profile(user),
             chain=DecisionChain(

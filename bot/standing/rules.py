@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from bot.flow.standing import new_standing_rule_id, offer
 from bot.render import standing as render_standing
+from bot.slack.publish import SlackPublisher
 from contracts.canonical import binding_hash
 from contracts.durations import format_duration, parse_duration
 from contracts.standing import (
@@ -28,7 +29,7 @@ from contracts.standing import (
 from store.base import Proposal, Transitioned
 
 if TYPE_CHECKING:
-    from bot.service import Service
+    from bot.flow.service import Service
 
 __all__ = ["StandingGrants"]
 
@@ -36,9 +37,12 @@ __all__ = ["StandingGrants"]
 class StandingGrants:
     """The Slack side of granting: the button's modal and its submission."""
 
-    def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, service: Service, clock: Callable[[], datetime], *, publisher: SlackPublisher
+    ) -> None:
         self._service = service
         self._clock = clock
+        self._publisher = publisher
 
     async def begin(
         self, proposal_id: str, *, user: str, channel: str | None, trigger_id: str
@@ -52,9 +56,9 @@ class StandingGrants:
                 standing,
                 duration_choices(standing.max),
                 uses_choices(standing.max_uses),
-                self._service.publisher.formats_of(proposal.operation),
+                self._publisher.formats_of(proposal.operation),
             )
-            await self._service.publisher.open_view(proposal, trigger_id, modal)
+            await self._publisher.open_view(proposal, trigger_id, modal)
 
     async def grant(
         self, proposal_id: str, *, user: str, duration: str, uses: str | None = None
@@ -120,7 +124,7 @@ class StandingGrants:
             await service.not_claimed(result, user=user, channel=None)
             return None
         service.changed(result.proposal)
-        formats = service.publisher.formats_of(grant.operation)
+        formats = self._publisher.formats_of(grant.operation)
         text = render_standing.granted_text(standing_rule_id, grant, formats)
         await service.tell(result.proposal, None, user, text)
         return await service.execute(result.proposal)
@@ -135,7 +139,7 @@ class StandingGrants:
         )
         if proposal is None:
             return None
-        formats = service.publisher.formats_of(proposal.operation)
+        formats = self._publisher.formats_of(proposal.operation)
         standing = offer(service.settings.policy, proposal, formats)
         if isinstance(standing, str):
             await self._refuse(proposal, user, channel, standing)

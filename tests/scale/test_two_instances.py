@@ -189,7 +189,7 @@ async def test_two_instances_execute_each_proposal_once_and_post_its_outcome_onc
     assert {i: len(r) for i, r in replies.items() if len(r) != 1} == {}
     log_entries = await cluster.store.audit_log()
     # Every clicker was answered the truth, privately, and no click twice. An Approve click on a
-    # pending proposal is recorded once per person (bot/decisions.py): that person's other
+    # pending proposal is recorded once per person (bot/flow/clicks.py): that person's other
     # clicks meanwhile share the record and its one answer. Its clicker hears "recorded" when
     # it is still waiting after a second (at most once per click); a late approval (another
     # approver decided first) is told who decided once, and so is each click that arrived after

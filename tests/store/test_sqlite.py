@@ -611,7 +611,7 @@ async def test_a_writer_refused_in_a_batch_reads_the_batch_once_told(db_path: Pa
     """A writer whose statements fail learns it when its batch has committed, so that what it
     reads next (on a reader) includes the batch's other writes: a submission refused because
     a standing rule was used up meanwhile classifies itself again on the uses the database
-    counted (bot/service.py)."""
+    counted (bot/flow/submit.py)."""
     store = await SqliteStore.open(db_path)
     try:
         first_open, close_first = asyncio.Event(), asyncio.Event()

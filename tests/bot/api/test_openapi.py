@@ -14,7 +14,7 @@ from pydantic.json_schema import models_json_schema
 from bot.api.openapi import PROPOSAL_ID_PATTERN, openapi_document
 from bot.api.problems import Problem
 from bot.api.schemas import ProblemOut, ProposalOut, SubmitBody
-from bot.service import new_proposal_id
+from bot.flow.submit import new_proposal_id
 from contracts.base import FieldProblem, Operation
 from contracts.operations.refund import from_config as refund_from_config
 from contracts.operations.webhook import WebhookOperation, WebhookSpec

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+from bot.flow.checks import Checking
 from bot.flow.extensions import ask_rule, extension_of
 from bot.render.proposal import Message
 from bot.render.reminders import reminder_reply
@@ -23,9 +23,6 @@ from bot.settings import is_user_group
 from contracts.policy import Ask, Auto, Deny
 from contracts.reminders import RemindAt, remind_time
 from store.base import Proposal
-
-if TYPE_CHECKING:
-    from bot.service import Service
 
 __all__ = ["Reminders", "due_time"]
 
@@ -43,7 +40,7 @@ class Reminders:
     """Builds the reminder the publisher posts for a slack.remind (its ``message`` is the
     ``reminder`` SlackPublisher is built with, bot/app.py)."""
 
-    def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
+    def __init__(self, service: Checking, clock: Callable[[], datetime]) -> None:
         self._service = service
         self._clock = clock
 

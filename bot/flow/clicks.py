@@ -12,9 +12,10 @@ when it is applied). A person's further clicks of the same verb while theirs wai
 record and its answer. Nothing turns a click away for being one too many: only a click the
 store could not record (the database is away) is told to click again. The
 :class:`RecordedDecisions` applier, running in every instance, leases recorded clicks oldest
-first and applies each through the same decision path as ever (:meth:`bot.service.Service.approve`,
-``reject``, ``extend``, ``retry``, ``reconcile``, or the feature's applier), the clicks of one
-subject one after the other and those of different subjects side by side, then settles them.
+first and applies each through the same decision path as ever (bot/flow/decide.py:
+``approve``, ``reject``, ``extend``, ``retry``, ``reconcile``, or the feature's applier), the
+clicks of one subject one after the other and those of different subjects side by side, then
+settles them.
 
 Which checks happen when:
 
@@ -45,10 +46,10 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from bot.monitoring.store_watch import StoreWatch
+from bot.flow.ports import StoreWatch
+from bot.flow.service import Service
 from bot.render.clicks import click_recorded_text
 from bot.render.proposal import store_away_text, store_lost_text
-from bot.service import Service
 from store.base import Proposal, ProposalNotFound, StoreUnavailable
 from store.clicks import (
     DIGEST_VERBS,
@@ -119,7 +120,7 @@ class RecordedDecisions:
         lease: timedelta = timedelta(minutes=5),
         idle_poll: float = 0.5,
         prompt: float = 1.0,
-        watch: StoreWatch | None = None,
+        watch: StoreWatch,
     ) -> None:
         self._service = service
         self._clicks = clicks
@@ -135,7 +136,7 @@ class RecordedDecisions:
         self._settled: dict[int, asyncio.Event] = {}
         self._prompt = prompt
         #: says when the store stops and starts answering (shared with the outbox)
-        self._watch = watch or StoreWatch()
+        self._watch = watch
         #: clicks leased here whose application the store interrupted: tried again first,
         #: as soon as it answers, not when their lease ends
         self._stranded: list[RecordedClick] = []

@@ -18,17 +18,16 @@ import hashlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from bot.api.schemas import SubmitBody
 from bot.flow import standing
+from bot.flow.service import Service
 from bot.render import edit_form
 from bot.render import proposal as render
 from bot.render.edit import edit_modal
-from bot.service import Service
-from bot.slack.ids import SlackUser
+from contracts.api import SLACK_USER_ID, SubmitBody
 from contracts.base import ContractViolation, Operation
 from contracts.canonical import canonical_json
 from store.base import (
@@ -60,7 +59,7 @@ class EditSubmitted(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    user: SlackUser
+    user: Annotated[str, StringConstraints(pattern=SLACK_USER_ID)]  #: a Slack user id
     proposal_id: str
     values: dict[str, dict[str, Any]]
 

@@ -1,0 +1,204 @@
+"""Who may decide what, now: the checks every click takes before anything changes.
+
+Every click that decides a proposal, in the flow and in the features (edits, standing rules,
+digests), takes the same steps: decidable? (else refuse: tell and audit); the transition in the
+store; changed; execute when claimed; tell the clicker. These are the checks and the refusals;
+contracts.authority decides, as the policy and roles are configured now.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC
+
+from bot.flow.lineage import editors_of
+from bot.flow.sweeps import Sweeping
+from bot.render import proposal as render
+from contracts.authority import DecisionChain, refusal_reason
+from contracts.policy import AskRule
+from store.approvals import already_approved
+from store.base import (
+    AlreadyDecided,
+    ApprovalCounted,
+    NotApprovable,
+    Proposal,
+    ProposalNotFound,
+    StoreUnavailable,
+)
+from store.lifecycle import Status
+
+__all__ = ["Checking"]
+
+log = logging.getLogger(__name__)
+
+
+class Checking(Sweeping):
+    """The flow's checks: whether a person may decide a proposal now, and the refusals."""
+
+    async def decidable(
+        self,
+        proposal_id: str,
+        *,
+        user: str,
+        channel: str | None,
+        verb: str,
+        expect: Status = Status.PENDING,
+    ) -> Proposal | None:
+        """The proposal if ``user`` may decide it now (its status is ``expect``, its operation
+        still configured, and contracts.authority allows ``user``); otherwise None, having told
+        ``user`` why and audited the refusal as ``<verb>_refused`` (a click on a proposal
+        someone decided is told who did, unaudited; one on a withdrawn proposal is refused)."""
+        try:
+            proposal = await self.store.get_proposal(proposal_id)
+        except ProposalNotFound:
+            log.info("click on unknown proposal %r by %s", proposal_id, user)
+            await self.tell(
+                None, channel, user, render.refusal_text("this proposal does not exist")
+            )
+            return None
+        except StoreUnavailable as error:  # not an answer about the proposal: nothing changed
+            await self.store_away(proposal_id, user=user, channel=channel, error=error)
+            return None
+        if proposal.status is Status.CANCELLED:
+            withdrawn = render.withdrawn_reason(proposal)
+            await self.refuse(proposal, user=user, channel=channel, verb=verb, why=withdrawn)
+            return None
+        if proposal.status is not expect:
+            await self._tell_decided(proposal, user=user, channel=channel)
+            return None
+        why = await self._refusal(proposal, user)
+        if why is None and proposal.operation not in self.settings.registry:
+            why = f"operation {proposal.operation!r} is no longer configured"
+        if why is None:
+            return proposal
+        await self.refuse(proposal, user=user, channel=channel, verb=verb, why=why)
+        return None
+
+    async def refuse(
+        self, proposal: Proposal, *, user: str, channel: str | None, verb: str, why: str
+    ) -> None:
+        """Refuse ``user``'s click: audit it as ``<verb>_refused`` with ``why``, then tell them
+        ``why`` (privately, see :meth:`tell`). Nothing else changes."""
+        await self.audit_refusal(proposal, user=user, verb=verb, why=why)
+        await self.tell(proposal, channel, user, render.refusal_text(why))
+
+    async def audit_refusal(self, proposal: Proposal, *, user: str, verb: str, why: str) -> None:
+        """A refused click, audited as ``<verb>_refused`` (as ``decidable`` audits its own
+        refusals), telling nobody: for callers that answer in their own way (digests)."""
+        log.info(
+            "%s of %s by %s refused: %s",
+            verb,
+            proposal.id,
+            user,
+            why,
+            extra={
+                "event": f"proposal.{verb}_refused",
+                "proposal_id": proposal.id,
+                "agent": proposal.agent,
+                "operation": proposal.operation,
+                "user": user,
+                "reason": why,
+            },
+        )
+        await self.store.record_event(
+            proposal.id,
+            actor=user,
+            event=f"{verb}_refused",
+            detail={"user": user, "reason": why},
+            now=self._clock(),
+        )
+
+    async def refusal_for(self, proposal: Proposal, user: str) -> str | None:
+        """Why ``user`` may not decide ``proposal`` now, or None (App Home lists only these)."""
+        if proposal.operation not in self.settings.registry:
+            return f"operation {proposal.operation!r} is no longer configured"
+        return already_approved(proposal, user) or await self._refusal(proposal, user)
+
+    async def item_refusal(self, proposal: Proposal, user: str) -> str | None:
+        """Why ``user`` may not decide the pending ``proposal``: the checks ``decidable``
+        makes (the operation still configured, contracts.authority), nothing audited."""
+        if proposal.operation not in self.settings.registry:
+            return f"operation {proposal.operation!r} is no longer configured"
+        return await self._refusal(proposal, user)
+
+    async def _refusal(self, proposal: Proposal, user: str) -> str | None:
+        """Why ``user`` may not decide ``proposal`` now (contracts.authority), or None."""
+        rule = self._current_rule(proposal)
+        agent = self.settings.agents.get(proposal.agent)
+        if agent is None:  # its owners are unknown now: fail closed rather than forget them
+            return (
+                f"agent {proposal.agent!r} is no longer configured, so its owners cannot be "
+                "told apart from other approvers; nobody can decide its proposals"
+            )
+        teams = self.settings.approvals.allowed_teams
+        if not teams:
+            home = await self.directory.home_team()
+            teams = (home,) if home else ()
+        roles = await self.directory.role_members(self.settings.roles)
+        refusal = refusal_reason(
+            approver=await self.directory.profile(user),
+            chain=DecisionChain(
+                requested_by=proposal.requested_by,
+                agent_owners=agent.owners,
+                editors=await editors_of(self.store, proposal),
+            ),
+            approver_roles=self.deciding_roles(proposal),
+            roles=roles,
+            allowed_teams=teams,
+            allow_guests=rule.allow_guests if rule is not None else False,
+        )
+        backups = self.backup_roles(proposal)
+        held = [role for role in backups if user in roles.get(role, ())]
+        waiting = proposal.backup_at is not None and self._clock() < proposal.backup_at
+        if refusal is not None and held and waiting and refusal.startswith("deciding this needs"):
+            assert proposal.backup_at is not None
+            moment = proposal.backup_at.astimezone(UTC).replace(microsecond=0).isoformat()
+            return (
+                f"you hold {', '.join(held)}, a backup role of this rule: its backup approvers "
+                f"may decide it at {moment} if nobody has decided it by then"
+            )
+        return refusal
+
+    def backup_roles(self, proposal: Proposal) -> tuple[str, ...]:
+        """The backup approver roles of the proposal's rule as configured now (``then``)."""
+        rule = self._current_rule(proposal)
+        if rule is None or rule.then is None:
+            return ()
+        return rule.then.approvers
+
+    def deciding_roles(self, proposal: Proposal) -> tuple[str, ...]:
+        """The roles whose members may decide ``proposal`` now: its rule's approvers as
+        configured now, and its backup approvers once nobody has decided by ``backup_at``."""
+        rule = self._current_rule(proposal)
+        if rule is None:
+            return ()
+        handed_over = proposal.backup_at is not None and self._clock() >= proposal.backup_at
+        return rule.approvers + (self.backup_roles(proposal) if handed_over else ())
+
+    def _current_rule(self, proposal: Proposal) -> AskRule | None:
+        """The proposal's rule as the policy is configured *now*, if it still asks."""
+        for rule in self.settings.policy.rules:
+            if rule.id == proposal.rule_id:
+                return rule if isinstance(rule, AskRule) else None
+        return None
+
+    async def not_claimed(
+        self,
+        result: AlreadyDecided | NotApprovable | ApprovalCounted,
+        *,
+        user: str,
+        channel: str | None,
+    ) -> None:
+        """The store did not make the transition a click asked for: tell the clicker why (already
+        decided, or the store's reason; an overdue proposal is expired first)."""
+        if isinstance(result, ApprovalCounted):  # only an approval answers so (approve())
+            return
+        if isinstance(result, AlreadyDecided):
+            await self._tell_decided(result.proposal, user=user, channel=channel)
+            return
+        if result.proposal.expires_at is not None and result.proposal.expires_at <= self._clock():
+            await self.expire_due()
+        await self.tell(result.proposal, channel, user, render.refusal_text(result.reason))
+
+    async def _tell_decided(self, proposal: Proposal, *, user: str, channel: str | None) -> None:
+        await self.tell(proposal, channel, user, render.already_decided_text(proposal))

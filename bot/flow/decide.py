@@ -1,0 +1,209 @@
+"""Decide: Approve, Reject and Extend clicks, a quorum of approvals, and a person's
+reconciliation of an uncertain execution.
+
+Each click is checked first (bot/flow/checks.py); the transition is a compare-and-set in the
+store; an approval that completes the rule's quorum claims the proposal, and it executes once
+(bot/flow/execution.py). Digests decide item by item through the same checks, telling nobody
+(``approve_item``, ``reject_item``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import JsonValue
+
+from bot.flow import extensions
+from bot.flow.submit import Submitting
+from bot.render import proposal as render
+from contracts.canonical import binding_hash
+from contracts.outcomes import Outcome, Succeeded, TerminalFailure
+from store.approvals import already_approved
+from store.base import (
+    AlreadyDecided,
+    ApprovalCounted,
+    NotApprovable,
+    Proposal,
+    Transitioned,
+    TransitionResult,
+)
+from store.lifecycle import Status
+
+__all__ = ["Deciding"]
+
+
+class Deciding(Submitting):
+    """The flow's decision stage: the clicks that approve, reject, extend or reconcile."""
+
+    async def approve(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
+        """An Approve click: check the clicker, record the approval; once the rule's quorum of
+        distinct approvers is reached, claim atomically, execute once, report."""
+        proposal = await self.decidable(proposal_id, user=user, channel=channel, verb="approve")
+        if proposal is None:
+            return None
+        again = already_approved(proposal, user)
+        if again is not None:
+            await self.refuse(proposal, user=user, channel=channel, verb="approve", why=again)
+            return None
+        result = await self._approve_in_store(proposal, user)
+        if isinstance(result, Transitioned):
+            self.changed(result.proposal)
+            return await self.execute(result.proposal)
+        if isinstance(result, ApprovalCounted):  # the message shows the progress (outbox)
+            self.changed(result.proposal)
+            text = render.approval_recorded_text(result.proposal)
+            await self.tell(result.proposal, channel, user, text)
+            return result.proposal
+        if isinstance(result, NotApprovable) and already_approved(result.proposal, user):
+            # the same person's two clicks raced: the store counted one and refused the other
+            await self.audit_refusal(result.proposal, user=user, verb="approve", why=result.reason)
+        await self.not_claimed(result, user=user, channel=channel)
+        return None
+
+    async def _approve_in_store(
+        self, proposal: Proposal, user: str, via: Mapping[str, JsonValue] | None = None
+    ) -> TransitionResult:
+        """Record ``user``'s approval, bound to the hash of the stored contract; the store claims
+        the proposal for execution when it completes the quorum."""
+        operation_hash = binding_hash(
+            proposal.operation, proposal.arguments, proposal.preview.model_dump(mode="json")
+        )
+        now = self._clock()
+        return await self.store.claim_for_execution(
+            proposal.id,
+            actor=user,
+            now=now,
+            binding_hash=operation_hash,
+            lease_until=now + self._lease,
+            via=via,
+        )
+
+    async def begin_reject(
+        self, proposal_id: str, *, user: str, channel: str | None, trigger_id: str
+    ) -> None:
+        """A Reject click: check the clicker, then ask for a reason in a modal."""
+        proposal = await self.decidable(proposal_id, user=user, channel=channel, verb="reject")
+        if proposal is not None:
+            await self.publisher.open_view(proposal, trigger_id, render.reject_modal(proposal))
+
+    async def reject(self, proposal_id: str, *, user: str, reason: str) -> Proposal | None:
+        """The reason modal was submitted: check the clicker again, then reject atomically."""
+        proposal = await self.decidable(proposal_id, user=user, channel=None, verb="reject")
+        if proposal is None:
+            return None
+        result = await self.store.reject(proposal.id, actor=user, reason=reason, now=self._clock())
+        if isinstance(result, Transitioned):
+            self.changed(result.proposal)
+            return result.proposal
+        await self.not_claimed(result, user=user, channel=None)
+        return None
+
+    async def approve_item(
+        self, proposal: Proposal, *, user: str, via: Mapping[str, JsonValue] | None = None
+    ) -> TransitionResult | str:
+        """What an Approve click on ``proposal`` alone does, but telling nobody: the same checks
+        (a refusal is audited and its reason returned), then the claim, and when it wins the
+        execution (Transitioned then carries the outcome). ``via`` says where the approval was
+        given, in its audit entry (Store.claim_for_execution)."""
+        if proposal.status is not Status.PENDING:
+            return AlreadyDecided(proposal)
+        why = await self.item_refusal(proposal, user)
+        why = why or already_approved(proposal, user)
+        if why is not None:
+            await self.audit_refusal(proposal, user=user, verb="approve", why=why)
+            return why
+        result = await self._approve_in_store(proposal, user, via)
+        if isinstance(result, Transitioned):
+            self.changed(result.proposal)
+            return Transitioned(await self.execute(result.proposal))
+        if isinstance(result, ApprovalCounted):
+            self.changed(result.proposal)
+        return result
+
+    async def reject_item(
+        self, proposal: Proposal, *, user: str, reason: str
+    ) -> TransitionResult | str:
+        """What a submitted reject modal for ``proposal`` alone does, but telling nobody."""
+        if proposal.status is not Status.PENDING:
+            return AlreadyDecided(proposal)
+        why = await self.item_refusal(proposal, user)
+        if why is not None:
+            await self.audit_refusal(proposal, user=user, verb="reject", why=why)
+            return why
+        result = await self.store.reject(proposal.id, actor=user, reason=reason, now=self._clock())
+        if isinstance(result, Transitioned):
+            self.changed(result.proposal)
+        return result
+
+    async def extend(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
+        """An Extend click: the same checks as Approve, then the one extension the rule allows
+        (bot/flow/extensions.py). A refusal is told to the clicker alone and audited."""
+        proposal = await self.decidable(proposal_id, user=user, channel=channel, verb="extend")
+        if proposal is None:
+            return None
+        now = self._clock()
+        until = extensions.extension_until(self.settings.policy, proposal, now)
+        if isinstance(until, str):
+            await self.refuse(proposal, user=user, channel=channel, verb="extend", why=until)
+            return None
+        result = await self.store.extend(proposal.id, actor=user, until=until, now=now)
+        if isinstance(result, Transitioned):
+            self.changed(result.proposal)
+            return result.proposal
+        if isinstance(result, NotApprovable):
+            await self.audit_refusal(proposal, user=user, verb="extend", why=result.reason)
+        if isinstance(result, AlreadyDecided | NotApprovable):
+            await self.not_claimed(result, user=user, channel=channel)
+        return None
+
+    async def reconcile(
+        self, proposal_id: str, *, user: str, channel: str | None, resolution: str
+    ) -> Proposal | None:
+        """Record what really happened to an uncertain execution: 'succeeded' or 'failed'."""
+        proposal = await self.decidable(
+            proposal_id,
+            user=user,
+            channel=channel,
+            verb="reconcile",
+            expect=Status.NEEDS_RECONCILIATION,
+        )
+        if proposal is None:
+            return None
+        note = f"recorded by <@{user}> after checking the target"
+        outcome: Outcome = (
+            Succeeded(result={"recorded_by": user})
+            if resolution == "succeeded"
+            else TerminalFailure(
+                detail=f"recorded as not having happened by {user}",
+                correlation_id=proposal.id,
+            )
+        )
+        result = await self.store.resolve_reconciliation(
+            proposal.id, actor=user, outcome=outcome, note=note, now=self._clock()
+        )
+        if isinstance(result, Transitioned):
+            self.changed(result.proposal)
+            return result.proposal
+        await self.not_claimed(result, user=user, channel=channel)
+        return None
+
+    async def retry(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
+        """Try an uncertain execution again, with the same idempotency key."""
+        proposal = await self.decidable(
+            proposal_id,
+            user=user,
+            channel=channel,
+            verb="retry",
+            expect=Status.NEEDS_RECONCILIATION,
+        )
+        if proposal is None:
+            return None
+        now = self._clock()
+        result = await self.store.retry_execution(
+            proposal.id, actor=user, now=now, lease_until=now + self._lease
+        )
+        if isinstance(result, Transitioned):
+            self.changed(result.proposal)
+            return await self.execute(result.proposal)
+        await self.not_claimed(result, user=user, channel=channel)
+        return None

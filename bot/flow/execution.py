@@ -1,0 +1,94 @@
+"""Execute: carry out a claimed proposal (revalidate against current state, then execute,
+once) and record its outcome.
+
+:class:`~bot.flow.executor.Executor` runs the operation's steps and never raises;
+:class:`Executing` is the flow's stage around it: run what this process claimed, record the
+outcome (keeping it while the store does not answer), and show a target's late answer to
+whoever reconciles it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Literal
+
+from bot.flow.core import FlowCore
+from contracts.outcomes import NeedsReconciliation, Outcome
+from store.base import InvalidTransition, Proposal, StoreUnavailable
+from store.lifecycle import Status
+
+__all__ = ["Executing"]
+
+log = logging.getLogger(__name__)
+
+
+class Executing(FlowCore):
+    """The flow's execution stage: run a claimed proposal and record how it ended."""
+
+    async def execute(self, proposal: Proposal) -> Proposal:
+        """Run a proposal this process has claimed (status executing) and record its outcome;
+        the proposal as it is afterwards."""
+        outcome = await self._executor.run(proposal)
+        proposal = await self._record_outcome(proposal, outcome)
+        self.changed(proposal)
+        return proposal
+
+    async def _record_outcome(self, proposal: Proposal, outcome: Outcome) -> Proposal:
+        """Record ``outcome``; while the store does not answer, keep it and try again (this
+        process holds the only copy of what the target said)."""
+        wait = 0.1
+        while True:
+            try:
+                return await self.store.record_outcome(proposal.id, outcome, now=self._clock())
+            except InvalidTransition:
+                current = await self.store.get_proposal(proposal.id)
+                if current.outcome == outcome:  # an earlier try committed; its answer was lost
+                    return current
+                if current.status is Status.NEEDS_RECONCILIATION:
+                    return await self._record_late(current, outcome)
+                raise
+            except StoreUnavailable as error:
+                if wait == 0.1:
+                    log.warning(
+                        "the outcome of %s (%s) waits for the store to record it: %s",
+                        proposal.id,
+                        outcome.kind,
+                        error,
+                    )
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, 1.0)
+
+    async def _record_late(self, proposal: Proposal, outcome: Outcome) -> Proposal:
+        """The target answered after the execution was handed to a person (its lease ended):
+        audit the answer and show it on the message, for whoever reconciles it."""
+        now = self._clock()
+        said = _LATE_WORDS.get(outcome.kind)
+        log.warning(
+            "the target answered %s for %s after its execution lease had ended; recorded for the "
+            "person reconciling it",
+            outcome.kind,
+            proposal.id,
+            extra={"event": "proposal.late_outcome", "proposal_id": proposal.id},
+        )
+        if said is None or not isinstance(proposal.outcome, NeedsReconciliation):
+            return proposal  # no news: it did not know either
+        at = now.isoformat(timespec="seconds")
+        shown = proposal.outcome.model_copy(
+            update={
+                "detail": f"{proposal.outcome.detail}; the target answered {said} at {at}, "
+                "after Countersign had given up waiting",
+                "answered_late": said,
+                "answered_at": at,
+            }
+        )
+        late = await self.store.record_late_outcome(proposal.id, outcome, shown, now=now)
+        return late or proposal
+
+
+#: How a late answer of the target reads on the reconciliation card, by outcome kind.
+_LATE_WORDS: dict[str, Literal["success", "failure", "nothing done"]] = {
+    "succeeded": "success",
+    "terminal_failure": "failure",
+    "revision_required": "nothing done",
+}

@@ -1,0 +1,260 @@
+"""Submit: verify who asked, parse and freeze the contract, classify it, store it.
+
+What a submission goes through before it is stored is written once in bot/flow/intake.py (the
+simulator runs the same steps); here it is frozen into the proposal to store (arguments, preview,
+binding hash, the policy's decision and its timing), stored under its submission key, and run
+at once when the policy approves it automatically. Edits are frozen and classified the same way
+(bot/flow/edits.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import JsonValue
+
+from bot.flow import reminders, standing
+from bot.flow.checks import Checking
+from bot.flow.intake import SubmissionKey, admissible, classified
+from bot.flow.intake import resolved as resolve_request
+from bot.flow.timing import ask_timing
+from bot.settings import AgentSettings
+from contracts.api import SubmitBody
+from contracts.base import ContractViolation, FieldProblem, Operation, Resolved
+from contracts.canonical import binding_hash
+from contracts.ids import opaque_id
+from contracts.policy import Ask, Auto, Deny
+from contracts.standing import sampled
+from store.base import IdempotencyConflict, NewProposal, Proposal, StoreError
+from store.delegations import Delegation
+from store.lifecycle import Status
+
+__all__ = ["Submitted", "Submitting", "new_proposal_id"]
+
+
+def new_proposal_id() -> str:
+    """``cs_`` and 128 random bits (contracts/ids.py)."""
+    return opaque_id("cs_")
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    proposal: Proposal
+    created: bool  #: False when this replays an earlier submission
+
+
+class Submitting(Checking):
+    """The flow's submission stage: one proposal in, stored and classified."""
+
+    async def submit(
+        self,
+        agent: AgentSettings,
+        body: SubmitBody,
+        idempotency_key: str | None,
+        *,
+        admit: Callable[[NewProposal], Awaitable[None]] | None = None,
+        delegation: Delegation | None = None,
+    ) -> Submitted:
+        """Validate, resolve, classify and store one proposal; run it at once if policy says auto.
+
+        Who asked is verified first (bot/flow/requesters.py): ``requested_by`` must be someone the
+        agent acts for, or the person of the ``delegation`` the agent's call came with; else
+        RequesterRefused, and nothing is stored or posted.
+
+        ``admit`` sees the classified proposal before it is stored (not for a replay) and may
+        refuse it by raising (the agent's pending limit, bot/api/quotas.py).
+
+        Raises ContractViolation (nothing stored) or IdempotencyConflict.
+        """
+        checked = await admissible(
+            self.settings,
+            agent,
+            body,
+            delegation,
+            directory=self.directory,
+            callback_guard=self.callback_guard,
+        )
+        body, operation, requested_by = checked.body, checked.operation, checked.requested_by
+        body_json = body.model_dump(mode="json")
+        submission = SubmissionKey.of(
+            body_json,
+            idempotency_key,
+            identity={
+                "agent": agent.name,
+                "run_id": body.run_id,
+                "operation": body.operation,
+                "request": body.request,
+            },
+        )
+        earlier = await self.store.find_submission(agent.name, submission.key)
+        if earlier is not None:
+            return Submitted(submission.replayed(earlier, _conflict), created=False)
+
+        now = self._clock()
+        resolved = await resolve_request(
+            operation, body.request, self.operation_context("submit", now)
+        )
+        for attempt in range(1, standing.RACE_ATTEMPTS + 1):
+            new = await self.frozen_contract(
+                operation,
+                resolved,
+                agent=agent.name,
+                requested_by=requested_by,
+                delegation_id=None if delegation is None else delegation.id,
+                request=body_json["request"],
+                submission_key=submission.key,
+                fingerprint=submission.fingerprint,
+                run_id=body.run_id,
+                reason=body.reason,
+                callback_url=body.callback_url,
+                now=now,
+                urgent=body.urgent,
+            )
+            if admit is not None:
+                await admit(new)
+            try:
+                proposal, created = await self.store.create_proposal(new)
+                break
+            except StoreError:
+                # its standing rule was used up or revoked by a concurrent call since it was
+                # read (the database counts the uses): classify again without it
+                if new.standing_rule_id is None or attempt == standing.RACE_ATTEMPTS:
+                    raise
+        if not created:
+            return Submitted(submission.replayed(proposal, _conflict), created=False)
+        self.changed(proposal)
+        if proposal.status is Status.EXECUTING:
+            proposal = await self.execute(proposal)
+        return Submitted(proposal, created=True)
+
+    async def frozen_contract(
+        self,
+        operation: Operation[Any, Any],
+        resolved: Resolved[Any],
+        *,
+        agent: str,
+        requested_by: str,
+        request: JsonValue,
+        submission_key: str,
+        fingerprint: str,
+        run_id: str | None,
+        reason: str | None,
+        callback_url: str | None,
+        now: datetime,
+        supersedes: str | None = None,
+        edited_by: str | None = None,
+        delegation_id: str | None = None,
+        urgent: bool = False,
+    ) -> NewProposal:
+        """The proposal to store, for a submission and for an edit alike: the frozen arguments
+        and preview, classified by the policy table (and any standing rule that covers them)
+        for this agent and requester, with the risk class, reminder and review sample."""
+        arguments = operation.dump_arguments(resolved.arguments)
+        preview = resolved.preview
+        decision, standing_rule = await classified(
+            self.settings,
+            self.store.standing(),
+            operation,
+            arguments,
+            agent=agent,
+            requested_by=requested_by,
+            directory=self.directory,
+            now=now,
+        )
+        proposal_id = new_proposal_id()
+        timing: dict[str, Any] = {}
+        if isinstance(decision, Ask):  # shown at once, or when its batch closes at the latest
+            asked = ask_timing(
+                decision,
+                operation=operation.name,
+                now=now,
+                default_remind_at=self.settings.approvals.remind_at,
+                urgent=urgent,
+                edit=supersedes is not None,
+            )
+            timing = {
+                "shown_after": asked.shown_after,
+                "expires_at": asked.expires_at,
+                "remind_at": asked.remind_at,
+                "backup_at": asked.backup_at,
+                "backup_roles": asked.backup_roles,
+                "batch": asked.batch,
+            }
+        fields = {
+            **_policy_fields(decision, now, self._lease),
+            "remind_at": reminders.due_time(decision, self.settings.approvals.remind_at, now),
+            **timing,
+        }
+        return NewProposal(
+            id=proposal_id,
+            agent=agent,
+            submission_key=submission_key,
+            submission_fingerprint=fingerprint,
+            requested_by=requested_by,
+            run_id=run_id,
+            operation=operation.name,
+            request=request,
+            arguments=arguments,
+            preview=preview,
+            binding_hash=binding_hash(operation.name, arguments, preview.model_dump(mode="json")),
+            agent_reason=reason,
+            callback_url=callback_url,
+            **fields,
+            urgent=urgent,
+            risk=operation.risk,
+            standing_rule_id=None if standing_rule is None else standing_rule.id,
+            review_sampled=isinstance(decision, Auto)
+            and sampled(proposal_id, self.settings.approvals.review_sample),
+            created_at=now,
+            supersedes=supersedes,
+            edited_by=edited_by,
+            delegation_id=delegation_id,
+        )
+
+
+def _conflict(earlier: Proposal, derived: bool) -> Exception:
+    """The error for a resubmission that matches ``earlier``'s key but not its body."""
+    if not derived:
+        return IdempotencyConflict(earlier)
+    # No Idempotency-Key was sent, so naming one would not help: say what the key came from.
+    return ContractViolation(
+        [
+            FieldProblem(
+                field="run_id",
+                message=f"proposal {earlier.id} already has this run_id, operation and request "
+                "with other details (reason, requested_by or callback_url); send another run_id "
+                "or an Idempotency-Key to make a new proposal",
+            )
+        ]
+    )
+
+
+def _policy_fields(decision: Auto | Ask | Deny, now: datetime, lease: timedelta) -> dict[str, Any]:
+    if isinstance(decision, Ask):
+        return {
+            "rule_id": decision.rule_id,
+            "decision": "ask",
+            "policy_note": decision.explanation,
+            "approver_roles": tuple(decision.approvers),
+            "channel": decision.channel,
+            "status": Status.PENDING,
+            "expires_at": now + decision.expires_after,
+            "quorum": decision.quorum,
+        }
+    if isinstance(decision, Auto):
+        return {
+            "rule_id": decision.rule_id,
+            "decision": "auto",
+            "policy_note": decision.explanation,
+            "status": Status.EXECUTING,
+            "lease_until": now + lease,
+        }
+    return {
+        "rule_id": decision.rule_id,
+        "decision": "deny",
+        "policy_note": decision.reason,
+        "status": Status.DENIED,
+    }

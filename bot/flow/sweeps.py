@@ -1,0 +1,61 @@
+"""Time: what happens to proposals because a moment passed, not because someone clicked.
+
+The app's sweeper (bot/app.py) calls these every few seconds: reminders fall due (the outbox
+posts them, bot/flow/reminders.py builds them), undecided proposals are offered to their backup
+approvers, overdue ones expire, and executions whose executor vanished go to a person to
+reconcile. Each verb works in batches until nothing more is due.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from bot.flow.execution import Executing
+from store.base import Proposal
+
+__all__ = ["Sweeping"]
+
+log = logging.getLogger(__name__)
+
+
+class Sweeping(Executing):
+    """The flow's time stage: reminders, hand-overs, expiry and abandoned executions."""
+
+    async def remind_due(self) -> list[Proposal]:
+        """Mark every pending proposal whose reminder is due as reminded; the outbox posts the
+        reminders in their threads (bot/flow/reminders.py)."""
+        reminded: list[Proposal] = []
+        while batch := await self.store.remind_due(now=self._clock(), limit=100):
+            reminded += batch
+        if reminded:
+            self._wake_outbox()
+        return reminded
+
+    async def hand_over_due(self) -> list[Proposal]:
+        """Offer every pending proposal nobody decided by its ``backup_at`` to its backup
+        approvers too: the store marks and audits it; its message says so (outbox)."""
+        handed: list[Proposal] = []
+        while batch := await self.store.hand_over_due(now=self._clock(), limit=100):
+            for proposal in batch:
+                self.changed(proposal)
+            handed += batch
+        return handed
+
+    async def expire_due(self) -> list[Proposal]:
+        """Expire every overdue pending proposal and tell Slack and the agents."""
+        expired: list[Proposal] = []
+        while batch := await self.store.expire_due(now=self._clock(), limit=100):
+            for proposal in batch:
+                self.changed(proposal)
+            expired += batch
+        return expired
+
+    async def reclaim_abandoned(self) -> list[Proposal]:
+        """Executions whose executor vanished (a crash) become needs_reconciliation."""
+        reclaimed: list[Proposal] = []
+        while batch := await self.store.reclaim_abandoned(now=self._clock(), limit=100):
+            for proposal in batch:
+                log.warning("execution of %s was abandoned; a person must reconcile", proposal.id)
+                self.changed(proposal)
+            reclaimed += batch
+        return reclaimed
