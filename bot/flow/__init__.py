@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         parse_prefix,
         system_resolve,
     )
-    from bot.flow.edits import EditAnswer, EditFlow, EditSubmitted
+    from bot.flow.edits import EditAnswer, EditFlow, EditValues
     from bot.flow.executor import Executor, idempotency_key
     from bot.flow.intake import SubmissionKey, admissible, classified, resolved
     from bot.flow.lineage import editors_of
@@ -64,7 +64,7 @@ __all__ = [
     "Directory",
     "EditAnswer",
     "EditFlow",
-    "EditSubmitted",
+    "EditValues",
     "Executor",
     "Membership",
     "Publisher",
@@ -101,7 +101,7 @@ _DEFINED_IN = {
     "Directory": "ports",
     "EditAnswer": "edits",
     "EditFlow": "edits",
-    "EditSubmitted": "edits",
+    "EditValues": "edits",
     "Executor": "executor",
     "Membership": "requesters",
     "Publisher": "ports",

@@ -18,16 +18,14 @@ import hashlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from typing import Any, Protocol
 
 from bot.flow import standing
 from bot.flow.service import Service
 from bot.render import edit_form
 from bot.render import proposal as render
 from bot.render.edit import edit_modal
-from contracts.api import SLACK_USER_ID, SubmitBody
+from contracts.api import SubmitBody
 from contracts.base import ContractViolation, Operation
 from contracts.canonical import canonical_json
 from store.base import (
@@ -41,7 +39,7 @@ from store.base import (
 )
 from store.lifecycle import Status
 
-__all__ = ["EditAnswer", "EditFlow", "EditSubmitted", "edit_submission_key"]
+__all__ = ["EditAnswer", "EditFlow", "EditValues", "edit_submission_key"]
 
 log = logging.getLogger(__name__)
 
@@ -54,23 +52,16 @@ def edit_submission_key(proposal_id: str) -> str:
     return f"edit:{proposal_id}"
 
 
-class EditSubmitted(BaseModel):
-    """The edit modal, submitted: who, which proposal, and the inputs' state."""
+class EditValues(Protocol):
+    """The edit modal, submitted: who, which proposal, and the inputs' state (the Slack
+    listener decodes it, bot/slack/listeners.py ``EditSubmitted``)."""
 
-    model_config = ConfigDict(frozen=True)
-
-    user: Annotated[str, StringConstraints(pattern=SLACK_USER_ID)]  #: a Slack user id
-    proposal_id: str
-    values: dict[str, dict[str, Any]]
-
-    @classmethod
-    def of(cls, body: dict[str, Any]) -> EditSubmitted:
-        view = body["view"]
-        return cls(
-            user=body["user"]["id"],
-            proposal_id=view["private_metadata"],
-            values=view["state"]["values"],
-        )
+    @property
+    def user(self) -> str: ...
+    @property
+    def proposal_id(self) -> str: ...
+    @property
+    def values(self) -> Mapping[str, Mapping[str, Any]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +92,7 @@ class EditFlow:
         modal = edit_modal(proposal, form, formats)
         await self._service.publisher.open_view(proposal, trigger_id, modal)
 
-    async def submit(self, submitted: EditSubmitted) -> EditAnswer:
+    async def submit(self, submitted: EditValues) -> EditAnswer:
         """The modal was submitted: check the editor again, the values, the contract and the
         policy; store the edit superseding the proposal. Errors leave everything unchanged."""
         service, user = self._service, submitted.user

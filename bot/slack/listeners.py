@@ -22,7 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.flow.clicks import NotRecorded, RecordedDecisions
 from bot.flow.core import APP_HOME
-from bot.flow.edits import EditFlow, EditSubmitted
+from bot.flow.edits import EditFlow
 from bot.flow.service import Service
 from bot.render.actions import (
     APPROVE,
@@ -50,6 +50,7 @@ __all__ = [
     "BOLT",
     "SIGNING_SECRET",
     "Click",
+    "EditSubmitted",
     "ReasonSubmitted",
     "build_bolt",
     "click_listener",
@@ -121,6 +122,25 @@ def clicked_in(body: dict[str, Any]) -> str | None:
         body.get("container") or {}
     ).get("channel_id")
     return channel
+
+
+class EditSubmitted(BaseModel):
+    """The edit modal, submitted: who, which proposal, and the inputs' state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: SlackUser
+    proposal_id: str
+    values: dict[str, dict[str, Any]]
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> EditSubmitted:
+        view = body["view"]
+        return cls(
+            user=body["user"]["id"],
+            proposal_id=view["private_metadata"],
+            values=view["state"]["values"],
+        )
 
 
 class ReasonSubmitted(BaseModel):
