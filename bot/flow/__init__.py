@@ -5,8 +5,8 @@ Read it in the order a proposal lives it:
 - ``intake``, ``submit``: who asked (``requesters``), the contract parsed and frozen, the policy
   and any standing rule (``standing``) classify it, the store keeps it (``Service.submit``)
 - ``checks``, ``decide``, ``clicks``, ``edits``: who may decide it now (``lineage``: never its
-  editors), Approve (a quorum of them), Reject, Extend (``extensions``), the recorded Approve
-  clicks applied in order, and an approver's edit that replaces it
+  editors), Approve (a quorum of them), Reject, Extend (``extensions``), Retry and reconcile,
+  each click recorded first and applied in order, and an approver's edit that replaces it
 - ``execution``, ``executor``: claimed once, revalidated, run, and its outcome recorded
 - ``sweeps``, ``reminders``, ``timing``: what time does: reminders, hand-overs to backup
   approvers, expiry, and abandoned executions handed to a person to reconcile
@@ -16,8 +16,8 @@ Read it in the order a proposal lives it:
 - ``destinations``: where Countersign may send an agent's callbacks; ``quorum``: quorums that
   rest on Slack user groups, checked at startup
 
-Everything here depends on ``contracts``, ``store`` and bot's pure vocabulary (``bot.render``,
-the settings) only, never on an edge (the agent API, Slack, the sandbox, operators' commands,
+Everything here depends on ``contracts``, ``store``, the pure renderers (``bot.render``) and
+the settings only, never on an edge (the agent API, Slack, the sandbox, operators' commands,
 the bench, monitoring; tests/test_layers.py). The names below are imported from their module
 when first asked for, so that importing one module of this package imports neither the others
 nor the app they need.
