@@ -233,7 +233,8 @@ class DigestOutbox:
         }
         showable = [d for d in held if _showable(current[d.proposal_id])]
         # decided or shown meanwhile: nothing to post (as SlackPublisher.deliver would find)
-        shown = [d.id for d in held if d not in showable]
+        kept = {d.id for d in showable}
+        shown = [d.id for d in held if d.id not in kept]
         await self._digests.complete_deliveries(shown, now=self._clock())
         if any(d.attempts > 1 for d in showable):  # an earlier attempt may have posted them
             showable = await self._attach_found(similar, showable, current)
