@@ -288,7 +288,7 @@ class DeclaredOperation(Operation[DeclaredArguments, DeclaredArguments]):
         return formats
 
     def parse_request(self, data: JsonValue) -> DeclaredArguments:
-        return MappingProxyType(copy.deepcopy(self._checked("request", data)))
+        return MappingProxyType(_json_copy(self._checked("request", data)))
 
     def request_schema(self) -> dict[str, Any]:
         return copy.deepcopy(self._schema)
@@ -301,10 +301,11 @@ class DeclaredOperation(Operation[DeclaredArguments, DeclaredArguments]):
         }
 
     def dump_arguments(self, arguments: DeclaredArguments) -> dict[str, JsonValue]:
-        return copy.deepcopy(dict(arguments))
+        copied: dict[str, JsonValue] = _json_copy(dict(arguments))
+        return copied
 
     def load_arguments(self, data: Mapping[str, JsonValue]) -> DeclaredArguments:
-        return MappingProxyType(copy.deepcopy(self._checked("arguments", dict(data))))
+        return MappingProxyType(_json_copy(self._checked("arguments", dict(data))))
 
     def _checked(self, prefix: str, data: JsonValue) -> dict[str, JsonValue]:
         """``data`` if it satisfies the schema; otherwise every problem, sorted by field."""
@@ -340,9 +341,9 @@ class DeclaredOperation(Operation[DeclaredArguments, DeclaredArguments]):
     async def resolve(
         self, request: DeclaredArguments, ctx: Context
     ) -> Resolved[DeclaredArguments]:
-        arguments = copy.deepcopy(dict(request))
+        arguments = _json_copy(dict(request))
         for name, value in self._declared.defaults.items():
-            arguments.setdefault(name, copy.deepcopy(value))
+            arguments.setdefault(name, _json_copy(value))
         frozen = MappingProxyType(arguments)
         return Resolved(arguments=frozen, preview=self.preview(frozen))
 
@@ -437,6 +438,18 @@ def _render(template: str, arguments: DeclaredArguments, formats: Formats) -> st
 def _parsed(template: str) -> tuple[tuple[str, str | None, str | None, str | None], ...]:
     """``template`` split into its literal text and ``{field}`` parts, parsed once."""
     return tuple(Formatter().parse(template))
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep copy of a JSON value (what copy.deepcopy gives, without its bookkeeping: objects
+    and arrays are new, the scalars they hold are immutable); anything else by copy.deepcopy."""
+    if type(value) is dict:
+        return {key: _json_copy(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_json_copy(item) for item in value]
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    return copy.deepcopy(value)
 
 
 def _json_text(data: dict[str, JsonValue]) -> str | None:

@@ -333,15 +333,16 @@ def test_a_request_accepted_before_lets_no_lookalike_through() -> None:
     what is remembered is the exact JSON, so a value equal to it in Python (True == 1,
     1.0 == 1) or the same fields in another order with another value is checked afresh."""
     op = operation()
-    accepted = {"segment": "seg_vip", "count": 1, "dry_run": False}
+    accepted: dict[str, JsonValue] = {"segment": "seg_vip", "count": 1, "dry_run": False}
     assert dict(op.parse_request(accepted)) == accepted
     assert dict(op.load_arguments(accepted)) == accepted  # the same arguments, again accepted
 
-    for lookalike, field_name, expected in [
+    lookalikes: list[tuple[dict[str, JsonValue], str, str]] = [
         ({"segment": "seg_vip", "count": True, "dry_run": False}, "count", "expected integer"),
         ({"segment": "seg_vip", "count": 1, "dry_run": 0}, "dry_run", "expected boolean"),
         ({"dry_run": False, "count": 1, "segment": "seg_VIP"}, "segment", "expected a string"),
-    ]:
+    ]
+    for lookalike, field_name, expected in lookalikes:
         with pytest.raises(ContractViolation) as caught:
             op.load_arguments(lookalike)
         [(field, message)] = problems(caught)
@@ -759,3 +760,28 @@ async def test_revalidation_fails_closed_when_the_target_is_down(ctx: Context) -
     assert isinstance(outcome, RevisionRequired)
     assert outcome.reason.startswith("could not revalidate")
     assert "could not connect" in outcome.reason
+
+
+async def test_frozen_arguments_share_nothing_with_the_request(ctx: Context) -> None:
+    """The request, its frozen arguments and their dump are copies all the way down: changing
+    what the agent sent (or a dump) afterwards changes nothing frozen."""
+    op = operation(
+        request_schema={
+            "type": "object",
+            "required": ["segment"],
+            "properties": {"segment": {"type": "string"}, "tags": {"type": "array"}},
+        },
+        defaults={},
+        preview={"title": "Email segment {segment}", "fields": []},
+    )
+    sent: dict[str, JsonValue] = {"segment": "seg_vip", "tags": [{"name": "a"}, ["b"]]}
+    request = op.parse_request(sent)
+    sent["tags"][0]["name"] = "changed"  # type: ignore[index,call-overload]
+    sent["tags"][1].append("c")  # type: ignore[index,union-attr]
+    assert request["tags"] == [{"name": "a"}, ["b"]]
+
+    resolved = await op.resolve(request, ctx)
+    dumped = op.dump_arguments(resolved.arguments)
+    dumped["tags"][0]["name"] = "dumped"  # type: ignore[index,call-overload]
+    assert resolved.arguments["tags"] == [{"name": "a"}, ["b"]]
+    assert op.load_arguments(dumped)["tags"] == [{"name": "dumped"}, ["b"]]
