@@ -149,7 +149,7 @@ def accepted_keys() -> set[str]:
     keys |= {f"policy[].then.{key}" for key in THEN_KEYS}
     keys |= {f"policy[].standing.{key}" for key in STANDING_KEYS}
     operation = "operations.<name>."
-    # kind picks the operation; a webhook's secret_env is read by bot/settings.py itself
+    # kind picks the operation; a webhook's secret_env is read by bot/settings/agents.py itself
     keys |= {f"{operation}kind", f"{operation}secret_env"}
     keys |= set(model_keys(WebhookSpec, operation)) - {f"{operation}name"}  # the table's name
     keys |= {f"{operation}payments", *model_keys(Payment, f"{operation}payments[].")}

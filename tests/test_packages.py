@@ -32,6 +32,7 @@ def test_the_feature_packages_are_the_ones_the_layout_names() -> None:
         "monitoring",
         "operators",
         "render",
+        "settings",
         "slack",
         "standing",
     ]

@@ -9,7 +9,7 @@ digest_window_seconds = 0.3 # how long a new post waits for similar ones before 
 ```
 
 Similar means the same channel, operation and accountable human (``requested_by``). Secrets and
-the API address of Slack come from the environment (bot/settings.py, ``slack_settings``).
+the API address of Slack come from the environment (bot/settings/load.py, ``slack_settings``).
 """
 
 from __future__ import annotations

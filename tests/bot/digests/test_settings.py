@@ -6,7 +6,7 @@ from pathlib import Path
 
 from bot.digests.settings import DigestSettings
 from bot.settings import load_settings
-from tests.bot.test_settings import ENV, only_problem, valid_sections, write
+from tests.bot.settings.test_settings import ENV, only_problem, valid_sections, write
 
 
 def test_digests_are_on_by_default_with_two_to_twenty_five_items() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from bot.settings import AgentSettings, ConfigError, Settings, SlackSettings, load_settings
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "countersign.toml"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "countersign.toml"
 
 SUPPORT_TOKEN = "support-bot-token-0123456789"
 OPS_TOKEN = "ops-bot-token-abcdefghijklmn"
@@ -94,7 +94,7 @@ def valid_sections(**replace: str) -> list[str]:
 
 def problems_of(path: Path, env: dict[str, str] | None = None) -> list[str]:
     """The problems, each checked to name its line and given back without it (``file: ...``);
-    the lines themselves are checked in tests/bot/test_config_lines.py."""
+    the lines themselves are checked in tests/bot/settings/test_lines.py."""
     with pytest.raises(ConfigError) as caught:
         load_settings(path, ENV if env is None else env)
     assert str(caught.value) == "\n".join(caught.value.problems)

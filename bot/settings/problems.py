@@ -4,7 +4,7 @@ Problems are written ``key.path: what is wrong`` (``server.port: ...``,
 ``operations.crm.send_campaign.secret_env: ...``, ``escalation.routes[1].channel: ...``) or, for
 the policy, ``policy rule 'refunds': field 'batch.window' ...`` / ``policy rule #2: ...``. The key
 path is read back against the parsed document (an operation's name may hold dots), and its line
-found with :func:`bot.config_lines.key_lines`. A problem whose key is not written in the file (a
+found with :func:`bot.settings.lines.key_lines`. A problem whose key is not written in the file (a
 missing key) is placed at the nearest table around it that is; one that cannot be placed keeps no
 line rather than a wrong one.
 """
@@ -13,12 +13,23 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
+from copy import deepcopy
+from pathlib import Path
 from typing import Any
 
-from bot.config_lines import KeyLines, KeyPath
+from bot.settings.keys import keys_allowed_at
+from bot.settings.lines import KeyLines, KeyPath
 
-__all__ = ["line_of_problem", "problem_key_path"]
+__all__ = [
+    "line_of_problem",
+    "problem_key_path",
+    "skippable_path",
+    "syntax_problem",
+    "validation_problem",
+    "without_paths",
+]
 
 _POLICY = re.compile(r"policy rule (#\d+|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
 _FIELD = re.compile(r"field '([^']+)'")
@@ -110,3 +121,72 @@ def _resolved(parts: Sequence[str | int], node: Any) -> KeyPath:
             path.append(part)  # not in the file (a missing key): the nearest table is placed
             break
     return tuple(path)
+
+
+#: tables whose entries are named elsewhere (a rule's approvers, agents and operation)
+_NAMED = frozenset({"roles", "agents", "operations"})
+
+
+def skippable_path(item: Any) -> tuple[int | str, ...] | None:
+    """Where a key the file may be checked without is (pydantic's error ``item``), or None."""
+    loc: tuple[int | str, ...] = tuple(item["loc"])
+    if item["type"] == "extra_forbidden":
+        return loc
+    if item["type"] == "missing":
+        return None
+    cut = next((at for at, part in enumerate(loc) if isinstance(part, int)), len(loc))
+    loc = loc[:cut]  # a bad element of a list: the list is left out
+    if len(loc) < 2 or (loc[0] in _NAMED and len(loc) < 3):
+        return None
+    if loc[0] == "agents" and loc[2] != "limits":  # its owners and acts_for are read together
+        return None
+    return loc
+
+
+def without_paths(raw: dict[str, Any], paths: list[tuple[int | str, ...]]) -> dict[str, Any]:
+    """A copy of ``raw`` without the keys at ``paths`` (pydantic's error locations)."""
+    copy = deepcopy(raw)
+    for path in paths:
+        table: Any = copy
+        for part in path[:-1]:
+            if isinstance(table, dict):
+                table = table.get(part)
+            elif isinstance(table, list) and isinstance(part, int) and part < len(table):
+                table = table[part]
+            else:
+                table = None
+        if isinstance(table, dict):
+            table.pop(path[-1], None)
+    return copy
+
+
+def syntax_problem(error: tomllib.TOMLDecodeError, path: Path) -> str:
+    """``file:line: not valid TOML: ...``, with the line and column where tomllib says only
+    "at end of document"."""
+    message = str(error)
+    try:
+        lines = path.read_text(encoding="utf-8").rstrip("\n").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return f"{path}: not valid TOML: {message}"
+    line = len(lines)
+    if "(at end of document)" in message:
+        where = f"(at line {line}, column {len(lines[-1]) + 1}, the end of the document)"
+        message = message.replace("(at end of document)", where)
+    else:
+        given = re.search(r"\(at line (\d+), column \d+\)", message)
+        if given is None:
+            return f"{path}: not valid TOML: {message}"
+        line = int(given.group(1))
+    return f"{path}:{line}: not valid TOML: {message}"
+
+
+def validation_problem(path: Path, item: Any) -> str:
+    loc = tuple(str(part) for part in item["loc"])
+    location = ".".join(loc)
+    if item["type"] == "extra_forbidden":
+        allowed = keys_allowed_at(loc[:-1])
+        expected = f" (expected one of: {', '.join(allowed)})" if allowed else ""
+        return f"{path}: {location}: unknown key{expected}"
+    if item["type"] == "missing":
+        return f"{path}: {location}: {item['msg']}"
+    return f"{path}: {location}: {item['msg']} (got {item['input']!r})"

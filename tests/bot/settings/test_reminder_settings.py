@@ -8,7 +8,7 @@ import pytest
 
 from bot.settings import load_settings
 from contracts.reminders import OFF
-from tests.bot.test_settings import ENV, only_problem, valid_sections, write
+from tests.bot.settings.test_settings import ENV, only_problem, valid_sections, write
 
 
 def test_remind_at_defaults_to_80_percent(tmp_path: Path) -> None:

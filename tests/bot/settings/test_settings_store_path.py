@@ -10,7 +10,7 @@ import pytest
 
 from bot.cli import main
 from bot.settings import load_settings
-from tests.bot.test_settings import ENV, valid_sections, write
+from tests.bot.settings.test_settings import ENV, valid_sections, write
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from bot.settings import load_settings
-from tests.bot.test_settings import ENV, only_problem, valid_sections, write
+from tests.bot.settings.test_settings import ENV, only_problem, valid_sections, write
 
 OPS = """
 [agents.ops-bot]

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.cli import main
-from bot.config_lines import KeyPath, key_lines
-from tests.bot.test_settings import problems_of, valid_sections, write
+from bot.settings.lines import KeyPath, key_lines
+from tests.bot.settings.test_settings import problems_of, valid_sections, write
 from tests.e2e.harness import ENV, config_text
 
 TRICKY = textwrap.dedent(

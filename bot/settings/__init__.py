@@ -1,0 +1,69 @@
+"""Settings: the TOML file (agents, roles, operations, policy) plus secrets from the environment.
+
+Everything is checked when it is loaded, and every problem is reported at once, each naming the
+file, its line, the key and what was expected.
+
+- ``model``: the file's sections and the ``Settings`` loading makes of them
+- ``load``: ``load_settings`` (read, check, place each problem on its line) and ``slack_settings``
+- ``agents``: the ``[agents]`` and ``[operations]`` tables checked and built
+- ``keys``: every key the file accepts (docs/configuration.md lists exactly these)
+- ``lines``, ``problems``: where in the file each key is written, and which key a problem is about
+
+Each feature's own section lives with the feature (bot/digests/settings.py, ...). The names below
+are imported from their module when first asked for, so that importing one module of this package
+imports neither the others nor the features they read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bot import exported_from
+
+if TYPE_CHECKING:
+    from bot.settings.keys import setting_keys
+    from bot.settings.load import load_settings, slack_settings
+    from bot.settings.model import (
+        DEFAULT_CONFIG_PATH,
+        ROLE_PREFIX,
+        AgentSettings,
+        ApprovalSettings,
+        ConfigError,
+        ServerSettings,
+        Settings,
+        SlackSettings,
+        is_user_group,
+    )
+
+__all__ = [
+    "DEFAULT_CONFIG_PATH",
+    "ROLE_PREFIX",
+    "AgentSettings",
+    "ApprovalSettings",
+    "ConfigError",
+    "ServerSettings",
+    "Settings",
+    "SlackSettings",
+    "is_user_group",
+    "load_settings",
+    "setting_keys",
+    "slack_settings",
+]
+
+#: the module of this package that defines each public name
+_DEFINED_IN = {
+    "AgentSettings": "model",
+    "ApprovalSettings": "model",
+    "ConfigError": "model",
+    "DEFAULT_CONFIG_PATH": "model",
+    "ROLE_PREFIX": "model",
+    "ServerSettings": "model",
+    "Settings": "model",
+    "SlackSettings": "model",
+    "is_user_group": "model",
+    "load_settings": "load",
+    "setting_keys": "keys",
+    "slack_settings": "load",
+}
+
+__getattr__ = exported_from(__name__, _DEFINED_IN)
