@@ -70,9 +70,10 @@ from bot.standing.admin import StandingAdmin
 from bot.standing.listeners import register_standing_listeners
 from bot.standing.review import Reviews
 from bot.standing.rules import StandingGrants
-from store.base import Delivery, Proposal, Store, StoreUnavailable
-from store.clicks import DIGEST_VERBS, ESCALATION_VERBS, ClickVerb
-from store.lifecycle import Effect
+from store.base import StoreUnavailable
+from store.proposals import Delivery, Effect, Proposal
+from store.proposals.clicks import DIGEST_VERBS, ESCALATION_VERBS, ClickVerb
+from store.protocol import Store
 
 __all__ = ["DECISIONS", "OUTBOX", "build_app", "utc_now"]
 

@@ -8,7 +8,7 @@ A :class:`Coalescer` (the digests', bot/digests/outbox.py) takes from each round
 entries it delivers together, as jobs that settle their entries themselves.
 
 A proposal's Slack entries leased together (a decision's message update and thread reply,
-store/outbox.py) are one job: delivered in order from one read of the proposal
+store/proposals/outbox.py) are one job: delivered in order from one read of the proposal
 (:meth:`SlackPublisher.deliver_run`); when one fails, it is retried as any entry is and those
 after it are released untouched (their attempt taken back), so that what was delivered is not
 done again. Entries delivered during a round are completed together, in one write at its end:
@@ -33,9 +33,10 @@ from typing import Any, Protocol
 
 from bot.monitoring.store_watch import StoreWatch
 from bot.slack.publish import DeliveryFailed
-from store.base import Delivery, Proposal, Store, StoreUnavailable
-from store.effects import lane_of
-from store.lifecycle import Effect
+from store.base import StoreUnavailable
+from store.proposals import Delivery, Effect, Proposal
+from store.proposals.effects import lane_of
+from store.protocol import Store
 
 __all__ = [
     "Coalescer",

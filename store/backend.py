@@ -1,8 +1,8 @@
 """What a backend gives the Store verbs written once over it: three ways to reach the database.
 
-The verbs of the Store protocol (store/proposals.py, approvals.py, reminders.py, outbox.py,
-audit/verbs.py) are written once, over these. Each backend (SqliteStore, PostgresStore) says what
-they are on its database, and translates its driver's errors at their edge:
+The verbs of the Store protocol (store/proposals/verbs.py and the modules it gathers,
+store/audit/verbs.py) are written once, over these. Each backend (SqliteStore, PostgresStore) says
+what they are on its database, and translates its driver's errors at their edge:
 
 - ``tx(write=True)``: one transaction for a change. SQLite batches concurrent ones into one
   COMMIT (group commit); PostgreSQL runs READ COMMITTED on a pooled connection.

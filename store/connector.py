@@ -38,8 +38,6 @@ from typing import Any, Literal, Protocol
 
 from pydantic import JsonValue
 
-from store.base import Proposal
-
 __all__ = [
     "Array",
     "Connector",
@@ -182,8 +180,9 @@ class Tx(Protocol):
     ``one``, ``all`` and ``execute`` run a named query with named parameters; each value goes
     through :meth:`param` (times, arrays); ``execute_many`` runs one query once per set of
     parameters, in order. ``append_audit`` adds the next entry of the chain in
-    this transaction; ``existing_proposal`` reads a proposal with its approvals;
-    ``enqueue_effects`` writes the outbox rows of the status a proposal row just entered.
+    this transaction. What a family needs beyond these
+    (a proposal read with its approvals, the outbox rows of a status) is its own function over a
+    Tx (store/proposals/rows.py, store/proposals/outbox.py).
     """
 
     dialect: Dialect
@@ -204,14 +203,6 @@ class Tx(Protocol):
         event: str,
         detail: Mapping[str, JsonValue],
     ) -> int: ...
-
-    async def existing_proposal(self, proposal_id: str) -> Proposal: ...
-
-    async def with_approvals(
-        self, proposals: Sequence[Proposal], *, every: bool = False
-    ) -> list[Proposal]: ...
-
-    async def enqueue_effects(self, row: Row, now: datetime) -> Proposal: ...
 
 
 class Connector(Protocol):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from contracts.redaction import shown_store_url
-from store.base import Store, StoreError
+from store.base import StoreError
 from store.postgres import PostgresStore
+from store.protocol import Store
 from store.sqlite import SqliteStore
 
 __all__ = ["open_store", "sqlite_path"]

@@ -9,7 +9,7 @@ instances on the ``audit_head`` row's lock, so entries written by any number of 
 processes form one linear hash chain; sweeps take their rows with ``FOR UPDATE SKIP LOCKED``, so
 instances sweeping at once never do one twice, nor wait for each other. The database announces
 each committed change; :meth:`PostgresStore.listen` hears them all. The verbs are written once
-over this (store/proposals.py and the modules it gathers).
+over this (store/proposals/verbs.py and the modules it gathers).
 
 :data:`KEPT_FOR_PEOPLE` connections of the pool are kept for people's lane (store/lanes.py):
 everything else (agents' submissions, sweeps, the outbox, the sealer) holds at most the rest at
@@ -31,18 +31,13 @@ import asyncpg
 from contracts.redaction import scrub, shown_store_url
 from store.audit import Sealer, seal_audit
 from store.base import StoreError, StoreUnavailable
-from store.clicks import Clicks
-from store.delegations import DelegationStore
-from store.digests import DigestStore
-from store.escalations import EscalationStore
 from store.lanes import for_people
 from store.migrate import MigrationError, load_migrations
 from store.pg_changes import ChangeFeed
 from store.pg_errors import DRIVER_ERRORS, translate
 from store.pg_migrate import apply_migrations
 from store.pg_tx import PgTx
-from store.proposals import ProposalVerbs
-from store.standing import StandingStore
+from store.verbs import StoreVerbs
 
 __all__ = ["PostgresStore", "redacted"]
 
@@ -64,7 +59,7 @@ def redacted(url: str) -> str:
     return shown_store_url(url)
 
 
-class PostgresStore(ProposalVerbs):
+class PostgresStore(StoreVerbs):
     """A Store on a PostgreSQL database. Create it with :meth:`open`."""
 
     def __init__(
@@ -81,31 +76,8 @@ class PostgresStore(ProposalVerbs):
         self._changes = ChangeFeed(listen_connect or _cannot_listen)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
-        self._escalations: EscalationStore | None = None
         #: seals the audit entries this store's writers append unsealed (store/audit/sealer.py)
         self._sealer = Sealer(lambda: seal_audit(self))
-
-    def escalations(self) -> EscalationStore:
-        """The escalations kept in this database, sharing its pool and audit chain."""
-        if self._escalations is None:
-            self._escalations = EscalationStore(self)
-        return self._escalations
-
-    def standing(self) -> StandingStore:
-        """Standing rules and reviews in this database, sharing its pool and audit chain."""
-        return StandingStore(self)
-
-    def delegations(self) -> DelegationStore:
-        """Delegations from Slack in this database, sharing its pool and audit chain."""
-        return DelegationStore(self)
-
-    def clicks(self) -> Clicks:
-        """Decision clicks recorded in this database, sharing its pool."""
-        return Clicks(self)
-
-    def digests(self) -> DigestStore:
-        """Digests of similar proposals in this database, sharing its pool and audit chain."""
-        return DigestStore(self)
 
     @classmethod
     async def open(

@@ -26,9 +26,12 @@ from pydantic import JsonValue
 from contracts.frozen import Frozen
 from store.audit import AuditEntry, audit_entry_from_row
 from store.backend import Backend
-from store.base import Proposal, Store, StoreError
-from store.lifecycle import FINAL
-from store.rows import aware, proposal_from_row, read_time
+from store.base import StoreError
+from store.proposals.lifecycle import FINAL
+from store.proposals.records import Proposal
+from store.proposals.rows import proposal_from_row, with_approvals
+from store.protocol import Store
+from store.rows import aware, read_time
 from store.shield import finish_even_if_cancelled
 
 __all__ = [
@@ -102,7 +105,7 @@ class Retention:
                 if proposal.status in FINAL and (not has_successor or proposal.superseded_by in ids)
             ]
             batch = []
-            for proposal in await tx.with_approvals(kept, every=True):
+            for proposal in await with_approvals(tx, kept, every=True):
                 review = await tx.one("select_review_of", proposal_id=proposal.id)
                 audit = await tx.all("select_proposal_audit_log", proposal_id=proposal.id)
                 batch.append(

@@ -17,26 +17,20 @@ from functools import cache
 from types import NoneType, UnionType
 from typing import Any, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel
 
-from contracts.outcomes import OUTCOMES, Outcome
-from store.base import Approval, Delivery, NewProposal, Proposal, StoreError
-from store.connector import Array, Row, Tx
+from store.base import StoreError
+from store.connector import Row, Tx
 
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
-    "approval_from_row",
     "aware",
     "check_limit",
     "db_time",
-    "delivery_from_row",
     "dump_json",
     "from_db_time",
-    "insert_proposal_params",
     "model_from_row",
-    "outcome_json",
-    "proposal_from_row",
     "read_array",
     "read_optional_time",
     "read_time",
@@ -135,72 +129,3 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",",
 
 def dump_json(value: Any) -> str:
     return _ENCODE(value)
-
-
-def outcome_json(outcome: Outcome) -> dict[str, JsonValue]:
-    dumped: dict[str, JsonValue] = OUTCOMES.dump_python(outcome, mode="json")
-    return dumped
-
-
-def insert_proposal_params(new: NewProposal) -> dict[str, Any]:
-    """The named parameters of the query ``insert_proposal`` (times and the roles as Python
-    values: each backend's Tx stores them its way)."""
-    return {
-        "id": new.id,
-        "agent": new.agent,
-        "submission_key": new.submission_key,
-        "submission_fingerprint": new.submission_fingerprint,
-        "requested_by": new.requested_by,
-        "run_id": new.run_id,
-        "operation": new.operation,
-        "request": dump_json(new.request),
-        "arguments": dump_json(new.arguments),
-        "preview": new.preview.model_dump_json(),
-        "binding_hash": new.binding_hash,
-        "agent_reason": new.agent_reason,
-        "callback_url": new.callback_url,
-        "rule_id": new.rule_id,
-        "decision": new.decision,
-        "policy_note": new.policy_note,
-        "approver_roles": Array(new.approver_roles),
-        "channel": new.channel,
-        "status": new.status.value,
-        "created_at": new.created_at,
-        "expires_at": new.expires_at,
-        "lease_until": new.lease_until,
-        "risk": new.risk,
-        "quorum": new.quorum,
-        "supersedes": new.supersedes,
-        "edited_by": new.edited_by,
-        "remind_at": new.remind_at,
-        "standing_rule_id": new.standing_rule_id,
-        "review_sampled": new.review_sampled,
-        "delegation_id": new.delegation_id,
-        "shown_after": new.shown_after,
-        "urgent": new.urgent,
-        "backup_roles": Array(new.backup_roles),
-        "backup_at": new.backup_at,
-        "batch_id": None,  #: the batch it joins, which the store decides (store/batches.py)
-    }
-
-
-def proposal_from_row(row: Row) -> Proposal:
-    """The one place a stored proposal row becomes a Proposal (without its approvals)."""
-    outcome = row["outcome"]
-    return model_from_row(
-        Proposal,
-        row,
-        request=json.loads(row["request"]),
-        arguments=json.loads(row["arguments"]),
-        outcome=None if outcome is None else OUTCOMES.validate_json(outcome),
-        approvals=(),  # read apart (store/approvals.py)
-        batch=None,  # creation only: stored as batch_id
-    )
-
-
-def approval_from_row(row: Row) -> Approval:
-    return model_from_row(Approval, row)
-
-
-def delivery_from_row(row: Row) -> Delivery:
-    return model_from_row(Delivery, row)

@@ -10,7 +10,7 @@ connections of their own (:data:`READERS`, read-only), in autocommit, each state
 what has committed: WAL lets them read while a batch of writes waits for its COMMIT's disk
 flush, so a read never queues behind the writers. One more reader is kept for people's lane
 (store/lanes.py): a read for a click takes it when the others are all in use. The verbs are
-written once over this (store/proposals.py and the modules it gathers).
+written once over this (store/proposals/verbs.py and the modules it gathers).
 """
 
 from __future__ import annotations
@@ -26,17 +26,12 @@ from pathlib import Path
 import aiosqlite
 
 from store.base import StoreError, StoreUnavailable
-from store.clicks import Clicks
-from store.delegations import DelegationStore
-from store.digests import DigestStore
-from store.escalations import EscalationStore
 from store.group_commit import GroupCommit
 from store.lanes import for_people
 from store.migrate import Migration, MigrationError, load_migrations, pending_migrations
-from store.proposals import ProposalVerbs
 from store.sqlite_conn import INLINE_BUDGET_SECONDS, SqliteConnection
 from store.sqlite_tx import FollowedHead, SqliteTx
-from store.standing import StandingStore
+from store.verbs import StoreVerbs
 
 __all__ = ["SqliteStore", "apply_migrations"]
 
@@ -114,7 +109,7 @@ def _translated(error: sqlite3.Error) -> StoreError:
     return StoreUnavailable(f"SQLite: {error}")
 
 
-class SqliteStore(ProposalVerbs):
+class SqliteStore(StoreVerbs):
     """A Store on one SQLite file. Create it with :meth:`open`."""
 
     def __init__(
@@ -138,32 +133,9 @@ class SqliteStore(ProposalVerbs):
         self._lock = asyncio.Lock()
         self._clock = clock or (lambda: datetime.now(UTC))
         self._closed = False
-        self._escalations: EscalationStore | None = None
         #: the audit head as the batch of writes moved it (store/sqlite_tx.py)
         self._head = FollowedHead()
         self._writes = GroupCommit(db, self._lock, failure=_translated, reset=self._head.forget)
-
-    def escalations(self) -> EscalationStore:
-        """The escalations kept in this database, sharing its transactions and audit chain."""
-        if self._escalations is None:
-            self._escalations = EscalationStore(self)
-        return self._escalations
-
-    def standing(self) -> StandingStore:
-        """Standing rules and reviews in this database, in its transactions and audit chain."""
-        return StandingStore(self)
-
-    def delegations(self) -> DelegationStore:
-        """Delegations from Slack in this database, in its transactions and audit chain."""
-        return DelegationStore(self)
-
-    def clicks(self) -> Clicks:
-        """Decision clicks recorded in this database, in its transactions."""
-        return Clicks(self)
-
-    def digests(self) -> DigestStore:
-        """Digests of similar proposals in this database, in its transactions and audit chain."""
-        return DigestStore(self)
 
     @classmethod
     async def open(

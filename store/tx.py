@@ -3,8 +3,8 @@ written once over its ``one``, ``all`` and ``execute``.
 
 A backend's Tx (store/sqlite_tx.py, store/pg_tx.py) says how a named query and its parameters
 reach its driver (:meth:`BaseTx.param`: times and arrays in the stored form) and whether it
-seals audit entries as it appends them; reading a proposal with its approvals, enqueuing the
-effects of a status and appending to the audit log are the same on both.
+seals audit entries as it appends them; appending to the audit log and running one query for
+several sets of parameters are the same on both.
 """
 
 from __future__ import annotations
@@ -16,12 +16,8 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from store.approvals import with_approvals
 from store.audit import Appended, append_entry
-from store.base import Proposal
 from store.connector import Dialect, Query, Row, load_queries
-from store.outbox import enqueue_effects
-from store.proposals import existing_proposal
 
 __all__ = ["BaseTx"]
 
@@ -84,14 +80,3 @@ class BaseTx(ABC):
     @abstractmethod
     def appended(self, entry: Appended) -> None:
         """``entry`` was appended in this transaction (committed with it, or not at all)."""
-
-    async def existing_proposal(self, proposal_id: str) -> Proposal:
-        return await existing_proposal(self, proposal_id)
-
-    async def with_approvals(
-        self, proposals: Sequence[Proposal], *, every: bool = False
-    ) -> list[Proposal]:
-        return await with_approvals(self, proposals, every=every)
-
-    async def enqueue_effects(self, row: Row, now: datetime) -> Proposal:
-        return await enqueue_effects(self, row, now)

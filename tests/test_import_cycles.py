@@ -177,10 +177,11 @@ def test_the_reader_reads_every_module_of_the_project(package: str) -> None:
     assert any(graph.imports.values())
 
 
-@pytest.mark.parametrize("package", ["bot", "contracts"])
+@pytest.mark.parametrize("package", ["bot", "contracts", "store"])
 def test_the_package_imports_itself_in_no_circle(package: str) -> None:
     # bot's last cycles (service, the agent API, delegations, standing rules and reminders)
-    # went with the move of the proposal's flow into bot/flow/; store's follow its table families
+    # went with the move of the proposal's flow into bot/flow/; store's with its cut by table
+    # family (store/base.py no longer imports the families' stores, they import it)
     graph = read_graph(Path(__file__).parents[1], [package])
     found = [describe(graph, cycle) for _, cycle in cycles(graph)]
     assert not found, "\n\n".join(found)

@@ -27,7 +27,8 @@ from bot.slack.publish import DeliveryFailed
 from contracts.base import HttpTransportError
 from contracts.redaction import shown_url
 from contracts.signing import CALLBACK, signed_headers
-from store.base import Delivery, Store
+from store.proposals import Delivery
+from store.protocol import Store
 
 __all__ = ["CallbackPoster", "CallbackSender", "DestinationSlots"]
 

@@ -12,8 +12,9 @@ from aiohttp import web
 from bot.delegations.commands import DelegationTokenRefused
 from bot.flow.requesters import RequesterRefused
 from contracts.base import ContractViolation, FieldProblem
-from store.base import IdempotencyConflict, ProposalNotFound, StoreUnavailable
+from store.base import StoreUnavailable
 from store.escalations import EscalationConflict, EscalationNotFound
+from store.proposals import IdempotencyConflict, ProposalNotFound
 
 __all__ = ["Problem", "problem_middleware"]
 

@@ -25,18 +25,17 @@ from bot.delegations.commands import DELEGATIONS, is_delegation_token
 from bot.flow.service import Service
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
-from store.base import (
+from store.base import StoreError, StoreUnavailable
+from store.delegations import Delegation
+from store.proposals import (
     AlreadyDecided,
     NewProposal,
     NotApprovable,
     Proposal,
     ProposalNotFound,
-    StoreError,
-    StoreUnavailable,
+    Status,
     Transitioned,
 )
-from store.delegations import Delegation
-from store.lifecycle import Status
 
 __all__ = [
     "LOOP_LAG",

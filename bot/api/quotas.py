@@ -34,9 +34,9 @@ from bot.api.limit_settings import Limits
 from bot.api.problems import Problem
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
-from store.base import NewProposal, Store
 from store.escalations import EscalationStore
-from store.lifecycle import Status
+from store.proposals import NewProposal, Status
+from store.protocol import Store
 
 __all__ = [
     "RETRY_WHEN_FULL",

@@ -6,8 +6,7 @@ from __future__ import annotations
 from contracts import api
 from contracts.api import SLACK_USER_ID, ProblemOut, SubmitBody
 from contracts.policy import agent_note
-from store.base import Proposal
-from store.lifecycle import FINAL, Status
+from store.proposals import FINAL, Proposal, Status
 
 __all__ = ["SLACK_USER_ID", "PolicyOut", "ProblemOut", "ProposalOut", "SubmitBody"]
 

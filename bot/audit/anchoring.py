@@ -21,7 +21,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.audit.anchors import Anchor, anchor_line, make_anchor
 from bot.audit.settings import AnchorSettings
-from store.base import Store
+from store.protocol import Store
 
 __all__ = ["AnchorFailed", "Anchorer", "anchor_forever", "anchor_message"]
 

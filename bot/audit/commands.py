@@ -11,9 +11,10 @@ from bot.audit.anchoring import Anchorer, AnchorFailed
 from bot.audit.anchors import AnchorFileError, check_anchors, read_anchors
 from bot.settings import Settings
 from bot.slack.publish import make_web_client
-from store.base import Store, StoreError
+from store.base import StoreError
 from store.open import open_store
 from store.postgres import redacted
+from store.protocol import Store
 
 __all__ = ["audit_anchor", "audit_verify"]
 

@@ -31,8 +31,9 @@ from bot.sandbox import DEFAULT_PORT, run_sandbox
 from bot.settings import ConfigError, Settings, is_user_group, load_settings, slack_settings
 from bot.standing.review import review_stats_command
 from contracts.redaction import shown_store_url
-from store.base import Store, StoreError
+from store.base import StoreError
 from store.open import open_store
+from store.protocol import Store
 
 __all__ = ["main"]
 

@@ -23,17 +23,17 @@ from bot.render import digest_review as review
 from bot.render import proposal as render
 from bot.render.digest import Tally
 from bot.slack.publish import SlackPublisher
-from store.approvals import counted
-from store.base import (
+from store.digests import Digest, DigestNotFound
+from store.proposals import (
     AlreadyDecided,
     ApprovalCounted,
     NotApprovable,
     Proposal,
+    Status,
     Transitioned,
     TransitionResult,
 )
-from store.digests import Digest, DigestNotFound
-from store.lifecycle import Status
+from store.proposals.approvals import counted
 
 __all__ = ["CONCURRENCY", "DigestService"]
 

@@ -35,7 +35,7 @@ from bot.render.digest_review import ReviewState, box_place, chosen_places
 from bot.render.proposal import REASON_MAX
 from bot.slack.ids import SlackUser
 from bot.slack.listeners import Click, decoded, recorded_submission, worked_click
-from store.clicks import Clicked
+from store.proposals.clicks import Clicked
 
 __all__ = ["Chosen", "Reviewed", "register_digest_listeners"]
 

@@ -29,9 +29,10 @@ from bot.digests.settings import DIGEST_MAX, DigestSettings
 from bot.outbox import Interrupted, Job, RetryPolicy
 from bot.render import digest as render_digest
 from bot.slack.publish import METADATA_EVENT, DeliveryFailed, SlackPublisher
-from store.base import Delivery, Proposal, Store, StoreUnavailable
+from store.base import StoreUnavailable
 from store.digests import Digest, NewDigest, new_digest_id
-from store.lifecycle import Effect, Status
+from store.proposals import Delivery, Effect, Proposal, Status
+from store.protocol import Store
 
 __all__ = ["DIGEST_EVENT", "DIGEST_REPLY_EVENT", "DigestOutbox", "digest_chunks", "shown_in"]
 
@@ -47,7 +48,7 @@ _REMIND = Effect.SLACK_REMIND
 
 class Similar(NamedTuple):
     """What the items of one digest share: a channel and an operation, and a requester or a
-    batch (store/batches.py: then requested_by is None when its items have several)."""
+    batch (store/proposals/batches.py: then requested_by is None when its items have several)."""
 
     channel: str
     operation: str

@@ -11,7 +11,7 @@ from pydantic import JsonValue
 
 from bot.digests.decisions import DigestService
 from bot.render.digest_review import ReviewState
-from store.clicks import Clicked
+from store.proposals.clicks import Clicked
 
 __all__ = ["DigestClicks", "chosen_detail"]
 

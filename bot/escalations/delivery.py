@@ -15,9 +15,9 @@ from bot.api.callbacks import CallbackSender
 from bot.escalations.schemas import EscalationOut
 from bot.render import escalation as render
 from bot.slack.publish import SlackPublisher
-from store.base import Store
 from store.escalations import Escalation, EscalationDelivery, EscalationStatus, EscalationStore
-from store.lifecycle import Effect
+from store.proposals import Effect
+from store.protocol import Store
 
 __all__ = ["METADATA_EVENT", "EscalationDeliverer"]
 

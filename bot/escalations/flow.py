@@ -29,7 +29,7 @@ from bot.slack.publish import SlackPublisher
 from contracts.base import ContractViolation, FieldProblem
 from contracts.escalation import choose_route, judge_trigger, responder_refusal
 from contracts.ids import opaque_id
-from store.base import Store, StoreUnavailable
+from store.base import StoreUnavailable
 from store.escalations import (
     Escalation,
     EscalationConflict,
@@ -39,6 +39,7 @@ from store.escalations import (
     Moved,
     NewEscalation,
 )
+from store.protocol import Store
 
 __all__ = [
     "EscalationService",

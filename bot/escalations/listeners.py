@@ -32,7 +32,7 @@ from bot.slack.listeners import (
     text_problems,
     worked_click,
 )
-from store.clicks import Clicked, ClickVerb
+from store.proposals.clicks import Clicked, ClickVerb
 
 __all__ = ["NoteSubmitted", "register_escalation_listeners"]
 

@@ -6,7 +6,7 @@ applied and tells them why when it refuses; the store's compare-and-set makes ea
 from __future__ import annotations
 
 from bot.escalations.flow import EscalationService
-from store.clicks import Clicked
+from store.proposals.clicks import Clicked
 
 __all__ = ["EscalationClicks"]
 

@@ -16,16 +16,16 @@ from bot.flow.sweeps import Sweeping
 from bot.render import proposal as render
 from contracts.authority import DecisionChain, refusal_reason
 from contracts.policy import AskRule
-from store.approvals import already_approved
-from store.base import (
+from store.base import StoreUnavailable
+from store.proposals import (
     AlreadyDecided,
     ApprovalCounted,
     NotApprovable,
     Proposal,
     ProposalNotFound,
-    StoreUnavailable,
+    Status,
 )
-from store.lifecycle import Status
+from store.proposals.approvals import already_approved
 
 __all__ = ["Checking"]
 

@@ -3,8 +3,8 @@
 A person who clicked has decided: Approve, a rejection's reason, Extend, Retry, a reconciliation
 (it happened, it did not), and the digests' and escalations' decisions (their features give the
 :class:`Applier` of their verbs). The click's listener acknowledges Slack, then
-:meth:`RecordedDecisions.record` writes the click (store/clicks.py: one insert, only while its
-subject can still be decided, once per person and verb). When it is applied within a second, as
+:meth:`RecordedDecisions.record` writes the click (store.proposals.clicks: one insert, only while
+its subject can still be decided, once per person and verb). When it is applied within a second, as
 it is without a backlog, by this instance or another, the message's update (or a refusal's
 reason) is the answer; when the store says it is still waiting after that second, the clicker
 is told, privately, "recorded, being checked and applied now" (the message shows the outcome
@@ -50,8 +50,10 @@ from bot.flow.ports import StoreWatch
 from bot.flow.service import Service
 from bot.render.clicks import click_recorded_text
 from bot.render.proposal import store_away_text, store_lost_text
-from store.base import Proposal, ProposalNotFound, StoreUnavailable
-from store.clicks import (
+from store.base import StoreUnavailable
+from store.lanes import people_first
+from store.proposals import Proposal, ProposalNotFound, Status
+from store.proposals.clicks import (
     DIGEST_VERBS,
     PROPOSAL_VERBS,
     Clicked,
@@ -59,8 +61,6 @@ from store.clicks import (
     ClickVerb,
     RecordedClick,
 )
-from store.lanes import people_first
-from store.lifecycle import Status
 
 __all__ = ["Applier", "NotRecorded", "RecordedDecisions", "Taken"]
 

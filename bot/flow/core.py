@@ -24,7 +24,9 @@ from bot.flow.subscribers import Subscribers
 from bot.render import proposal as render
 from bot.settings import Settings
 from contracts.base import Context, HttpClient
-from store.base import Proposal, Store, StoreUnavailable
+from store.base import StoreUnavailable
+from store.proposals import Proposal
+from store.protocol import Store
 
 __all__ = ["APP_HOME", "FlowCore"]
 

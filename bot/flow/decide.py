@@ -18,16 +18,16 @@ from bot.flow.submit import Submitting
 from bot.render import proposal as render
 from contracts.canonical import binding_hash
 from contracts.outcomes import Outcome, Succeeded, TerminalFailure
-from store.approvals import already_approved
-from store.base import (
+from store.proposals import (
     AlreadyDecided,
     ApprovalCounted,
     NotApprovable,
     Proposal,
+    Status,
     Transitioned,
     TransitionResult,
 )
-from store.lifecycle import Status
+from store.proposals.approvals import already_approved
 
 __all__ = ["Deciding"]
 

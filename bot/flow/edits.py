@@ -28,16 +28,15 @@ from bot.render.edit import edit_modal
 from contracts.api import SubmitBody
 from contracts.base import ContractViolation, Operation
 from contracts.canonical import canonical_json
-from store.base import (
+from store.base import StoreError, StoreUnavailable
+from store.proposals import (
     AlreadyDecided,
     IdempotencyConflict,
     NotApprovable,
     Proposal,
-    StoreError,
-    StoreUnavailable,
+    Status,
     Transitioned,
 )
-from store.lifecycle import Status
 
 __all__ = ["EditAnswer", "EditFlow", "EditValues", "edit_submission_key"]
 

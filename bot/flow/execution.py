@@ -15,8 +15,8 @@ from typing import Literal
 
 from bot.flow.core import FlowCore
 from contracts.outcomes import NeedsReconciliation, Outcome
-from store.base import InvalidTransition, Proposal, StoreUnavailable
-from store.lifecycle import Status
+from store.base import StoreUnavailable
+from store.proposals import InvalidTransition, Proposal, Status
 
 __all__ = ["Executing"]
 

@@ -12,7 +12,7 @@ from contracts.base import Context, HttpClient, IdempotencyKey
 from contracts.outcomes import NeedsReconciliation, Outcome, RevisionRequired, TerminalFailure
 from contracts.redaction import scrub
 from contracts.registry import Registry, UnknownOperation
-from store.base import Proposal
+from store.proposals import Proposal
 
 __all__ = ["Executor", "idempotency_key"]
 

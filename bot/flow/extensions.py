@@ -12,8 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from contracts.policy import AskRule, PolicyTable
-from store.base import Proposal
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
 
 __all__ = ["ask_rule", "extension_of", "extension_until"]
 

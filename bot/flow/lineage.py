@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from store.base import Proposal, Store
+from store.proposals import Proposal
+from store.protocol import Store
 
 __all__ = ["MAX_LINEAGE", "editors_of"]
 

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from contracts.authority import ApproverProfile
-from store.base import Proposal, StoreUnavailable
+from store.base import StoreUnavailable
+from store.proposals import Proposal
 
 __all__ = ["Directory", "Publisher", "StoreWatch", "Waiters"]
 

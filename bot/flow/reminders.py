@@ -22,7 +22,7 @@ from bot.render.reminders import reminder_reply
 from bot.settings import is_user_group
 from contracts.policy import Ask, Auto, Deny
 from contracts.reminders import RemindAt, remind_time
-from store.base import Proposal
+from store.proposals import Proposal
 
 __all__ = ["Reminders", "due_time"]
 

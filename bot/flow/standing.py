@@ -26,8 +26,7 @@ from contracts.standing import (
     StandingPolicy,
     covers,
 )
-from store.base import Proposal
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
 from store.standing import StandingRule
 
 __all__ = [

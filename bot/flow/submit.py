@@ -28,9 +28,9 @@ from contracts.canonical import binding_hash
 from contracts.ids import opaque_id
 from contracts.policy import Ask, Auto, Deny
 from contracts.standing import sampled
-from store.base import IdempotencyConflict, NewProposal, Proposal, StoreError
+from store.base import StoreError
 from store.delegations import Delegation
-from store.lifecycle import Status
+from store.proposals import IdempotencyConflict, NewProposal, Proposal, Status
 
 __all__ = ["Submitted", "Submitting", "new_proposal_id"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from store.base import Proposal
 from store.escalations import Escalation
+from store.proposals import Proposal
 
 __all__ = ["Subscriber", "Subscribers"]
 

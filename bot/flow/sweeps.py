@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from bot.flow.execution import Executing
-from store.base import Proposal
+from store.proposals import Proposal
 
 __all__ = ["Sweeping"]
 

@@ -7,7 +7,7 @@ looking). Everything that counts from showing counts from ``shown_after``: the e
 rule's whole ``expires_after``), the reminder (a share of the time from showing to expiry) and
 the hand-over to backup approvers (``then.after``). A proposal shown at once is shown when it is
 created. The store moves these times earlier by as much when the proposal joins a batch closing
-sooner (store/batches.py).
+sooner (store/proposals/batches.py).
 
 The batch key is derived here from what the policy decided, never from what the agent sent: the
 channel, the rule, the operation and the approver roles (and the window and max the batch was
@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from contracts.batching import handover_time, shown_by
 from contracts.policy import Ask
 from contracts.reminders import RemindAt, remind_time
-from store.base import BatchRequest
+from store.proposals import BatchRequest
 
 __all__ = ["AskTiming", "ask_timing", "batch_key"]
 

@@ -23,7 +23,7 @@ from bot.api.quotas import Quotas
 from bot.monitoring.health import Readiness
 from bot.monitoring.logs import REQUEST_ID
 from bot.monitoring.metrics import Metrics
-from store.base import Store
+from store.protocol import Store
 
 __all__ = [
     "METRICS",

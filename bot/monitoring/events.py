@@ -15,9 +15,8 @@ from collections import OrderedDict
 from typing import Any
 
 from bot.monitoring.metrics import Metrics
-from store.base import Proposal
 from store.escalations import Escalation
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
 
 __all__ = ["Observer", "proposal_fields"]
 

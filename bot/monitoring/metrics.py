@@ -19,8 +19,7 @@ import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from bot.outbox import Coalescer, DeliverRun, Job
-from store.base import Delivery, Proposal
-from store.lifecycle import Effect
+from store.proposals import Delivery, Effect, Proposal
 
 __all__ = ["CountedCoalescer", "Metrics", "lane_of"]
 

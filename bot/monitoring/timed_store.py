@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from prometheus_client import Histogram
 
-from store.base import Store
+from store.protocol import Store
 
 __all__ = ["timed_store"]
 

@@ -53,9 +53,10 @@ from bot.operators.report import Report, print_report, report_json
 from bot.settings import ConfigError, Settings, is_user_group, load_settings
 from contracts.api import SubmitBody
 from contracts.base import Context, ContractViolation, problems_from_validation_error
-from store.base import Store, StoreError
-from store.calls import recorded_calls
+from store.base import StoreError
 from store.open import open_store
+from store.proposals.calls import recorded_calls
+from store.protocol import Store
 from store.standing import StandingRule
 from store.upgrade import schema_state
 

@@ -73,10 +73,9 @@ from bot.render.proposal import (
 from contracts.base import Risk
 from contracts.formats import Formats, format_money, money_currency
 from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
-from store.approvals import counted
-from store.base import Proposal
 from store.digests import Digest
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
+from store.proposals.approvals import counted
 
 __all__ = [
     "Tally",

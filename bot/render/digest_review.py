@@ -29,9 +29,8 @@ from bot.render.full import proposal_in_full
 from bot.render.inert import Mrkdwn, own
 from bot.render.proposal import Blocks, modal, plain, section, status_word
 from contracts.formats import Formats
-from store.base import Proposal
 from store.digests import Digest
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
 
 __all__ = [
     "HASH_SHOWN",

@@ -40,8 +40,7 @@ from contracts.formats import (
     money_currency,
     show_value,
 )
-from store.base import Proposal
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
 
 __all__ = ["edit_modal", "superseded_reply"]
 

@@ -15,7 +15,7 @@ from pydantic import JsonValue
 
 from bot.render.inert import Mrkdwn, inert, own
 from contracts.formats import Formats, field_label, show_value
-from store.base import Proposal
+from store.proposals import Proposal
 
 __all__ = ["changed_fields", "result_fields", "when", "why_asked"]
 

@@ -32,7 +32,7 @@ from bot.render.proposal import (
     section,
 )
 from contracts.formats import FieldFormat, Formats, field_label, show_value
-from store.base import Proposal
+from store.proposals import Proposal
 
 __all__ = ["FULL_BLOCKS_MAX", "full_view", "full_views", "proposal_in_full"]
 

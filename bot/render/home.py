@@ -55,12 +55,11 @@ from bot.render.proposal import (
     when,
 )
 from contracts.formats import Formats
-from store.approvals import counted
 from store.audit import AuditEntry
-from store.base import Proposal
 from store.delegations import Delegation
 from store.escalations import Escalation
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
+from store.proposals.approvals import counted
 
 __all__ = [
     "HOME_BLOCKS_MAX",

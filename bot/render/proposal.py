@@ -45,9 +45,8 @@ from contracts.outcomes import (
     Succeeded,
     TerminalFailure,
 )
-from store.approvals import counted, missing
-from store.base import Proposal
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
+from store.proposals.approvals import counted, missing
 
 #: Besides the messages, the vocabulary the other render modules build with: Block Kit blocks
 #: and the words every message uses (mentions, times, code spans, quotes, buttons and state).

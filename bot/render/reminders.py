@@ -24,7 +24,7 @@ from bot.render.proposal import (
     span,
     when,
 )
-from store.base import Proposal
+from store.proposals import Proposal
 
 __all__ = ["NOBODY_CAN_APPROVE", "reminder_reply"]
 

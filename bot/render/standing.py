@@ -50,7 +50,7 @@ from bot.render.proposal import (
 from contracts.durations import format_duration
 from contracts.formats import Formats, field_label, show_value
 from contracts.standing import Grant, StandingPolicy
-from store.base import Proposal
+from store.proposals import Proposal
 from store.standing import Reviewed, StandingRule
 
 __all__ = [

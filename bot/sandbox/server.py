@@ -49,8 +49,8 @@ from bot.sandbox.page import TOKEN_VARIABLE, page_app
 from bot.sandbox.target import DemoTarget
 from bot.settings import ConfigError, Settings, load_settings
 from bot.slack.local import LocalSlack, LocalUser
-from store.base import Store
 from store.open import open_store
+from store.protocol import Store
 
 __all__ = ["USER_AGENT", "Escalated", "Sandbox", "Submission", "running_sandbox"]
 

@@ -28,7 +28,7 @@ from bot.render.home import StateCheck
 from bot.slack.tasks import BackgroundTasks
 from contracts.base import Context
 from contracts.registry import Registry, UnknownOperation
-from store.base import Proposal
+from store.proposals import Proposal
 
 __all__ = ["AT_ONCE", "FRESH_FOR", "TIMEOUT", "CurrentState"]
 

@@ -35,8 +35,8 @@ from bot.slack.publish import SlackPublisher
 from bot.slack.tasks import BackgroundTasks
 from bot.slack.waiting_page import WaitingPage, fair_page
 from contracts.policy import AskRule
-from store.base import Proposal, ProposalNotFound
 from store.escalations import Escalation
+from store.proposals import Proposal, ProposalNotFound
 
 __all__ = ["REFRESH_MAX", "SUBSCRIBED_EVENTS", "HomeTab", "register_home_listener"]
 

@@ -43,8 +43,8 @@ from bot.slack.ids import SlackChannel, SlackUser, TriggerId
 from bot.slack.publish import SlackPublisher
 from bot.slack.show_full import ShowFull
 from store.base import StoreUnavailable
-from store.clicks import Clicked, ClickVerb
 from store.lanes import people_first
+from store.proposals.clicks import Clicked, ClickVerb
 
 __all__ = [
     "BOLT",

@@ -27,8 +27,8 @@ from bot.render import edit as render_edit
 from bot.render import proposal as render
 from bot.slack.pacing import SlackPacer
 from contracts.formats import Formats
-from store.base import Delivery, Proposal, ProposalNotFound, Store
-from store.lifecycle import Effect, Status
+from store.proposals import Delivery, Effect, Proposal, ProposalNotFound, Status
+from store.protocol import Store
 
 __all__ = ["DeliveryFailed", "SlackPublisher", "make_web_client"]
 

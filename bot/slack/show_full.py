@@ -13,8 +13,9 @@ import logging
 
 from bot.render.full import full_view, full_views
 from bot.slack.publish import SlackPublisher
-from store.base import ProposalNotFound, Store
 from store.digests import DigestNotFound
+from store.proposals import ProposalNotFound
+from store.protocol import Store
 
 __all__ = ["ShowFull"]
 

@@ -33,8 +33,7 @@ from bot.slack.home import HomeTab
 from bot.slack.publish import SlackPublisher
 from bot.standing.admin import StandingAdmin
 from contracts.policy import AskRule
-from store.base import Proposal, ProposalNotFound
-from store.lifecycle import Status
+from store.proposals import Proposal, ProposalNotFound, Status
 
 __all__ = ["ANSWER_WITHIN", "COMMAND", "STATE_WITHIN", "SlashCommand", "register_slash_command"]
 

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from store.base import Proposal
+from store.proposals import Proposal
 
 __all__ = ["WaitingPage", "fair_page"]
 

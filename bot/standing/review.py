@@ -26,9 +26,10 @@ from bot.slack.publish import DeliveryFailed, SlackPublisher
 from contracts.authority import DecisionChain, refusal_reason
 from contracts.policy import AskRule
 from contracts.redaction import shown_store_url
-from store.base import Delivery, Proposal, ProposalNotFound, Store, StoreError
-from store.lifecycle import Status
+from store.base import StoreError
 from store.open import open_store
+from store.proposals import Delivery, Proposal, ProposalNotFound, Status
+from store.protocol import Store
 from store.standing import AlreadyReviewed, Reviewed, ReviewStats, Verdict
 
 if TYPE_CHECKING:

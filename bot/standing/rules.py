@@ -26,7 +26,7 @@ from contracts.standing import (
     duration_choices,
     uses_choices,
 )
-from store.base import Proposal, Transitioned
+from store.proposals import Proposal, Transitioned
 
 if TYPE_CHECKING:
     from bot.flow.service import Service

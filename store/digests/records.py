@@ -17,7 +17,8 @@ import secrets
 from datetime import datetime
 
 from contracts.frozen import Frozen
-from store.base import Proposal, StoreError
+from store.base import StoreError
+from store.proposals.records import Proposal
 
 __all__ = ["BatchNotFound", "Digest", "DigestNotFound", "NewDigest", "conflict", "new_digest_id"]
 
@@ -37,7 +38,7 @@ class NewDigest(Frozen):
     #: every item's accountable human; None: the items of a batch, of several requesters
     requested_by: str | None
     created_at: datetime
-    batch_id: str | None = None  #: the batch whose items it shows (store/batches.py), if any
+    batch_id: str | None = None  #: the batch whose items it shows (store.proposals.batches)
 
 
 class Digest(NewDigest):

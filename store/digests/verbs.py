@@ -14,8 +14,6 @@ from typing import Any
 from pydantic import JsonValue
 
 from store.backend import FamilyStore
-from store.base import Delivery, Proposal, ProposalNotFound
-from store.batches import Batch, batch_from_row
 from store.connector import Array, Row, Tx
 from store.digests.records import (
     BatchNotFound,
@@ -24,8 +22,11 @@ from store.digests.records import (
     NewDigest,
     conflict,
 )
-from store.lifecycle import Effect
-from store.rows import check_limit, delivery_from_row, model_from_row, proposal_from_row, required
+from store.proposals.batches import Batch, batch_from_row
+from store.proposals.lifecycle import Effect
+from store.proposals.records import Delivery, Proposal, ProposalNotFound
+from store.proposals.rows import delivery_from_row, proposal_from_row, with_approvals
+from store.rows import check_limit, model_from_row, required
 from store.shield import finish_even_if_cancelled
 
 __all__ = ["DigestStore", "digest_from_row"]
@@ -56,7 +57,7 @@ class DigestStore(FamilyStore):
         missing = DigestNotFound(f"no digest has id {digest_id!r}")
         row = await required(tx, missing, "select_digest", id=digest_id)
         rows = await tx.all("select_digest_items", digest_id=digest_id)
-        items = await tx.with_approvals([proposal_from_row(item) for item in rows])
+        items = await with_approvals(tx, [proposal_from_row(item) for item in rows])
         return digest_from_row(row, items)
 
     @finish_even_if_cancelled
@@ -126,7 +127,7 @@ class DigestStore(FamilyStore):
             return []
         async with self._backend.tx(write=False) as tx:
             rows = await tx.all("select_proposals_by_ids", ids=_ids(proposal_ids))
-            proposals = await tx.with_approvals([proposal_from_row(row) for row in rows])
+            proposals = await with_approvals(tx, [proposal_from_row(row) for row in rows])
         found = {p.id: p for p in proposals}
         return [found[i] for i in proposal_ids if i in found]
 

@@ -1,7 +1,7 @@
 """Escalations: a conversation an agent hands to people, its lifecycle, records and answers.
 
-The lifecycle, like the proposals' (store/lifecycle.py), is one status column with one table of
-transitions, enforced by the database too:
+The lifecycle, like the proposals' (store/proposals/lifecycle.py), is one status column with one
+table of transitions, enforced by the database too:
 
 * ``open``: posted in the route's channel, nobody has taken it; the agent may keep talking.
 * ``taken``: one person owns the conversation; the agent must stop replying (handed off).
@@ -27,7 +27,7 @@ from typing import Final
 from contracts.escalation import Summary, Trigger, TriggerVerdict
 from contracts.frozen import Frozen
 from store.base import StoreError
-from store.lifecycle import Effect
+from store.proposals.lifecycle import Effect
 
 __all__ = [
     "ESCALATION_EFFECTS",

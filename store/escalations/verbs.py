@@ -19,7 +19,6 @@ from pydantic import JsonValue
 from store.audit import AuditEntry, audit_entry_from_row
 from store.backend import FamilyStore
 from store.connector import Row, Tx
-from store.effects import lane_of
 from store.escalations.records import (
     Escalation,
     EscalationConflict,
@@ -32,7 +31,8 @@ from store.escalations.records import (
     escalation_effects_of,
     refusal_of,
 )
-from store.lifecycle import Effect
+from store.proposals.effects import lane_of
+from store.proposals.lifecycle import Effect
 from store.rows import check_limit, model_from_row, required
 from store.shield import finish_even_if_cancelled
 

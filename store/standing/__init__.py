@@ -23,7 +23,6 @@ from store.standing.records import (
     approval_detail,
     grant_detail,
     grant_refusal,
-    policy_detail,
 )
 from store.standing.verbs import StandingStore, review_from_row, standing_rule_from_row
 
@@ -40,7 +39,6 @@ __all__ = [
     "approval_detail",
     "grant_detail",
     "grant_refusal",
-    "policy_detail",
     "review_from_row",
     "standing_rule_from_row",
 ]

@@ -22,10 +22,11 @@ from pydantic import JsonValue
 
 from contracts.frozen import Frozen
 from contracts.standing import Grant
-from store.base import NewProposal, NotApprovable, Proposal, StoreError, TransitionResult
-from store.lifecycle import Status
+from store.base import StoreError
+from store.proposals.lifecycle import Status
+from store.proposals.records import NotApprovable, Proposal, TransitionResult
+from store.proposals.verdicts import refusal
 from store.revocation import NotRevocable, Revoked
-from store.verdicts import refusal
 
 __all__ = [
     "AlreadyReviewed",
@@ -39,7 +40,6 @@ __all__ = [
     "approval_detail",
     "grant_detail",
     "grant_refusal",
-    "policy_detail",
 ]
 
 Verdict = Literal["ok", "should_have_asked"]
@@ -128,7 +128,7 @@ def grant_refusal(current: Proposal, now: datetime, binding_hash: str) -> Transi
 
 def approval_detail(actor: str, binding_hash: str) -> dict[str, JsonValue]:
     """The "approved" audit detail of an approval that grants a standing rule: as any approval
-    completing a quorum (store/approvals.py), of one."""
+    completing a quorum (store/proposals/approvals.py), of one."""
     return {"binding_hash": binding_hash, "approvers": [actor], "quorum": 1}
 
 
@@ -146,14 +146,3 @@ def grant_detail(standing_rule_id: str, grant: Grant) -> dict[str, JsonValue]:
         "max_uses": grant.max_uses,
         "expires_at": grant.expires_at.isoformat(),
     }
-
-
-def policy_detail(new: NewProposal) -> dict[str, JsonValue]:
-    """The audit detail of the policy's own decision on a new proposal (auto or deny): the rule
-    and why, and for an automatic approval the standing rule behind it and its review sample."""
-    detail: dict[str, JsonValue] = {"rule_id": new.rule_id, "policy_note": new.policy_note}
-    if new.standing_rule_id is not None:
-        detail["standing_rule_id"] = new.standing_rule_id
-    if new.review_sampled:
-        detail["review_sampled"] = True
-    return detail

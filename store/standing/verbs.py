@@ -21,8 +21,10 @@ from pydantic import JsonValue
 
 from contracts.standing import Grant
 from store.backend import FamilyStore
-from store.base import ProposalNotFound, Transitioned, TransitionResult
 from store.connector import Array, Row, Tx
+from store.proposals.outbox import enqueue_effects
+from store.proposals.records import ProposalNotFound, Transitioned, TransitionResult
+from store.proposals.rows import existing_proposal
 from store.revocation import Revoked, not_revocable
 from store.rows import check_limit, dump_json, model_from_row, read_time, required
 from store.shield import finish_even_if_cancelled
@@ -109,7 +111,7 @@ class StandingStore(FamilyStore):
                 binding_hash=binding_hash,
             )
             if row is None:
-                current = await tx.existing_proposal(proposal_id)
+                current = await existing_proposal(tx, proposal_id)
                 return grant_refusal(current, now, binding_hash)
             await tx.execute(
                 "insert_granter_approval",
@@ -130,7 +132,7 @@ class StandingStore(FamilyStore):
             await tx.append_audit(now, proposal_id, actor, "approved", approved)
             detail = grant_detail(standing_rule_id, grant)
             await tx.append_audit(now, proposal_id, actor, "standing_rule_granted", detail)
-            return Transitioned(await tx.enqueue_effects(row, now))
+            return Transitioned(await enqueue_effects(tx, row, now))
 
     @finish_even_if_cancelled
     async def get_standing_rule(self, standing_rule_id: str) -> StandingRule:

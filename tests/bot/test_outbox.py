@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from bot.outbox import OutboxWorker, RetryPolicy
-from store.base import Delivery
-from store.lifecycle import Effect
+from store.proposals import Delivery, Effect
 from store.sqlite import SqliteStore
 from tests.store.conformance import new_proposal
 

@@ -17,8 +17,7 @@ import pytest
 from bot.outbox import OutboxWorker, RetryPolicy
 from bot.slack.local import LocalSlack, running_local_slack
 from bot.slack.publish import SlackPublisher, make_web_client
-from store.base import Proposal
-from store.lifecycle import Effect
+from store.proposals import Effect, Proposal
 from store.sqlite import SqliteStore
 from tests.store.conformance import new_proposal
 

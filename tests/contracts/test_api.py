@@ -6,7 +6,7 @@ from typing import get_args
 
 from contracts.api import EscalationStatus, ProposalStatus
 from store.escalations import EscalationStatus as StoredEscalationStatus
-from store.lifecycle import Status
+from store.proposals import Status
 
 
 def test_proposal_statuses_on_the_wire_are_the_lifecycle_statuses() -> None:

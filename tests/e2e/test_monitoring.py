@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot.monitoring.health import SlackUnusable
 from bot.monitoring.version import countersign_version
-from store.lifecycle import Status
+from store.proposals import Status
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,

@@ -19,8 +19,8 @@ from urllib.parse import parse_qs, urlsplit
 import asyncpg
 import pytest
 
-from store.lifecycle import Status
 from store.postgres import KEPT_FOR_PEOPLE
+from store.proposals import Status
 from tests.e2e.harness import (
     APPROVER,
     REQUESTER,

@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 
 from bot.app import DECISIONS
-from store.lifecycle import Status
+from store.proposals import Status
 from tests.e2e.harness import (
     APPROVER,
     OUTSIDER,

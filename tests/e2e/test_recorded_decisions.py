@@ -19,7 +19,7 @@ import pytest
 
 from bot.app import DECISIONS
 from contracts.canonical import binding_hash
-from store.lifecycle import Status
+from store.proposals import Status
 from tests.e2e.harness import (
     APPROVER,
     OUTSIDER,

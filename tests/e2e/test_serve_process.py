@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 
 from bot.slack.local import LocalSlack, running_local_slack
-from store.lifecycle import Status
+from store.proposals import Status
 from store.sqlite import SqliteStore
 from tests.e2e.harness import (
     AGENT_TOKEN,

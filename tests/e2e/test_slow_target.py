@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from store.lifecycle import Status
+from store.proposals import Status
 from tests.e2e.harness import APPROVER, CAMPAIGN_CHANNEL, REQUESTER, eventually, running_countersign
 
 CAMPAIGN: dict[str, Any] = {

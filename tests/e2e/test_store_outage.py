@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from store.lifecycle import Status
+from store.proposals import Status
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,

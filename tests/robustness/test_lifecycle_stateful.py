@@ -27,8 +27,14 @@ from hypothesis.stateful import (
 )
 
 from contracts.outcomes import Outcome, Succeeded, TerminalFailure
-from store.base import InvalidTransition, Transitioned
-from store.lifecycle import INITIAL, OUTCOME_STATUS, TRANSITIONS, Status
+from store.proposals import (
+    INITIAL,
+    OUTCOME_STATUS,
+    TRANSITIONS,
+    InvalidTransition,
+    Status,
+    Transitioned,
+)
 from store.sqlite import SqliteStore
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, new_proposal
 

@@ -30,8 +30,8 @@ import asyncpg
 from aiohttp import web
 
 from bot.slack.local import LocalSlack, running_local_slack
-from store.lifecycle import Status
 from store.postgres import PostgresStore
+from store.proposals import Status
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,

@@ -28,7 +28,7 @@ import aiohttp
 import asyncpg
 import pytest
 
-from store.lifecycle import Status
+from store.proposals import Status
 from tests.scale.cluster import (
     APPROVERS,
     CAMPAIGN_CHANNEL,

@@ -13,7 +13,7 @@ import pytest
 
 from bot.digests.outbox import shown_in
 from bot.render.actions import DIGEST_APPROVE_ALL
-from store.lifecycle import Status
+from store.proposals import Status
 from tests.scale.cluster import (
     APPROVERS,
     CAMPAIGN_CHANNEL,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from store.lifecycle import Status
+from store.proposals import Status
 from tests.scale.cluster import (
     APPROVERS,
     CAMPAIGN_CHANNEL,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from store.lifecycle import Status
+from store.proposals import Status
 from tests.e2e.harness import AGENT_TOKEN
 from tests.scale.cluster import (
     APPROVERS,

@@ -1,4 +1,4 @@
-"""The behaviour every backend's batches must have (store/batches.py), written against the
+"""The behaviour every backend's batches must have (store/proposals/batches.py), written against the
 protocols only. A backend's test module subclasses :class:`BatchConformance` and provides a
 ``store`` fixture yielding an empty Store, and ``second_store``: another Store over the same
 database (a second instance)."""
@@ -9,8 +9,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from store.base import BatchRequest, NewProposal, Store
-from store.lifecycle import Effect
+from store.proposals import BatchRequest, Effect, NewProposal
+from store.protocol import Store
 from tests.store.conformance import LEASE, new_proposal
 
 __all__ = ["BatchConformance"]

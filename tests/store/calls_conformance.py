@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from store.base import Store
-from store.calls import recorded_calls
+from store.proposals.calls import recorded_calls
+from store.protocol import Store
 from tests.store.conformance import new_proposal
 
 NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)

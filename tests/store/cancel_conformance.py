@@ -14,15 +14,16 @@ from typing import Any
 
 import pytest
 
-from store.base import (
+from store.proposals import (
     AlreadyDecided,
+    Effect,
     NewProposal,
     NotApprovable,
     ProposalNotFound,
-    Store,
+    Status,
     Transitioned,
 )
-from store.lifecycle import Effect, Status
+from store.protocol import Store
 
 __all__ = ["CancelConformance"]
 

@@ -1,4 +1,4 @@
-"""Decision clicks recorded at the click and applied after (store/clicks.py), as every Store
+"""Decision clicks recorded at the click and applied after (store.proposals.clicks), as every Store
 backend must keep them: recorded only for a pending proposal and once per person, leased oldest
 first to one applier at a time, leased again when a lease ends, gone once settled.
 
@@ -12,7 +12,8 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
-from store.base import NewProposal, Store
+from store.proposals import NewProposal
+from store.protocol import Store
 
 __all__ = ["ClickConformance"]
 

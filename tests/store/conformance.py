@@ -24,17 +24,20 @@ from contracts.outcomes import (
     Succeeded,
     TerminalFailure,
 )
-from store.base import (
+from store.proposals import (
+    INITIAL,
+    OUTCOME_STATUS,
     AlreadyDecided,
+    Effect,
     IdempotencyConflict,
     InvalidTransition,
     NewProposal,
     NotApprovable,
     ProposalNotFound,
-    Store,
+    Status,
     Transitioned,
 )
-from store.lifecycle import INITIAL, OUTCOME_STATUS, Effect, Status
+from store.protocol import Store
 from tests.store.cancel_conformance import CancelConformance
 from tests.store.click_conformance import ClickConformance
 from tests.store.pending_conformance import PendingConformance

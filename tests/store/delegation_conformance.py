@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from store.base import NewProposal, Store, StoreError
+from store.base import StoreError
 from store.delegations import DelegationNotFound, NewDelegation, token_hash
+from store.proposals import NewProposal
+from store.protocol import Store
 from store.revocation import NotRevocable, Revoked
 
 __all__ = ["DelegationConformance", "new_delegation"]

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from store.base import Delivery, ProposalNotFound, Store, StoreError, Transitioned
+from store.base import StoreError
 from store.digests import DigestNotFound, NewDigest, new_digest_id
-from store.lifecycle import Effect, Status
+from store.proposals import Delivery, Effect, ProposalNotFound, Status, Transitioned
+from store.protocol import Store
 from tests.store.conformance import LEASE, new_proposal
 
 __all__ = ["NOW", "DigestConformance"]

@@ -21,7 +21,6 @@ from contracts.escalation import (
     TriggerKind,
     TriggerVerdict,
 )
-from store.base import Store
 from store.escalations import (
     ESCALATION_TRANSITIONS,
     EscalationConflict,
@@ -31,7 +30,8 @@ from store.escalations import (
     NewEscalation,
     Refused,
 )
-from store.lifecycle import Effect
+from store.proposals import Effect
+from store.protocol import Store
 from tests.store.conformance import LEASE
 
 __all__ = ["EscalationConformance", "new_escalation"]

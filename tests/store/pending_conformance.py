@@ -11,8 +11,8 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
-from store.base import NewProposal, Store
-from store.lifecycle import Status
+from store.proposals import NewProposal, Status
+from store.protocol import Store
 
 __all__ = ["PendingConformance"]
 

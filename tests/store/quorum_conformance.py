@@ -11,16 +11,17 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-from store.approvals import counted
-from store.base import (
+from store.proposals import (
     AlreadyDecided,
     ApprovalCounted,
+    Effect,
     NotApprovable,
-    Store,
+    Status,
     Transitioned,
     TransitionResult,
 )
-from store.lifecycle import Effect, Status
+from store.proposals.approvals import counted
+from store.protocol import Store
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, new_proposal
 
 __all__ = ["QuorumConformance", "SneakApproval"]

@@ -10,14 +10,8 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
-from store.base import (
-    AlreadyDecided,
-    NewProposal,
-    NotApprovable,
-    Store,
-    Transitioned,
-)
-from store.lifecycle import Effect, Status
+from store.proposals import AlreadyDecided, Effect, NewProposal, NotApprovable, Status, Transitioned
+from store.protocol import Store
 
 __all__ = ["ReminderConformance"]
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from store.base import ProposalNotFound, Store, Transitioned
-from store.lifecycle import Status
+from store.proposals import ProposalNotFound, Status, Transitioned
+from store.protocol import Store
 from store.retention import ARCHIVED_EVENT, retention_of
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, _drain, new_proposal
 

@@ -15,18 +15,19 @@ import pytest
 
 from contracts.outcomes import Succeeded
 from contracts.standing import Grant, bound_arguments, covers
-from store.base import (
+from store.base import StoreError
+from store.proposals import (
     AlreadyDecided,
     Delivery,
+    Effect,
     NewProposal,
     NotApprovable,
     Proposal,
     ProposalNotFound,
-    Store,
-    StoreError,
+    Status,
     Transitioned,
 )
-from store.lifecycle import Effect, Status
+from store.protocol import Store
 from store.revocation import NotRevocable, Revoked
 from store.standing import AlreadyReviewed, Reviewed, StandingRuleNotFound
 

@@ -17,7 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from store.audit import AuditReport
-from store.lifecycle import Status
+from store.proposals import Status
 from store.sqlite import SqliteStore
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, new_proposal
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from store.base import Store, StoreError
+from store.base import StoreError
 from store.postgres import PostgresStore
+from store.protocol import Store
 from store.sqlite import SqliteStore
 from tests.store.conformance import new_proposal
 from tests.store.delegation_conformance import NOW, DelegationConformance, new_delegation

@@ -1,4 +1,4 @@
-"""The lifecycle is said in four places, and they must agree: ``store/lifecycle.py`` (the
+"""The lifecycle is said in four places, and they must agree: ``store/proposals/lifecycle.py`` (the
 statuses and the table of transitions), the README's state diagram, and each database's schema as
 its migrations leave it (the status ``CHECK`` and the trigger that allows only the transitions),
 read back from SQLite's ``sqlite_master`` and PostgreSQL's catalog.
@@ -18,7 +18,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from store.lifecycle import (
+from store.open import open_store
+from store.proposals import (
     EFFECTS,
     FINAL,
     INITIAL,
@@ -28,7 +29,6 @@ from store.lifecycle import (
     Status,
     mermaid_diagram,
 )
-from store.open import open_store
 
 README = Path(__file__).parents[2] / "README.md"
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"

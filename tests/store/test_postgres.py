@@ -22,21 +22,16 @@ import pytest
 
 from contracts.canonical import canonical_json
 from store.audit import GENESIS
-from store.base import (
-    AlreadyDecided,
-    StoreError,
-    StoreUnavailable,
-    Transitioned,
-)
+from store.base import StoreError, StoreUnavailable
 from store.connector import load_queries
 from store.lanes import people_first
-from store.lifecycle import TRANSITIONS, Status
 from store.migrate import Migration, load_migrations
 from store.open import open_store
 from store.pg_errors import translate
 from store.pg_migrate import apply_migrations
 from store.pg_tx import PgTx
 from store.postgres import KEPT_FOR_PEOPLE, PostgresStore, redacted
+from store.proposals import TRANSITIONS, AlreadyDecided, Status, Transitioned
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
 
 pytestmark = pytest.mark.postgres

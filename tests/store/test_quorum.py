@@ -13,8 +13,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from store.base import ApprovalCounted, NotApprovable, Transitioned
 from store.postgres import PostgresStore
+from store.proposals import ApprovalCounted, NotApprovable, Transitioned
 from store.rows import db_time
 from store.sqlite import SqliteStore
 from tests.store.conformance import LEASE, new_proposal

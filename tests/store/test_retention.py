@@ -10,8 +10,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from store.base import Store, StoreError
+from store.base import StoreError
 from store.postgres import PostgresStore
+from store.protocol import Store
 from store.retention import retention_of
 from store.sqlite import SqliteStore
 from tests.store.retention_conformance import (

@@ -14,11 +14,11 @@ import aiosqlite
 import pytest
 
 from store.audit import GENESIS
-from store.base import AlreadyDecided, StoreError, StoreUnavailable, Transitioned
+from store.base import StoreError, StoreUnavailable
 from store.connector import load_queries
-from store.lifecycle import TRANSITIONS, Status
 from store.migrate import Migration, load_migrations
 from store.open import open_store
+from store.proposals import TRANSITIONS, AlreadyDecided, Status, Transitioned
 from store.sqlite import SqliteStore, apply_migrations
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
 

@@ -14,9 +14,11 @@ import aiosqlite
 import asyncpg
 import pytest
 
-from store.base import Store, StoreError, Transitioned
+from store.base import StoreError
 from store.migrate import load_migrations
 from store.pg_migrate import apply_migrations as pg_apply_migrations
+from store.proposals import Transitioned
+from store.protocol import Store
 from store.sqlite import SqliteStore, apply_migrations
 from tests.store.conformance import new_proposal
 from tests.store.standing_conformance import LEASE, covered, grant_of, new_rule_id

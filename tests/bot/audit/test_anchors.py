@@ -34,8 +34,8 @@ from bot.cli import main
 from bot.slack.local import running_local_slack
 from bot.slack.publish import make_web_client
 from store.audit import AuditEntry, AuditHead, entry_hash
-from store.base import Store
 from store.open import open_store
+from store.protocol import Store
 from tests.e2e.harness import BOT_TOKEN, ENV, config_text, eventually, running_countersign
 from tests.store.conformance import new_proposal
 

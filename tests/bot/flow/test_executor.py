@@ -17,7 +17,7 @@ from contracts.operations.refund import InMemoryLedger, Payment, RefundArgs, Ref
 from contracts.operations.refund import Refund as RefundOperation
 from contracts.outcomes import OUTCOMES, Outcome
 from contracts.registry import Registry
-from store.lifecycle import Status
+from store.proposals import Status
 from tests.bot.render.test_proposal import make_proposal
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bot.audit.commands import audit_verify
 from bot.operators.retention import retention_command
-from store.base import ProposalNotFound
+from store.proposals import ProposalNotFound
 from store.retention import ARCHIVED_EVENT
 from store.sqlite import SqliteStore
 from tests.bot.operators.conftest import MakeSettings

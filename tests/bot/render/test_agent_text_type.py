@@ -37,7 +37,7 @@ def test_mypy_rejects_agent_text_where_slack_text_is_expected(tmp_path: Path) ->
         """
         from bot.render.inert import inert, own
         from bot.render.proposal import context, section
-        from store.base import Proposal
+        from store.proposals import Proposal
 
         def leaky(proposal: Proposal) -> None:
             section(proposal.preview.title)

@@ -15,8 +15,7 @@ from bot.render import proposal as render
 from contracts.base import Context
 from contracts.operations.decision import from_config
 from contracts.outcomes import Succeeded
-from store.base import Proposal
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
 from tests.bot.render.test_figures import shown_texts
 from tests.bot.render.test_proposal import NOW, buttons, make_proposal, mrkdwn_texts
 

@@ -29,9 +29,8 @@ from bot.render.digest import (
 )
 from contracts.base import Preview, PreviewField
 from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
-from store.base import Proposal
 from store.digests import Digest
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
 from tests.bot.render.test_proposal import all_text, assert_valid_message
 
 NOW = datetime(2031, 3, 14, 15, 0, tzinfo=UTC)

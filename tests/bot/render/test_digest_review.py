@@ -29,7 +29,7 @@ from bot.render.digest_review import (
 )
 from contracts.base import Preview, PreviewField
 from contracts.formats import FieldFormat
-from store.lifecycle import Status
+from store.proposals import Status
 from tests.bot.render.test_digest import NOW, button_values, digest, item
 from tests.bot.render.test_proposal import all_text, assert_valid_message
 

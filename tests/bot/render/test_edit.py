@@ -24,8 +24,7 @@ from bot.render.edit_form import (
 )
 from contracts.base import FieldProblem, Preview
 from contracts.operations.refund import InMemoryLedger, Refund, RefundRequest
-from store.base import Proposal
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 PROPOSAL_ID = "cs_2v6qk3bn7xw4yq5fz2m3a6lhpe"

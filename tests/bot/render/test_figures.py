@@ -50,7 +50,7 @@ from contracts.policy import Ask, PolicyTable
 from contracts.registry import Registry
 from contracts.standing import Grant, StandingPolicy, duration_choices, uses_choices
 from store.escalations import Escalation, EscalationStatus
-from store.lifecycle import Status
+from store.proposals import Status
 from store.standing import StandingRule
 from tests.bot.render.test_proposal import NOW, make_proposal, mrkdwn_texts
 from tests.store.escalation_conformance import new_escalation

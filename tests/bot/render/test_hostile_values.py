@@ -40,11 +40,10 @@ from contracts.formats import Formats
 from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
 from contracts.standing import Grant, StandingPolicy
 from store.audit import AuditEntry
-from store.base import Proposal
 from store.delegations import Delegation
 from store.digests import Digest
 from store.escalations import Escalation, EscalationStatus
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
 from store.standing import Reviewed, StandingRule
 from tests.bot.render.test_escalation import stored
 from tests.bot.render.test_proposal import NOW, make_proposal
@@ -443,7 +442,7 @@ OWN_PARAMETERS: dict[tuple[str, str], object] = {
     # where the edit went: a permalink Slack gave
     # the id of what the click was recorded for (it exists: the click is stored with it)
     ("clicks.click_recorded_text", "subject"): "cs_2v6qk3bn7xw4yq5fz2m3a6lhpe",
-    # the verb of the recorded click, Countersign's own (store/clicks.py ClickVerb)
+    # the verb of the recorded click, Countersign's own (store/proposals/clicks.py ClickVerb)
     ("clicks.click_recorded_text", "verb"): "reject",
     # the modal's title, Countersign's ("Full proposals")
     ("full.full_views", "title"): "Full proposals",

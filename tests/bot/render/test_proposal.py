@@ -24,8 +24,7 @@ from contracts.outcomes import (
     Succeeded,
     TerminalFailure,
 )
-from store.base import Proposal
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 PROPOSAL_ID = "cs_2v6qk3bn7xw4yq5fz2m3a6lhpe"

@@ -55,10 +55,9 @@ from bot.render.edit_form import edit_form, read_request
 from contracts.base import Preview
 from contracts.standing import Grant, duration_choices
 from store.audit import AuditEntry
-from store.base import Approval
 from store.delegations import Delegation
 from store.escalations import EscalationStatus
-from store.lifecycle import Status
+from store.proposals import Approval, Status
 from store.standing import Reviewed
 from tests.bot.render import test_edit as edit_inputs
 from tests.bot.render.test_digest import digest, item

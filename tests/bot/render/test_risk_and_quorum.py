@@ -11,8 +11,7 @@ import pytest
 from bot.render import proposal as render
 from bot.render.home import proposal_detail_blocks, waiting_blocks
 from contracts.outcomes import Succeeded
-from store.base import Approval, Proposal
-from store.lifecycle import Status
+from store.proposals import Approval, Proposal, Status
 from tests.bot.render.test_proposal import NOW, assert_valid_message, make_proposal
 
 

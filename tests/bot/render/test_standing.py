@@ -15,7 +15,7 @@ from bot.render import standing as render_standing
 from contracts.operations.refund import InMemoryLedger, Refund
 from contracts.outcomes import Succeeded
 from contracts.standing import StandingPolicy, duration_choices, uses_choices
-from store.lifecycle import Status
+from store.proposals import Status
 from store.standing import Reviewed, StandingRule
 from tests.bot.render.test_proposal import INJECTION, NOW, assert_valid_message, make_proposal
 

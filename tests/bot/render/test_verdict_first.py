@@ -27,8 +27,8 @@ from bot.render.proposal import (
 )
 from bot.render.reminders import reminder_reply
 from contracts.escalation import TriggerKind, TriggerVerdict
-from store.base import Proposal
 from store.digests import Digest
+from store.proposals import Proposal
 from tests.bot.render.test_hostile_values import hostile_escalations, hostile_proposals
 from tests.bot.render.test_proposal import NOW
 

@@ -7,8 +7,7 @@ from datetime import timedelta
 
 from bot.render import proposal as render
 from bot.render.digest import digest_message
-from store.base import Proposal
-from store.lifecycle import Status
+from store.proposals import Proposal, Status
 from tests.bot.render.test_digest import NOW as DIGEST_NOW
 from tests.bot.render.test_digest import button_values, digest, item
 from tests.bot.render.test_proposal import (

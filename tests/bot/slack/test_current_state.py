@@ -15,7 +15,7 @@ from contracts.base import Context
 from contracts.operations.refund import InMemoryLedger, Payment, Refund
 from contracts.operations.webhook import from_config as webhook_from_config
 from contracts.registry import Registry
-from store.base import Proposal
+from store.proposals import Proposal
 from tests.bot.render.test_proposal import NOW, make_proposal, mrkdwn_texts
 
 

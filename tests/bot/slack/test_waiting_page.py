@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.slack.waiting_page import fair_page
-from store.base import Proposal
+from store.proposals import Proposal
 from tests.store.conformance import new_proposal
 
 NOW = datetime(2031, 3, 14, 15, 9, tzinfo=UTC)

@@ -1,0 +1,101 @@
+-- Proposals and their transitions (store/proposals/verbs.py): the same SQL on SQLite and PostgreSQL.
+-- Every transition is a compare-and-set: the UPDATE names the status it expects, and no row back
+-- means another transaction got there first.
+
+-- name: select_proposal
+-- One proposal by id.
+SELECT * FROM proposals WHERE id = :id
+
+-- name: insert_proposal
+-- A new proposal (updated_at starts at created_at); no row back means the agent already used
+-- this submission key.
+INSERT INTO proposals (
+    id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request,
+    arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note,
+    approver_roles, channel, status, created_at, expires_at, updated_at, lease_until, risk,
+    quorum, supersedes, edited_by, remind_at, standing_rule_id, review_sampled, delegation_id,
+    shown_after, urgent, backup_roles, backup_at, batch_id
+) VALUES (
+    :id, :agent, :submission_key, :submission_fingerprint, :requested_by, :run_id, :operation,
+    :request, :arguments, :preview, :binding_hash, :agent_reason, :callback_url, :rule_id,
+    :decision, :policy_note, :approver_roles, :channel, :status, :created_at, :expires_at,
+    :created_at, :lease_until, :risk, :quorum, :supersedes, :edited_by, :remind_at,
+    :standing_rule_id, :review_sampled, :delegation_id, :shown_after, :urgent, :backup_roles,
+    :backup_at, :batch_id
+)
+ON CONFLICT (agent, submission_key) DO NOTHING
+RETURNING *
+
+-- name: select_submission
+-- The proposal an agent stored under a submission key.
+SELECT * FROM proposals WHERE agent = :agent AND submission_key = :submission_key
+
+-- name: select_pending
+-- Pending proposals, riskiest first, then soonest expiry (App Home, the slash command); the
+-- index proposals_pending_by_risk holds them in this order.
+SELECT * FROM proposals WHERE status = 'pending' ORDER BY risk_rank, expires_at, id LIMIT :limit
+
+-- name: select_pending_of_agent
+-- One agent's pending proposals, in the same order.
+SELECT * FROM proposals WHERE status = 'pending' AND agent = :agent
+ORDER BY risk_rank, expires_at, id LIMIT :limit
+
+-- name: count_pending
+-- How many proposals of one agent wait for a decision (the per-agent pending limit): the
+-- count the database keeps (migration 0016), a few rows whatever the backlog.
+SELECT coalesce(sum(pending), 0) AS pending FROM pending_counts WHERE agent = :agent
+
+-- name: count_pending_by_agent
+-- Pending proposals per agent (App Home and /countersign list give each agent a share).
+SELECT agent, sum(pending) AS pending FROM pending_counts GROUP BY agent HAVING sum(pending) > 0
+
+-- name: select_decided_by
+-- A person's decisions, latest first.
+SELECT * FROM proposals WHERE decided_by = :user ORDER BY decided_at DESC, id LIMIT :limit
+
+-- name: update_message
+-- Remember the Slack message showing the proposal (allowed in any status).
+UPDATE proposals SET slack_channel = :channel, slack_ts = :ts, updated_at = :now WHERE id = :id
+RETURNING *
+
+-- name: retry_execution
+-- A person retries an uncertain execution: needs_reconciliation -> executing, with a new lease.
+UPDATE proposals SET status = 'executing', updated_at = :now, lease_until = :lease_until
+WHERE id = :id AND status = 'needs_reconciliation'
+RETURNING *
+
+-- name: resolve_reconciliation
+-- A person records what really happened: needs_reconciliation -> succeeded or failed.
+UPDATE proposals SET status = :status, outcome = :outcome, updated_at = :now
+WHERE id = :id AND status = 'needs_reconciliation'
+RETURNING *
+
+-- name: reject
+-- The rejection: pending and unexpired -> rejected, with the reason.
+UPDATE proposals
+SET status = 'rejected', decided_by = :actor, decided_at = :now, decision_note = :reason,
+    updated_at = :now
+WHERE id = :id AND status = 'pending' AND (expires_at IS NULL OR expires_at > :now)
+RETURNING *
+
+-- name: supersede
+-- An edit replaces a pending, unexpired proposal: pending -> superseded, naming the edit (not
+-- yet inserted; the same transaction inserts it) and the editor.
+UPDATE proposals
+SET status = 'superseded', superseded_by = :new_id, decided_by = :actor, decided_at = :now,
+    updated_at = :now
+WHERE id = :id AND status = 'pending' AND (expires_at IS NULL OR expires_at > :now)
+RETURNING *
+
+-- name: record_outcome
+-- The outcome of an execution: executing -> the outcome's status.
+UPDATE proposals SET status = :status, outcome = :outcome, updated_at = :now
+WHERE id = :id AND status = 'executing'
+RETURNING *
+
+-- name: record_late_outcome
+-- The target answered after the execution was handed to a person: the outcome they see says
+-- so. The status stays needs_reconciliation; only a person records what happened.
+UPDATE proposals SET outcome = :outcome
+WHERE id = :id AND status = 'needs_reconciliation'
+RETURNING *

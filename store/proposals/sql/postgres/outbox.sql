@@ -1,0 +1,69 @@
+-- The outbox on PostgreSQL (store/proposals/outbox.py).
+
+-- name: claim_decision_deliveries
+-- claim_deliveries for a decision's message update and thread reply alone, claimed first:
+-- they are never behind a backlog of new cards (the partial index outbox_due_decisions).
+-- Up to :limit proposals whose Slack lane starts with a due decision entry are chosen (their
+-- first entries locked, skipped when another worker holds them); each is leased with the
+-- entries that follow it in its lane while they are due decision entries too (its update and
+-- its reply, say), so that one job delivers them in order from one read. A following entry
+-- locked elsewhere is skipped, and so is every entry after it: the run leased has no gap.
+WITH heads AS (
+    SELECT o.id, o.proposal_id FROM outbox AS o
+    WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
+      AND o.next_attempt_at <= :now
+      AND o.effect IN ('slack.update', 'slack.reply')
+      AND (o.leased_until IS NULL OR o.leased_until <= :now)
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox AS e
+          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
+            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
+    ORDER BY o.next_attempt_at, o.id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+), followers AS (
+    SELECT r.id, r.proposal_id FROM outbox AS r
+    WHERE r.proposal_id IN (SELECT proposal_id FROM heads)
+      AND r.id NOT IN (SELECT id FROM heads)
+      AND r.lane = 'slack' AND r.delivered_at IS NULL AND r.abandoned_at IS NULL
+      AND r.effect IN ('slack.update', 'slack.reply')
+      AND r.next_attempt_at <= :now
+      AND (r.leased_until IS NULL OR r.leased_until <= :now)
+    FOR UPDATE SKIP LOCKED
+), run AS (
+    SELECT id, proposal_id FROM heads UNION ALL SELECT id, proposal_id FROM followers
+)
+UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
+FROM run
+WHERE o.id = run.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+  AND (o.leased_until IS NULL OR o.leased_until <= :now)
+  -- no entry before it in its lane that this claim does not take: the run has no gap
+  AND NOT EXISTS (
+      SELECT 1 FROM outbox AS e
+      WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
+        AND e.delivered_at IS NULL AND e.abandoned_at IS NULL
+        AND e.id NOT IN (SELECT id FROM run WHERE run.proposal_id = o.proposal_id))
+RETURNING o.*
+
+-- name: claim_deliveries
+-- Lease up to :limit due entries, each the first undelivered one of its proposal and lane.
+-- Entries another worker is leasing right now are skipped, not awaited; the outer WHERE
+-- re-checks each locked row.
+WITH due AS (
+    SELECT o.id FROM outbox AS o
+    WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
+      AND o.next_attempt_at <= :now
+      AND (o.leased_until IS NULL OR o.leased_until <= :now)
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox AS e
+          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
+            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
+    ORDER BY o.next_attempt_at, o.id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
+FROM due
+WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+  AND (o.leased_until IS NULL OR o.leased_until <= :now)
+RETURNING o.*

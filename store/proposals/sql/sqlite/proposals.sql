@@ -1,0 +1,25 @@
+-- The sweeps over proposals on SQLite (store/proposals/verbs.py). The write transaction holds SQLite's
+-- one write lock: nobody else changes these rows meanwhile.
+
+-- name: reclaim_abandoned
+-- Executions whose executor did not record an outcome before its lease ran out (up to :limit,
+-- oldest lease first) -> needs_reconciliation.
+UPDATE proposals SET status = 'needs_reconciliation', outcome = :outcome, updated_at = :now
+WHERE id IN (
+    SELECT id FROM proposals
+    WHERE status = 'executing' AND lease_until <= :now
+    ORDER BY lease_until, id
+    LIMIT :limit
+) AND status = 'executing'
+RETURNING *
+
+-- name: expire_due
+-- The expiry sweep: up to :limit overdue pending proposals -> expired, oldest expiry first.
+UPDATE proposals SET status = 'expired', updated_at = :now
+WHERE id IN (
+    SELECT id FROM proposals
+    WHERE status = 'pending' AND expires_at <= :now
+    ORDER BY expires_at, id
+    LIMIT :limit
+) AND status = 'pending'
+RETURNING *
