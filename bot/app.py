@@ -41,7 +41,6 @@ from bot.flow.reminders import Reminders
 from bot.flow.service import Service
 from bot.flow.standing import offers
 from bot.flow.subscribers import Subscribers
-from bot.http import AiohttpClient
 from bot.monitoring.endpoints import (
     METRICS,
     READINESS,
@@ -58,7 +57,8 @@ from bot.monitoring.store_watch import StoreWatch
 from bot.monitoring.timed_store import timed_store
 from bot.monitoring.version import countersign_version
 from bot.operators.lease_check import lease_warnings
-from bot.outbox import OutboxWorker, RetryPolicy
+from bot.outbound.http import AiohttpClient
+from bot.outbound.outbox import OutboxWorker, RetryPolicy
 from bot.render.proposal import Message
 from bot.settings import Settings
 from bot.slack.directory import SlackDirectory

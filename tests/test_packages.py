@@ -31,6 +31,7 @@ def test_the_feature_packages_are_the_ones_the_layout_names() -> None:
         "flow",
         "monitoring",
         "operators",
+        "outbound",
         "render",
         "settings",
         "slack",

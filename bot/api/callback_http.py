@@ -26,7 +26,7 @@ from bot.flow.destinations import (
     parse_destination,
     refuse_before_lookup,
 )
-from bot.http import AiohttpClient
+from bot.outbound.http import AiohttpClient
 from contracts.base import HttpResponse, HttpTransportError
 
 __all__ = ["CallbackHttp"]

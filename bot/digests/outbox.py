@@ -1,12 +1,12 @@
 """The outbox's digests: similar posts due together go out as one message, and the updates and
 replies of a digest's items as one chat.update and one thread reply.
 
-The worker (bot/outbox.py) hands every round's claim to :meth:`DigestOutbox.split`. Posts of
-pending proposals with the same channel, operation and requester become one job: when the round
+The worker (bot/outbound/outbox.py) hands every round's claim to :meth:`DigestOutbox.split`. Posts
+of pending proposals with the same channel, operation and requester become one job: when the round
 found little else to do it first waits ``digest_window_seconds`` for similar proposals still
-arriving, then leases the similar posts now due (up to ``digest_max``) and posts them as one
-digest, or one by one below ``digest_min``. The updates (replies) of one digest's items become
-one job that renders the whole digest once (posts one reply listing each item).
+arriving, then leases the similar posts now due (up to ``digest_max``) and posts them as one digest,
+or one by one below ``digest_min``. The updates (replies) of one digest's items become one job that
+renders the whole digest once (posts one reply listing each item).
 
 A digest's message carries its id and its items' ids in its metadata, and a reply the ids of the
 entries it delivers, so after an answer that was lost the next attempt finds what was posted
@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from bot.digests.settings import DIGEST_MAX, DigestSettings
-from bot.outbox import Interrupted, Job, RetryPolicy
+from bot.outbound.outbox import Interrupted, Job, RetryPolicy
 from bot.render import digest as render_digest
 from bot.slack.publish import METADATA_EVENT, DeliveryFailed, SlackPublisher
 from store.base import StoreUnavailable

@@ -1,6 +1,6 @@
 """Delivering the escalations' outbox entries: Slack posts, updates, replies and agent callbacks.
 
-The outbox worker (bot/outbox.py) leases entries from the EscalationStore and calls
+The outbox worker (bot/outbound/outbox.py) leases entries from the EscalationStore and calls
 :meth:`EscalationDeliverer.deliver` once per attempt; DeliveryFailed says whether and when to try
 again, exactly as for proposals. Everything is rendered from the escalation as it is *now*.
 """

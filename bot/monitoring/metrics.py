@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from bot.outbox import Coalescer, DeliverRun, Job
+from bot.outbound.outbox import Coalescer, DeliverRun, Job
 from store.proposals import Delivery, Effect, Proposal
 
 __all__ = ["CountedCoalescer", "Metrics", "lane_of"]
@@ -198,9 +198,9 @@ class Metrics:
         return counted
 
     def delivering_runs(self, outbox: str, deliver_run: DeliverRun) -> DeliverRun:
-        """``deliver_run`` (a proposal's entries leased together, bot/outbox.py), counted as
-        :meth:`delivering` counts each entry: its wait, and each entry delivered; the entry
-        that failed, as failed."""
+        """``deliver_run`` (a proposal's entries leased together, bot/outbound/outbox.py),
+        counted as :meth:`delivering` counts each entry: its wait, and each entry delivered; the
+        entry that failed, as failed."""
 
         async def counted(
             run: Sequence[Delivery], proposal: Proposal | None, done: Callable[[Delivery], None]

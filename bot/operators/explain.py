@@ -12,7 +12,7 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
-from bot.http import AiohttpClient
+from bot.outbound.http import AiohttpClient
 from bot.settings import Settings
 from contracts.base import Context, ContractViolation
 from contracts.batching import format_after

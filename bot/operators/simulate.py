@@ -46,10 +46,10 @@ from bot.audit.export import parse_since
 from bot.flow.destinations import CallbackGuard
 from bot.flow.intake import admissible, classified, resolved
 from bot.flow.requesters import RequesterRefused
-from bot.http import AiohttpClient
 from bot.operators.calls import Call, Outcome, Tally, read_calls
 from bot.operators.grants import SimulatedGrants, parse_grant
 from bot.operators.report import Report, print_report, report_json
+from bot.outbound.http import AiohttpClient
 from bot.settings import ConfigError, Settings, is_user_group, load_settings
 from contracts.api import SubmitBody
 from contracts.base import Context, ContractViolation, problems_from_validation_error

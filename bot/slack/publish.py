@@ -1,7 +1,7 @@
 """Showing proposals in Slack.
 
-State changes reach Slack through the outbox (bot/outbox.py), which calls :meth:`deliver` for
-each entry and decides from :class:`DeliveryFailed` when to try again. Answers to one person's
+State changes reach Slack through the outbox (bot/outbound/outbox.py), which calls :meth:`deliver`
+for each entry and decides from :class:`DeliveryFailed` when to try again. Answers to one person's
 click (a private refusal, the reject modal) are not state changes and go out directly.
 """
 

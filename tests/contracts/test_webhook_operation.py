@@ -15,7 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from pydantic import JsonValue, ValidationError
 
-from bot.http import AiohttpClient
+from bot.outbound.http import AiohttpClient
 from contracts.base import (
     Context,
     ContractViolation,

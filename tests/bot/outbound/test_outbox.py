@@ -1,4 +1,4 @@
-"""The outbox worker's loop (bot/outbox.py) on a real SQLite store."""
+"""The outbox worker's loop (bot/outbound/outbox.py) on a real SQLite store."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.outbox import OutboxWorker, RetryPolicy
+from bot.outbound.outbox import OutboxWorker, RetryPolicy
 from store.proposals import Delivery, Effect
 from store.sqlite import SqliteStore
 from tests.store.conformance import new_proposal

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bot.http import MAX_RESPONSE_BYTES, AiohttpClient
+from bot.outbound.http import MAX_RESPONSE_BYTES, AiohttpClient
 from contracts.base import HttpTransportError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -1,6 +1,6 @@
-"""A decision's Slack work as one job (bot/outbox.py, SlackPublisher.deliver_run): its message
-update and thread reply leased by one claim, delivered in order from one read of the proposal,
-completed in one write; on a real SQLite store and the local Slack over HTTP."""
+"""A decision's Slack work as one job (bot/outbound/outbox.py, SlackPublisher.deliver_run): its
+message update and thread reply leased by one claim, delivered in order from one read of the
+proposal, completed in one write; on a real SQLite store and the local Slack over HTTP."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot.outbox import OutboxWorker, RetryPolicy
+from bot.outbound.outbox import OutboxWorker, RetryPolicy
 from bot.slack.local import LocalSlack, running_local_slack
 from bot.slack.publish import SlackPublisher, make_web_client
 from store.proposals import Effect, Proposal
