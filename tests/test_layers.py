@@ -161,3 +161,10 @@ def test_an_edge_imported_only_for_annotations_or_in_a_function_is_found(tmp_pat
         "bot.flow.submit:7 imports bot.slack.publish (for annotations)",
         "bot.flow.submit:10 imports bot.api.waiters (inside a function)",
     ]
+
+
+def test_bot_holds_no_loose_module_but_the_app_factory() -> None:
+    """Every module of bot belongs to the flow, an edge or a feature package; beside them stand
+    only the app factory that wires them (the command line is bot/cli/)."""
+    loose = sorted(path.name for path in (ROOT / "bot").glob("*.py"))
+    assert loose == ["__init__.py", "app.py"]
