@@ -106,8 +106,15 @@ def _reader(annotation: Any) -> Callable[[Any], Any] | None:
 
 
 @cache
-def _columns(model: type[BaseModel]) -> tuple[tuple[str, Callable[[Any], Any] | None], ...]:
-    return tuple((name, _reader(field.annotation)) for name, field in model.model_fields.items())
+def _columns(
+    model: type[BaseModel], given: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[tuple[str, Callable[[Any], Any]], ...]]:
+    """The fields of ``model`` read from their column (those not ``given``): those taken as the
+    driver returns them, and those read back by a reader of their type."""
+    fields = [(name, _reader(field.annotation)) for name, field in model.model_fields.items()]
+    plain = tuple(name for name, read in fields if read is None and name not in given)
+    read = tuple((name, r) for name, r in fields if r is not None and name not in given)
+    return plain, read
 
 
 def model_from_row(model: type[M], row: Row, /, **given: Any) -> M:
@@ -115,11 +122,10 @@ def model_from_row(model: type[M], row: Row, /, **given: Any) -> M:
     back by its type (times, optional times, lists of text, booleans and enumerations as the
     readers here take them, a record from its JSON text; anything else as the driver returns
     it). A family's ``from_row`` gives what needs more (other JSON, computed values)."""
-    values = {
-        name: row[name] if read is None else read(row[name])
-        for name, read in _columns(model)
-        if name not in given
-    }
+    plain, read = _columns(model, tuple(given))
+    values = {name: row[name] for name in plain}
+    for name, reader in read:
+        values[name] = reader(row[name])
     return model(**values, **given)
 
 
