@@ -46,6 +46,7 @@ DIGEST_REPLY_EVENT = "countersign_digest_reply"
 _POST, _UPDATE, _REPLY = Effect.SLACK_POST, Effect.SLACK_UPDATE, Effect.SLACK_REPLY
 _REMIND = Effect.SLACK_REMIND
 
+
 class Similar(NamedTuple):
     """What the items of one digest share: a channel and an operation, and a requester or a
     batch (store/proposals/batches.py: then requested_by is None when its items have several)."""
@@ -285,14 +286,8 @@ class DigestOutbox:
                 shown, now=now, formats=self._publisher.formats_of(operation)
             )
             payload = {"digest_id": shown.id, "proposal_ids": " ".join(p.id for p in items)}
-            response = await self._publisher.outbox_call(
-                "chat.postMessage",
-                channel=channel,
-                text=message["text"],
-                blocks=message["blocks"],
-                metadata={"event_type": DIGEST_EVENT, "event_payload": payload},
-                unfurl_links=False,
-                unfurl_media=False,
+            response = await self._publisher.post_message(
+                channel, message, event=DIGEST_EVENT, payload=payload
             )
             posted = NewDigest.model_validate(
                 {
@@ -389,13 +384,7 @@ class DigestOutbox:
             message = render_digest.digest_message(
                 digest, now=self._clock(), formats=self._publisher.formats_of(digest.operation)
             )
-            await self._publisher.outbox_call(
-                "chat.update",
-                channel=digest.channel,
-                ts=digest.ts,
-                text=message["text"],
-                blocks=message["blocks"],
-            )
+            await self._publisher.update_message(digest.channel, digest.ts, message)
             await self._digests.complete_deliveries([d.id for d in held], now=self._clock())
 
         return update
@@ -422,13 +411,8 @@ class DigestOutbox:
             )
             if message is not None:
                 marker = {"digest_id": digest.id, "deliveries": " ".join(str(d.id) for d in todo)}
-                await self._publisher.outbox_call(
-                    "chat.postMessage",
-                    channel=digest.channel,
-                    thread_ts=digest.ts,
-                    text=message["text"],
-                    blocks=message["blocks"],
-                    metadata={"event_type": DIGEST_REPLY_EVENT, "event_payload": marker},
+                await self._publisher.reply_message(
+                    digest.channel, digest.ts, message, event=DIGEST_REPLY_EVENT, payload=marker
                 )
             await self._digests.complete_deliveries([d.id for d in todo], now=self._clock())
 

@@ -52,22 +52,22 @@ class EscalationDeliverer:
             message = render.escalation_message(
                 escalation, handed_back_by=await self._handed_back_by(escalation)
             )
-            await self._publisher.outbox_call(
-                "chat.update",
-                channel=escalation.slack_channel,
-                ts=escalation.slack_ts,
-                text=message["text"],
-                blocks=message["blocks"],
+            await self._publisher.update_message(
+                escalation.slack_channel, escalation.slack_ts, message
             )
         elif delivery.reannounce:
             if escalation.status is EscalationStatus.OPEN:  # nobody took it meanwhile
                 reply = render.reannouncement_reply(escalation)
-                await self._reply(escalation, reply, broadcast=True)
+                await self._publisher.reply_message(
+                    escalation.slack_channel, escalation.slack_ts, reply, broadcast=True
+                )
         elif escalation.status is delivery.status:  # otherwise a later reply tells the news
             reply = render.escalation_reply(
                 escalation, handed_back_by=await self._handed_back_by(escalation)
             )
-            await self._reply(escalation, reply, broadcast=False)
+            await self._publisher.reply_message(
+                escalation.slack_channel, escalation.slack_ts, reply
+            )
 
     async def _post(self, escalation: Escalation, *, search_first: bool) -> None:
         if escalation.slack_ts is not None:
@@ -80,17 +80,11 @@ class EscalationDeliverer:
                 )
                 return
         message = render.escalation_message(escalation)
-        response = await self._publisher.outbox_call(
-            "chat.postMessage",
-            channel=escalation.channel,
-            text=message["text"],
-            blocks=message["blocks"],
-            metadata={
-                "event_type": METADATA_EVENT,
-                "event_payload": {"escalation_id": escalation.id},
-            },
-            unfurl_links=False,
-            unfurl_media=False,
+        response = await self._publisher.post_message(
+            escalation.channel,
+            message,
+            event=METADATA_EVENT,
+            payload={"escalation_id": escalation.id},
         )
         await self._store.attach_escalation_message(
             escalation.id, str(response["channel"]), str(response["ts"]), now=self._clock()
@@ -106,18 +100,6 @@ class EscalationDeliverer:
             pages=1,
             channel=escalation.channel,
             oldest=f"{escalation.created_at.timestamp() - 60:.6f}",
-        )
-
-    async def _reply(
-        self, escalation: Escalation, reply: dict[str, object], *, broadcast: bool
-    ) -> None:
-        await self._publisher.outbox_call(
-            "chat.postMessage",
-            channel=escalation.slack_channel,
-            thread_ts=escalation.slack_ts,
-            text=reply["text"],
-            blocks=reply["blocks"],
-            reply_broadcast=broadcast,
         )
 
     async def _handed_back_by(self, escalation: Escalation) -> str | None:

@@ -172,17 +172,13 @@ class SlackPublisher:
     async def _carry_out(self, proposal: Proposal, delivery: Delivery) -> None:
         if delivery.effect is Effect.SLACK_POST:
             await self._post(proposal, search_first=delivery.attempts > 1)
-        elif proposal.slack_channel is None or proposal.slack_ts is None:
+            return
+        channel, ts = proposal.slack_channel, proposal.slack_ts
+        if channel is None or ts is None:
             return  # never posted (or given up on): nothing to update or reply to
-        elif delivery.effect is Effect.SLACK_UPDATE:
-            message = await self._proposal_message(proposal)
-            await self._outbox_call(
-                "chat.update",
-                channel=proposal.slack_channel,
-                ts=proposal.slack_ts,
-                text=message["text"],
-                blocks=message["blocks"],
-            )
+        thread = (channel, ts)
+        if delivery.effect is Effect.SLACK_UPDATE:
+            await self.update_message(*thread, await self._proposal_message(proposal))
         elif delivery.effect is Effect.SLACK_REPLY:
             reply = (
                 await self._superseded_reply(proposal, delivery)
@@ -190,11 +186,12 @@ class SlackPublisher:
                 else _reply(proposal, delivery.status, self._formats_of(proposal.operation))
             )
             if reply is not None:
-                await self._thread_reply(proposal, delivery, reply)
+                await self._thread_reply(thread, proposal, delivery, reply)
         elif delivery.effect is Effect.SLACK_REMIND:
             # only while it is still pending: a decision since the sweep makes it moot
             if proposal.status is Status.PENDING and self._reminder is not None:
-                await self._thread_reply(proposal, delivery, await self._reminder(proposal))
+                reminder = await self._reminder(proposal)
+                await self._thread_reply(thread, proposal, delivery, reminder)
         else:
             raise ValueError(f"not a Slack effect: {delivery.effect}")
 
@@ -222,21 +219,18 @@ class SlackPublisher:
         )
 
     async def _thread_reply(
-        self, proposal: Proposal, delivery: Delivery, reply: render.Message
+        self,
+        thread: tuple[str, str],
+        proposal: Proposal,
+        delivery: Delivery,
+        reply: render.Message,
     ) -> None:
         """Post ``reply`` in the proposal's thread, once: its metadata names the outbox entry,
         and a retry first looks for it."""
         marker = {"proposal_id": proposal.id, "delivery": delivery.id}
         if delivery.attempts > 1 and await self._find_reply(proposal, marker):
             return  # an earlier attempt posted it; its answer was lost
-        await self._outbox_call(
-            "chat.postMessage",
-            channel=proposal.slack_channel,
-            thread_ts=proposal.slack_ts,
-            text=reply["text"],
-            blocks=reply["blocks"],
-            metadata={"event_type": REPLY_METADATA_EVENT, "event_payload": marker},
-        )
+        await self.reply_message(*thread, reply, event=REPLY_METADATA_EVENT, payload=marker)
 
     async def _proposal_message(self, proposal: Proposal) -> render.Message:
         previous = None  # an edit shows what changed from the version it replaced
@@ -269,14 +263,8 @@ class SlackPublisher:
                 await self._store.attach_message(proposal.id, proposal.channel, found)
                 return
         message = await self._proposal_message(proposal)
-        response = await self._outbox_call(
-            "chat.postMessage",
-            channel=proposal.channel,
-            text=message["text"],
-            blocks=message["blocks"],
-            metadata={"event_type": METADATA_EVENT, "event_payload": {"proposal_id": proposal.id}},
-            unfurl_links=False,
-            unfurl_media=False,
+        response = await self.post_message(
+            proposal.channel, message, event=METADATA_EVENT, payload={"proposal_id": proposal.id}
         )
         await self._store.attach_message(proposal.id, str(response["channel"]), str(response["ts"]))
 
@@ -343,10 +331,51 @@ class SlackPublisher:
         )
         return found is not None
 
-    async def outbox_call(self, method: str, **kwargs: Any) -> Any:
-        """A Web API call for an outbox entry (no retries here); DeliveryFailed says how it
-        failed. The escalations' deliverer uses it too."""
-        return await self._outbox_call(method, **kwargs)
+    async def post_message(
+        self, channel: str, message: render.Message, *, event: str, payload: dict[str, Any]
+    ) -> Any:
+        """Post ``message`` for an outbox entry as a new message of ``channel``, its metadata
+        (``event`` and ``payload``) saying what it shows so that a retry can find it, links
+        not unfurled. Slack's answer, or DeliveryFailed."""
+        return await self._outbox_call(
+            "chat.postMessage",
+            channel=channel,
+            text=message["text"],
+            blocks=message["blocks"],
+            metadata={"event_type": event, "event_payload": payload},
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+
+    async def reply_message(
+        self,
+        channel: str,
+        thread_ts: str,
+        message: render.Message,
+        *,
+        event: str | None = None,
+        payload: dict[str, Any] | None = None,
+        broadcast: bool = False,
+    ) -> Any:
+        """Post ``message`` for an outbox entry in the thread of ``thread_ts`` (also to the
+        channel when ``broadcast``), with metadata when an ``event`` is given."""
+        extra: dict[str, Any] = {"reply_broadcast": True} if broadcast else {}
+        if event is not None:
+            extra["metadata"] = {"event_type": event, "event_payload": payload or {}}
+        return await self._outbox_call(
+            "chat.postMessage",
+            channel=channel,
+            thread_ts=thread_ts,
+            text=message["text"],
+            blocks=message["blocks"],
+            **extra,
+        )
+
+    async def update_message(self, channel: str, ts: str, message: render.Message) -> Any:
+        """Replace the message ``ts`` of ``channel`` with ``message``, for an outbox entry."""
+        return await self._outbox_call(
+            "chat.update", channel=channel, ts=ts, text=message["text"], blocks=message["blocks"]
+        )
 
     async def _outbox_call(self, method: str, **kwargs: Any) -> Any:
         channel = kwargs.get("channel")

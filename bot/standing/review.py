@@ -83,14 +83,8 @@ class Reviews:
         message = render_standing.review_message(
             proposal, await self._store.standing().get_review(proposal.id)
         )
-        await self._publisher.outbox_call(
-            "chat.postMessage",
-            channel=channel,
-            text=message["text"],
-            blocks=message["blocks"],
-            metadata={"event_type": REVIEW_METADATA_EVENT, "event_payload": marker},
-            unfurl_links=False,
-            unfurl_media=False,
+        await self._publisher.post_message(
+            channel, message, event=REVIEW_METADATA_EVENT, payload=marker
         )
 
     async def _posted(self, channel: str, proposal: Proposal, marker: dict[str, str]) -> bool:
