@@ -7,11 +7,8 @@ call the service; nothing here decides anything.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
-from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.escalations.flow import EscalationService
 from bot.flow.clicks import RecordedDecisions
@@ -23,37 +20,10 @@ from bot.render.actions import (
     NOTE_INPUT,
 )
 from bot.render.escalation import HAND_BACK_NOTE_MAX
-from bot.slack.ids import SlackUser
-from bot.slack.listeners import (
-    Click,
-    decoded,
-    modal_text,
-    recorded_submission,
-    text_problems,
-    worked_click,
-)
-from store.proposals.clicks import Clicked, ClickVerb
+from bot.slack.listeners import Click, text_submission_listener, worked_click
+from store.proposals.clicks import ClickVerb
 
-__all__ = ["NoteSubmitted", "register_escalation_listeners"]
-
-
-class NoteSubmitted(BaseModel):
-    """The hand-back modal, submitted."""
-
-    model_config = ConfigDict(frozen=True)
-
-    user: SlackUser
-    escalation_id: str
-    note: str
-
-    @classmethod
-    def of(cls, body: dict[str, Any]) -> NoteSubmitted:
-        view = body["view"]
-        return cls(
-            user=body["user"]["id"],
-            escalation_id=view["private_metadata"],
-            note=modal_text(view, NOTE_INPUT),
-        )
+__all__ = ["register_escalation_listeners"]
 
 
 def register_escalation_listeners(
@@ -80,29 +50,17 @@ def register_escalation_listeners(
         worked_click(Click.of, begin_hand_back, what="escalation click")
     )
 
-    @app.view(ESCALATION_HAND_BACK_VIEW)
-    async def on_note(ack: AsyncAck, body: dict[str, Any]) -> None:
-        submitted = decoded(NoteSubmitted.of, body, what="hand-back submission")
-        if submitted is None:
-            await ack()
-            return
-        problems = text_problems(
-            submitted.note,
+    app.view(ESCALATION_HAND_BACK_VIEW)(
+        text_submission_listener(
+            decisions,
             block=NOTE_INPUT,
+            verb="escalation_hand_back",
+            key="note",
             empty="Tell the agent what to do.",
             most=HAND_BACK_NOTE_MAX,
+            what="hand-back submission",
         )
-        if problems:
-            await ack(response_action="errors", errors=problems)
-            return
-        clicked = Clicked(
-            subject=submitted.escalation_id,
-            actor=submitted.user,
-            verb="escalation_hand_back",
-            channel=None,
-            detail={"note": submitted.note},
-        )
-        await recorded_submission(decisions, clicked, ack, block=NOTE_INPUT)
+    )
 
 
 def _recorder(decisions: RecordedDecisions, verb: ClickVerb) -> Callable[[Click], Awaitable[None]]:

@@ -51,7 +51,7 @@ __all__ = [
     "SIGNING_SECRET",
     "Click",
     "EditSubmitted",
-    "ReasonSubmitted",
+    "TextSubmitted",
     "build_bolt",
     "click_listener",
     "clicked_in",
@@ -61,6 +61,7 @@ __all__ = [
     "recorded_submission",
     "slack_events",
     "text_problems",
+    "text_submission_listener",
     "worked_click",
 ]
 
@@ -143,23 +144,29 @@ class EditSubmitted(BaseModel):
         )
 
 
-class ReasonSubmitted(BaseModel):
-    """The reject modal, submitted."""
+class TextSubmitted(BaseModel):
+    """A deciding modal with one text input, submitted (the reject modal's reason, the hand-back's
+    note): who, what it is about (its private_metadata) and what was typed."""
 
     model_config = ConfigDict(frozen=True)
 
     user: SlackUser
-    proposal_id: str
-    reason: str
+    about: str
+    text: str
 
     @classmethod
-    def of(cls, body: dict[str, Any]) -> ReasonSubmitted:
-        view = body["view"]
-        return cls(
-            user=body["user"]["id"],
-            proposal_id=view["private_metadata"],
-            reason=modal_text(view, REASON_INPUT),
-        )
+    def reading(cls, block: str) -> Callable[[dict[str, Any]], TextSubmitted]:
+        """The decoder of a modal whose text input is ``block``."""
+
+        def of(body: dict[str, Any]) -> TextSubmitted:
+            view = body["view"]
+            return cls(
+                user=body["user"]["id"],
+                about=view["private_metadata"],
+                text=modal_text(view, block),
+            )
+
+        return of
 
 
 def modal_text(view: dict[str, Any], block: str) -> str:
@@ -229,26 +236,17 @@ def build_bolt(
     for action_id, handle in clicks.items():
         app.action(action_id)(click_listener(handle, service))
 
-    @app.view(REJECT_VIEW)
-    async def on_reason(ack: AsyncAck, body: dict[str, Any]) -> None:
-        submitted = decoded(ReasonSubmitted.of, body)
-        if submitted is None:
-            await ack()
-            return
-        problems = text_problems(
-            submitted.reason, block=REASON_INPUT, empty="Say why you reject it.", most=REASON_MAX
-        )
-        if problems:
-            await ack(response_action="errors", errors=problems)
-            return
-        clicked = Clicked(
-            subject=submitted.proposal_id,
-            actor=submitted.user,
+    app.view(REJECT_VIEW)(
+        text_submission_listener(
+            decisions,
+            block=REASON_INPUT,
             verb="reject",
-            channel=None,
-            detail={"reason": submitted.reason},
+            key="reason",
+            empty="Say why you reject it.",
+            most=REASON_MAX,
+            what="reject submission",
         )
-        await recorded_submission(decisions, clicked, ack, block=REASON_INPUT)
+    )
 
     @app.view(EDIT_VIEW)
     async def on_edit(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -319,6 +317,41 @@ def recorded_click_listener(
     """A decision button's listener: acknowledge at once, decode the click (a malformed one is
     logged and dropped), then ``record`` it: no bound turns it away (bot/flow/clicks.py)."""
     return worked_click(Click.of, record)
+
+
+def text_submission_listener(
+    decisions: RecordedDecisions,
+    *,
+    block: str,
+    verb: ClickVerb,
+    key: str,
+    empty: str,
+    most: int,
+    what: str,
+) -> Callable[..., Awaitable[None]]:
+    """The listener of a deciding modal with one required text input ``block``: the text is
+    checked (``empty`` when nothing was typed, at most ``most`` characters) and the decision
+    recorded as ``verb`` with the text under ``key`` in its detail (:func:`recorded_submission`)."""
+
+    async def listener(ack: AsyncAck, body: dict[str, Any]) -> None:
+        submitted = decoded(TextSubmitted.reading(block), body, what=what)
+        if submitted is None:
+            await ack()
+            return
+        problems = text_problems(submitted.text, block=block, empty=empty, most=most)
+        if problems:
+            await ack(response_action="errors", errors=problems)
+            return
+        clicked = Clicked(
+            subject=submitted.about,
+            actor=submitted.user,
+            verb=verb,
+            channel=None,
+            detail={key: submitted.text},
+        )
+        await recorded_submission(decisions, clicked, ack, block=block)
+
+    return listener
 
 
 async def recorded_submission(
