@@ -15,14 +15,15 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
 import asyncpg
 
-from bot.bench.load import back_to_back
+from bot.bench.load import Call, back_to_back
 from bot.bench.processes import ServerProcess
 from bot.bench.report import Measurement
 from bot.bench.stage import Stage
@@ -49,14 +50,27 @@ _AUDIT = json.dumps({"operation": "bench.deploy", "decision": "ask", "rule_id": 
 
 
 async def store_floor(store_url: str, work: Path, duration: float, *, durable: bool) -> Measurement:
-    """Floor (a) on the store ``store_url`` names (a SQLite file in ``work``, or PostgreSQL)."""
+    """Floor (a) on the store ``store_url`` names (a SQLite file in ``work``, or PostgreSQL):
+    ``WRITERS`` writers back to back, each transaction as that backend's writer makes it."""
     if store_url.startswith(("postgresql://", "postgres://")):
-        return await _postgres_floor(store_url, duration, durable=durable)
-    return await _sqlite_floor(work / "floor.sqlite", duration, durable=durable)
+        backend, how = "postgresql", "asyncpg pool of 10"
+        writer = _postgres_writer(store_url, durable=durable)
+    else:
+        backend, how = "sqlite", "SQLite WAL"
+        writer = _sqlite_writer(work / "floor.sqlite", durable=durable)
+    async with writer as write:
+        result = await back_to_back(write, clients=WRITERS, duration=duration)
+    what = f"INSERT proposal + INSERT audit per transaction, {how}, {WRITERS} writers"
+    return Measurement.timed(
+        "floor a: store", "floor", what, result.of(200), result.elapsed, backend=backend
+    )
 
 
-async def _sqlite_floor(path: Path, duration: float, *, durable: bool) -> Measurement:
-    db = await SqliteConnection.open(path)  # as the store's writer uses it
+@asynccontextmanager
+async def _sqlite_writer(path: Path, *, durable: bool) -> AsyncIterator[Call]:
+    """One proposal and its audit row per transaction, on one connection as the store's
+    writer uses it."""
+    db = await SqliteConnection.open(path)
     try:
         await db.worker.execute_fetchall("PRAGMA journal_mode = WAL")
         await db.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
@@ -84,16 +98,14 @@ async def _sqlite_floor(path: Path, duration: float, *, durable: bool) -> Measur
                 await db.waiting("COMMIT")
             return 200
 
-        result = await back_to_back(write, clients=WRITERS, duration=duration)
+        yield write
     finally:
         await db.close()
-    what = "INSERT proposal + INSERT audit per transaction, SQLite WAL, 16 writers"
-    return Measurement.timed(
-        "floor a: store", "floor", what, result.of(200), result.elapsed, backend="sqlite"
-    )
 
 
-async def _postgres_floor(url: str, duration: float, *, durable: bool) -> Measurement:
+@asynccontextmanager
+async def _postgres_writer(url: str, *, durable: bool) -> AsyncIterator[Call]:
+    """One proposal and its audit row per transaction, over a pool as the store's."""
     settings = {} if durable else {"synchronous_commit": "off"}
     pool = await asyncpg.create_pool(url, min_size=1, max_size=10, server_settings=settings)
     try:
@@ -124,13 +136,9 @@ async def _postgres_floor(url: str, duration: float, *, durable: bool) -> Measur
                 )
             return 200
 
-        result = await back_to_back(write, clients=WRITERS, duration=duration)
+        yield write
     finally:
         await pool.close()
-    what = "INSERT proposal + INSERT audit per transaction, asyncpg pool of 10, 16 writers"
-    return Measurement.timed(
-        "floor a: store", "floor", what, result.of(200), result.elapsed, backend="postgresql"
-    )
 
 
 async def http_floor(stage: Stage, duration: float, *, clients: int) -> Measurement:

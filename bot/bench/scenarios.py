@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from bot.bench.load import at_rate, back_to_back
+from bot.bench.load import LoadResult, at_rate, back_to_back
 from bot.bench.report import Measurement
 from bot.bench.stage import APPROVER, CLICK_REQUESTERS, SPREAD_LANES, Stage
 from bot.digests.outbox import shown_in
@@ -377,24 +378,17 @@ async def burst(stage: Stage, count: int, timeout: float, *, backend: str) -> Me
     """``count`` proposals for one channel while Slack allows one message per second there:
     how long until every one is in front of a person (in its own message or a digest's)."""
     drained = await _slack_quiet(stage, limit=timeout)
-    stage.slack.messages_per_second = 1
-    seen: dict[str, float] = {}
-    start = time.perf_counter()
-    try:
-        load = back_to_back(
-            lambda n: stage.submit("burst"), clients=AGENTS, duration=timeout, limit=count
-        )
-        submitting = asyncio.create_task(load)
-        while len(seen) < count and time.perf_counter() - start < timeout:
-            for message in stage.posted("burst"):  # a proposal's own message, or a digest
-                for proposal_id in shown_in(message.to_api()):
-                    seen.setdefault(proposal_id, time.perf_counter() - start)
-            await asyncio.sleep(0.05)
-        submitted = await submitting
-    finally:
-        stage.slack.messages_per_second = None
-    elapsed = time.perf_counter() - start
-    latencies = sorted(seen.values())
+    latencies, submitted, elapsed = await _until_shown(
+        stage,
+        count,
+        timeout,
+        lane_of=lambda n: "burst",
+        shown=lambda: (  # in a proposal's own message, or in a digest
+            proposal_id
+            for message in stage.posted("burst")
+            for proposal_id in shown_in(message.to_api())
+        ),
+    )
     what = f"{count} proposals for one channel, Slack allowing 1 message/s per channel"
     row = Measurement.timed(
         "burst",
@@ -429,28 +423,16 @@ async def channels(stage: Stage, per_channel: int, timeout: float, *, backend: s
     drained = await _slack_quiet(stage, limit=timeout)
     lanes = SPREAD_LANES
     count = per_channel * len(lanes)
-    stage.slack.messages_per_second = 1
     posts_before = len(stage.slack.calls("chat.postMessage"))
-    seen: dict[str, float] = {}
-    start = time.perf_counter()
-    try:
-        load = back_to_back(
-            lambda n: stage.submit(lanes[n % len(lanes)]),
-            clients=AGENTS,
-            duration=timeout,
-            limit=count,
-        )
-        submitting = asyncio.create_task(load)
-        while len(seen) < count and time.perf_counter() - start < timeout:
-            for lane in lanes:
-                for message in stage.posted(lane):
-                    seen.setdefault(message.ts + message.channel, time.perf_counter() - start)
-            await asyncio.sleep(0.05)
-        submitted = await submitting
-    finally:
-        stage.slack.messages_per_second = None
-    elapsed = time.perf_counter() - start
-    latencies = sorted(seen.values())
+    latencies, submitted, elapsed = await _until_shown(
+        stage,
+        count,
+        timeout,
+        lane_of=lambda n: lanes[n % len(lanes)],
+        shown=lambda: (
+            message.ts + message.channel for lane in lanes for message in stage.posted(lane)
+        ),
+    )
     posts = stage.slack.calls("chat.postMessage")[posts_before:]
     limited = sum(call.status == 429 for call in posts)
     everyone = len(latencies) == count
@@ -479,6 +461,36 @@ async def channels(stage: Stage, per_channel: int, timeout: float, *, backend: s
     row.note += f" after {latencies[-1]:.1f} s" if everyone else f" in {timeout:g} s"
     row.note += f", {limited} told 429"
     return row
+
+
+async def _until_shown(
+    stage: Stage,
+    count: int,
+    timeout: float,
+    *,
+    lane_of: Callable[[int], str],
+    shown: Callable[[], Iterable[str]],
+) -> tuple[list[float], LoadResult, float]:
+    """Submit ``count`` proposals (the n-th in ``lane_of(n)``) while Slack allows one message
+    per second per channel, watching what Slack shows (``shown``: a key per proposal seen) for
+    at most ``timeout`` s: the seconds after the start at which each key first appeared
+    (sorted), what the submissions were answered, and the seconds it all took."""
+    stage.slack.messages_per_second = 1
+    seen: dict[str, float] = {}
+    start = time.perf_counter()
+    try:
+        load = back_to_back(
+            lambda n: stage.submit(lane_of(n)), clients=AGENTS, duration=timeout, limit=count
+        )
+        submitting = asyncio.create_task(load)
+        while len(seen) < count and time.perf_counter() - start < timeout:
+            for key in shown():
+                seen.setdefault(key, time.perf_counter() - start)
+            await asyncio.sleep(0.05)
+        submitted = await submitting
+    finally:
+        stage.slack.messages_per_second = None
+    return sorted(seen.values()), submitted, time.perf_counter() - start
 
 
 async def _slack_quiet(stage: Stage, *, limit: float, quiet: float = 2.0) -> float:
