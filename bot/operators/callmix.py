@@ -276,19 +276,14 @@ def _refused(
     its request does not fit the contract, or its operation is not configured."""
     agent = rng.choice(("support-bot", "billing-bot", "ops-bot", "reports-bot"))
     requester = _pick(rng, fleet.acts_for(agent))
+    request: dict[str, Any] = {"customer": customer}
     if kind == "stranger":  # an ops person named by the support agent, and the like
         everyone = fleet.support + fleet.ops + fleet.analysts
         strangers = [p for p in everyone if p not in fleet.acts_for(agent)]
         requester = rng.choice(strangers)
-        return {
-            "agent": agent,
-            "requested_by": requester,
-            "at": stamp,
-            "operation": "crm.lookup_customer",
-            "request": {"customer": customer},
-        }
-    if kind == "malformed":  # a negative amount, or a field the model made up
-        request: dict[str, Any] = rng.choice(
+        operation = "crm.lookup_customer"
+    elif kind == "malformed":  # a negative amount, or a field the model made up
+        request = rng.choice(
             (
                 {
                     "payment_id": "pay_1000001",
@@ -301,19 +296,14 @@ def _refused(
             )
         )
         operation = "payments.refund" if "amount_cents" in request else "crm.tag_customer"
-        return {
-            "agent": agent,
-            "requested_by": requester,
-            "at": stamp,
-            "operation": operation,
-            "request": request,
-        }
+    else:  # unknown_operation
+        operation = "crm.merge_customers"
     return {
         "agent": agent,
         "requested_by": requester,
         "at": stamp,
-        "operation": "crm.merge_customers",
-        "request": {"customer": customer},
+        "operation": operation,
+        "request": request,
     }
 
 
