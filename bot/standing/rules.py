@@ -10,9 +10,9 @@ Which calls a standing rule then approves is the flow's rule (bot/flow/standing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, TypeVar
 
 from bot.flow.standing import new_standing_rule_id, offer
 from bot.render import standing as render_standing
@@ -72,25 +72,17 @@ class StandingGrants:
             return None
         proposal, standing = checked
         service = self._service
-        choices = duration_choices(standing.max)
-        try:
-            lasting = parse_duration(duration)
-        except ValueError:
-            lasting = None
-        if lasting not in choices:
-            allowed = ", ".join(format_duration(choice) for choice in choices)
-            why = f"the duration {duration!r} is not one of: {allowed}"
-            await self._refuse(proposal, user, None, why)
+        lasting = _offered(
+            _duration(duration), duration, duration_choices(standing.max), "the duration"
+        )
+        if isinstance(lasting, str):
+            await self._refuse(proposal, user, None, lasting)
             return None
-        assert lasting is not None
-        allowed_uses = uses_choices(standing.max_uses)
-        max_uses = standing.max_uses if uses is None else _whole_number(uses)
-        if max_uses not in allowed_uses:
-            listed = ", ".join(str(choice) for choice in allowed_uses)
-            why = f"the number of uses {uses!r} is not one of: {listed}"
-            await self._refuse(proposal, user, None, why)
+        number = standing.max_uses if uses is None else _whole_number(uses)
+        max_uses = _offered(number, uses, uses_choices(standing.max_uses), "the number of uses")
+        if isinstance(max_uses, str):
+            await self._refuse(proposal, user, None, max_uses)
             return None
-        assert max_uses is not None
         ceiling = proposal.arguments[standing.ceiling]
         assert isinstance(ceiling, int | float) and proposal.rule_id is not None
         now = self._clock()
@@ -157,6 +149,31 @@ class StandingGrants:
         await self._service.refuse(
             proposal, user=user, channel=channel, verb="approve_standing", why=why
         )
+
+
+#: what a modal offers a choice of: a duration or a number of uses (never text)
+Choice = TypeVar("Choice", timedelta, int)
+
+
+def _offered(
+    chosen: Choice | None, given: str | None, choices: Sequence[Choice], what: str
+) -> Choice | str:
+    """``chosen`` (read from the modal's ``given``) if it is one of the ``choices`` offered,
+    else why not, naming ``what`` was chosen and listing the choices as the modal shows them."""
+    if chosen is not None and chosen in choices:
+        return chosen
+    listed = ", ".join(
+        format_duration(choice) if isinstance(choice, timedelta) else str(choice)
+        for choice in choices
+    )
+    return f"{what} {given!r} is not one of: {listed}"
+
+
+def _duration(text: str) -> timedelta | None:
+    try:
+        return parse_duration(text)
+    except ValueError:
+        return None
 
 
 def _whole_number(text: str) -> int | None:
