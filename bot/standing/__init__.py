@@ -4,6 +4,7 @@ approvals after the fact.
 - ``rules``: granting standing rules (which calls they approve: bot/flow/standing.py)
 - ``admin``: listing and revoking them (``/countersign standing``)
 - ``review``: sampling automatic approvals for a person's verdict, and their statistics
+- ``deciding``: what those two share, the checks of the person deciding
 - ``listeners``: the Slack listeners of these buttons and modals
 
 The names below are imported from their module when first asked for, so that importing one

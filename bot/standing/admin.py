@@ -10,40 +10,23 @@ proposal that granted it; a refused one is audited too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bot.render import proposal as render
 from bot.render.standing import standing_list_blocks
-from bot.slack.directory import SlackDirectory
-from bot.slack.publish import SlackPublisher
-from contracts.authority import DecisionChain, refusal_reason
+from bot.standing.deciding import StandingDecisions
+from contracts.authority import DecisionChain
 from contracts.policy import AskRule
 from store.revocation import Revoked
 from store.standing import StandingRule, StandingRuleNotFound
-
-if TYPE_CHECKING:
-    from bot.flow.service import Service
 
 __all__ = ["StandingAdmin"]
 
 Answer = tuple[str, list[dict[str, Any]]]
 
 
-class StandingAdmin:
-    def __init__(
-        self,
-        service: Service,
-        clock: Callable[[], datetime],
-        *,
-        publisher: SlackPublisher,
-        directory: SlackDirectory,
-    ) -> None:
-        self._service = service
-        self._clock = clock
-        self._publisher = publisher
-        self._directory = directory
+class StandingAdmin(StandingDecisions):
+    """``/countersign standing``'s list, and its Revoke clicks."""
 
     def _admin_roles(self, rule: StandingRule | None = None) -> frozenset[str]:
         """The roles that may revoke ``rule`` (every admin role when it is None, or when its
@@ -111,17 +94,11 @@ class StandingAdmin:
         """The rule's admin role, then the checks of any decision on the person's Slack profile
         (a real, active member of an allowed workspace). Revoking only tightens the policy, so
         nobody behind the original call is excluded."""
-        service = self._service
         roles = self._admin_roles(rule)
         if not await self._holds(user, roles):
             return f"revoking it needs the role {', '.join(sorted(roles))}, which you do not hold"
-        teams = await self._directory.allowed_teams(service.settings.approvals.allowed_teams)
-        return refusal_reason(
-            approver=await service.directory.profile(user),
-            chain=DecisionChain(requested_by=""),
-            approver_roles=sorted(roles),
-            roles=await service.directory.role_members(service.settings.roles),
-            allowed_teams=teams,
+        return await self._profile_refusal(
+            user, approver_roles=sorted(roles), chain=DecisionChain(requested_by="")
         )
 
     async def _tell(self, channel: str | None, user: str, text: str) -> None:

@@ -14,16 +14,15 @@ audited. ``countersign policy review-stats`` reports the miss rate per rule and 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import IO, TYPE_CHECKING, Final
+from collections.abc import Sequence
+from typing import IO, Final
 
 from bot.render import proposal as render
 from bot.render import standing as render_standing
 from bot.settings import Settings
-from bot.slack.directory import SlackDirectory
-from bot.slack.publish import DeliveryFailed, SlackPublisher
-from contracts.authority import DecisionChain, refusal_reason
+from bot.slack.publish import DeliveryFailed
+from bot.standing.deciding import StandingDecisions
+from contracts.authority import DecisionChain
 from contracts.policy import AskRule
 from contracts.redaction import shown_store_url
 from store.base import StoreError
@@ -31,9 +30,6 @@ from store.open import open_store
 from store.proposals import Delivery, Proposal, ProposalNotFound, Status
 from store.protocol import Store
 from store.standing import AlreadyReviewed, Reviewed, ReviewStats, Verdict
-
-if TYPE_CHECKING:
-    from bot.flow.service import Service
 
 __all__ = ["REVIEW_METADATA_EVENT", "Reviews", "print_review_stats", "review_stats_command"]
 
@@ -47,19 +43,8 @@ WAIT_FOR_OUTCOME: Final = 20
 OUTCOME_POLL: Final = 0.5
 
 
-class Reviews:
-    def __init__(
-        self,
-        service: Service,
-        clock: Callable[[], datetime],
-        *,
-        publisher: SlackPublisher,
-        directory: SlackDirectory,
-    ) -> None:
-        self._service = service
-        self._clock = clock
-        self._publisher = publisher
-        self._directory = directory
+class Reviews(StandingDecisions):
+    """The review posts of sampled automatic approvals, and their verdict clicks."""
 
     @property
     def _store(self) -> Store:
@@ -151,8 +136,7 @@ class Reviews:
         of the policy (as configured now) in place of the rule's own."""
         if not proposal.review_sampled:
             return "this call was not sampled for review"
-        service = self._service
-        settings = service.settings
+        settings = self._service.settings
         roles = sorted(
             {
                 role
@@ -162,17 +146,11 @@ class Reviews:
             }
         )
         agent = settings.agents.get(proposal.agent)
-        teams = await self._directory.allowed_teams(settings.approvals.allowed_teams)
-        return refusal_reason(
-            approver=await service.directory.profile(user),
-            chain=DecisionChain(
-                requested_by=proposal.requested_by,
-                agent_owners=agent.owners if agent is not None else (),
-            ),
-            approver_roles=roles,
-            roles=await service.directory.role_members(settings.roles),
-            allowed_teams=teams,
+        chain = DecisionChain(
+            requested_by=proposal.requested_by,
+            agent_owners=agent.owners if agent is not None else (),
         )
+        return await self._profile_refusal(user, approver_roles=roles, chain=chain)
 
     async def _tell(
         self, proposal: Proposal | None, channel: str | None, user: str, why: str
