@@ -156,17 +156,20 @@ class Deciding(Submitting):
             await self.not_claimed(result, user=user, channel=channel)
         return None
 
+    async def _uncertain(
+        self, proposal_id: str, *, user: str, channel: str | None, verb: str
+    ) -> Proposal | None:
+        """The proposal if its execution is uncertain (it needs reconciliation) and ``user`` may
+        answer for it now (the Approve checks); otherwise None, ``user`` told why."""
+        return await self.decidable(
+            proposal_id, user=user, channel=channel, verb=verb, expect=Status.NEEDS_RECONCILIATION
+        )
+
     async def reconcile(
         self, proposal_id: str, *, user: str, channel: str | None, resolution: str
     ) -> Proposal | None:
         """Record what really happened to an uncertain execution: 'succeeded' or 'failed'."""
-        proposal = await self.decidable(
-            proposal_id,
-            user=user,
-            channel=channel,
-            verb="reconcile",
-            expect=Status.NEEDS_RECONCILIATION,
-        )
+        proposal = await self._uncertain(proposal_id, user=user, channel=channel, verb="reconcile")
         if proposal is None:
             return None
         note = f"recorded by <@{user}> after checking the target"
@@ -189,13 +192,7 @@ class Deciding(Submitting):
 
     async def retry(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
         """Try an uncertain execution again, with the same idempotency key."""
-        proposal = await self.decidable(
-            proposal_id,
-            user=user,
-            channel=channel,
-            verb="retry",
-            expect=Status.NEEDS_RECONCILIATION,
-        )
+        proposal = await self._uncertain(proposal_id, user=user, channel=channel, verb="retry")
         if proposal is None:
             return None
         now = self._clock()
