@@ -14,8 +14,9 @@ most ``max_uses`` calls (default :data:`DEFAULT_MAX_USES`, at most :data:`MAX_US
 the store in the transaction that records each covered call, so concurrent calls never exceed it.
 
 This module reads the ``standing`` table of a rule (:func:`read_standing`), says whether a granted
-rule covers a call (:func:`covers`), and decides which automatic approvals are sampled for a
-person to review after the fact (:func:`sampled`). Pure functions; no I/O.
+rule covers a call (:func:`covers`, of a :class:`CallToCover`), and decides which automatic
+approvals are sampled for a person to review after the fact (:func:`sampled`). Pure functions;
+no I/O.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import hashlib
 import json
 import math
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from difflib import get_close_matches
 from typing import Final
@@ -40,6 +42,7 @@ __all__ = [
     "MAX_STANDING",
     "MAX_USES",
     "STANDING_KEYS",
+    "CallToCover",
     "Grant",
     "StandingPolicy",
     "bound_arguments",
@@ -124,31 +127,35 @@ def bound_arguments(
     return {name: value for name, value in arguments.items() if name not in varying}
 
 
-def covers(
-    grant: Grant,
-    *,
-    operation: str,
-    agent: str,
-    rule_id: str,
-    arguments: Mapping[str, JsonValue],
-    requested_by: str,
-    now: datetime,
-) -> bool:
-    """Whether ``grant`` (unrevoked, with uses left) covers a call: same operation, agent and
+@dataclass(frozen=True, slots=True)
+class CallToCover:
+    """A call a standing rule may cover: what it asks for, from whom and when."""
+
+    operation: str
+    agent: str
+    #: the policy rule that asks for it
+    rule_id: str
+    arguments: Mapping[str, JsonValue]
+    requested_by: str
+    now: datetime
+
+
+def covers(grant: Grant, call: CallToCover) -> bool:
+    """Whether ``grant`` (unrevoked, with uses left) covers ``call``: same operation, agent and
     rule, unexpired, not requested by the granter, its ceiling argument a number at most the
     ceiling, and every other argument that may not vary the approved call's, none missing and
     none added (compared as JSON text: ``1`` is not ``1.0`` nor ``true``)."""
-    value = arguments.get(grant.ceiling_field)
+    value = call.arguments.get(grant.ceiling_field)
     varying = {grant.ceiling_field, *grant.varying}
     return (
-        grant.operation == operation
-        and grant.agent == agent
-        and grant.rule_id == rule_id
-        and requested_by != grant.created_by
-        and now < grant.expires_at
+        grant.operation == call.operation
+        and grant.agent == call.agent
+        and grant.rule_id == call.rule_id
+        and call.requested_by != grant.created_by
+        and call.now < grant.expires_at
         and _is_number(value)
         and value <= grant.ceiling  # type: ignore[operator]
-        and _same(bound_arguments(arguments, varying), grant.arguments)
+        and _same(bound_arguments(call.arguments, varying), grant.arguments)
     )
 
 

@@ -22,10 +22,7 @@ from pydantic import JsonValue
 
 from contracts.formats import Formats, field_label
 from contracts.policy import Ask, AskRule, Auto, Condition, Decision, PolicyTable
-from contracts.standing import (
-    StandingPolicy,
-    covers,
-)
+from contracts.standing import CallToCover, StandingPolicy, covers
 from store.proposals import Proposal, Status
 from store.standing import StandingRule
 
@@ -50,15 +47,7 @@ class CoveringRules(Protocol):
     (``Store.standing()``), or the simulator's grants (bot/operators/simulate.py)."""
 
     async def find_covering(
-        self,
-        *,
-        operation: str,
-        agent: str,
-        rule_id: str,
-        value: int | float,
-        arguments: Mapping[str, JsonValue],
-        requested_by: str,
-        now: datetime,
+        self, call: CallToCover, *, value: int | float
     ) -> Sequence[StandingRule]: ...
 
 
@@ -136,30 +125,22 @@ async def cover(
         return decision, None
     assert isinstance(value, int | float)
     admins = frozenset().union(*(members.get(role, frozenset()) for role in standing.admins))
-    for candidate in await rules.find_covering(
+    call = CallToCover(
         operation=operation,
         agent=agent,
         rule_id=rule.id,
-        value=value,
         arguments=arguments,
         requested_by=requested_by,
         now=now,
-    ):
+    )
+    for candidate in await rules.find_covering(call, value=value):
         if (
             candidate.ceiling_field == standing.ceiling
             and candidate.expires_at - candidate.created_at <= standing.max
             and candidate.uses < min(candidate.max_uses, standing.max_uses)
             and set(candidate.varying) <= set(standing.varying)
             and candidate.created_by in admins
-            and covers(
-                candidate,
-                operation=operation,
-                agent=agent,
-                rule_id=rule.id,
-                arguments=arguments,
-                requested_by=requested_by,
-                now=now,
-            )
+            and covers(candidate, call)
         ):
             within = Condition(
                 field=standing.ceiling,

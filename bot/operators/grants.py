@@ -14,7 +14,7 @@ value, or else the text). What covers a call is decided by the server's own code
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from pydantic import JsonValue
@@ -23,6 +23,7 @@ from bot.flow.standing import standing_policy
 from bot.settings import Settings, is_user_group
 from contracts.durations import parse_duration
 from contracts.formats import FieldFormat, parse_money
+from contracts.standing import CallToCover
 from store.standing import StandingRule
 
 __all__ = ["SimulatedGrants", "parse_grant"]
@@ -37,26 +38,16 @@ class SimulatedGrants:
     def __init__(self, rules: Sequence[StandingRule]) -> None:
         self._rules = {rule.id: rule for rule in rules}
 
-    async def find_covering(
-        self,
-        *,
-        operation: str,
-        agent: str,
-        rule_id: str,
-        value: int | float,
-        arguments: Mapping[str, JsonValue],
-        requested_by: str,
-        now: datetime,
-    ) -> list[StandingRule]:
+    async def find_covering(self, call: CallToCover, *, value: int | float) -> list[StandingRule]:
         found = [
             rule
             for rule in self._rules.values()
-            if rule.operation == operation
-            and rule.agent == agent
-            and rule.rule_id == rule_id
+            if rule.operation == call.operation
+            and rule.agent == call.agent
+            and rule.rule_id == call.rule_id
             and rule.ceiling >= value
-            and rule.created_by != requested_by
-            and rule.active(now)
+            and rule.created_by != call.requested_by
+            and rule.active(call.now)
         ]
         return sorted(found, key=lambda rule: rule.expires_at, reverse=True)
 

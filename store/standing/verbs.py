@@ -12,14 +12,13 @@ numeric.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from pydantic import JsonValue
 
-from contracts.standing import Grant
+from contracts.standing import CallToCover, Grant
 from store.backend import FamilyStore
 from store.connector import Array, Row, Tx
 from store.proposals.outbox import enqueue_effects
@@ -140,33 +139,23 @@ class StandingStore(FamilyStore):
         return await self._reading(self._existing, standing_rule_id)
 
     @finish_even_if_cancelled
-    async def find_covering(
-        self,
-        *,
-        operation: str,
-        agent: str,
-        rule_id: str,
-        value: int | float,
-        arguments: Mapping[str, JsonValue],
-        requested_by: str,
-        now: datetime,
-    ) -> list[StandingRule]:
-        """Active standing rules for this operation, agent and policy rule whose ceiling is at
-        least ``value``, which bind exactly the call's ``arguments`` but those they let vary,
-        whose granter is not ``requested_by`` and which have uses left, latest expiry first.
+    async def find_covering(self, call: CallToCover, *, value: int | float) -> list[StandingRule]:
+        """Active standing rules for the call's operation, agent and policy rule whose ceiling is
+        at least ``value``, which bind exactly the call's arguments but those they let vary,
+        whose granter is not its requester and which have uses left, latest expiry first.
         (:func:`contracts.standing.covers` checks it all again, and so does the database, with
         the uses, when the covered proposal is created.)"""
-        call = dump_json(dict(arguments))
+        arguments = dump_json(dict(call.arguments))
         async with self._backend.tx(write=False) as tx:
             rows = await tx.all(
                 "select_covering_standing_rules",
-                operation=operation,
-                agent=agent,
-                rule_id=rule_id,
+                operation=call.operation,
+                agent=call.agent,
+                rule_id=call.rule_id,
                 value=_exact(tx, value),
-                arguments=call,
-                requested_by=requested_by,
-                now=now,
+                arguments=arguments,
+                requested_by=call.requested_by,
+                now=call.now,
             )
             return [standing_rule_from_row(row) for row in rows]
 

@@ -13,6 +13,7 @@ import pytest
 from contracts.policy import AskRule, PolicyError, PolicyTable
 from contracts.standing import (
     MAX_STANDING,
+    CallToCover,
     Grant,
     StandingPolicy,
     covers,
@@ -219,7 +220,7 @@ def covered(standing: Grant, **changes: Any) -> bool:
         "now": NOW + timedelta(minutes=59),
         **changes,
     }
-    return covers(standing, **call)
+    return covers(standing, CallToCover(**call))
 
 
 def test_a_grant_covers_the_same_call_up_to_its_ceiling_until_it_expires() -> None:

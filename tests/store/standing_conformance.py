@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from contracts.outcomes import Succeeded
-from contracts.standing import Grant, bound_arguments, covers
+from contracts.standing import CallToCover, Grant, bound_arguments, covers
 from store.base import StoreError
 from store.proposals import (
     AlreadyDecided,
@@ -230,18 +230,18 @@ class StandingConformance:
         approved, rule_id = await self._granted(store, now)
         standing = store.standing()
 
-        async def found(**changes: Any) -> list[str]:
-            query: dict[str, Any] = {
+        async def found(value: float = 4200, **changes: Any) -> list[str]:
+            call: dict[str, Any] = {
                 "operation": approved.operation,
                 "agent": approved.agent,
                 "rule_id": approved.rule_id,
-                "value": 4200,
                 "arguments": approved.arguments,
                 "requested_by": "U0SOMEONE",
                 "now": now + timedelta(minutes=30),
                 **changes,
             }
-            return [rule.id for rule in await standing.find_covering(**query)]
+            covering = await standing.find_covering(CallToCover(**call), value=value)
+            return [rule.id for rule in covering]
 
         bound = {"payment_id": "pay_42", "note": "dup charge ✓"}
         assert await found() == [rule_id]
@@ -276,15 +276,15 @@ class StandingConformance:
             )
             assert isinstance(granted, Transitioned)
 
-        found = await store.standing().find_covering(
+        call = CallToCover(
             operation=mine.operation,
             agent=mine.agent,
             rule_id="refunds-ask",
-            value=100,
             arguments={**mine.arguments, "amount_cents": 100},
             requested_by="U0SOMEONE",
             now=now,
         )
+        found = await store.standing().find_covering(call, value=100)
 
         assert [rule.id for rule in found] == [rule_id]
 
@@ -338,15 +338,15 @@ class StandingConformance:
 
         rule = await store.standing().get_standing_rule(rule_id)
         assert (rule.uses, rule.remaining, rule.active(now)) == (2, 0, False)
-        found = await store.standing().find_covering(
+        call = CallToCover(
             operation="payments.refund",
             agent="billing-agent",
             rule_id="refunds-ask",
-            value=100,
             arguments=covered(now, rule_id, 100).arguments,
             requested_by="U0SOMEONE",
             now=now,
         )
+        found = await store.standing().find_covering(call, value=100)
         assert found == []
         third = covered(now, rule_id, 300)
         with pytest.raises(StoreError):
@@ -379,12 +379,14 @@ class StandingConformance:
         call = {**nested, "amount_cents": 100}
         assert covers(
             grant,
-            operation=proposal.operation,
-            agent=proposal.agent,
-            rule_id="refunds-ask",
-            arguments=call,
-            requested_by="U0SOMEONE",
-            now=now,
+            CallToCover(
+                operation=proposal.operation,
+                agent=proposal.agent,
+                rule_id="refunds-ask",
+                arguments=call,
+                requested_by="U0SOMEONE",
+                now=now,
+            ),
         )
 
         created, _ = await store.create_proposal(
@@ -476,18 +478,15 @@ class StandingConformance:
 
         with pytest.raises(StoreError):
             await store.create_proposal(covered(now, rule_id, 3000))
-        assert (
-            await store.standing().find_covering(
-                operation="payments.refund",
-                agent="billing-agent",
-                rule_id="refunds-ask",
-                value=1,
-                arguments=covered(now, rule_id, 1).arguments,
-                requested_by="U0SOMEONE",
-                now=now,
-            )
-            == []
+        call = CallToCover(
+            operation="payments.refund",
+            agent="billing-agent",
+            rule_id="refunds-ask",
+            arguments=covered(now, rule_id, 1).arguments,
+            requested_by="U0SOMEONE",
+            now=now,
         )
+        assert await store.standing().find_covering(call, value=1) == []
 
     # --- listing and revoking ------------------------------------------------------------------
 
