@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
@@ -16,29 +15,9 @@ from bot.delegations.commands import Delegations
 from bot.flow.service import Service
 from bot.render.actions import REVOKE_DELEGATION
 from bot.slack.home import HomeTab
-from bot.slack.ids import SlackChannel, SlackUser
-from bot.slack.listeners import clicked_in, decoded
+from bot.slack.listeners import ValueClick, decoded
 
-__all__ = ["RevokeClick", "register_delegation_listeners"]
-
-
-class RevokeClick(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    user: SlackUser
-    delegation_id: str
-    channel: SlackChannel | None
-    on_home_tab: bool
-
-    @classmethod
-    def of(cls, body: dict[str, Any], action: dict[str, Any]) -> RevokeClick:
-        view = body.get("view") or {}
-        return cls(
-            user=body["user"]["id"],
-            delegation_id=action["value"],
-            channel=clicked_in(body),
-            on_home_tab=view.get("type") == "home",
-        )
+__all__ = ["register_delegation_listeners"]
 
 
 def register_delegation_listeners(
@@ -51,10 +30,10 @@ def register_delegation_listeners(
     @app.action(REVOKE_DELEGATION)
     async def on_revoke(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
         await ack()
-        click = decoded(RevokeClick.of, body, action, what="delegation click")
+        click = decoded(ValueClick.of, body, action, what="delegation click")
         if click is None:
             return
-        text = await delegations.revoke(click.user, click.delegation_id)
+        text = await delegations.revoke(click.user, click.value)
         if click.on_home_tab:
             await home.notice(click.user, text)
         elif click.channel:

@@ -52,6 +52,7 @@ __all__ = [
     "Click",
     "EditSubmitted",
     "TextSubmitted",
+    "ValueClick",
     "build_bolt",
     "click_listener",
     "clicked_in",
@@ -113,6 +114,29 @@ class Click(BaseModel):
             channel=clicked_in(body)
             or (APP_HOME if (body.get("view") or {}).get("type") == "home" else None),
             trigger_id=body["trigger_id"],
+        )
+
+
+class ValueClick(BaseModel):
+    """A click on a button whose value is one id (a standing rule's, a delegation's, a reviewed
+    proposal's), and where the button was: a message (its channel and ts) or the Home tab."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user: SlackUser
+    value: str
+    channel: SlackChannel | None
+    message_ts: str | None
+    on_home_tab: bool
+
+    @classmethod
+    def of(cls, body: dict[str, Any], action: dict[str, Any]) -> ValueClick:
+        return cls(
+            user=body["user"]["id"],
+            value=action["value"],
+            channel=clicked_in(body),
+            message_ts=(body.get("container") or {}).get("message_ts"),
+            on_home_tab=(body.get("view") or {}).get("type") == "home",
         )
 
 

@@ -25,14 +25,14 @@ from bot.render.actions import (
     REVOKE_STANDING,
     USES_INPUT,
 )
-from bot.slack.ids import SlackChannel, SlackUser
-from bot.slack.listeners import Click, click_listener, clicked_in, decoded, worked_click
+from bot.slack.ids import SlackUser
+from bot.slack.listeners import Click, ValueClick, click_listener, decoded, worked_click
 from bot.standing.admin import StandingAdmin
 from bot.standing.review import Reviews
 from bot.standing.rules import StandingGrants
 from store.standing import Verdict
 
-__all__ = ["DurationChosen", "MessageClick", "register_standing_listeners"]
+__all__ = ["DurationChosen", "register_standing_listeners"]
 
 
 class DurationChosen(BaseModel):
@@ -56,27 +56,6 @@ class DurationChosen(BaseModel):
             proposal_id=view["private_metadata"],
             duration=str(chosen.get("value") or ""),
             uses=None if uses is None else str((uses.get("selected_option") or {}).get("value")),
-        )
-
-
-class MessageClick(BaseModel):
-    """A click on a button whose value is one id, with the message it was on."""
-
-    model_config = ConfigDict(frozen=True)
-
-    user: SlackUser
-    value: str
-    channel: SlackChannel | None
-    message_ts: str | None
-
-    @classmethod
-    def of(cls, body: dict[str, Any], action: dict[str, Any]) -> MessageClick:
-        container = body.get("container") or {}
-        return cls(
-            user=body["user"]["id"],
-            value=action["value"],
-            channel=clicked_in(body),
-            message_ts=container.get("message_ts"),
         )
 
 
@@ -105,13 +84,13 @@ def register_standing_listeners(
             chosen.proposal_id, user=chosen.user, duration=chosen.duration, uses=chosen.uses
         )
 
-    async def revoke(click: MessageClick) -> None:
+    async def revoke(click: ValueClick) -> None:
         await admin.revoke(click.value, user=click.user, channel=click.channel)
 
     app.action(REVOKE_STANDING)(_message_listener(revoke))
 
-    def judge(verdict: Verdict) -> Callable[[MessageClick], Awaitable[object]]:
-        async def handle(click: MessageClick) -> None:
+    def judge(verdict: Verdict) -> Callable[[ValueClick], Awaitable[object]]:
+        async def handle(click: ValueClick) -> None:
             await reviews.verdict(
                 click.value,
                 user=click.user,
@@ -127,8 +106,8 @@ def register_standing_listeners(
 
 
 def _message_listener(
-    handle: Callable[[MessageClick], Awaitable[object]],
+    handle: Callable[[ValueClick], Awaitable[object]],
 ) -> Callable[..., Awaitable[None]]:
     """A click on a message's button (bot/slack/listeners.py worked_click): worked on at once,
     bounded by nothing."""
-    return worked_click(MessageClick.of, handle)
+    return worked_click(ValueClick.of, handle)
