@@ -66,7 +66,7 @@ class EscalationPolicy(Frozen):
     #: how many times an unclaimed escalation is announced again (only the first one @here's)
     reannounce_max: int = Field(default=3, ge=0, le=100)
     #: roles whose members may take, hand back and resolve escalations; required with routes
-    #: (bot/escalations/settings.py), and empty means nobody (fail closed)
+    #: (bot/settings/escalation.py), and empty means nobody (fail closed)
     responders: tuple[str, ...] = ()
     routes: tuple[Route, ...] = ()
 

@@ -3,7 +3,8 @@
 - ``proposals``: the routes (submit, read, wait) and the agent's authentication
 - ``agent_requests``: what every agent endpoint shares: admission, the body within its limits,
   idempotency keys, the answer and the long poll
-- ``admission``, ``quotas``, ``limit_settings``: how much of the service one agent may use
+- ``admission``, ``quotas``: how much of the service one agent may use (its limits are the
+  ``[limits]`` section, bot/settings/limits.py)
 - ``schemas``, ``openapi``, ``problems``: the wire format, its OpenAPI document, error answers
 - ``waiters``: long polls woken by state changes
 - ``callbacks``, ``callback_http``: how agents' callbacks are sent (where they may go is the
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from bot.api.admission import Admission
     from bot.api.callback_http import CallbackHttp
     from bot.api.callbacks import CallbackPoster, CallbackSender, DestinationSlots
-    from bot.api.limit_settings import AgentLimitsSection, Limits
     from bot.api.problems import Problem, problem_middleware
     from bot.api.proposals import agent_routes, authenticated_agent
     from bot.api.quotas import Quotas
@@ -33,12 +33,10 @@ if TYPE_CHECKING:
 __all__ = [
     "SLACK_USER_ID",
     "Admission",
-    "AgentLimitsSection",
     "CallbackHttp",
     "CallbackPoster",
     "CallbackSender",
     "DestinationSlots",
-    "Limits",
     "Problem",
     "Quotas",
     "Waiters",
@@ -50,12 +48,10 @@ __all__ = [
 #: the module of this package that defines each public name
 _DEFINED_IN = {
     "Admission": "admission",
-    "AgentLimitsSection": "limit_settings",
     "CallbackHttp": "callback_http",
     "CallbackPoster": "callbacks",
     "CallbackSender": "callbacks",
     "DestinationSlots": "callbacks",
-    "Limits": "limit_settings",
     "Problem": "problems",
     "Quotas": "quotas",
     "SLACK_USER_ID": "schemas",

@@ -1,7 +1,7 @@
 """Per-agent quotas: one agent, however it floods, cannot starve the others.
 
 An agent's token may be in the hands of a prompt-injected model. Each agent gets its own share
-of Countersign (``[limits]``, bot/api/limit_settings.py), checked in this order on every submission:
+of Countersign (``[limits]``, bot/settings/limits.py), checked in this order on every submission:
 
 * **rate**: a token bucket per agent (``submissions_per_second``, ``submissions_burst``), checked
   before the body is read; past it ``429`` with ``Retry-After`` computed from the bucket. Kept
@@ -30,9 +30,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
-from bot.api.limit_settings import Limits
 from bot.api.problems import Problem
 from bot.settings import AgentSettings
+from bot.settings.limits import Limits
 from contracts.base import FieldProblem
 from store.escalations import EscalationStore
 from store.proposals import NewProposal, Status

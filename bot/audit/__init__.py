@@ -4,7 +4,6 @@ its head elsewhere.
 - ``export``: ``countersign audit export`` (JSON Lines or CSV)
 - ``commands``: ``countersign audit verify`` and ``countersign audit anchor``
 - ``anchors``, ``anchoring``: anchor files, and writing anchors (also periodically from serve)
-- ``settings``: the ``[audit]`` section
 
 The names below are imported from their module when first asked for, so that importing one
 module of this package imports neither the others nor the app they need.
@@ -20,31 +19,24 @@ if TYPE_CHECKING:
     from bot.audit.anchoring import Anchorer, anchor_forever
     from bot.audit.commands import audit_anchor, audit_verify
     from bot.audit.export import ExportFormat, parse_since, write_export
-    from bot.audit.settings import AnchorSettings, AuditSection, load_audit
 
 __all__ = [
-    "AnchorSettings",
     "Anchorer",
-    "AuditSection",
     "ExportFormat",
     "anchor_forever",
     "audit_anchor",
     "audit_verify",
-    "load_audit",
     "parse_since",
     "write_export",
 ]
 
 #: the module of this package that defines each public name
 _DEFINED_IN = {
-    "AnchorSettings": "settings",
     "Anchorer": "anchoring",
-    "AuditSection": "settings",
     "ExportFormat": "export",
     "anchor_forever": "anchoring",
     "audit_anchor": "commands",
     "audit_verify": "commands",
-    "load_audit": "settings",
     "parse_since": "export",
     "write_export": "export",
 }

@@ -20,7 +20,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.audit.anchors import Anchor, anchor_line, make_anchor
-from bot.audit.settings import AnchorSettings
+from bot.settings.audit import AnchorSettings
 from store.protocol import Store
 
 __all__ = ["AnchorFailed", "Anchorer", "anchor_forever", "anchor_message"]

@@ -2,7 +2,6 @@
 
 - ``commands``: ``/countersign delegate`` and ``delegations``, and the tokens they mint
 - ``listeners``: the Revoke button
-- ``settings``: the ``[delegation]`` section
 
 The names below are imported from their module when first asked for, so that importing one
 module of this package imports neither the others nor the app they need.
@@ -22,11 +21,9 @@ if TYPE_CHECKING:
         is_delegation_token,
     )
     from bot.delegations.listeners import register_delegation_listeners
-    from bot.delegations.settings import DelegationSettings
 
 __all__ = [
     "DELEGATIONS",
-    "DelegationSettings",
     "DelegationTokenRefused",
     "Delegations",
     "is_delegation_token",
@@ -36,7 +33,6 @@ __all__ = [
 #: the module of this package that defines each public name
 _DEFINED_IN = {
     "DELEGATIONS": "commands",
-    "DelegationSettings": "settings",
     "DelegationTokenRefused": "commands",
     "Delegations": "commands",
     "is_delegation_token": "commands",

@@ -4,7 +4,6 @@
   it alone)
 - ``outbox``: a digest's posts, updates and replies delivered as one
 - ``listeners``: the Slack listeners of a digest's buttons and modals
-- ``settings``: the ``[digest]`` section
 
 The names below are imported from their module when first asked for, so that importing one
 module of this package imports neither the others nor the app they need.
@@ -20,12 +19,10 @@ if TYPE_CHECKING:
     from bot.digests.decisions import DigestService
     from bot.digests.listeners import register_digest_listeners
     from bot.digests.outbox import DigestOutbox, shown_in
-    from bot.digests.settings import DigestSettings
 
 __all__ = [
     "DigestOutbox",
     "DigestService",
-    "DigestSettings",
     "register_digest_listeners",
     "shown_in",
 ]
@@ -34,7 +31,6 @@ __all__ = [
 _DEFINED_IN = {
     "DigestOutbox": "outbox",
     "DigestService": "decisions",
-    "DigestSettings": "settings",
     "register_digest_listeners": "listeners",
     "shown_in": "outbox",
 }

@@ -25,9 +25,9 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, NamedTuple
 
-from bot.digests.settings import DIGEST_MAX, DigestSettings
 from bot.outbound.outbox import Interrupted, Job, RetryPolicy
 from bot.render import digest as render_digest
+from bot.settings.digests import DIGEST_MAX, DigestSettings
 from bot.slack.publish import METADATA_EVENT, DeliveryFailed, SlackPublisher
 from store.base import StoreUnavailable
 from store.digests import Digest, NewDigest, new_digest_id

@@ -5,7 +5,6 @@ with a note, or resolves it.
 - ``api``, ``schemas``: the agent API for escalations and its wire format
 - ``delivery``: Slack posts, updates, replies and agent callbacks of the outbox
 - ``listeners``: Take it, Hand back, Resolve
-- ``settings``: the ``[escalation]`` section
 
 The names below are imported from their module when first asked for, so that importing one
 module of this package imports neither the others nor the app they need.
@@ -22,15 +21,12 @@ if TYPE_CHECKING:
     from bot.escalations.delivery import EscalationDeliverer
     from bot.escalations.flow import EscalationService, reannounce_forever
     from bot.escalations.listeners import register_escalation_listeners
-    from bot.escalations.settings import EscalationSection, load_escalation
 
 __all__ = [
     "ESCALATIONS",
     "EscalationDeliverer",
-    "EscalationSection",
     "EscalationService",
     "escalation_routes",
-    "load_escalation",
     "reannounce_forever",
     "register_escalation_listeners",
 ]
@@ -39,10 +35,8 @@ __all__ = [
 _DEFINED_IN = {
     "ESCALATIONS": "api",
     "EscalationDeliverer": "delivery",
-    "EscalationSection": "settings",
     "EscalationService": "flow",
     "escalation_routes": "api",
-    "load_escalation": "settings",
     "reannounce_forever": "flow",
     "register_escalation_listeners": "listeners",
 }

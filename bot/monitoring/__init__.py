@@ -6,7 +6,6 @@
 - ``health``: readiness (``/readyz``) and Slack's answer to the bot token at start
 - ``endpoints``: ``/readyz``, ``/metrics``, the request-id middleware, the metrics' own port
 - ``timed_store``: the store with each verb timed
-- ``settings``: the ``[monitoring]`` section
 - ``version``: the running version
 
 The names below are imported from their module when first asked for, so that importing one
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
     from bot.monitoring.health import Readiness, SlackUnusable, confirm_slack
     from bot.monitoring.logs import configure_logging, log_level
     from bot.monitoring.metrics import CountedCoalescer, Metrics
-    from bot.monitoring.settings import MonitoringSettings
     from bot.monitoring.timed_store import timed_store
     from bot.monitoring.version import countersign_version
 
@@ -43,7 +41,6 @@ __all__ = [
     "CountedCoalescer",
     "Metrics",
     "MetricsSampler",
-    "MonitoringSettings",
     "Observer",
     "Readiness",
     "SlackUnusable",
@@ -65,7 +62,6 @@ _DEFINED_IN = {
     "CountedCoalescer": "metrics",
     "Metrics": "metrics",
     "MetricsSampler": "endpoints",
-    "MonitoringSettings": "settings",
     "Observer": "events",
     "Readiness": "health",
     "SlackUnusable": "health",

@@ -27,7 +27,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.monitoring.metrics import Metrics
-from bot.monitoring.settings import MonitoringSettings
+from bot.settings.monitoring import MonitoringSettings
 from store.protocol import Store
 
 __all__ = ["Check", "Readiness", "SlackUnusable", "confirm_slack", "confirm_slack_forever"]

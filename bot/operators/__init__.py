@@ -10,7 +10,6 @@ policy simulator, each a command of ``countersign`` (wired in ``bot.operators.co
 - ``duty_check``: ``check-config``'s warning about separation of duties resting on an agent's word
 - ``lease_check``: ``check-config``'s and ``serve``'s warning about a webhook target that may still
   be answering when its execution lease ends
-- ``settings``: the ``[retention]`` section
 
 The names below are imported from their module when first asked for, so that importing one
 module of this package imports neither the others nor the app they need.
@@ -26,12 +25,10 @@ if TYPE_CHECKING:
     from bot.operators.backup import backup_command, restore_command
     from bot.operators.commands import add_operator_commands, run_operator_command
     from bot.operators.retention import retention_command
-    from bot.operators.settings import RetentionSettings
     from bot.operators.simulate import export_calls_command, simulate
     from bot.operators.upgrade import migrate_command
 
 __all__ = [
-    "RetentionSettings",
     "add_operator_commands",
     "backup_command",
     "export_calls_command",
@@ -44,7 +41,6 @@ __all__ = [
 
 #: the module of this package that defines each public name
 _DEFINED_IN = {
-    "RetentionSettings": "settings",
     "add_operator_commands": "commands",
     "backup_command": "backup",
     "export_calls_command": "simulate",

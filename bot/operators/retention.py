@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from bot.operators.settings import parse_age
 from bot.settings import Settings
+from bot.settings.retention import parse_age
 from contracts.redaction import shown_store_url
 from store.base import StoreError
 from store.open import open_store

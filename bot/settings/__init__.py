@@ -8,10 +8,14 @@ file, its line, the key and what was expected.
 - ``agents``: the ``[agents]`` and ``[operations]`` tables checked and built
 - ``keys``: every key the file accepts (docs/configuration.md lists exactly these)
 - ``lines``, ``problems``: where in the file each key is written, and which key a problem is about
+- ``limits`` (``[limits]``: an agent's quotas), ``audit``, ``delegation``, ``digests``
+  (``[slack]``), ``escalation``, ``monitoring``, ``retention``: the sections the features and
+  edges read, one a module
 
-Each feature's own section lives with the feature (bot/digests/settings.py, ...). The names below
-are imported from their module when first asked for, so that importing one module of this package
-imports neither the others nor the features they read.
+Every section of the file lives here, so that the settings, which the proposal's flow reads,
+import nothing of the features or edges that read them in turn. The names below are imported from
+their module when first asked for, so that importing one module of this package imports none of
+the others.
 """
 
 from __future__ import annotations
@@ -21,7 +25,12 @@ from typing import TYPE_CHECKING
 from bot import exported_from
 
 if TYPE_CHECKING:
+    from bot.settings.audit import AnchorSettings, AuditSection
+    from bot.settings.delegation import DelegationSettings
+    from bot.settings.digests import DigestSettings
+    from bot.settings.escalation import EscalationSection
     from bot.settings.keys import setting_keys
+    from bot.settings.limits import AgentLimitsSection, Limits
     from bot.settings.load import load_settings, slack_settings
     from bot.settings.model import (
         DEFAULT_CONFIG_PATH,
@@ -34,13 +43,24 @@ if TYPE_CHECKING:
         SlackSettings,
         is_user_group,
     )
+    from bot.settings.monitoring import MonitoringSettings
+    from bot.settings.retention import RetentionSettings
 
 __all__ = [
     "DEFAULT_CONFIG_PATH",
     "ROLE_PREFIX",
+    "AgentLimitsSection",
     "AgentSettings",
+    "AnchorSettings",
     "ApprovalSettings",
+    "AuditSection",
     "ConfigError",
+    "DelegationSettings",
+    "DigestSettings",
+    "EscalationSection",
+    "Limits",
+    "MonitoringSettings",
+    "RetentionSettings",
     "ServerSettings",
     "Settings",
     "SlackSettings",
@@ -52,11 +72,20 @@ __all__ = [
 
 #: the module of this package that defines each public name
 _DEFINED_IN = {
+    "AgentLimitsSection": "limits",
     "AgentSettings": "model",
+    "AnchorSettings": "audit",
     "ApprovalSettings": "model",
+    "AuditSection": "audit",
     "ConfigError": "model",
     "DEFAULT_CONFIG_PATH": "model",
+    "DelegationSettings": "delegation",
+    "DigestSettings": "digests",
+    "EscalationSection": "escalation",
+    "Limits": "limits",
+    "MonitoringSettings": "monitoring",
     "ROLE_PREFIX": "model",
+    "RetentionSettings": "retention",
     "ServerSettings": "model",
     "Settings": "model",
     "SlackSettings": "model",

@@ -10,14 +10,14 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from bot.api.limit_settings import AgentLimitsSection, Limits
-from bot.audit.settings import AuditSection
-from bot.delegations.settings import DelegationSettings
-from bot.digests.settings import DigestSettings
-from bot.escalations.settings import EscalationSection
-from bot.monitoring.settings import MonitoringSettings
-from bot.operators.settings import RetentionSettings
+from bot.settings.audit import AuditSection
+from bot.settings.delegation import DelegationSettings
+from bot.settings.digests import DigestSettings
+from bot.settings.escalation import EscalationSection
+from bot.settings.limits import AgentLimitsSection, Limits
 from bot.settings.model import AgentSection, FileModel, ServerSettings, StoreSettings
+from bot.settings.monitoring import MonitoringSettings
+from bot.settings.retention import RetentionSettings
 
 __all__ = ["keys_allowed_at", "setting_keys"]
 

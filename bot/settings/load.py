@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.audit.settings import load_audit
-from bot.escalations.settings import load_escalation
 from bot.settings.agents import load_agents, load_operations
+from bot.settings.audit import load_audit
+from bot.settings.escalation import load_escalation
 from bot.settings.lines import KeyLines, key_lines
 from bot.settings.model import (
     DEFAULT_CONFIG_PATH,

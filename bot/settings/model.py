@@ -1,7 +1,8 @@
 """The settings as Countersign reads them: the file's sections (``server``, ``store``,
 ``approvals``, each agent), the whole file's model, and what loading makes of them (``Settings``,
-``AgentSettings``, ``SlackSettings``). Each feature's own section lives with the feature
-(bot/digests/settings.py, bot/escalations/settings.py, ...) and is a field here.
+``AgentSettings``, ``SlackSettings``). The sections the features and edges read have a module
+of this package each (bot/settings/digests.py, bot/settings/escalation.py, ...) and are fields
+here.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from bot.api.limit_settings import AgentLimitsSection, Limits
-from bot.audit.settings import AnchorSettings, AuditSection
-from bot.delegations.settings import DelegationSettings
-from bot.digests.settings import DigestSettings
-from bot.escalations.settings import EscalationSection
 from bot.flow.destinations import CallbackGuard, DestinationRefused
-from bot.monitoring.settings import MonitoringSettings
-from bot.operators.settings import RetentionSettings
+from bot.settings.audit import AnchorSettings, AuditSection
+from bot.settings.delegation import DelegationSettings
+from bot.settings.digests import DigestSettings
+from bot.settings.escalation import EscalationSection
+from bot.settings.limits import AgentLimitsSection, Limits
+from bot.settings.monitoring import MonitoringSettings
+from bot.settings.retention import RetentionSettings
 from contracts.escalation import EscalationPolicy
 from contracts.policy import PolicyTable
 from contracts.registry import Registry
@@ -146,7 +147,7 @@ class AgentSection(_Section):
     callback_url_prefixes: tuple[str, ...] = ()
     #: its callbacks may go to loopback, private, link-local and CGNAT addresses
     callback_allow_private: bool = False
-    #: overrides of the [limits] defaults for this agent (bot/api/limit_settings.py)
+    #: overrides of the [limits] defaults for this agent (bot/settings/limits.py)
     limits: AgentLimitsSection | None = None
 
 
@@ -241,15 +242,15 @@ class Settings:
     policy: PolicyTable
     #: the [escalation] section: trigger thresholds, responders, routes
     escalation: EscalationPolicy = field(default_factory=EscalationPolicy)
-    #: the [slack] section: digests of similar proposals (bot/digests/settings.py)
+    #: the [slack] section: digests of similar proposals (bot/settings/digests.py)
     digests: DigestSettings = field(default_factory=DigestSettings)
     #: the [delegation] section: how long delegations from Slack last
     delegation: DelegationSettings = field(default_factory=DelegationSettings)
-    #: the [audit] section: where the audit chain's head is anchored (bot/audit/settings.py)
+    #: the [audit] section: where the audit chain's head is anchored (bot/settings/audit.py)
     audit: AnchorSettings = field(default_factory=AnchorSettings)
-    #: the [monitoring] section: the metrics' port, readiness (bot/monitoring/settings.py)
+    #: the [monitoring] section: the metrics' port, readiness (bot/settings/monitoring.py)
     monitoring: MonitoringSettings = field(default_factory=MonitoringSettings)
-    #: the [retention] section: when decided proposals are archived (bot/operators/settings.py)
+    #: the [retention] section: when decided proposals are archived (bot/settings/retention.py)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     _agents_by_token: Mapping[str, AgentSettings] = field(default_factory=dict, repr=False)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.api.limit_settings import Limits
 from bot.api.problems import Problem
 from bot.api.quotas import Quotas, TokenBucket
 from bot.settings import AgentSettings
+from bot.settings.limits import Limits
 
 
 class Ticks:

@@ -29,8 +29,8 @@ from bot.audit.anchors import (
     make_anchor,
     read_anchors,
 )
-from bot.audit.settings import AnchorSettings
 from bot.cli import main
+from bot.settings.audit import AnchorSettings
 from bot.slack.local import running_local_slack
 from bot.slack.publish import make_web_client
 from store.audit import AuditEntry, AuditHead, entry_hash

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.digests.settings import DigestSettings
 from bot.settings import load_settings
+from bot.settings.digests import DigestSettings
 from tests.bot.settings.test_settings import ENV, only_problem, valid_sections, write
 
 

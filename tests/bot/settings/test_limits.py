@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.api.limit_settings import Limits
 from bot.settings import ConfigError, Settings, load_settings
+from bot.settings.limits import Limits
 from tests.e2e.harness import ENV, config_text
 
 
