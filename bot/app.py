@@ -190,17 +190,7 @@ def build_app(
     reminders = Reminders(service, clock)
     reviews = Reviews(service, clock, publisher=publisher, directory=directory)
     grants = StandingGrants(service, clock, publisher=publisher)
-    escalations = EscalationService(
-        settings=settings,
-        store=store,
-        publisher=publisher,
-        directory=directory,
-        waiters=waiters,
-        clock=clock,
-        wake_outbox=outbox.wake,
-        callback_guard=guard,
-        subscribers=subscribers,
-    )
+    escalations = EscalationService(service, directory=directory)
     digest_decisions = DigestService(service, clock, publisher=publisher)
     appliers: dict[ClickVerb, Applier] = {
         **dict.fromkeys(DIGEST_VERBS, DigestClicks(digest_decisions)),

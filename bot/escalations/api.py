@@ -15,7 +15,14 @@ from bot.api.agent_requests import (
     submitted_answer,
 )
 from bot.api.problems import Problem
-from bot.api.proposals import LOOP_LAG, QUOTAS, SUBMISSIONS, authenticated_agent, wait_seconds
+from bot.api.proposals import (
+    LOOP_LAG,
+    QUOTAS,
+    SUBMISSIONS,
+    WAITERS,
+    authenticated_agent,
+    wait_seconds,
+)
 from bot.escalations.flow import EscalationService
 from bot.escalations.schemas import EscalationBody, EscalationOut
 from bot.settings import AgentSettings
@@ -76,7 +83,7 @@ async def read(request: web.Request) -> web.Response:
         await _own(service, agent, request.match_info["id"]),
         agent=agent,
         quotas=request.app[QUOTAS],
-        waiters=service.waiters,
+        waiters=request.app[WAITERS],
         unsettled=lambda e: e.status in holding,
         reread=service.store.get_escalation,
         wait=wait,

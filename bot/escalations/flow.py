@@ -13,19 +13,17 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
+from typing import Protocol
 
-from bot.api.waiters import Waiters
 from bot.escalations.schemas import EscalationBody
-from bot.flow.core import APP_HOME
-from bot.flow.destinations import CallbackGuard
+from bot.flow.core import APP_HOME, FlowCore
 from bot.flow.intake import SubmissionKey
 from bot.flow.requesters import check_requester
-from bot.flow.subscribers import Subscribers
 from bot.monitoring.store_watch import StoreWatch
 from bot.render import escalation as render
-from bot.settings import AgentSettings, Settings
+from bot.settings import AgentSettings
 from bot.slack.directory import SlackDirectory
-from bot.slack.publish import SlackPublisher
 from contracts.base import ContractViolation, FieldProblem
 from contracts.escalation import choose_route, judge_trigger, responder_refusal
 from contracts.ids import opaque_id
@@ -39,7 +37,6 @@ from store.escalations import (
     Moved,
     NewEscalation,
 )
-from store.protocol import Store
 
 __all__ = [
     "EscalationService",
@@ -62,33 +59,27 @@ class SubmittedEscalation:
     created: bool  #: False when this replays an earlier submission
 
 
+class LetGo(Protocol):
+    """A transition by which the person on an escalation lets go of it (EscalationStore's
+    hand_back and resolve)."""
+
+    async def __call__(
+        self, escalation_id: str, *, actor: str, now: datetime
+    ) -> EscalationResult: ...
+
+
 class EscalationService:
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        store: Store,
-        publisher: SlackPublisher,
-        directory: SlackDirectory,
-        waiters: Waiters,
-        clock: Callable[[], datetime],
-        wake_outbox: Callable[[], None],
-        callback_guard: CallbackGuard | None = None,
-        subscribers: Subscribers | None = None,
-    ) -> None:
-        self.settings = settings
-        #: checks an agent's callback_url (bot/flow/destinations.py)
-        self.callback_guard = callback_guard or CallbackGuard()
-        self.store: EscalationStore = store.escalations()
-        self._audit = store
-        self.publisher = publisher
+    """Escalations, over the proposal flow's collaborators (``flow``: its settings, store, clock,
+    Slack publisher, callback guard, long polls and subscribers); ``directory`` reads the
+    responders' Slack profiles."""
+
+    def __init__(self, flow: FlowCore, *, directory: SlackDirectory) -> None:
+        self._flow = flow
+        self.settings = flow.settings
+        self.store: EscalationStore = flow.store.escalations()
+        self._audit = flow.store
+        self.publisher = flow.publisher
         self.directory = directory
-        self.waiters = waiters
-        self._clock = clock
-        self._wake_outbox = wake_outbox
-        #: told of every escalation that changed, and shows private answers on a person's App
-        #: Home tab (bot/slack/home.py subscribes: it refreshes the owners' tabs)
-        self._subscribers = subscribers or Subscribers()
 
     # --- submission ---------------------------------------------------------------------------
 
@@ -121,7 +112,7 @@ class EscalationService:
             await check_requester(
                 agent, body.requested_by, roles=self.settings.roles, directory=self.directory
             )
-        await self.callback_guard.check_submitted(agent, body.callback_url)
+        await self._flow.callback_guard.check_submitted(agent, body.callback_url)
         # one escalation per agent, conversation and trigger kind, unless an Idempotency-Key
         # says otherwise
         submission = SubmissionKey.of(
@@ -172,7 +163,7 @@ class EscalationService:
             verdict=verdict,
             channel=route.channel,
             callback_url=body.callback_url,
-            created_at=self._clock(),
+            created_at=self._flow.now(),
         )
         escalation, created = await self.store.create_escalation(new)
         if not created:
@@ -187,7 +178,7 @@ class EscalationService:
         """Take it: the clicker owns the conversation; the agent must stop replying."""
         escalation = await self._respondable(escalation_id, user=user, channel=channel, verb="take")
         if escalation is not None:
-            result = await self.store.take(escalation.id, actor=user, now=self._clock())
+            result = await self.store.take(escalation.id, actor=user, now=self._flow.now())
             await self._after(result, user=user, channel=channel, previous_owner=None)
 
     async def begin_hand_back(
@@ -210,24 +201,14 @@ class EscalationService:
         await self.publisher.open_view(None, trigger_id, render.hand_back_modal(escalation))
 
     async def hand_back(self, escalation_id: str, *, user: str, note: str) -> None:
-        escalation = await self._respondable(
-            escalation_id, user=user, channel=None, verb="hand back"
-        )
-        if escalation is not None:
-            result = await self.store.hand_back(
-                escalation.id, actor=user, note=note, now=self._clock()
-            )
-            await self._after(result, user=user, channel=None, previous_owner=escalation.owner)
+        """The hand-back modal, submitted: the agent gets the conversation back with ``note``."""
+        move = partial(self.store.hand_back, note=note)
+        await self._let_go(escalation_id, move, verb="hand back", user=user, channel=None)
 
     async def resolve(self, escalation_id: str, *, user: str, channel: str | None) -> None:
-        escalation = await self._respondable(
-            escalation_id, user=user, channel=channel, verb="resolve"
-        )
-        if escalation is not None:
-            result = await self.store.resolve(
-                escalation.id, actor=user, note=None, now=self._clock()
-            )
-            await self._after(result, user=user, channel=channel, previous_owner=escalation.owner)
+        """Resolve: nobody needs to act on it any more."""
+        move = partial(self.store.resolve, note=None)
+        await self._let_go(escalation_id, move, verb="resolve", user=user, channel=channel)
 
     async def reannounce_due(self) -> list[Escalation]:
         """Announce again the escalations nobody took in ``reannounce_after``, each at most
@@ -236,7 +217,7 @@ class EscalationService:
         most = self.settings.escalation.reannounce_max
         announced: list[Escalation] = []
         while batch := await self.store.reannounce_due(
-            now=self._clock(), after=after, most=most, limit=100
+            now=self._flow.now(), after=after, most=most, limit=100
         ):
             for escalation in batch:
                 self._changed(escalation, None)
@@ -244,6 +225,22 @@ class EscalationService:
         return announced
 
     # --- helpers ----------------------------------------------------------------------------
+
+    async def _let_go(
+        self,
+        escalation_id: str,
+        move: LetGo,
+        *,
+        verb: str,
+        user: str,
+        channel: str | None,
+    ) -> None:
+        """Hand back or resolve (``move``, the store's transition with its note): if ``user``
+        may, move it; its owner until now is told it changed."""
+        escalation = await self._respondable(escalation_id, user=user, channel=channel, verb=verb)
+        if escalation is not None:
+            result = await move(escalation.id, actor=user, now=self._flow.now())
+            await self._after(result, user=user, channel=channel, previous_owner=escalation.owner)
 
     async def _respondable(
         self, escalation_id: str, *, user: str, channel: str | None, verb: str
@@ -288,7 +285,7 @@ class EscalationService:
             actor=user,
             event=f"{verb.replace(' ', '_')}_refused",
             detail={"user": user, "reason": why},
-            now=self._clock(),
+            now=self._flow.now(),
         )
         await self._tell(escalation, user=user, channel=channel, reason=why)
 
@@ -307,7 +304,7 @@ class EscalationService:
 
     async def tell(self, escalation_id: str, *, user: str, channel: str | None, text: str) -> None:
         """A private answer to a clicker: where they clicked, else in the escalation's channel."""
-        if channel == APP_HOME and await self._subscribers.notice(user, text):
+        if await self._flow.shown_at_home(channel, user, text):
             return
         where = channel if channel != APP_HOME else None
         if where is None:
@@ -322,7 +319,7 @@ class EscalationService:
         self, escalation: Escalation, *, user: str, channel: str | None, reason: str
     ) -> None:
         text = render.escalation_refusal_text(escalation, reason)
-        if channel == APP_HOME and await self._subscribers.notice(user, text):
+        if await self._flow.shown_at_home(channel, user, text):
             return
         where = (channel if channel != APP_HOME else None) or escalation.slack_channel
         if where:
@@ -330,9 +327,7 @@ class EscalationService:
 
     def _changed(self, escalation: Escalation, previous_owner: str | None) -> None:
         """Its transition wrote its effects to the outbox: wake long-polls and the worker."""
-        self.waiters.notify(escalation.id)
-        self._wake_outbox()
-        self._subscribers.escalation_changed(escalation, previous_owner)
+        self._flow.escalation_changed(escalation, previous_owner)
 
 
 def _conflict(earlier: Escalation, derived: bool) -> Exception:

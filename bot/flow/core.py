@@ -25,6 +25,7 @@ from bot.render import proposal as render
 from bot.settings import Settings
 from contracts.base import Context, HttpClient
 from store.base import StoreUnavailable
+from store.escalations import Escalation
 from store.proposals import Proposal
 from store.protocol import Store
 
@@ -92,12 +93,25 @@ class FlowCore:
         self._wake_outbox()
         self._subscribers.proposal_changed(proposal)
 
+    def escalation_changed(self, escalation: Escalation, previous_owner: str | None) -> None:
+        """:meth:`changed`, for an escalation's transitions (bot/escalations/flow.py), which
+        share the flow's long polls, outbox worker and subscribers; ``previous_owner`` owned it
+        before."""
+        self.waiters.notify(escalation.id)
+        self._wake_outbox()
+        self._subscribers.escalation_changed(escalation, previous_owner)
+
+    async def shown_at_home(self, channel: str | None, user: str, text: str) -> bool:
+        """Whether ``text``, a private answer to ``user``'s click in ``channel``, went to their
+        App Home tab: where they are looking, when they clicked there."""
+        return channel == APP_HOME and await self._subscribers.notice(user, text)
+
     async def tell(
         self, proposal: Proposal | None, channel: str | None, user: str, text: str
     ) -> None:
         """A private answer: on the Home tab for clicks there, else ephemeral in the channel
         (the proposal's own channel when the click came without one, as from a modal)."""
-        if channel == APP_HOME and await self._subscribers.notice(user, text):
+        if await self.shown_at_home(channel, user, text):
             return
         where = channel if channel != APP_HOME else None
         where = where or (proposal.slack_channel if proposal is not None else None)
