@@ -149,7 +149,7 @@ def build_app(
         server.callback_concurrency,
         max_wait=lease.total_seconds() - server.callback_timeout_seconds - 5,
     )
-    poster = CallbackPoster(callback_http, guard, slots, timeout=server.callback_timeout_seconds)
+    poster = CallbackPoster(callback_http, slots, timeout=server.callback_timeout_seconds)
     callbacks = CallbackSender(poster, store, settings.agents, clock)
 
     async def deliver_review(delivery: Delivery) -> None:

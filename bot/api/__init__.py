@@ -7,8 +7,8 @@
   ``[limits]`` section, bot/settings/limits.py)
 - ``schemas``, ``openapi``, ``problems``: the wire format, its OpenAPI document, error answers
 - ``waiters``: long polls woken by state changes
-- ``callbacks``, ``callback_http``: how agents' callbacks are sent (where they may go is the
-  flow's rule, bot/flow/destinations.py)
+- ``callbacks``, ``callback_http``: how agents' callbacks are sent (which URLs an agent may
+  name: bot/settings/callback_urls.py; which addresses they may reach: bot/flow/destinations.py)
 
 The names below are imported from their module when first asked for, so that importing one
 module of this package imports neither the others nor the app they need.

@@ -19,14 +19,9 @@ from typing import Final
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from bot.flow.destinations import (
-    CallbackGuard,
-    DestinationRefused,
-    address_refusal,
-    parse_destination,
-    refuse_before_lookup,
-)
+from bot.flow.destinations import CallbackGuard, address_refusal, refuse_before_lookup
 from bot.outbound.http import AiohttpClient
+from bot.settings.callback_urls import DestinationRefused, parse_destination
 from contracts.base import HttpResponse, HttpTransportError
 
 __all__ = ["CallbackHttp"]

@@ -21,8 +21,8 @@ from pydantic import BaseModel
 
 from bot.api.callback_http import CallbackHttp
 from bot.api.schemas import ProposalOut
-from bot.flow.destinations import CallbackGuard, DestinationRefused
 from bot.settings import AgentSettings
+from bot.settings.callback_urls import DestinationRefused, allowed_destination
 from bot.slack.publish import DeliveryFailed
 from contracts.base import HttpTransportError
 from contracts.redaction import shown_url
@@ -83,13 +83,11 @@ class CallbackPoster:
     def __init__(
         self,
         http: CallbackHttp,
-        guard: CallbackGuard,
         slots: DestinationSlots,
         *,
         timeout: float,
     ) -> None:
         self._http = http
-        self._guard = guard
         self._slots = slots
         self._timeout = timeout
 
@@ -107,7 +105,7 @@ class CallbackPoster:
         soon will not change them."""
         shown = shown_url(url)
         try:
-            destination = self._guard.allowed_destination(agent, url)
+            destination = allowed_destination(agent, url)
         except DestinationRefused as refused:
             raise DeliveryFailed(
                 f"callback to {shown} refused: {refused.reason}", lasting=True

@@ -13,8 +13,8 @@ Read it in the order a proposal lives it:
 - ``core`` and ``service``: what the stages share, and the whole that the app factory builds
 - ``ports``, ``subscribers``: what the flow needs from the edges (Slack's publisher and
   directory, the agents' long polls) and who hears of every change
-- ``destinations``: where Countersign may send an agent's callbacks; ``quorum``: quorums that
-  rest on Slack user groups, checked at startup
+- ``destinations``: which addresses Countersign may send an agent's callbacks to
+- ``quorum``: quorums that rest on Slack user groups, checked at startup
 
 Everything here depends on ``contracts``, ``store``, the pure renderers (``bot.render``) and
 the settings only, never on an edge (the agent API, Slack, the sandbox, operators' commands,
@@ -32,13 +32,7 @@ from bot import exported_from
 if TYPE_CHECKING:
     from bot.flow.clicks import RecordedDecisions
     from bot.flow.core import APP_HOME
-    from bot.flow.destinations import (
-        CallbackGuard,
-        DestinationRefused,
-        Resolve,
-        parse_prefix,
-        system_resolve,
-    )
+    from bot.flow.destinations import CallbackGuard, Resolve, system_resolve
     from bot.flow.edits import EditAnswer, EditFlow, EditValues
     from bot.flow.executor import Executor, idempotency_key
     from bot.flow.intake import SubmissionKey, admissible, classified, resolved
@@ -60,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = [
     "APP_HOME",
     "CallbackGuard",
-    "DestinationRefused",
     "Directory",
     "EditAnswer",
     "EditFlow",
@@ -86,7 +79,6 @@ __all__ = [
     "idempotency_key",
     "new_proposal_id",
     "offers",
-    "parse_prefix",
     "resolved",
     "system_resolve",
     "unreachable_quorums",
@@ -97,7 +89,6 @@ __all__ = [
 _DEFINED_IN = {
     "APP_HOME": "core",
     "CallbackGuard": "destinations",
-    "DestinationRefused": "destinations",
     "Directory": "ports",
     "EditAnswer": "edits",
     "EditFlow": "edits",
@@ -123,7 +114,6 @@ _DEFINED_IN = {
     "idempotency_key": "executor",
     "new_proposal_id": "submit",
     "offers": "standing",
-    "parse_prefix": "destinations",
     "resolved": "intake",
     "system_resolve": "destinations",
     "unreachable_quorums": "quorum",

@@ -1,22 +1,17 @@
-"""Where Countersign may send an agent's callbacks.
+"""Where Countersign may send an agent's callbacks: the addresses.
 
 An agent names its ``callback_url``; the agent is untrusted, so the URL is data to check, never a
-destination to trust. A callback URL is accepted only when
-
-- the agent has ``callback_url_prefixes`` and the URL falls under one of them, compared on the
-  parsed URL: scheme, host (case-insensitive, IDNA), port (default ports made explicit) and the
-  path at a segment boundary (``/hooks`` covers ``/hooks`` and ``/hooks/x``, not ``/hooksevil``);
-- it carries no userinfo and no fragment, and nothing a server could decode into another path;
-- its host is not, and does not resolve to, an internal address (:func:`address_refusal`),
-  unless the operator set ``callback_allow_private`` for the agent. Cloud metadata endpoints,
-  unspecified, multicast and reserved addresses are refused even then.
+destination to trust. Its form and whether it falls under the agent's ``callback_url_prefixes``
+are read with the settings (bot/settings/callback_urls.py); here, where it leads: its host must not
+be, or resolve to, an internal address (:func:`address_refusal`), unless the operator set
+``callback_allow_private`` for the agent. Cloud metadata endpoints, unspecified, multicast and
+reserved addresses are refused even then.
 
 The same check runs at submission (so the agent hears at once) and again on every delivery, on
 the address the connection then uses (bot/api/callback_http.py), so a name cannot rebind between.
 
-A host is an IPv4 address whenever the system would take it for one (:func:`numeric_ipv4`):
-``127.1``, ``2130706433``, ``0177.0.0.1`` and ``0x7f.1`` all mean 127.0.0.1 to ``inet_aton``
-and ``getaddrinfo``, so they are read as that address, refused or allowed as it is, at
+A host the system reads as an IPv4 address (``127.1``, ``2130706433``: see
+:func:`bot.settings.callback_urls.numeric_ipv4`) is that address, refused or allowed as it is, at
 submission and at delivery alike, without asking a resolver. An allowed address must be written
 in the usual form (``127.0.0.1``): the HTTP client refuses the other forms itself.
 """
@@ -25,31 +20,26 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import re
 import socket
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
-from yarl import URL
-
+from bot.settings.callback_urls import (
+    AgentDestinations,
+    Destination,
+    DestinationRefused,
+    allowed_destination,
+    is_ip_address,
+)
 from contracts.base import ContractViolation, FieldProblem
 from contracts.redaction import shown_url
 
 __all__ = [
-    "AgentDestinations",
     "CallbackGuard",
-    "CallbackPrefix",
-    "Destination",
-    "DestinationRefused",
     "Resolve",
     "address_refusal",
     "check_address",
-    "covered",
     "name_refusal",
-    "numeric_ipv4",
-    "parse_destination",
-    "parse_prefix",
     "refuse_before_lookup",
     "system_resolve",
 ]
@@ -57,7 +47,6 @@ __all__ = [
 #: ``resolve(host, port)``: every address the name has now (text form); OSError if none.
 Resolve = Callable[[str, int], Awaitable[list[str]]]
 
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 #: Names of cloud metadata services (their addresses are refused by address too).
 _METADATA_NAMES: Final = frozenset(
     {
@@ -79,136 +68,6 @@ _METADATA_ADDRESSES: Final = frozenset(
 )
 _CGNAT: Final = ipaddress.ip_network("100.64.0.0/10")
 _NAT64: Final = ipaddress.ip_network("64:ff9b::/96")
-#: One part of an IPv4 address as ``inet_aton`` reads it: hexadecimal, octal or decimal.
-_NUMBER_PART: Final = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
-#: Percent-encodings a server may decode into a path separator or a dot segment.
-_ENCODED_PATH_TRICKS: Final = ("%2e", "%2f", "%5c", "%00")
-
-
-class DestinationRefused(Exception):
-    """The callback destination is not allowed."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class Destination:
-    """A callback URL as it will be requested: scheme, ASCII host, explicit port, path."""
-
-    scheme: str
-    host: str  #: an IP address in its usual form, whatever form the URL wrote it in
-    port: int
-    path: str
-    #: the host as the URL wrote it, when that is an IPv4 address in another form (``127.1``)
-    written: str | None = None
-
-    @property
-    def origin(self) -> str:
-        """``scheme://host:port``, the key for per-destination limits (no path, no secrets)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}:{self.port}"
-
-
-@dataclass(frozen=True, slots=True)
-class CallbackPrefix:
-    """One entry of ``callback_url_prefixes``, parsed."""
-
-    text: str  #: as configured, for messages
-    scheme: str
-    host: str
-    port: int
-    path: str  #: without a trailing slash; "" covers every path
-
-    def covers(self, destination: Destination) -> bool:
-        if (destination.scheme, destination.host, destination.port) != (
-            self.scheme,
-            self.host,
-            self.port,
-        ):
-            return False
-        path = destination.path
-        return not self.path or path == self.path or path.startswith(self.path + "/")
-
-
-def parse_prefix(text: str) -> CallbackPrefix:
-    """A configured prefix; ValueError says what is wrong (for the configuration's message)."""
-    try:
-        url = URL(text)
-    except ValueError as error:
-        raise ValueError(f"not a URL: {error}") from None
-    if _unsafe_characters(text):
-        raise ValueError("contains spaces, control characters or backslashes")
-    if url.scheme not in _DEFAULT_PORTS or not url.raw_host or not url.is_absolute():
-        raise ValueError("expected an absolute http:// or https:// URL with a host")
-    if url.raw_user is not None or url.raw_password is not None:
-        raise ValueError("must not contain a user name or password")
-    if url.raw_query_string or url.raw_fragment or "?" in text or "#" in text:
-        raise ValueError("must not contain a query or a fragment")
-    host = _normal_host(url.raw_host)
-    if host is None:
-        raise ValueError("its host is not a valid name or address")
-    return CallbackPrefix(
-        text=text,
-        scheme=url.scheme,
-        host=host,
-        port=url.port or _DEFAULT_PORTS[url.scheme],
-        path=url.raw_path.rstrip("/"),
-    )
-
-
-def parse_destination(text: str) -> Destination:
-    """The callback URL an agent gave, parsed as the HTTP client will request it."""
-    if _unsafe_characters(text):
-        raise DestinationRefused("contains spaces, control characters or backslashes")
-    try:
-        url = URL(text)
-        port = url.port
-    except ValueError:
-        raise DestinationRefused("is not a valid URL") from None
-    if url.scheme not in _DEFAULT_PORTS or not url.raw_host or not url.is_absolute():
-        raise DestinationRefused("expected an absolute http:// or https:// URL with a host")
-    if url.raw_user is not None or url.raw_password is not None or "@" in url.raw_authority:
-        raise DestinationRefused("must not contain a user name or password (userinfo)")
-    if url.raw_fragment or "#" in text:
-        raise DestinationRefused("must not contain a fragment (#...)")
-    lowered = url.raw_path.lower()
-    if any(trick in lowered for trick in _ENCODED_PATH_TRICKS):
-        raise DestinationRefused("its path must not percent-encode '.', '/', '\\' or NUL")
-    host = _normal_host(url.raw_host)
-    if host is None:
-        raise DestinationRefused("its host is not a valid name or address")
-    written = url.raw_host if _is_ip(host) and not _is_ip(url.raw_host.strip("[]")) else None
-    return Destination(
-        scheme=url.scheme,
-        host=host,
-        port=port or _DEFAULT_PORTS[url.scheme],
-        path=url.raw_path or "/",
-        written=written,
-    )
-
-
-def numeric_ipv4(host: str) -> ipaddress.IPv4Address | None:
-    """The IPv4 address ``host`` means when the system reads it as a number, as ``inet_aton``
-    and ``getaddrinfo`` do (and so as a connection to it goes), or None for a name: one to four
-    parts separated by dots, each decimal, octal (a leading ``0``) or hexadecimal (``0x``), the
-    last filling the bytes left (``127.1`` is 127.0.0.1, ``2130706433`` too). A trailing dot
-    is ignored, as a resolver would."""
-    parts = host[:-1].split(".") if host.endswith(".") else host.split(".")
-    if not 1 <= len(parts) <= 4 or not all(_NUMBER_PART.fullmatch(part) for part in parts):
-        return None
-    values = [
-        int(part, 0) if part[:2].lower() == "0x" else int(part, 8 if part[:1] == "0" else 10)
-        for part in parts
-    ]
-    *leading, last = values
-    if any(value > 0xFF for value in leading) or last >= 256 ** (5 - len(parts)):
-        return None
-    number = last
-    for index, value in enumerate(leading):
-        number |= value << (8 * (3 - index))
-    return ipaddress.IPv4Address(number)
 
 
 def address_refusal(address: str, *, allow_private: bool) -> str | None:
@@ -246,9 +105,9 @@ def name_refusal(host: str, *, allow_private: bool) -> str | None:
 
 def refuse_before_lookup(destination: Destination, *, allow_private: bool) -> None:
     """The checks that need no DNS: the host's name, or the address it is written as (in any
-    form the system reads as an address, :func:`numeric_ipv4`)."""
+    form the system reads as an address, bot/settings/callback_urls.py's ``numeric_ipv4``)."""
     refused = name_refusal(destination.host, allow_private=allow_private)
-    if refused is None and _is_ip(destination.host):
+    if refused is None and is_ip_address(destination.host):
         refused = address_refusal(destination.host, allow_private=allow_private)
     if refused is not None:
         raise DestinationRefused(f"its host is {refused}")
@@ -265,7 +124,7 @@ async def check_address(
     """The addresses to connect to for ``destination``, every one checked; DestinationRefused
     if the name or any address is not allowed. OSError if the name does not resolve."""
     refuse_before_lookup(destination, allow_private=allow_private)
-    if _is_ip(destination.host):
+    if is_ip_address(destination.host):
         return [destination.host]
     addresses = await resolve(destination.host, destination.port)
     if not addresses:
@@ -290,22 +149,6 @@ async def system_resolve(host: str, port: int) -> list[str]:
     return found
 
 
-class AgentDestinations(Protocol):
-    """What the checks read of an agent's settings (bot.settings.AgentSettings)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def callback_url_prefixes(self) -> tuple[str, ...]: ...
-    @property
-    def callback_allow_private(self) -> bool: ...
-
-
-def covered(agent: AgentDestinations, destination: Destination) -> bool:
-    """The destination falls under one of the agent's prefixes (none configured: never)."""
-    return any(parse_prefix(text).covers(destination) for text in agent.callback_url_prefixes)
-
-
 class CallbackGuard:
     """The whole check of a callback URL for one agent, at submission and before delivery."""
 
@@ -313,28 +156,11 @@ class CallbackGuard:
         self.resolve = resolve
         self._resolve_timeout = resolve_timeout
 
-    def allowed_destination(self, agent: AgentDestinations, url: str) -> Destination:
-        """The parsed destination if its form and prefix are allowed (no DNS); else refused."""
-        if not agent.callback_url_prefixes:
-            raise DestinationRefused(
-                f"agent {agent.name!r} has no callback_url_prefixes configured, so it may not "
-                "name a callback_url (an operator adds the allowed prefixes to its "
-                f"[agents.{agent.name}] table)"
-            )
-        destination = parse_destination(url)
-        if not covered(agent, destination):
-            allowed = ", ".join(agent.callback_url_prefixes)
-            raise DestinationRefused(
-                f"must fall under one of the prefixes configured for agent {agent.name!r}: "
-                f"{allowed} (same scheme, host and port; the path at a '/' boundary)"
-            )
-        return destination
-
     async def problem(self, agent: AgentDestinations, url: str) -> str | None:
         """Why the agent may not name ``url`` as its callback, or None. A name that does not
         resolve now is not refused here: delivery resolves it again and checks then."""
         try:
-            destination = self.allowed_destination(agent, url)
+            destination = allowed_destination(agent, url)
             async with asyncio.timeout(self._resolve_timeout):
                 await check_address(
                     destination,
@@ -389,31 +215,3 @@ def _embedded_ipv4(
     if ip in _NAT64:
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return None
-
-
-def _normal_host(raw: str) -> str | None:
-    """Lower-case ASCII (IDNA) host, without a trailing dot; IPv6 without brackets."""
-    host = raw.strip("[]").lower()
-    if _is_ip(host):
-        return str(ipaddress.ip_address(host))
-    number = numeric_ipv4(host)
-    if number is not None:
-        return str(number)
-    try:
-        host = host.encode("idna").decode("ascii")
-    except UnicodeError:
-        return None
-    host = host[:-1] if host.endswith(".") else host
-    return host or None
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
-def _unsafe_characters(text: str) -> bool:
-    return any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F or c == "\\" for c in text)

@@ -6,6 +6,7 @@ file, its line, the key and what was expected.
 - ``model``: the file's sections and the ``Settings`` loading makes of them
 - ``load``: ``load_settings`` (read, check, place each problem on its line) and ``slack_settings``
 - ``agents``: the ``[agents]`` and ``[operations]`` tables checked and built
+- ``callback_urls``: the callback URLs an agent's ``callback_url_prefixes`` allow (their form)
 - ``keys``: every key the file accepts (docs/configuration.md lists exactly these)
 - ``lines``, ``problems``: where in the file each key is written, and which key a problem is about
 - ``limits`` (``[limits]``: an agent's quotas), ``audit``, ``delegation``, ``digests``

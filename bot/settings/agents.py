@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from bot.flow.destinations import parse_prefix
+from bot.settings.callback_urls import parse_prefix
 from bot.settings.model import (
     ROLE_PREFIX,
     AgentSection,

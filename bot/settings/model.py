@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from bot.flow.destinations import CallbackGuard, DestinationRefused
 from bot.settings.audit import AnchorSettings, AuditSection
+from bot.settings.callback_urls import DestinationRefused, allowed_destination
 from bot.settings.delegation import DelegationSettings
 from bot.settings.digests import DigestSettings
 from bot.settings.escalation import EscalationSection
@@ -143,7 +143,7 @@ class AgentSection(_Section):
     #: people may let the agent act for them from Slack (/countersign delegate)
     delegation: bool = False
     callback_secret_env: str | None = None
-    #: where its callback_url may point (bot/flow/destinations.py); empty: it may name none
+    #: where its callback_url may point (bot/settings/callback_urls.py); empty: it may name none
     callback_url_prefixes: tuple[str, ...] = ()
     #: its callbacks may go to loopback, private, link-local and CGNAT addresses
     callback_allow_private: bool = False
@@ -173,7 +173,7 @@ class AgentSettings:
     name: str
     token: str
     callback_secret: str
-    #: a callback_url must fall under one of these (parsed; bot/flow/destinations.py); empty: none
+    #: a callback_url must fall under one of these (bot/settings/callback_urls.py); empty: none
     callback_url_prefixes: tuple[str, ...] = ()
     #: the agent's owners: part of the chain behind its proposals, so never approvers
     owners: tuple[str, ...] = ()
@@ -199,7 +199,7 @@ class AgentSettings:
     def allows_callback(self, url: str) -> bool:
         """``url`` is well-formed and under one of the prefixes (addresses are checked apart)."""
         try:
-            CallbackGuard().allowed_destination(self, url)
+            allowed_destination(self, url)
         except DestinationRefused:
             return False
         return True

@@ -11,7 +11,8 @@ import pytest
 from aiohttp import web
 
 from bot.api.callback_http import CallbackHttp
-from bot.flow.destinations import CallbackGuard, DestinationRefused
+from bot.flow.destinations import CallbackGuard
+from bot.settings.callback_urls import DestinationRefused
 
 #: Each means 127.0.0.1 to the system (inet_aton, getaddrinfo).
 SPELLINGS = ["127.1", "2130706433", "0177.0.0.1", "0x7f.1", "0x7f000001"]
