@@ -73,12 +73,10 @@ class SlackForwarder:
             raise Refused(f"no message ts={ts!r} in channel {channel!r}") from None
         block_id, action = _button(message.blocks, block_index, action_id, f"message {ts}")
         names = {c["id"]: c["name"] for c in self.slack.channel_list()}
-        payload = payloads.block_actions(
-            actor=actor,
-            action=action,
-            block_id=block_id,
-            trigger_id=self.slack.issue_trigger(actor.id),
-            action_ts=self._action_ts(),
+        return await self._press(
+            actor,
+            action,
+            block_id,
             container={
                 "type": "message",
                 "message_ts": ts,
@@ -88,7 +86,6 @@ class SlackForwarder:
             message={**message.to_api(), "team": actor.team_id},
             channel={"id": channel, "name": names.get(channel, channel.lower())},
         )
-        return await self._post(payloads.form_body(payload), FORM)
 
     async def click_in_view(
         self,
@@ -107,13 +104,33 @@ class SlackForwarder:
         block_id, action = _button(view.get("blocks", []), block_index, action_id, view_id)
         if values is not None:
             view = {**view, "state": {"values": payloads.view_state(view, values)}}
+        return await self._press(
+            actor, action, block_id, container={"type": "view", "view_id": view_id}, view=view
+        )
+
+    async def _press(
+        self,
+        actor: payloads.Actor,
+        action: dict[str, Any],
+        block_id: str,
+        *,
+        container: dict[str, Any],
+        message: dict[str, Any] | None = None,
+        channel: dict[str, str] | None = None,
+        view: dict[str, Any] | None = None,
+    ) -> Forwarded:
+        """Post Slack's payload for ``actor``'s press of the button ``action`` in ``block_id``,
+        with a fresh trigger id, saying where it was (``container``: a message in a channel or
+        a view)."""
         payload = payloads.block_actions(
             actor=actor,
             action=action,
             block_id=block_id,
             trigger_id=self.slack.issue_trigger(actor.id),
             action_ts=self._action_ts(),
-            container={"type": "view", "view_id": view_id},
+            container=container,
+            message=message,
+            channel=channel,
             view=view,
         )
         return await self._post(payloads.form_body(payload), FORM)
