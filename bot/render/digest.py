@@ -67,6 +67,7 @@ from bot.render.proposal import (
     said,
     section,
     shown_in_part,
+    text_input,
     when,
     with_times,
 )
@@ -580,19 +581,13 @@ def _choice(value: str) -> dict[str, Any]:
 
 
 def _reason_input(*, optional: bool) -> dict[str, Any]:
-    return {
-        "type": "input",
-        "block_id": REASON_INPUT,
-        "optional": optional,
-        "label": plain("Why do you reject them?" if not optional else "Reason (to reject)", 2000),
-        "hint": plain("The agent and the channel will see this reason.", 2000),
-        "element": {
-            "type": "plain_text_input",
-            "action_id": REASON_INPUT,
-            "multiline": True,
-            "max_length": REASON_MAX,
-        },
-    }
+    return text_input(
+        REASON_INPUT,
+        label="Why do you reject them?" if not optional else "Reason (to reject)",
+        hint="The agent and the channel will see this reason.",
+        most=REASON_MAX,
+        optional=optional,
+    )
 
 
 def tally_text(tally: Tally) -> Mrkdwn:

@@ -33,9 +33,9 @@ from bot.render.proposal import (
     mention,
     message,
     modal,
-    plain,
     quote,
     section,
+    text_input,
     when,
     with_times,
 )
@@ -277,18 +277,11 @@ def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
                     f"*{inert(escalation.agent)}*."
                 )
             ),
-            {
-                "type": "input",
-                "block_id": NOTE_INPUT,
-                "optional": False,
-                "label": plain("What should the agent know?", 2000),
-                "hint": plain("The agent receives this note with the conversation.", 2000),
-                "element": {
-                    "type": "plain_text_input",
-                    "action_id": NOTE_INPUT,
-                    "multiline": True,
-                    "max_length": HAND_BACK_NOTE_MAX,
-                },
-            },
+            text_input(
+                NOTE_INPUT,
+                label="What should the agent know?",
+                hint="The agent receives this note with the conversation.",
+                most=HAND_BACK_NOTE_MAX,
+            ),
         ],
     )

@@ -98,6 +98,7 @@ __all__ = [
     "status_word",
     "store_away_text",
     "store_lost_text",
+    "text_input",
     "when",
     "with_times",
     "withdrawn_reason",
@@ -260,6 +261,35 @@ def modal(
     view["close"] = plain(close, MODAL_TITLE_MAX)
     view["blocks"] = blocks
     return view
+
+
+def text_input(
+    block_id: str,
+    *,
+    label: str,
+    hint: str,
+    most: int,
+    optional: bool = False,
+    placeholder: str | None = None,
+) -> dict[str, Any]:
+    """A modal's input of free text, several lines of at most ``most`` characters; ``block_id``
+    is its action id too (bot/slack/listeners.py text_submission_listener reads it there)."""
+    element: dict[str, Any] = {
+        "type": "plain_text_input",
+        "action_id": block_id,
+        "multiline": True,
+        "max_length": most,
+    }
+    if placeholder is not None:
+        element["placeholder"] = plain(placeholder, 150)
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "optional": optional,
+        "label": plain(label, 2000),
+        "hint": plain(hint, 2000),
+        "element": element,
+    }
 
 
 def context(*texts: Mrkdwn) -> dict[str, Any]:
@@ -1062,19 +1092,12 @@ def reject_modal(proposal: Proposal) -> dict[str, Any]:
         blocks=[
             section(own("Nothing will be executed.")),
             section(own(f"*{inert(proposal.preview.title)}*")),
-            {
-                "type": "input",
-                "block_id": REASON_INPUT,
-                "optional": False,
-                "label": plain("Why do you reject it?", 2000),
-                "hint": plain("The agent and the channel will see this reason.", 2000),
-                "element": {
-                    "type": "plain_text_input",
-                    "action_id": REASON_INPUT,
-                    "multiline": True,
-                    "max_length": REASON_MAX,
-                    "placeholder": plain("What should the agent do instead?", 150),
-                },
-            },
+            text_input(
+                REASON_INPUT,
+                label="Why do you reject it?",
+                hint="The agent and the channel will see this reason.",
+                most=REASON_MAX,
+                placeholder="What should the agent do instead?",
+            ),
         ],
     )

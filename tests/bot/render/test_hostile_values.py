@@ -407,6 +407,7 @@ BUILDERS: dict[str, str] = {
     "proposal.field_sections": "fields of mrkdwn already made",
     "proposal.plain": "Countersign's own plain text (button labels, modal titles)",
     "proposal.modal": "a modal of blocks already made, titled and labelled in Countersign's words",
+    "proposal.text_input": "a modal's text input, labelled and hinted in Countersign's words",
     "proposal.clip": "cuts text already made to a Block Kit limit",
     "proposal.shown_in_part": "the id of what Show full shows, and Countersign's words",
     "proposal.escape": "escapes &, < and > of a value a person typed, not an agent",
