@@ -86,11 +86,15 @@ class FlowCore:
         HTTP client and a fresh correlation id starting with ``purpose`` (``submit``, ``edit``)."""
         return Context(now=now, http=self._http, correlation_id=f"{purpose}.{secrets.token_hex(4)}")
 
-    def changed(self, proposal: Proposal) -> None:
+    def changed(self, proposal: Proposal, *, enqueued: bool = True) -> None:
         """Call after every transition of ``proposal``: the transition wrote its effects to the
-        outbox; wake long-polls and the outbox worker and tell the subscribers."""
+        outbox; wake long-polls and the outbox worker and tell the subscribers. ``enqueued``
+        False: the transition is known to have written nothing to the outbox (an automatic
+        approval with no channel, callback or review), so the worker is left asleep instead of
+        claiming nothing (its poll would find anything written anyway)."""
         self.waiters.notify(proposal.id)
-        self._wake_outbox()
+        if enqueued:
+            self._wake_outbox()
         self._subscribers.proposal_changed(proposal)
 
     def escalation_changed(self, escalation: Escalation, previous_owner: str | None) -> None:

@@ -17,6 +17,7 @@ from bot.flow.core import FlowCore
 from contracts.outcomes import NeedsReconciliation, Outcome
 from store.base import StoreUnavailable
 from store.proposals import InvalidTransition, Proposal, Status
+from store.proposals.effects import effects_of
 
 __all__ = ["Executing"]
 
@@ -31,7 +32,10 @@ class Executing(FlowCore):
         the proposal as it is afterwards."""
         outcome = await self._executor.run(proposal)
         proposal = await self._record_outcome(proposal, outcome)
-        self.changed(proposal)
+        # recorded: the effects of the status it entered; a late answer (needs
+        # reconciliation): its message's update
+        enqueued = bool(effects_of(proposal)) or proposal.status is Status.NEEDS_RECONCILIATION
+        self.changed(proposal, enqueued=enqueued)
         return proposal
 
     async def _record_outcome(self, proposal: Proposal, outcome: Outcome) -> Proposal:

@@ -31,6 +31,7 @@ from contracts.standing import sampled
 from store.base import StoreError
 from store.delegations import Delegation
 from store.proposals import IdempotencyConflict, NewProposal, Proposal, Status
+from store.proposals.effects import effects_of
 
 __all__ = ["Submitted", "Submitting", "new_proposal_id"]
 
@@ -125,7 +126,8 @@ class Submitting(Checking):
                     raise
         if not created:
             return Submitted(submission.replayed(proposal, _conflict), created=False)
-        self.changed(proposal)
+        # the store wrote the effects of the status it entered (store/proposals/effects.py)
+        self.changed(proposal, enqueued=bool(effects_of(proposal)))
         if proposal.status is Status.EXECUTING:
             proposal = await self.execute(proposal)
         return Submitted(proposal, created=True)
