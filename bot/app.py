@@ -33,7 +33,8 @@ from bot.escalations.delivery import EscalationDeliverer
 from bot.escalations.flow import EscalationService, reannounce_forever
 from bot.escalations.listeners import register_escalation_listeners
 from bot.escalations.recorded import EscalationClicks
-from bot.flow.clicks import Applier, RecordedDecisions
+from bot.flow.click_paths import Applier
+from bot.flow.clicks import RecordedDecisions
 from bot.flow.destinations import CallbackGuard, Resolve, system_resolve
 from bot.flow.extensions import extension_of
 from bot.flow.quorum import unreachable_quorums

@@ -2,9 +2,10 @@
 
 A person who clicked has decided: Approve, a rejection's reason, Extend, Retry, a reconciliation
 (it happened, it did not), and the digests' and escalations' decisions (their features give the
-:class:`Applier` of their verbs). The click's listener acknowledges Slack, then
-:meth:`RecordedDecisions.record` writes the click (store.proposals.clicks: one insert, only while
-its subject can still be decided, once per person and verb). When it is applied within a second, as
+``Applier`` of their verbs; where each verb goes is bot/flow/click_paths.py). The click's
+listener acknowledges Slack, then :meth:`RecordedDecisions.record` writes the click
+(store.proposals.clicks: one insert, only while its subject can still be decided, once per person
+and verb). When it is applied within a second, as
 it is without a backlog, by this instance or another, the message's update (or a refusal's
 reason) is the answer; when the store says it is still waiting after that second, the clicker
 is told, privately, "recorded, being checked and applied now" (the message shows the outcome
@@ -44,15 +45,14 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-from typing import Protocol
 
+from bot.flow.click_paths import Applier, ClickPaths
 from bot.flow.ports import StoreWatch
 from bot.flow.service import Service
 from bot.render.clicks import click_recorded_text
-from bot.render.proposal import store_away_text, store_lost_text
 from store.base import StoreUnavailable
 from store.lanes import people_first
-from store.proposals import Proposal, ProposalNotFound, Status
+from store.proposals import Proposal, ProposalNotFound
 from store.proposals.clicks import (
     DIGEST_VERBS,
     PROPOSAL_VERBS,
@@ -62,23 +62,9 @@ from store.proposals.clicks import (
     RecordedClick,
 )
 
-__all__ = ["Applier", "NotRecorded", "RecordedDecisions", "Taken"]
+__all__ = ["NotRecorded", "RecordedDecisions", "Taken"]
 
 log = logging.getLogger(__name__)
-
-
-class Applier(Protocol):
-    """How a feature's decision clicks (a digest's, an escalation's) are applied and answered."""
-
-    async def apply(self, click: Clicked) -> None:
-        """Apply the click through its decision path, which checks it and tells the clicker
-        what came of it (also for a click that could not be recorded: its subject decided,
-        unknown)."""
-        ...
-
-    async def tell(self, click: Clicked, text: str) -> None:
-        """A private answer to the clicker."""
-        ...
 
 
 class NotRecorded(Exception):
@@ -125,8 +111,8 @@ class RecordedDecisions:
         self._service = service
         self._clicks = clicks
         self._clock = clock
-        #: the features' verbs (digests, escalations); a proposal's verbs are the service's
-        self._appliers = dict(appliers or {})
+        #: each verb's decision path (the features' verbs, digests' and escalations', theirs)
+        self._paths = ClickPaths(service, appliers or {})
         self._batch = batch
         self._lease = lease
         self._idle_poll = idle_poll
@@ -166,7 +152,7 @@ class RecordedDecisions:
             try:
                 taken = await self.take(clicked)
             except NotRecorded as away:
-                await self._store_away(clicked, away.error, recording=away.maybe)
+                await self._paths.store_away(clicked, away.error, recording=away.maybe)
                 return
             await self.answer(clicked, taken)
 
@@ -209,9 +195,9 @@ class RecordedDecisions:
         click = taken.click
         if click is None:
             try:
-                await self._decide(clicked)
+                await self._paths.decide(clicked)
             except StoreUnavailable as error:
-                await self._store_away(clicked, error, recording=True)
+                await self._paths.store_away(clicked, error, recording=True)
             return
         settled = self._settled.get(click.id) or asyncio.Event()
         try:  # applied at once, the message shows it: no need to say more
@@ -229,63 +215,7 @@ class RecordedDecisions:
         if clicked.verb in DIGEST_VERBS and click.id in self._applying:
             return  # its items are being decided here: the tally is the answer, told soon
         text = click_recorded_text(clicked.subject, clicked.verb, again=not taken.new)
-        if clicked.verb in PROPOSAL_VERBS:
-            await self._service.tell(taken.proposal, clicked.channel, clicked.actor, text)
-        else:
-            await self._applier(clicked).tell(clicked, text)
-
-    async def _store_away(
-        self, clicked: Clicked, error: StoreUnavailable, *, recording: bool
-    ) -> None:
-        if clicked.verb in PROPOSAL_VERBS:
-            await self._service.store_away(
-                clicked.subject,
-                user=clicked.actor,
-                channel=clicked.channel,
-                error=error,
-                recording=recording,
-            )
-            return
-        log.warning(
-            "%s click on %s by %s not %s: the store did not answer (%s)",
-            clicked.verb,
-            clicked.subject,
-            clicked.actor,
-            "confirmed" if recording else "applied",
-            error,
-        )
-        text = store_lost_text() if recording else store_away_text()
-        try:
-            await self._applier(clicked).tell(clicked, text)
-        except StoreUnavailable:
-            log.warning("could not tell %s that the store did not answer", clicked.actor)
-
-    def _applier(self, clicked: Clicked) -> Applier:
-        applier = self._appliers.get(clicked.verb)
-        if applier is None:
-            raise ValueError(f"verb: {clicked.verb!r} has no applier in this service")
-        return applier
-
-    async def _decide(self, clicked: Clicked) -> None:
-        """The click's decision path: it checks, decides and tells the clicker."""
-        subject, user, channel = clicked.subject, clicked.actor, clicked.channel
-        match clicked.verb:
-            case "approve":
-                await self._service.approve(subject, user=user, channel=channel)
-            case "reject":
-                reason = str(clicked.detail.get("reason", ""))
-                await self._service.reject(subject, user=user, reason=reason)
-            case "extend":
-                await self._service.extend(subject, user=user, channel=channel)
-            case "retry":
-                await self._service.retry(subject, user=user, channel=channel)
-            case "reconcile_succeeded" | "reconcile_failed":
-                resolution = clicked.verb.removeprefix("reconcile_")
-                await self._service.reconcile(
-                    subject, user=user, channel=channel, resolution=resolution
-                )
-            case _:
-                await self._applier(clicked).apply(clicked)
+        await self._paths.tell(clicked, taken.proposal, text)
 
     def wake(self) -> None:
         """A click was recorded: apply it now rather than at the next poll."""
@@ -383,8 +313,8 @@ class RecordedDecisions:
         """Apply one recorded click through its decision path, then settle it."""
         self._applying.add(click.id)
         try:
-            if not await self._applied_before(click):
-                await self._decide(click)
+            if not await self._paths.applied_before(click):
+                await self._paths.decide(click)
         finally:
             self._applying.discard(click.id)
         await self._clicks.settle_click(click.id)
@@ -392,37 +322,3 @@ class RecordedDecisions:
         settled = self._settled.pop(click.id, None)
         if settled is not None:
             settled.set()
-
-    async def _applied_before(self, click: RecordedClick) -> bool:
-        """Whether this click's decision is already in the store: applied by an applier that
-        stopped before settling it (a decision from before the click is another click's, which
-        the decision path refuses and tells). An Approve click is always looked at (its
-        approval is the clicker's own); the others when they were leased before."""
-        if click.verb not in PROPOSAL_VERBS or (click.verb != "approve" and click.attempts < 2):
-            return False  # a feature's decisions are compare-and-sets its path answers
-        try:
-            proposal = await self._service.store.get_proposal(click.subject)
-        except ProposalNotFound:
-            return False  # the decision path tells the clicker it does not exist
-        since = click.recorded_at
-        match click.verb:
-            case "approve":
-                return any(
-                    approval.approver == click.actor and approval.approved_at >= since
-                    for approval in proposal.approvals
-                )
-            case "reject":
-                return (
-                    proposal.status is Status.REJECTED
-                    and proposal.decided_by == click.actor
-                    and proposal.decided_at is not None
-                    and proposal.decided_at >= since
-                )
-            case "extend":
-                return (
-                    proposal.extended_by == click.actor
-                    and proposal.extended_at is not None
-                    and proposal.extended_at >= since
-                )
-            case _:  # a retry or a reconciliation: the execution is no longer uncertain
-                return proposal.status is not Status.NEEDS_RECONCILIATION

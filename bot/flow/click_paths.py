@@ -1,0 +1,143 @@
+"""Where a decision click goes, by its verb: a proposal's verbs (Approve, a rejection's reason,
+Extend, Retry, a reconciliation) to the service's decision path (bot/flow/decide.py), the
+digests' and escalations' verbs to their feature's :class:`Applier`; what its clicker is told
+there; and, for a click leased again, whether its decision is already in the store.
+
+bot/flow/clicks.py records the clicks and applies them in order; this is what applying one, or
+answering one, means for each verb.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Protocol
+
+from bot.flow.service import Service
+from bot.render.proposal import store_away_text, store_lost_text
+from store.base import StoreUnavailable
+from store.proposals import Proposal, ProposalNotFound, Status
+from store.proposals.clicks import PROPOSAL_VERBS, Clicked, ClickVerb, RecordedClick
+
+__all__ = ["Applier", "ClickPaths"]
+
+log = logging.getLogger(__name__)
+
+
+class Applier(Protocol):
+    """How a feature's decision clicks (a digest's, an escalation's) are applied and answered."""
+
+    async def apply(self, click: Clicked) -> None:
+        """Apply the click through its decision path, which checks it and tells the clicker
+        what came of it (also for a click that could not be recorded: its subject decided,
+        unknown)."""
+        ...
+
+    async def tell(self, click: Clicked, text: str) -> None:
+        """A private answer to the clicker."""
+        ...
+
+
+class ClickPaths:
+    """Each verb's decision path and answers, for :class:`bot.flow.clicks.RecordedDecisions`."""
+
+    def __init__(self, service: Service, appliers: Mapping[ClickVerb, Applier]) -> None:
+        self._service = service
+        #: the features' verbs (digests, escalations); a proposal's verbs are the service's
+        self._appliers = dict(appliers)
+
+    async def decide(self, clicked: Clicked) -> None:
+        """The click's decision path: it checks, decides and tells the clicker."""
+        subject, user, channel = clicked.subject, clicked.actor, clicked.channel
+        match clicked.verb:
+            case "approve":
+                await self._service.approve(subject, user=user, channel=channel)
+            case "reject":
+                reason = str(clicked.detail.get("reason", ""))
+                await self._service.reject(subject, user=user, reason=reason)
+            case "extend":
+                await self._service.extend(subject, user=user, channel=channel)
+            case "retry":
+                await self._service.retry(subject, user=user, channel=channel)
+            case "reconcile_succeeded" | "reconcile_failed":
+                resolution = clicked.verb.removeprefix("reconcile_")
+                await self._service.reconcile(
+                    subject, user=user, channel=channel, resolution=resolution
+                )
+            case _:
+                await self._applier(clicked).apply(clicked)
+
+    async def tell(self, clicked: Clicked, proposal: Proposal | None, text: str) -> None:
+        """A private answer to the clicker, where their verb's path answers."""
+        if clicked.verb in PROPOSAL_VERBS:
+            await self._service.tell(proposal, clicked.channel, clicked.actor, text)
+        else:
+            await self._applier(clicked).tell(clicked, text)
+
+    async def store_away(
+        self, clicked: Clicked, error: StoreUnavailable, *, recording: bool
+    ) -> None:
+        """Tell the clicker the store did not answer: ``recording``, while their click was
+        recorded (it may have been), else before (nothing changed)."""
+        if clicked.verb in PROPOSAL_VERBS:
+            await self._service.store_away(
+                clicked.subject,
+                user=clicked.actor,
+                channel=clicked.channel,
+                error=error,
+                recording=recording,
+            )
+            return
+        log.warning(
+            "%s click on %s by %s not %s: the store did not answer (%s)",
+            clicked.verb,
+            clicked.subject,
+            clicked.actor,
+            "confirmed" if recording else "applied",
+            error,
+        )
+        text = store_lost_text() if recording else store_away_text()
+        try:
+            await self._applier(clicked).tell(clicked, text)
+        except StoreUnavailable:
+            log.warning("could not tell %s that the store did not answer", clicked.actor)
+
+    async def applied_before(self, click: RecordedClick) -> bool:
+        """Whether this click's decision is already in the store: applied by an applier that
+        stopped before settling it (a decision from before the click is another click's, which
+        the decision path refuses and tells). An Approve click is always looked at (its
+        approval is the clicker's own); the others when they were leased before."""
+        if click.verb not in PROPOSAL_VERBS or (click.verb != "approve" and click.attempts < 2):
+            return False  # a feature's decisions are compare-and-sets its path answers
+        try:
+            proposal = await self._service.store.get_proposal(click.subject)
+        except ProposalNotFound:
+            return False  # the decision path tells the clicker it does not exist
+        since = click.recorded_at
+        match click.verb:
+            case "approve":
+                return any(
+                    approval.approver == click.actor and approval.approved_at >= since
+                    for approval in proposal.approvals
+                )
+            case "reject":
+                return (
+                    proposal.status is Status.REJECTED
+                    and proposal.decided_by == click.actor
+                    and proposal.decided_at is not None
+                    and proposal.decided_at >= since
+                )
+            case "extend":
+                return (
+                    proposal.extended_by == click.actor
+                    and proposal.extended_at is not None
+                    and proposal.extended_at >= since
+                )
+            case _:  # a retry or a reconciliation: the execution is no longer uncertain
+                return proposal.status is not Status.NEEDS_RECONCILIATION
+
+    def _applier(self, clicked: Clicked) -> Applier:
+        applier = self._appliers.get(clicked.verb)
+        if applier is None:
+            raise ValueError(f"verb: {clicked.verb!r} has no applier in this service")
+        return applier
