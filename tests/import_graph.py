@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Import", "ImportGraph", "cycles", "describe", "read_graph"]
+__all__ = ["Import", "ImportGraph", "cycles", "describe", "reached", "read_graph"]
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,25 @@ class ImportGraph:
 
 def read_graph(root: Path, packages: Iterable[str]) -> ImportGraph:
     return ImportGraph(root, packages)
+
+
+def reached(graph: ImportGraph, sources: Iterable[str]) -> dict[str, list[Import]]:
+    """Every module of ours that ``sources`` import, directly or through others (for annotations
+    and inside functions too), each with one shortest chain of imports leading to it from one of
+    them. The sources themselves are left out."""
+    start = sorted(set(sources))
+    chains: dict[str, list[Import]] = {}
+    frontier = start
+    while frontier:
+        following: list[str] = []
+        for module in frontier:
+            for found in graph.imports[module]:
+                if found.target in chains or found.target in start:
+                    continue
+                chains[found.target] = [*chains.get(module, []), found]
+                following.append(found.target)
+        frontier = following
+    return chains
 
 
 def _components(edges: Mapping[str, set[str]]) -> list[list[str]]:
