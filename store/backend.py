@@ -22,7 +22,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from store.connector import Connector, Tx
 
@@ -33,6 +33,11 @@ T = TypeVar("T")
 
 class Backend(ABC):
     """A database the Store verbs run on (see the module's docstring)."""
+
+    #: Whether audit entries are appended unsealed, for a sealer (PostgreSQL): then an entry
+    #: may be written by the statement of the change it records, in the same round trip
+    #: (store/proposals/submissions.py). SQLite's writer seals each entry as it appends it.
+    appends_unsealed: ClassVar[bool] = False
 
     @abstractmethod
     def tx(self, *, write: bool) -> AbstractAsyncContextManager[Tx]:

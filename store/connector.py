@@ -204,6 +204,12 @@ class Tx(Protocol):
         detail: Mapping[str, JsonValue],
     ) -> int: ...
 
+    def appended_unsealed(self, count: int) -> None:
+        """A named query of this transaction appended ``count`` audit entries unsealed (in the
+        statement of the change they record; only where ``Backend.appends_unsealed``): the
+        sealer seals them once they commit."""
+        ...
+
 
 class Connector(Protocol):
     """What a backend gives the verbs written over it: transactions."""

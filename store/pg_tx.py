@@ -72,3 +72,6 @@ class PgTx(BaseTx):
 
     def appended(self, entry: Appended) -> None:
         self.unsealed += 1
+
+    def appended_unsealed(self, count: int) -> None:
+        self.unsealed += count

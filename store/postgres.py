@@ -62,6 +62,8 @@ def redacted(url: str) -> str:
 class PostgresStore(StoreVerbs):
     """A Store on a PostgreSQL database. Create it with :meth:`open`."""
 
+    appends_unsealed = True  #: for the sealer (store/audit/sealer.py)
+
     def __init__(
         self,
         pool: asyncpg.Pool[asyncpg.Record],
@@ -195,16 +197,19 @@ class PostgresStore(StoreVerbs):
     @asynccontextmanager
     async def tx(self, *, write: bool) -> AsyncIterator[PgTx]:
         """A transaction (READ COMMITTED) for a change; for reads, a pooled connection whose
-        statements each see what has committed (store/backend.py)."""
+        statements each see what has committed (store/backend.py); as :meth:`lone_write`, its
+        statements commit on their own. Either way the sealer is woken for the audit entries
+        appended."""
         if write:
             async with self.transaction() as db:
                 tx = PgTx(db)
                 yield tx
-            if tx.unsealed:
-                self._sealer.wake()
         else:
             async with self.connection() as db:
-                yield PgTx(db)
+                tx = PgTx(db)
+                yield tx
+        if tx.unsealed:
+            self._sealer.wake()
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[PgTx]:

@@ -77,6 +77,11 @@ class BaseTx(ABC):
         """The head (seq, hash) the next entry is sealed after, when this backend knows it for
         certain (its single writer holds the only write lock); None: append it unsealed."""
 
+    def appended_unsealed(self, count: int) -> None:
+        """A named query appended ``count`` entries unsealed: not on a backend that seals every
+        entry as it appends it (this one, unless it says otherwise)."""
+        raise TypeError(f"{type(self).__name__} seals every audit entry as it appends it")
+
     @abstractmethod
     def appended(self, entry: Appended) -> None:
         """``entry`` was appended in this transaction (committed with it, or not at all)."""

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
@@ -403,12 +404,12 @@ async def _agent_rows(
     and its ratio to ``floor_a``; ingest's target is 0.3 on PostgreSQL (issue 24)."""
     rows = []
     if "ingest" in only:
-        ingest = await _with_cpu(stage, scenarios.ingest(stage, d, backend=backend))
+        ingest = await _with_calls_and_cpu(stage, scenarios.ingest(stage, d, backend=backend))
         bound = 0.3 if backend.startswith("postgresql") else 0.5
         ingest.against(floor_a).judge(f"ratio ≥ {bound}", _at_least(ingest.ratio, bound))
         rows.append(ingest)
     if "auto" in only:
-        auto = await _with_cpu(stage, scenarios.auto_path(stage, d, backend=backend))
+        auto = await _with_calls_and_cpu(stage, scenarios.auto_path(stage, d, backend=backend))
         rows.append(auto.against(floor_a).judge("ratio ≥ 0.4", _at_least(auto.ratio, 0.4)))
     return rows
 
@@ -432,18 +433,30 @@ async def _with_store_calls(
     before = await stage.store_calls()
     rows = await scenario
     after = await stage.store_calls()
-    row = rows[-1]
-    decisions = int(row.details.get("applied") or 0)
-    if not decisions:
-        return rows
-    used = after - before
-    row.details["store_calls_each"] = round(used.total() / decisions, 2)
-    row.details["store_calls_each_by_verb"] = {
-        verb: round(count / decisions, 2) for verb, count in sorted(used.items())
-    }
-    note = f"{used.total() / decisions:.1f} store calls each"
-    row.note = f"{row.note}; {note}" if row.note else note
+    _store_calls_each(rows[-1], after - before, int(rows[-1].details.get("applied") or 0))
     return rows
+
+
+async def _with_calls_and_cpu(stage: Stage, scenario: Awaitable[Measurement]) -> Measurement:
+    """``scenario``'s row (ingest, the auto path) with its CPU per proposal (:func:`_with_cpu`)
+    and the store calls the instances made meanwhile per proposal, in all and by verb."""
+    before = await stage.store_calls()
+    row = await _with_cpu(stage, scenario)
+    after = await stage.store_calls()
+    _store_calls_each(row, after - before, row.count)
+    return row
+
+
+def _store_calls_each(row: Measurement, used: Counter[str], each: int) -> None:
+    """Note on ``row`` the store calls ``used`` per one of its ``each`` operations."""
+    if not each:
+        return
+    row.details["store_calls_each"] = round(used.total() / each, 2)
+    row.details["store_calls_each_by_verb"] = {
+        verb: round(count / each, 2) for verb, count in sorted(used.items())
+    }
+    note = f"{used.total() / each:.1f} store calls each"
+    row.note = f"{row.note}; {note}" if row.note else note
 
 
 async def _with_cpu(stage: Stage, scenario: Awaitable[Measurement]) -> Measurement:

@@ -10,6 +10,8 @@ once; the proposals' table family of the store and everything kept with a propos
   gathering those of ``approvals``, ``reminders``, ``handovers``, ``cancellations`` and
   ``outbox`` (and the audit family's)
 - ``edits``, ``verdicts``, ``effects``, ``batches``: what those verbs check and write
+- ``submissions``: a new proposal as stored, with its audit and outbox entries (on
+  PostgreSQL in one statement)
 - ``clicks``: decision clicks recorded at the click and applied after
 - ``calls``: the agents' calls as recorded, for replaying through a policy
 - ``sql/``: their named queries, common and per dialect

@@ -30,7 +30,7 @@ from store.proposals.batches import after_joining, join_batch
 from store.proposals.cancellations import CancelVerbs
 from store.proposals.edits import check_creatable, check_edit, edited_detail, superseded_detail
 from store.proposals.handovers import HandOverVerbs
-from store.proposals.lifecycle import OUTCOME_STATUS, Effect, Status
+from store.proposals.lifecycle import OUTCOME_STATUS, Effect
 from store.proposals.outbox import OutboxVerbs, enqueue, enqueue_effects
 from store.proposals.records import (
     IdempotencyConflict,
@@ -49,6 +49,12 @@ from store.proposals.rows import (
     proposal_from_row,
     with_approvals,
 )
+from store.proposals.submissions import (
+    POLICY_ACTOR,
+    insert_submitted,
+    policy_detail,
+    submitted_entries,
+)
 from store.proposals.verdicts import not_reconcilable, refusal
 from store.rows import aware, check_limit, dump_json, read_optional_time, read_time
 from store.shield import finish_even_if_cancelled
@@ -64,13 +70,9 @@ __all__ = [
 ]
 
 #: Who writes the audit entries that no person or agent caused.
-POLICY_ACTOR = "policy"
 EXPIRY_ACTOR = "expiry"
 EXECUTOR_ACTOR = "executor"
 SLACK_ACTOR = "slack"
-
-#: The audit event the policy's own decision adds to "submitted" (ask adds none).
-POLICY_EVENT = {Status.EXECUTING: "auto_approved", Status.DENIED: "denied"}
 
 #: The outcome a lost execution is given: nobody knows whether its effect happened.
 ABANDONED = NeedsReconciliation(
@@ -80,46 +82,30 @@ ABANDONED = NeedsReconciliation(
 )
 
 
-def policy_detail(new: NewProposal) -> dict[str, JsonValue]:
-    """The audit detail of the policy's own decision on a new proposal (auto or deny): the rule
-    and why, and for an automatic approval the standing rule behind it and its review sample."""
-    detail: dict[str, JsonValue] = {"rule_id": new.rule_id, "policy_note": new.policy_note}
-    if new.standing_rule_id is not None:
-        detail["standing_rule_id"] = new.standing_rule_id
-    if new.review_sampled:
-        detail["review_sampled"] = True
-    return detail
-
-
 async def submitted(
     tx: Tx, new: NewProposal, row: Row, edit: Mapping[str, JsonValue] | None = None
 ) -> Proposal:
     """The audit entries and effects of the proposal ``row`` just inserted (and of the edit it
-    is, when ``edit`` holds the "edited" entry's detail)."""
-    detail: dict[str, JsonValue] = {
-        "operation": new.operation,
-        "decision": new.decision,
-        "rule_id": new.rule_id,
-        "status": new.status.value,
-    }
-    if new.delegation_id is not None:  # the delegation behind requested_by
-        detail |= {"delegation_id": new.delegation_id, "requested_by": new.requested_by}
-    if new.urgent:  # its agent asked for it to be shown at once
-        detail["urgent"] = True
-    if row["batch_id"] is not None:  # it waits in a batch, shown when that closes at the latest
-        shown_after = read_optional_time(row["shown_after"])
-        detail |= {
-            "batch_id": row["batch_id"],
-            "shown_after": None if shown_after is None else shown_after.isoformat(),
-        }
-    await tx.append_audit(new.created_at, new.id, new.agent, "submitted", detail)
-    if edit is not None:
-        editor = new.edited_by or "unknown"
-        await tx.append_audit(new.created_at, new.id, editor, "edited", edit)
-    if new.status in POLICY_EVENT:
-        event, policy = POLICY_EVENT[new.status], policy_detail(new)
-        await tx.append_audit(new.created_at, new.id, POLICY_ACTOR, event, policy)
+    is, when ``edit`` holds the "edited" entry's detail), appended one by one
+    (store/proposals/submissions.py)."""
+    shown_after = read_optional_time(row["shown_after"])
+    for actor, event, detail in submitted_entries(
+        new,
+        batch_id=row["batch_id"],
+        shown_after=None if shown_after is None else shown_after.isoformat(),
+        edit=edit,
+    ):
+        await tx.append_audit(new.created_at, new.id, actor, event, detail)
     return await enqueue_effects(tx, row, new.created_at)
+
+
+async def _replayed(tx: Tx, new: NewProposal, found: Row) -> Proposal:
+    """The proposal ``found`` stored under ``new``'s submission key, with its approvals; raises
+    IdempotencyConflict when it was stored for a different submission."""
+    [existing] = await with_approvals(tx, [proposal_from_row(found)])
+    if existing.submission_fingerprint != new.submission_fingerprint:
+        raise IdempotencyConflict(existing)
+    return existing
 
 
 class ProposalVerbs(
@@ -133,6 +119,16 @@ class ProposalVerbs(
     @finish_even_if_cancelled
     async def create_proposal(self, new: NewProposal) -> tuple[Proposal, bool]:
         check_creatable(new)
+        if new.batch is None and self.appends_unsealed:  # one statement (submissions.py)
+            async with self.lone_write() as tx:
+                created = await insert_submitted(tx, new)
+                if created is not None:
+                    return created, True
+                found = await tx.one(
+                    "select_submission", agent=new.agent, submission_key=new.submission_key
+                )
+                assert found is not None  # the row whose unique key refused the insert
+                return await _replayed(tx, new, found), False
         async with self.tx(write=True) as tx:
             found = None
             if new.batch is not None:  # a replay joins no batch: look before joining one
@@ -156,10 +152,7 @@ class ProposalVerbs(
                     "select_submission", agent=new.agent, submission_key=new.submission_key
                 )
             assert found is not None  # the row whose unique key refused the insert
-            [existing] = await with_approvals(tx, [proposal_from_row(found)])
-            if existing.submission_fingerprint != new.submission_fingerprint:
-                raise IdempotencyConflict(existing)
-            return existing, False
+            return await _replayed(tx, new, found), False
 
     @finish_even_if_cancelled
     async def get_proposal(self, proposal_id: str) -> Proposal:

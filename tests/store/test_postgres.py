@@ -947,3 +947,57 @@ async def test_a_click_is_recorded_while_agents_hold_every_connection_they_may(
         release.set()
         await asyncio.gather(*agents)
     assert holding == 6
+
+
+# --- round trips -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def logged_queries(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The text of every statement the stores opened from now on send, in order (asyncpg's
+    query loggers on each pooled connection)."""
+    queries: list[str] = []
+    create_pool = asyncpg.create_pool
+
+    def logging_pool(*args: Any, **kwargs: Any) -> Any:
+        async def init(db: asyncpg.Connection[asyncpg.Record]) -> None:
+            db.add_query_logger(lambda record: queries.append(record.query))
+
+        return create_pool(*args, init=init, **kwargs)
+
+    monkeypatch.setattr(asyncpg, "create_pool", logging_pool)
+    return queries
+
+
+@pytest.mark.parametrize(
+    ("changes", "events"),
+    [
+        ({}, ["submitted"]),  # asks a person: its post
+        (
+            {"status": Status.EXECUTING, "decision": "auto", "review_sampled": True},
+            ["submitted", "auto_approved"],
+        ),
+        ({"status": Status.DENIED, "decision": "deny"}, ["submitted", "denied"]),
+    ],
+)
+async def test_a_new_proposal_is_stored_with_its_entries_in_one_statement(
+    open_pg: OpenStore, logged_queries: list[str], changes: dict[str, Any], events: list[str]
+) -> None:
+    # one connection: the sealer, woken by the entries, runs its statements after
+    store = await open_pg(min_size=1, max_size=1)
+    await store.audit_sealed()
+    await asyncio.sleep(0)  # the loggers of the statements so far have run
+    logged_queries.clear()
+    new = new_proposal(NOW, **changes)
+
+    proposal, created = await store.create_proposal(new)
+    await store.audit_sealed()
+    await asyncio.sleep(0)
+
+    assert created and proposal.id == new.id
+    insert = load_queries("postgres")["insert_submitted"].text
+    # no BEGIN before it, no COMMIT after it: the statement commits on its own
+    assert logged_queries[0] == insert
+    assert all(query.split()[0] != "COMMIT" for query in logged_queries[1:])
+    assert [e.event for e in await store.audit_log(new.id)] == events
+    assert (await store.verify_audit()).ok

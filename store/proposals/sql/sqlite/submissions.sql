@@ -1,0 +1,17 @@
+-- A new proposal stored with its audit entries and outbox entries on SQLite
+-- (store/proposals/submissions.py).
+
+-- name: insert_submitted
+-- Not run on SQLite: its writer seals each audit entry as it appends it (store/sqlite_tx.py),
+-- so a new proposal's entries are appended one by one in the proposal's transaction
+-- (insert_proposal, then the audit and outbox entries). SQLite has no INSERT inside WITH; this
+-- fails naming the query, with PostgreSQL's parameters.
+SELECT insert_submitted_is_not_run_on_sqlite(
+    :id, :agent, :submission_key, :submission_fingerprint, :requested_by, :run_id,
+    :operation, :request, :arguments, :preview, :binding_hash, :agent_reason, :callback_url,
+    :rule_id, :decision, :policy_note, :approver_roles, :channel, :status, :created_at,
+    :expires_at, :lease_until, :risk, :quorum, :supersedes, :edited_by,
+    :remind_at, :standing_rule_id, :review_sampled, :delegation_id, :shown_after, :urgent,
+    :backup_roles, :backup_at, :batch_id, :audit_actors, :audit_events, :audit_details,
+    :effects, :lanes, :post_due
+)
