@@ -38,6 +38,7 @@ from bot.render.actions import (
     REJECT_VIEW,
     SHOW_FULL,
 )
+from bot.slack.at_once import ClicksAtOnce
 from bot.slack.gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 from bot.slack.ids import SlackChannel, SlackUser, TriggerId
 from bot.slack.publish import SlackPublisher
@@ -58,7 +59,6 @@ __all__ = [
     "clicked_in",
     "decoded",
     "modal_text",
-    "recorded_click_listener",
     "recorded_submission",
     "slack_events",
     "text_problems",
@@ -241,8 +241,8 @@ def build_bolt(
         RECONCILE_FAILED: "reconcile_failed",
         RECONCILE_RETRY: "retry",
     }
-    for action_id, verb in recorded.items():
-        app.action(action_id)(recorded_click_listener(_recorder(decisions, verb)))
+    # answered before bolt's listeners, in the turn their request is read (bot/slack/at_once.py)
+    app.use(ClicksAtOnce(Click.of, {a: _recorder(decisions, v) for a, v in recorded.items()}))
     clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
         # these open a modal (each checks the clicker first) or show something
         EDIT: lambda c: edits.begin(
@@ -333,14 +333,6 @@ def click_listener(
             )
 
     return worked_click(Click.of, handled)
-
-
-def recorded_click_listener(
-    record: Callable[[Click], Awaitable[object]],
-) -> Callable[..., Awaitable[None]]:
-    """A decision button's listener: acknowledge at once, decode the click (a malformed one is
-    logged and dropped), then ``record`` it: no bound turns it away (bot/flow/clicks.py)."""
-    return worked_click(Click.of, record)
 
 
 def text_submission_listener(

@@ -192,3 +192,50 @@ async def test_the_metrics_show_how_far_behind_the_loop_is(cs: Countersign) -> N
     behind = value(await scrape(cs.http, cs.url), "countersign_event_loop_lag_seconds")
 
     assert calm < lag.threshold <= STALL / 2 <= behind
+
+
+class _Turns:
+    """Counts the event loop's turns while running: a callback that schedules itself again each
+    turn (the loop then never sleeps: every turn is as short as the work ready in it)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._next: asyncio.Handle | None = None
+
+    def _turn(self) -> None:
+        self.count += 1
+        self._next = asyncio.get_running_loop().call_soon(self._turn)
+
+    def __enter__(self) -> _Turns:
+        self._turn()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        assert self._next is not None
+        self._next.cancel()
+
+
+#: turns of the loop a click's round trip over loopback takes here when nothing waits for a
+#: timer: the request written, read, answered, the answer read (a few each), with room to spare
+FEW_TURNS = 40
+
+
+async def test_an_approve_click_is_answered_within_a_few_turns_of_the_loop(
+    cs: Countersign,
+) -> None:
+    """A decision click's acknowledgement waits for no timer and no task of its own: on a loop
+    kept busy by agents' work each turn is long, so the turns a click needs are its latency.
+    (bolt's listener runner polled every 10 ms for the listener's ack: hundreds of turns here.)"""
+    _, created = await cs.submit(CAMPAIGN)
+    await cs.posted(created["id"])
+
+    with _Turns() as turns:
+        status = await cs.click(APPROVER, "approve", created["id"])
+        taken = turns.count
+    _, final = await cs.read(created["id"], wait=10)  # and it is recorded and applied
+    await cs.settled()
+
+    assert status == 200
+    assert taken <= FEW_TURNS, f"{taken} turns of the loop to answer the click"
+    assert final["status"] == "succeeded"
+    assert len(cs.target.executions()) == 1
