@@ -74,11 +74,6 @@ class ClicksAtOnce(AsyncMiddleware):
             task.add_done_callback(self._running.discard)
         return BoltResponse(status=200, body="")
 
-    async def settled(self) -> None:
-        """Wait for the handlings under way (for shutdown and tests)."""
-        while self._running:
-            await asyncio.gather(*self._running, return_exceptions=True)
-
 
 def _first_action(body: dict[str, Any]) -> dict[str, Any] | None:
     """The action a block_actions payload carries (the one bolt's action listeners match on)."""
