@@ -15,9 +15,11 @@ failed is told so when its batch has ended, so that what it reads next includes 
 
 People's writes (store/lanes.py: recording a click, applying it) queue apart and are given
 their turn first: one that arrives while a batch of agents' writes is being built joins it next,
-ahead of every agent's write still queued, so it waits for the statements under way and one
-COMMIT, not for a backlog. A batch takes up to :data:`MAX_BATCH` agents' writes and as many
-people's writes more.
+ahead of every agent's write still queued, and the batch then commits without taking another
+agent's write, so it waits for the statements under way and one COMMIT, not for a backlog nor
+for the rest of a batch (each agent's turn in a batch is two turns of the event loop, which on a
+busy loop is the longest part of a batch). A batch takes up to :data:`MAX_BATCH` agents' writes,
+none after a person's, and up to as many people's writes more.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class _Turn:
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
     ok: bool = False  #: its statements ran and were released into the batch
+    people: bool = False  #: a write in people's lane (store/lanes.py)
 
 
 class GroupCommit:
@@ -84,8 +87,8 @@ class GroupCommit:
         has ended."""
         if self._closed is not None:
             raise self._closed
-        turn = _Turn()
-        (self._people if for_people() else self._queue).append(turn)
+        turn = _Turn(people=for_people())
+        (self._people if turn.people else self._queue).append(turn)
         if self._committer is None or self._committer.done():
             self._committer = asyncio.create_task(self._run(), name="sqlite group commit")
         try:
@@ -161,9 +164,11 @@ class GroupCommit:
                 await self._db.execute("ROLLBACK")
             await self._db.waiting("BEGIN IMMEDIATE")  # another process may hold the lock
             begun = True
-            while (turn := self._next_turn(len(batch))) is not None:
+            people = False  # a person's write is in the batch: no agent's joins after it
+            while (turn := self._next_turn(len(batch), after_people=people)) is not None:
                 if turn.finished.is_set():  # cancelled while queued
                     continue
+                people = people or turn.people
                 turn.go.set_result(None)
                 await turn.finished.wait()
                 (batch if turn.ok else refused).append(turn)
@@ -195,12 +200,13 @@ class GroupCommit:
         for turn in batch:
             turn.committed.set_result(None)
 
-    def _next_turn(self, taken: int) -> _Turn | None:
+    def _next_turn(self, taken: int, *, after_people: bool) -> _Turn | None:
         """The next writer to join a batch that holds ``taken``: people's first, then agents'
-        (and others') while the batch has room; None: commit now."""
+        (and others') while the batch has room and holds no person's write
+        (``after_people``); None: commit now."""
         if self._people and taken < 2 * MAX_BATCH:
             return self._people.popleft()
-        if self._queue and taken < MAX_BATCH:
+        if self._queue and taken < MAX_BATCH and not after_people:
             return self._queue.popleft()
         return None
 

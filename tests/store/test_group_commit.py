@@ -189,8 +189,46 @@ async def test_a_write_in_peoples_lane_goes_ahead_of_agents_writes_queued_before
     await asyncio.gather(*people)
 
     assert order[:2] == [0, 1000]  # next after the write under way, before 199 queued
-    assert group.batches == 4  # 64 agents' writes a batch, the person's joining the first
+    # the person's write closes the first batch; then 64 agents' writes a batch
+    assert group.batches == 5
     assert await _rows(db) == [*range(200), 1000]
+
+
+async def test_a_write_in_peoples_lane_is_committed_before_agents_writes_queued_run(
+    db: SqliteConnection,
+) -> None:
+    """The batch a person's write joins commits right after it: the write waits for the
+    statements under way and one COMMIT, not for the rest of a batch of agents' writes (each
+    agent's turn costs turns of a loop that agents keep busy)."""
+    group = GroupCommit(db, asyncio.Lock(), failure=_failure)
+    order: list[int] = []
+    seen_at_commit: list[list[int]] = []
+    people_started = asyncio.Event()
+    people: list[asyncio.Task[None]] = []
+
+    async def write(n: int) -> None:
+        async with group.transaction() as conn:
+            order.append(n)
+            await conn.execute("INSERT INTO t VALUES (?)", (n,))
+            if n == 0:  # the first agent's write is under way: a person clicks now
+                people.append(asyncio.create_task(click()))
+                await people_started.wait()
+
+    async def click() -> None:
+        with people_first():
+            writing = asyncio.create_task(write(1000))
+        await asyncio.sleep(0)  # the person's write queues its turn, behind 63 agents'
+        people_started.set()
+        await writing
+        seen_at_commit.append(list(order))  # the writes that had run when it was durable
+
+    agents = [asyncio.create_task(write(n)) for n in range(64)]
+    await asyncio.gather(*agents)
+    await asyncio.gather(*people)
+
+    assert seen_at_commit == [[0, 1000]]  # no agent's write ran before the person's COMMIT
+    assert group.batches == 2  # the person's with the write under way, then the agents'
+    assert await _rows(db) == [*range(64), 1000]
 
 
 async def test_outside_peoples_lane_writers_keep_their_order(db: SqliteConnection) -> None:
