@@ -60,7 +60,7 @@ from bot.monitoring.version import countersign_version
 from bot.operators.lease_check import lease_warnings
 from bot.outbound.http import AiohttpClient
 from bot.outbound.outbox import OutboxWorker, RetryPolicy
-from bot.render.proposal import Message
+from bot.render.blocks import Message
 from bot.settings import Settings
 from bot.slack.directory import SlackDirectory
 from bot.slack.home import HomeTab, register_home_listener

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
-from bot.render import proposal as render
+from bot.render.blocks import escape
+from bot.render.clicks import refusal_text
 from bot.render.delegations import delegation_list_blocks, minted_blocks
 from bot.settings import AgentSettings
 from bot.slack.directory import SlackDirectory
@@ -113,7 +114,7 @@ class Delegations:
         agent = settings.agents.get(name)
         if agent is None or not agent.delegation:
             why = "is not configured" if agent is None else "does not accept delegations"
-            return _plain(f"Agent `{render.escape(name[:60])}` {why}. {usage}")
+            return _plain(f"Agent `{escape(name[:60])}` {why}. {usage}")
         limits = settings.delegation
         duration = limits.default
         if rest:
@@ -122,16 +123,15 @@ class Delegations:
             try:
                 duration = parse_duration(rest[1])
             except ValueError as error:
-                return _plain(f"{render.escape(str(error))}.")
+                return _plain(f"{escape(str(error))}.")
             if duration <= timedelta(0) or duration > limits.max:
                 longest = spoken_duration(limits.max.total_seconds())
                 return _plain(
-                    f"A delegation lasts at most {longest} here (asked: "
-                    f"`{render.escape(rest[1][:20])}`)."
+                    f"A delegation lasts at most {longest} here (asked: `{escape(rest[1][:20])}`)."
                 )
         refused = await self._person_refusal(user)
         if refused is not None:
-            return _plain(render.refusal_text(refused))
+            return _plain(refusal_text(refused))
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         now = self._clock()
         delegation = await self._service.store.delegations().create_delegation(
@@ -168,14 +168,14 @@ class Delegations:
             delegation = None
         if delegation is None or delegation.person != user:
             # the same answer for someone else's delegation and one that does not exist
-            return render.refusal_text(f"you have no delegation {delegation_id[:60]}")
+            return refusal_text(f"you have no delegation {delegation_id[:60]}")
         result = await store.revoke_delegation(delegation.id, actor=user, now=self._clock())
         if isinstance(result, Revoked):
             return (
                 f":no_entry: Delegation `{delegation.id}` is revoked: agent "
-                f"*{render.escape(delegation.agent)}* can no longer act for you with it."
+                f"*{escape(delegation.agent)}* can no longer act for you with it."
             )
-        return render.refusal_text(result.reason)
+        return refusal_text(result.reason)
 
     async def _person_refusal(self, user: str) -> str | None:
         """Only a real, active, full member of an allowed workspace may delegate."""

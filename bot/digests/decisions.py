@@ -18,9 +18,9 @@ from datetime import datetime
 from pydantic import JsonValue
 
 from bot.flow.service import Service
+from bot.render import clicks as render
 from bot.render import digest as render_digest
 from bot.render import digest_review as review
-from bot.render import proposal as render
 from bot.render.digest import Tally
 from bot.slack.publish import SlackPublisher
 from store.digests import Digest, DigestNotFound

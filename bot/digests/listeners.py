@@ -31,8 +31,8 @@ from bot.render.actions import (
     DIGEST_REVIEW_VIEW,
     REASON_INPUT,
 )
+from bot.render.blocks import REASON_MAX
 from bot.render.digest_review import ReviewState, box_place, chosen_places
-from bot.render.proposal import REASON_MAX
 from bot.slack.ids import SlackUser
 from bot.slack.listeners import Click, decoded, recorded_submission, worked_click
 from store.proposals.clicks import Clicked

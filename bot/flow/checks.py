@@ -13,7 +13,7 @@ from datetime import UTC
 
 from bot.flow.lineage import editors_of
 from bot.flow.sweeps import Sweeping
-from bot.render import proposal as render
+from bot.render import clicks as render
 from contracts.authority import DecisionChain, refusal_reason
 from contracts.policy import AskRule
 from store.base import StoreUnavailable

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from bot.flow.service import Service
-from bot.render.proposal import store_away_text, store_lost_text
+from bot.render.clicks import store_away_text, store_lost_text
 from store.base import StoreUnavailable
 from store.proposals import Proposal, ProposalNotFound, Status
 from store.proposals.clicks import PROPOSAL_VERBS, Clicked, ClickVerb, RecordedClick

@@ -21,7 +21,7 @@ from bot.flow.destinations import CallbackGuard
 from bot.flow.executor import Executor
 from bot.flow.ports import Directory, Publisher, Waiters
 from bot.flow.subscribers import Subscribers
-from bot.render import proposal as render
+from bot.render import clicks as render
 from bot.settings import Settings
 from contracts.base import Context, HttpClient
 from store.base import StoreUnavailable

@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 from bot.flow import standing
 from bot.flow.service import Service
+from bot.render import clicks as render
 from bot.render import edit_form
-from bot.render import proposal as render
 from bot.render.edit import edit_modal
 from contracts.api import SubmitBody
 from contracts.base import ContractViolation, Operation

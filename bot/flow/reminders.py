@@ -17,7 +17,7 @@ from datetime import datetime
 
 from bot.flow.checks import Checking
 from bot.flow.extensions import ask_rule, extension_of
-from bot.render.proposal import Message
+from bot.render.blocks import Message
 from bot.render.reminders import reminder_reply
 from bot.settings import is_user_group
 from contracts.policy import Ask, Auto, Deny

@@ -1,7 +1,12 @@
 """Block Kit, pure: every message, modal and Home tab Countersign shows, as a function of
 stored values (and ``now``) alone.
 
-- ``proposal``: a proposal's message and replies, and the text helpers the others share
+- ``blocks``: Block Kit's building blocks and limits (texts, sections, buttons, modals, inputs,
+  messages, clipping), which every renderer is made of
+- ``words``: Countersign's words for people, moments and proposals (mentions, times, lengths of
+  time, references, risk labels)
+- ``proposal``: a proposal's message; ``status``: its status in words; ``replies``: the thread
+  replies under it; ``clicks``: what a clicker is told, only to them
 - ``digest``, ``edit``, ``escalation``, ``full``, ``home``, ``reminders``, ``standing``,
   ``delegations``: the messages and views of each feature
 - ``edit_form``: an operation's request schema as the edit modal's typed inputs, and the
@@ -21,6 +26,7 @@ from typing import TYPE_CHECKING
 from bot import exported_from
 
 if TYPE_CHECKING:
+    from bot.render.blocks import FALLBACK_MAX, REASON_MAX, Message, escape
     from bot.render.delegations import delegation_list_blocks, minted_blocks
     from bot.render.digest import Tally
     from bot.render.edit import edit_modal
@@ -34,7 +40,6 @@ if TYPE_CHECKING:
         waiting_blocks,
     )
     from bot.render.inert import inert
-    from bot.render.proposal import FALLBACK_MAX, REASON_MAX, Message, escape
     from bot.render.reminders import reminder_reply
     from bot.render.standing import standing_list_blocks
 
@@ -62,15 +67,15 @@ __all__ = [
 
 #: the module of this package that defines each public name
 _DEFINED_IN = {
-    "FALLBACK_MAX": "proposal",
+    "FALLBACK_MAX": "blocks",
     "HAND_BACK_NOTE_MAX": "escalation",
-    "Message": "proposal",
-    "REASON_MAX": "proposal",
+    "Message": "blocks",
+    "REASON_MAX": "blocks",
     "Tally": "digest",
     "WAITING_SHOWN": "home",
     "delegation_list_blocks": "delegations",
     "edit_modal": "edit",
-    "escape": "proposal",
+    "escape": "blocks",
     "full_view": "full",
     "full_views": "full",
     "help_blocks": "home",

@@ -9,8 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from bot.render.actions import REVOKE_DELEGATION
+from bot.render.blocks import Blocks, code, context, section
 from bot.render.inert import inert, own
-from bot.render.proposal import Blocks, code, context, remaining, section, when
+from bot.render.words import remaining, when
 from store.delegations import Delegation
 
 __all__ = ["delegation_list_blocks", "minted_blocks"]

@@ -1,8 +1,9 @@
 """Block Kit for digests: one message listing similar proposals, its thread replies, its modals.
 
-Pure functions of stored values (and ``now``), like bot/render/proposal.py, whose text helpers they
-use: everything from an agent or an operation's arguments is made inert and clipped, the agent's
-words are labelled as such, and buttons carry the digest's opaque id only.
+Pure functions of stored values (and ``now``), like bot/render/proposal.py, built of the same
+blocks and words (bot/render/blocks.py, bot/render/words.py): everything from an agent or an
+operation's arguments is made inert and clipped, the agent's words are labelled as such, and
+buttons carry the digest's opaque id only.
 
 The message is a compact table (:func:`compact_table`): the preview fields every item shows
 alike, once; the total of the operation's money (its first money field in minor units, from the
@@ -39,16 +40,13 @@ from bot.render.actions import (
     RECONCILE_FAILED,
     RECONCILE_SUCCEEDED,
 )
-from bot.render.figures import result_fields, why_asked
-from bot.render.inert import Mrkdwn, inert, own
-from bot.render.proposal import (
+from bot.render.blocks import (
     BLOCKS_MAX,
     CLIPPED,
     CONFIRM_TEXT_MAX,
     CONFIRM_TITLE_MAX,
     FALLBACK_MAX,
     REASON_MAX,
-    RISK_LABELS,
     SECTION_MAX,
     Blocks,
     Message,
@@ -57,20 +55,19 @@ from bot.render.proposal import (
     code,
     compact,
     context,
-    goes_ahead,
     header,
-    mention,
     modal,
     plain,
     quote,
-    remaining,
     said,
     section,
     shown_in_part,
     text_input,
-    when,
-    with_times,
 )
+from bot.render.figures import result_fields, why_asked
+from bot.render.inert import Mrkdwn, inert, own
+from bot.render.status import goes_ahead
+from bot.render.words import RISK_LABELS, mention, remaining, when, with_times
 from contracts.base import Risk
 from contracts.formats import Formats, format_money, money_currency
 from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure

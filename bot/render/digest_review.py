@@ -24,10 +24,11 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.render.actions import DIGEST_REVIEW_PAGE, DIGEST_REVIEW_VIEW
+from bot.render.blocks import Blocks, modal, plain, section
 from bot.render.digest import compact_table, total_text
 from bot.render.full import proposal_in_full
 from bot.render.inert import Mrkdwn, own
-from bot.render.proposal import Blocks, modal, plain, section, status_word
+from bot.render.status import status_word
 from contracts.formats import Formats
 from store.digests import Digest
 from store.proposals import Proposal, Status

@@ -15,23 +15,12 @@ from typing import Any, Final
 from pydantic import JsonValue
 
 from bot.render.actions import EDIT_FIELD_INPUT, EDIT_VIEW
+from bot.render.blocks import Message, clip, code, context, message, modal, plain, section
 from bot.render.edit_form import EditField, EditForm, input_label
 from bot.render.figures import why_asked
 from bot.render.inert import Mrkdwn, inert, own
-from bot.render.proposal import (
-    Message,
-    clip,
-    code,
-    context,
-    mention,
-    message,
-    modal,
-    plain,
-    reference,
-    request_changes,
-    section,
-    when,
-)
+from bot.render.proposal import request_changes
+from bot.render.words import mention, reference, when
 from contracts.formats import (
     FieldFormat,
     Formats,

@@ -19,8 +19,7 @@ from bot.render.actions import (
     ESCALATION_TAKE,
     NOTE_INPUT,
 )
-from bot.render.inert import Mrkdwn, inert, own
-from bot.render.proposal import (
+from bot.render.blocks import (
     BLOCKS_MAX,
     SECTION_MAX,
     Blocks,
@@ -30,15 +29,14 @@ from bot.render.proposal import (
     code,
     context,
     header,
-    mention,
     message,
     modal,
     quote,
     section,
     text_input,
-    when,
-    with_times,
 )
+from bot.render.inert import Mrkdwn, inert, own
+from bot.render.words import mention, when, with_times
 from contracts.escalation import Signals, TriggerKind
 from store.escalations import Escalation, EscalationStatus
 

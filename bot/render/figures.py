@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
 from pydantic import JsonValue
 
 from bot.render.inert import Mrkdwn, inert, own
+from bot.render.words import when
 from contracts.formats import Formats, field_label, show_value
 from store.proposals import Proposal
 
-__all__ = ["changed_fields", "result_fields", "when", "why_asked"]
+__all__ = ["changed_fields", "result_fields", "why_asked"]
 
 #: The longest policy note shown.
 NOTE_MAX: Final = 1500
@@ -28,14 +29,6 @@ _STANDING_NOTE: Final = re.compile(
     r"standing rule (sr_[0-9a-f]{1,64}), granted by ([UW][A-Z0-9]{2,30}) until "
     r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\+00:00) under (?=rule ')"
 )
-
-
-def when(moment: datetime) -> Mrkdwn:
-    """A moment as Slack shows it in the reader's own time zone: "today at 13:42", "Mar 14,
-    2031 at 09:05" (a ``<!date^…>`` token; where Slack cannot, "2031-03-14 13:42 UTC"). It
-    reads as a time of its own: write "expires {when}", never "at {when}"."""
-    fallback = f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
-    return own(f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>")
 
 
 def why_asked(proposal: Proposal) -> Mrkdwn:

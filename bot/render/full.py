@@ -21,16 +21,9 @@ from typing import Any, Final
 from pydantic import JsonValue
 
 from bot.render.actions import SHOW_FULL_VIEW
+from bot.render.blocks import Blocks, code, modal, section
 from bot.render.inert import inert, inert_plain, own
-from bot.render.proposal import (
-    RISK_LABELS,
-    Blocks,
-    code,
-    mention,
-    modal,
-    reference,
-    section,
-)
+from bot.render.words import RISK_LABELS, mention, reference
 from contracts.formats import FieldFormat, Formats, field_label, show_value
 from store.proposals import Proposal
 

@@ -21,39 +21,37 @@ from datetime import datetime
 from typing import Any, Final
 
 from bot.render.actions import ESCALATION_HAND_BACK, ESCALATION_RESOLVE, SHOW_FULL
-from bot.render.delegations import delegation_list_blocks
-from bot.render.escalation import why_escalated
-from bot.render.figures import why_asked
-from bot.render.inert import Mrkdwn, inert, own
-from bot.render.proposal import (
+from bot.render.blocks import (
     BLOCKS_MAX,
     CLIPPED,
     SECTION_MAX,
     Blocks,
     button,
-    buttons,
     clip,
     code,
     context,
-    edit_blocks,
-    explanation,
     field_sections,
     field_text,
     header,
     is_clipped,
-    mention,
+    section,
+    shown_in_part,
+)
+from bot.render.delegations import delegation_list_blocks
+from bot.render.escalation import why_escalated
+from bot.render.figures import why_asked
+from bot.render.inert import Mrkdwn, inert, own
+from bot.render.proposal import (
+    buttons,
+    edit_blocks,
+    explanation,
     preview_fields,
     preview_note,
     quorum_progress,
-    reference,
-    remaining,
     risk_label,
-    section,
-    short_id,
-    shown_in_part,
-    status_word,
-    when,
 )
+from bot.render.status import status_word
+from bot.render.words import mention, reference, remaining, short_id, when
 from contracts.formats import Formats
 from store.audit import AuditEntry
 from store.delegations import Delegation

@@ -13,17 +13,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Final
 
+from bot.render.blocks import Message, context, message, section
 from bot.render.inert import Mrkdwn, inert, own
-from bot.render.proposal import (
-    Message,
-    context,
-    mention,
-    message,
-    remaining,
-    section,
-    span,
-    when,
-)
+from bot.render.words import mention, remaining, span, when
 from store.proposals import Proposal
 
 __all__ = ["NOBODY_CAN_APPROVE", "reminder_reply"]

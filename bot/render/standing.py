@@ -21,9 +21,7 @@ from bot.render.actions import (
     REVOKE_STANDING,
     USES_INPUT,
 )
-from bot.render.figures import why_asked
-from bot.render.inert import Mrkdwn, inert, own
-from bot.render.proposal import (
+from bot.render.blocks import (
     BUTTON_MAX,
     SECTION_MAX,
     Blocks,
@@ -34,19 +32,16 @@ from bot.render.proposal import (
     context,
     field_sections,
     header,
-    mention,
     message,
     modal,
     plain,
-    preview_fields,
-    preview_note,
-    reference,
-    remaining,
     section,
-    span,
-    state_line,
-    when,
 )
+from bot.render.figures import why_asked
+from bot.render.inert import Mrkdwn, inert, own
+from bot.render.proposal import preview_fields, preview_note
+from bot.render.status import state_line
+from bot.render.words import mention, reference, remaining, span, when
 from contracts.durations import format_duration
 from contracts.formats import Formats, field_label, show_value
 from contracts.standing import Grant, StandingPolicy

@@ -24,7 +24,9 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.render import edit as render_edit
-from bot.render import proposal as render
+from bot.render.blocks import Message
+from bot.render.proposal import proposal_message
+from bot.render.replies import expiry_reply, outcome_reply, rejection_reply
 from bot.slack.pacing import SlackPacer
 from contracts.formats import Formats
 from store.proposals import Delivery, Effect, Proposal, ProposalNotFound, Status
@@ -105,7 +107,7 @@ class SlackPublisher:
         outbox_client: AsyncWebClient | None = None,
         extension_of: Callable[[Proposal], timedelta | None] | None = None,
         offers_standing: Callable[[Proposal], bool] | None = None,
-        reminder: Callable[[Proposal], Awaitable[render.Message]] | None = None,
+        reminder: Callable[[Proposal], Awaitable[Message]] | None = None,
         formats_of: Callable[[str], Formats] | None = None,
         agent_acts: Callable[[str], bool] | None = None,
         pacer: SlackPacer | None = None,
@@ -195,7 +197,7 @@ class SlackPublisher:
         else:
             raise ValueError(f"not a Slack effect: {delivery.effect}")
 
-    async def _superseded_reply(self, proposal: Proposal, delivery: Delivery) -> render.Message:
+    async def _superseded_reply(self, proposal: Proposal, delivery: Delivery) -> Message:
         """The reply that points to the edit. While the edit's own message is still to be posted,
         it waits a little (retried) so that it can link to it; then goes without the link."""
         edit = None
@@ -223,7 +225,7 @@ class SlackPublisher:
         thread: tuple[str, str],
         proposal: Proposal,
         delivery: Delivery,
-        reply: render.Message,
+        reply: Message,
     ) -> None:
         """Post ``reply`` in the proposal's thread, once: its metadata names the outbox entry,
         and a retry first looks for it."""
@@ -232,12 +234,12 @@ class SlackPublisher:
             return  # an earlier attempt posted it; its answer was lost
         await self.reply_message(*thread, reply, event=REPLY_METADATA_EVENT, payload=marker)
 
-    async def _proposal_message(self, proposal: Proposal) -> render.Message:
+    async def _proposal_message(self, proposal: Proposal) -> Message:
         previous = None  # an edit shows what changed from the version it replaced
         if proposal.supersedes is not None:
             with contextlib.suppress(ProposalNotFound):
                 previous = await self._store.get_proposal(proposal.supersedes)
-        return render.proposal_message(
+        return proposal_message(
             proposal,
             now=self._clock(),
             extend_by=self._extension_of(proposal),
@@ -332,7 +334,7 @@ class SlackPublisher:
         return found is not None
 
     async def post_message(
-        self, channel: str, message: render.Message, *, event: str, payload: dict[str, Any]
+        self, channel: str, message: Message, *, event: str, payload: dict[str, Any]
     ) -> Any:
         """Post ``message`` for an outbox entry as a new message of ``channel``, its metadata
         (``event`` and ``payload``) saying what it shows so that a retry can find it, links
@@ -351,7 +353,7 @@ class SlackPublisher:
         self,
         channel: str,
         thread_ts: str,
-        message: render.Message,
+        message: Message,
         *,
         event: str | None = None,
         payload: dict[str, Any] | None = None,
@@ -371,7 +373,7 @@ class SlackPublisher:
             **extra,
         )
 
-    async def update_message(self, channel: str, ts: str, message: render.Message) -> Any:
+    async def update_message(self, channel: str, ts: str, message: Message) -> Any:
         """Replace the message ``ts`` of ``channel`` with ``message``, for an outbox entry."""
         return await self._outbox_call(
             "chat.update", channel=channel, ts=ts, text=message["text"], blocks=message["blocks"]
@@ -449,11 +451,11 @@ class SlackPublisher:
 
 def _reply(proposal: Proposal, status: Status, formats: Formats) -> dict[str, Any] | None:
     if status is Status.REJECTED:
-        return render.rejection_reply(proposal)
+        return rejection_reply(proposal)
     if status is Status.EXPIRED:
-        return render.expiry_reply(proposal)
+        return expiry_reply(proposal)
     if proposal.outcome is not None:
-        return render.outcome_reply(proposal, formats)
+        return outcome_reply(proposal, formats)
     return None
 
 

@@ -25,9 +25,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.delegations.commands import Delegations
 from bot.flow.service import Service
+from bot.render.blocks import FALLBACK_MAX, escape
 from bot.render.home import help_blocks, proposal_detail_blocks, waiting_blocks
 from bot.render.inert import inert
-from bot.render.proposal import FALLBACK_MAX, escape
 from bot.slack.directory import SlackDirectory
 from bot.slack.home import HomeTab
 from bot.slack.publish import SlackPublisher

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.render import proposal as render
+from bot.render import clicks as render
 from bot.render.standing import standing_list_blocks
 from bot.standing.deciding import StandingDecisions
 from contracts.authority import DecisionChain

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Sequence
 from typing import IO, Final
 
-from bot.render import proposal as render
+from bot.render import clicks as render
 from bot.render import standing as render_standing
 from bot.settings import Settings
 from bot.slack.publish import DeliveryFailed

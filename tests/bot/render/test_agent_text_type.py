@@ -36,7 +36,7 @@ def test_mypy_rejects_agent_text_where_slack_text_is_expected(tmp_path: Path) ->
         tmp_path,
         """
         from bot.render.inert import inert, own
-        from bot.render.proposal import context, section
+        from bot.render.blocks import context, section
         from store.proposals import Proposal
 
         def leaky(proposal: Proposal) -> None:

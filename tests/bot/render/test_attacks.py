@@ -15,11 +15,18 @@ from hypothesis import strategies as st
 from slack_sdk.models.views import View
 
 from bot.render import proposal as render
-from bot.render.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_REVIEW, DIGEST_SHOW_FULL
+from bot.render.actions import (
+    DIGEST_APPROVE_ALL,
+    DIGEST_CHOOSE,
+    DIGEST_REVIEW,
+    DIGEST_SHOW_FULL,
+    SHOW_FULL,
+)
 from bot.render.digest import digest_message, shown_whole
 from bot.render.escalation import escalation_message
 from bot.render.full import full_view, full_views
 from bot.render.home import home_view, proposal_detail_blocks
+from bot.render.replies import rejection_reply
 from contracts.base import Preview, PreviewField
 from contracts.escalation import Summary
 from tests.bot.render.test_digest import digest, item
@@ -140,7 +147,7 @@ def test_every_attack_in_every_place_stays_valid_block_kit(attack: str) -> None:
     )
     for message in (
         render.proposal_message(proposal, now=NOW),
-        render.rejection_reply(proposal.model_copy(update={"decision_note": attack})),
+        rejection_reply(proposal.model_copy(update={"decision_note": attack})),
     ):
         assert_valid_message(message)
         assert_nothing_interpreted(message)
@@ -186,12 +193,12 @@ def test_a_clipped_message_says_so_and_offers_show_full() -> None:
 
     assert_valid_message(message)
     assert "*Shown in part*" in all_text(message)
-    assert buttons(message)[render.SHOW_FULL]["value"] == long_proposal().id
+    assert buttons(message)[SHOW_FULL]["value"] == long_proposal().id
 
 
 def test_a_message_shown_whole_has_no_show_full() -> None:
     message = render.proposal_message(make_proposal(), now=NOW)
-    assert render.SHOW_FULL not in buttons(message)
+    assert SHOW_FULL not in buttons(message)
     assert "Shown in part" not in all_text(message)
 
 
@@ -201,7 +208,7 @@ def test_many_fields_beyond_the_message_also_offer_show_full() -> None:
         make_proposal(preview=Preview(title="T", fields=fields)), now=NOW
     )
     assert_valid_message(message)
-    assert render.SHOW_FULL in buttons(message)
+    assert SHOW_FULL in buttons(message)
     assert "approve" in buttons(message)
 
 

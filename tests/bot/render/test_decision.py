@@ -12,6 +12,9 @@ from typing import Any
 from bot.render import digest as render_digest
 from bot.render import home as render_home
 from bot.render import proposal as render
+from bot.render.replies import outcome_reply
+from bot.render.status import goes_ahead
+from bot.render.words import AGENT_ACTS_LABEL
 from contracts.base import Context
 from contracts.operations.decision import from_config
 from contracts.outcomes import Succeeded
@@ -62,7 +65,7 @@ async def test_a_pending_decision_says_the_agent_will_act_itself() -> None:
     message = render.proposal_message(await a_decision(), now=NOW, agent_acts=True)
 
     verdict = message["blocks"][0]["text"]["text"].split("\n")
-    assert verdict[0] == render.AGENT_ACTS_LABEL
+    assert verdict[0] == AGENT_ACTS_LABEL
     assert "trusts the agent to do only what is described here" in verdict[0]
     text = "\n".join(mrkdwn_texts(message))
     assert "Irreversible" not in text
@@ -83,7 +86,7 @@ async def test_an_approved_decision_lets_the_agent_go_ahead_without_raw_argument
     done = await approved(await a_decision())
 
     message = render.proposal_message(done, now=NOW, agent_acts=True)
-    reply = render.outcome_reply(done)
+    reply = outcome_reply(done)
     thread = render_digest.digest_reply([(done, Status.SUCCEEDED)])
     texts = [
         *shown_texts(message),
@@ -111,8 +114,8 @@ async def test_a_decision_that_ran_through_countersign_still_reads_as_succeeded(
         decided_at=NOW,
         outcome=Succeeded(result={"decision": "approved", "executed_by": "agent", "extra": 1}),
     )
-    assert not render.goes_ahead(done)
-    assert render.outcome_reply(done)["text"].startswith("Succeeded: ")
+    assert not goes_ahead(done)
+    assert outcome_reply(done)["text"].startswith("Succeeded: ")
 
 
 async def test_the_home_tab_and_show_say_the_agent_will_act_itself() -> None:

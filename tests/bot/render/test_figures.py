@@ -40,7 +40,10 @@ from bot.render import home as render_home
 from bot.render import proposal as render
 from bot.render import reminders as render_reminders
 from bot.render import standing as render_standing
+from bot.render.blocks import section
+from bot.render.clicks import already_decided_text, refusal_text
 from bot.render.edit_form import edit_form, problem_errors, read_request
+from bot.render.replies import expiry_reply, outcome_reply, rejection_reply
 from contracts.base import Context, ContractViolation, FieldProblem, Operation
 from contracts.formats import FieldFormat
 from contracts.operations.refund import InMemoryLedger, Refund
@@ -156,11 +159,11 @@ def every_text(operation: Operation[Any, Any], proposal: Any, edited: Any, resul
         ),
         render.proposal_message(edited, now=NOW, previous=proposal, formats=formats),
         render.proposal_message(done, now=NOW, formats=formats),
-        render.outcome_reply(done, formats),
+        outcome_reply(done, formats),
         render.proposal_message(uncertain, now=NOW, formats=formats),
-        render.outcome_reply(uncertain, formats),
+        outcome_reply(uncertain, formats),
         render.proposal_message(failed, now=NOW, formats=formats),
-        render.outcome_reply(failed, formats),
+        outcome_reply(failed, formats),
         render_digest.digest_reply([(done, Status.SUCCEEDED)], formats_of=lambda _: formats),
         render_digest.digest_reply(
             [(uncertain, Status.NEEDS_RECONCILIATION), (failed, Status.FAILED)],
@@ -315,8 +318,8 @@ def test_times_read_as_times_of_their_own() -> None:
 
     texts = [
         *mrkdwn_texts(render.proposal_message(rejected, now=NOW)),
-        *mrkdwn_texts(render.rejection_reply(rejected)),
-        *mrkdwn_texts(render.expiry_reply(expired)),
+        *mrkdwn_texts(rejection_reply(rejected)),
+        *mrkdwn_texts(expiry_reply(expired)),
     ]
 
     joined = "\n".join(texts)
@@ -334,7 +337,7 @@ def test_a_field_called_reason_is_the_refunds_own_not_the_agents() -> None:
 
 
 def test_formats_of_no_operation_show_the_field_name_as_words() -> None:
-    reply = render.outcome_reply(
+    reply = outcome_reply(
         make_proposal(
             status=Status.SUCCEEDED,
             decided_by="U0PRIYA",
@@ -450,20 +453,20 @@ def every_other_text(
     assert isinstance(refused, str)
     views = [
         render_edit.edit_modal(proposal, form, formats),
-        {"blocks": [render.section(text) for text in modal_errors(form, arguments).values()]},
-        {"blocks": [render.section(render.refusal_text(refused))]},
+        {"blocks": [section(text) for text in modal_errors(form, arguments).values()]},
+        {"blocks": [section(refusal_text(refused))]},
         render.reject_modal(proposal),
         full,
         render_edit.superseded_reply(superseded, edited, link=None, formats=formats),
-        {"blocks": [render.section(render.refusal_text(f"it expired at {NOW.isoformat()}"))]},
-        {"blocks": [render.section(render.already_decided_text(auto))]},
+        {"blocks": [section(refusal_text(f"it expired at {NOW.isoformat()}"))]},
+        {"blocks": [section(already_decided_text(auto))]},
         render_reminders.reminder_reply(
             proposal, now=NOW, approvers=["U0SAM"], extend_by=timedelta(minutes=30)
         ),
         render_standing.standing_modal(
             proposal, standing, duration_choices(standing.max), uses_choices(5), formats
         ),
-        {"blocks": [render.section(render_standing.granted_text(SR, grant, formats))]},
+        {"blocks": [section(render_standing.granted_text(SR, grant, formats))]},
         {
             "blocks": render_standing.standing_list_blocks(
                 [rule], now=NOW, formats_of=lambda _: formats

@@ -401,25 +401,25 @@ def builders(text: str) -> dict[object, list[Any]]:
 #: Countersign wrote, with any agent value in it made inert first), never agent text itself.
 BUILDERS: dict[str, str] = {
     "inert.own": "Countersign's own words as Slack text (read by test_agent_text_static)",
-    "proposal.section": "a section of mrkdwn already made",
-    "proposal.context": "a context of mrkdwn already made",
-    "proposal.message": "a message of blocks and a fallback already made",
-    "proposal.field_sections": "fields of mrkdwn already made",
-    "proposal.plain": "Countersign's own plain text (button labels, modal titles)",
-    "proposal.modal": "a modal of blocks already made, titled and labelled in Countersign's words",
-    "proposal.text_input": "a modal's text input, labelled and hinted in Countersign's words",
-    "proposal.clip": "cuts text already made to a Block Kit limit",
-    "proposal.shown_in_part": "the id of what Show full shows, and Countersign's words",
-    "proposal.escape": "escapes &, < and > of a value a person typed, not an agent",
+    "blocks.section": "a section of mrkdwn already made",
+    "blocks.context": "a context of mrkdwn already made",
+    "blocks.message": "a message of blocks and a fallback already made",
+    "blocks.field_sections": "fields of mrkdwn already made",
+    "blocks.plain": "Countersign's own plain text (button labels, modal titles)",
+    "blocks.modal": "a modal of blocks already made, titled and labelled in Countersign's words",
+    "blocks.text_input": "a modal's text input, labelled and hinted in Countersign's words",
+    "blocks.clip": "cuts text already made to a Block Kit limit",
+    "blocks.shown_in_part": "the id of what Show full shows, and Countersign's words",
+    "blocks.escape": "escapes &, < and > of a value a person typed, not an agent",
 }
 #: Functions returning values, not Slack text: their callers make them inert.
 RAW: dict[str, str] = {
     "figures.changed_fields": "label, old and new value of each changed field",
     "figures.result_fields": "label and value of each result field",
-    "proposal.compact": "a JSON value on one line, shown inside a code block made inert",
-    "proposal.short_id": "the first characters of a proposal id",
-    "proposal.withdrawn_reason": "the reason told to the clicker through refusal_text",
-    "proposal.is_clipped": "whether blocks hold the clip marker",
+    "blocks.compact": "a JSON value on one line, shown inside a code block made inert",
+    "words.short_id": "the first characters of a proposal id",
+    "clicks.withdrawn_reason": "the reason told to the clicker through refusal_text",
+    "blocks.is_clipped": "whether blocks hold the clip marker",
     "digest.shown_whole": "whether a digest fits whole",
     "inert.visible": "the inert renderer's own step: invisible characters shown by their code",
     "digest_review.chosen_places": "which boxes of a submitted review page are ticked: numbers",
@@ -523,7 +523,7 @@ def test_every_renderer_is_walked_or_named_with_a_reason() -> None:
     # the ones the issue names, at least: a message, a digest, the Home tab, modals, replies
     for expected in (
         "proposal.proposal_message",
-        "proposal.outcome_reply",
+        "replies.outcome_reply",
         "digest.digest_message",
         "home.home_view",
         "home.waiting_blocks",

@@ -15,6 +15,9 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
 from bot.render import proposal as render
+from bot.render.blocks import CLIPPED, clip, escape
+from bot.render.clicks import already_decided_text, refusal_text
+from bot.render.replies import expiry_reply, outcome_reply, rejection_reply
 from contracts.base import Preview, PreviewField
 from contracts.formats import FieldFormat
 from contracts.outcomes import (
@@ -247,7 +250,7 @@ def test_long_field_values_are_clipped_with_a_visible_note() -> None:
     assert_valid_message(message)
     [memo] = [text for text in mrkdwn_texts(message) if text.startswith("*Memo*")]
     assert len(memo) <= 2000
-    assert memo.endswith(render.CLIPPED)
+    assert memo.endswith(CLIPPED)
 
 
 def test_long_title_is_clipped_in_the_header() -> None:
@@ -256,7 +259,7 @@ def test_long_title_is_clipped_in_the_header() -> None:
     assert_valid_message(message)
     header = message["blocks"][1]["text"]["text"]
     assert len(header) == 150
-    assert header.endswith(render.CLIPPED)
+    assert header.endswith(CLIPPED)
 
 
 def test_many_fields_are_split_ten_to_a_section() -> None:
@@ -281,7 +284,7 @@ def test_too_many_fields_stay_under_fifty_blocks_and_say_how_many_are_hidden() -
     assert len(message["blocks"]) == 50
     assert buttons(message), "the decision buttons must survive clipping"
     shown = sum(1 for text in mrkdwn_texts(message) if text.startswith("*F"))
-    assert f"_{800 - shown} more not shown_ {render.CLIPPED}" in mrkdwn_texts(message)
+    assert f"_{800 - shown} more not shown_ {CLIPPED}" in mrkdwn_texts(message)
 
 
 def test_long_agent_reason_is_clipped_but_stays_quoted() -> None:
@@ -289,14 +292,14 @@ def test_long_agent_reason_is_clipped_but_stays_quoted() -> None:
     assert_valid_message(message)
     [reason] = [t for t in mrkdwn_texts(message) if t.startswith("*Agent's explanation")]
     assert len(reason) <= 3000
-    assert reason.endswith(render.CLIPPED)
+    assert reason.endswith(CLIPPED)
 
 
 def test_clip_never_cuts_an_escape_or_a_token_in_half() -> None:
-    escaped = render.escape("a" * 20 + "<<<<<")
-    assert render.clip(escaped, 35) == "a" * 20 + "&lt;" + render.CLIPPED
-    assert render.clip("hello <@U0REQUESTER> there", 24) == "hello " + render.CLIPPED
-    assert render.clip("short", 10) == "short"
+    escaped = escape("a" * 20 + "<<<<<")
+    assert clip(escaped, 35) == "a" * 20 + "&lt;" + CLIPPED
+    assert clip("hello <@U0REQUESTER> there", 24) == "hello " + CLIPPED
+    assert clip("short", 10) == "short"
 
 
 # --- escaping -------------------------------------------------------------------------------------
@@ -344,16 +347,16 @@ def test_rejection_reason_and_outcome_details_are_escaped() -> None:
     failed = decided(Status.FAILED, TerminalFailure(detail=INJECTION, correlation_id="c<!here>"))
     for message in (
         render.proposal_message(rejected, now=NOW),
-        render.rejection_reply(rejected),
+        rejection_reply(rejected),
         render.proposal_message(failed, now=NOW),
-        render.outcome_reply(failed),
+        outcome_reply(failed),
     ):
         assert "<!channel>" not in all_text(message)
         assert "<!here>" not in all_text(message)
 
 
 def test_refusal_text_escapes_the_reason() -> None:
-    text = render.refusal_text("you requested it yourself <!channel>")
+    text = refusal_text("you requested it yourself <!channel>")
     assert "<!channel>" not in text
     assert text.endswith("you requested it yourself &lt;!channel&gt;")
 
@@ -432,7 +435,7 @@ def test_final_message_summarises_the_outcome(kind: str) -> None:
 
 
 def test_already_decided_text_names_the_decider() -> None:
-    text = render.already_decided_text(decided(Status.REJECTED, decision_note="no"))
+    text = already_decided_text(decided(Status.REJECTED, decision_note="no"))
     assert "already decided" in text
     assert "<@U0APPROVER>" in text
 
@@ -442,20 +445,19 @@ def test_already_decided_text_names_the_decider() -> None:
 
 @pytest.mark.parametrize("kind", sorted(OUTCOMES))
 def test_outcome_reply_is_valid_block_kit(kind: str) -> None:
-    assert_valid_message(render.outcome_reply(decided(OUTCOME_STATUS[kind], OUTCOMES[kind])))
+    assert_valid_message(outcome_reply(decided(OUTCOME_STATUS[kind], OUTCOMES[kind])))
 
 
 def test_each_outcome_kind_renders_distinctly() -> None:
     rendered = {
-        kind: render.outcome_reply(decided(OUTCOME_STATUS[kind], OUTCOMES[kind]))
-        for kind in OUTCOMES
+        kind: outcome_reply(decided(OUTCOME_STATUS[kind], OUTCOMES[kind])) for kind in OUTCOMES
     }
     assert len({json.dumps(message) for message in rendered.values()}) == len(OUTCOMES)
     assert len({message["text"].split(":")[0] for message in rendered.values()}) == len(OUTCOMES)
 
 
 def test_succeeded_reply_shows_result_fields_under_their_labels() -> None:
-    reply = render.outcome_reply(decided(Status.SUCCEEDED, OUTCOMES["succeeded"]))
+    reply = outcome_reply(decided(Status.SUCCEEDED, OUTCOMES["succeeded"]))
     texts = mrkdwn_texts(reply)
     assert "*Refund id*\nre_789" in texts  # no format declared: the name as words
     assert "*Amount cents*\n12000" in texts
@@ -466,7 +468,7 @@ def test_succeeded_reply_shows_result_fields_in_the_operations_terms() -> None:
         "refund_id": FieldFormat(label="Refund"),
         "amount_cents": FieldFormat(label="Amount", kind="money", currency="USD"),
     }
-    reply = render.outcome_reply(decided(Status.SUCCEEDED, OUTCOMES["succeeded"]), formats)
+    reply = outcome_reply(decided(Status.SUCCEEDED, OUTCOMES["succeeded"]), formats)
     texts = mrkdwn_texts(reply)
     assert "*Refund*\nre_789" in texts
     assert "*Amount*\n120.00 USD" in texts
@@ -481,22 +483,20 @@ def test_succeeded_reply_shows_result_fields_in_the_operations_terms() -> None:
     ],
 )
 def test_succeeded_reply_renders_any_json_result(result: JsonValue, expected: str) -> None:
-    reply = render.outcome_reply(decided(Status.SUCCEEDED, Succeeded(result=result)))
+    reply = outcome_reply(decided(Status.SUCCEEDED, Succeeded(result=result)))
     assert_valid_message(reply)
     assert any(expected in text for text in mrkdwn_texts(reply))
 
 
 def test_huge_result_is_clipped() -> None:
     result: JsonValue = {f"key{i}": "v" * 3000 for i in range(40)}
-    reply = render.outcome_reply(decided(Status.SUCCEEDED, Succeeded(result=result)))
+    reply = outcome_reply(decided(Status.SUCCEEDED, Succeeded(result=result)))
     assert_valid_message(reply)
-    assert render.CLIPPED in all_text(reply)
+    assert CLIPPED in all_text(reply)
 
 
 def test_needs_reconciliation_reply_warns_and_gives_the_reference() -> None:
-    reply = render.outcome_reply(
-        decided(Status.NEEDS_RECONCILIATION, OUTCOMES["needs_reconciliation"])
-    )
+    reply = outcome_reply(decided(Status.NEEDS_RECONCILIATION, OUTCOMES["needs_reconciliation"]))
     texts = "\n".join(mrkdwn_texts(reply))
     assert "*may or may not*" in texts
     assert "corr-nr" not in texts and "Correlation id" not in texts
@@ -505,14 +505,14 @@ def test_needs_reconciliation_reply_warns_and_gives_the_reference() -> None:
 
 
 def test_revision_required_reply_says_nothing_was_executed() -> None:
-    reply = render.outcome_reply(decided(Status.REVISION_REQUIRED, OUTCOMES["revision_required"]))
+    reply = outcome_reply(decided(Status.REVISION_REQUIRED, OUTCOMES["revision_required"]))
     texts = "\n".join(mrkdwn_texts(reply))
     assert "Nothing was executed" in texts
     assert ">the payment was disputed meanwhile" in texts
 
 
 def test_terminal_failure_reply_gives_detail_and_the_reference() -> None:
-    reply = render.outcome_reply(decided(Status.FAILED, OUTCOMES["terminal_failure"]))
+    reply = outcome_reply(decided(Status.FAILED, OUTCOMES["terminal_failure"]))
     texts = "\n".join(mrkdwn_texts(reply))
     assert "ledger refused: payment voided" in texts
     assert "corr-tf" not in texts
@@ -522,12 +522,12 @@ def test_terminal_failure_reply_gives_detail_and_the_reference() -> None:
 
 def test_outcome_reply_without_an_outcome_says_so() -> None:
     with pytest.raises(ValueError, match=r"no outcome yet \(status 'executing'\)"):
-        render.outcome_reply(decided(Status.EXECUTING))
+        outcome_reply(decided(Status.EXECUTING))
 
 
 def test_rejection_and_expiry_replies_are_valid_and_distinct() -> None:
-    rejection = render.rejection_reply(decided(Status.REJECTED, decision_note="Too big."))
-    expiry = render.expiry_reply(make_proposal(status=Status.EXPIRED))
+    rejection = rejection_reply(decided(Status.REJECTED, decision_note="Too big."))
+    expiry = expiry_reply(make_proposal(status=Status.EXPIRED))
     assert_valid_message(rejection)
     assert_valid_message(expiry)
     assert ">Too big." in "\n".join(mrkdwn_texts(rejection))

@@ -51,7 +51,12 @@ from bot.render import inert as render_inert
 from bot.render import proposal as render
 from bot.render import reminders as render_reminders
 from bot.render import standing as render_standing
+from bot.render import status as render_status
+from bot.render import words as render_words
+from bot.render.blocks import clip, escape, is_clipped
+from bot.render.clicks import already_decided_text, refusal_text
 from bot.render.edit_form import edit_form, read_request
+from bot.render.replies import expiry_reply, outcome_reply, rejection_reply
 from contracts.base import Preview
 from contracts.standing import Grant, duration_choices
 from store.audit import AuditEntry
@@ -215,7 +220,7 @@ def plain(function: Callable[..., object], *args: object, **kwargs: Any) -> Case
 
 
 CASES: list[Case] = [
-    # bot/render/proposal.py
+    # bot/render/proposal.py, bot/render/blocks.py, bot/render/replies.py, bot/render/clicks.py
     dated(render.proposal_message, PENDING),
     dated(
         render.proposal_message,
@@ -227,15 +232,15 @@ CASES: list[Case] = [
     ),
     dated(render.proposal_message, QUORUM),
     dated(render.proposal_message, SUCCEEDED, time_left=False),
-    plain(render.escape, INJECTION),
-    plain(render.clip, "x" * 5000, 3000),
-    plain(render.is_clipped, [{"type": "section", "text": {"type": "mrkdwn", "text": "x"}}]),
+    plain(escape, INJECTION),
+    plain(clip, "x" * 5000, 3000),
+    plain(is_clipped, [{"type": "section", "text": {"type": "mrkdwn", "text": "x"}}]),
     plain(render.edit_blocks, EDITED, PENDING),
     plain(render.request_changes, PENDING.request, EDITED.request),
     plain(render.quorum_progress, QUORUM),
     plain(render.approval_recorded_text, QUORUM),
     *[
-        plain(render.outcome_reply, decided(status, OUTCOMES[kind]))
+        plain(outcome_reply, decided(status, OUTCOMES[kind]))
         for kind, status in [
             ("succeeded", Status.SUCCEEDED),
             ("needs_reconciliation", Status.NEEDS_RECONCILIATION),
@@ -243,10 +248,10 @@ CASES: list[Case] = [
             ("terminal_failure", Status.FAILED),
         ]
     ],
-    plain(render.rejection_reply, REJECTED),
-    plain(render.expiry_reply, decided(Status.EXPIRED)),
-    plain(render.refusal_text, "you asked for it <!here>"),
-    plain(render.already_decided_text, REJECTED),
+    plain(rejection_reply, REJECTED),
+    plain(expiry_reply, decided(Status.EXPIRED)),
+    plain(refusal_text, "you asked for it <!here>"),
+    plain(already_decided_text, REJECTED),
     plain(render.reject_modal, PENDING),
     # bot/render/clicks.py
     plain(render_clicks.click_recorded_text, PENDING.id, "approve", again=False),
@@ -325,6 +330,14 @@ CASES: list[Case] = [
         AUTOMATIC,
         Reviewed(AUTOMATIC.id, "should_have_asked", "U0REVIEWER", NOW),
     ),
+    # bot/render/status.py
+    plain(render_status.status_word, SUCCEEDED),
+    plain(render_status.decided_line, REJECTED),
+    plain(render_status.state_line, REJECTED),
+    # bot/render/words.py
+    dated(render_words.remaining, EXPIRES),
+    plain(render_words.when, EXPIRES),
+    plain(render_words.with_times, f"it expired at {EXPIRES.isoformat()} <!here>"),
 ]
 
 

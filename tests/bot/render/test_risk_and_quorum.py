@@ -10,6 +10,7 @@ import pytest
 
 from bot.render import proposal as render
 from bot.render.home import proposal_detail_blocks, waiting_blocks
+from bot.render.replies import outcome_reply
 from contracts.outcomes import Succeeded
 from store.proposals import Approval, Proposal, Status
 from tests.bot.render.test_proposal import NOW, assert_valid_message, make_proposal
@@ -121,7 +122,7 @@ def _executed(**changes: Any) -> Proposal:
 
 def test_after_execution_the_message_and_the_reply_name_every_approver() -> None:
     message = render.proposal_message(_executed(), now=NOW)
-    reply = render.outcome_reply(_executed())
+    reply = outcome_reply(_executed())
 
     assert_valid_message(message)
     assert_valid_message(reply)
@@ -133,7 +134,7 @@ def test_after_execution_the_message_and_the_reply_name_every_approver() -> None
 def test_a_single_approvers_reply_is_unchanged() -> None:
     single = _executed(quorum=1, approvals=approved_by("U0GRACE"))
 
-    assert "Approved by" not in shown(render.outcome_reply(single)["blocks"])
+    assert "Approved by" not in shown(outcome_reply(single)["blocks"])
 
 
 def test_the_workspace_lists_show_risk_and_progress() -> None:

@@ -17,15 +17,10 @@ from bot.render.edit_form import edit_form
 from bot.render.escalation import escalation_message
 from bot.render.full import full_view
 from bot.render.home import home_view, proposal_detail_blocks, waiting_blocks
-from bot.render.proposal import (
-    RISK_LABELS,
-    expiry_reply,
-    outcome_reply,
-    proposal_message,
-    reject_modal,
-    rejection_reply,
-)
+from bot.render.proposal import proposal_message, reject_modal
 from bot.render.reminders import reminder_reply
+from bot.render.replies import expiry_reply, outcome_reply, rejection_reply
+from bot.render.words import RISK_LABELS
 from contracts.escalation import TriggerKind, TriggerVerdict
 from store.digests import Digest
 from store.proposals import Proposal

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from bot.render import proposal as render
+from bot.render.clicks import already_decided_text, refusal_text, withdrawn_reason
 from bot.render.digest import digest_message
 from store.proposals import Proposal, Status
 from tests.bot.render.test_digest import NOW as DIGEST_NOW
@@ -42,11 +43,11 @@ def test_the_message_says_the_agent_withdrew_it_and_when_without_buttons() -> No
 
 
 def test_a_click_on_it_is_told_the_agent_withdrew_it() -> None:
-    reason = render.withdrawn_reason(withdrawn())
-    late = render.already_decided_text(withdrawn())
+    reason = withdrawn_reason(withdrawn())
+    late = already_decided_text(withdrawn())
 
     assert reason == "the agent withdrew this proposal at 2024-05-01 12:00:00 UTC; nothing changed"
-    assert "Countersign did not do that: the agent withdrew" in render.refusal_text(reason)
+    assert "Countersign did not do that: the agent withdrew" in refusal_text(reason)
     assert late.startswith("The agent withdrew this proposal.")
     assert "already decided" not in late
 
