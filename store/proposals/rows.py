@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import JsonValue
@@ -18,6 +19,7 @@ from store.rows import dump_json, model_from_row
 
 __all__ = [
     "approval_from_row",
+    "created_proposal",
     "delivery_from_row",
     "existing_proposal",
     "insert_proposal_params",
@@ -73,6 +75,20 @@ def insert_proposal_params(new: NewProposal) -> dict[str, Any]:
         "backup_at": new.backup_at,
         "batch_id": None,  #: the batch it joins, which the store decides (batches.py)
     }
+
+
+def created_proposal(new: NewProposal, batch_id: str | None) -> Proposal:
+    """The proposal ``insert_proposal`` just stored from ``new`` (in ``batch_id``), as reading
+    its row back would give it, without reading it: the row holds ``new``'s values (times in
+    UTC, as stored), ``updated_at`` is its creation, the batch it joined is ``batch_id``, and
+    nothing has happened to it yet (no message, decision, outcome or approval)."""
+    # its fields as validated (vars: iterating a model is several times slower)
+    fields = {
+        name: value.astimezone(UTC) if isinstance(value, datetime) else value
+        for name, value in vars(new).items()
+    }
+    fields |= {"batch": None, "batch_id": batch_id, "updated_at": fields["created_at"]}
+    return Proposal.model_validate(fields)
 
 
 def proposal_from_row(row: Row) -> Proposal:

@@ -29,6 +29,7 @@ from store.proposals.approvals import ApprovalVerbs
 from store.proposals.batches import after_joining, join_batch
 from store.proposals.cancellations import CancelVerbs
 from store.proposals.edits import check_creatable, check_edit, edited_detail, superseded_detail
+from store.proposals.effects import effects_of
 from store.proposals.handovers import HandOverVerbs
 from store.proposals.lifecycle import OUTCOME_STATUS, Effect
 from store.proposals.outbox import OutboxVerbs, enqueue, enqueue_effects
@@ -43,6 +44,7 @@ from store.proposals.records import (
 )
 from store.proposals.reminders import ReminderVerbs
 from store.proposals.rows import (
+    created_proposal,
     existing_proposal,
     insert_proposal_params,
     outcome_json,
@@ -56,7 +58,7 @@ from store.proposals.submissions import (
     submitted_entries,
 )
 from store.proposals.verdicts import not_reconcilable, refusal
-from store.rows import aware, check_limit, dump_json, read_optional_time, read_time
+from store.rows import aware, check_limit, dump_json, read_time
 from store.shield import finish_even_if_cancelled
 
 __all__ = [
@@ -85,18 +87,20 @@ ABANDONED = NeedsReconciliation(
 async def submitted(
     tx: Tx, new: NewProposal, row: Row, edit: Mapping[str, JsonValue] | None = None
 ) -> Proposal:
-    """The audit entries and effects of the proposal ``row`` just inserted (and of the edit it
-    is, when ``edit`` holds the "edited" entry's detail), appended one by one
-    (store/proposals/submissions.py)."""
-    shown_after = read_optional_time(row["shown_after"])
+    """The audit entries and effects of the proposal ``row`` just inserted from ``new`` (and of
+    the edit it is, when ``edit`` holds the "edited" entry's detail), appended one by one
+    (store/proposals/submissions.py); the proposal stored."""
+    proposal = created_proposal(new, row["batch_id"])
+    shown_after = proposal.shown_after
     for actor, event, detail in submitted_entries(
         new,
-        batch_id=row["batch_id"],
+        batch_id=proposal.batch_id,
         shown_after=None if shown_after is None else shown_after.isoformat(),
         edit=edit,
     ):
         await tx.append_audit(new.created_at, new.id, actor, event, detail)
-    return await enqueue_effects(tx, row, new.created_at)
+    await enqueue(tx, proposal, effects_of(proposal), new.created_at)
+    return proposal
 
 
 async def _replayed(tx: Tx, new: NewProposal, found: Row) -> Proposal:

@@ -56,6 +56,9 @@ class BatchConformance:
         assert second.backup_at == NOW + WINDOW + timedelta(minutes=30)
         assert await _posts_due(store, NOW + WINDOW - timedelta(seconds=1)) == []
         assert sorted(await _posts_due(store, NOW + WINDOW)) == sorted([first.id, second.id])
+        # as created, so as stored: its batch and the times the batch moved, in UTC
+        stored = await store.get_proposal(second.id)
+        assert second.model_dump_json() == stored.model_dump_json()
 
     async def test_the_proposal_that_fills_a_batch_brings_the_others_forward(
         self, store: Store

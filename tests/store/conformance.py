@@ -148,6 +148,8 @@ class StoreConformance(
 
         assert was_created
         assert stored == created
+        # the same instants in the same zone (UTC), so every answer and message reads the same
+        assert created.model_dump_json() == stored.model_dump_json()
         assert stored.model_dump(include=set(NewProposal.model_fields)) == new.model_dump()
         assert stored.approver_roles == ("finance", "support-leads")
         assert stored.created_at == now
