@@ -189,7 +189,7 @@ def build_app(
         subscribers=subscribers,
     )
     reminders = Reminders(service, clock)
-    reviews = Reviews(service, clock, publisher=publisher, directory=directory)
+    reviews = Reviews(service, clock, publisher=publisher)
     grants = StandingGrants(service, clock, publisher=publisher)
     escalations = EscalationService(service, directory=directory)
     digest_decisions = DigestService(service, clock, publisher=publisher)
@@ -228,20 +228,20 @@ def build_app(
     outbox.coalesce_with(CountedCoalescer(digests, metrics))
     register_digest_listeners(bolt, digest_decisions, decisions)
     register_escalation_listeners(bolt, escalations, decisions)
-    delegations = Delegations(service, clock, directory=directory)
+    delegations = Delegations(service, clock)
     home = HomeTab(service, escalations, clock, delegations, publisher=publisher)
     subscribers.add(home)  # it refreshes tabs on changes and shows answers to clicks there
     register_home_listener(bolt, home)
     register_slash_command(
         bolt,
-        SlashCommand(service, home, clock, delegations, publisher=publisher, directory=directory),
+        SlashCommand(service, home, clock, delegations, publisher=publisher),
     )
     register_delegation_listeners(bolt, delegations=delegations, home=home, service=service)
     register_standing_listeners(
         bolt,
         service=service,
         grants=grants,
-        admin=StandingAdmin(service, clock, publisher=publisher, directory=directory),
+        admin=StandingAdmin(service, clock, publisher=publisher),
         reviews=reviews,
     )
     app[ESCALATIONS] = escalations

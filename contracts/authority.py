@@ -8,10 +8,11 @@ could not be read is refused.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import Final
 
 from contracts.frozen import Frozen
 
-__all__ = ["ApproverProfile", "DecisionChain", "refusal_reason"]
+__all__ = ["DECIDING", "ApproverProfile", "DecisionChain", "RefusalWords", "refusal_reason"]
 
 
 class ApproverProfile(Frozen):
@@ -27,50 +28,80 @@ class ApproverProfile(Frozen):
 class DecisionChain(Frozen):
     """Everyone behind a proposal, none of whom may decide it."""
 
-    requested_by: str  #: the accountable human
+    requested_by: str | None = None  #: the accountable human (None: nobody, or a customer)
     agent_owners: tuple[str, ...] = ()  #: the people configured as the agent's owners
     editors: tuple[str, ...] = ()  #: anyone who edited the proposal
+
+
+class RefusalWords(Frozen):
+    """What each refusal says, in the terms of what is decided (the defaults: a proposal).
+
+    Only the words differ between the decisions people make (a proposal, an escalation, a
+    delegation, a standing rule's revocation): the checks are the same, in the same order."""
+
+    bot: str = "bots and apps cannot decide proposals"
+    deleted: str = "deactivated accounts cannot decide proposals"
+    team: str = "people from another workspace cannot decide proposals here"
+    requester: str = (
+        "you are the person accountable for this request; someone else has to decide it"
+    )
+    owner: str = "you own the agent that asked; someone outside that chain has to decide it"
+    editor: str = "you edited this proposal; someone else has to decide it"
+    guest: str = "guests cannot decide proposals under this rule"
+    no_role: str = "the policy rule names no approver role, so nobody can approve it"
+    #: ``{needed}``: the roles that decide, comma-separated
+    role: str = "deciding this needs the role {needed}, which you do not hold"
+    #: ``{agent}``: the agent behind the call, whose owners are unknown now
+    unknown_agent: str = (
+        "agent {agent!r} is no longer configured, so its owners cannot be told apart from "
+        "other approvers; nobody can decide its proposals"
+    )
+
+
+#: A proposal's words (Approve, Reject, Extend, Edit, reconcile, a digest, a review).
+DECIDING: Final = RefusalWords()
 
 
 def refusal_reason(
     *,
     approver: ApproverProfile | None,
     chain: DecisionChain,
-    approver_roles: Collection[str],
+    approver_roles: Collection[str] | None,
     roles: Mapping[str, Collection[str]],
     allowed_teams: Collection[str],
     allow_guests: bool = False,
+    words: RefusalWords = DECIDING,
 ) -> str | None:
     """Why the clicker may not decide, or None when they may.
 
     ``approver_roles`` are the roles the matched rule names *under the current configuration*
     and ``roles`` maps each role to its members now, so a person removed from a role since the
-    proposal was posted can no longer decide it. ``allowed_teams`` are the workspaces whose
-    people may decide (people from other workspaces in a shared channel are refused).
+    proposal was posted can no longer decide it; None asks for no role at all (a person acting
+    on their own behalf: delegating their own authority), while no roles refuses everyone.
+    ``allowed_teams`` are the workspaces whose people may decide (people from other workspaces
+    in a shared channel are refused). ``words`` say each refusal in the terms of what is decided.
     """
     if approver is None or not approver.user_id:
         return "Countersign could not check who you are in Slack right now; try again shortly"
     if approver.is_bot:
-        return "bots and apps cannot decide proposals"
+        return words.bot
     if approver.deleted:
-        return "deactivated accounts cannot decide proposals"
+        return words.deleted
     if approver.team_id is None or approver.team_id not in allowed_teams:
-        return (
-            "people from another workspace cannot decide proposals here "
-            f"(your workspace {approver.team_id or 'is unknown'} is not configured)"
-        )
+        return f"{words.team} (your workspace {approver.team_id or 'is unknown'} is not configured)"
     who = approver.user_id
-    if who == chain.requested_by:
-        return "you are the person accountable for this request; someone else has to decide it"
+    if chain.requested_by is not None and who == chain.requested_by:
+        return words.requester
     if who in chain.agent_owners:
-        return "you own the agent that asked; someone outside that chain has to decide it"
+        return words.owner
     if who in chain.editors:
-        return "you edited this proposal; someone else has to decide it"
+        return words.editor
     if approver.is_guest and not allow_guests:
-        return "guests cannot decide proposals under this rule"
+        return words.guest
+    if approver_roles is None:
+        return None
     if not approver_roles:
-        return "the policy rule names no approver role, so nobody can approve it"
+        return words.no_role
     if not any(who in roles.get(role, ()) for role in approver_roles):
-        needed = ", ".join(sorted(approver_roles))
-        return f"deciding this needs the role {needed}, which you do not hold"
+        return words.role.format(needed=", ".join(sorted(approver_roles)))
     return None

@@ -15,12 +15,13 @@ that found nothing).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
+from typing import Final
 
 from pydantic import Field
 
-from contracts.authority import ApproverProfile
+from contracts.authority import RefusalWords
 from contracts.base import ContractViolation, FieldProblem
 from contracts.frozen import Frozen
 
@@ -35,6 +36,7 @@ from countersign.wire.escalation import (
 )
 
 __all__ = [
+    "RESPONDING",
     "EscalationPolicy",
     "Route",
     "Signals",
@@ -46,7 +48,6 @@ __all__ = [
     "agent_verdict",
     "choose_route",
     "judge_trigger",
-    "responder_refusal",
 ]
 
 
@@ -219,50 +220,21 @@ def choose_route(
     return None
 
 
-def responder_refusal(
-    *,
-    responder: ApproverProfile | None,
-    requested_by: str | None,
-    agent_owners: Collection[str],
-    responders: Collection[str],
-    roles: Mapping[str, Collection[str]],
-    allowed_teams: Collection[str],
-) -> str | None:
-    """Why the clicker may not take, hand back or resolve an escalation, or None when they may.
-
-    The checks of an approval (contracts.authority.refusal_reason), in escalation words: a real,
-    active, non-guest member of an allowed workspace, holding a responder role *now*, and not
-    behind the escalation: neither its accountable human (``requested_by``) nor an owner of the
-    agent that raised it. Every check fails closed: an unreadable profile, an unknown workspace
-    or no responder roles at all refuse.
-    """
-    if responder is None or not responder.user_id:
-        return "Countersign could not check who you are in Slack right now; try again shortly"
-    if responder.is_bot:
-        return "bots and apps cannot take part in escalations"
-    if responder.deleted:
-        return "deactivated accounts cannot take part in escalations"
-    if responder.team_id is None or responder.team_id not in allowed_teams:
-        return (
-            "people from another workspace cannot handle escalations here "
-            f"(your workspace {responder.team_id or 'is unknown'} is not configured)"
-        )
-    who = responder.user_id
-    if requested_by is not None and who == requested_by:
-        return (
-            "you are the person accountable for this conversation; someone else has to handle "
-            "its escalation"
-        )
-    if who in agent_owners:
-        return "you own the agent that escalated; someone outside that chain has to handle it"
-    if responder.is_guest:
-        return "guests cannot handle escalations"
-    if not responders:
-        return "no responder role is configured (escalation.responders), so nobody can handle it"
-    if not any(who in roles.get(role, ()) for role in responders):
-        needed = ", ".join(sorted(responders))
-        return f"escalations are handled by the role {needed}, which you do not hold"
-    return None
+#: An escalation's words for the checks of any decision (bot/flow/deciders.py): Take it, Hand
+#: back and Resolve are refused for the same reasons an approval is, said of escalations.
+RESPONDING: Final = RefusalWords(
+    bot="bots and apps cannot take part in escalations",
+    deleted="deactivated accounts cannot take part in escalations",
+    team="people from another workspace cannot handle escalations here",
+    requester="you are the person accountable for this conversation; someone else has to "
+    "handle its escalation",
+    owner="you own the agent that escalated; someone outside that chain has to handle it",
+    guest="guests cannot handle escalations",
+    no_role="no responder role is configured (escalation.responders), so nobody can handle it",
+    role="escalations are handled by the role {needed}, which you do not hold",
+    unknown_agent="agent {agent!r} is no longer configured, so its owners cannot be told apart "
+    "from other responders; nobody can handle its escalations",
+)
 
 
 def _refused(field: str, message: str) -> ContractViolation:

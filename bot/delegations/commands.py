@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
+from bot.flow import deciders
 from bot.render.blocks import escape
 from bot.render.clicks import refusal_text
 from bot.render.delegations import delegation_list_blocks, minted_blocks
 from bot.settings import AgentSettings
-from bot.slack.directory import SlackDirectory
+from contracts.authority import RefusalWords
 from contracts.durations import parse_duration, spoken_duration
 from contracts.ids import opaque_id
 from store.delegations import Delegation, DelegationNotFound, NewDelegation, token_hash
@@ -62,13 +63,20 @@ def _new_id() -> str:
     return opaque_id("dl_")
 
 
+#: Delegating in the words of the checks of any decision (only those a person's own act takes:
+#: a role, and the people behind a call, are not asked).
+DELEGATING: Final = RefusalWords(
+    bot="bots and apps cannot delegate",
+    deleted="deactivated accounts cannot delegate",
+    team="people from another workspace cannot delegate here",
+    guest="guests cannot delegate to agents",
+)
+
+
 class Delegations:
-    def __init__(
-        self, service: Service, clock: Callable[[], datetime], *, directory: SlackDirectory
-    ) -> None:
+    def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
         self._service = service
         self._clock = clock
-        self._directory = directory
 
     # --- the agent's side -------------------------------------------------------------------
 
@@ -178,19 +186,13 @@ class Delegations:
         return refusal_text(result.reason)
 
     async def _person_refusal(self, user: str) -> str | None:
-        """Only a real, active, full member of an allowed workspace may delegate."""
-        directory = self._directory
-        profile = await directory.profile(user)
-        if profile is None:
-            return "Countersign could not check who you are in Slack right now; try again shortly"
-        if profile.is_bot or profile.deleted:
-            return "bots, apps and deactivated accounts cannot delegate"
-        if profile.is_guest:
-            return "guests cannot delegate to agents"
-        teams = await directory.allowed_teams(self._service.settings.approvals.allowed_teams)
-        if profile.team_id is None or profile.team_id not in teams:
-            return "people from another workspace cannot delegate here"
-        return None
+        """Only a real, active, full member of an allowed workspace may delegate: the checks of
+        any decision (bot/flow/deciders.py) without a role, since a person delegates their own
+        authority, and with nobody behind it but themselves."""
+        service = self._service
+        return await deciders.refusal(
+            service.settings, service.directory, user, roles=None, agent=None, words=DELEGATING
+        )
 
 
 #: The Delegations of an app, for the agent API (bot/api/proposals.py).

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Protocol
 
 from bot.escalations.schemas import EscalationBody
+from bot.flow import deciders
 from bot.flow.core import APP_HOME, FlowCore
 from bot.flow.intake import SubmissionKey
 from bot.flow.requesters import check_requester
@@ -25,7 +26,7 @@ from bot.render import escalation as render
 from bot.settings import AgentSettings
 from bot.slack.directory import SlackDirectory
 from contracts.base import ContractViolation, FieldProblem
-from contracts.escalation import choose_route, judge_trigger, responder_refusal
+from contracts.escalation import RESPONDING, choose_route, judge_trigger
 from contracts.ids import opaque_id
 from store.base import StoreUnavailable
 from store.escalations import (
@@ -261,20 +262,17 @@ class EscalationService:
         return None
 
     async def _refusal(self, escalation: Escalation, user: str) -> str | None:
-        """Why ``user`` may not act on ``escalation`` now (contracts.escalation), or None.
-
-        Read at click time from the configuration and the clicker's Slack profile, as an
-        approval is: workspace, bot, deactivated, guest, responder role, and nobody behind the
-        escalation (its accountable human, the agent's owners). Fails closed."""
-        agent = self.settings.agents.get(escalation.agent)
-        teams = await self.directory.allowed_teams(self.settings.approvals.allowed_teams)
-        return responder_refusal(
-            responder=await self.directory.profile(user),
+        """Why ``user`` may not act on ``escalation`` now, or None: the checks of any decision
+        (bot/flow/deciders.py) with the responder roles, in escalation words. Nobody behind
+        the escalation (its accountable human, the agent's owners) may; no guests."""
+        return await deciders.refusal(
+            self.settings,
+            self.directory,
+            user,
+            roles=self.settings.escalation.responders,
+            agent=escalation.agent,
             requested_by=escalation.requested_by,
-            agent_owners=agent.owners if agent is not None else (),
-            responders=self.settings.escalation.responders,
-            roles=await self.directory.role_members(self.settings.roles),
-            allowed_teams=teams,
+            words=RESPONDING,
         )
 
     async def _refuse(

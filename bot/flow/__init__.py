@@ -4,7 +4,8 @@ Read it in the order a proposal lives it:
 
 - ``intake``, ``submit``: who asked (``requesters``), the contract parsed and frozen, the policy
   and any standing rule (``standing``) classify it, the store keeps it (``Service.submit``)
-- ``checks``, ``decide``, ``clicks``, ``edits``: who may decide it now (``lineage``: never its
+- ``checks``, ``decide``, ``clicks``, ``edits``: who may decide it now (``deciders``: the one
+  rule every decision in Slack takes, escalations' and delegations' too; ``lineage``: never its
   editors), Approve (a quorum of them), Reject, Extend (``extensions``), Retry and reconcile,
   each click recorded first and applied in order, and an approver's edit that replaces it
 - ``execution``, ``executor``: claimed once, revalidated, run, and its outcome recorded

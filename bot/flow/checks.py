@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 from datetime import UTC
 
+from bot.flow import deciders
 from bot.flow.lineage import editors_of
 from bot.flow.sweeps import Sweeping
 from bot.render import clicks as render
-from contracts.authority import DecisionChain, refusal_reason
+from contracts.authority import DECIDING
 from contracts.policy import AskRule
 from store.base import StoreUnavailable
 from store.proposals import (
@@ -30,6 +31,9 @@ from store.proposals.approvals import already_approved
 __all__ = ["Checking"]
 
 log = logging.getLogger(__name__)
+
+#: How a refusal for want of a deciding role begins (a backup approver is told when they may).
+_NEEDS_ROLE = DECIDING.role.split("{", 1)[0]
 
 
 class Checking(Sweeping):
@@ -122,42 +126,36 @@ class Checking(Sweeping):
         return await self._refusal(proposal, user)
 
     async def _refusal(self, proposal: Proposal, user: str) -> str | None:
-        """Why ``user`` may not decide ``proposal`` now (contracts.authority), or None."""
+        """Why ``user`` may not decide ``proposal`` now (bot/flow/deciders.py, with its rule's
+        deciding roles and guests as configured now, and everyone behind it: its requester,
+        its agent's owners, its editors), or None; a backup approver before the hand-over is
+        told when they may."""
         rule = self._current_rule(proposal)
-        agent = self.settings.agents.get(proposal.agent)
-        if agent is None:  # its owners are unknown now: fail closed rather than forget them
-            return (
-                f"agent {proposal.agent!r} is no longer configured, so its owners cannot be "
-                "told apart from other approvers; nobody can decide its proposals"
-            )
-        teams = self.settings.approvals.allowed_teams
-        if not teams:
-            home = await self.directory.home_team()
-            teams = (home,) if home else ()
-        roles = await self.directory.role_members(self.settings.roles)
-        refusal = refusal_reason(
-            approver=await self.directory.profile(user),
-            chain=DecisionChain(
-                requested_by=proposal.requested_by,
-                agent_owners=agent.owners,
-                editors=await editors_of(self.store, proposal),
-            ),
-            approver_roles=self.deciding_roles(proposal),
-            roles=roles,
-            allowed_teams=teams,
+        refusal = await deciders.refusal(
+            self.settings,
+            self.directory,
+            user,
+            roles=self.deciding_roles(proposal),
+            agent=proposal.agent,
+            requested_by=proposal.requested_by,
+            editors=await editors_of(self.store, proposal),
             allow_guests=rule.allow_guests if rule is not None else False,
         )
-        backups = self.backup_roles(proposal)
-        held = [role for role in backups if user in roles.get(role, ())]
         waiting = proposal.backup_at is not None and self._clock() < proposal.backup_at
-        if refusal is not None and held and waiting and refusal.startswith("deciding this needs"):
-            assert proposal.backup_at is not None
-            moment = proposal.backup_at.astimezone(UTC).replace(microsecond=0).isoformat()
-            return (
-                f"you hold {', '.join(held)}, a backup role of this rule: its backup approvers "
-                f"may decide it at {moment} if nobody has decided it by then"
-            )
-        return refusal
+        if refusal is None or not waiting or not refusal.startswith(_NEEDS_ROLE):
+            return refusal
+        backups = self.backup_roles(proposal)
+        held = [
+            r for r in backups if await deciders.holds(self.settings, self.directory, user, (r,))
+        ]
+        if not held:
+            return refusal
+        assert proposal.backup_at is not None
+        moment = proposal.backup_at.astimezone(UTC).replace(microsecond=0).isoformat()
+        return (
+            f"you hold {', '.join(held)}, a backup role of this rule: its backup approvers "
+            f"may decide it at {moment} if nobody has decided it by then"
+        )
 
     def backup_roles(self, proposal: Proposal) -> tuple[str, ...]:
         """The backup approver roles of the proposal's rule as configured now (``then``)."""

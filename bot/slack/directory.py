@@ -67,15 +67,6 @@ class SlackDirectory:
             self._home_team = response.get("team_id")
         return self._home_team
 
-    async def allowed_teams(self, configured: tuple[str, ...]) -> tuple[str, ...]:
-        """The workspaces whose people may decide: ``configured`` (``approvals.allowed_teams``),
-        or when none is, the one the app is installed in (none while it cannot be read, so
-        nobody may: fail closed)."""
-        if configured:
-            return configured
-        home = await self.home_team()
-        return (home,) if home else ()
-
     async def role_members(self, roles: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
         """Each role's members now: its user ids, plus the members of its user groups.
 

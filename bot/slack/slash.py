@@ -28,7 +28,6 @@ from bot.flow.service import Service
 from bot.render.blocks import FALLBACK_MAX, escape
 from bot.render.home import help_blocks, proposal_detail_blocks, waiting_blocks
 from bot.render.inert import inert
-from bot.slack.directory import SlackDirectory
 from bot.slack.home import HomeTab
 from bot.slack.publish import SlackPublisher
 from bot.standing.admin import StandingAdmin
@@ -57,14 +56,12 @@ class SlashCommand:
         delegations: Delegations | None = None,
         *,
         publisher: SlackPublisher,
-        directory: SlackDirectory,
     ) -> None:
         self._service = service
         self._publisher = publisher
-        self._directory = directory
         self._home = home
         self._clock = clock
-        self._delegations = delegations or Delegations(service, clock, directory=directory)
+        self._delegations = delegations or Delegations(service, clock)
 
     async def answer(self, user: str, text: str) -> Answer:
         """The fallback text and the blocks of the answer to ``/countersign text``."""
@@ -94,7 +91,7 @@ class SlashCommand:
             return _plain("Say which proposal: `/countersign show <id>`.")
         if verb == "standing":  # the active standing rules, each with Revoke (admins only)
             return await StandingAdmin(
-                self._service, self._clock, publisher=self._publisher, directory=self._directory
+                self._service, self._clock, publisher=self._publisher
             ).listing(user)
         if verb == "delegate":  # a token for an agent to act for this person, shown once
             return await self._delegations.delegate(user, rest)

@@ -10,12 +10,13 @@ proposal that granted it; a refused one is audited too.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
+from bot.flow import deciders
 from bot.render import clicks as render
 from bot.render.standing import standing_list_blocks
 from bot.standing.deciding import StandingDecisions
-from contracts.authority import DecisionChain
+from contracts.authority import DECIDING
 from contracts.policy import AskRule
 from store.revocation import Revoked
 from store.standing import StandingRule, StandingRuleNotFound
@@ -23,6 +24,11 @@ from store.standing import StandingRule, StandingRuleNotFound
 __all__ = ["StandingAdmin"]
 
 Answer = tuple[str, list[dict[str, Any]]]
+
+#: A revocation's refusals: a decision's, but for the role it needs.
+REVOKING: Final = DECIDING.model_copy(
+    update={"role": "revoking it needs the role {needed}, which you do not hold"}
+)
 
 
 class StandingAdmin(StandingDecisions):
@@ -40,8 +46,7 @@ class StandingAdmin(StandingDecisions):
         return frozenset(every)
 
     async def _holds(self, user: str, roles: frozenset[str]) -> bool:
-        members = await self._service.directory.role_members(self._service.settings.roles)
-        return any(user in members.get(role, frozenset()) for role in roles)
+        return await deciders.holds(self._service.settings, self._service.directory, user, roles)
 
     async def listing(self, user: str) -> Answer:
         """``/countersign standing``: the active standing rules ``user`` may revoke."""
@@ -91,14 +96,16 @@ class StandingAdmin(StandingDecisions):
         return False
 
     async def _refusal(self, rule: StandingRule, user: str) -> str | None:
-        """The rule's admin role, then the checks of any decision on the person's Slack profile
-        (a real, active member of an allowed workspace). Revoking only tightens the policy, so
-        nobody behind the original call is excluded."""
-        roles = self._admin_roles(rule)
-        if not await self._holds(user, roles):
-            return f"revoking it needs the role {', '.join(sorted(roles))}, which you do not hold"
-        return await self._profile_refusal(
-            user, approver_roles=sorted(roles), chain=DecisionChain(requested_by="")
+        """The checks of any decision (bot/flow/deciders.py) with the rule's admin roles.
+        Revoking only tightens the policy, so nobody behind the original call is excluded."""
+        service = self._service
+        return await deciders.refusal(
+            service.settings,
+            service.directory,
+            user,
+            roles=self._admin_roles(rule),
+            agent=None,
+            words=REVOKING,
         )
 
     async def _tell(self, channel: str | None, user: str, text: str) -> None:

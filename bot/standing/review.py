@@ -17,12 +17,13 @@ import logging
 from collections.abc import Sequence
 from typing import IO, Final
 
+from bot.flow import deciders
+from bot.flow.lineage import editors_of
 from bot.render import clicks as render
 from bot.render import standing as render_standing
 from bot.settings import Settings
 from bot.slack.publish import DeliveryFailed
 from bot.standing.deciding import StandingDecisions
-from contracts.authority import DecisionChain
 from contracts.policy import AskRule
 from contracts.redaction import shown_store_url
 from store.base import StoreError
@@ -132,8 +133,10 @@ class Reviews(StandingDecisions):
         return result
 
     async def _refusal(self, proposal: Proposal, user: str) -> str | None:
-        """Why ``user`` may not judge ``proposal``: the Approve checks, with every approver role
-        of the policy (as configured now) in place of the rule's own."""
+        """Why ``user`` may not judge ``proposal``: the checks of any decision
+        (bot/flow/deciders.py), with every approver role of the policy (as configured now) in
+        place of the rule's own; nobody behind the call (its requester, its agent's owners, the
+        editors of an edit the policy approved) may."""
         if not proposal.review_sampled:
             return "this call was not sampled for review"
         settings = self._service.settings
@@ -145,12 +148,15 @@ class Reviews(StandingDecisions):
                 for role in rule.approvers
             }
         )
-        agent = settings.agents.get(proposal.agent)
-        chain = DecisionChain(
+        return await deciders.refusal(
+            settings,
+            self._service.directory,
+            user,
+            roles=roles,
+            agent=proposal.agent,
             requested_by=proposal.requested_by,
-            agent_owners=agent.owners if agent is not None else (),
+            editors=await editors_of(self._store, proposal),
         )
-        return await self._profile_refusal(user, approver_roles=roles, chain=chain)
 
     async def _tell(
         self, proposal: Proposal | None, channel: str | None, user: str, why: str

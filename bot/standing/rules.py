@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, TypeVar
 
+from bot.flow import deciders
 from bot.flow.standing import new_standing_rule_id, offer
 from bot.render import standing as render_standing
 from bot.slack.publish import SlackPublisher
@@ -136,8 +137,7 @@ class StandingGrants:
         if isinstance(standing, str):
             await self._refuse(proposal, user, channel, standing)
             return None
-        members = await service.directory.role_members(service.settings.roles)
-        if not any(user in members.get(role, frozenset()) for role in standing.admins):
+        if not await deciders.holds(service.settings, service.directory, user, standing.admins):
             needed = ", ".join(sorted(standing.admins))
             why = f"allowing similar calls needs the role {needed}, which you do not hold"
             await self._refuse(proposal, user, channel, why)

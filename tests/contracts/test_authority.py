@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contracts.authority import ApproverProfile, DecisionChain, refusal_reason
+from contracts.authority import ApproverProfile, DecisionChain, RefusalWords, refusal_reason
 
 TEAM = "T0HOME"
 ROLES = {"finance": frozenset({"U1", "U2", "U3", "U4", "U5"})}
@@ -117,3 +117,19 @@ def test_no_combination_lets_a_forbidden_person_decide(
         or approver not in members
     )
     assert (reason is not None) == forbidden
+
+
+def test_without_a_role_asked_every_other_check_still_holds() -> None:
+    # delegating asks no role (a person's own authority), never less of the person
+    assert _refusal(person("U9"), approver_roles=None) is None
+    assert "bots and apps" in str(_refusal(person("U9", is_bot=True), approver_roles=None))
+    assert "accountable" in str(_refusal(person("U1"), approver_roles=None))
+    assert _refusal(person("U9"), approver_roles=()) is not None  # no roles: nobody
+
+
+def test_the_words_change_and_the_checks_do_not() -> None:
+    words = RefusalWords(guest="guests cannot handle escalations", role="held by {needed} only")
+
+    assert _refusal(person("U4", is_guest=True), words=words) == words.guest
+    assert _refusal(person("U9"), words=words) == "held by finance only"
+    assert _refusal(person("U4"), words=words) is None

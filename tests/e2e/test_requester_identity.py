@@ -28,8 +28,10 @@ from tests.e2e.harness import (
     replace_rule,
     running_countersign,
 )
+from tests.e2e.test_escalations import click as click_escalation
 from tests.e2e.test_escalations import escalation, escalation_rows
 from tests.e2e.test_escalations import post as post_escalation
+from tests.e2e.test_escalations import posted as posted_escalation
 from tests.e2e.test_workspace import home_click, open_home
 from tests.slack_requests import signed_headers, slash_command_body
 
@@ -440,6 +442,32 @@ async def test_once_its_agent_is_removed_nobody_decides_a_proposal(tmp_path: Pat
     async with running_countersign(tmp_path, config_edit=without_ops_bot) as cs:
         # Alex's ownership is no longer written anywhere: he must not become an approver
         assert "no longer configured" in await refused_click(cs, ALEX, created["id"])
+
+
+async def test_once_its_agent_is_removed_its_former_owner_cannot_take_its_escalation(
+    tmp_path: Path,
+) -> None:
+    # ops-bot is owned by Alex, who holds finance, the responder role; its escalation stays open
+    owned = {"ops-bot": {"owners": [ALEX]}}
+    async with running_countersign(tmp_path, agent_settings=owned) as cs:
+        status, created = await post_escalation(cs, escalation(), token=OTHER_AGENT_TOKEN)
+        assert status == 201, created
+        await posted_escalation(cs, created["id"])
+
+    async with running_countersign(tmp_path, config_edit=without_ops_bot) as cs:
+        # Alex's ownership is no longer written anywhere: he must not become a responder
+        assert await click_escalation(cs, ALEX, "escalation_take", created["id"]) == 200
+
+        async def told() -> Any:
+            found = cs.slack.ephemeral(ALEX)
+            return found[-1] if found else None
+
+        assert "no longer configured" in (await eventually(told)).text
+        await cs.settled()
+        log = await cs.store.escalations().escalation_log(created["id"])
+        assert "take_refused" in [e.event for e in log] and "taken" not in [e.event for e in log]
+        found = await cs.store.escalations().get_escalation(created["id"])
+        assert (found.status.value, found.owner) == ("open", None)
 
 
 async def test_a_delegation_stops_working_when_its_agent_no_longer_accepts_delegations(

@@ -32,7 +32,8 @@ from tests.e2e.harness import (
     replace_rule,
     running_countersign,
 )
-from tests.e2e.test_edit import number, open_edit, submit_edit, the_edit_of
+from tests.e2e.test_edit import TAG_RULES, number, open_edit, submit_edit, the_edit_of
+from tests.e2e.test_requester_identity import without_ops_bot
 from tests.slack_requests import (
     block_action_body,
     signed_headers,
@@ -568,6 +569,68 @@ async def test_sampled_automatic_approvals_are_posted_for_review_and_judged_once
                 1 if judged_by_rule else 0,
             )
         assert (await cs.store.verify_audit()).ok
+
+
+async def _judged(cs: Countersign, user: str, proposal_id: str, ts: str) -> str:
+    """``user`` clicks Looks right on ``proposal_id``'s review post (at ``ts``): what they were
+    told, once the refusal is audited and no review recorded."""
+    await click_value(cs, user, REVIEW_OK, proposal_id, channel=REVIEW_CHANNEL, ts=ts)
+    await eventually(lambda: _count(events(cs, proposal_id), "review_refused", 1))
+    told = await eventually(lambda: _ephemeral(cs, user))
+    assert await cs.store.standing().get_review(proposal_id) is None
+    return str(told.text)
+
+
+async def _review_post(cs: Countersign, proposal_id: str) -> str:
+    """The ts of ``proposal_id``'s review post, once it is posted."""
+    [post] = await eventually(lambda: _reviews(cs, 1))
+    assert post.metadata["event_payload"]["proposal_id"] == proposal_id
+    return str(post.ts)
+
+
+async def test_whoever_edited_a_call_into_running_automatically_cannot_review_it(
+    tmp_path: Path,
+) -> None:
+    # the editor's edit ran without asking anyone: they stand behind the call they would judge
+    edit_rules = replace_rule("small-tags", TAG_RULES)
+    sampling = configured(sample=1.0)
+
+    def edits_sampled(text: str) -> str:
+        return sampling(edit_rules(text))
+
+    async with running_countersign(tmp_path, config_edit=edits_sampled) as cs:
+        status, old = await cs.submit(
+            {**AUTO_TAG, "request": {**AUTO_TAG["request"], "customers": 500}}
+        )
+        assert (status, old["status"]) == (201, "pending"), old
+        await cs.posted(old["id"])
+        view = await open_edit(cs, APPROVER_2, old["id"])
+        assert (await submit_edit(cs, APPROVER_2, view, customers=number("50"))).status == 200
+        edit = await the_edit_of(cs, old["id"])
+        _, final = await cs.read(edit.id, wait=10)
+        assert (final["status"], final["policy"]["decision"]) == ("succeeded", "auto")
+
+        ts = await _review_post(cs, edit.id)
+        assert "you edited" in await _judged(cs, APPROVER_2, edit.id, ts)
+
+
+async def test_once_its_agent_is_removed_its_former_owner_cannot_review_its_call(
+    tmp_path: Path,
+) -> None:
+    # ops-bot is owned by APPROVER_2, who holds finance, an approver role of the policy
+    sampling = configured(sample=1.0)
+    owned = {"ops-bot": {"owners": [APPROVER_2]}}
+    async with running_countersign(tmp_path, agent_settings=owned, config_edit=sampling) as cs:
+        ran = await asked(cs, {**AUTO_TAG, "run_id": "run-ops"}, token=OTHER_AGENT_TOKEN)
+        assert ran["status"] == "succeeded"
+        ts = await _review_post(cs, ran["id"])
+
+    def removed(text: str) -> str:
+        return without_ops_bot(sampling(text))
+
+    async with running_countersign(tmp_path, config_edit=removed) as cs:
+        # APPROVER_2's ownership is no longer written anywhere: they must not become a reviewer
+        assert "no longer configured" in await _judged(cs, APPROVER_2, ran["id"], ts)
 
 
 async def test_without_sampling_nothing_is_posted_for_review(cs: Countersign) -> None:
