@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from pydantic import JsonValue
 
@@ -73,29 +74,32 @@ class DigestService:
         self, digest_id: str, *, user: str, channel: str | None, trigger_id: str
     ) -> None:
         """Ask for one reason in a modal, unless the clicker may decide none of the items."""
-        digest = await self._digest(digest_id, user=user, channel=channel)
-        if digest is not None and await self._may_decide(digest, user, channel, verb="reject"):
-            view = render_digest.reject_modal(digest, len(_pending(digest.items)))
-            await self.publisher.open_view(None, trigger_id, view)
+
+        def view(digest: Digest) -> dict[str, Any]:
+            return render_digest.reject_modal(digest, len(_pending(digest.items)))
+
+        await self._open_deciding(digest_id, view, user, channel, trigger_id, audit_as="reject")
 
     async def begin_choose(
         self, digest_id: str, *, user: str, channel: str | None, trigger_id: str
     ) -> None:
         """Open the modal listing the pending items to choose from."""
-        digest = await self._digest(digest_id, user=user, channel=channel)
-        if digest is not None and await self._may_decide(digest, user, channel, verb=None):
-            view = render_digest.choose_modal(digest, _pending(digest.items))
-            await self.publisher.open_view(None, trigger_id, view)
+
+        def view(digest: Digest) -> dict[str, Any]:
+            return render_digest.choose_modal(digest, _pending(digest.items))
+
+        await self._open_deciding(digest_id, view, user, channel, trigger_id, audit_as=None)
 
     async def begin_review(
         self, digest_id: str, *, user: str, channel: str | None, trigger_id: str
     ) -> None:
         """Open Review all…: every pending item in full, selected, on its first page."""
-        digest = await self._digest(digest_id, user=user, channel=channel)
-        if digest is not None and await self._may_decide(digest, user, channel, verb=None):
+
+        def view(digest: Digest) -> dict[str, Any]:
             formats = self.publisher.formats_of(digest.operation)
-            view = review.review_modal(digest, review.review_state(digest), formats)
-            await self.publisher.open_view(None, trigger_id, view)
+            return review.review_modal(digest, review.review_state(digest), formats)
+
+        await self._open_deciding(digest_id, view, user, channel, trigger_id, audit_as=None)
 
     async def review_page(
         self,
@@ -241,23 +245,39 @@ class DigestService:
                 await self.publisher.tell(None, channel, user, text)
             return None
 
-    async def _may_decide(
-        self, digest: Digest, user: str, channel: str | None, *, verb: str | None
-    ) -> bool:
-        """Whether ``user`` may decide any pending item; if not, they are told why (and, for a
-        ``verb``, each refusal is audited as a click on the item alone would be)."""
+    async def _open_deciding(
+        self,
+        digest_id: str,
+        view: Callable[[Digest], dict[str, Any]],
+        user: str,
+        channel: str | None,
+        trigger_id: str,
+        *,
+        audit_as: str | None,
+    ) -> None:
+        """Open a deciding modal (``view`` of the digest) for ``user``, if they may decide one of
+        its pending items (the checks of a click on each); otherwise tell them why.
+
+        ``audit_as``: the verb each item's refusal is audited as, as a click on the item alone
+        would be: Reject all… is the digest's Reject, and a refused Reject is audited. Choose…
+        and Review all… are no one verb (Choose… approves or rejects; Review all… is read in
+        full first), so their refusal is told and not audited: what their submissions decide
+        is checked, and each refusal audited, item by item."""
+        digest = await self._digest(digest_id, user=user, channel=channel)
+        if digest is None:
+            return
         pending = _pending(digest.items)
         if not pending:
             await self._tell(digest, channel, user, "Every proposal of this digest is decided.")
-            return False
+            return
         refusals = [await self._service.item_refusal(p, user) for p in pending]
         if any(why is None for why in refusals):
-            return True
+            await self.publisher.open_view(None, trigger_id, view(digest))
+            return
         for proposal, why in zip(pending, refusals, strict=True):
-            if verb is not None and why is not None:
-                await self._service.audit_refusal(proposal, user=user, verb=verb, why=why)
+            if audit_as is not None and why is not None:
+                await self._service.audit_refusal(proposal, user=user, verb=audit_as, why=why)
         await self._tell(digest, channel, user, render.refusal_text(str(refusals[0])))
-        return False
 
     async def _reviewed(self, state: review.ReviewState, user: str) -> Digest | None:
         """The digest a review's state names, if the state fits it (else None, logged)."""
