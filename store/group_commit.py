@@ -15,11 +15,14 @@ failed is told so when its batch has ended, so that what it reads next includes 
 
 People's writes (store/lanes.py: recording a click, applying it) queue apart and are given
 their turn first: one that arrives while a batch of agents' writes is being built joins it next,
-ahead of every agent's write still queued, and the batch then commits without taking another
-agent's write, so it waits for the statements under way and one COMMIT, not for a backlog nor
-for the rest of a batch (each agent's turn in a batch is two turns of the event loop, which on a
-busy loop is the longest part of a batch). A batch takes up to :data:`MAX_BATCH` agents' writes,
-none after a person's, and up to as many people's writes more.
+ahead of every agent's write still queued, and the batch then takes at most
+:data:`AFTER_PEOPLE` agents' writes more before it commits, so it waits for the statements under
+way, a few agents' writes and one COMMIT, not for a backlog nor for the rest of a batch (each
+agent's turn in a batch is two turns of the event loop, which on a busy loop is the longest part
+of a batch). Those few keep agents' writes going while people's writes come steadily (the
+applier's, one after another): a batch that began with people's writes still takes some. A batch
+takes up to :data:`MAX_BATCH` agents' writes (:data:`AFTER_PEOPLE` once a person's has joined)
+and up to as many people's writes more.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ __all__ = ["GroupCommit"]
 
 #: The most writers one transaction takes before it commits; bounds a batch's latency.
 MAX_BATCH = 64
+
+#: The most agents' writes a batch takes after a person's write has joined it: few, so that the
+#: person's write is committed soon, and not none, so that people's writes coming one after
+#: another never stop agents' writes.
+AFTER_PEOPLE = 4
 
 
 @dataclass(eq=False)
@@ -164,11 +172,11 @@ class GroupCommit:
                 await self._db.execute("ROLLBACK")
             await self._db.waiting("BEGIN IMMEDIATE")  # another process may hold the lock
             begun = True
-            people = False  # a person's write is in the batch: no agent's joins after it
-            while (turn := self._next_turn(len(batch), after_people=people)) is not None:
+            room = MAX_BATCH  # agents' writes the batch may still take
+            while (turn := self._next_turn(len(batch), room)) is not None:
                 if turn.finished.is_set():  # cancelled while queued
                     continue
-                people = people or turn.people
+                room = min(room, AFTER_PEOPLE) if turn.people else room - 1
                 turn.go.set_result(None)
                 await turn.finished.wait()
                 (batch if turn.ok else refused).append(turn)
@@ -200,13 +208,12 @@ class GroupCommit:
         for turn in batch:
             turn.committed.set_result(None)
 
-    def _next_turn(self, taken: int, *, after_people: bool) -> _Turn | None:
-        """The next writer to join a batch that holds ``taken``: people's first, then agents'
-        (and others') while the batch has room and holds no person's write
-        (``after_people``); None: commit now."""
+    def _next_turn(self, taken: int, room: int) -> _Turn | None:
+        """The next writer to join a batch that holds ``taken`` and has ``room`` for agents'
+        writes: people's first, then agents' (and others'); None: commit now."""
         if self._people and taken < 2 * MAX_BATCH:
             return self._people.popleft()
-        if self._queue and taken < MAX_BATCH and not after_people:
+        if self._queue and room > 0:
             return self._queue.popleft()
         return None
 

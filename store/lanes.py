@@ -6,8 +6,8 @@ takes people's lane. What a lane means is each backend's:
 
 - SQLite has one writer, whose transactions are batched into one COMMIT (store/group_commit.py):
   a write in people's lane joins the batch being built ahead of every agent's write queued
-  there, and the batch commits without taking another agent's write, so it waits for at most
-  the statements under way and one COMMIT, never a backlog of agents' writes. A read in
+  there, and the batch takes only a few agents' writes more before it commits, so it waits for
+  the statements under way, those few and one COMMIT, never a backlog of agents' writes. A read in
   people's lane may also take a reader connection kept for it (store/sqlite.py).
 - PostgreSQL has a pool of connections (store/postgres.py): everyone else's work may hold all
   but :data:`store.postgres.KEPT_FOR_PEOPLE` of them at once, so agents' writes filling the pool

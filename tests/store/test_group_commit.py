@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from store.base import StoreUnavailable
-from store.group_commit import GroupCommit
+from store.group_commit import AFTER_PEOPLE, GroupCommit
 from store.lanes import people_first
 from store.sqlite import SqliteStore
 from store.sqlite_conn import SqliteConnection
@@ -189,17 +189,17 @@ async def test_a_write_in_peoples_lane_goes_ahead_of_agents_writes_queued_before
     await asyncio.gather(*people)
 
     assert order[:2] == [0, 1000]  # next after the write under way, before 199 queued
-    # the person's write closes the first batch; then 64 agents' writes a batch
+    # the person's write and AFTER_PEOPLE agents' more close the first batch; then 64 a batch
     assert group.batches == 5
     assert await _rows(db) == [*range(200), 1000]
 
 
-async def test_a_write_in_peoples_lane_is_committed_before_agents_writes_queued_run(
+async def test_a_write_in_peoples_lane_is_committed_before_most_agents_writes_queued_run(
     db: SqliteConnection,
 ) -> None:
-    """The batch a person's write joins commits right after it: the write waits for the
-    statements under way and one COMMIT, not for the rest of a batch of agents' writes (each
-    agent's turn costs turns of a loop that agents keep busy)."""
+    """The batch a person's write joins commits soon after it: the write waits for the
+    statements under way, AFTER_PEOPLE agents' writes and one COMMIT, not for the rest of a
+    batch of agents' writes (each agent's turn costs turns of a loop that agents keep busy)."""
     group = GroupCommit(db, asyncio.Lock(), failure=_failure)
     order: list[int] = []
     seen_at_commit: list[list[int]] = []
@@ -226,9 +226,41 @@ async def test_a_write_in_peoples_lane_is_committed_before_agents_writes_queued_
     await asyncio.gather(*agents)
     await asyncio.gather(*people)
 
-    assert seen_at_commit == [[0, 1000]]  # no agent's write ran before the person's COMMIT
-    assert group.batches == 2  # the person's with the write under way, then the agents'
+    # before the person's COMMIT: the write under way, the person's, AFTER_PEOPLE agents' more
+    assert seen_at_commit == [[0, 1000, *range(1, 1 + AFTER_PEOPLE)]]
+    assert group.batches == 2  # then the other agents' writes in one batch
     assert await _rows(db) == [*range(64), 1000]
+
+
+async def test_peoples_writes_one_after_another_do_not_stop_agents_writes(
+    db: SqliteConnection,
+) -> None:
+    """A steady flow of people's writes (the applier's: each writes again as soon as its last
+    write is committed, so one is queued whenever a batch begins) still lets agents' writes
+    through, AFTER_PEOPLE a batch."""
+    group = GroupCommit(db, asyncio.Lock(), failure=_failure)
+    agents_done: list[int] = []
+    people_writes = 64 // AFTER_PEOPLE + 4
+
+    async def agent(n: int) -> None:
+        async with group.transaction() as conn:
+            await conn.execute("INSERT INTO t VALUES (?)", (n,))
+        agents_done.append(n)
+
+    async def person() -> int:
+        with people_first():
+            for n in range(people_writes):
+                async with group.transaction() as conn:
+                    await conn.execute("INSERT INTO t VALUES (?)", (1000 + n,))
+        return len(agents_done)  # agents' writes committed while the person kept writing
+
+    flow = asyncio.create_task(person())
+    await asyncio.sleep(0)  # the person's first write is queued first
+    agents = [asyncio.create_task(agent(n)) for n in range(64)]
+
+    assert await flow == 64
+    await asyncio.gather(*agents)
+    assert await _rows(db) == [*range(64), *range(1000, 1000 + people_writes)]
 
 
 async def test_outside_peoples_lane_writers_keep_their_order(db: SqliteConnection) -> None:
