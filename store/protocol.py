@@ -20,6 +20,7 @@ from store.proposals.clicks import ClickStore
 from store.proposals.records import (
     Delivery,
     NewProposal,
+    PendingLimit,
     Proposal,
     TransitionResult,
 )
@@ -31,12 +32,19 @@ __all__ = ["Store"]
 
 
 class Store(Protocol):
-    async def create_proposal(self, new: NewProposal) -> tuple[Proposal, bool]:
+    async def create_proposal(
+        self, new: NewProposal, *, pending_limit: PendingLimit | None = None
+    ) -> tuple[Proposal, bool]:
         """Store a new proposal with its audit entry. Returns (proposal, created).
 
         When the agent already submitted the same ``submission_key`` with the same fingerprint,
         returns the stored proposal and False; with another fingerprint, raises
         IdempotencyConflict. Nothing is stored twice.
+
+        A proposal that would wait for a person is refused with PendingLimitReached, nothing
+        stored, when its agent's pending proposals (the count the store keeps, with those of
+        ``pending_limit.in_flight`` not stored yet) number ``pending_limit.limit`` or more
+        (None: no bound); a replay of a stored submission is never refused.
         """
         ...
 

@@ -31,6 +31,8 @@ from store.proposals import (
     AlreadyDecided,
     NewProposal,
     NotApprovable,
+    PendingLimit,
+    PendingLimitReached,
     Proposal,
     ProposalNotFound,
     Status,
@@ -122,11 +124,13 @@ async def _submit(
     service = request.app[SERVICE]
     with request.app[QUOTAS].pending_claim(service.store, agent) as claim:
 
-        async def admit(new: NewProposal) -> None:
-            await admit_pending(claim, new)
+        async def admit(new: NewProposal) -> PendingLimit | None:
+            return await admit_pending(claim, new)
 
         try:
             submitted = await service.submit(agent, body, key, admit=admit, delegation=delegation)
+        except PendingLimitReached:
+            raise claim.refused() from None
         except StoreError as refused:
             if delegation is None or isinstance(refused, StoreUnavailable):
                 raise

@@ -9,11 +9,12 @@ of Countersign (``[limits]``, bot/settings/limits.py), checked in this order on 
 * **pending**: proposals waiting for a person (``max_pending_proposals``), read from the count
   the store keeps per agent (migration 0016: one row on SQLite, eight on PostgreSQL, whatever
   the backlog), so the bound holds across instances, plus the agent's submissions in flight on
-  this instance (:class:`Claim`: a burst of concurrent submissions cannot all see the last
-  free place). Checked after the idempotency replay (a retry of a stored submission still gets its
-  proposal) and only for what would wait for a person (an automatic or denied proposal waits
-  for nobody). Across instances the bound can be overshot by what the other instances have in
-  flight for the agent at that moment.
+  this instance not stored yet (:class:`Claim`: a burst of concurrent submissions cannot all
+  see the last free place). The store checks it as it stores the proposal (``PendingLimit``:
+  on PostgreSQL in the insert's own statement), after the idempotency replay (a retry of a
+  stored submission still gets its proposal), and only for what would wait for a person (an
+  automatic or denied proposal waits for nobody). Across instances the bound can be overshot
+  by what the other instances have in flight for the agent at that moment.
 * **open escalations**: the same, for escalations nobody has taken (``max_open_escalations``).
 * **long-polls**: ``?wait=`` reads held at once per agent (``max_long_polls``), per instance.
 
@@ -35,7 +36,7 @@ from bot.settings import AgentSettings
 from bot.settings.limits import Limits
 from contracts.base import FieldProblem
 from store.escalations import EscalationStore
-from store.proposals import NewProposal, Status
+from store.proposals import NewProposal, PendingLimit, Status
 from store.protocol import Store
 
 __all__ = [
@@ -107,6 +108,7 @@ class Quotas:
         self._buckets: dict[str, TokenBucket] = {}
         self._long_polls: dict[str, int] = {}
         self._pending_claims: dict[str, int] = {}
+        self._pending_proposals: dict[str, dict[int, str]] = {}
         self._escalation_claims: dict[str, int] = {}
 
     def admit_submission(self, agent: AgentSettings) -> None:
@@ -162,7 +164,13 @@ class Quotas:
         """A claim for one proposal submission, released when the block ends (stored or not:
         once stored, the store's count has it)."""
         count = store.count_pending
-        return self._claim(self._pending_claims, agent, count, "max_pending_proposals")
+        return self._claim(
+            self._pending_claims,
+            agent,
+            count,
+            "max_pending_proposals",
+            proposals=self._pending_proposals,
+        )
 
     def escalation_claim(
         self, store: EscalationStore, agent: AgentSettings
@@ -178,6 +186,8 @@ class Quotas:
         agent: AgentSettings,
         count: Callable[[str], Awaitable[int]],
         setting: str,
+        *,
+        proposals: dict[str, dict[int, str]] | None = None,
     ) -> Iterator[Claim]:
         claim = Claim(
             claims,
@@ -186,6 +196,7 @@ class Quotas:
             limit=getattr(agent.limits, setting),
             what=_CLAIMED[setting],
             setting=setting,
+            proposals={} if proposals is None else proposals,
         )
         try:
             yield claim
@@ -213,6 +224,9 @@ class Claim:
     what: str = field(kw_only=True)  #: what is counted, as the refusal names it
     setting: str = field(kw_only=True)  #: the limit's key in the agent's settings
     held: bool = field(default=False, init=False)
+    #: the proposals of the agents' claims in flight on this instance (by claim), when the
+    #: store checks the limit (:meth:`bound`)
+    proposals: dict[str, dict[int, str]] = field(default_factory=dict, kw_only=True)
 
     async def take(self) -> None:
         """Claim a place, or raise 429 when the agent's stored and in-flight ones fill them."""
@@ -233,10 +247,37 @@ class Claim:
                 self.agent, self.what, self.setting, self.limit, retry_after=RETRY_WHEN_FULL
             )
 
+    def bound(self, proposal_id: str) -> PendingLimit:
+        """Claim a place for the proposal ``proposal_id`` without counting the store here: the
+        limit, and the proposals of the agent's other submissions in flight on this instance,
+        which the store counts with the stored ones as it stores this one (on PostgreSQL in the
+        insert's own statement), each once whether stored yet or not; when it refuses,
+        :meth:`refused`. Asked again (a re-classification), the claim names its new proposal."""
+        name = self.agent.name
+        if not self.held:
+            self.claims[name] = self.claims.get(name, 0) + 1
+            self.held = True
+        mine = self.proposals.setdefault(name, {})
+        mine[id(self)] = proposal_id
+        others = tuple(other for claim, other in mine.items() if claim != id(self))
+        return PendingLimit(self.limit, others)
+
+    def refused(self) -> Problem:
+        """Give the place back: the 429 of a submission the store found no room for."""
+        self.release()
+        return over_limit(
+            self.agent, self.what, self.setting, self.limit, retry_after=RETRY_WHEN_FULL
+        )
+
     def release(self) -> None:
         if not self.held:
             return
         self.held = False
+        mine = self.proposals.get(self.agent.name)
+        if mine is not None:
+            mine.pop(id(self), None)
+            if not mine:
+                del self.proposals[self.agent.name]
         left = self.claims[self.agent.name] - 1
         if left:
             self.claims[self.agent.name] = left
@@ -244,8 +285,10 @@ class Claim:
             del self.claims[self.agent.name]
 
 
-async def admit_pending(claim: Claim, new: NewProposal) -> None:
-    """Claim a place among the agent's pending proposals when ``new`` would wait for a person
-    (429 past its limit); an automatic or denied proposal waits for nobody."""
+async def admit_pending(claim: Claim, new: NewProposal) -> PendingLimit | None:
+    """Claim a place among the agent's pending proposals when ``new`` would wait for a person:
+    the bound the store holds it to (:meth:`Claim.bound`; past it the store refuses it, and
+    :meth:`Claim.refused` is the 429). An automatic or denied proposal waits for nobody: None."""
     if new.status is Status.PENDING:
-        await claim.take()
+        return claim.bound(new.id)
+    return None

@@ -30,7 +30,7 @@ from contracts.policy import Ask, Auto, Deny
 from contracts.standing import sampled
 from store.base import StoreError
 from store.delegations import Delegation
-from store.proposals import IdempotencyConflict, NewProposal, Proposal, Status
+from store.proposals import IdempotencyConflict, NewProposal, PendingLimit, Proposal, Status
 from store.proposals.effects import effects_of
 
 __all__ = ["Submitted", "Submitting", "new_proposal_id"]
@@ -56,7 +56,7 @@ class Submitting(Checking):
         body: SubmitBody,
         idempotency_key: str | None,
         *,
-        admit: Callable[[NewProposal], Awaitable[None]] | None = None,
+        admit: Callable[[NewProposal], Awaitable[PendingLimit | None]] | None = None,
         delegation: Delegation | None = None,
     ) -> Submitted:
         """Validate, resolve, classify and store one proposal; run it at once if policy says auto.
@@ -65,10 +65,13 @@ class Submitting(Checking):
         agent acts for, or the person of the ``delegation`` the agent's call came with; else
         RequesterRefused, and nothing is stored or posted.
 
-        ``admit`` sees the classified proposal before it is stored (not for a replay) and may
-        refuse it by raising (the agent's pending limit, bot/api/quotas.py).
+        ``admit`` sees the classified proposal before it is stored (a replay too: the store
+        finds it as it stores) and returns the bound on its agent's pending proposals it is
+        held to (None: no bound), or refuses it by raising (the agent's pending limit,
+        bot/api/quotas.py). The store refuses a new proposal past that bound with
+        PendingLimitReached, nothing stored; a replay gets its proposal whatever the bound.
 
-        Raises ContractViolation (nothing stored) or IdempotencyConflict.
+        Raises ContractViolation (nothing stored), IdempotencyConflict or PendingLimitReached.
         """
         checked = await admissible(
             self.settings,
@@ -90,14 +93,19 @@ class Submitting(Checking):
                 "request": body.request,
             },
         )
-        earlier = await self.store.find_submission(agent.name, submission.key)
-        if earlier is not None:
-            return Submitted(submission.replayed(earlier, _conflict), created=False)
-
+        # A replay is found by the store as it stores (one statement on PostgreSQL): looked
+        # up before only when this submission cannot be resolved now, so that a stored one
+        # still gets its proposal.
         now = self._clock()
-        resolved = await resolve_request(
-            operation, body.request, self.operation_context("submit", now)
-        )
+        try:
+            resolved = await resolve_request(
+                operation, body.request, self.operation_context("submit", now)
+            )
+        except Exception:
+            earlier = await self.store.find_submission(agent.name, submission.key)
+            if earlier is None:
+                raise
+            return Submitted(submission.replayed(earlier, _conflict), created=False)
         for attempt in range(1, standing.RACE_ATTEMPTS + 1):
             new = await self.frozen_contract(
                 operation,
@@ -114,11 +122,12 @@ class Submitting(Checking):
                 now=now,
                 urgent=body.urgent,
             )
-            if admit is not None:
-                await admit(new)
+            bound = None if admit is None else await admit(new)
             try:
-                proposal, created = await self.store.create_proposal(new)
+                proposal, created = await self.store.create_proposal(new, pending_limit=bound)
                 break
+            except IdempotencyConflict as conflict:  # stored under this key for another body
+                return Submitted(submission.replayed(conflict.existing, _conflict), created=False)
             except StoreError:
                 # its standing rule was used up or revoked by a concurrent call since it was
                 # read (the database counts the uses): classify again without it

@@ -26,6 +26,8 @@ __all__ = [
     "InvalidTransition",
     "NewProposal",
     "NotApprovable",
+    "PendingLimit",
+    "PendingLimitReached",
     "PolicyDecision",
     "Proposal",
     "ProposalNotFound",
@@ -186,6 +188,22 @@ class IdempotencyConflict(StoreError):
     def __init__(self, existing: Proposal) -> None:
         super().__init__()
         self.existing = existing
+
+
+@dataclass(frozen=True, slots=True)
+class PendingLimit:
+    """An agent's bound on its proposals waiting for a person, as ``create_proposal`` checks
+    it: at most ``limit``, counting with the stored ones its submissions ``in_flight`` elsewhere
+    (their proposals' ids) that are not stored yet, so a burst of concurrent submissions cannot
+    all see the last free place, nor is one counted twice once it is stored."""
+
+    limit: int
+    in_flight: tuple[str, ...] = ()
+
+
+class PendingLimitReached(StoreError):
+    """The agent's proposals waiting for a person fill the room it was given: nothing was
+    stored."""
 
 
 class InvalidTransition(StoreError):

@@ -17,11 +17,11 @@ from collections.abc import Mapping
 
 from pydantic import JsonValue
 
-from store.connector import Array, Tx
+from store.connector import Array, Row, Tx
 from store.proposals.effects import created_effects, lane_of
 from store.proposals.lifecycle import Status
-from store.proposals.records import NewProposal, Proposal
-from store.proposals.rows import insert_proposal_params, proposal_from_row
+from store.proposals.records import NewProposal, PendingLimit
+from store.proposals.rows import insert_proposal_params
 from store.rows import dump_json
 
 __all__ = ["POLICY_ACTOR", "insert_submitted", "policy_detail", "submitted_entries"]
@@ -77,17 +77,25 @@ def submitted_entries(
     return entries
 
 
-async def insert_submitted(tx: Tx, new: NewProposal) -> Proposal | None:
+async def insert_submitted(
+    tx: Tx, new: NewProposal, *, pending_limit: PendingLimit | None
+) -> Row:
     """Store ``new`` (in no batch, not an edit) with its audit entries, appended unsealed, and
-    the outbox entries of its first status, in one statement; None, and nothing written, when
-    the agent already used its submission key. Only on a backend whose audit entries are
-    appended unsealed (``Backend.appends_unsealed``); the statement commits on its own."""
+    the outbox entries of its first status, in one statement, unless its agent already stored
+    its submission key or its pending proposals, with those in flight not stored yet, reach
+    ``pending_limit`` (None: no bound; given only for a proposal that would wait for a
+    person). The row of the query ``insert_submitted``: ``created`` and the proposal's
+    columns (the stored one when the key was used), or only
+    ``has_room`` (nothing stored, no stored proposal seen). Only on a backend whose audit
+    entries are appended unsealed (``Backend.appends_unsealed``); it commits on its own."""
     entries = submitted_entries(new, batch_id=None, shown_after=None, edit=None)
     effects = created_effects(new)
     post_due = new.created_at if new.shown_after is None else max(new.created_at, new.shown_after)
     row = await tx.one(
         "insert_submitted",
         **insert_proposal_params(new),
+        pending_limit=None if pending_limit is None else pending_limit.limit,
+        in_flight=Array(() if pending_limit is None else pending_limit.in_flight),
         audit_actors=Array(actor for actor, _, _ in entries),
         audit_events=Array(event for _, event, _ in entries),
         audit_details=Array(dump_json(detail) for _, _, detail in entries),
@@ -95,7 +103,7 @@ async def insert_submitted(tx: Tx, new: NewProposal) -> Proposal | None:
         lanes=Array(lane_of(effect) for effect in effects),
         post_due=post_due,
     )
-    if row is None:
-        return None
-    tx.appended_unsealed(len(entries))
-    return proposal_from_row(row)  # new: no approvals yet
+    assert row is not None  # one row always: the room, and what was stored
+    if row["created"]:
+        tx.appended_unsealed(len(entries))
+    return row

@@ -24,19 +24,21 @@ from pydantic import JsonValue
 from contracts.outcomes import NeedsReconciliation, Outcome
 from store.audit import AuditVerbs
 from store.base import StoreUnavailable
-from store.connector import Row, Tx
+from store.connector import Array, Row, Tx
 from store.proposals.approvals import ApprovalVerbs
 from store.proposals.batches import after_joining, join_batch
 from store.proposals.cancellations import CancelVerbs
 from store.proposals.edits import check_creatable, check_edit, edited_detail, superseded_detail
 from store.proposals.effects import effects_of
 from store.proposals.handovers import HandOverVerbs
-from store.proposals.lifecycle import OUTCOME_STATUS, Effect
+from store.proposals.lifecycle import OUTCOME_STATUS, Effect, Status
 from store.proposals.outbox import OutboxVerbs, enqueue, enqueue_effects
 from store.proposals.records import (
     IdempotencyConflict,
     InvalidTransition,
     NewProposal,
+    PendingLimit,
+    PendingLimitReached,
     Proposal,
     ProposalNotFound,
     Transitioned,
@@ -121,24 +123,40 @@ class ProposalVerbs(
     _clock: Callable[[], datetime]
 
     @finish_even_if_cancelled
-    async def create_proposal(self, new: NewProposal) -> tuple[Proposal, bool]:
+    async def create_proposal(
+        self, new: NewProposal, *, pending_limit: PendingLimit | None = None
+    ) -> tuple[Proposal, bool]:
         check_creatable(new)
+        bounded = pending_limit if new.status is Status.PENDING else None
         if new.batch is None and self.appends_unsealed:  # one statement (submissions.py)
             async with self.lone_write() as tx:
-                created = await insert_submitted(tx, new)
-                if created is not None:
-                    return created, True
-                found = await tx.one(
-                    "select_submission", agent=new.agent, submission_key=new.submission_key
-                )
+                stored = await insert_submitted(tx, new, pending_limit=bounded)
+                if stored["created"]:
+                    return proposal_from_row(stored), True  # new: no approvals yet
+                found = stored if stored["id"] is not None else None
+                if found is None:  # nothing stored, and no stored proposal seen
+                    if not stored["has_room"]:
+                        raise PendingLimitReached()
+                    found = await tx.one(  # stored under its key by a commit meanwhile
+                        "select_submission", agent=new.agent, submission_key=new.submission_key
+                    )
                 assert found is not None  # the row whose unique key refused the insert
                 return await _replayed(tx, new, found), False
         async with self.tx(write=True) as tx:
             found = None
-            if new.batch is not None:  # a replay joins no batch: look before joining one
+            if new.batch is not None or bounded is not None:  # a replay: no batch, no room
                 found = await tx.one(
                     "select_submission", agent=new.agent, submission_key=new.submission_key
                 )
+            if found is None and bounded is not None:
+                counted = await tx.one(
+                    "count_pending_with_in_flight",
+                    agent=new.agent,
+                    in_flight=Array(bounded.in_flight),
+                )
+                assert counted is not None  # sums return one row
+                if int(counted["pending"]) >= bounded.limit:
+                    raise PendingLimitReached()
             batch_id = None
             if found is None:
                 new, batch_id = await join_batch(tx, new)

@@ -526,9 +526,9 @@ async def test_a_delegation_revoked_while_its_proposal_is_being_stored_is_refuse
     token, delegation_id = await delegate(cs, ALEX)
     create = cs.store.create_proposal
 
-    async def revoked_meanwhile(new: Any) -> Any:
+    async def revoked_meanwhile(new: Any, **options: Any) -> Any:
         assert "revoked" in (await slash(cs, ALEX, f"revoke-delegation {delegation_id}"))["text"]
-        return await create(new)
+        return await create(new, **options)
 
     monkeypatch.setattr(cs.store, "create_proposal", revoked_meanwhile)
 

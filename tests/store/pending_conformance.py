@@ -11,7 +11,15 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
-from store.proposals import NewProposal, Status
+import pytest
+
+from store.proposals import (
+    BatchRequest,
+    NewProposal,
+    PendingLimit,
+    PendingLimitReached,
+    Status,
+)
 from store.protocol import Store
 
 __all__ = ["PendingConformance"]
@@ -25,6 +33,54 @@ def _new(now: datetime, **changes: Any) -> NewProposal:
 
 
 class PendingConformance:
+    @pytest.mark.parametrize("batched", [False, True])
+    async def test_a_proposal_past_its_agents_pending_limit_is_refused_with_nothing_stored(
+        self, store: Store, now: datetime, batched: bool
+    ) -> None:
+        batch = BatchRequest(key="k", window=timedelta(minutes=5), max=10) if batched else None
+        for _ in range(2):
+            await store.create_proposal(_new(now), pending_limit=PendingLimit(3))
+        await store.create_proposal(_new(now, agent="ops-agent"))
+        refused = _new(now, batch=batch)
+
+        with pytest.raises(PendingLimitReached):
+            await store.create_proposal(refused, pending_limit=PendingLimit(2))
+
+        assert await store.count_pending("billing-agent") == 2
+        assert await store.find_submission("billing-agent", refused.submission_key) is None
+        assert await store.audit_log(refused.id) == []
+        created, stored = await store.create_proposal(refused, pending_limit=PendingLimit(3))
+        assert stored and created.id == refused.id
+
+    async def test_submissions_in_flight_count_until_stored_and_then_once(
+        self, store: Store, now: datetime
+    ) -> None:
+        first = (await store.create_proposal(_new(now)))[0]
+        in_flight = _new(now)  # claimed by another submission, not stored yet
+
+        with pytest.raises(PendingLimitReached):  # 1 stored + 1 in flight
+            await store.create_proposal(_new(now), pending_limit=PendingLimit(2, (in_flight.id,)))
+        # in flight, but stored meanwhile: counted once
+        second = _new(now)
+        await store.create_proposal(second, pending_limit=PendingLimit(2, (first.id,)))
+
+        assert await store.count_pending("billing-agent") == 2
+
+    async def test_a_replay_gets_its_proposal_and_a_decided_one_no_limit(
+        self, store: Store, now: datetime
+    ) -> None:
+        stored = (await store.create_proposal(_new(now)))[0]
+        again = _new(now, id="replayed-id", submission_key=stored.submission_key)
+
+        replay, created = await store.create_proposal(again, pending_limit=PendingLimit(0))
+        auto, auto_created = await store.create_proposal(
+            _new(now, status=Status.EXECUTING, decision="auto", lease_until=now),
+            pending_limit=PendingLimit(0),
+        )
+
+        assert (replay.id, created) == (stored.id, False)
+        assert auto_created and auto.status is Status.EXECUTING
+
     async def test_count_pending_counts_only_the_agents_proposals_that_wait(
         self, store: Store, now: datetime
     ) -> None:

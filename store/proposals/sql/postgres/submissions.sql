@@ -3,12 +3,26 @@
 
 -- name: insert_submitted
 -- A new proposal, its audit entries and the outbox entries of its first status, in one
--- statement committed on its own (one round trip). The entries are written only with the
--- proposal: no row back means the agent already used this submission key, and nothing was
--- written. Audit entries are appended unsealed, for the sealer, in the order given (their ids
--- order them in the chain); outbox entries too (their ids order them within a lane). A post is
--- due at :post_due, every other effect at once.
-WITH proposal AS (
+-- statement committed on its own (one round trip), unless the agent already stored this
+-- submission key (then that proposal comes back, ``created`` false, and nothing is written) or
+-- the agent's pending proposals (the count the database keeps, migration 0016) with those of
+-- :in_flight (its submissions in flight elsewhere, by proposal id) not stored yet number
+-- :pending_limit or more (NULL: no bound; given only for a proposal that waits for a person). One row always comes back:
+-- ``has_room`` and the proposal's columns, all NULL when nothing was stored and no stored
+-- proposal is seen (refused for room, or the same key stored by a transaction committed
+-- meanwhile). Audit entries are appended unsealed, for the sealer, in the order given (their
+-- ids order them in the chain); outbox entries too (their ids order them within a lane). A post
+-- is due at :post_due, every other effect at once.
+WITH existing AS (
+    SELECT * FROM proposals WHERE agent = :agent AND submission_key = :submission_key
+), room AS (
+    SELECT :pending_limit::bigint IS NULL OR (
+        SELECT coalesce(sum(pending), 0) FROM pending_counts WHERE agent = :agent
+    ) + (
+        SELECT count(*) FROM unnest(:in_flight::text[]) AS other (id)
+        WHERE NOT EXISTS (SELECT FROM proposals WHERE proposals.id = other.id)
+    ) < :pending_limit::bigint AS has_room
+), proposal AS (
     INSERT INTO proposals (
         id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation,
         request, arguments, preview, binding_hash, agent_reason, callback_url, rule_id,
@@ -16,14 +30,15 @@ WITH proposal AS (
         updated_at, lease_until, risk, quorum, supersedes, edited_by, remind_at,
         standing_rule_id, review_sampled, delegation_id, shown_after, urgent, backup_roles,
         backup_at, batch_id
-    ) VALUES (
+    )
+    SELECT
         :id, :agent, :submission_key, :submission_fingerprint, :requested_by, :run_id,
         :operation, :request, :arguments, :preview, :binding_hash, :agent_reason, :callback_url,
         :rule_id, :decision, :policy_note, :approver_roles, :channel, :status, :created_at,
         :expires_at, :created_at, :lease_until, :risk, :quorum, :supersedes, :edited_by,
         :remind_at, :standing_rule_id, :review_sampled, :delegation_id, :shown_after, :urgent,
         :backup_roles, :backup_at, :batch_id
-    )
+    WHERE NOT EXISTS (SELECT FROM existing) AND (SELECT has_room FROM room)
     ON CONFLICT (agent, submission_key) DO NOTHING
     RETURNING *
 ), entries AS (
@@ -40,5 +55,20 @@ WITH proposal AS (
     FROM proposal,
         unnest(:effects::text[], :lanes::text[]) WITH ORDINALITY AS effect (effect, lane, n)
     ORDER BY effect.n
+), stored AS (
+    SELECT true AS created, * FROM proposal
+    UNION ALL
+    SELECT false AS created, * FROM existing
 )
-SELECT * FROM proposal
+SELECT room.has_room, stored.*
+FROM room LEFT JOIN stored ON true
+
+-- name: count_pending_with_in_flight
+-- An agent's proposals waiting for a person, with those of :in_flight (its submissions in
+-- flight elsewhere, by proposal id) not stored yet: what its pending limit is checked against.
+SELECT (
+    SELECT coalesce(sum(pending), 0) FROM pending_counts WHERE agent = :agent
+) + (
+    SELECT count(*) FROM unnest(:in_flight::text[]) AS other (id)
+    WHERE NOT EXISTS (SELECT FROM proposals WHERE proposals.id = other.id)
+) AS pending

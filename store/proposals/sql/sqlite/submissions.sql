@@ -13,5 +13,16 @@ SELECT insert_submitted_is_not_run_on_sqlite(
     :expires_at, :lease_until, :risk, :quorum, :supersedes, :edited_by,
     :remind_at, :standing_rule_id, :review_sampled, :delegation_id, :shown_after, :urgent,
     :backup_roles, :backup_at, :batch_id, :audit_actors, :audit_events, :audit_details,
-    :effects, :lanes, :post_due
+    :effects, :lanes, :post_due, :pending_limit, :in_flight
 )
+
+-- name: count_pending_with_in_flight
+-- An agent's proposals waiting for a person, with those of :in_flight (its submissions in
+-- flight elsewhere, by proposal id, a JSON array) not stored yet: what its pending limit is
+-- checked against (the write transaction sees the rows its batch stored before it).
+SELECT (
+    SELECT coalesce(sum(pending), 0) FROM pending_counts WHERE agent = :agent
+) + (
+    SELECT count(*) FROM json_each(:in_flight) AS other
+    WHERE NOT EXISTS (SELECT 1 FROM proposals WHERE proposals.id = other.value)
+) AS pending
