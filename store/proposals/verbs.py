@@ -29,9 +29,9 @@ from store.proposals.approvals import ApprovalVerbs
 from store.proposals.batches import after_joining, join_batch
 from store.proposals.cancellations import CancelVerbs
 from store.proposals.edits import check_creatable, check_edit, edited_detail, superseded_detail
-from store.proposals.effects import effects_of
+from store.proposals.effects import effects_of, lane_of
 from store.proposals.handovers import HandOverVerbs
-from store.proposals.lifecycle import OUTCOME_STATUS, Effect, Status
+from store.proposals.lifecycle import EFFECTS, OUTCOME_STATUS, Effect, Status
 from store.proposals.outbox import OutboxVerbs, enqueue, enqueue_effects
 from store.proposals.records import (
     IdempotencyConflict,
@@ -112,6 +112,13 @@ async def _replayed(tx: Tx, new: NewProposal, found: Row) -> Proposal:
     if existing.submission_fingerprint != new.submission_fingerprint:
         raise IdempotencyConflict(existing)
     return existing
+
+
+def _no_outcome_while(current: Proposal, outcome: Outcome) -> InvalidTransition:
+    return InvalidTransition(
+        f"proposal {current.id!r} is {current.status.value!r}, not 'executing': "
+        f"an outcome ({outcome.kind!r}) can only be recorded while executing"
+    )
 
 
 class ProposalVerbs(
@@ -320,6 +327,26 @@ class ProposalVerbs(
         self, proposal_id: str, outcome: Outcome, *, now: datetime
     ) -> Proposal:
         status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
+        if self.appends_unsealed:  # the change, its audit and outbox entries: one statement
+            async with self.lone_write() as tx:
+                effects = EFFECTS[status]
+                row = await tx.one(
+                    "record_outcome_at_once",
+                    id=proposal_id,
+                    status=status.value,
+                    outcome=dump_json(detail),
+                    now=now,
+                    actor=EXECUTOR_ACTOR,
+                    event="outcome",
+                    detail=dump_json(detail),
+                    effects=Array(effect.value for effect in effects),
+                    lanes=Array(lane_of(effect) for effect in effects),
+                )
+                if row is None:
+                    raise _no_outcome_while(await existing_proposal(tx, proposal_id), outcome)
+                tx.appended_unsealed(1)
+                [proposal] = await with_approvals(tx, [proposal_from_row(row)])
+                return proposal
         async with self.tx(write=True) as tx:
             row = await tx.one(
                 "record_outcome",
@@ -329,11 +356,7 @@ class ProposalVerbs(
                 now=now,
             )
             if row is None:
-                current = await existing_proposal(tx, proposal_id)
-                raise InvalidTransition(
-                    f"proposal {proposal_id!r} is {current.status.value!r}, not 'executing': "
-                    f"an outcome ({outcome.kind!r}) can only be recorded while executing"
-                )
+                raise _no_outcome_while(await existing_proposal(tx, proposal_id), outcome)
             await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
             return await enqueue_effects(tx, row, now)
 

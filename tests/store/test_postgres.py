@@ -1001,3 +1001,32 @@ async def test_a_new_proposal_is_stored_with_its_entries_in_one_statement(
     assert all(query.split()[0] != "COMMIT" for query in logged_queries[1:])
     assert [e.event for e in await store.audit_log(new.id)] == events
     assert (await store.verify_audit()).ok
+
+
+async def test_an_outcome_is_recorded_with_its_entries_in_one_statement(
+    open_pg: OpenStore, logged_queries: list[str]
+) -> None:
+    store = await open_pg(min_size=1, max_size=1)
+    new = new_proposal(NOW, status=Status.EXECUTING, decision="auto", lease_until=NOW + LEASE)
+    await store.create_proposal(new)
+    await store.audit_sealed()
+    await asyncio.sleep(0)  # the loggers of the statements so far have run
+    logged_queries.clear()
+
+    done = await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=NOW)
+    await store.audit_sealed()
+    await asyncio.sleep(0)
+
+    assert done.status is Status.SUCCEEDED
+    at_once = load_queries("postgres")["record_outcome_at_once"].text
+    assert logged_queries[0] == at_once  # no BEGIN before it, no COMMIT after it
+    assert all(query.split()[0] != "COMMIT" for query in logged_queries[1:])
+    assert [e.event for e in await store.audit_log(new.id)] == [
+        "submitted",
+        "auto_approved",
+        "outcome",
+    ]
+    # its channel's message update and thread reply, and its agent's callback
+    effects = [d.effect.value for d in await store.claim_deliveries(now=NOW, limit=10, lease=LEASE)]
+    assert sorted(effects) == ["callback", "slack.reply", "slack.update"]
+    assert (await store.verify_audit()).ok

@@ -30,3 +30,39 @@ UPDATE proposals AS p SET status = 'expired', updated_at = :now
 FROM due
 WHERE p.id = due.id AND p.status = 'pending'
 RETURNING p.*
+
+-- name: record_outcome_at_once
+-- record_outcome with its audit entry (appended unsealed, for the sealer) and the outbox
+-- entries of the status it enters, in one statement committed on its own (one round trip); no
+-- row back: not executing, nothing written. :effects and :lanes are that status's effects
+-- (lifecycle.EFFECTS) and their lanes: a Slack one is written when the proposal asks in a
+-- channel, a callback when it has a callback_url (store/proposals/effects.py), in that order;
+-- a message update written makes the proposal's earlier ones not under way moot
+-- (supersede_updates).
+WITH changed AS (
+    UPDATE proposals SET status = :status, outcome = :outcome, updated_at = :now
+    WHERE id = :id AND status = 'executing'
+    RETURNING *
+), entry AS (
+    INSERT INTO audit_log (at, proposal_id, actor, event, detail)
+    SELECT :now, changed.id, :actor, :event, :detail::json FROM changed
+), effect AS (
+    SELECT e.effect, e.lane, e.n
+    FROM changed, unnest(:effects::text[], :lanes::text[]) WITH ORDINALITY AS e (effect, lane, n)
+    WHERE (e.lane = 'slack' AND changed.channel IS NOT NULL)
+       OR (e.lane = 'callback' AND changed.callback_url IS NOT NULL)
+), superseded AS (
+    UPDATE outbox SET delivered_at = :now, last_error = 'superseded by a later update'
+    FROM changed
+    WHERE outbox.proposal_id = changed.id AND outbox.lane = 'slack'
+      AND outbox.effect = 'slack.update'
+      AND EXISTS (SELECT FROM effect WHERE effect.effect = 'slack.update')
+      AND outbox.delivered_at IS NULL AND outbox.abandoned_at IS NULL
+      AND (outbox.leased_until IS NULL OR outbox.leased_until <= :now)
+), enqueued AS (
+    INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at)
+    SELECT changed.id, effect.effect, effect.lane, changed.status, :now, :now
+    FROM changed, effect
+    ORDER BY effect.n
+)
+SELECT * FROM changed

@@ -23,3 +23,12 @@ WHERE id IN (
     LIMIT :limit
 ) AND status = 'pending'
 RETURNING *
+
+-- name: record_outcome_at_once
+-- Not run on SQLite: its writer seals each audit entry as it appends it (store/sqlite_tx.py),
+-- so record_outcome appends its entry and outbox entries one by one in its transaction. SQLite
+-- has no UPDATE or INSERT inside WITH; this fails naming the query, with PostgreSQL's
+-- parameters.
+SELECT record_outcome_at_once_is_not_run_on_sqlite(
+    :status, :outcome, :now, :id, :actor, :event, :detail, :effects, :lanes
+)
