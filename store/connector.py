@@ -204,6 +204,14 @@ class Tx(Protocol):
         detail: Mapping[str, JsonValue],
     ) -> int: ...
 
+    async def append_audit_entries(
+        self, at: datetime, entries: Sequence[tuple[str, str, str, Mapping[str, JsonValue]]]
+    ) -> None:
+        """Append ``entries`` (proposal id, actor, event, detail), at ``at``, in order, in this
+        transaction: one by one where each is sealed as it is appended (SQLite), in one
+        statement where they are appended unsealed (PostgreSQL)."""
+        ...
+
     def appended_unsealed(self, count: int) -> None:
         """A named query of this transaction appended ``count`` audit entries unsealed (in the
         statement of the change they record; only where ``Backend.appends_unsealed``): the

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from store.audit import Appended
+from store.audit import Appended, Entry, append_unsealed_entries
 from store.connector import Array, Dialect, Row
 from store.rows import aware
 from store.tx import BaseTx
@@ -72,6 +72,12 @@ class PgTx(BaseTx):
 
     def appended(self, entry: Appended) -> None:
         self.unsealed += 1
+
+    async def append_audit_entries(self, at: datetime, entries: Sequence[Entry]) -> None:
+        """In one statement, unsealed (store/audit/verbs.py)."""
+        if entries:
+            await append_unsealed_entries(self, at, entries)
+            self.unsealed += len(entries)
 
     def appended_unsealed(self, count: int) -> None:
         self.unsealed += count

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from store.audit import Appended, append_entry
+from store.audit import Appended, Entry, append_entry
 from store.connector import Dialect, Query, Row, load_queries
 
 __all__ = ["BaseTx"]
@@ -76,6 +76,11 @@ class BaseTx(ABC):
     async def head_to_follow(self) -> tuple[int, str] | None:
         """The head (seq, hash) the next entry is sealed after, when this backend knows it for
         certain (its single writer holds the only write lock); None: append it unsealed."""
+
+    async def append_audit_entries(self, at: datetime, entries: Sequence[Entry]) -> None:
+        """Append ``entries`` (proposal id, actor, event, detail) in order: one by one here."""
+        for proposal_id, actor, event, detail in entries:
+            await self.append_audit(at, proposal_id, actor, event, detail)
 
     def appended_unsealed(self, count: int) -> None:
         """A named query appended ``count`` entries unsealed: not on a backend that seals every

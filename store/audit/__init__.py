@@ -13,7 +13,15 @@ from __future__ import annotations
 from store.audit.chain import GENESIS, check_head, entry_hash, verify_chain
 from store.audit.records import AuditEntry, AuditHead, AuditReport, audit_entry_from_row
 from store.audit.sealer import IDLE_SECONDS, Sealer
-from store.audit.verbs import SEAL_BATCH, Appended, AuditVerbs, append_entry, seal_audit
+from store.audit.verbs import (
+    SEAL_BATCH,
+    Appended,
+    AuditVerbs,
+    Entry,
+    append_entry,
+    append_unsealed_entries,
+    seal_audit,
+)
 
 __all__ = [
     "GENESIS",
@@ -24,8 +32,10 @@ __all__ = [
     "AuditHead",
     "AuditReport",
     "AuditVerbs",
+    "Entry",
     "Sealer",
     "append_entry",
+    "append_unsealed_entries",
     "audit_entry_from_row",
     "check_head",
     "entry_hash",

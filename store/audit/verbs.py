@@ -16,7 +16,7 @@ what they read is the chain as of that moment.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,11 +26,20 @@ from store.audit.chain import check_head, entry_hash, verify_chain
 from store.audit.records import AuditEntry, AuditHead, AuditReport, audit_entry_from_row
 from store.backend import Backend
 from store.base import StoreError
-from store.connector import Row, Tx
+from store.connector import Array, Row, Tx
 from store.rows import aware, dump_json, read_time
 from store.shield import finish_even_if_cancelled
 
-__all__ = ["SEAL_BATCH", "Appended", "AuditVerbs", "append_entry", "seal_audit", "seal_pending"]
+__all__ = [
+    "SEAL_BATCH",
+    "Appended",
+    "AuditVerbs",
+    "Entry",
+    "append_entry",
+    "append_unsealed_entries",
+    "seal_audit",
+    "seal_pending",
+]
 
 #: The head row is gone: the table was changed by hand (it is created with the schema).
 _NO_HEAD = "the audit head row is missing; the database was altered by hand"
@@ -95,6 +104,23 @@ async def append_entry(
         hash=digest,
     )
     return Appended(id=seq, sealed=(seq, digest))
+
+
+#: One entry of several appended together: the proposal it is about, actor, event, detail.
+Entry = tuple[str, str, str, Mapping[str, JsonValue]]
+
+
+async def append_unsealed_entries(tx: Tx, at: datetime, entries: Sequence[Entry]) -> None:
+    """Append ``entries`` unsealed, for the sealer, in one statement, in the order given (their
+    row ids order them in the chain): for a backend whose writers append unsealed."""
+    await tx.execute(
+        "insert_unsealed_audit_entries",
+        at=aware(at, field="now"),
+        proposal_ids=Array(proposal_id for proposal_id, _, _, _ in entries),
+        actors=Array(actor for _, actor, _, _ in entries),
+        events=Array(event for _, _, event, _ in entries),
+        details=Array(dump_json(detail) for _, _, _, detail in entries),
+    )
 
 
 async def seal_pending(tx: Tx, *, limit: int = SEAL_BATCH) -> int:

@@ -108,9 +108,14 @@ class DigestStore(FamilyStore):
                 "ts": digest.ts,
                 "digest_id": digest.id,
             }
-            for item in ids:
-                if item in attached:
-                    await tx.append_audit(now, item, SLACK_ACTOR, "posted_to_slack", detail)
+            await tx.append_audit_entries(
+                now,
+                [
+                    (item, SLACK_ACTOR, "posted_to_slack", detail)
+                    for item in ids
+                    if item in attached
+                ],
+            )
             if deliveries:
                 await tx.execute("complete_deliveries", ids=_ids(deliveries), now=now)
 

@@ -33,6 +33,7 @@ from store.pg_tx import PgTx
 from store.postgres import KEPT_FOR_PEOPLE, PostgresStore, redacted
 from store.proposals import TRANSITIONS, AlreadyDecided, Status, Transitioned
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
+from tests.store.digest_conformance import digest
 
 pytestmark = pytest.mark.postgres
 
@@ -1029,4 +1030,24 @@ async def test_an_outcome_is_recorded_with_its_entries_in_one_statement(
     # its channel's message update and thread reply, and its agent's callback
     effects = [d.effect.value for d in await store.claim_deliveries(now=NOW, limit=10, lease=LEASE)]
     assert sorted(effects) == ["callback", "slack.reply", "slack.update"]
+    assert (await store.verify_audit()).ok
+
+
+async def test_a_digests_items_are_audited_in_one_statement(
+    open_pg: OpenStore, logged_queries: list[str]
+) -> None:
+    store = await open_pg(min_size=1, max_size=1)
+    ids = [(await store.create_proposal(new_proposal(NOW)))[0].id for _ in range(3)]
+    await store.audit_sealed()
+    await asyncio.sleep(0)  # the loggers of the statements so far have run
+    logged_queries.clear()
+
+    await store.digests().attach_digest(digest(), ids, deliveries=[], now=NOW)
+    await asyncio.sleep(0)
+
+    entries = load_queries("postgres")["insert_unsealed_audit_entries"].text
+    single = load_queries("postgres")["insert_unsealed_audit_entry"].text
+    assert logged_queries.count(entries) == 1 and single not in logged_queries
+    for item in ids:  # each item's entry, in the chain
+        assert [e.event for e in await store.audit_log(item)][-1] == "posted_to_slack"
     assert (await store.verify_audit()).ok

@@ -27,3 +27,12 @@ WHERE id = :id AND seq IS NULL
 -- name: select_audit_entry
 -- One entry by its row's id.
 SELECT * FROM audit_log WHERE id = :id
+
+-- name: insert_unsealed_audit_entries
+-- Several entries at :at, appended unsealed in one statement, in the order given (their ids
+-- order them in the chain).
+INSERT INTO audit_log (at, proposal_id, actor, event, detail)
+SELECT :at, entry.proposal_id, entry.actor, entry.event, entry.detail::json
+FROM unnest(:proposal_ids::text[], :actors::text[], :events::text[], :details::text[])
+    WITH ORDINALITY AS entry (proposal_id, actor, event, detail, n)
+ORDER BY entry.n

@@ -27,3 +27,9 @@ WHERE seq = :id AND seq IS NULL
 -- name: select_audit_entry
 -- One entry by its row's id, which on SQLite is its seq.
 SELECT * FROM audit_log WHERE seq = :id
+
+-- name: insert_unsealed_audit_entries
+-- Not run on SQLite (every entry is sealed as it is appended, one by one); the table has no
+-- room for an unsealed entry, so this would fail.
+INSERT INTO audit_log (at, proposal_id, actor, event, detail)
+SELECT :at, entry.value, :actors, :events, :details FROM json_each(:proposal_ids) AS entry
