@@ -40,13 +40,6 @@ __all__ = ["main"]
 #: the command line's logger, named after its entry point (also when run as `python -m bot.cli`)
 log = logging.getLogger("bot.cli")
 
-#: Connections the kernel completes and holds for `countersign serve` while its event loop is
-#: busy (the listening socket's backlog; the kernel caps it at net.core.somaxconn). Past it a new
-#: connection's opening is dropped and its client tries again only a second later (then 3 s): a
-#: person's click that opens a connection while agents' connections fill aiohttp's default of
-#: 128 would be acknowledged seconds late, though the server answers it at once when it comes.
-LISTEN_BACKLOG = 4096
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -302,7 +295,6 @@ def _serve(
             port=bind_port,
             access_log=logging.getLogger("aiohttp.access") if settings.server.access_log else None,
             print=listening,
-            backlog=LISTEN_BACKLOG,
         )
     except (SlackUnusable, StoreError) as unusable:
         # an unreachable store or Slack is the operator's to fix, not a bug: one line, no

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import os
-import select
 import signal
 import socket
 import sys
@@ -309,57 +308,3 @@ async def test_serve_with_postgresql_unreachable_says_so_in_one_line_and_exits_2
         "countersign serve cannot start: cannot open PostgreSQL database "
         f"postgresql://postgres@127.0.0.1:{closed}/test: cannot reach PostgreSQL: "
     ), out
-
-
-#: connections opened while the server's loop cannot accept any: more than aiohttp's default
-#: backlog of 128
-HELD_CONNECTIONS = 600
-
-
-def _somaxconn() -> int:
-    """The kernel's cap on a listening socket's backlog."""
-    return int(Path("/proc/sys/net/core/somaxconn").read_text())
-
-
-@pytest.mark.timeout(60)
-async def test_connections_opened_while_the_server_is_busy_are_held_not_dropped(
-    tmp_path: Path,
-) -> None:
-    """Agents' connections piling up while the loop is busy do not make the kernel drop the
-    opening of the next one (a person's click), which its client would retry only a second
-    later: the server is stopped outright (SIGSTOP) and every connection still completes."""
-    if _somaxconn() <= HELD_CONNECTIONS:
-        pytest.skip("net.core.somaxconn caps every listening socket's backlog lower")
-    config = write_config(tmp_path, tmp_path / "countersign.sqlite")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    async with (
-        running_local_slack(BOT_TOKEN) as (_, slack_url),
-        aiohttp.ClientSession() as http,
-    ):
-        server = await start(
-            tmp_path, config, port, {**os.environ, **ENV, "SLACK_API_URL": slack_url}
-        )
-        opened: list[socket.socket] = []
-        try:
-            await wait_until_healthy(http, url, server)
-            server.process.send_signal(signal.SIGSTOP)  # accepts nothing until continued
-            for _ in range(HELD_CONNECTIONS):
-                opening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                opening.setblocking(False)
-                opening.connect_ex(("127.0.0.1", port))
-                opened.append(opening)
-            await asyncio.sleep(0.5)  # loopback completes a held connection at once
-
-            _, writable, _ = select.select([], opened, [], 0)
-            completed = [
-                s for s in writable if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
-            ]
-
-            assert len(completed) == HELD_CONNECTIONS
-        finally:
-            for opening in opened:
-                opening.close()
-            server.process.send_signal(signal.SIGCONT)
-            server.process.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(server.process.wait(), timeout=STOP_SECONDS)
