@@ -46,7 +46,7 @@ MAX_BATCH = 64
 #: The most agents' writes a batch takes after a person's write has joined it: few, so that the
 #: person's write is committed soon, and not none, so that people's writes coming one after
 #: another never stop agents' writes.
-AFTER_PEOPLE = 4
+AFTER_PEOPLE = 16
 
 
 @dataclass(eq=False)
