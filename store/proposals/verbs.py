@@ -231,11 +231,28 @@ class ProposalVerbs(
     @finish_even_if_cancelled
     async def attach_message(self, proposal_id: str, channel: str, ts: str) -> Proposal:
         now = aware(self._clock(), field="clock()")
+        detail: dict[str, JsonValue] = {"channel": channel, "ts": ts}
+        if self.appends_unsealed:  # the change and its audit entry: one statement
+            async with self.lone_write() as tx:
+                row = await tx.one(
+                    "update_message_at_once",
+                    id=proposal_id,
+                    channel=channel,
+                    ts=ts,
+                    now=now,
+                    actor=SLACK_ACTOR,
+                    event="posted_to_slack",
+                    detail=dump_json(detail),
+                )
+                if row is None:
+                    raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
+                tx.appended_unsealed(1)
+                [proposal] = await with_approvals(tx, [proposal_from_row(row)])
+                return proposal
         async with self.tx(write=True) as tx:
             row = await tx.one("update_message", id=proposal_id, channel=channel, ts=ts, now=now)
             if row is None:
                 raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
-            detail: dict[str, JsonValue] = {"channel": channel, "ts": ts}
             await tx.append_audit(now, proposal_id, SLACK_ACTOR, "posted_to_slack", detail)
             [proposal] = await with_approvals(tx, [proposal_from_row(row)])
             return proposal

@@ -1051,3 +1051,26 @@ async def test_a_digests_items_are_audited_in_one_statement(
     for item in ids:  # each item's entry, in the chain
         assert [e.event for e in await store.audit_log(item)][-1] == "posted_to_slack"
     assert (await store.verify_audit()).ok
+
+
+async def test_a_message_is_attached_with_its_audit_entry_in_one_statement(
+    open_pg: OpenStore, logged_queries: list[str]
+) -> None:
+    store = await open_pg(min_size=1, max_size=1)
+    new = new_proposal(NOW)
+    await store.create_proposal(new)
+    await store.audit_sealed()
+    await asyncio.sleep(0)  # the loggers of the statements so far have run
+    logged_queries.clear()
+
+    shown = await store.attach_message(new.id, "C0FINANCE", "1700000000.000200")
+    await store.audit_sealed()
+    await asyncio.sleep(0)
+
+    assert (shown.slack_channel, shown.slack_ts) == ("C0FINANCE", "1700000000.000200")
+    at_once = load_queries("postgres")["update_message_at_once"].text
+    assert logged_queries[0] == at_once  # no BEGIN before it, no COMMIT after it
+    assert all(query.split()[0] != "COMMIT" for query in logged_queries[1:])
+    [posted] = [e for e in await store.audit_log(new.id) if e.event == "posted_to_slack"]
+    assert posted.detail == {"channel": "C0FINANCE", "ts": "1700000000.000200"}
+    assert (await store.verify_audit()).ok

@@ -66,3 +66,16 @@ WITH changed AS (
     ORDER BY effect.n
 )
 SELECT * FROM changed
+
+-- name: update_message_at_once
+-- update_message with its audit entry (appended unsealed, for the sealer), in one statement
+-- committed on its own (one round trip); no row back: no such proposal, nothing written.
+WITH changed AS (
+    UPDATE proposals SET slack_channel = :channel, slack_ts = :ts, updated_at = :now
+    WHERE id = :id
+    RETURNING *
+), entry AS (
+    INSERT INTO audit_log (at, proposal_id, actor, event, detail)
+    SELECT :now, changed.id, :actor, :event, :detail::json FROM changed
+)
+SELECT * FROM changed

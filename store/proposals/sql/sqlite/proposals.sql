@@ -32,3 +32,11 @@ RETURNING *
 SELECT record_outcome_at_once_is_not_run_on_sqlite(
     :status, :outcome, :now, :id, :actor, :event, :detail, :effects, :lanes
 )
+
+-- name: update_message_at_once
+-- Not run on SQLite: its writer seals each audit entry as it appends it (store/sqlite_tx.py),
+-- so attach_message appends its entry after update_message in its transaction. SQLite has no
+-- UPDATE or INSERT inside WITH; this fails naming the query, with PostgreSQL's parameters.
+SELECT update_message_at_once_is_not_run_on_sqlite(
+    :channel, :ts, :now, :id, :actor, :event, :detail
+)
