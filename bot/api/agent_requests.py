@@ -81,8 +81,12 @@ async def admitted(
 ) -> web.Response:
     """``handle`` the agent's body: the agent's rate first, then its whole body (within its
     deadline), and only then a slot, so that neither a flood nor a slow sender holds the
-    capacity other agents need. A submission refused for Countersign's own reasons (429, 503,
-    store unavailable) does not count against the agent's rate."""
+    capacity other agents need. A submission refused for Countersign's own reasons (503: at
+    capacity or busy; the store unavailable) does not count against the agent's rate. One refused
+    by the agent's own limits (429: its pending proposals, its open escalations) does: it was
+    served up to that refusal (read, its requester checked, resolved through the operation,
+    classified, counted by the store), and an agent that filled its places would otherwise
+    flood at any rate it liked."""
     quotas.admit_submission(agent)
     raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
     with slots.slot() as free:
@@ -92,7 +96,7 @@ async def admitted(
         try:
             return await handle(raw)
         except (Problem, StoreUnavailable) as refused:
-            if isinstance(refused, StoreUnavailable) or refused.status in (429, 503):
+            if isinstance(refused, StoreUnavailable) or refused.status == 503:
                 quotas.refund(agent)  # refused, not served: the agent's rate is not charged
             raise
 

@@ -130,8 +130,10 @@ class Quotas:
 
     def refund(self, agent: AgentSettings) -> None:
         """Give back the token of a submission Countersign then refused for its own reasons (at
-        capacity, store unavailable, or at one of the agent's limits): a refused request was
-        not served, so it does not count against the agent's rate."""
+        capacity, busy, store unavailable): a request refused so was not served, so it does not
+        count against the agent's rate. A refusal for one of the agent's own limits (its pending
+        proposals, its open escalations) keeps the token: it comes after the request was served
+        up to the store, and the agent filled those places itself."""
         bucket = self._buckets.get(agent.name)
         if bucket is not None:
             bucket.tokens = min(bucket.burst, bucket.tokens + 1)

@@ -134,12 +134,14 @@ async def test_an_agent_with_a_raised_rate_of_its_own_is_not_held_to_the_default
     assert [a.status for a in mine] == [201, 201, 429]
 
 
-async def test_a_submission_refused_at_capacity_or_at_a_limit_is_not_charged_to_the_rate(
+async def test_a_submission_refused_at_capacity_is_not_charged_to_the_rate_one_at_its_limit_is(
     tmp_path: Path,
 ) -> None:
-    """A refused request is not throughput: a 503 (capacity) or a 429 (pending limit) gives the
-    token back, so the agent is not rate-limited for requests that were never served."""
-    edit = limits(submissions_per_second=0.01, submissions_burst=2, max_pending_proposals=1)
+    """A 503 (capacity) is Countersign's own refusal, before anything is done for the request:
+    it gives the token back, so the agent is not rate-limited for requests never served. A 429
+    for the agent's own pending limit comes after the request was served up to the store, so it
+    spends its token (see the flood below)."""
+    edit = limits(submissions_per_second=0.01, submissions_burst=3, max_pending_proposals=1)
     async with running_countersign(tmp_path, config_edit=edit) as cs:
         admission = cs.app[SUBMISSIONS]
         admission.limit = 1
@@ -147,7 +149,7 @@ async def test_a_submission_refused_at_capacity_or_at_a_limit_is_not_charged_to_
             busy = [await post(cs, "/v1/proposals", campaign(n), AGENT_TOKEN) for n in range(3)]
         admission.limit = 64
         first = await post(cs, "/v1/proposals", campaign(1), AGENT_TOKEN)
-        over = [await post(cs, "/v1/proposals", campaign(n), AGENT_TOKEN) for n in (2, 3, 4)]
+        over = await post(cs, "/v1/proposals", campaign(2), AGENT_TOKEN)
         auto_tag = {
             "operation": "crm.tag_customers",
             "request": {"segment": "vip", "tag": "thanks", "customers": 5},
@@ -158,10 +160,50 @@ async def test_a_submission_refused_at_capacity_or_at_a_limit_is_not_charged_to_
 
     assert [a.status for a in busy] == [503] * 3
     assert first.status == 201
-    for answer in over:  # the pending limit each time, never the rate
-        assert_refused(answer, "max_pending_proposals")
-    assert served.status == 201  # the burst's second token was still there
-    assert_refused(spent, "submissions_per_second")
+    assert_refused(over, "max_pending_proposals")
+    assert served.status == 201  # the burst's third token: the 503s took none
+    assert_refused(spent, "submissions_per_second")  # the pending limit's refusal took one
+
+
+async def test_an_agent_that_filled_its_pending_places_is_still_held_to_its_rate(
+    tmp_path: Path,
+) -> None:
+    """The attack: an agent fills its pending places, then floods. Each submission it sends is
+    served (parsed, its requester checked, resolved through the operation, classified, counted
+    by the store) before the pending limit refuses it; were that refusal not charged to the
+    agent's rate, the flood would run at whatever rate the agent likes, however low its
+    configured one. Its own limit's refusals spend tokens: past its burst it is refused by its
+    rate, before its body is read, and the other agent is served."""
+    edit = limits(submissions_per_second=0.01, submissions_burst=3, max_pending_proposals=1)
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        assert (await post(cs, "/v1/proposals", campaign(0), AGENT_TOKEN)).status == 201
+        flood = [await post(cs, "/v1/proposals", campaign(n), AGENT_TOKEN) for n in range(1, 41)]
+        by_limit = [a.json()["errors"][0]["field"] for a in flood]
+        assert by_limit == ["limits.max_pending_proposals"] * 2 + [
+            "limits.submissions_per_second"
+        ] * 38
+        for answer in flood:
+            assert answer.status == 429
+        assert await cs.store.count_pending("support-bot") == 1
+        assert (await post(cs, "/v1/proposals", campaign(99), OTHER_AGENT_TOKEN)).status == 201
+
+
+async def test_an_agent_that_filled_its_open_escalations_is_still_held_to_its_rate(
+    tmp_path: Path,
+) -> None:
+    """The same for escalations: a refusal for the agent's open-escalations limit spends a
+    token of its rate."""
+    edit = limits(submissions_per_second=0.01, submissions_burst=3, max_open_escalations=1)
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        assert (await post(cs, "/v1/escalations", escalation("c-0"), AGENT_TOKEN)).status == 201
+        flood = [
+            await post(cs, "/v1/escalations", escalation(f"c-{n}"), AGENT_TOKEN)
+            for n in range(1, 21)
+        ]
+        fields = [a.json()["errors"][0]["field"] for a in flood]
+        assert fields == ["limits.max_open_escalations"] * 2 + [
+            "limits.submissions_per_second"
+        ] * 18
 
 
 # --- pending proposals ----------------------------------------------------------------------------
