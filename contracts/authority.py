@@ -31,6 +31,9 @@ class DecisionChain(Frozen):
     requested_by: str | None = None  #: the accountable human (None: nobody, or a customer)
     agent_owners: tuple[str, ...] = ()  #: the people configured as the agent's owners
     editors: tuple[str, ...] = ()  #: anyone who edited the proposal
+    #: who granted the standing rule that approved the call (None: no standing rule did): the
+    #: approver of every call the grant covers, who may not review one of them
+    granted_by: str | None = None
 
 
 class RefusalWords(Frozen):
@@ -47,6 +50,10 @@ class RefusalWords(Frozen):
     )
     owner: str = "you own the agent that asked; someone outside that chain has to decide it"
     editor: str = "you edited this proposal; someone else has to decide it"
+    granter: str = (
+        "you granted the standing rule that approved this call, so you approved it; "
+        "someone else has to review it"
+    )
     guest: str = "guests cannot decide proposals under this rule"
     no_role: str = "the policy rule names no approver role, so nobody can approve it"
     #: ``{needed}``: the roles that decide, comma-separated
@@ -96,6 +103,8 @@ def refusal_reason(
         return words.owner
     if who in chain.editors:
         return words.editor
+    if chain.granted_by is not None and who == chain.granted_by:
+        return words.granter
     if approver.is_guest and not allow_guests:
         return words.guest
     if approver_roles is None:

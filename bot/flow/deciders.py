@@ -5,9 +5,10 @@ digests' items through it), taking, handing back or resolving an escalation, jud
 automatic approval, revoking a standing rule and delegating to an agent all ask the same: the
 person's Slack profile, read now (a real, active account, not a bot or app), from an allowed
 workspace (``approvals.allowed_teams``, or else the one the app is installed in), nobody behind
-the call (its accountable human, the owners of its agent as configured now, its editors), no
-guest unless allowed, and holding one of the roles that decide it as configured now (their
-people and the members of their user groups). contracts.authority.refusal_reason says why not.
+the call (its accountable human, the owners of its agent as configured now, its editors; for a
+review, also the granter of the standing rule that approved it), no guest unless allowed, and
+holding one of the roles that decide it as configured now (their people and the members of
+their user groups). contracts.authority.refusal_reason says why not.
 
 What varies is said by the caller, explicitly: which roles decide (None: no role, for a person
 acting on their own behalf), the agent and the people behind the call, whether guests may, and
@@ -35,6 +36,7 @@ async def refusal(
     agent: str | None,
     requested_by: str | None = None,
     editors: tuple[str, ...] = (),
+    granted_by: str | None = None,
     allow_guests: bool = False,
     words: RefusalWords = DECIDING,
 ) -> str | None:
@@ -43,7 +45,8 @@ async def refusal(
     ``roles``: the roles whose members decide, as configured now (none: nobody may; None: no
     role is asked, only a person's own act, delegating). ``agent``: the agent behind the call,
     whose owners may not decide it (None: no agent stands behind it, as behind a standing rule's
-    revocation); ``requested_by`` and ``editors``: the people behind it. ``allow_guests``: the
+    revocation); ``requested_by`` and ``editors``: the people behind it; ``granted_by``: who
+    granted the standing rule that approved it, its approver (a review). ``allow_guests``: the
     rule lets guests decide. ``words``: the refusals in the terms of what is decided."""
     owners: tuple[str, ...] = ()
     if agent is not None:
@@ -53,7 +56,12 @@ async def refusal(
         owners = configured.owners
     return refusal_reason(
         approver=await directory.profile(user),
-        chain=DecisionChain(requested_by=requested_by, agent_owners=owners, editors=editors),
+        chain=DecisionChain(
+            requested_by=requested_by,
+            agent_owners=owners,
+            editors=editors,
+            granted_by=granted_by,
+        ),
         approver_roles=roles,
         roles=await directory.role_members(settings.roles) if roles else {},
         allowed_teams=await allowed_teams(settings, directory),

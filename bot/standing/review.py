@@ -7,8 +7,10 @@ slack.review outbox entry in the same transaction; :meth:`Reviews.deliver` posts
 ``review_channel`` with its preview, why it ran without asking and its outcome (waiting briefly
 for the outcome when the execution is still under way), and buttons "Looks right" / "Should have
 been asked". Anyone holding an approver role of the policy may answer, except the people behind
-the call (its requester and its agent's owners); the first verdict is recorded, once, and
-audited. ``countersign policy review-stats`` reports the miss rate per rule and standing rule.
+the call (its requester, its agent's owners, its editors) and, for a call a standing rule
+approved, the rule's granter, who approved it (a reviewer is never the approver); the first
+verdict is recorded, once, and audited. ``countersign policy review-stats`` reports the miss
+rate per rule and standing rule.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ from store.base import StoreError
 from store.open import open_store
 from store.proposals import Delivery, Proposal, ProposalNotFound, Status
 from store.protocol import Store
-from store.standing import AlreadyReviewed, Reviewed, ReviewStats, Verdict
+from store.standing import (
+    AlreadyReviewed,
+    Reviewed,
+    ReviewStats,
+    StandingRuleNotFound,
+    Verdict,
+)
 
 __all__ = ["REVIEW_METADATA_EVENT", "Reviews", "print_review_stats", "review_stats_command"]
 
@@ -136,9 +144,21 @@ class Reviews(StandingDecisions):
         """Why ``user`` may not judge ``proposal``: the checks of any decision
         (bot/flow/deciders.py), with every approver role of the policy (as configured now) in
         place of the rule's own; nobody behind the call (its requester, its agent's owners, the
-        editors of an edit the policy approved) may."""
+        editors of an edit the policy approved) may, nor the granter of the standing rule that
+        approved it: they approved every call it covers, and a reviewer is not the approver."""
         if not proposal.review_sampled:
             return "this call was not sampled for review"
+        granted_by: str | None = None
+        if proposal.standing_rule_id is not None:
+            try:
+                grant = await self._store.standing().get_standing_rule(proposal.standing_rule_id)
+            except StandingRuleNotFound:  # its granter is unknown: fail closed
+                return (
+                    f"the standing rule {proposal.standing_rule_id} that approved this call "
+                    "cannot be found, so its granter cannot be told apart from other reviewers; "
+                    "nobody can review it"
+                )
+            granted_by = grant.created_by
         settings = self._service.settings
         roles = sorted(
             {
@@ -156,6 +176,7 @@ class Reviews(StandingDecisions):
             agent=proposal.agent,
             requested_by=proposal.requested_by,
             editors=await editors_of(self._store, proposal),
+            granted_by=granted_by,
         )
 
     async def _tell(

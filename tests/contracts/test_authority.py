@@ -10,7 +10,7 @@ from contracts.authority import ApproverProfile, DecisionChain, RefusalWords, re
 
 TEAM = "T0HOME"
 ROLES = {"finance": frozenset({"U1", "U2", "U3", "U4", "U5"})}
-CHAIN = DecisionChain(requested_by="U1", agent_owners=("U2",), editors=("U3",))
+CHAIN = DecisionChain(requested_by="U1", agent_owners=("U2",), editors=("U3",), granted_by="U5")
 
 
 def _refusal(profile: ApproverProfile | None, **changes: object) -> str | None:
@@ -45,6 +45,7 @@ def test_a_role_holder_outside_the_chain_may_decide() -> None:
         (person("U1"), "accountable"),
         (person("U2"), "own the agent"),
         (person("U3"), "edited"),
+        (person("U5"), "granted the standing rule"),
         (person("U4", is_guest=True), "guests"),
         (person("U9"), "needs the role finance"),
     ],
@@ -74,6 +75,7 @@ users = st.sampled_from(["U1", "U2", "U3", "U4", "U5", "U6", "U7"])
     requested_by=users,
     owners=st.lists(users, max_size=2),
     editors=st.lists(users, max_size=2),
+    granted_by=st.none() | users,
     team=st.sampled_from([TEAM, "T0OTHER", None]),
     allowed=st.lists(st.sampled_from([TEAM, "T0OTHER"]), max_size=2),
     is_bot=st.booleans(),
@@ -87,6 +89,7 @@ def test_no_combination_lets_a_forbidden_person_decide(
     requested_by: str,
     owners: list[str],
     editors: list[str],
+    granted_by: str | None,
     team: str | None,
     allowed: list[str],
     is_bot: bool,
@@ -100,7 +103,10 @@ def test_no_combination_lets_a_forbidden_person_decide(
             user_id=approver, team_id=team, is_bot=is_bot, deleted=deleted, is_guest=is_guest
         ),
         chain=DecisionChain(
-            requested_by=requested_by, agent_owners=tuple(owners), editors=tuple(editors)
+            requested_by=requested_by,
+            agent_owners=tuple(owners),
+            editors=tuple(editors),
+            granted_by=granted_by,
         ),
         approver_roles=("finance",),
         roles={"finance": members},
@@ -109,7 +115,7 @@ def test_no_combination_lets_a_forbidden_person_decide(
     )
 
     forbidden = (
-        approver in (requested_by, *owners, *editors)
+        approver in (requested_by, *owners, *editors, granted_by)
         or is_bot
         or deleted
         or team not in allowed

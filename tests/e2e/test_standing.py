@@ -633,6 +633,40 @@ async def test_once_its_agent_is_removed_its_former_owner_cannot_review_its_call
         assert "no longer configured" in await _judged(cs, APPROVER_2, ran["id"], ts)
 
 
+async def test_the_granter_cannot_review_a_call_their_standing_rule_approved(
+    tmp_path: Path,
+) -> None:
+    # the granter approved every call their grant covers: their "looks right" would be the
+    # approver reviewing their own approval, recorded first and so the only verdict that counts
+    async with running_countersign(tmp_path, config_edit=configured(sample=1.0)) as cs:
+        _, rule = await granted(cs)
+        assert rule.created_by == ADMIN
+        covered = await asked(cs, refund("pay_1002", 1000))
+        assert covered["status"] == "succeeded"
+        stored = await cs.store.get_proposal(covered["id"])
+        assert (stored.standing_rule_id, stored.review_sampled) == (rule.id, True)
+        ts = await _review_post(cs, covered["id"])
+
+        told = await _judged(cs, ADMIN, covered["id"], ts)
+        assert "you granted the standing rule that approved this call" in told
+        [refused] = [
+            entry
+            for entry in await cs.store.audit_log(covered["id"])
+            if entry.event == "review_refused"
+        ]
+        assert refused.actor == ADMIN
+
+        # someone independent still may, and theirs is the verdict that counts
+        await click_value(
+            cs, APPROVER_2, REVIEW_SHOULD_HAVE_ASKED, covered["id"], channel=REVIEW_CHANNEL, ts=ts
+        )
+        await eventually(lambda: _count(events(cs, covered["id"]), "reviewed", 1))
+        review = await cs.store.standing().get_review(covered["id"])
+        assert review is not None
+        assert (review.verdict, review.reviewer) == ("should_have_asked", APPROVER_2)
+        assert (await cs.store.verify_audit()).ok
+
+
 async def test_without_sampling_nothing_is_posted_for_review(cs: Countersign) -> None:
     created = await asked(cs, {**AUTO_TAG, "run_id": "run-unsampled"})
 
