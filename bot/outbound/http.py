@@ -9,6 +9,7 @@ may hold the target's credentials (contracts/redaction.py).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Final
 
@@ -34,6 +35,13 @@ def _spellings(url: str) -> tuple[str, ...]:
     except (ValueError, TypeError):
         return ()
     return (str(parsed), parsed.human_repr(), parsed.raw_path_qs, parsed.path_qs)
+
+
+@functools.lru_cache(maxsize=64)
+def _timeout(total: float) -> aiohttp.ClientTimeout:
+    """aiohttp's timeout of ``total`` seconds, made once per value (it is immutable; an
+    operation's requests all take its one configured timeout)."""
+    return aiohttp.ClientTimeout(total=total)
 
 
 class AiohttpClient:
@@ -80,7 +88,6 @@ class AiohttpClient:
         timeout: float,
     ) -> HttpResponse:
         session = self._session_for_request(url)
-        shown = shown_url(url)
 
         def said(error: BaseException) -> str:
             """The client's own words, with the URL (in any spelling it quotes) shown safely."""
@@ -91,18 +98,18 @@ class AiohttpClient:
                 url,
                 data=body,
                 headers=dict(headers),
-                timeout=aiohttp.ClientTimeout(total=timeout),
+                timeout=_timeout(timeout),
                 allow_redirects=False,
             ) as response:
                 content = await self._read_capped(response)
                 return HttpResponse(status=response.status, body=content, headers=response.headers)
         except (aiohttp.ConnectionTimeoutError, aiohttp.ClientConnectorError) as error:
             raise HttpTransportError(
-                f"could not connect to {shown}: {said(error)}", maybe_received=False
+                f"could not connect to {shown_url(url)}: {said(error)}", maybe_received=False
             ) from error
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as error:
             raise HttpTransportError(
-                f"invalid target URL {shown}: {type(error).__name__}", maybe_received=False
+                f"invalid target URL {shown_url(url)}: {type(error).__name__}", maybe_received=False
             ) from error
         except TimeoutError as error:
             raise HttpTransportError(
@@ -111,17 +118,17 @@ class AiohttpClient:
             ) from error
         except aiohttp.ServerDisconnectedError as error:
             raise HttpTransportError(
-                f"{shown} closed the connection before answering", maybe_received=True
+                f"{shown_url(url)} closed the connection before answering", maybe_received=True
             ) from error
         except aiohttp.ClientPayloadError as error:
             raise HttpTransportError(
-                f"{shown} sent a broken response body: {said(error)}", maybe_received=True
+                f"{shown_url(url)} sent a broken response body: {said(error)}", maybe_received=True
             ) from error
         except aiohttp.ClientError as error:
             # Connection resets after connecting, malformed responses and anything else the
             # client raises once the request may be on the wire: the target may have acted.
             raise HttpTransportError(
-                f"request to {shown} failed: {type(error).__name__}: {said(error)}",
+                f"request to {shown_url(url)} failed: {type(error).__name__}: {said(error)}",
                 maybe_received=True,
             ) from error
 
