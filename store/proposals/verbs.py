@@ -138,8 +138,8 @@ class ProposalVerbs(
         if new.batch is None and self.appends_unsealed:  # one statement (submissions.py)
             async with self.lone_write() as tx:
                 stored = await insert_submitted(tx, new, pending_limit=bounded)
-                if stored["created"]:
-                    return proposal_from_row(stored), True  # new: no approvals yet
+                if stored["created"]:  # as stored, without parsing the row back (rows.py)
+                    return created_proposal(new, None), True  # new: no approvals yet
                 found = stored if stored["id"] is not None else None
                 if found is None:  # nothing stored, and no stored proposal seen
                     if not stored["has_room"]:
