@@ -146,9 +146,19 @@ class Store(Protocol):
         ...
 
     async def record_outcome(
-        self, proposal_id: str, outcome: Outcome, *, now: datetime
+        self, proposal_id: str, outcome: Outcome, *, now: datetime, attempt: int = 1
     ) -> Proposal:
-        """executing -> the outcome's status. Raises InvalidTransition if not executing."""
+        """executing -> the outcome's status, for ``attempt`` (Proposal.attempt when it was
+        claimed or retried). Raises InvalidTransition if not executing, or executing another
+        attempt (a retry's, when ``attempt`` is an earlier one's)."""
+        ...
+
+    async def audit_late_outcome(
+        self, proposal_id: str, answered: Outcome, *, attempt: int, now: datetime
+    ) -> None:
+        """The target ``answered`` for an earlier ``attempt`` after a later one was started:
+        audited as ``late_outcome`` (with the attempt), nothing else changed. Raises
+        ProposalNotFound."""
         ...
 
     async def record_late_outcome(

@@ -44,9 +44,13 @@ class Executing(FlowCore):
         wait = 0.1
         while True:
             try:
-                return await self.store.record_outcome(proposal.id, outcome, now=self._clock())
+                return await self.store.record_outcome(
+                    proposal.id, outcome, now=self._clock(), attempt=proposal.attempt
+                )
             except InvalidTransition:
                 current = await self.store.get_proposal(proposal.id)
+                if current.attempt != proposal.attempt:  # a retry started since
+                    return await self._record_superseded(current, outcome, proposal.attempt)
                 if current.outcome == outcome:  # an earlier try committed; its answer was lost
                     return current
                 if current.status is Status.NEEDS_RECONCILIATION:
@@ -62,6 +66,28 @@ class Executing(FlowCore):
                     )
                 await asyncio.sleep(wait)
                 wait = min(wait * 2, 1.0)
+
+    async def _record_superseded(
+        self, current: Proposal, outcome: Outcome, attempt: int
+    ) -> Proposal:
+        """The target answered attempt ``attempt`` after a person retried it: the answer is that
+        attempt's, never the retry's outcome. Audited as late; while the retry's execution is
+        uncertain too, shown to whoever reconciles it."""
+        if current.status is Status.NEEDS_RECONCILIATION:
+            return await self._record_late(current, outcome)
+        log.warning(
+            "the target answered %s for attempt %d of %s after attempt %d was started; audited, "
+            "not recorded as its outcome",
+            outcome.kind,
+            attempt,
+            current.id,
+            current.attempt,
+            extra={"event": "proposal.late_outcome", "proposal_id": current.id},
+        )
+        await self.store.audit_late_outcome(
+            current.id, outcome, attempt=attempt, now=self._clock()
+        )
+        return current
 
     async def _record_late(self, proposal: Proposal, outcome: Outcome) -> Proposal:
         """The target answered after the execution was handed to a person (its lease ended):

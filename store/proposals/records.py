@@ -129,6 +129,9 @@ class Proposal(NewProposal):
     batch_id: str | None = None  #: the batch it waited in (store/proposals/batches.py), if any
     #: when it was offered to the backup approvers (backup_roles), if it was
     handed_over_at: datetime | None = None
+    #: the attempt at executing it that is (or was last) under way: 1, then one more for each
+    #: retry of an uncertain execution; an outcome is recorded only for the attempt running
+    attempt: int = Field(default=1, ge=1)
 
 
 class Delivery(Frozen):

@@ -114,7 +114,12 @@ async def _replayed(tx: Tx, new: NewProposal, found: Row) -> Proposal:
     return existing
 
 
-def _no_outcome_while(current: Proposal, outcome: Outcome) -> InvalidTransition:
+def _no_outcome_while(current: Proposal, outcome: Outcome, attempt: int) -> InvalidTransition:
+    if current.status is Status.EXECUTING:
+        return InvalidTransition(
+            f"proposal {current.id!r} is executing attempt {current.attempt}, not {attempt}: "
+            f"an outcome ({outcome.kind!r}) is recorded only for the attempt running"
+        )
     return InvalidTransition(
         f"proposal {current.id!r} is {current.status.value!r}, not 'executing': "
         f"an outcome ({outcome.kind!r}) can only be recorded while executing"
@@ -341,7 +346,7 @@ class ProposalVerbs(
 
     @finish_even_if_cancelled
     async def record_outcome(
-        self, proposal_id: str, outcome: Outcome, *, now: datetime
+        self, proposal_id: str, outcome: Outcome, *, now: datetime, attempt: int = 1
     ) -> Proposal:
         status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
         if self.appends_unsealed:  # the change, its audit and outbox entries: one statement
@@ -350,6 +355,7 @@ class ProposalVerbs(
                 row = await tx.one(
                     "record_outcome_at_once",
                     id=proposal_id,
+                    attempt=attempt,
                     status=status.value,
                     outcome=dump_json(detail),
                     now=now,
@@ -360,7 +366,8 @@ class ProposalVerbs(
                     lanes=Array(lane_of(effect) for effect in effects),
                 )
                 if row is None:
-                    raise _no_outcome_while(await existing_proposal(tx, proposal_id), outcome)
+                    current = await existing_proposal(tx, proposal_id)
+                    raise _no_outcome_while(current, outcome, attempt)
                 tx.appended_unsealed(1)
                 [proposal] = await with_approvals(tx, [proposal_from_row(row)])
                 return proposal
@@ -368,12 +375,14 @@ class ProposalVerbs(
             row = await tx.one(
                 "record_outcome",
                 id=proposal_id,
+                attempt=attempt,
                 status=status.value,
                 outcome=dump_json(detail),
                 now=now,
             )
             if row is None:
-                raise _no_outcome_while(await existing_proposal(tx, proposal_id), outcome)
+                current = await existing_proposal(tx, proposal_id)
+                raise _no_outcome_while(current, outcome, attempt)
             await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
             return await enqueue_effects(tx, row, now)
 
@@ -396,6 +405,15 @@ class ProposalVerbs(
             [proposal] = await with_approvals(tx, [proposal_from_row(row)])
             await enqueue(tx, proposal, (Effect.SLACK_UPDATE,), now)
             return proposal
+
+    @finish_even_if_cancelled
+    async def audit_late_outcome(
+        self, proposal_id: str, answered: Outcome, *, attempt: int, now: datetime
+    ) -> None:
+        async with self.tx(write=True) as tx:
+            await existing_proposal(tx, proposal_id)
+            detail: dict[str, JsonValue] = {"outcome": outcome_json(answered), "attempt": attempt}
+            await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "late_outcome", detail)
 
     @finish_even_if_cancelled
     async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:

@@ -83,6 +83,8 @@ class Target:
     status: int = 200
     body: dict[str, Any] = field(default_factory=lambda: {"campaign_id": "cmp_1", "queued": True})
     delay: float = 0.0
+    #: (seconds, status) for the next requests, one each in order; then ``delay`` and ``status``
+    answers: list[tuple[float, int]] = field(default_factory=list)
 
     async def hook(self, request: web.Request) -> web.StreamResponse:
         handler = self.hooks.get(request.match_info["name"])
@@ -93,9 +95,10 @@ class Target:
     async def handle(self, request: web.Request) -> web.Response:
         raw = await request.read()
         self.requests.append({"path": request.path, "headers": dict(request.headers), "body": raw})
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        return web.json_response(self.body, status=self.status)
+        delay, status = self.answers.pop(0) if self.answers else (self.delay, self.status)
+        if delay:
+            await asyncio.sleep(delay)
+        return web.json_response(self.body, status=status)
 
     def executions(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"] == "/campaigns/send"]

@@ -1042,6 +1042,40 @@ class StoreConformance(
         assert isinstance(refused, NotApprovable)
         assert "does not need reconciliation" in refused.reason
 
+    async def test_an_earlier_attempts_answer_is_not_recorded_as_its_retrys_outcome(
+        self, store: Store, now: datetime
+    ) -> None:
+        # the same clock for the claim and the retry: their leases end at the same time, so
+        # only the attempt tells them apart
+        new, _ = await store.create_proposal(new_proposal(now))
+        claimed = await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
+        )
+        assert isinstance(claimed, Transitioned) and claimed.proposal.attempt == 1
+        await store.record_outcome(
+            new.id, NeedsReconciliation(detail="timeout", correlation_id="c"), now=now
+        )
+        retried = await store.retry_execution(new.id, actor="U2", now=now, lease_until=now + LEASE)
+        assert isinstance(retried, Transitioned) and retried.proposal.attempt == 2
+        trail = [entry.event for entry in await store.audit_log(new.id)]
+
+        late = TerminalFailure(detail="target refused the request with 400", correlation_id="c1")
+        with pytest.raises(InvalidTransition, match="executing attempt 2, not 1"):
+            await store.record_outcome(new.id, late, now=now, attempt=1)
+
+        unchanged = await store.get_proposal(new.id)
+        assert (unchanged.status, unchanged.attempt) == (Status.EXECUTING, 2)
+        assert [entry.event for entry in await store.audit_log(new.id)] == trail
+        await store.audit_late_outcome(new.id, late, attempt=1, now=now)
+        [entry] = [e for e in await store.audit_log(new.id) if e.event == "late_outcome"]
+        assert entry.detail["attempt"] == 1
+        assert entry.detail["outcome"]["kind"] == "terminal_failure"
+        assert (await store.get_proposal(new.id)).status is Status.EXECUTING
+
+        recorded = await store.record_outcome(new.id, Succeeded(result={}), now=now, attempt=2)
+        assert (recorded.status, recorded.attempt) == (Status.SUCCEEDED, 2)
+        assert (await store.verify_audit()).ok
+
     # --- edits that supersede -----------------------------------------------------------------
 
     async def test_an_edit_supersedes_the_pending_proposal_and_is_stored_in_one_step(

@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0021 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0022 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -244,7 +244,9 @@ END,
     backup_at timestamp with time zone,
     backup_roles text[] NOT NULL DEFAULT '{}'::text[],
     handed_over_at timestamp with time zone,
+    attempt integer NOT NULL DEFAULT 1,
     CONSTRAINT proposals_arguments_check CHECK ((json_typeof(arguments) = 'object'::text)),
+    CONSTRAINT proposals_attempt_check CHECK ((attempt >= 1)),
     CONSTRAINT proposals_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batches(id),
     CONSTRAINT proposals_decision_check CHECK ((decision = ANY (ARRAY['auto'::text, 'ask'::text, 'deny'::text]))),
     CONSTRAINT proposals_delegation_id_fkey FOREIGN KEY (delegation_id) REFERENCES delegations(id),

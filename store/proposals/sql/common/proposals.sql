@@ -59,8 +59,10 @@ UPDATE proposals SET slack_channel = :channel, slack_ts = :ts, updated_at = :now
 RETURNING *
 
 -- name: retry_execution
--- A person retries an uncertain execution: needs_reconciliation -> executing, with a new lease.
-UPDATE proposals SET status = 'executing', updated_at = :now, lease_until = :lease_until
+-- A person retries an uncertain execution: needs_reconciliation -> executing, with a new lease,
+-- as the next attempt (an earlier attempt's late answer is then not this one's outcome).
+UPDATE proposals
+SET status = 'executing', updated_at = :now, lease_until = :lease_until, attempt = attempt + 1
 WHERE id = :id AND status = 'needs_reconciliation'
 RETURNING *
 
@@ -88,9 +90,10 @@ WHERE id = :id AND status = 'pending' AND (expires_at IS NULL OR expires_at > :n
 RETURNING *
 
 -- name: record_outcome
--- The outcome of an execution: executing -> the outcome's status.
+-- The outcome of an execution: executing -> the outcome's status, only for the attempt that is
+-- running (:attempt): an earlier attempt's answer is not the outcome of a retry.
 UPDATE proposals SET status = :status, outcome = :outcome, updated_at = :now
-WHERE id = :id AND status = 'executing'
+WHERE id = :id AND status = 'executing' AND attempt = :attempt
 RETURNING *
 
 -- name: record_late_outcome

@@ -34,14 +34,14 @@ RETURNING p.*
 -- name: record_outcome_at_once
 -- record_outcome with its audit entry (appended unsealed, for the sealer) and the outbox
 -- entries of the status it enters, in one statement committed on its own (one round trip); no
--- row back: not executing, nothing written. :effects and :lanes are that status's effects
+-- row back: not executing :attempt, nothing written. :effects and :lanes are that status's effects
 -- (lifecycle.EFFECTS) and their lanes: a Slack one is written when the proposal asks in a
 -- channel, a callback when it has a callback_url (store/proposals/effects.py), in that order;
 -- a message update written makes the proposal's earlier ones not under way moot
 -- (supersede_updates).
 WITH changed AS (
     UPDATE proposals SET status = :status, outcome = :outcome, updated_at = :now
-    WHERE id = :id AND status = 'executing'
+    WHERE id = :id AND status = 'executing' AND attempt = :attempt
     RETURNING *
 ), entry AS (
     INSERT INTO audit_log (at, proposal_id, actor, event, detail)
