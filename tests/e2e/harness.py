@@ -35,6 +35,7 @@ from bot.slack.local_socket import LocalSocketMode
 from store.open import open_store
 from store.rows import db_time
 from store.sqlite import SqliteStore
+from tests.resend import resent_while_busy
 from tests.slack_requests import block_action_body, signed_headers, view_submission_body
 
 SIGNING_SECRET = "e2e-signing-secret-0123456789abcdef"
@@ -289,14 +290,16 @@ class Countersign:
         token: str | None = AGENT_TOKEN,
         key: str | None = None,
     ) -> tuple[int, dict[str, Any]]:
+        """The agent's submission; sent again while Countersign answers busy, as an agent's
+        client does (tests/resend.py)."""
         headers = {"Content-Type": "application/json"}
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
         if key is not None:
             headers["Idempotency-Key"] = key
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        async with self.http.post(f"{self.url}/v1/proposals", data=data, headers=headers) as r:
-            return r.status, await r.json(content_type=None)
+        answer = await self.agent_request("POST", "/v1/proposals", data=data, headers=headers)
+        return answer.status, answer.json()
 
     async def read(
         self, proposal_id: str, *, wait: float | None = None, token: str = AGENT_TOKEN
@@ -405,6 +408,21 @@ class Countersign:
             method, f"{self.url}{path}", data=data, headers=headers, params=params
         ) as r:
             return Answer(r.status, r.headers.copy(), await r.read())
+
+    async def agent_request(
+        self,
+        method: str,
+        path: str,
+        *,
+        data: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> Answer:
+        """As :meth:`request`, sent again as an agent's client sends it while Countersign
+        answers busy (tests/resend.py)."""
+        return await resent_while_busy(
+            lambda: self.request(method, path, data=data, headers=headers, params=params)
+        )
 
     async def proposal_count(self) -> int:
         """Rows in the proposals table, read through a separate read-only connection."""

@@ -73,11 +73,12 @@ async def post(
     headers: Mapping[str, str] | None = None,
     key: str | None = None,
 ) -> Answer:
+    """The agent's submission, sent again while Countersign answers busy (tests/resend.py)."""
     sent = dict(bearer() if headers is None else headers)
     if key is not None:
         sent["Idempotency-Key"] = key
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return await cs.request("POST", "/v1/proposals", data=data, headers=sent)
+    return await cs.agent_request("POST", "/v1/proposals", data=data, headers=sent)
 
 
 def problem(answer: Answer, status: int) -> dict[str, Any]:

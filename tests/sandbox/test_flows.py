@@ -20,6 +20,8 @@ import pytest
 from playwright.async_api import expect
 
 from bot.sandbox import Sandbox, running_sandbox
+from tests.e2e.harness import Answer
+from tests.resend import resent_while_busy
 from tests.sandbox.browser import SandboxPage, chromium_missing, opened
 
 _missing = chromium_missing()
@@ -47,15 +49,21 @@ async def page(sandbox: Sandbox, tmp_path: Path) -> AsyncIterator[SandboxPage]:
 
 
 async def propose(sandbox: Sandbox, body: dict[str, Any]) -> dict[str, Any]:
-    """What an agent sends with the banner's curl."""
-    async with sandbox.session.post(
-        f"{sandbox.api_url}/v1/proposals",
-        json=body,
-        headers={"Authorization": f"Bearer {sandbox.secrets.agent_token}"},
-    ) as response:
-        assert response.status == 201, await response.text()
-        answer: dict[str, Any] = await response.json()
-        return answer
+    """What an agent sends with the banner's curl; sent again while the sandbox answers busy,
+    as an agent's client does (tests/resend.py)."""
+
+    async def once() -> Answer:
+        async with sandbox.session.post(
+            f"{sandbox.api_url}/v1/proposals",
+            json=body,
+            headers={"Authorization": f"Bearer {sandbox.secrets.agent_token}"},
+        ) as response:
+            return Answer(response.status, response.headers.copy(), await response.read())
+
+    answer = await resent_while_busy(once)
+    assert answer.status == 201, answer.body.decode()
+    created: dict[str, Any] = answer.json()
+    return created
 
 
 async def slack_api(sandbox: Sandbox, method: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -42,8 +42,10 @@ from tests.e2e.harness import (
     FINANCE_GROUP,
     REQUESTER,
     SIGNING_SECRET,
+    Answer,
     config_text,
 )
+from tests.resend import resent_while_busy
 from tests.slack_requests import block_action_body, signed_headers
 
 __all__ = [
@@ -373,9 +375,16 @@ def campaign(i: int) -> dict[str, Any]:
 async def submit(
     http: aiohttp.ClientSession, url: str, body: dict[str, Any], key: str
 ) -> tuple[int, dict[str, Any]]:
+    """The agent's submission to the instance at ``url``; sent again, with the same key, while
+    that instance answers busy, as an agent's client does (tests/resend.py)."""
     headers = {"Authorization": f"Bearer {AGENT_TOKEN}", "Idempotency-Key": key}
-    async with http.post(f"{url}/v1/proposals", json=body, headers=headers) as answer:
-        return answer.status, await answer.json(content_type=None)
+
+    async def once() -> Answer:
+        async with http.post(f"{url}/v1/proposals", json=body, headers=headers) as answer:
+            return Answer(answer.status, answer.headers.copy(), await answer.read())
+
+    answer = await resent_while_busy(once)
+    return answer.status, answer.json()
 
 
 async def click(
