@@ -65,6 +65,7 @@ from bot.settings import Settings
 from bot.slack.directory import SlackDirectory
 from bot.slack.home import HomeTab, register_home_listener
 from bot.slack.listeners import BOLT, SIGNING_SECRET, build_bolt, slack_events
+from bot.slack.port import slack_listener
 from bot.slack.publish import SlackPublisher, make_web_client
 from bot.slack.slash import SlashCommand, register_slash_command
 from bot.standing.admin import StandingAdmin
@@ -111,8 +112,9 @@ def build_app(
     version = countersign_version()
     metrics = Metrics(version=version, clock=clock)
     store = timed_store(store, metrics.store_seconds)
+    observe = monitoring_middleware(metrics)  # the Slack port's requests are counted alike
     app = web.Application(
-        middlewares=[monitoring_middleware(metrics), problem_middleware],
+        middlewares=[observe, problem_middleware],
         client_max_size=1024 * 1024,
     )
     server = settings.server
@@ -296,6 +298,20 @@ def build_app(
                 )
             )
             log.info("metrics at %s/metrics", metrics_url)
+        if server.slack_port is not None:
+            if settings.slack.app_token is None:
+                slack_url = await listeners.enter_async_context(
+                    slack_listener(
+                        bolt,
+                        app[SIGNING_SECRET],
+                        server.host,
+                        server.slack_port,
+                        middlewares=[observe, problem_middleware],
+                    )
+                )
+                log.info("Slack's requests also at %s/slack/events", slack_url)
+            else:
+                log.warning("server.slack_port is not served: Slack is reached in Socket Mode")
         socket: AsyncSocketModeHandler | None = None
         if settings.slack.app_token is not None:
             socket = AsyncSocketModeHandler(bolt, settings.slack.app_token)

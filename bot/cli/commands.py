@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
@@ -263,6 +264,10 @@ def _serve(
         _report_missing_slack(missing)
         return 2
 
+    if host is not None:  # Slack's own port (server.slack_port) listens on the same host
+        settings = dataclasses.replace(
+            settings, server=settings.server.model_copy(update={"host": host})
+        )
     opened: list[Store] = []
 
     async def make() -> web.Application:

@@ -23,12 +23,14 @@ from bot.settings.model import (
     SLACK_API_DEFAULT,
     ConfigError,
     FileModel,
+    ServerSettings,
     Settings,
     SlackSettings,
     StoreSettings,
     is_user_group,
     looks_like_user_id,
 )
+from bot.settings.monitoring import MonitoringSettings
 from bot.settings.problems import (
     line_of_problem,
     skippable_path,
@@ -114,6 +116,7 @@ def _checked(path: Path, raw: dict[str, Any], env: Mapping[str, str]) -> Setting
             f"0 (it is {model.approvals.review_sample}): the Slack channel id, such as "
             "'C0REVIEWS', where sampled automatic approvals are posted for review"
         )
+    _check_ports(path, model.server, model.monitoring, problems)
     escalation = load_escalation(path, model.escalation, model.roles.keys(), problems)
     audit = load_audit(path, model.audit, env, problems)
     operations = load_operations(path, model, env, problems)
@@ -202,3 +205,23 @@ def _names_unbuilt_operation(problem: str, unbuilt: list[str]) -> bool:
 
 def _with_slash(url: str) -> str:
     return url if url.endswith("/") else url + "/"
+
+
+def _check_ports(
+    path: Path, server: ServerSettings, monitoring: MonitoringSettings, problems: list[str]
+) -> None:
+    """``server.slack_port`` is a listening socket of its own: not the main nor the metrics'."""
+    slack = server.slack_port
+    if slack is None or slack == 0:  # 0: a free port, chosen when it is bound
+        return
+    if slack == server.port:
+        problems.append(
+            f"{path}: server.slack_port: must differ from server.port (both are {slack}): "
+            "Slack's port is a listening socket of its own; leave it out to serve Slack on the "
+            "main port only"
+        )
+    if slack == monitoring.metrics_port:
+        problems.append(
+            f"{path}: server.slack_port: must differ from monitoring.metrics_port (both are "
+            f"{slack})"
+        )

@@ -67,6 +67,10 @@ class _Section(BaseModel):
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
+    #: also serve Slack's ``/slack/events`` (alone) on this port of the same host, a listening
+    #: socket of its own so people's clicks never queue behind agents' connections; None: only
+    #: on the main port (which serves Slack either way)
+    slack_port: int | None = Field(default=None, ge=0, le=65535)
     #: how often overdue proposals are expired
     sweep_interval_seconds: float = Field(default=5.0, gt=0, le=3600)
     #: the longest ``GET /v1/proposals/{id}?wait=`` may hold a request
