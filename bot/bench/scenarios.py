@@ -94,7 +94,9 @@ async def prepare_clicks(
         raise ValueError(
             f"{total} click proposals: at most {CLICK_REQUESTERS} (each needs its own requester)"
         )
-    await back_to_back(lambda n: stage.submit("click"), clients=AGENTS, duration=3600, limit=total)
+    await back_to_back(
+        lambda n: stage.submit_taken("click"), clients=AGENTS, duration=3600, limit=total
+    )
     messages = (await stage.wait_posted("click", total, timeout=timeout))[:total]
     kept = min(mixed, len(messages) * mixed // total)  # the mixed scenario's share, from the end
     for_mixed, messages = messages[len(messages) - kept :], messages[: len(messages) - kept]
@@ -480,7 +482,7 @@ async def _until_shown(
     start = time.perf_counter()
     try:
         load = back_to_back(
-            lambda n: stage.submit(lane_of(n)), clients=AGENTS, duration=timeout, limit=count
+            lambda n: stage.submit_taken(lane_of(n)), clients=AGENTS, duration=timeout, limit=count
         )
         submitting = asyncio.create_task(load)
         while len(seen) < count and time.perf_counter() - start < timeout:

@@ -216,11 +216,30 @@ class Stage:
         }
         return body, {"Authorization": f"Bearer {self.token}"}
 
+    async def submit_taken(self, lane: str, *, tries: int = 30) -> int:
+        """Propose a new deployment in ``lane`` as an agent's client does when it must get it
+        through: an answer of 503 with Retry-After (busy: nothing was stored) is waited out and
+        the same proposal sent again, up to ``tries`` sends; the last HTTP status. For the
+        scenarios that measure when proposals are shown, not how many are taken."""
+        body, headers = self._new_proposal(lane)
+        status = 0
+        for _ in range(tries):
+            status, answered = await self._send(body, headers, None)
+            if status != 503 or "Retry-After" not in answered:
+                return status
+            await asyncio.sleep(min(float(answered["Retry-After"]), 5.0))
+        return status
+
     async def submit_answer(
         self, lane: str, *, url: str | None = None
     ) -> tuple[int, dict[str, str]]:
         """Propose a new deployment in ``lane``; the HTTP status and headers of the answer."""
         body, headers = self._new_proposal(lane)
+        return await self._send(body, headers, url)
+
+    async def _send(
+        self, body: dict[str, object], headers: dict[str, str], url: str | None
+    ) -> tuple[int, dict[str, str]]:
         try:
             async with self.http.post(
                 f"{url or self.url}/v1/proposals", json=body, headers=headers

@@ -5,6 +5,7 @@ for one click at a time and a slow target none is told busy and every one is app
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,20 @@ async def test_clicks_beyond_the_room_are_recorded_served_and_all_applied(tmp_pa
     assert paced.details["clicked"] == 4
     assert paced.details["told_busy"] == 0
     assert paced.count == paced.details["applied"] == 4
+
+
+#: one agent submission worked on at a time, so that submissions arriving together are told busy
+ONE_SUBMISSION = "\n[server]\nmax_in_flight_submissions = 1\n"
+
+
+@pytest.mark.timeout(180)
+async def test_the_scenarios_that_time_what_is_shown_send_a_busy_proposal_again(
+    tmp_path: Path,
+) -> None:
+    store = f"sqlite:///{tmp_path / 'countersign.sqlite'}"
+    async with running_stage(tmp_path, store, extra_config=ONE_SUBMISSION) as stage:
+        sent_once = await asyncio.gather(*(stage.submit("ingest") for _ in range(16)))
+        taken = await asyncio.gather(*(stage.submit_taken("ingest") for _ in range(16)))
+
+    assert 503 in sent_once  # the room for one is real: sent once, some are told busy...
+    assert taken == [201] * 16  # ...and sent again after Retry-After, every one is taken
