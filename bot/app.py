@@ -6,7 +6,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 import aiohttp
@@ -47,7 +47,7 @@ from bot.monitoring.endpoints import (
     READINESS,
     MetricsSampler,
     install_sampler,
-    metrics_listener,
+    metrics_app,
     monitoring_middleware,
     monitoring_routes,
 )
@@ -65,7 +65,7 @@ from bot.settings import Settings
 from bot.slack.directory import SlackDirectory
 from bot.slack.home import HomeTab, register_home_listener
 from bot.slack.listeners import BOLT, SIGNING_SECRET, build_bolt, slack_events
-from bot.slack.port import slack_listener
+from bot.slack.port import slack_app
 from bot.slack.publish import SlackPublisher, make_web_client
 from bot.slack.slash import SlashCommand, register_slash_command
 from bot.standing.admin import StandingAdmin
@@ -77,7 +77,7 @@ from store.proposals import Delivery, Effect, Proposal
 from store.proposals.clicks import DIGEST_VERBS, ESCALATION_VERBS, ClickVerb
 from store.protocol import Store
 
-__all__ = ["DECISIONS", "OUTBOX", "build_app", "utc_now"]
+__all__ = ["DECISIONS", "OUTBOX", "build_app", "listening", "utc_now"]
 
 OUTBOX: web.AppKey[OutboxWorker] = web.AppKey("outbox", OutboxWorker)
 #: records decision clicks and applies them (bot/flow/clicks.py)
@@ -293,20 +293,22 @@ def build_app(
         listeners = AsyncExitStack()
         if settings.monitoring.metrics_port is not None:
             metrics_url = await listeners.enter_async_context(
-                metrics_listener(
-                    sampler, settings.monitoring.metrics_host, settings.monitoring.metrics_port
+                listening(
+                    metrics_app(sampler),
+                    settings.monitoring.metrics_host,
+                    settings.monitoring.metrics_port,
                 )
             )
             log.info("metrics at %s/metrics", metrics_url)
         if server.slack_port is not None:
             if settings.slack.app_token is None:
                 slack_url = await listeners.enter_async_context(
-                    slack_listener(
-                        bolt,
-                        app[SIGNING_SECRET],
+                    listening(
+                        slack_app(
+                            bolt, app[SIGNING_SECRET], middlewares=[observe, problem_middleware]
+                        ),
                         server.host,
                         server.slack_port,
-                        middlewares=[observe, problem_middleware],
                     )
                 )
                 log.info("Slack's requests also at %s/slack/events", slack_url)
@@ -390,3 +392,17 @@ async def _sweep_forever(service: Service, interval: float, watch: StoreWatch) -
         except Exception:
             log.exception("sweep failed; trying again in %.0f s", interval)
         await asyncio.sleep(interval)
+
+
+@asynccontextmanager
+async def listening(app: web.Application, host: str, port: int) -> AsyncIterator[str]:
+    """Serve ``app`` on a port of its own, ``host:port`` (0: a free port), while open; yields its
+    base URL (the metrics port, Slack's port)."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+        bound_host, bound_port = runner.addresses[0][:2]
+        yield f"http://{bound_host}:{bound_port}"
+    finally:
+        await runner.cleanup()

@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
@@ -30,7 +29,7 @@ __all__ = [
     "READINESS",
     "MetricsSampler",
     "install_sampler",
-    "metrics_listener",
+    "metrics_app",
     "monitoring_middleware",
     "monitoring_routes",
 ]
@@ -143,18 +142,9 @@ def install_sampler(app: web.Application, sampler: MetricsSampler) -> None:
     app[_SAMPLER] = sampler
 
 
-@asynccontextmanager
-async def metrics_listener(sampler: MetricsSampler, host: str, port: int) -> AsyncIterator[str]:
-    """Serve ``/metrics`` alone on ``host:port`` (0: a free port) while open; its base URL."""
+def metrics_app(sampler: MetricsSampler) -> web.Application:
+    """``/metrics`` alone, for a port of its own (``[monitoring] metrics_port``)."""
     app = web.Application()
     install_sampler(app, sampler)
     app.router.add_get("/metrics", metrics_page)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-        bound_host, bound_port = runner.addresses[0][:2]
-        yield f"http://{bound_host}:{bound_port}"
-    finally:
-        await runner.cleanup()
+    return app

@@ -8,8 +8,7 @@ The same bolt app, signing secret and so the same Service and store as the main 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -17,30 +16,15 @@ from slack_bolt.app.async_app import AsyncApp
 
 from bot.slack.listeners import BOLT, SIGNING_SECRET, slack_events
 
-__all__ = ["slack_listener"]
+__all__ = ["slack_app"]
 
 
-@asynccontextmanager
-async def slack_listener(
-    bolt: AsyncApp,
-    signing_secret: str,
-    host: str,
-    port: int,
-    *,
-    middlewares: Sequence[Middleware] = (),
-) -> AsyncIterator[str]:
-    """Serve ``POST /slack/events`` alone on ``host:port`` (0: a free port) while open; yields
-    its base URL. Every other path answers 404 there."""
+def slack_app(
+    bolt: AsyncApp, signing_secret: str, *, middlewares: Sequence[Middleware] = ()
+) -> web.Application:
+    """``POST /slack/events`` alone, for a port of its own; every other path answers 404."""
     app = web.Application(middlewares=list(middlewares))
     app[BOLT] = bolt
     app[SIGNING_SECRET] = signing_secret
     app.router.add_post("/slack/events", slack_events)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-        bound_host, bound_port = runner.addresses[0][:2]
-        yield f"http://{bound_host}:{bound_port}"
-    finally:
-        await runner.cleanup()
+    return app
