@@ -86,18 +86,26 @@ class Clicks:
 async def prepare_clicks(
     stage: Stage, count: int, steady: int, *, paced: int = 0, mixed: int = 0, timeout: float = 120
 ) -> Clicks:
-    """Submit ``count + steady + paced`` proposals, wait up to ``timeout`` s until they are
-    posted, and build their clicks: every one when all were posted in time, otherwise the posted
-    ones, shared in the same proportions (``Clicks.posted`` says how many of how many)."""
+    """Submit ``count + steady + paced + mixed`` proposals, wait up to ``timeout`` s until they
+    are posted, and build their clicks: every one when all were posted in time, otherwise the
+    posted ones, shared in the same proportions (``Clicks.posted`` says how many of how many).
+    Only the proposals submitted here are clicked: the channel also holds those of an earlier
+    call (``--only clicks --only mixed`` prepares twice), decided by then."""
     total = count + steady + paced + mixed
     if total > CLICK_REQUESTERS:
         raise ValueError(
             f"{total} click proposals: at most {CLICK_REQUESTERS} (each needs its own requester)"
         )
-    await back_to_back(
-        lambda n: stage.submit_taken("click"), clients=AGENTS, duration=3600, limit=total
-    )
-    messages = (await stage.wait_posted("click", total, timeout=timeout))[:total]
+    made: set[str] = set()
+
+    async def submit(n: int) -> int:
+        status, proposal_id = await stage.propose_taken("click")
+        if proposal_id is not None:
+            made.add(proposal_id)
+        return status
+
+    await back_to_back(submit, clients=AGENTS, duration=3600, limit=total)
+    messages = (await stage.wait_posted("click", made, timeout=timeout))[:total]
     kept = min(mixed, len(messages) * mixed // total)  # the mixed scenario's share, from the end
     for_mixed, messages = messages[len(messages) - kept :], messages[: len(messages) - kept]
     total -= mixed

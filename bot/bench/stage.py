@@ -12,7 +12,7 @@ import secrets
 import textwrap
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,7 @@ from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.bench.processes import ServerProcess
+from bot.digests.outbox import shown_in
 from bot.render.actions import APPROVE
 from bot.sandbox.payloads import Actor, block_actions, form_body, signed_headers
 from bot.slack.local import LocalSlack, StoredMessage, running_local_slack
@@ -221,33 +222,42 @@ class Stage:
         through: an answer of 503 with Retry-After (busy: nothing was stored) is waited out and
         the same proposal sent again, up to ``tries`` sends; the last HTTP status. For the
         scenarios that measure when proposals are shown, not how many are taken."""
+        status, _ = await self.propose_taken(lane, tries=tries)
+        return status
+
+    async def propose_taken(self, lane: str, *, tries: int = 30) -> tuple[int, str | None]:
+        """:meth:`submit_taken`, also saying which proposal was made: the last HTTP status and
+        the new proposal's id (None unless it was taken, 201)."""
         body, headers = self._new_proposal(lane)
         status = 0
         for _ in range(tries):
-            status, answered = await self._send(body, headers, None)
+            status, answered, made = await self._send(body, headers, None)
+            if status == 201:
+                return status, str(json.loads(made)["id"])
             if status != 503 or "Retry-After" not in answered:
-                return status
+                return status, None
             await asyncio.sleep(min(float(answered["Retry-After"]), 5.0))
-        return status
+        return status, None
 
     async def submit_answer(
         self, lane: str, *, url: str | None = None
     ) -> tuple[int, dict[str, str]]:
         """Propose a new deployment in ``lane``; the HTTP status and headers of the answer."""
         body, headers = self._new_proposal(lane)
-        return await self._send(body, headers, url)
+        status, answered, _ = await self._send(body, headers, url)
+        return status, answered
 
     async def _send(
         self, body: dict[str, object], headers: dict[str, str], url: str | None
-    ) -> tuple[int, dict[str, str]]:
+    ) -> tuple[int, dict[str, str], bytes]:
+        """POST ``body`` to the agent API: the status, headers and body of the answer."""
         try:
             async with self.http.post(
                 f"{url or self.url}/v1/proposals", json=body, headers=headers
             ) as answer:
-                await answer.read()
-                return answer.status, dict(answer.headers)
+                return answer.status, dict(answer.headers), await answer.read()
         except aiohttp.ClientError:
-            return 0, {}
+            return 0, {}, b""
 
     async def long_poll(self, lane: str, *, wait: float) -> int:
         """Propose in ``lane`` and read the proposal back with ``?wait=``, held until it
@@ -274,11 +284,25 @@ class Stage:
         """The proposal messages in ``lane``'s channel (thread replies left out)."""
         return [m for m in self.slack.messages(CHANNELS[lane]) if not m.is_reply]
 
-    async def wait_posted(self, lane: str, count: int, timeout: float) -> list[StoredMessage]:
+    async def wait_posted(
+        self, lane: str, proposals: Collection[str], timeout: float
+    ) -> list[StoredMessage]:
+        """The messages in ``lane``'s channel that show one of ``proposals``, in the order they
+        were posted, once each of them is posted or ``timeout`` s have passed. Another
+        proposal's message in the channel (an earlier scenario's, decided since) is left out."""
+        wanted = set(proposals)
+        ours: dict[str, bool] = {}  # message ts -> whether it shows one of ``proposals``
         deadline = time.monotonic() + timeout
-        while len(found := self.posted(lane)) < count and time.monotonic() < deadline:  # noqa: ASYNC110  (the local Slack has no event to wait on)
-            await asyncio.sleep(0.05)
-        return found
+        while True:
+            found = []
+            for message in self.posted(lane):
+                if message.ts not in ours:
+                    ours[message.ts] = not wanted.isdisjoint(shown_in(message.to_api()))
+                if ours[message.ts]:
+                    found.append(message)
+            if len(found) >= len(wanted) or time.monotonic() >= deadline:
+                return found
+            await asyncio.sleep(0.05)  # the local Slack has no event to wait on
 
     def approve_click(self, message: StoredMessage, url: str | None = None) -> tuple[str, bytes]:
         """An Approve click on ``message`` as Slack sends it: (request URL, signed form body)."""

@@ -201,6 +201,36 @@ async def test_bench_only_ingest_and_auto_give_their_cpu_per_proposal_against_fl
     assert rows["auto path"]["details"]["executed_at_target"] > 0
 
 
+@pytest.mark.timeout(150)
+async def test_bench_only_clicks_and_mixed_click_each_its_own_proposals(tmp_path: Path) -> None:
+    """--only clicks --only mixed: the mixed row prepares its clicks after the clicks rows decided
+    theirs in the same channel, and clicks only the proposals it submitted itself (it once took
+    the decided ones, whose messages have no Approve button left, and crashed)."""
+    out = tmp_path / "bench.json"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "bench", "--only", "clicks", "--only", "mixed",
+        "--duration", "0.5", "--clicks", "20", "--json", str(out),
+        "--work-dir", str(tmp_path / "work"),
+        cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    printed, _ = await asyncio.wait_for(process.communicate(), timeout=140)
+    assert process.returncode == 0, printed.decode()
+
+    rows = {row["name"]: row for row in json.loads(out.read_text())["measurements"]}
+    assert set(rows) == {
+        "clicks",
+        "decisions applied",
+        "clicks at 100/s",
+        "ingest",
+        "mixed: clicks",
+        "mixed: agents",
+    }
+    assert rows["clicks"]["details"]["acknowledged"] == 20
+    mixed = rows["mixed: clicks"]["details"]
+    assert mixed["clicked"] == 10 and mixed["statuses"] == {"200": 10}, mixed
+
+
 async def test_bench_refuses_a_store_that_is_not_postgresql_and_starts_nothing(
     tmp_path: Path,
 ) -> None:
