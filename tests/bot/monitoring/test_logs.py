@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -72,6 +73,26 @@ def test_a_json_line_carries_the_events_fields_and_the_request_id() -> None:
         "operation": "x.y",
         "request_id": "req-1",
     }
+
+
+@pytest.mark.parametrize(
+    "created",
+    [1_764_849_600.0, 1_764_849_600.0005, 1_764_849_600.9994999, 1_764_849_600.9999996, 0.25],
+)
+def test_a_lines_time_is_its_records_in_utc_to_the_millisecond(created: float) -> None:
+    formatter = JsonFormatter()
+    for at in (created, created + 0.0001, created + 1.5):  # the second written once, then again
+        made = record("swept")
+        made.created = at
+        expected = datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
+        assert json.loads(formatter.format(made))["time"] == expected
+
+
+def test_a_value_json_cannot_write_natively_is_written_as_its_text() -> None:
+    line = as_json(record("swept", big=2**70, at=datetime(2026, 1, 2, tzinfo=UTC), ids={"a"}))
+    assert line["big"] == 2**70
+    assert line["at"] == "2026-01-02 00:00:00+00:00"
+    assert line["ids"] == "{'a'}"
 
 
 def test_outside_a_request_there_is_no_request_id() -> None:
