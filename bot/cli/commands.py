@@ -29,7 +29,14 @@ from bot.operators.duty_check import separation_warnings
 from bot.operators.explain import explain
 from bot.operators.lease_check import lease_warnings
 from bot.sandbox import DEFAULT_PORT, run_sandbox
-from bot.settings import ConfigError, Settings, is_user_group, load_settings, slack_settings
+from bot.settings import (
+    ConfigError,
+    Settings,
+    is_user_group,
+    load_settings,
+    port_clashes,
+    slack_settings,
+)
 from bot.standing.review import review_stats_command
 from contracts.redaction import shown_store_url
 from store.base import StoreError
@@ -71,6 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     serve.add_argument("--host", default=None, help="override [server].host")
     serve.add_argument("--port", type=int, default=None, help="override [server].port")
+    serve.add_argument(
+        "--slack-port",
+        type=int,
+        default=None,
+        help="override [server].slack_port: also serve Slack's /slack/events on this port",
+    )
     serve.add_argument(
         "--allow-offline",
         action="store_true",
@@ -200,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(audit_anchor(settings, sys.stdout, sys.stderr))
     if args.command == "audit":
         return asyncio.run(audit_verify(settings, args.anchors, sys.stdout, sys.stderr))
-    return _serve(settings, args.host, args.port, allow_offline=args.allow_offline)
+    overrides = {"host": args.host, "port": args.port, "slack_port": args.slack_port}
+    return _serve(settings, overrides, allow_offline=args.allow_offline)
 
 
 def _role_summary(role: str, members: frozenset[str]) -> str:
@@ -256,18 +270,22 @@ async def _audit_export(
     return 0
 
 
-def _serve(
-    settings: Settings, host: str | None, port: int | None, *, allow_offline: bool = False
-) -> int:
+def _serve(settings: Settings, overrides: dict[str, object], *, allow_offline: bool = False) -> int:
+    """``overrides``: ``[server]``'s host, port and slack_port as given on the command line
+    (None: as the file says)."""
     missing = settings.slack.missing()
     if missing:
         _report_missing_slack(missing)
         return 2
 
-    if host is not None:  # Slack's own port (server.slack_port) listens on the same host
-        settings = dataclasses.replace(
-            settings, server=settings.server.model_copy(update={"host": host})
-        )
+    given = {key: value for key, value in overrides.items() if value is not None}
+    if given:  # Slack's own port (server.slack_port) listens on the same host
+        settings = dataclasses.replace(settings, server=settings.server.model_copy(update=given))
+    clashes = port_clashes(settings.server, settings.monitoring)
+    for clash in clashes:
+        print(f"countersign serve: {clash}", file=sys.stderr)
+    if clashes:
+        return 2
     opened: list[Store] = []
 
     async def make() -> web.Application:
@@ -285,8 +303,7 @@ def _serve(
         app.on_cleanup.append(close_store)
         return app
 
-    bind_host = settings.server.host if host is None else host
-    bind_port = settings.server.port if port is None else port
+    bind_host, bind_port = settings.server.host, settings.server.port
 
     def listening(*_: object) -> None:
         # instead of aiohttp's "Running on" banner on stdout: one structured line, once bound

@@ -4,7 +4,8 @@ Everything is checked when it is loaded, and every problem is reported at once, 
 file, its line, the key and what was expected.
 
 - ``model``: the file's sections and the ``Settings`` loading makes of them
-- ``load``: ``load_settings`` (read, check, place each problem on its line) and ``slack_settings``
+- ``load``: ``load_settings`` (read, check, place each problem on its line), ``slack_settings``
+  and ``port_clashes``
 - ``agents``: the ``[agents]`` and ``[operations]`` tables checked and built
 - ``callback_urls``: the callback URLs an agent's ``callback_url_prefixes`` allow (their form)
 - ``keys``: every key the file accepts (docs/configuration.md lists exactly these)
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from bot.settings.escalation import EscalationSection
     from bot.settings.keys import setting_keys
     from bot.settings.limits import AgentLimitsSection, Limits
-    from bot.settings.load import load_settings, slack_settings
+    from bot.settings.load import load_settings, port_clashes, slack_settings
     from bot.settings.model import (
         DEFAULT_CONFIG_PATH,
         ROLE_PREFIX,
@@ -67,6 +68,7 @@ __all__ = [
     "SlackSettings",
     "is_user_group",
     "load_settings",
+    "port_clashes",
     "setting_keys",
     "slack_settings",
 ]
@@ -92,6 +94,7 @@ _DEFINED_IN = {
     "SlackSettings": "model",
     "is_user_group": "model",
     "load_settings": "load",
+    "port_clashes": "load",
     "setting_keys": "keys",
     "slack_settings": "load",
 }

@@ -210,18 +210,25 @@ def _with_slash(url: str) -> str:
 def _check_ports(
     path: Path, server: ServerSettings, monitoring: MonitoringSettings, problems: list[str]
 ) -> None:
-    """``server.slack_port`` is a listening socket of its own: not the main nor the metrics'."""
+    problems.extend(f"{path}: {clash}" for clash in port_clashes(server, monitoring))
+
+
+def port_clashes(server: ServerSettings, monitoring: MonitoringSettings) -> list[str]:
+    """``server.slack_port`` is a listening socket of its own: not the main nor the metrics'.
+    Checked when the file is loaded, and again by ``serve`` once ``--port`` and
+    ``--slack-port`` are applied."""
     slack = server.slack_port
     if slack is None or slack == 0:  # 0: a free port, chosen when it is bound
-        return
+        return []
+    clashes = []
     if slack == server.port:
-        problems.append(
-            f"{path}: server.slack_port: must differ from server.port (both are {slack}): "
+        clashes.append(
+            f"server.slack_port: must differ from server.port (both are {slack}): "
             "Slack's port is a listening socket of its own; leave it out to serve Slack on the "
             "main port only"
         )
     if slack == monitoring.metrics_port:
-        problems.append(
-            f"{path}: server.slack_port: must differ from monitoring.metrics_port (both are "
-            f"{slack})"
+        clashes.append(
+            f"server.slack_port: must differ from monitoring.metrics_port (both are {slack})"
         )
+    return clashes

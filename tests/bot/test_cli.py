@@ -229,6 +229,37 @@ def test_serve_with_a_broken_config_and_no_slack_secrets_reports_both_at_once(
     assert not db.exists()
 
 
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize(
+    ("server", "flags"),
+    [
+        ("", ["--port", "8093", "--slack-port", "8093"]),  # both given on the command line
+        ("slack_port = 8093\n", ["--port", "8093"]),  # the file's Slack port, --port onto it
+    ],
+)
+@pytest.mark.usefixtures("environment")
+def test_serve_refuses_a_slack_port_equal_to_the_port_it_serves_on_and_starts_nothing(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    server: str,
+    flags: list[str],
+) -> None:
+    text = config_text("http://127.0.0.1:9").replace("[server]\n", f"[server]\n{server}", 1)
+    config, db = write_config(tmp_path, text)
+    for name in SLACK_SECRETS:
+        monkeypatch.setenv(name, ENV[name])
+
+    code = main(["--config", str(config), "serve", *flags])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "countersign serve: server.slack_port: must differ from server.port (both are 8093)" in (
+        err
+    )
+    assert not db.exists()
+
+
 @pytest.mark.usefixtures("environment")
 def test_check_config_with_a_broken_file_does_not_ask_for_slack_secrets(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
