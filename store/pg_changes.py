@@ -1,10 +1,10 @@
 """Proposal changes made by any instance, heard through PostgreSQL's LISTEN/NOTIFY.
 
 The database notifies the schema's channel (:data:`CHANNEL_OF_SCHEMA`) with a proposal's id
-when a transaction that created it or changed its status commits
-(``store/sql/postgres/0003_notify_changes.sql``, made per schema in ``0005``). One connection of
-each instance, outside the pool (a pool would reset it and drop the LISTEN), hears them. When
-that connection is lost it is opened again, backing off, until the store closes; changes made
+when a transaction that changed its status commits (``store/sql/postgres/0003_notify_changes.sql``,
+made per schema in ``0005``; creations are not announced since ``0023``). One connection of each
+instance, outside the pool (a pool would reset it and drop the LISTEN), hears them. When that
+connection is lost it is opened again, backing off, until the store closes; changes made
 meanwhile go unheard, which only delays waiters (they re-read on their own as well).
 """
 

@@ -141,8 +141,9 @@ class PostgresStore(StoreVerbs):
         return store
 
     async def listen(self, on_change: Callable[[str], None]) -> None:
-        """From now on, call ``on_change(proposal_id)`` whenever any instance creates a proposal
-        or changes its status (this one included), once the change has committed."""
+        """From now on, call ``on_change(proposal_id)`` whenever any instance changes a
+        proposal's status (this one included), once the change has committed. A proposal's
+        creation is not announced: nothing can be waiting on it before then (migration 0023)."""
         if self._closed:
             raise StoreUnavailable("the store is closed")
         await self._changes.subscribe(on_change)

@@ -254,20 +254,29 @@ class Heard:
         return await asyncio.wait_for(self.ids.get(), timeout=30)  # a hang guard only
 
 
+async def _withdrawn(store: PostgresStore) -> str:
+    """A proposal created in ``store``, then withdrawn by its agent (a change of status)."""
+    new = new_proposal(NOW)
+    await store.create_proposal(new)
+    assert isinstance(await store.cancel(new.id, agent=new.agent, now=NOW), Transitioned)
+    return new.id
+
+
 async def test_changes_committed_in_another_instance_are_heard(open_pg: OpenStore) -> None:
     listening, deciding = await open_pg(), await open_pg()
     heard = Heard()
     await listening.listen(heard)
     new = new_proposal(NOW)
 
-    await deciding.create_proposal(new)
+    await deciding.create_proposal(new)  # nobody can be waiting on it yet: not announced
     await deciding.attach_message(new.id, "C1", "1.1")  # not a status change: not announced
     await deciding.claim_for_execution(
         new.id, actor="U1", now=NOW, binding_hash=new.binding_hash, lease_until=NOW + LEASE
     )
     await deciding.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=NOW)
+    marker = await _withdrawn(deciding)
 
-    assert [await heard.next() for _ in range(3)] == [new.id] * 3
+    assert [await heard.next() for _ in range(3)] == [new.id, new.id, marker]
     assert heard.ids.empty()
 
 
@@ -282,13 +291,12 @@ async def test_changes_in_another_schema_of_the_database_are_not_heard(
     try:
         other = await PostgresStore.open(URL, server_settings={"search_path": other_schema})
         try:
-            await other.create_proposal(new_proposal(NOW))  # another deployment's proposal
+            await _withdrawn(other)  # another deployment's change
         finally:
             await other.close()
-        ours = new_proposal(NOW)
-        await (await open_pg()).create_proposal(ours)
+        ours = await _withdrawn(await open_pg())
 
-        assert await heard.next() == ours.id  # the other schema's came first, and was not heard
+        assert await heard.next() == ours  # the other schema's came first, and was not heard
     finally:
         await raw.execute(f'DROP SCHEMA "{other_schema}" CASCADE')
 
@@ -299,15 +307,17 @@ async def test_a_change_rolled_back_is_never_heard(
     listening, deciding = await open_pg(), await open_pg({"lock_timeout": "200ms"})
     heard = Heard()
     await listening.listen(heard)
-    lost, marker = new_proposal(NOW), new_proposal(NOW)
+    lost = new_proposal(NOW)
+    await deciding.create_proposal(lost)
 
     async with raw.transaction():
         await raw.execute("LOCK TABLE audit_log IN SHARE MODE")  # the audit append waits
         with pytest.raises(StoreUnavailable):
-            await deciding.create_proposal(lost)  # the insert ran, then the transaction failed
-    await deciding.create_proposal(marker)
+            # the status changed, then the transaction failed
+            await deciding.cancel(lost.id, agent=lost.agent, now=NOW)
+    marker = await _withdrawn(deciding)
 
-    assert await heard.next() == marker.id  # notifications arrive in commit order
+    assert await heard.next() == marker  # notifications arrive in commit order
 
 
 async def test_the_listener_reconnects_after_its_connection_is_killed(
@@ -324,11 +334,10 @@ async def test_the_listener_reconnects_after_its_connection_is_killed(
         if listening._changes.server_pid not in (None, old_pid):
             break
         await asyncio.sleep(0.01)
-    new = new_proposal(NOW)
-    await deciding.create_proposal(new)
+    changed = await _withdrawn(deciding)
 
     assert listening._changes.server_pid not in (None, old_pid)
-    assert await heard.next() == new.id
+    assert await heard.next() == changed
 
 
 async def test_listen_on_a_closed_store_raises_store_unavailable(open_pg: OpenStore) -> None:

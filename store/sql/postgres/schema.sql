@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0022 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0023 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -918,7 +918,7 @@ CREATE TRIGGER proposals_digest_items_match BEFORE UPDATE OF digest_id, slack_ch
 
 CREATE TRIGGER proposals_expiry_extends_once BEFORE UPDATE OF expires_at, extended_by, extended_at ON proposals FOR EACH ROW WHEN (((old.expires_at IS DISTINCT FROM new.expires_at) OR (old.extended_by IS DISTINCT FROM new.extended_by) OR (old.extended_at IS DISTINCT FROM new.extended_at))) EXECUTE FUNCTION proposals_expiry_extends_once();
 
-CREATE TRIGGER proposals_notify_change AFTER INSERT OR UPDATE OF status ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_notify_change();
+CREATE TRIGGER proposals_notify_change AFTER UPDATE OF status ON proposals FOR EACH ROW WHEN ((old.status IS DISTINCT FROM new.status)) EXECUTE FUNCTION proposals_notify_change();
 
 CREATE TRIGGER proposals_removed_only_when_archived BEFORE DELETE ON proposals FOR EACH ROW EXECUTE FUNCTION removed_only_when_archived();
 
