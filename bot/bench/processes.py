@@ -51,12 +51,21 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 class ServerProcess:
-    """``python -m <module> <args>`` listening on 127.0.0.1:<port>; output goes to files."""
+    """``python -m <module> <args>`` listening on 127.0.0.1:<port>; output goes to files.
+    ``{port}`` in ``args`` is replaced by that port; ``{slack_port}``, if there, by a second
+    free port, Slack's own (``serve --slack-port``: ``slack_url``)."""
 
     def __init__(self, name: str, module: str, args: Sequence[str], *, logs: Path) -> None:
         self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.slack_port: int | None = None
+        while any("{slack_port}" in arg for arg in args) and self.slack_port in (None, self.port):
+            self.slack_port = free_port()
+        #: where Slack's requests go: Slack's own port when it has one, else the main port
+        self.slack_url = (
+            self.url if self.slack_port is None else f"http://127.0.0.1:{self.slack_port}"
+        )
         self._command = [sys.executable, "-m", module, *args]
         self._out = logs / f"{name}.stdout"
         self._err = logs / f"{name}.stderr"
@@ -68,7 +77,10 @@ class ServerProcess:
         return self._process.pid
 
     async def start(self, env: Mapping[str, str], *, health_path: str = "/healthz") -> None:
-        command = [part.replace("{port}", str(self.port)) for part in self._command]
+        command = [
+            part.replace("{port}", str(self.port)).replace("{slack_port}", str(self.slack_port))
+            for part in self._command
+        ]
         with self._out.open("wb") as stdout, self._err.open("wb") as stderr:
             self._process = await asyncio.create_subprocess_exec(
                 *command, env=dict(env), stdout=stdout, stderr=stderr

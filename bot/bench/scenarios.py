@@ -1,4 +1,6 @@
-"""The scenarios, each driving the running Countersign over HTTP for a bounded time."""
+"""The scenarios, each driving the running Countersign over HTTP for a bounded time: agents'
+requests on its main port, Slack's (the approvers' clicks) on its Slack port
+(``server.slack_port``), as a deployment's proxy routes them (:attr:`Stage.slack_url`)."""
 
 from __future__ import annotations
 
@@ -156,7 +158,7 @@ async def clicks(stage: Stage, prepared: Clicks, duration: float) -> list[Measur
     await _slack_quiet(stage, limit=30)  # the outcomes' message updates delivered
     told_busy = _busy(stage) - busy_before
     served = len(acked) - told_busy
-    what = f"{AGENTS} approvers clicking Approve back to back (signed block_actions)"
+    what = f"{AGENTS} approvers clicking Approve back to back (signed block_actions, Slack's port)"
     row = Measurement.timed("clicks", "scenario", what, acked, result.elapsed, count=max(0, served))
     row.details.update(
         statuses=dict(result.statuses),
@@ -211,7 +213,7 @@ async def steady_clicks(stage: Stage, prepared: Clicks, duration: float) -> Meas
         lambda n: stage.post_click(*bodies[n]), rate=rate, duration=len(bodies) / rate
     )
     executed = await _settle(stage, before, expected=len(result.of(200)))
-    what = f"Approve clicks at {rate:g}/s: time to Slack's acknowledgement"
+    what = f"Approve clicks at {rate:g}/s on Slack's port: time to Slack's acknowledgement"
     row = Measurement.timed("clicks at 100/s", "scenario", what, result.of(200), result.elapsed)
     row.details.update(
         statuses=dict(result.statuses), executions=executed, told_busy=_busy(stage) - busy_before
@@ -261,7 +263,9 @@ async def mixed(
     while holding :data:`MIXED_LONG_POLLS` long-polls open, and approvers click Approve at
     :data:`MIXED_CLICKS_PER_SECOND`. Two rows: the clicks (acknowledgement latency from when
     each was due, how many were told busy, how many were applied: executed and shown in their
-    message) and the agents (every answer's latency, accepted, turned away with 503)."""
+    message) and the agents (every answer's latency, accepted, turned away with 503). The clicks
+    go to Slack's port, the agents to the main port: one process, one loop, one store, but not
+    one listen queue."""
     bodies = prepared.mixed
     rate = MIXED_CLICKS_PER_SECOND
     count = min(len(bodies), max(1, round(rate * duration)))
@@ -299,8 +303,8 @@ async def mixed(
     people = Measurement.timed(
         "mixed: clicks",
         "scenario",
-        f"Approve clicks at {rate:g}/s while agents overload the service: time to Slack's "
-        "acknowledgement",
+        f"Approve clicks at {rate:g}/s on Slack's port while agents overload the main port: "
+        "time to Slack's acknowledgement",
         clicked.of(200),
         clicked.elapsed,
         backend=backend,
@@ -325,7 +329,7 @@ async def mixed(
         "mixed: agents",
         "scenario",
         f"agents submitting at {agent_rate:,.0f}/s (a quarter run at once) with "
-        f"{MIXED_LONG_POLLS} long-polls held, beside those clicks",
+        f"{MIXED_LONG_POLLS} long-polls held, on the main port, beside those clicks",
         agents.every(),
         agents.elapsed,
         count=len(accepted),

@@ -1,5 +1,7 @@
 """Where the benchmark runs Countersign: a local Slack and an execution target served by the
-benchmark process on loopback, a generated configuration, and `countersign serve` as a process.
+benchmark process on loopback, a generated configuration, and `countersign serve` as a process,
+taking Slack's requests on a port of its own (``--slack-port``, ``server.slack_port``) and the
+agents' on its main port, as a deployment routes them.
 """
 
 from __future__ import annotations
@@ -156,15 +158,17 @@ class Stage:
     servers: list[ServerProcess] = field(default_factory=list)
     _serial: Iterator[int] = field(default_factory=itertools.count)
     _turn: Iterator[int] = field(default_factory=itertools.count)
+    _slack_turn: Iterator[int] = field(default_factory=itertools.count)
 
     async def countersign(self, name: str, store_url: str) -> ServerProcess:
         """Write a configuration for ``store_url`` and start `countersign serve` on it."""
         config = self.logs / f"{name}.toml"
         text = self.config(store_url, self.target_url) + self.extra_config
         config.write_text(text, encoding="utf-8")
-        server = ServerProcess(
-            name, "bot.cli", ["--config", str(config), "serve", "--port", "{port}"], logs=self.logs
-        )
+        # Slack's requests on a port of their own (server.slack_port), the agents' on the main
+        # one, as a deployment routes them: people's clicks never wait behind agents' connections
+        serve = ["serve", "--port", "{port}", "--slack-port", "{slack_port}"]
+        server = ServerProcess(name, "bot.cli", ["--config", str(config), *serve], logs=self.logs)
         await server.start(self.env)
         return server
 
@@ -195,9 +199,17 @@ class Stage:
 
     @property
     def url(self) -> str:
-        """The next instance's URL, in turn: the load is spread evenly across them."""
+        """The next instance's URL, in turn: the load is spread evenly across them. The
+        agents' side: their API, on the main port."""
         assert self.servers, "no Countersign was started"
         return self.servers[next(self._turn) % len(self.servers)].url
+
+    @property
+    def slack_url(self) -> str:
+        """The next instance's URL for Slack's requests, in turn: its own Slack port
+        (``serve --slack-port``), where Slack's Request URL points in a deployment."""
+        assert self.servers, "no Countersign was started"
+        return self.servers[next(self._slack_turn) % len(self.servers)].slack_url
 
     # --- the agent's side -----------------------------------------------------------------------
 
@@ -305,7 +317,8 @@ class Stage:
             await asyncio.sleep(0.05)  # the local Slack has no event to wait on
 
     def approve_click(self, message: StoredMessage, url: str | None = None) -> tuple[str, bytes]:
-        """An Approve click on ``message`` as Slack sends it: (request URL, signed form body)."""
+        """An Approve click on ``message`` as Slack sends it: (request URL, signed form body),
+        sent to ``url`` or else to the next instance's Slack port."""
         button = _button(message, APPROVE)
         actor = Actor(id=APPROVER, name="bench approver", team_id=self.slack.team_id)
         payload = block_actions(
@@ -323,7 +336,7 @@ class Stage:
             message=message.to_api(),
             channel={"id": message.channel, "name": message.channel.lower()},
         )
-        return f"{url or self.url}/slack/events", form_body(payload)
+        return f"{url or self.slack_url}/slack/events", form_body(payload)
 
     async def post_click(self, url: str, body: bytes) -> int:
         headers = signed_headers(
