@@ -17,6 +17,7 @@ from functools import cache
 from types import NoneType, UnionType
 from typing import Any, TypeVar, Union, get_args, get_origin
 
+import orjson
 from pydantic import BaseModel
 
 from store.base import StoreError
@@ -134,7 +135,22 @@ def model_from_row(model: type[M], row: Row, /, **given: Any) -> M:
 
 #: the encoder of stored JSON, made once (json.dumps with options makes one at every call)
 _ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+#: what the standard encoder refuses, orjson is told to refuse too (it would write a time or a
+#: dataclass as JSON)
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
 def dump_json(value: Any) -> str:
-    return _ENCODE(value)
+    """``value`` as stored JSON text: UTF-8, no spaces, NaN and infinities refused.
+
+    orjson writes it, in a tenth of the standard encoder's CPU (some seven values a proposal).
+    It writes NaN and infinities as ``null``, so text with a ``null`` is written again by the
+    standard encoder, which refuses them; so is anything orjson refuses (an integer past 64
+    bits, a key that is not text), which the standard encoder writes or refuses as before."""
+    try:
+        text = orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        return _ENCODE(value)
+    if b"null" in text:
+        return _ENCODE(value)
+    return text.decode()
