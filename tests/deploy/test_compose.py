@@ -1,5 +1,6 @@
 """deploy/compose.yaml runs two instances on one PostgreSQL behind Caddy, which terminates TLS;
-deploy/Caddyfile sends Slack's and the agents' requests to both; no secret is written down."""
+deploy/Caddyfile sends Slack's requests to both instances' Slack port and the agents' to both
+instances' main port; no secret is written down."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from bot.settings import load_settings
+from bot.settings import Settings, load_settings
 
 DEPLOY = Path(__file__).parents[2] / "deploy"
 COMPOSE = DEPLOY / "compose.yaml"
@@ -25,6 +26,11 @@ INSTANCES = ("countersign-1", "countersign-2")
 COMPOSE_ENV = {"POSTGRES_PASSWORD": "made-up-for-the-test", "COUNTERSIGN_DOMAIN": "cs.example.com"}
 SECRET_NAME = re.compile(r"PASSWORD|SECRET|TOKEN|KEY", re.IGNORECASE)
 INTERPOLATED = re.compile(r"^\$\{[A-Z_]+:\?[^}]+\}$")
+#: what the operator's countersign.env holds for the variables deploy/countersign.toml names
+TOML_SECRETS = {
+    "COUNTERSIGN_TOKEN_SUPPORT_BOT": "t" * 20,
+    "COUNTERSIGN_WEBHOOK_SECRET_TICKETS": "s",
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +43,22 @@ def compose() -> dict[str, Any]:
 def services(compose: dict[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = compose["services"]
     return found
+
+
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    """deploy/countersign.toml, as both instances load it."""
+    return load_settings(DEPLOY / "countersign.toml", TOML_SECRETS)
+
+
+def routes(services: dict[str, Any], settings: Settings) -> dict[str, list[str]]:
+    """What the Caddyfile should send where: Slack's requests to every instance's Slack port
+    (server.slack_port), the agent API to every instance's main port (compose's --port)."""
+    assert settings.server.slack_port is not None, "countersign.toml sets server.slack_port"
+    return {
+        "/slack/events": [f"{name}:{settings.server.slack_port}" for name in INSTANCES],
+        "/v1/*": [f"{name}:{port_of(services[name])}" for name in INSTANCES],
+    }
 
 
 def port_of(service: dict[str, Any]) -> int:
@@ -106,8 +128,7 @@ def test_both_instances_read_one_configuration_naming_the_one_database(
     [mount] = first["volumes"]
     source, target, mode = mount.split(":")
     assert (target, mode) == (environment(first)["COUNTERSIGN_CONFIG"], "ro")
-    secrets = {"COUNTERSIGN_TOKEN_SUPPORT_BOT": "t" * 20, "COUNTERSIGN_WEBHOOK_SECRET_TICKETS": "s"}
-    settings = load_settings(DEPLOY / source, secrets)
+    settings = load_settings(DEPLOY / source, TOML_SECRETS)
 
     url = urlsplit(settings.store.url)
     db = services["db"]
@@ -133,21 +154,22 @@ def test_only_the_proxy_is_published_and_the_database_stays_inside(
     assert "443:443" in services["proxy"]["ports"]
 
 
-def caddy_upstreams() -> tuple[list[str], str]:
+def caddy_upstreams() -> dict[str, list[str]]:
+    """Each ``handle PATH { reverse_proxy UPSTREAMS {`` of the Caddyfile: path -> upstreams."""
     text = CADDYFILE.read_text(encoding="utf-8")
-    [line] = [line.split() for line in text.splitlines() if line.lstrip().startswith("reverse_")]
-    matcher = re.search(r"^\s*@countersign path (.+)$", text, re.MULTILINE)
-    assert matcher is not None
-    return [word for word in line[1:] if word != "{"], matcher.group(1)
+    handled = re.findall(r"^\s*handle (\S+) \{\s*reverse_proxy ([^{\n]+)\{", text, re.MULTILINE)
+    return {path: upstreams.split() for path, upstreams in handled}
 
 
-def test_caddy_sends_slack_and_the_agent_api_to_both_instances(services: dict[str, Any]) -> None:
-    upstreams, paths = caddy_upstreams()
-
-    assert upstreams == [f"{name}:{port_of(services[name])}" for name in INSTANCES]
-    assert paths.split() == ["/slack/events", "/v1/*"]
+def test_caddy_sends_slack_to_the_slack_port_and_agents_to_the_main_port(
+    services: dict[str, Any], settings: Settings
+) -> None:
+    assert caddy_upstreams() == routes(services, settings)
+    assert settings.server.slack_port != settings.server.port == port_of(services[INSTANCES[0]])
     text = CADDYFILE.read_text(encoding="utf-8")
+    # readiness is asked on the main port: the Slack port answers /slack/events alone
     assert "health_uri /readyz" in text
+    assert f"health_port {port_of(services[INSTANCES[0]])}" in text
     assert "{$COUNTERSIGN_DOMAIN} {" in text  # a name, so Caddy obtains a certificate for it
     mounts = services["proxy"]["volumes"]
     assert "./Caddyfile:/etc/caddy/Caddyfile:ro" in mounts
@@ -209,7 +231,22 @@ def test_compose_refuses_to_start_without_the_database_password(tmp_path: Path) 
     assert "set POSTGRES_PASSWORD in deploy/.env" in result.stderr
 
 
-def test_caddy_accepts_the_caddyfile_and_routes_to_both_instances(tmp_path: Path) -> None:
+def proxied(routes: list[dict[str, Any]], paths: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What ``caddy adapt`` made of the routes: path -> the reverse_proxy handler of that path."""
+    found = {}
+    for route in routes:
+        here = tuple(p for m in route.get("match", []) for p in m.get("path", [])) or paths
+        for handler in route["handle"]:
+            if handler["handler"] == "reverse_proxy":
+                found.update(dict.fromkeys(here, handler))
+            elif handler["handler"] == "subroute":
+                found.update(proxied(handler["routes"], here))
+    return found
+
+
+def test_caddy_accepts_the_caddyfile_and_routes_slack_and_agents_to_their_ports(
+    tmp_path: Path, services: dict[str, Any], settings: Settings
+) -> None:
     if shutil.which("caddy") is None:
         pytest.skip("caddy is not installed")
     env = {
@@ -231,9 +268,10 @@ def test_caddy_accepts_the_caddyfile_and_routes_to_both_instances(tmp_path: Path
     )
     [server] = json.loads(adapted.stdout)["apps"]["http"]["servers"].values()
     assert server["listen"] == [":443"]
-    handlers = json.dumps(server["routes"])
-    proxies = re.findall(r'"upstreams": (\[[^\]]*\])', handlers)
-    assert [[u["dial"] for u in json.loads(found)] for found in proxies] == [
-        ["countersign-1:8080", "countersign-2:8080"]
-    ]
-    assert COMPOSE_ENV["COUNTERSIGN_DOMAIN"] in handlers
+    handlers = proxied(server["routes"])
+    dialled = {path: [u["dial"] for u in proxy["upstreams"]] for path, proxy in handlers.items()}
+    assert dialled == routes(services, settings)
+    for proxy in handlers.values():  # ready instances only, asked on the main port
+        checked = proxy["health_checks"]["active"]
+        assert (checked["uri"], checked["port"]) == ("/readyz", port_of(services[INSTANCES[0]]))
+    assert COMPOSE_ENV["COUNTERSIGN_DOMAIN"] in json.dumps(server["routes"])
