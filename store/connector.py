@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -84,6 +84,11 @@ class Query:
     text: str
     #: the parameter names in the order of ``$1``, ``$2``... (PostgreSQL); every name (SQLite)
     params: tuple[str, ...]
+    #: the same names as a set, made once for the check of each call's parameters
+    names: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(self.params))
 
     def positional(self, values: Mapping[str, Any]) -> list[Any]:
         """``values`` in ``$n`` order; a missing or unexpected name is a programming error."""
@@ -95,6 +100,8 @@ class Query:
         return values
 
     def _check(self, values: Mapping[str, Any]) -> None:
+        if len(values) == len(self.params) and values.keys() >= self.names:
+            return  # each name once (the usual case: one comparison, no sets built)
         missing = set(self.params) - set(values)
         extra = set(values) - set(self.params)
         if missing or extra:

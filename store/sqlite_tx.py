@@ -21,6 +21,9 @@ from store.tx import BaseTx
 
 __all__ = ["FollowedHead", "SqliteTx"]
 
+#: the parameters' types :meth:`SqliteTx.param` converts (the rest go to the driver as they are)
+_CONVERTED = (datetime, Array)
+
 
 @dataclass(slots=True)
 class FollowedHead:
@@ -57,7 +60,10 @@ class SqliteTx(BaseTx):
 
     def _bound(self, query: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         named = self.named(query)
-        values = {key: self.param(key, value) for key, value in named.named(params).items()}
+        values = dict(named.named(params))
+        for key, value in values.items():  # a proposal's insert has some sixty: one test each
+            if isinstance(value, _CONVERTED):
+                values[key] = self.param(key, value)
         return named.text, values
 
     async def one(self, query: str, /, **params: Any) -> Row | None:
