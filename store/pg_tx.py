@@ -59,6 +59,8 @@ class PgTx(BaseTx):
         await self._db.execute(text, *values)
 
     async def execute_many(self, query: str, params: Sequence[Mapping[str, Any]], /) -> None:
+        """Sent together, in one round trip; outside a transaction (``lone_write``) they also
+        commit together, or none does (asyncpg runs them in one implicit transaction)."""
         if not params:
             return
         bound = [self._bound(query, each) for each in params]

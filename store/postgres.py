@@ -4,9 +4,9 @@ the pool, its transactions, migrations and the change feed.
 An asyncpg connection pool per store. Every write is one transaction (READ COMMITTED); reads run
 on a pooled connection outside a transaction, each statement seeing what has committed. Appends
 to the audit log take no lock on the chain: entries are appended unsealed and the store's sealer
-(store/audit/sealer.py) seals them in batches once committed, one sealer at a time across
-instances on the ``audit_head`` row's lock, so entries written by any number of connections and
-processes form one linear hash chain; sweeps take their rows with ``FOR UPDATE SKIP LOCKED``, so
+(store/audit/sealer.py) seals them in batches once committed, each seal admitted by the database
+only at the head of the chain, so entries written by any number of connections and processes form
+one linear hash chain; sweeps take their rows with ``FOR UPDATE SKIP LOCKED``, so
 instances sweeping at once never do one twice, nor wait for each other. The database announces
 each committed change; :meth:`PostgresStore.listen` hears them all. The verbs are written once
 over this (store/proposals/verbs.py and the modules it gathers).

@@ -2,9 +2,10 @@
 committed entries into the hash chain in batches, soon after they commit, and lets callers wait
 until everything committed before them is sealed.
 
-One sealer runs per store, that is per process; sealing transactions of all instances take turns
-on the head row's lock (store/audit/verbs.py, ``seal_pending``). A run seals every entry committed
-before it started, whoever appended it. Runs happen:
+One sealer runs per store, that is per process; the database admits a seal only at the head, so
+the sealers of all instances never fork the chain, and one that lost a race to another reads the
+head again (store/audit/verbs.py, ``seal_audit``). A run seals every entry committed before it
+started, whoever appended it. Runs happen:
 
 - right after a transaction of this store that appended entries commits (:meth:`Sealer.wake`);
   commits arriving while a run is under way are sealed together by the next run, so under load

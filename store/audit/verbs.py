@@ -6,8 +6,9 @@ chain when it is **sealed**: it is given the next ``seq`` and its ``prev_hash`` 
 (store/audit/chain.py), and the ``audit_head`` row moves to it. A backend whose single writer
 knows the head (SQLite, store/sqlite_tx.py) seals each entry as it appends it. Otherwise
 (PostgreSQL) the entry is appended unsealed, so writers never wait for each other on the head,
-and a sealer seals the committed entries in batches, one sealer at a time across instances (it
-locks the head row for the batch; store/audit/sealer.py runs it). docs/audit.md says why.
+and a sealer seals the committed entries in batches (``seal_audit``; store/audit/sealer.py runs
+it): the database admits a seal only at the head, so sealers of several instances never fork
+the chain, and one that lost a race reads it again. docs/audit.md says why.
 
 The reading verbs first wait until every entry committed before they were called is sealed, so
 what they read is the chain as of that moment.
@@ -25,20 +26,20 @@ from pydantic import JsonValue
 from store.audit.chain import check_head, entry_hash, verify_chain
 from store.audit.records import AuditEntry, AuditHead, AuditReport, audit_entry_from_row
 from store.backend import Backend
-from store.base import StoreError
+from store.base import StoreError, StoreUnavailable
 from store.connector import Array, Row, Tx
 from store.rows import aware, dump_json, read_time
 from store.shield import finish_even_if_cancelled
 
 __all__ = [
     "SEAL_BATCH",
+    "SEAL_RACES",
     "Appended",
     "AuditVerbs",
     "Entry",
     "append_entry",
     "append_unsealed_entries",
     "seal_audit",
-    "seal_pending",
 ]
 
 #: The head row is gone: the table was changed by hand (it is created with the schema).
@@ -123,38 +124,54 @@ async def append_unsealed_entries(tx: Tx, at: datetime, entries: Sequence[Entry]
     )
 
 
-async def seal_pending(tx: Tx, *, limit: int = SEAL_BATCH) -> int:
-    """Seal up to ``limit`` committed unsealed entries, oldest row first, after the head;
-    return how many. The head row stays locked until ``tx`` ends: one sealer at a time."""
-    head = await tx.one("audit_head_for_seal")
-    if head is None:
-        raise StoreError(_NO_HEAD)
-    seq, prev_hash = int(head["seq"]), str(head["hash"])
-    rows = await tx.all("select_unsealed_audit", limit=limit)
-    seals = []
-    for row in rows:
-        seq += 1
-        digest = _hash_of(row, seq=seq, prev_hash=prev_hash)
-        seals.append({"id": row["id"], "seq": seq, "prev_hash": prev_hash, "hash": digest})
-        prev_hash = digest
-    # one statement per entry, in chain order (the triggers move the head one entry at a
-    # time), sent together
-    await tx.execute_many("seal_audit_entry", seals)
-    return len(rows)
+#: How many times in a row one run reads the chain again after another instance's sealer moved
+#: the head between its read and its seal.
+SEAL_RACES = 5
 
 
 async def seal_audit(backend: Backend) -> int:
     """Seal every entry committed before the call (in batches of :data:`SEAL_BATCH`); return
-    how many this call sealed (another sealer may have sealed some of them first)."""
-    sealed = 0
+    how many this call sealed (another sealer may have sealed some of them first).
+
+    A batch takes two round trips and holds no lock between them: one statement reads the
+    head and the committed unsealed entries after it, oldest row first; the seals, computed
+    here, are then sent together and commit together or not at all (``execute_many`` outside
+    a transaction). The database admits a seal only at the head (its triggers), so when
+    another instance's sealer moved the head in between, the batch is refused whole and read
+    again; a seal of an entry the other sealer already sealed changes nothing (its seal is the
+    same: each hash follows from the entry and the one before)."""
+    sealed = races = 0
     while True:
         async with backend.tx(write=False) as tx:
-            if await tx.one("any_unsealed_audit") is None:
-                return sealed
-        async with backend.tx(write=True) as tx:
-            batch = await seal_pending(tx)
-        sealed += batch
-        if batch < SEAL_BATCH:
+            rows = await tx.all("select_unsealed_after_head", limit=SEAL_BATCH)
+        if not rows:
+            raise StoreError(_NO_HEAD)
+        seq, prev_hash = int(rows[0]["head_seq"]), str(rows[0]["head_hash"])
+        seals = []
+        for row in rows:
+            if row["id"] is None:  # the head alone: nothing waits for its seal
+                break
+            seq += 1
+            digest = _hash_of(row, seq=seq, prev_hash=prev_hash)
+            seals.append({"id": row["id"], "seq": seq, "prev_hash": prev_hash, "hash": digest})
+            prev_hash = digest
+        if not seals:
+            return sealed
+        try:
+            # one statement per entry, in chain order (the triggers move the head one entry at
+            # a time), sent together, committed together
+            async with backend.lone_write() as tx:
+                await tx.execute_many("seal_audit_entry", seals)
+        except StoreUnavailable:
+            raise
+        except StoreError:  # refused: the head moved since it was read
+            races += 1
+            if races > SEAL_RACES:
+                raise
+            continue
+        races = 0
+        sealed += len(seals)
+        if len(seals) < SEAL_BATCH:
             return sealed
 
 

@@ -1,17 +1,21 @@
 """Sealing on PostgreSQL: writers append audit entries unsealed, taking no lock on the chain, and
-the sealer gives them their place in it soon after, one sealer at a time; the database refuses
-every change to an entry but its seal, and a seal out of its place."""
+the sealer gives them their place in it soon after, at the head; the database refuses every
+change to an entry but its seal, and a seal out of its place."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, cast
 
 import asyncpg
 import pytest
 
-from store.audit import IDLE_SECONDS, Sealer
+from store.audit import IDLE_SECONDS, Sealer, entry_hash, seal_audit
+from store.backend import Backend
 from store.base import StoreError, StoreUnavailable
+from store.postgres import PostgresStore
 from tests.store.conformance import new_proposal
 from tests.store.test_postgres import NOW, OpenStore, open_pg, raw, schema
 
@@ -173,6 +177,69 @@ async def test_the_sealer_seals_what_it_finds_after_the_head(
     assert [(e.seq, e.event) for e in log] == [(1, "sealed"), (2, "unsealed")]
     assert log[1].prev_hash == log[0].hash
     assert (await store.verify_audit()).ok
+
+
+class _Raced:
+    """A store whose sealer, between its read of the chain and its seal, is overtaken once by
+    another instance's sealer (``race``), which moves the head."""
+
+    def __init__(self, store: PostgresStore, race: Callable[[], Awaitable[None]]) -> None:
+        self._store = store
+        self._race: Callable[[], Awaitable[None]] | None = race
+
+    def tx(self, *, write: bool) -> Any:
+        return self._store.tx(write=write)
+
+    @asynccontextmanager
+    async def lone_write(self) -> AsyncIterator[Any]:
+        if self._race is not None:
+            race, self._race = self._race, None
+            await race()
+        async with self._store.lone_write() as tx:
+            yield tx
+
+
+@pytest.mark.postgres
+async def test_a_sealer_overtaken_by_another_seals_after_the_head_it_moved(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg()
+    await store.record_event(None, actor="bot", event="first", detail={}, now=NOW)
+    await store._sealer.close()  # this test seals by hand (the store reads no more)
+    insert = (
+        "INSERT INTO audit_log (at, actor, event, detail) VALUES ($1, $2, $3, '{}') RETURNING id"
+    )
+    for event in ("x1", "x2"):
+        await raw.fetchval(insert, NOW, "bot", event)
+
+    async def other_sealer() -> None:  # seals an entry of its own at the head first
+        entry = await raw.fetchval(insert, NOW, "other", "raced")
+        seq, prev_hash = await raw.fetchrow("SELECT seq, hash FROM audit_head")
+        digest = entry_hash(
+            prev_hash,
+            seq=seq + 1,
+            at=NOW,
+            proposal_id=None,
+            actor="other",
+            event="raced",
+            detail={},
+        )
+        await raw.execute(
+            "UPDATE audit_log SET seq = $1, prev_hash = $2, hash = $3 WHERE id = $4",
+            seq + 1,
+            prev_hash,
+            digest,
+            entry,
+        )
+
+    sealed = await seal_audit(cast(Backend, _Raced(store, other_sealer)))
+
+    assert sealed == 2  # its first batch was refused whole, then sealed after the new head
+    assert await _none_unsealed(raw)
+    reader = await open_pg()
+    log = await reader.audit_log()
+    assert [(e.seq, e.event) for e in log] == [(1, "first"), (2, "raced"), (3, "x1"), (4, "x2")]
+    assert (await reader.verify_audit()).ok
 
 
 async def _none_unsealed(raw: asyncpg.Connection[asyncpg.Record]) -> bool:

@@ -11,10 +11,6 @@ VALUES (:seq, :at, :proposal_id, :actor, :event, :detail, :prev_hash, :hash)
 -- empty).
 SELECT seq, hash FROM audit_head WHERE id = 1
 
--- name: any_unsealed_audit
--- Whether any committed entry still waits for its seal (a row, or none).
-SELECT 1 AS unsealed FROM audit_log WHERE seq IS NULL LIMIT 1
-
 -- name: select_audit_log
 -- The whole sealed audit log in chain order.
 SELECT * FROM audit_log WHERE seq IS NOT NULL ORDER BY seq

@@ -8,19 +8,25 @@ INSERT INTO audit_log (at, proposal_id, actor, event, detail)
 VALUES (:at, :proposal_id, :actor, :event, :detail)
 RETURNING id
 
--- name: audit_head_for_seal
--- The head the next sealed entry follows, locked until the sealing transaction ends: one
--- sealer at a time across instances, so the chain stays linear. Writers never take it.
-SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE
-
--- name: select_unsealed_audit
--- Committed entries waiting for their seal, in the order they were appended.
-SELECT id, at, proposal_id, actor, event, detail
-FROM audit_log WHERE seq IS NULL ORDER BY id LIMIT :limit
+-- name: select_unsealed_after_head
+-- The head of the chain, and the committed entries waiting for their seal in the order they
+-- were appended, from one snapshot and without a lock: one row per entry with the head's seq
+-- and hash beside it, or one row of the head alone (``id`` NULL) when none waits. None when
+-- the head row is missing.
+SELECT head.seq AS head_seq, head.hash AS head_hash,
+    entry.id, entry.at, entry.proposal_id, entry.actor, entry.event, entry.detail
+FROM audit_head AS head
+LEFT JOIN LATERAL (
+    SELECT id, at, proposal_id, actor, event, detail
+    FROM audit_log WHERE seq IS NULL ORDER BY id LIMIT :limit
+) AS entry ON true
+WHERE head.id = 1
+ORDER BY entry.id
 
 -- name: seal_audit_entry
--- Give one entry its place after the head: triggers check that it follows the head and that
--- nothing else of the entry changes, and move the head.
+-- Give one entry its place after the head: triggers lock the head, check that the entry
+-- follows it and that nothing else of the entry changes, and move the head. An entry another
+-- sealer has sealed meanwhile is not matched.
 UPDATE audit_log SET seq = :seq, prev_hash = :prev_hash, hash = :hash
 WHERE id = :id AND seq IS NULL
 

@@ -10,14 +10,11 @@ INSERT INTO audit_log (at, proposal_id, actor, event, detail)
 VALUES (:at, :proposal_id, :actor, :event, :detail)
 RETURNING seq AS id
 
--- name: audit_head_for_seal
--- The head the next sealed entry follows (the write transaction holds the write lock).
-SELECT seq, hash FROM audit_head WHERE id = 1
-
--- name: select_unsealed_audit
--- Entries waiting for their seal: none on SQLite (seq is the rowid, never NULL).
-SELECT seq AS id, at, proposal_id, actor, event, detail
-FROM audit_log WHERE seq IS NULL ORDER BY seq LIMIT :limit
+-- name: select_unsealed_after_head
+-- The head of the chain alone (``id`` NULL): no entry waits for its seal on SQLite.
+SELECT seq AS head_seq, hash AS head_hash,
+    NULL AS id, NULL AS at, NULL AS proposal_id, NULL AS actor, NULL AS event, NULL AS detail
+FROM audit_head WHERE id = 1 LIMIT :limit
 
 -- name: seal_audit_entry
 -- Matches nothing on SQLite (no entry is unsealed); the append-only trigger refuses updates.
