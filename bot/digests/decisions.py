@@ -21,8 +21,9 @@ from pydantic import JsonValue
 from bot.flow.service import Service
 from bot.render import clicks as render
 from bot.render import digest as render_digest
+from bot.render import digest_clicks
 from bot.render import digest_review as review
-from bot.render.digest import Tally
+from bot.render.digest_clicks import Tally
 from bot.slack.publish import SlackPublisher
 from store.digests import Digest, DigestNotFound
 from store.proposals import (
@@ -76,7 +77,7 @@ class DigestService:
         """Ask for one reason in a modal, unless the clicker may decide none of the items."""
 
         def view(digest: Digest) -> dict[str, Any]:
-            return render_digest.reject_modal(digest, len(_pending(digest.items)))
+            return digest_clicks.reject_modal(digest, len(_pending(digest.items)))
 
         await self._open_deciding(digest_id, view, user, channel, trigger_id, audit_as="reject")
 
@@ -86,7 +87,7 @@ class DigestService:
         """Open the modal listing the pending items to choose from."""
 
         def view(digest: Digest) -> dict[str, Any]:
-            return render_digest.choose_modal(digest, _pending(digest.items))
+            return digest_clicks.choose_modal(digest, _pending(digest.items))
 
         await self._open_deciding(digest_id, view, user, channel, trigger_id, audit_as=None)
 
@@ -150,7 +151,7 @@ class DigestService:
                 tally.named.append((number, proposal.preview.title, what))
 
         await self._each(chosen, one, tally)
-        await self._tell(digest, None, user, render_digest.tally_text(tally))
+        await self._tell(digest, None, user, digest_clicks.tally_text(tally))
         return tally
 
     # --- the modals, submitted ----------------------------------------------------------------
@@ -179,7 +180,7 @@ class DigestService:
             _count(tally, await self._service.reject_item(proposal, user=user, reason=reason))
 
         await self._each(items, one, tally)
-        await self._tell(digest, None, user, render_digest.tally_text(tally))
+        await self._tell(digest, None, user, digest_clicks.tally_text(tally))
         return tally
 
     async def tell(self, digest_id: str, *, user: str, channel: str | None, text: str) -> None:
@@ -210,7 +211,7 @@ class DigestService:
             _count(tally, await self._service.approve_item(proposal, user=user))
 
         await self._each(items, one, tally)
-        await self._tell(digest, channel, user, render_digest.tally_text(tally))
+        await self._tell(digest, channel, user, digest_clicks.tally_text(tally))
         return tally
 
     async def _each(

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from bot.outbound.outbox import Interrupted, Job, RetryPolicy
 from bot.render import digest as render_digest
+from bot.render.digest_reply import digest_reply
 from bot.settings.digests import DIGEST_MAX, DigestSettings
 from bot.slack.publish import METADATA_EVENT, DeliveryFailed, SlackPublisher
 from store.base import StoreUnavailable
@@ -405,7 +406,7 @@ class DigestOutbox:
             items = {p.id: p for p in digest.items}
             order = {p.id: n for n, p in enumerate(digest.items)}
             todo = sorted(todo, key=lambda d: (order[d.proposal_id], d.id))
-            message = render_digest.digest_reply(
+            message = digest_reply(
                 [(items[d.proposal_id], d.status) for d in todo],
                 formats_of=self._publisher.formats_of,
             )

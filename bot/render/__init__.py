@@ -8,7 +8,10 @@ stored values (and ``now``) alone.
 - ``proposal``: a proposal's message; ``status``: its status in words; ``replies``: the thread
   replies under it; ``clicks``: what a clicker is told, only to them
 - ``digest``, ``edit``, ``escalation``, ``full``, ``home``, ``reminders``, ``standing``,
-  ``delegations``: the messages and views of each feature
+  ``delegations``: the messages and views of each feature; a digest's are several modules
+  (``digest``: its message; ``digest_table``: its items as one table; ``digest_reply``: its thread
+  reply; ``digest_clicks``: the modals its buttons open and the clicker's tally;
+  ``digest_review``: Review all…)
 - ``edit_form``: an operation's request schema as the edit modal's typed inputs, and the
   submitted form read back into a request
 - ``actions``: every action id, view callback id and input id the messages and modals carry
@@ -28,7 +31,7 @@ from bot import exported_from
 if TYPE_CHECKING:
     from bot.render.blocks import FALLBACK_MAX, REASON_MAX, Message, escape
     from bot.render.delegations import delegation_list_blocks, minted_blocks
-    from bot.render.digest import Tally
+    from bot.render.digest_clicks import Tally
     from bot.render.edit import edit_modal
     from bot.render.escalation import HAND_BACK_NOTE_MAX
     from bot.render.full import full_view, full_views
@@ -71,7 +74,7 @@ _DEFINED_IN = {
     "HAND_BACK_NOTE_MAX": "escalation",
     "Message": "blocks",
     "REASON_MAX": "blocks",
-    "Tally": "digest",
+    "Tally": "digest_clicks",
     "WAITING_SHOWN": "home",
     "delegation_list_blocks": "delegations",
     "edit_modal": "edit",

@@ -46,6 +46,8 @@ __all__ = [
     "is_clipped",
     "message",
     "modal",
+    "packed",
+    "packed_sections",
     "plain",
     "quote",
     "said",
@@ -282,6 +284,27 @@ def field_sections(texts: Sequence[Mrkdwn], *, budget: int) -> Blocks:
         }
         for start in range(0, len(texts), FIELDS_PER_SECTION)
     ]
+
+
+def packed(texts: Sequence[str]) -> list[str]:
+    """``texts`` joined (by a blank line) into as few section texts as they fit in."""
+    sections: list[str] = []
+    for text in texts:
+        if sections and len(sections[-1]) + 2 + len(text) <= SECTION_MAX:
+            sections[-1] += "\n\n" + text
+        else:
+            sections.append(text)
+    return sections
+
+
+def packed_sections(texts: Sequence[str], *, budget: int) -> Blocks:
+    """``texts`` as :func:`packed` sections, at most ``budget`` of them: the last one left says
+    how many texts are not shown."""
+    sections = packed(texts)
+    if len(sections) > budget:
+        hidden = sum(s.count("\n\n") + 1 for s in sections[budget - 1 :])
+        sections = [*sections[: budget - 1], f"_{hidden} more not shown here_ {CLIPPED}"]
+    return [section(own(text)) for text in sections]
 
 
 def message(text: Mrkdwn, blocks: Blocks) -> Message:

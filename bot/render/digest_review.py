@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.render.actions import DIGEST_REVIEW_PAGE, DIGEST_REVIEW_VIEW
 from bot.render.blocks import Blocks, modal, plain, section
-from bot.render.digest import compact_table, total_text
+from bot.render.digest_table import compact_table, total_text
 from bot.render.full import proposal_in_full
 from bot.render.inert import Mrkdwn, own
 from bot.render.status import status_word

@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.render import digest as render_digest
+from bot.render import digest_reply as render_digest_reply
 from bot.render import home as render_home
 from bot.render import proposal as render
 from bot.render.replies import outcome_reply
@@ -87,7 +87,7 @@ async def test_an_approved_decision_lets_the_agent_go_ahead_without_raw_argument
 
     message = render.proposal_message(done, now=NOW, agent_acts=True)
     reply = outcome_reply(done)
-    thread = render_digest.digest_reply([(done, Status.SUCCEEDED)])
+    thread = render_digest_reply.digest_reply([(done, Status.SUCCEEDED)])
     texts = [
         *shown_texts(message),
         message["text"],

@@ -19,14 +19,9 @@ from bot.render.actions import (
     DIGEST_REVIEW,
     DIGEST_SHOW_FULL,
 )
-from bot.render.digest import (
-    Tally,
-    choose_modal,
-    digest_message,
-    digest_reply,
-    reject_modal,
-    tally_text,
-)
+from bot.render.digest import digest_message
+from bot.render.digest_clicks import Tally, choose_modal, reject_modal, tally_text
+from bot.render.digest_reply import digest_reply
 from contracts.base import Preview, PreviewField
 from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
 from store.digests import Digest

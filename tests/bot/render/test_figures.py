@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from bot.flow.standing import offer
-from bot.render import digest as render_digest
+from bot.render import digest_reply as render_digest_reply
 from bot.render import edit as render_edit
 from bot.render import escalation as render_escalation
 from bot.render import full as render_full
@@ -164,8 +164,8 @@ def every_text(operation: Operation[Any, Any], proposal: Any, edited: Any, resul
         outcome_reply(uncertain, formats),
         render.proposal_message(failed, now=NOW, formats=formats),
         outcome_reply(failed, formats),
-        render_digest.digest_reply([(done, Status.SUCCEEDED)], formats_of=lambda _: formats),
-        render_digest.digest_reply(
+        render_digest_reply.digest_reply([(done, Status.SUCCEEDED)], formats_of=lambda _: formats),
+        render_digest_reply.digest_reply(
             [(uncertain, Status.NEEDS_RECONCILIATION), (failed, Status.FAILED)],
             formats_of=lambda _: formats,
         ),

@@ -30,8 +30,9 @@ import pytest
 from pydantic import JsonValue
 
 import bot.render
-from bot.render.digest import Tally
+from bot.render.digest_clicks import Tally
 from bot.render.digest_review import ReviewState, review_state
+from bot.render.digest_table import Table, compact_table
 from bot.render.edit_form import EditForm, edit_form
 from bot.render.home import StateCheck
 from contracts.base import Preview, PreviewField
@@ -361,6 +362,7 @@ def builders(text: str) -> dict[object, list[Any]]:
         Sequence[Escalation]: [escalations],
         Digest: [digest],
         ReviewState: [review_state(digest)],
+        Table: [compact_table(digest.items, {})],
         Delegation: [delegation],
         Sequence[Delegation]: [[delegation]],
         StandingRule: [rule],
@@ -405,6 +407,7 @@ BUILDERS: dict[str, str] = {
     "blocks.context": "a context of mrkdwn already made",
     "blocks.message": "a message of blocks and a fallback already made",
     "blocks.field_sections": "fields of mrkdwn already made",
+    "blocks.packed_sections": "sections of mrkdwn lines already made",
     "blocks.plain": "Countersign's own plain text (button labels, modal titles)",
     "blocks.modal": "a modal of blocks already made, titled and labelled in Countersign's words",
     "blocks.text_input": "a modal's text input, labelled and hinted in Countersign's words",
@@ -417,10 +420,12 @@ RAW: dict[str, str] = {
     "figures.changed_fields": "label, old and new value of each changed field",
     "figures.result_fields": "label and value of each result field",
     "blocks.compact": "a JSON value on one line, shown inside a code block made inert",
+    "blocks.packed": "texts already made, joined into as few section texts as fit",
     "words.short_id": "the first characters of a proposal id",
     "clicks.withdrawn_reason": "the reason told to the clicker through refusal_text",
     "blocks.is_clipped": "whether blocks hold the clip marker",
     "digest.shown_whole": "whether a digest fits whole",
+    "digest_table.compact_table": "a digest's preview values as a table, made inert where shown",
     "inert.visible": "the inert renderer's own step: invisible characters shown by their code",
     "digest_review.chosen_places": "which boxes of a submitted review page are ticked: numbers",
     "digest_review.box_place": "the item a box's block id names: a number",

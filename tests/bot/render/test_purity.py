@@ -41,7 +41,10 @@ import bot
 from bot.render import clicks as render_clicks
 from bot.render import delegations as render_delegations
 from bot.render import digest as render_digest
+from bot.render import digest_clicks as render_digest_clicks
+from bot.render import digest_reply as render_digest_reply
 from bot.render import digest_review as render_review
+from bot.render import digest_table as render_digest_table
 from bot.render import edit as render_edit
 from bot.render import escalation as render_escalation
 from bot.render import figures as render_figures
@@ -55,6 +58,7 @@ from bot.render import status as render_status
 from bot.render import words as render_words
 from bot.render.blocks import clip, escape, is_clipped
 from bot.render.clicks import already_decided_text, refusal_text
+from bot.render.digest_table import compact_table
 from bot.render.edit_form import edit_form, read_request
 from bot.render.replies import expiry_reply, outcome_reply, rejection_reply
 from contracts.base import Preview
@@ -131,7 +135,7 @@ DIGEST_CHANGES = [
         1,
     )
 ]
-TALLY = render_digest.Tally("approved", done=2, counted=1, already=3, refused=Counter(x=4))
+TALLY = render_digest_clicks.Tally("approved", done=2, counted=1, already=3, refused=Counter(x=4))
 DELEGATIONS = [
     Delegation(
         id=f"dl_{n:032d}",
@@ -260,13 +264,14 @@ CASES: list[Case] = [
     # bot/render/delegations.py
     dated(render_delegations.minted_blocks, DELEGATIONS[0], "cs_dlg_token"),
     dated(render_delegations.delegation_list_blocks, DELEGATIONS),
-    # bot/render/digest.py
+    # bot/render/digest.py, digest_table.py, digest_reply.py, digest_clicks.py
     dated(render_digest.digest_message, DIGEST),
     dated(render_digest.shown_whole, DIGEST, time_left=False),
-    plain(render_digest.digest_reply, DIGEST_CHANGES),
-    plain(render_digest.reject_modal, DIGEST, 2),
-    plain(render_digest.choose_modal, DIGEST, DIGEST.items[:2]),
-    plain(render_digest.tally_text, TALLY),
+    plain(render_digest_table.total_text, compact_table(DIGEST.items, {}), 2, 3),
+    plain(render_digest_reply.digest_reply, DIGEST_CHANGES),
+    plain(render_digest_clicks.reject_modal, DIGEST, 2),
+    plain(render_digest_clicks.choose_modal, DIGEST, DIGEST.items[:2]),
+    plain(render_digest_clicks.tally_text, TALLY),
     # bot/render/digest_review.py
     plain(render_review.review_modal, DIGEST, render_review.review_state(DIGEST), {}),
     # bot/render/edit.py
@@ -380,6 +385,9 @@ def test_every_render_module_and_every_message_taking_now_has_a_case() -> None:
         "bot.render.proposal",
         "bot.render.delegations",
         "bot.render.digest",
+        "bot.render.digest_clicks",
+        "bot.render.digest_reply",
+        "bot.render.digest_table",
         "bot.render.edit",
         "bot.render.escalation",
         "bot.render.full",
