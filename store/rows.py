@@ -10,6 +10,7 @@ text on SQLite and ``text[]`` on PostgreSQL. The readers below take either form.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from enum import Enum
@@ -31,6 +32,7 @@ __all__ = [
     "db_time",
     "dump_json",
     "from_db_time",
+    "load_json",
     "model_from_row",
     "read_array",
     "read_optional_time",
@@ -83,7 +85,24 @@ def read_optional_time(value: str | datetime | None) -> datetime | None:
 
 def read_array(value: str | Sequence[str]) -> tuple[str, ...]:
     """A stored list of text: SQLite's JSON text or PostgreSQL's text[]."""
-    return tuple(json.loads(value) if isinstance(value, str) else value)
+    return tuple(load_json(value) if isinstance(value, str) else value)
+
+
+#: nineteen digits in a row: perhaps an integer past 64 bits, which orjson reads as a float
+_LONG_NUMBER = re.compile(r"[0-9]{19}")
+
+
+def load_json(text: str) -> Any:
+    """Stored JSON text as ``json.loads`` reads it. orjson reads it, in a fifth of the standard
+    decoder's CPU (a proposal's row holds four such values), unless the text may hold an integer
+    past 64 bits (orjson would make it a float) or orjson refuses it (a number too large for a
+    float, a lone surrogate): the standard decoder reads those as it always did."""
+    if _LONG_NUMBER.search(text) is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 def _reader(annotation: Any) -> Callable[[Any], Any] | None:

@@ -28,7 +28,7 @@ from store.audit.records import AuditEntry, AuditHead, AuditReport, audit_entry_
 from store.backend import Backend
 from store.base import StoreError, StoreUnavailable
 from store.connector import Array, Row, Tx
-from store.rows import aware, dump_json, read_time
+from store.rows import aware, dump_json, load_json, read_time
 from store.shield import finish_even_if_cancelled
 
 __all__ = [
@@ -90,7 +90,7 @@ async def append_entry(
         proposal_id=proposal_id,
         actor=actor,
         event=event,
-        detail=json.loads(detail_text),  # hash exactly what is stored and read back
+        detail=load_json(detail_text),  # hash exactly what is stored and read back
     )
     # the head is what was just computed: nothing to read back (the triggers check the link)
     await tx.execute(

@@ -4,7 +4,6 @@ it; a proposal read with its approvals; and a new proposal as the parameters of 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -15,7 +14,7 @@ from contracts.outcomes import OUTCOMES, Outcome
 from store.connector import Array, Row, Tx
 from store.proposals.lifecycle import Status
 from store.proposals.records import Approval, Delivery, NewProposal, Proposal, ProposalNotFound
-from store.rows import dump_json, model_from_row
+from store.rows import dump_json, load_json, model_from_row
 
 __all__ = [
     "approval_from_row",
@@ -97,8 +96,8 @@ def proposal_from_row(row: Row) -> Proposal:
     return model_from_row(
         Proposal,
         row,
-        request=json.loads(row["request"]),
-        arguments=json.loads(row["arguments"]),
+        request=load_json(row["request"]),
+        arguments=load_json(row["arguments"]),
         outcome=None if outcome is None else OUTCOMES.validate_json(outcome),
         approvals=(),  # read apart (store/proposals/approvals.py)
         batch=None,  # creation only: stored as batch_id

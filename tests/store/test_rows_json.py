@@ -1,0 +1,60 @@
+"""Stored JSON text: written and read back as the standard library writes and reads it, whichever
+encoder or decoder does the work (store/rows.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from store.rows import dump_json, load_json
+
+_STANDARD = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(JSON_VALUES)
+def test_what_is_written_reads_back_as_the_standard_librarys_text_does(value: Any) -> None:
+    text = dump_json(value)
+    assert load_json(text) == json.loads(_STANDARD(value))
+    assert json.loads(text) == json.loads(_STANDARD(value))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[18446744073709551616]",  # past 64 bits: orjson would read a float
+        "[-9223372036854775809]",
+        '{"n": 123456789012345678901234567890}',
+        "[1e400]",  # infinity as the standard decoder reads it
+        '["\\ud800"]',  # a lone surrogate
+        '{"a": 1, "a": 2}',
+    ],
+)
+def test_text_orjson_would_read_differently_is_read_as_the_standard_decoder_does(
+    text: str,
+) -> None:
+    assert repr(load_json(text)) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize("value", [math.nan, {"x": [math.inf]}, -math.inf])
+def test_nan_and_infinities_are_refused_as_before(value: Any) -> None:
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        dump_json(value)
+
+
+def test_an_integer_past_64_bits_and_a_key_that_is_not_text_are_written_as_before() -> None:
+    assert dump_json({"n": 2**70, 1: None}) == _STANDARD({"n": 2**70, 1: None})
