@@ -63,9 +63,24 @@ async def required(tx: Tx, missing: StoreError, query: str, /, **params: Any) ->
     return row
 
 
+#: the text of times stored lately: a change stores its one ``now`` several times (the row's
+#: times, each audit entry's, the outbox's), and writing it costs a conversion to UTC and an
+#: isoformat. Keyed by the instant (equal aware datetimes hash alike, whatever their zone);
+#: a naive datetime never equals an aware one, so it is never found here and is refused below.
+_STORED_TIMES: dict[datetime, str] = {}
+_STORED_TIMES_KEPT = 64
+
+
 def db_time(value: datetime, *, field: str = "datetime") -> str:
     """``value`` as SQLite stores it. Naive datetimes are refused: their instant is unknown."""
-    return aware(value, field=field).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    text = _STORED_TIMES.get(value)
+    if text is None:
+        utc = aware(value, field=field).replace(tzinfo=None)
+        text = utc.isoformat(timespec="microseconds") + "Z"
+        if len(_STORED_TIMES) >= _STORED_TIMES_KEPT:
+            _STORED_TIMES.clear()
+        _STORED_TIMES[value] = text
+    return text
 
 
 def from_db_time(text: str) -> datetime:

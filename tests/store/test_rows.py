@@ -1,17 +1,18 @@
-"""Stored JSON text: written and read back as the standard library writes and reads it, whichever
-encoder or decoder does the work (store/rows.py)."""
+"""Stored values (store/rows.py): JSON text written and read back as the standard library writes
+and reads it, whichever encoder or decoder does the work; times as SQLite stores them."""
 
 from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from store.rows import dump_json, load_json
+from store.rows import db_time, dump_json, load_json
 
 _STANDARD = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
@@ -58,3 +59,20 @@ def test_nan_and_infinities_are_refused_as_before(value: Any) -> None:
 
 def test_an_integer_past_64_bits_and_a_key_that_is_not_text_are_written_as_before() -> None:
     assert dump_json({"n": 2**70, 1: None}) == _STANDARD({"n": 2**70, 1: None})
+
+
+def test_a_time_is_stored_as_its_instant_in_utc_whatever_its_zone_and_however_often() -> None:
+    instant = datetime(2026, 12, 4, 12, 30, 1, 250, tzinfo=UTC)
+    for _ in range(2):  # the second time from the times stored lately
+        for zone in (UTC, timezone(timedelta(hours=5, minutes=30)), timezone(-timedelta(hours=8))):
+            assert db_time(instant.astimezone(zone)) == "2026-12-04T12:30:01.000250Z"
+    later = [db_time(instant + timedelta(seconds=n)) for n in range(200)]
+    assert later[-1] == "2026-12-04T12:33:20.000250Z"
+    assert len(set(later)) == 200
+
+
+def test_a_naive_time_is_refused_even_when_its_wall_clock_was_stored_lately() -> None:
+    instant = datetime(2026, 12, 4, 12, 30, tzinfo=UTC)
+    db_time(instant)
+    with pytest.raises(ValueError, match="naive datetime"):
+        db_time(instant.replace(tzinfo=None), field="now")
