@@ -18,19 +18,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from bot.digests.decisions import DigestService
 from bot.digests.recorded import chosen_detail
 from bot.flow.clicks import RecordedDecisions
-from bot.render.actions import (
-    DIGEST_APPROVE_ALL,
-    DIGEST_CHOOSE,
-    DIGEST_CHOOSE_VIEW,
-    DIGEST_DECISION_INPUT,
-    DIGEST_ITEMS_INPUT,
-    DIGEST_REJECT_ALL,
-    DIGEST_REJECT_VIEW,
-    DIGEST_REVIEW,
-    DIGEST_REVIEW_PAGE,
-    DIGEST_REVIEW_VIEW,
-    REASON_INPUT,
-)
+from bot.render import actions
 from bot.render.blocks import REASON_MAX
 from bot.render.digest_review import ReviewState, box_place, chosen_places
 from bot.slack.ids import SlackUser
@@ -55,9 +43,11 @@ class Chosen(BaseModel):
     def of(cls, body: dict[str, Any]) -> Chosen:
         view = body["view"]
         values: dict[str, Any] = view["state"]["values"]
-        reason = values.get(REASON_INPUT, {}).get(REASON_INPUT, {}).get("value") or ""
+        reason = (
+            values.get(actions.REASON_INPUT, {}).get(actions.REASON_INPUT, {}).get("value") or ""
+        )
         reason = reason.strip()
-        if view["callback_id"] == DIGEST_REJECT_VIEW:
+        if view["callback_id"] == actions.DIGEST_REJECT_VIEW:
             return cls(
                 user=body["user"]["id"],
                 digest_id=view["private_metadata"],
@@ -67,11 +57,13 @@ class Chosen(BaseModel):
             )
         items = [
             option["value"]
-            for block_id, actions in values.items()
-            if block_id.startswith(f"{DIGEST_ITEMS_INPUT}_")
-            for option in actions[DIGEST_ITEMS_INPUT].get("selected_options") or []
+            for block_id, inputs in values.items()
+            if block_id.startswith(f"{actions.DIGEST_ITEMS_INPUT}_")
+            for option in inputs[actions.DIGEST_ITEMS_INPUT].get("selected_options") or []
         ]
-        decision = values[DIGEST_DECISION_INPUT][DIGEST_DECISION_INPUT]["selected_option"]["value"]
+        decision = values[actions.DIGEST_DECISION_INPUT][actions.DIGEST_DECISION_INPUT][
+            "selected_option"
+        ]["value"]
         return cls(
             user=body["user"]["id"],
             digest_id=view["private_metadata"],
@@ -83,11 +75,11 @@ class Chosen(BaseModel):
     def problems(self) -> dict[str, str]:
         """What the person must fix before anything is done, by block id."""
         if self.items == ():
-            return {f"{DIGEST_ITEMS_INPUT}_0": "Choose at least one proposal."}
+            return {f"{actions.DIGEST_ITEMS_INPUT}_0": "Choose at least one proposal."}
         if self.decision == "reject" and not self.reason:
-            return {REASON_INPUT: "Say why you reject them."}
+            return {actions.REASON_INPUT: "Say why you reject them."}
         if len(self.reason) > REASON_MAX:
-            return {REASON_INPUT: f"At most {REASON_MAX} characters."}
+            return {actions.REASON_INPUT: f"At most {REASON_MAX} characters."}
         return {}
 
 
@@ -141,15 +133,15 @@ def register_digest_listeners(
             click.proposal_id, user=click.user, channel=click.channel, verb="digest_approve_all"
         )
 
-    app.action(DIGEST_APPROVE_ALL)(worked_click(Click.of, approve_all, what="digest click"))
+    app.action(actions.DIGEST_APPROVE_ALL)(worked_click(Click.of, approve_all, what="digest click"))
     modals: dict[str, Callable[[Click], Awaitable[object]]] = {
-        DIGEST_REJECT_ALL: lambda c: digests.begin_reject_all(
+        actions.DIGEST_REJECT_ALL: lambda c: digests.begin_reject_all(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
-        DIGEST_CHOOSE: lambda c: digests.begin_choose(
+        actions.DIGEST_CHOOSE: lambda c: digests.begin_choose(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
-        DIGEST_REVIEW: lambda c: digests.begin_review(
+        actions.DIGEST_REVIEW: lambda c: digests.begin_review(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
     }
@@ -173,13 +165,13 @@ def register_digest_listeners(
             channel=None,
             detail=chosen_detail(chosen.items, chosen.reason),
         )
-        block = REASON_INPUT if chosen.items is None else DIGEST_DECISION_INPUT
+        block = actions.REASON_INPUT if chosen.items is None else actions.DIGEST_DECISION_INPUT
         await recorded_submission(decisions, clicked, ack, block=block)
 
-    app.view(DIGEST_REJECT_VIEW)(on_submitted)
-    app.view(DIGEST_CHOOSE_VIEW)(on_submitted)
+    app.view(actions.DIGEST_REJECT_VIEW)(on_submitted)
+    app.view(actions.DIGEST_CHOOSE_VIEW)(on_submitted)
 
-    @app.action(DIGEST_REVIEW_PAGE)
+    @app.action(actions.DIGEST_REVIEW_PAGE)
     async def on_page(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
         await ack()
         paged = decoded(Reviewed.of, body, what="digest review page")
@@ -195,7 +187,7 @@ def register_digest_listeners(
             view_hash=paged.view_hash,
         )
 
-    @app.view(DIGEST_REVIEW_VIEW)
+    @app.view(actions.DIGEST_REVIEW_VIEW)
     async def on_reviewed(ack: AsyncAck, body: dict[str, Any]) -> None:
         reviewed = decoded(Reviewed.of, body, what="digest review")
         if reviewed is None:
@@ -217,5 +209,5 @@ def register_digest_listeners(
             channel=None,
             detail={"review": reviewed.state.selected(reviewed.on_page).dump()},
         )
-        block = reviewed.boxes[0] if reviewed.boxes else DIGEST_REVIEW_VIEW
+        block = reviewed.boxes[0] if reviewed.boxes else actions.DIGEST_REVIEW_VIEW
         await recorded_submission(decisions, clicked, ack, block=block)

@@ -24,20 +24,7 @@ from bot.flow.clicks import NotRecorded, RecordedDecisions
 from bot.flow.core import APP_HOME
 from bot.flow.edits import EditFlow
 from bot.flow.service import Service
-from bot.render.actions import (
-    APPROVE,
-    DIGEST_SHOW_FULL,
-    EDIT,
-    EDIT_VIEW,
-    EXTEND,
-    REASON_INPUT,
-    RECONCILE_FAILED,
-    RECONCILE_RETRY,
-    RECONCILE_SUCCEEDED,
-    REJECT,
-    REJECT_VIEW,
-    SHOW_FULL,
-)
+from bot.render import actions
 from bot.slack.at_once import ClicksAtOnce
 from bot.slack.gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 from bot.slack.ids import SlackChannel, SlackUser, TriggerId
@@ -235,35 +222,37 @@ def build_bolt(
     edits = EditFlow(service)
     full = ShowFull(service.store, publisher)
     recorded: dict[str, ClickVerb] = {
-        APPROVE: "approve",
-        EXTEND: "extend",
-        RECONCILE_SUCCEEDED: "reconcile_succeeded",
-        RECONCILE_FAILED: "reconcile_failed",
-        RECONCILE_RETRY: "retry",
+        actions.APPROVE: "approve",
+        actions.EXTEND: "extend",
+        actions.RECONCILE_SUCCEEDED: "reconcile_succeeded",
+        actions.RECONCILE_FAILED: "reconcile_failed",
+        actions.RECONCILE_RETRY: "retry",
     }
     # answered before bolt's listeners, in the turn their request is read (bot/slack/at_once.py)
     app.use(ClicksAtOnce(Click.of, {a: _recorder(decisions, v) for a, v in recorded.items()}))
     clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
         # these open a modal (each checks the clicker first) or show something
-        EDIT: lambda c: edits.begin(
+        actions.EDIT: lambda c: edits.begin(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
-        REJECT: lambda c: service.begin_reject(
+        actions.REJECT: lambda c: service.begin_reject(
             c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
         ),
         # read-only, no role needed: a signed click and its own trigger_id (bot/slack/show_full.py)
-        SHOW_FULL: lambda c: full.proposal(c.proposal_id, user=c.user, trigger_id=c.trigger_id),
-        DIGEST_SHOW_FULL: lambda c: full.digest(
+        actions.SHOW_FULL: lambda c: full.proposal(
+            c.proposal_id, user=c.user, trigger_id=c.trigger_id
+        ),
+        actions.DIGEST_SHOW_FULL: lambda c: full.digest(
             c.proposal_id, user=c.user, trigger_id=c.trigger_id
         ),
     }
     for action_id, handle in clicks.items():
         app.action(action_id)(click_listener(handle, service))
 
-    app.view(REJECT_VIEW)(
+    app.view(actions.REJECT_VIEW)(
         text_submission_listener(
             decisions,
-            block=REASON_INPUT,
+            block=actions.REASON_INPUT,
             verb="reject",
             key="reason",
             empty="Say why you reject it.",
@@ -272,7 +261,7 @@ def build_bolt(
         )
     )
 
-    @app.view(EDIT_VIEW)
+    @app.view(actions.EDIT_VIEW)
     async def on_edit(ack: AsyncAck, body: dict[str, Any]) -> None:
         submitted = decoded(EditSubmitted.of, body)
         if submitted is None:

@@ -16,15 +16,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.flow.service import Service
-from bot.render.actions import (
-    APPROVE_STANDING,
-    APPROVE_STANDING_VIEW,
-    DURATION_INPUT,
-    REVIEW_OK,
-    REVIEW_SHOULD_HAVE_ASKED,
-    REVOKE_STANDING,
-    USES_INPUT,
-)
+from bot.render import actions
 from bot.slack.ids import SlackUser
 from bot.slack.listeners import Click, ValueClick, click_listener, decoded, worked_click
 from bot.standing.admin import StandingAdmin
@@ -49,8 +41,8 @@ class DurationChosen(BaseModel):
     def of(cls, body: dict[str, Any]) -> DurationChosen:
         view = body["view"]
         values = view["state"]["values"]
-        chosen = values[DURATION_INPUT][DURATION_INPUT].get("selected_option") or {}
-        uses = (values.get(USES_INPUT) or {}).get(USES_INPUT)
+        chosen = values[actions.DURATION_INPUT][actions.DURATION_INPUT].get("selected_option") or {}
+        uses = (values.get(actions.USES_INPUT) or {}).get(actions.USES_INPUT)
         return cls(
             user=body["user"]["id"],
             proposal_id=view["private_metadata"],
@@ -72,9 +64,9 @@ def register_standing_listeners(
             click.proposal_id, user=click.user, channel=click.channel, trigger_id=click.trigger_id
         )
 
-    app.action(APPROVE_STANDING)(click_listener(begin, service))  # opens a modal: no bound
+    app.action(actions.APPROVE_STANDING)(click_listener(begin, service))  # opens a modal: no bound
 
-    @app.view(APPROVE_STANDING_VIEW)
+    @app.view(actions.APPROVE_STANDING_VIEW)
     async def on_duration(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         chosen = decoded(DurationChosen.of, body, what="standing-rule submission")
@@ -87,7 +79,7 @@ def register_standing_listeners(
     async def revoke(click: ValueClick) -> None:
         await admin.revoke(click.value, user=click.user, channel=click.channel)
 
-    app.action(REVOKE_STANDING)(_message_listener(revoke))
+    app.action(actions.REVOKE_STANDING)(_message_listener(revoke))
 
     def judge(verdict: Verdict) -> Callable[[ValueClick], Awaitable[object]]:
         async def handle(click: ValueClick) -> None:
@@ -101,8 +93,8 @@ def register_standing_listeners(
 
         return handle
 
-    app.action(REVIEW_OK)(_message_listener(judge("ok")))
-    app.action(REVIEW_SHOULD_HAVE_ASKED)(_message_listener(judge("should_have_asked")))
+    app.action(actions.REVIEW_OK)(_message_listener(judge("ok")))
+    app.action(actions.REVIEW_SHOULD_HAVE_ASKED)(_message_listener(judge("should_have_asked")))
 
 
 def _message_listener(
