@@ -57,6 +57,10 @@ class Similar(NamedTuple):
     requested_by: str | None
     batch_id: str | None = None
 
+    def digest(self, digest_id: str, ts: str, created_at: datetime) -> NewDigest:
+        """The record of these items' digest ``digest_id``, posted as message ``ts``."""
+        return NewDigest(id=digest_id, ts=ts, created_at=created_at, **self._asdict())
+
 
 def shown_in(message: dict[str, Any]) -> dict[str, str | None]:
     """The proposals a Slack message shows, by its metadata: id -> its digest's id (None when
@@ -269,26 +273,16 @@ class DigestOutbox:
     def _digest(
         self, similar: Similar, chunk: list[Delivery], items: list[Proposal]
     ) -> Callable[[], Awaitable[None]]:
-        channel, operation, requested_by, batch_id = similar
-
         async def post() -> None:
             now = self._clock()
-            shown = Digest(
-                id=new_digest_id(),
-                channel=channel,
-                ts="",
-                operation=operation,
-                requested_by=requested_by,
-                created_at=now,
-                batch_id=batch_id,
-                items=tuple(items),
-            )
+            record = similar.digest(new_digest_id(), "", now)  # its ts is Slack's, once posted
+            shown = Digest(**record.model_dump(), items=tuple(items))
             message = render_digest.digest_message(
-                shown, now=now, formats=self._publisher.formats_of(operation)
+                shown, now=now, formats=self._publisher.formats_of(similar.operation)
             )
             payload = {"digest_id": shown.id, "proposal_ids": " ".join(p.id for p in items)}
             response = await self._publisher.post_message(
-                channel, message, event=DIGEST_EVENT, payload=payload
+                similar.channel, message, event=DIGEST_EVENT, payload=payload
             )
             posted = NewDigest.model_validate(
                 {
@@ -307,7 +301,7 @@ class DigestOutbox:
         self, similar: Similar, showable: list[Delivery], current: dict[str, Proposal]
     ) -> list[Delivery]:
         """Attach the proposals an earlier attempt posted (found by metadata); the rest."""
-        channel, operation, requested_by, batch_id = similar
+        channel = similar.channel
         oldest = min(current[d.proposal_id].created_at for d in showable)
         found = await self._search(
             "conversations.history",
@@ -328,18 +322,12 @@ class DigestOutbox:
             else:
                 by_digest.setdefault((digest_id, ts), []).append(delivery)
         for (digest_id, ts), chunk in by_digest.items():
-            again = NewDigest(
-                id=digest_id,
-                channel=channel,
-                ts=ts,
-                operation=operation,
-                requested_by=requested_by,
-                created_at=self._clock(),
-                batch_id=batch_id,
-            )
             items = [d.proposal_id for d in chunk]
             await self._digests.attach_digest(
-                again, items, deliveries=[d.id for d in chunk], now=self._clock()
+                similar.digest(digest_id, ts, self._clock()),
+                items,
+                deliveries=[d.id for d in chunk],
+                now=self._clock(),
             )
         return [d for d in showable if d.proposal_id not in found]
 
