@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from bot.settings.callback_urls import parse_prefix
 from bot.settings.model import (
@@ -23,6 +23,9 @@ from contracts.redaction import shown_url
 
 __all__ = ["load_agents", "load_operations"]
 
+#: The fewest characters an agent's bearer token may have.
+TOKEN_LEAST: Final = 16
+
 
 def load_agents(
     path: Path, model: FileModel, env: Mapping[str, str], problems: list[str]
@@ -30,27 +33,22 @@ def load_agents(
     agents: dict[str, AgentSettings] = {}
     by_token: dict[str, AgentSettings] = {}
     for name, section in model.agents.items():
-        token = env.get(section.token_env, "")
-        if not token:
-            problems.append(
-                f"{path}: agents.{name}.token_env: environment variable "
-                f"{section.token_env} is not set (it holds the agent's bearer token)"
-            )
-            continue
-        if len(token) < 16:
-            problems.append(
-                f"{path}: agents.{name}.token_env: the token in {section.token_env} is too "
-                "short (at least 16 characters)"
-            )
+        where = f"{path}: agents.{name}"
+        token = _token(
+            f"{where}.token_env",
+            section.token_env,
+            env,
+            problems,
+            holds=" (it holds the agent's bearer token)",
+        )
+        if token is None:
             continue
         secret = token
         if section.callback_secret_env:
-            secret = env.get(section.callback_secret_env, "")
+            secret = _from_env(
+                f"{where}.callback_secret_env", section.callback_secret_env, env, problems
+            )
             if not secret:
-                problems.append(
-                    f"{path}: agents.{name}.callback_secret_env: environment variable "
-                    f"{section.callback_secret_env} is not set"
-                )
                 continue
         if token in by_token:
             problems.append(
@@ -99,14 +97,8 @@ def _extra_tokens(
     tokens: list[str] = []
     where = f"{path}: agents.{name}.extra_token_envs"
     for variable in section.extra_token_envs:
-        token = env.get(variable, "")
-        if not token:
-            problems.append(f"{where}: environment variable {variable} is not set")
-            return None
-        if len(token) < 16:
-            problems.append(
-                f"{where}: the token in {variable} is too short (at least 16 characters)"
-            )
+        token = _token(where, variable, env, problems)
+        if token is None:
             return None
         if token in by_token:
             problems.append(
@@ -116,6 +108,33 @@ def _extra_tokens(
             return None
         tokens.append(token)
     return tuple(tokens)
+
+
+def _from_env(
+    where: str, variable: str, env: Mapping[str, str], problems: list[str], *, holds: str = ""
+) -> str:
+    """Environment variable ``variable``'s value; "" after saying, at ``where``, that it is not
+    set (and what it ``holds``)."""
+    value = env.get(variable, "")
+    if not value:
+        problems.append(f"{where}: environment variable {variable} is not set{holds}")
+    return value
+
+
+def _token(
+    where: str, variable: str, env: Mapping[str, str], problems: list[str], *, holds: str = ""
+) -> str | None:
+    """An agent's bearer token from ``variable``, set and at least :data:`TOKEN_LEAST`
+    characters long; None after saying, at ``where``, why not."""
+    token = _from_env(where, variable, env, problems, holds=holds)
+    if not token:
+        return None
+    if len(token) < TOKEN_LEAST:
+        problems.append(
+            f"{where}: the token in {variable} is too short (at least {TOKEN_LEAST} characters)"
+        )
+        return None
+    return token
 
 
 def _check_acts_for(
