@@ -73,6 +73,9 @@ SHORTCODE: Final = re.compile(r":[^\s:]+:")
 
 _COLON: Final = "\u2236"
 _ONE_DOT: Final = "\u2024"
+#: a web address's "www." (Slack links it without a scheme), and a run without spaces
+_WWW: Final = re.compile(r"(?i)(www)\.")
+_RUN: Final = re.compile(r"\S+")
 _QUOTE_MARK: Final = "\uff1e"
 #: Letters that render as nothing though Unicode calls them letters or symbols.
 _INVISIBLE: Final = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u034f\u17b4\u17b5")
@@ -152,7 +155,9 @@ def inert(text: str) -> Mrkdwn:
     text = visible(text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _neutral_markers(text)
-    text = re.sub(r"(?i)(www)\.", rf"\1{_ONE_DOT}", text)
+    # in ASCII text, "www." is found as the pattern finds it: most texts skip the pattern
+    if not text.isascii() or "www." in text.lower():
+        text = _WWW.sub(rf"\1{_ONE_DOT}", text)
     text = text.replace("://", f"{_COLON}//")
     text = _break_shortcodes(text)
     stripped = text.lstrip(" ")
@@ -186,6 +191,9 @@ def _neutral_markers(text: str) -> str:
 def _break_shortcodes(text: str) -> str:
     # In each run without spaces that holds a ``:name:``, every colon but the last becomes a
     # look-alike: no two real colons are left to enclose a name. Linear, however many colons.
+    if text.count(":") < 2:  # no run holds two colons: nothing to break (most texts)
+        return text
+
     def token(match: re.Match[str]) -> str:
         word = match.group()
         if SHORTCODE.search(word) is None:
@@ -193,4 +201,4 @@ def _break_shortcodes(text: str) -> str:
         last = word.rfind(":")
         return word[:last].replace(":", _COLON) + word[last:]
 
-    return re.sub(r"\S+", token, text)
+    return _RUN.sub(token, text)

@@ -149,3 +149,35 @@ def test_text_without_a_marker_keeps_every_character() -> None:
         inert("deploy build 42 to eu-west (rule auto)") == "deploy build 42 to eu-west (rule auto)"
     )
     assert inert("deploy *now*") == "deploy \u2217now\u2217"
+
+
+def _inert_by_the_patterns(text: str) -> str:
+    """inert() as written before its shortcuts: every text through both patterns."""
+    from bot.render import inert as module
+
+    text = visible(text)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = module._neutral_markers(text)
+    text = re.sub(r"(?i)(www)\.", rf"\1{module._ONE_DOT}", text)
+    text = text.replace("://", f"{module._COLON}//")
+
+    def token(match: re.Match[str]) -> str:
+        word = match.group()
+        if module.SHORTCODE.search(word) is None:
+            return word
+        last = word.rfind(":")
+        return word[:last].replace(":", module._COLON) + word[last:]
+
+    text = re.sub(r"\S+", token, text)
+    stripped = text.lstrip(" ")
+    if stripped.startswith("&gt;"):
+        text = text[: len(text) - len(stripped)] + module._QUOTE_MARK + stripped[len("&gt;") :]
+    return text
+
+
+@given(st.text(alphabet="wW.:/ >ab1\u212a\u017f\u00e9\n", max_size=40) | st.text(max_size=40))
+@example("Go to WwW.example.com :smile: or :a:b:c:")
+@example("one: colon")
+@example("\u0175ww.x :x:")
+def test_the_shortcuts_give_what_both_patterns_give(text: str) -> None:
+    assert inert(text) == _inert_by_the_patterns(text)
