@@ -22,7 +22,7 @@ from bot.render import actions
 from bot.render.blocks import REASON_MAX
 from bot.render.digest_review import ReviewState, box_place, chosen_places
 from bot.slack.ids import SlackUser
-from bot.slack.listeners import Click, decoded, recorded_submission, worked_click
+from bot.slack.listeners import Click, decoded, opening_modal, recorded_submission, worked_click
 from store.proposals.clicks import Clicked
 
 __all__ = ["Chosen", "Reviewed", "register_digest_listeners"]
@@ -135,15 +135,9 @@ def register_digest_listeners(
 
     app.action(actions.DIGEST_APPROVE_ALL)(worked_click(Click.of, approve_all, what="digest click"))
     modals: dict[str, Callable[[Click], Awaitable[object]]] = {
-        actions.DIGEST_REJECT_ALL: lambda c: digests.begin_reject_all(
-            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
-        ),
-        actions.DIGEST_CHOOSE: lambda c: digests.begin_choose(
-            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
-        ),
-        actions.DIGEST_REVIEW: lambda c: digests.begin_review(
-            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
-        ),
+        actions.DIGEST_REJECT_ALL: opening_modal(digests.begin_reject_all),
+        actions.DIGEST_CHOOSE: opening_modal(digests.begin_choose),
+        actions.DIGEST_REVIEW: opening_modal(digests.begin_review),
     }
     for action_id, handle in modals.items():
         app.action(action_id)(worked_click(Click.of, handle, what="digest click"))

@@ -20,7 +20,7 @@ from bot.render.actions import (
     NOTE_INPUT,
 )
 from bot.render.escalation import HAND_BACK_NOTE_MAX
-from bot.slack.listeners import Click, text_submission_listener, worked_click
+from bot.slack.listeners import Click, opening_modal, text_submission_listener, worked_click
 from store.proposals.clicks import ClickVerb
 
 __all__ = ["register_escalation_listeners"]
@@ -41,13 +41,8 @@ def register_escalation_listeners(
             worked_click(Click.of, _recorder(decisions, verb), what="escalation click")
         )
 
-    async def begin_hand_back(click: Click) -> None:
-        await service.begin_hand_back(
-            click.proposal_id, user=click.user, channel=click.channel, trigger_id=click.trigger_id
-        )
-
     app.action(ESCALATION_HAND_BACK)(
-        worked_click(Click.of, begin_hand_back, what="escalation click")
+        worked_click(Click.of, opening_modal(service.begin_hand_back), what="escalation click")
     )
 
     app.view(ESCALATION_HAND_BACK_VIEW)(

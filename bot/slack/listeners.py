@@ -10,7 +10,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -37,6 +37,7 @@ from store.proposals.clicks import Clicked, ClickVerb
 __all__ = [
     "BOLT",
     "SIGNING_SECRET",
+    "BeginsModal",
     "Click",
     "EditSubmitted",
     "TextSubmitted",
@@ -46,6 +47,7 @@ __all__ = [
     "clicked_in",
     "decoded",
     "modal_text",
+    "opening_modal",
     "recorded_submission",
     "slack_events",
     "text_problems",
@@ -98,8 +100,7 @@ class Click(BaseModel):
         return cls(
             user=body["user"]["id"],
             proposal_id=action["value"],
-            channel=clicked_in(body)
-            or (APP_HOME if (body.get("view") or {}).get("type") == "home" else None),
+            channel=clicked_in(body) or (APP_HOME if _clicked_on_home_tab(body) else None),
             trigger_id=body["trigger_id"],
         )
 
@@ -123,7 +124,7 @@ class ValueClick(BaseModel):
             value=action["value"],
             channel=clicked_in(body),
             message_ts=(body.get("container") or {}).get("message_ts"),
-            on_home_tab=(body.get("view") or {}).get("type") == "home",
+            on_home_tab=_clicked_on_home_tab(body),
         )
 
 
@@ -134,6 +135,11 @@ def clicked_in(body: dict[str, Any]) -> str | None:
         body.get("container") or {}
     ).get("channel_id")
     return channel
+
+
+def _clicked_on_home_tab(body: dict[str, Any]) -> bool:
+    """Whether a block_actions payload's button was on the App Home tab."""
+    return bool((body.get("view") or {}).get("type") == "home")
 
 
 class EditSubmitted(BaseModel):
@@ -232,12 +238,8 @@ def build_bolt(
     app.use(ClicksAtOnce(Click.of, {a: _recorder(decisions, v) for a, v in recorded.items()}))
     clicks: dict[str, Callable[[Click], Awaitable[object]]] = {
         # these open a modal (each checks the clicker first) or show something
-        actions.EDIT: lambda c: edits.begin(
-            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
-        ),
-        actions.REJECT: lambda c: service.begin_reject(
-            c.proposal_id, user=c.user, channel=c.channel, trigger_id=c.trigger_id
-        ),
+        actions.EDIT: opening_modal(edits.begin),
+        actions.REJECT: opening_modal(service.begin_reject),
         # read-only, no role needed: a signed click and its own trigger_id (bot/slack/show_full.py)
         actions.SHOW_FULL: lambda c: full.proposal(
             c.proposal_id, user=c.user, trigger_id=c.trigger_id
@@ -304,6 +306,27 @@ def _recorder(
         await decisions.record(click.proposal_id, user=click.user, channel=click.channel, verb=verb)
 
     return record
+
+
+class BeginsModal(Protocol):
+    """A flow's first step behind a button that opens a modal: check the clicker of the
+    button of ``subject`` (a proposal, digest or escalation id), then open the modal."""
+
+    def __call__(
+        self, subject: str, /, *, user: str, channel: str | None, trigger_id: str
+    ) -> Awaitable[None]: ...
+
+
+def opening_modal(begin: BeginsModal) -> Callable[[Click], Awaitable[None]]:
+    """A click's handler that hands ``begin`` the button's value, the clicker, the channel
+    and the trigger id the modal opens with."""
+
+    async def opening(click: Click) -> None:
+        await begin(
+            click.proposal_id, user=click.user, channel=click.channel, trigger_id=click.trigger_id
+        )
+
+    return opening
 
 
 def click_listener(

@@ -18,7 +18,13 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from bot.flow.service import Service
 from bot.render import actions
 from bot.slack.ids import SlackUser
-from bot.slack.listeners import Click, ValueClick, click_listener, decoded, worked_click
+from bot.slack.listeners import (
+    ValueClick,
+    click_listener,
+    decoded,
+    opening_modal,
+    worked_click,
+)
 from bot.standing.admin import StandingAdmin
 from bot.standing.review import Reviews
 from bot.standing.rules import StandingGrants
@@ -59,12 +65,8 @@ def register_standing_listeners(
     admin: StandingAdmin,
     reviews: Reviews,
 ) -> None:
-    async def begin(click: Click) -> None:
-        await grants.begin(
-            click.proposal_id, user=click.user, channel=click.channel, trigger_id=click.trigger_id
-        )
-
-    app.action(actions.APPROVE_STANDING)(click_listener(begin, service))  # opens a modal: no bound
+    opens = click_listener(opening_modal(grants.begin), service)  # opens a modal: no bound
+    app.action(actions.APPROVE_STANDING)(opens)
 
     @app.view(actions.APPROVE_STANDING_VIEW)
     async def on_duration(ack: AsyncAck, body: dict[str, Any]) -> None:
