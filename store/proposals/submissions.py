@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from pydantic import JsonValue
 
-from store.connector import Array, Row, Tx
+from store.connector import Row, Tx
 from store.proposals.effects import created_effects, lane_of
 from store.proposals.lifecycle import Status
 from store.proposals.records import NewProposal, PendingLimit
@@ -77,17 +77,15 @@ def submitted_entries(
     return entries
 
 
-async def insert_submitted(
-    tx: Tx, new: NewProposal, *, pending_limit: PendingLimit | None
-) -> Row:
+async def insert_submitted(tx: Tx, new: NewProposal, *, pending_limit: PendingLimit | None) -> Row:
     """Store ``new`` (in no batch, not an edit) with its audit entries, appended unsealed, and
     the outbox entries of its first status, in one statement, unless its agent already stored
     its submission key or its pending proposals, with those in flight not stored yet, reach
     ``pending_limit`` (None: no bound; given only for a proposal that would wait for a
-    person). The row of the query ``insert_submitted``: ``created`` and the proposal's
-    columns (the stored one when the key was used), or only
-    ``has_room`` (nothing stored, no stored proposal seen). Only on a backend whose audit
-    entries are appended unsealed (``Backend.appends_unsealed``); it commits on its own."""
+    person). The row of the query ``insert_submitted``: ``has_room``, ``created``, and the
+    columns of the proposal stored under the key before (all NULL when none was seen: the new
+    one is not read back). Only on a backend whose audit entries are appended unsealed
+    (``Backend.appends_unsealed``); it commits on its own."""
     entries = submitted_entries(new, batch_id=None, shown_after=None, edit=None)
     effects = created_effects(new)
     post_due = new.created_at if new.shown_after is None else max(new.created_at, new.shown_after)
@@ -95,12 +93,9 @@ async def insert_submitted(
         "insert_submitted",
         **insert_proposal_params(new),
         pending_limit=None if pending_limit is None else pending_limit.limit,
-        in_flight=Array(() if pending_limit is None else pending_limit.in_flight),
-        audit_actors=Array(actor for actor, _, _ in entries),
-        audit_events=Array(event for _, event, _ in entries),
-        audit_details=Array(dump_json(detail) for _, _, detail in entries),
-        effects=Array(effect.value for effect in effects),
-        lanes=Array(lane_of(effect) for effect in effects),
+        in_flight=dump_json([] if pending_limit is None else list(pending_limit.in_flight)),
+        audit_entries=dump_json([list(entry) for entry in entries]),
+        effects=dump_json([[effect.value, lane_of(effect)] for effect in effects]),
         post_due=post_due,
     )
     assert row is not None  # one row always: the room, and what was stored

@@ -12,8 +12,8 @@ SELECT insert_submitted_is_not_run_on_sqlite(
     :rule_id, :decision, :policy_note, :approver_roles, :channel, :status, :created_at,
     :expires_at, :lease_until, :risk, :quorum, :supersedes, :edited_by,
     :remind_at, :standing_rule_id, :review_sampled, :delegation_id, :shown_after, :urgent,
-    :backup_roles, :backup_at, :batch_id, :audit_actors, :audit_events, :audit_details,
-    :effects, :lanes, :post_due, :pending_limit, :in_flight
+    :backup_roles, :backup_at, :batch_id, :audit_entries, :effects, :post_due, :pending_limit,
+    :in_flight
 )
 
 -- name: count_pending_with_in_flight
