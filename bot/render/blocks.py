@@ -6,6 +6,10 @@ mrkdwn takes :class:`~bot.render.inert.Mrkdwn` only (Countersign's words, or an 
 inert), and is sent ``verbatim`` so Slack adds no links. Texts are clipped to Block Kit's limits
 with a visible note (:data:`CLIPPED`); a message with any clipped text says it is shown in part
 and offers "Show full" (:func:`shown_in_part`, bot/render/full.py).
+
+A renderer that uses a few of these imports them by name; one written in much of the vocabulary
+imports the module as ``kit`` (``kit.section``, ``kit.SECTION_MAX``; the name ``blocks`` is the
+list each renderer builds) and the types ``Blocks`` and ``Message`` by name.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from bot.render import blocks as kit
 from bot.render.actions import (
     DIGEST_APPROVE_ALL,
     DIGEST_CHOOSE,
@@ -32,26 +33,7 @@ from bot.render.actions import (
     DIGEST_REVIEW,
     DIGEST_SHOW_FULL,
 )
-from bot.render.blocks import (
-    BLOCKS_MAX,
-    CLIPPED,
-    CONFIRM_TEXT_MAX,
-    CONFIRM_TITLE_MAX,
-    Blocks,
-    Message,
-    button,
-    clip,
-    code,
-    context,
-    header,
-    message,
-    packed,
-    packed_sections,
-    plain,
-    quote,
-    section,
-    shown_in_part,
-)
+from bot.render.blocks import Blocks, Message
 from bot.render.digest_table import Table, compact_table, total_text
 from bot.render.figures import why_asked
 from bot.render.inert import Mrkdwn, inert, own
@@ -96,24 +78,24 @@ def digest_message(digest: Digest, *, now: datetime, formats: Formats | None = N
     risks = [RISK_LABELS[risk] for risk in RISK_ORDER if any(p.risk == risk for p in items)]
     table = compact_table(items, formats or {})
     blocks: Blocks = [
-        header(_title(digest)),
-        section(own("\n".join([*risks, f"*Why you are asked:* {'; '.join(whys)}"]))),
-        context(own(f"{_counts(items)}. Each proposal is checked and executed on its own.")),
-        section(own(asked)),
-        section(_common_text(table, pending, now)),
+        kit.header(_title(digest)),
+        kit.section(own("\n".join([*risks, f"*Why you are asked:* {'; '.join(whys)}"]))),
+        kit.context(own(f"{_counts(items)}. Each proposal is checked and executed on its own.")),
+        kit.section(own(asked)),
+        kit.section(_common_text(table, pending, now)),
     ]
     budget = _rows_budget(len(blocks), bool(pending))
     rows = [_row(n, p, table, now) for n, p in enumerate(items, 1)]
-    sections = packed_sections(rows, budget=budget)
-    whole = _whole(rows, items, budget) and CLIPPED not in blocks[-1]["text"]["text"]
+    sections = kit.packed_sections(rows, budget=budget)
+    whole = _whole(rows, items, budget) and kit.CLIPPED not in blocks[-1]["text"]["text"]
     blocks += sections
     if not whole:
-        blocks += shown_in_part(
+        blocks += kit.shown_in_part(
             digest.id, action_id=DIGEST_SHOW_FULL, what="some proposals listed above"
         )
     tail: Blocks = [_buttons(digest, len(pending), approve_all=whole)] if pending else []
     text = f"{'Approval needed' if pending else 'Decided'}: {_title(digest)}"
-    return message(inert(text), [*blocks, *tail])
+    return kit.message(inert(text), [*blocks, *tail])
 
 
 def shown_whole(digest: Digest, *, now: datetime, formats: Formats | None = None) -> bool:
@@ -133,7 +115,7 @@ def _common_text(table: Table, pending: Sequence[Proposal], now: datetime) -> Mr
     if table.common:
         lines.append("*Same for every item:*")
         lines += [
-            f"*{clip(inert(label), 60)}*: {clip(inert(value), 300)}"
+            f"*{kit.clip(inert(label), 60)}*: {kit.clip(inert(value), 300)}"
             for label, value in table.common
         ]
     total = total_text(table, len(pending), 0)
@@ -145,21 +127,21 @@ def _common_text(table: Table, pending: Sequence[Proposal], now: datetime) -> Mr
         lines.append(f"*First to expire:* {when(first)} ({remaining(first, now)})")
     if table.same_reason:
         lines.append("_Agent's words (unverified), the same for every item:_")
-        lines.append(quote(table.same_reason, 1200))
+        lines.append(kit.quote(table.same_reason, 1200))
     return own("\n".join(lines) or "_Every item differs in every field; each line below shows it._")
 
 
 def _rows_budget(head: int, pending: bool) -> int:
     """Sections left for the rows, keeping room for the buttons and the shown-in-part note."""
-    return BLOCKS_MAX - head - (1 if pending else 0) - len(shown_in_part(""))
+    return kit.BLOCKS_MAX - head - (1 if pending else 0) - len(kit.shown_in_part(""))
 
 
 def _whole(rows: Sequence[str], items: Sequence[Proposal], budget: int) -> bool:
     """No pending item's row was cut, and every row fits in the message."""
-    if len(packed(rows)) > budget:
+    if len(kit.packed(rows)) > budget:
         return False
     return not any(
-        CLIPPED in row for row, p in zip(rows, items, strict=True) if p.status is Status.PENDING
+        kit.CLIPPED in row for row, p in zip(rows, items, strict=True) if p.status is Status.PENDING
     )
 
 
@@ -178,15 +160,17 @@ def _row(n: int, proposal: Proposal, table: Table, now: datetime) -> Mrkdwn:
     is marked clipped. The agent's words follow, quoted, unless every item has the same."""
     values = {f.label: f.value for f in proposal.preview.fields}
     cells = [
-        f"*{clip(inert(label), 40)}* {clip(inert(values[label]), 120)}"
+        f"*{kit.clip(inert(label), 40)}* {kit.clip(inert(values[label]), 120)}"
         for label in table.columns
         if label in values
     ]
     if table.titles_differ and not cells:
-        cells.insert(0, f"*Title* {clip(inert(proposal.preview.title), 150)}")
-    line = f"*{n}.* {code(proposal.id[:12], 20)} · " + " · ".join([*cells, _status(proposal, now)])
+        cells.insert(0, f"*Title* {kit.clip(inert(proposal.preview.title), 150)}")
+    line = f"*{n}.* {kit.code(proposal.id[:12], 20)} · " + " · ".join(
+        [*cells, _status(proposal, now)]
+    )
     if proposal.agent_reason and table.same_reason is None:
-        line += "\n_Agent's words (unverified):_\n" + quote(proposal.agent_reason, 200)
+        line += "\n_Agent's words (unverified):_\n" + kit.quote(proposal.agent_reason, 200)
     return own(line)
 
 
@@ -199,7 +183,7 @@ def _status(proposal: Proposal, now: datetime) -> Mrkdwn:
         return own(f":hourglass_flowing_sand: Pending{progress}")
     by = mention(proposal.decided_by)
     if status is Status.REJECTED:
-        reason = clip(inert(proposal.decision_note or "(no reason given)"), 200)
+        reason = kit.clip(inert(proposal.decision_note or "(no reason given)"), 200)
         return own(f":x: Rejected by {by}: {reason}")
     if status is Status.EXPIRED:
         return own(":hourglass: Expired: nobody decided in time. Nothing was executed.")
@@ -233,19 +217,19 @@ def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[
     """Approve all (only when ``approve_all``: every pending item is shown in full), Review
     all… (always: every item in full in a modal, approved from there), Reject all… and
     Choose…."""
-    approve = button(DIGEST_APPROVE_ALL, f"Approve all ({pending})", digest.id, "primary")
+    approve = kit.button(DIGEST_APPROVE_ALL, f"Approve all ({pending})", digest.id, "primary")
     approve["confirm"] = {
-        "title": plain(f"Approve {pending} proposals?", CONFIRM_TITLE_MAX),
-        "text": plain(
+        "title": kit.plain(f"Approve {pending} proposals?", kit.CONFIRM_TITLE_MAX),
+        "text": kit.plain(
             f"Every pending {digest.operation} listed here is checked and executed on its own, "
             "with its own outcome in the thread.",
-            CONFIRM_TEXT_MAX,
+            kit.CONFIRM_TEXT_MAX,
         ),
-        "confirm": plain("Approve all", 30),
-        "deny": plain("Cancel", 30),
+        "confirm": kit.plain("Approve all", 30),
+        "deny": kit.plain("Cancel", 30),
         "style": "primary",
     }
-    review = button(DIGEST_REVIEW, f"Review all ({pending:,})…", digest.id)
+    review = kit.button(DIGEST_REVIEW, f"Review all ({pending:,})…", digest.id)
     if not approve_all:
         review["style"] = "primary"
     return {
@@ -254,7 +238,7 @@ def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[
         "elements": [
             *([approve] if approve_all else []),
             review,
-            button(DIGEST_REJECT_ALL, "Reject all…", digest.id, "danger"),
-            button(DIGEST_CHOOSE, "Choose…", digest.id),
+            kit.button(DIGEST_REJECT_ALL, "Reject all…", digest.id, "danger"),
+            kit.button(DIGEST_CHOOSE, "Choose…", digest.id),
         ],
     }

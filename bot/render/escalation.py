@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from bot.render import blocks as kit
 from bot.render.actions import (
     ESCALATION_HAND_BACK,
     ESCALATION_HAND_BACK_VIEW,
@@ -19,22 +20,7 @@ from bot.render.actions import (
     ESCALATION_TAKE,
     NOTE_INPUT,
 )
-from bot.render.blocks import (
-    BLOCKS_MAX,
-    SECTION_MAX,
-    Blocks,
-    Message,
-    button,
-    clip,
-    code,
-    context,
-    header,
-    message,
-    modal,
-    quote,
-    section,
-    text_input,
-)
+from bot.render.blocks import Blocks, Message
 from bot.render.inert import Mrkdwn, inert, own
 from bot.render.words import mention, when, with_times
 from contracts.escalation import Signals, TriggerKind
@@ -67,22 +53,22 @@ def escalation_message(escalation: Escalation, *, handed_back_by: str | None = N
     """The channel message: who asks and why, the agent's report, the state and its buttons."""
     title = f"Escalation: {_KIND[escalation.verdict.kind]}"
     blocks: Blocks = [
-        header(title),
+        kit.header(title),
         # Countersign's verdict in a block of its own, before any of the agent's text
-        section(own(f"*Why Countersign escalated it:* {why_escalated(escalation)}")),
-        section(_who(escalation)),
+        kit.section(own(f"*Why Countersign escalated it:* {why_escalated(escalation)}")),
+        kit.section(_who(escalation)),
         *_report(escalation),
-        context(
+        kit.context(
             own(f"Signals as measured by the agent: {_signals(escalation.trigger.signals)}"),
-            own(f"Escalation {code(escalation.id, 60)} · opened {when(escalation.created_at)}"),
+            own(f"Escalation {kit.code(escalation.id, 60)} · opened {when(escalation.created_at)}"),
         ),
         {"type": "divider"},
-        section(_state_line(escalation, handed_back_by=handed_back_by)),
+        kit.section(_state_line(escalation, handed_back_by=handed_back_by)),
     ]
     buttons = _buttons(escalation)
     if buttons is not None:
         blocks.append(buttons)
-    return message(own(f"{_status_word(escalation)}: {inert(title)}"), blocks[:BLOCKS_MAX])
+    return kit.message(own(f"{_status_word(escalation)}: {inert(title)}"), blocks[: kit.BLOCKS_MAX])
 
 
 def why_escalated(escalation: Escalation) -> Mrkdwn:
@@ -95,14 +81,14 @@ def why_escalated(escalation: Escalation) -> Mrkdwn:
 def _who(escalation: Escalation) -> Mrkdwn:
     parts = [
         f"Agent *{inert(escalation.agent)}*",
-        f"conversation {code(escalation.conversation_id, 120)}",
+        f"conversation {kit.code(escalation.conversation_id, 120)}",
     ]
     if escalation.requested_by is not None:
         parts.append(f"for {mention(escalation.requested_by)}")
     if escalation.customer_ref is not None:
-        parts.append(f"customer {code(escalation.customer_ref, 120)}")
+        parts.append(f"customer {kit.code(escalation.customer_ref, 120)}")
     if escalation.team is not None:
-        parts.append(f"team {code(escalation.team, 60)}")
+        parts.append(f"team {kit.code(escalation.team, 60)}")
     return own(" · ".join(parts))
 
 
@@ -110,36 +96,38 @@ def _report(escalation: Escalation) -> Blocks:
     """The agent's summary, every part labelled and quoted as the agent's words."""
     summary = escalation.summary
     blocks: Blocks = [
-        section(
+        kit.section(
             own(
                 "*The agent's report (unverified)* _in the agent's own words:_\n"
-                f"*Goal*\n{quote(summary.goal, 1000)}\n"
-                f"*Blocked on*\n{quote(summary.blocked_on, 1000)}"
+                f"*Goal*\n{kit.quote(summary.goal, 1000)}\n"
+                f"*Blocked on*\n{kit.quote(summary.blocked_on, 1000)}"
             )
         )
     ]
     if summary.steps_done:
         steps = "\n".join(
-            f"{n}. {clip(inert(step), 300)}" for n, step in enumerate(summary.steps_done, 1)
+            f"{n}. {kit.clip(inert(step), 300)}" for n, step in enumerate(summary.steps_done, 1)
         )
-        blocks.append(section(own(f"*Steps done (agent's words)*\n{_quote_lines(steps)}")))
+        blocks.append(kit.section(own(f"*Steps done (agent's words)*\n{_quote_lines(steps)}")))
     if summary.tool_results:
         results = "\n".join(
-            f"{code(result.tool, 100)}: {clip(inert(result.result_summary), 400)}"
+            f"{kit.code(result.tool, 100)}: {kit.clip(inert(result.result_summary), 400)}"
             for result in summary.tool_results
         )
-        blocks.append(section(own(f"*Tool results (agent's words)*\n{_quote_lines(results)}")))
+        blocks.append(kit.section(own(f"*Tool results (agent's words)*\n{_quote_lines(results)}")))
     words = escalation.trigger.signals.customer_quote
     if words is not None:
         blocks.append(
-            section(own("*The customer's words, as the agent reports them*\n" + quote(words, 1000)))
+            kit.section(
+                own("*The customer's words, as the agent reports them*\n" + kit.quote(words, 1000))
+            )
         )
     return blocks
 
 
 def _quote_lines(escaped: str) -> Mrkdwn:
     """Already-escaped lines as a block quote, clipped to fit a section."""
-    lines = clip(escaped, SECTION_MAX - 200).splitlines() or [""]
+    lines = kit.clip(escaped, kit.SECTION_MAX - 200).splitlines() or [""]
     return own("\n".join(f">{line}" for line in lines))
 
 
@@ -165,7 +153,7 @@ def _signals(signals: Signals) -> Mrkdwn:
         values = value if isinstance(value, list) else [value]
         shown = ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
         label = _SIGNAL_LABELS.get(name, name.replace("_", " ").capitalize())
-        parts.append(f"{label} {code(shown, 200)}")
+        parts.append(f"{label} {kit.code(shown, 200)}")
     return own(" · ".join(parts))  # six signals at most: well within a context element
 
 
@@ -188,7 +176,7 @@ def _state_line(escalation: Escalation, *, handed_back_by: str | None) -> Mrkdwn
             "stop replying."
         )
     if status is EscalationStatus.HANDED_BACK:
-        note = quote(escalation.note or "(no note)", 1000)
+        note = kit.quote(escalation.note or "(no note)", 1000)
         return own(
             f":leftwards_arrow_with_hook: *Handed back to the agent* by "
             f"{mention(handed_back_by)}, with this note:\n{note}"
@@ -196,7 +184,7 @@ def _state_line(escalation: Escalation, *, handed_back_by: str | None) -> Mrkdwn
     at = f" {when(escalation.resolved_at)}" if escalation.resolved_at is not None else ""
     line = f":white_check_mark: *Resolved* by {mention(escalation.resolved_by)}{at}."
     if escalation.note:
-        line += f"\n{quote(escalation.note, 1000)}"
+        line += f"\n{kit.quote(escalation.note, 1000)}"
     return own(line)
 
 
@@ -206,13 +194,13 @@ def _buttons(escalation: Escalation) -> dict[str, Any] | None:
         return None
     if status is EscalationStatus.TAKEN:
         elements = [
-            button(ESCALATION_HAND_BACK, "Hand back", escalation.id),
-            button(ESCALATION_RESOLVE, "Resolve", escalation.id, "primary"),
+            kit.button(ESCALATION_HAND_BACK, "Hand back", escalation.id),
+            kit.button(ESCALATION_RESOLVE, "Resolve", escalation.id, "primary"),
         ]
     else:
         elements = [
-            button(ESCALATION_TAKE, "Take it", escalation.id, "primary"),
-            button(ESCALATION_RESOLVE, "Resolve", escalation.id),
+            kit.button(ESCALATION_TAKE, "Take it", escalation.id, "primary"),
+            kit.button(ESCALATION_RESOLVE, "Resolve", escalation.id),
         ]
     return {"type": "actions", "block_id": "escalation", "elements": elements}
 
@@ -223,17 +211,19 @@ def _buttons(escalation: Escalation) -> dict[str, Any] | None:
 def escalation_reply(escalation: Escalation, *, handed_back_by: str | None = None) -> Message:
     """The thread reply for the status the escalation just entered."""
     line = _state_line(escalation, handed_back_by=handed_back_by)
-    return message(own(f"{_status_word(escalation)}: escalation {escalation.id}"), [section(line)])
+    return kit.message(
+        own(f"{_status_word(escalation)}: escalation {escalation.id}"), [kit.section(line)]
+    )
 
 
 def reannouncement_reply(escalation: Escalation) -> Message:
     """The reminder that nobody has taken an escalation. Only the first reminder mentions the
     channel (``@here``): however many escalations an agent opens, each pages people once."""
     here = "<!here> " if escalation.reannouncements == 1 else ""
-    return message(
+    return kit.message(
         own("Still waiting for someone to take this escalation"),
         [
-            section(
+            kit.section(
                 own(
                     f"{here}:bell: *Still waiting for someone to take this escalation* "
                     f"(open since {when(escalation.created_at)}; reminder "
@@ -255,27 +245,31 @@ def escalation_refusal_text(escalation: Escalation | None, reason: str) -> Mrkdw
     owner = escalation.owner if escalation is not None else None
     if owner is not None and reason.startswith(owner):  # "U123 has already taken it"
         rest = reason.removeprefix(owner).strip()
-        return own(clip(f":no_entry_sign: {mention(owner)} {with_times(rest)}.", SECTION_MAX))
+        return own(
+            kit.clip(f":no_entry_sign: {mention(owner)} {with_times(rest)}.", kit.SECTION_MAX)
+        )
     return own(
-        clip(f":no_entry_sign: Countersign did not do that: {with_times(reason)}", SECTION_MAX)
+        kit.clip(
+            f":no_entry_sign: Countersign did not do that: {with_times(reason)}", kit.SECTION_MAX
+        )
     )
 
 
 def hand_back_modal(escalation: Escalation) -> dict[str, Any]:
     """Asks for the note the agent gets with the conversation; private_metadata is the id."""
-    return modal(
+    return kit.modal(
         ESCALATION_HAND_BACK_VIEW,
         "Hand back",
         metadata=escalation.id,
         submit="Hand back",
         blocks=[
-            section(
+            kit.section(
                 own(
-                    f"Conversation {code(escalation.conversation_id, 120)} goes back to agent "
+                    f"Conversation {kit.code(escalation.conversation_id, 120)} goes back to agent "
                     f"*{inert(escalation.agent)}*."
                 )
             ),
-            text_input(
+            kit.text_input(
                 NOTE_INPUT,
                 label="What should the agent know?",
                 hint="The agent receives this note with the conversation.",

@@ -20,23 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from bot.render import blocks as kit
 from bot.render.actions import ESCALATION_HAND_BACK, ESCALATION_RESOLVE, SHOW_FULL
-from bot.render.blocks import (
-    BLOCKS_MAX,
-    CLIPPED,
-    SECTION_MAX,
-    Blocks,
-    button,
-    clip,
-    code,
-    context,
-    field_sections,
-    field_text,
-    header,
-    is_clipped,
-    section,
-    shown_in_part,
-)
+from bot.render.blocks import Blocks
 from bot.render.delegations import delegation_list_blocks
 from bot.render.escalation import why_escalated
 from bot.render.figures import why_asked
@@ -119,9 +105,9 @@ def home_view(
     ``agent_acts_of`` whether the agent carries out an operation itself (a decision)."""
     blocks: Blocks = []
     if notice:
-        blocks += [section(own(clip(notice, SECTION_MAX))), {"type": "divider"}]
+        blocks += [kit.section(own(kit.clip(notice, kit.SECTION_MAX))), {"type": "divider"}]
     blocks += [
-        header("Waiting for your decision"),
+        kit.header("Waiting for your decision"),
         *waiting_blocks(
             waiting,
             now=now,
@@ -132,10 +118,13 @@ def home_view(
             agent_acts_of=agent_acts_of,
         ),
     ]
-    blocks += [header("Escalations you own"), *_owned_blocks(owned)]
+    blocks += [kit.header("Escalations you own"), *_owned_blocks(owned)]
     if delegations:
-        blocks += [header("Agents acting for you"), *delegation_list_blocks(delegations, now=now)]
-    blocks += [header("Your recent decisions"), *_decision_blocks(decisions)]
+        blocks += [
+            kit.header("Agents acting for you"),
+            *delegation_list_blocks(delegations, now=now),
+        ]
+    blocks += [kit.header("Your recent decisions"), *_decision_blocks(decisions)]
     return {"type": "home", "blocks": blocks[:HOME_BLOCKS_MAX]}
 
 
@@ -156,17 +145,17 @@ def waiting_blocks(
     the page: bot/slack/waiting_page.py), the page comes grouped by agent, each group saying how
     many more of that agent's are pending, and a last line counts the other agents'."""
     if not waiting and not beyond:
-        return [context(own("Nothing waits for you. :tada:"))]
+        return [kit.context(own("Nothing waits for you. :tada:"))]
     blocks: Blocks = []
     group: str | None = None
     for proposal in waiting[:WAITING_SHOWN]:
         if beyond is not None and proposal.agent != group:
             group = proposal.agent
-            blocks.append(context(_group_line(group, beyond.get(group, 0))))
-        fields = [field_text(f.label, f.value) for f in proposal.preview.fields[:KEY_FIELDS]]
+            blocks.append(kit.context(_group_line(group, beyond.get(group, 0))))
+        fields = [kit.field_text(f.label, f.value) for f in proposal.preview.fields[:KEY_FIELDS]]
         more = len(proposal.preview.fields) - KEY_FIELDS
         if more > 0:
-            fields.append(own(f"_{more} more field{'s' if more > 1 else ''}_ {CLIPPED}"))
+            fields.append(own(f"_{more} more field{'s' if more > 1 else ''}_ {kit.CLIPPED}"))
         expiry = (
             f":hourglass_flowing_sand: Expires {when(proposal.expires_at)} "
             f"({remaining(proposal.expires_at, now)})"
@@ -185,14 +174,14 @@ def waiting_blocks(
         checked = (current or {}).get(proposal.id)
         if checked is not None:
             lines.append(state_line(checked))
-        verdict = section(own("\n".join(lines)))
+        verdict = kit.section(own("\n".join(lines)))
         # then the title, who edited it and what changed, and the agent's explanation: each
         # part clipped to its own share of the section
         earlier = (previous or {}).get(proposal.id)
         formats = formats_of(proposal.operation) if formats_of is not None else None
-        parts = [f"*{clip(inert(proposal.preview.title), TITLE_SHOWN)}*"]
+        parts = [f"*{kit.clip(inert(proposal.preview.title), TITLE_SHOWN)}*"]
         parts += [
-            clip(block["text"]["text"], EDIT_SHOWN)
+            kit.clip(block["text"]["text"], EDIT_SHOWN)
             for block in edit_blocks(proposal, earlier, formats)
         ]
         if proposal.agent_reason:
@@ -208,16 +197,18 @@ def waiting_blocks(
         asked = f"Requested by agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)}"
         actions = buttons(proposal)
         actions["block_id"] = f"decision-{proposal.id}"  # block ids are unique within a view
-        if is_clipped([verdict, row]):
+        if kit.is_clipped([verdict, row]):
             actions["elements"].append(_show_full_button(proposal.id))
-        line = f"{asked} · {code(short_id(proposal.id), 20)}"
-        blocks += [verdict, row, context(own(line)), actions, {"type": "divider"}]
+        line = f"{asked} · {kit.code(short_id(proposal.id), 20)}"
+        blocks += [verdict, row, kit.context(own(line)), actions, {"type": "divider"}]
     if beyond is not None:
         return blocks + _beyond_lines(waiting[:WAITING_SHOWN], beyond)
     hidden = len(waiting) - WAITING_SHOWN
     if hidden > 0:
         blocks.append(
-            context(own(f"{hidden} more not shown; the riskiest and soonest to expire come first."))
+            kit.context(
+                own(f"{hidden} more not shown; the riskiest and soonest to expire come first.")
+            )
         )
     return blocks
 
@@ -227,7 +218,7 @@ def state_line(checked: StateCheck) -> Mrkdwn:
     target's) words, so it is shown inert."""
     at = f"checked {when(checked.at)}"
     if checked.failed:
-        why = inert(clip(checked.reason or "no answer", STATE_SHOWN))
+        why = inert(kit.clip(checked.reason or "no answer", STATE_SHOWN))
         return own(
             f":grey_question: *Current state:* could not be checked ({why}; {at}). It is checked "
             "again before anything runs."
@@ -235,7 +226,7 @@ def state_line(checked: StateCheck) -> Mrkdwn:
     if checked.reason is None:
         return own(f":mag: *Current state:* unchanged since the preview ({at}).")
     return own(
-        f":warning: *Current state has changed:* {inert(clip(checked.reason, STATE_SHOWN))} "
+        f":warning: *Current state has changed:* {inert(kit.clip(checked.reason, STATE_SHOWN))} "
         f"({at}). Approved now, it would stop before executing and be sent back for revision."
     )
 
@@ -264,25 +255,27 @@ def _beyond_lines(shown: Sequence[Proposal], beyond: Mapping[str, int]) -> Block
             f"{total} more pending beyond this page. Each agent gets a share of the page, "
             "its riskiest and soonest to expire first."
         )
-    return [context(own(" ".join(lines)))] if lines else []
+    return [kit.context(own(" ".join(lines)))] if lines else []
 
 
 def _show_full_button(proposal_id: str) -> dict[str, Any]:
     """Show full, for a proposal whose entry here had to be cut (its value: the id only)."""
-    return button(SHOW_FULL, "Show full", proposal_id)
+    return kit.button(SHOW_FULL, "Show full", proposal_id)
 
 
 def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
     if not owned:
-        return [context(own("You own no escalations."))]
+        return [kit.context(own("You own no escalations."))]
     blocks: Blocks = []
     for escalation in owned[:10]:
-        goal = clip(inert(escalation.summary.goal), 300)
-        blocks.append(section(own(f"*Why Countersign escalated it:* {why_escalated(escalation)}")))
+        goal = kit.clip(inert(escalation.summary.goal), 300)
         blocks.append(
-            section(
+            kit.section(own(f"*Why Countersign escalated it:* {why_escalated(escalation)}"))
+        )
+        blocks.append(
+            kit.section(
                 own(
-                    f"*Conversation {code(escalation.conversation_id, 120)}* from agent "
+                    f"*Conversation {kit.code(escalation.conversation_id, 120)}* from agent "
                     f"*{inert(escalation.agent)}*\n_The agent's words:_ {goal}"
                 )
             )
@@ -292,8 +285,8 @@ def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
                 "type": "actions",
                 "block_id": f"escalation-{escalation.id}",
                 "elements": [
-                    button(ESCALATION_HAND_BACK, "Hand back", escalation.id),
-                    button(ESCALATION_RESOLVE, "Resolve", escalation.id, "primary"),
+                    kit.button(ESCALATION_HAND_BACK, "Hand back", escalation.id),
+                    kit.button(ESCALATION_RESOLVE, "Resolve", escalation.id, "primary"),
                 ],
             }
         )
@@ -302,13 +295,13 @@ def _owned_blocks(owned: Sequence[Escalation]) -> Blocks:
 
 def _decision_blocks(decisions: Sequence[Proposal]) -> Blocks:
     if not decisions:
-        return [context(own("You have decided nothing yet."))]
+        return [kit.context(own("You have decided nothing yet."))]
     lines = [
-        f"• {status_word(p)}: {clip(inert(p.preview.title), 150)}"
+        f"• {status_word(p)}: {kit.clip(inert(p.preview.title), 150)}"
         + (f" ({when(p.decided_at)})" if p.decided_at is not None else "")
         for p in decisions
     ]
-    return [section(own("\n".join(lines)))]
+    return [kit.section(own("\n".join(lines)))]
 
 
 # --- /countersign -------------------------------------------------------------------------------
@@ -331,20 +324,20 @@ def proposal_detail_blocks(
     asked, the agent's explanation, and the audit trail of one proposal. What had to be cut says
     so, with Show full."""
     verdict = [risk_label(proposal, agent_acts), f"*Why you are asked:* {why_asked(proposal)}"]
-    status = f"*Status:* {status_word(proposal)} ({code(proposal.status.value, 40)})"
+    status = f"*Status:* {status_word(proposal)} ({kit.code(proposal.status.value, 40)})"
     if proposal.expires_at is not None:
         status += f" · expires {when(proposal.expires_at)} ({remaining(proposal.expires_at, now)})"
     progress = quorum_progress(proposal) if proposal.status is Status.PENDING else None
     verdict += [status, *([progress] if progress else [])]
     if current is not None:
         verdict.append(state_line(current))
-    blocks: Blocks = [section(own("\n".join(verdict))), header(proposal.preview.title)]
+    blocks: Blocks = [kit.section(own("\n".join(verdict))), kit.header(proposal.preview.title)]
     fields = preview_fields(proposal)
-    blocks += field_sections(fields, budget=3)
+    blocks += kit.field_sections(fields, budget=3)
     blocks += preview_note(proposal)
     blocks += edit_blocks(proposal, previous, formats)
     blocks.append(
-        section(
+        kit.section(
             own(
                 f"*Requested by* agent *{inert(proposal.agent)}* for "
                 f"{mention(proposal.requested_by)}"
@@ -353,15 +346,15 @@ def proposal_detail_blocks(
     )
     if proposal.agent_reason:
         blocks.append(explanation(proposal.agent_reason))
-    if is_clipped(blocks):
-        blocks += shown_in_part(proposal.id)
+    if kit.is_clipped(blocks):
+        blocks += kit.shown_in_part(proposal.id)
     lines = [
-        f"`{entry.seq}` {when(entry.at)} {code(entry.event, 60)} by {_actor(entry.actor)}"
+        f"`{entry.seq}` {when(entry.at)} {kit.code(entry.event, 60)} by {_actor(entry.actor)}"
         for entry in trail[-25:]
     ]
-    blocks.append(section(own("*Audit trail*\n" + ("\n".join(lines) or "_empty_"))))
-    blocks.append(context(reference(proposal.id)))
-    return blocks[:BLOCKS_MAX]
+    blocks.append(kit.section(own("*Audit trail*\n" + ("\n".join(lines) or "_empty_"))))
+    blocks.append(kit.context(reference(proposal.id)))
+    return blocks[: kit.BLOCKS_MAX]
 
 
 def _actor(actor: str) -> Mrkdwn:
@@ -370,7 +363,7 @@ def _actor(actor: str) -> Mrkdwn:
 
 def help_blocks() -> Blocks:
     return [
-        section(
+        kit.section(
             own(
                 "*/countersign* shows what waits for you, only to you:\n"
                 "• `/countersign list`: the proposals you may decide, riskiest first, then "

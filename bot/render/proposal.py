@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
+from bot.render import blocks as kit
 from bot.render.actions import (
     APPROVE,
     APPROVE_STANDING,
@@ -33,33 +34,7 @@ from bot.render.actions import (
     REJECT,
     REJECT_VIEW,
 )
-from bot.render.blocks import (
-    BLOCKS_MAX,
-    BUTTON_MAX,
-    CLIPPED,
-    CONFIRM_TEXT_MAX,
-    CONFIRM_TITLE_MAX,
-    REASON_MAX,
-    SECTION_MAX,
-    Blocks,
-    Message,
-    button,
-    clip,
-    code,
-    context,
-    field_sections,
-    field_text,
-    header,
-    is_clipped,
-    message,
-    modal,
-    plain,
-    quote,
-    said,
-    section,
-    shown_in_part,
-    text_input,
-)
+from bot.render.blocks import Blocks, Message
 from bot.render.figures import changed_fields, why_asked
 from bot.render.inert import Mrkdwn, inert, own
 from bot.render.status import decided_line, goes_ahead, state_line, status_word
@@ -128,11 +103,11 @@ def proposal_message(
     verdict = _verdict(proposal, now, agent_acts)
     agent = inert(agent_display or proposal.agent)
     asked = f"*Requested by* agent *{agent}* for {mention(proposal.requested_by)}"
-    details: Blocks = [section(own(asked))]
+    details: Blocks = [kit.section(own(asked))]
     details += edit_blocks(proposal, previous, formats)
     if proposal.agent_reason:
         details.append(explanation(proposal.agent_reason))
-    details.append(context(reference(proposal.id)))
+    details.append(kit.context(reference(proposal.id)))
     tail: Blocks = []
     if proposal.status is Status.PENDING:
         actions = buttons(proposal, extend_by, agent_acts=agent_acts)
@@ -142,24 +117,24 @@ def proposal_message(
         tail.append(actions)
     else:
         tail.append({"type": "divider"})
-        tail.append(section(state_line(proposal, agent_acts=agent_acts)))
+        tail.append(kit.section(state_line(proposal, agent_acts=agent_acts)))
         if proposal.status is Status.NEEDS_RECONCILIATION:
             tail.append(_reconcile_buttons(proposal))
-    reserved = len(shown_in_part(proposal.id))
+    reserved = len(kit.shown_in_part(proposal.id))
     fields = preview_fields(proposal)
     note = preview_note(proposal)
-    budget = BLOCKS_MAX - 1 - len(verdict) - len(details) - len(tail) - len(note) - reserved
+    budget = kit.BLOCKS_MAX - 1 - len(verdict) - len(details) - len(tail) - len(note) - reserved
     body = [
         *verdict,  # Countersign's own, before anything the agent supplied (the title too)
-        header(proposal.preview.title),
-        *field_sections(fields, budget=budget),
+        kit.header(proposal.preview.title),
+        *kit.field_sections(fields, budget=budget),
         *note,
         *details,
     ]
-    if is_clipped([*body, *tail]):
-        body += shown_in_part(proposal.id)
+    if kit.is_clipped([*body, *tail]):
+        body += kit.shown_in_part(proposal.id)
     title = inert(proposal.preview.title)
-    return message(own(f"{status_word(proposal)}: {title}"), [*body, *tail])
+    return kit.message(own(f"{status_word(proposal)}: {title}"), [*body, *tail])
 
 
 #: How the facts of a decided proposal's preview say when they were read.
@@ -172,8 +147,8 @@ def preview_fields(proposal: Proposal) -> list[Mrkdwn]:
     ("Refundable now") reads "at preview" ("Refundable at preview"), and :func:`preview_note`
     says when the others were read."""
     if proposal.status is Status.PENDING:
-        return [field_text(f.label, f.value) for f in proposal.preview.fields]
-    return [field_text(_at_preview(f.label), f.value) for f in proposal.preview.fields]
+        return [kit.field_text(f.label, f.value) for f in proposal.preview.fields]
+    return [kit.field_text(_at_preview(f.label), f.value) for f in proposal.preview.fields]
 
 
 def preview_note(proposal: Proposal) -> Blocks:
@@ -182,7 +157,7 @@ def preview_note(proposal: Proposal) -> Blocks:
     if proposal.status is Status.PENDING or not proposal.preview.fields:
         return []
     return [
-        context(
+        kit.context(
             own(
                 f"The values above were read {AT_PREVIEW}, {when(proposal.created_at)}; what they"
                 " describe may have changed since."
@@ -217,7 +192,7 @@ def _verdict(proposal: Proposal, now: datetime, agent_acts: bool = False) -> Blo
     backup = backup_line(proposal)
     if backup is not None:
         lines.append(backup)
-    return [section(own("\n".join(lines)))]
+    return [kit.section(own("\n".join(lines)))]
 
 
 def backup_line(proposal: Proposal) -> str | None:
@@ -239,10 +214,10 @@ def backup_line(proposal: Proposal) -> str | None:
     )
 
 
-def explanation(reason: str, limit: int = SECTION_MAX) -> dict[str, Any]:
+def explanation(reason: str, limit: int = kit.SECTION_MAX) -> dict[str, Any]:
     """The agent's explanation, labelled as its unverified words and quoted inert."""
     label = "*Agent's explanation (unverified)* _the agent's own words:_\n"
-    return section(own(label + quote(reason, limit - len(label))))
+    return kit.section(own(label + kit.quote(reason, limit - len(label))))
 
 
 def edit_blocks(
@@ -256,10 +231,10 @@ def edit_blocks(
     who = mention(proposal.edited_by) if proposal.edited_by else "someone"
     head = (
         f":pencil2: *Edited by {who}*: this replaces proposal"
-        f" {code(short_id(proposal.supersedes), 20)}, and was checked and classified again."
+        f" {kit.code(short_id(proposal.supersedes), 20)}, and was checked and classified again."
     )
     if previous is None:
-        return [section(own(head))]
+        return [kit.section(own(head))]
     changes = request_changes(
         previous.request,
         proposal.request,
@@ -267,7 +242,7 @@ def edit_blocks(
         arguments=(previous.arguments, proposal.arguments),
     )
     listed = "\n".join(f"• {change}" for change in changes) or "• nothing in the request"
-    return [section(own(f"{head}\n*What the edit changed* (old → new):\n{listed}"))]
+    return [kit.section(own(f"{head}\n*What the edit changed* (old → new):\n{listed}"))]
 
 
 #: How many changed request fields an edit lists.
@@ -285,16 +260,16 @@ def request_changes(
     top-level request field that differs; ``arguments``, the frozen arguments of each side,
     give a money field its currency."""
     changed = [
-        f"*{clip(inert(label), 100)}*: {_changed_value(old)} → {_changed_value(new)}"
+        f"*{kit.clip(inert(label), 100)}*: {_changed_value(old)} → {_changed_value(new)}"
         for label, old, new in changed_fields(before, after, formats or {}, arguments)
     ]
     if len(changed) > CHANGES_SHOWN:
-        changed = [*changed[:CHANGES_SHOWN], f"{len(changed) - CHANGES_SHOWN} more {CLIPPED}"]
+        changed = [*changed[:CHANGES_SHOWN], f"{len(changed) - CHANGES_SHOWN} more {kit.CLIPPED}"]
     return changed
 
 
 def _changed_value(shown: str | None) -> Mrkdwn:
-    return own("_(not set)_") if shown is None else code(shown, 200)
+    return own("_(not set)_") if shown is None else kit.code(shown, 200)
 
 
 def buttons(
@@ -318,21 +293,21 @@ def buttons(
             {
                 "type": "button",
                 "action_id": APPROVE,
-                "text": plain("Approve", BUTTON_MAX),
+                "text": kit.plain("Approve", kit.BUTTON_MAX),
                 "style": "primary",
                 "value": proposal.id,
                 "confirm": {
-                    "title": plain(ask, CONFIRM_TITLE_MAX),
-                    "text": said(what, CONFIRM_TEXT_MAX),
-                    "confirm": plain("Approve", 30),
-                    "deny": plain("Cancel", 30),
+                    "title": kit.plain(ask, kit.CONFIRM_TITLE_MAX),
+                    "text": kit.said(what, kit.CONFIRM_TEXT_MAX),
+                    "confirm": kit.plain("Approve", 30),
+                    "deny": kit.plain("Cancel", 30),
                     "style": "primary",
                 },
             },
             {
                 "type": "button",
                 "action_id": REJECT,
-                "text": plain("Reject", BUTTON_MAX),
+                "text": kit.plain("Reject", kit.BUTTON_MAX),
                 "style": "danger",
                 "value": proposal.id,
             },
@@ -343,41 +318,41 @@ def buttons(
 
 def _extend(proposal: Proposal, extend_by: timedelta) -> dict[str, Any]:
     """The Extend button: once, by the rule's extend_by; its value is the proposal id only."""
-    return button(EXTEND, f"Extend by {span(extend_by.total_seconds())}", proposal.id)
+    return kit.button(EXTEND, f"Extend by {span(extend_by.total_seconds())}", proposal.id)
 
 
 def _standing_button(proposal: Proposal) -> dict[str, Any]:
     """Approve + allow similar…: opens a modal to approve this one and, for a while, similar
     ones (bot/standing/rules.py); its value is the proposal id only."""
-    return button(APPROVE_STANDING, "Approve + allow similar…", proposal.id)
+    return kit.button(APPROVE_STANDING, "Approve + allow similar…", proposal.id)
 
 
 def _edit_button(proposal: Proposal) -> dict[str, Any]:
     """Edit: opens a modal to change the request, which is then checked and classified again
     as a new proposal (bot/flow/edits.py); its value is the proposal id only."""
-    return button(EDIT, "Edit", proposal.id)
+    return kit.button(EDIT, "Edit", proposal.id)
 
 
 def _reconcile_buttons(proposal: Proposal) -> dict[str, Any]:
     """For an uncertain execution: record what really happened, or try again (the same request,
     marked as the same one, so a target that recognises repeats acts at most once)."""
-    retry = button(RECONCILE_RETRY, "Try again", proposal.id)
+    retry = kit.button(RECONCILE_RETRY, "Try again", proposal.id)
     retry["confirm"] = {
-        "title": plain("Try it again?", CONFIRM_TITLE_MAX),
-        "text": plain(
+        "title": kit.plain("Try it again?", kit.CONFIRM_TITLE_MAX),
+        "text": kit.plain(
             "Countersign sends the same request again, marked as a repeat. Only if the target"
             " recognises repeats, or you checked that it did not happen.",
-            CONFIRM_TEXT_MAX,
+            kit.CONFIRM_TEXT_MAX,
         ),
-        "confirm": plain("Try again", 30),
-        "deny": plain("Cancel", 30),
+        "confirm": kit.plain("Try again", 30),
+        "deny": kit.plain("Cancel", 30),
     }
     return {
         "type": "actions",
         "block_id": "reconcile",
         "elements": [
-            button(RECONCILE_SUCCEEDED, "It happened", proposal.id, "primary"),
-            button(RECONCILE_FAILED, "It did not happen", proposal.id, "danger"),
+            kit.button(RECONCILE_SUCCEEDED, "It happened", proposal.id, "primary"),
+            kit.button(RECONCILE_FAILED, "It did not happen", proposal.id, "danger"),
             retry,
         ],
     }
@@ -417,10 +392,10 @@ def quorum_progress(proposal: Proposal) -> Mrkdwn | None:
 def approval_recorded_text(proposal: Proposal) -> Mrkdwn:
     """What an approver whose approval did not yet complete the quorum sees, only to them."""
     return own(
-        clip(
+        kit.clip(
             f":ballot_box_with_check: Your approval is recorded: {len(counted(proposal))} of "
             f"{proposal.quorum}. Waiting for {missing(proposal)} more from {_roles(proposal)}.",
-            SECTION_MAX,
+            kit.SECTION_MAX,
         )
     )
 
@@ -430,19 +405,19 @@ def approval_recorded_text(proposal: Proposal) -> Mrkdwn:
 
 def reject_modal(proposal: Proposal) -> dict[str, Any]:
     """The modal that asks for the reason of a rejection; private_metadata is the proposal id."""
-    return modal(
+    return kit.modal(
         REJECT_VIEW,
         "Reject proposal",
         metadata=proposal.id,
         submit="Reject",
         blocks=[
-            section(own("Nothing will be executed.")),
-            section(own(f"*{inert(proposal.preview.title)}*")),
-            text_input(
+            kit.section(own("Nothing will be executed.")),
+            kit.section(own(f"*{inert(proposal.preview.title)}*")),
+            kit.text_input(
                 REASON_INPUT,
                 label="Why do you reject it?",
                 hint="The agent and the channel will see this reason.",
-                most=REASON_MAX,
+                most=kit.REASON_MAX,
                 placeholder="What should the agent do instead?",
             ),
         ],

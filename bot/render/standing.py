@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
+from bot.render import blocks as kit
 from bot.render.actions import (
     APPROVE_STANDING_VIEW,
     DURATION_INPUT,
@@ -21,22 +22,7 @@ from bot.render.actions import (
     REVOKE_STANDING,
     USES_INPUT,
 )
-from bot.render.blocks import (
-    BUTTON_MAX,
-    SECTION_MAX,
-    Blocks,
-    Message,
-    button,
-    clip,
-    code,
-    context,
-    field_sections,
-    header,
-    message,
-    modal,
-    plain,
-    section,
-)
+from bot.render.blocks import Blocks, Message
 from bot.render.figures import why_asked
 from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import preview_fields, preview_note
@@ -76,11 +62,11 @@ def _ceiling(
     """ "*Amount* up to `450.00 USD`": the ceiling in the operation's terms (``arguments``, the
     values it sits among, give money its currency)."""
     shown = show_value(formats.get(field), ceiling, arguments)
-    return f"*{_label(formats, field)}* up to {code(shown, 60)}"
+    return f"*{_label(formats, field)}* up to {kit.code(shown, 60)}"
 
 
 def _label(formats: Formats, field: str) -> str:
-    return clip(inert(field_label(formats, field)), 100)
+    return kit.clip(inert(field_label(formats, field)), 100)
 
 
 def _calls(count: int) -> str:
@@ -114,16 +100,16 @@ def standing_modal(
     ceiling = proposal.arguments.get(standing.ceiling)
     limit = ceiling if isinstance(ceiling, int | float) else 0
     options = [
-        {"text": plain(_duration(choice), 75), "value": format_duration(choice)}
+        {"text": kit.plain(_duration(choice), 75), "value": format_duration(choice)}
         for choice in choices
     ]
-    return modal(
+    return kit.modal(
         APPROVE_STANDING_VIEW,
         "Approve + allow similar",
         metadata=proposal.id,
         submit="Approve",
         blocks=[
-            section(
+            kit.section(
                 own(
                     f"*{inert(proposal.preview.title)}*\n"
                     f"This one is approved now. For the time you choose, agent"
@@ -139,7 +125,7 @@ def standing_modal(
             {
                 "type": "input",
                 "block_id": DURATION_INPUT,
-                "label": plain("Allow similar calls for", 2000),
+                "label": kit.plain("Allow similar calls for", 2000),
                 "element": {
                     "type": "static_select",
                     "action_id": DURATION_INPUT,
@@ -155,12 +141,12 @@ def standing_modal(
 def _uses_input(uses: Sequence[int]) -> Blocks:
     if not uses:
         return []
-    options = [{"text": plain(_calls(count), 75), "value": str(count)} for count in uses]
+    options = [{"text": kit.plain(_calls(count), 75), "value": str(count)} for count in uses]
     return [
         {
             "type": "input",
             "block_id": USES_INPUT,
-            "label": plain("At most", 2000),
+            "label": kit.plain("At most", 2000),
             "element": {
                 "type": "static_select",
                 "action_id": USES_INPUT,
@@ -175,13 +161,13 @@ def granted_text(standing_rule_id: str, grant: Grant, formats: Formats | None = 
     """What the granter sees, only to them, once the rule exists (figures through ``formats``)."""
     shown = formats or {}
     return own(
-        clip(
+        kit.clip(
             f":white_check_mark: Approved. Until {when(grant.expires_at)}, agent"
             f" *{inert(grant.agent)}* may also do similar requests without asking:"
             f" {_ceiling(grant.ceiling_field, grant.ceiling, shown, grant.arguments)},"
             f" {_varying(grant.varying, grant.ceiling_field, shown)}; at most"
             f" {_calls(grant.max_uses)}. Revoke it with `/countersign standing`.",
-            SECTION_MAX,
+            kit.SECTION_MAX,
         )
     )
 
@@ -195,8 +181,8 @@ def standing_list_blocks(
     """``/countersign standing``: the active standing rules, each with a Revoke button, their
     figures in each operation's terms (``formats_of(operation)``)."""
     if not rules:
-        return [section(own("No standing rules are active."))]
-    blocks: Blocks = [header("Active standing rules")]
+        return [kit.section(own("No standing rules are active."))]
+    blocks: Blocks = [kit.header("Active standing rules")]
     for rule in rules[:LISTED]:
         shown = formats_of(rule.operation) if formats_of is not None else {}
         ceiling = _ceiling(rule.ceiling_field, rule.ceiling, shown, rule.arguments)
@@ -211,27 +197,29 @@ def standing_list_blocks(
                 "text": {
                     "type": "mrkdwn",
                     "verbatim": True,
-                    "text": clip(
+                    "text": kit.clip(
                         f"Agent *{inert(rule.agent)}*, under rule *{inert(rule.rule_id[:120])}*:"
                         f" {ceiling}"
                         f", {_varying(rule.varying, rule.ceiling_field, shown)}"
                         f"\nGranted by {mention(rule.created_by)} · expires "
                         f"{when(rule.expires_at)} ({remaining(rule.expires_at, now)}) · {uses}"
                         "",
-                        SECTION_MAX,
+                        kit.SECTION_MAX,
                     ),
                 },
                 "accessory": {
                     "type": "button",
                     "action_id": REVOKE_STANDING,
-                    "text": plain("Revoke", BUTTON_MAX),
+                    "text": kit.plain("Revoke", kit.BUTTON_MAX),
                     "style": "danger",
                     "value": rule.id,
                     "confirm": {
-                        "title": plain("Revoke this standing rule?", 100),
-                        "text": plain("Similar calls will be asked for again from now on.", 300),
-                        "confirm": plain("Revoke", 30),
-                        "deny": plain("Cancel", 30),
+                        "title": kit.plain("Revoke this standing rule?", 100),
+                        "text": kit.plain(
+                            "Similar calls will be asked for again from now on.", 300
+                        ),
+                        "confirm": kit.plain("Revoke", 30),
+                        "deny": kit.plain("Cancel", 30),
                         "style": "danger",
                     },
                 },
@@ -239,7 +227,9 @@ def standing_list_blocks(
         )
     hidden = len(rules) - LISTED
     if hidden > 0:
-        blocks.append(context(own(f"{hidden} more not shown; the soonest to expire come first.")))
+        blocks.append(
+            kit.context(own(f"{hidden} more not shown; the soonest to expire come first."))
+        )
     return blocks
 
 
@@ -253,14 +243,14 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
         why = f"rule *{inert((proposal.rule_id or '(none)')[:120])}*"
     fields = preview_fields(proposal)
     blocks: Blocks = [
-        header(f"Review: {proposal.preview.title}"),
-        *field_sections(fields, budget=3),
+        kit.header(f"Review: {proposal.preview.title}"),
+        *kit.field_sections(fields, budget=3),
         *preview_note(proposal),
-        section(
+        kit.section(
             own(f"*Approved automatically by* {why}, without asking anyone.\n{why_asked(proposal)}")
         ),
-        section(state_line(proposal)),
-        context(
+        kit.section(state_line(proposal)),
+        kit.context(
             own(
                 f"Agent *{inert(proposal.agent)}* for {mention(proposal.requested_by)} · "
                 f"{reference(proposal.id)}"
@@ -273,8 +263,8 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
                 "type": "actions",
                 "block_id": "review",
                 "elements": [
-                    button(REVIEW_OK, "Looks right", proposal.id, "primary"),
-                    button(
+                    kit.button(REVIEW_OK, "Looks right", proposal.id, "primary"),
+                    kit.button(
                         REVIEW_SHOULD_HAVE_ASKED, "Should have been asked", proposal.id, "danger"
                     ),
                 ],
@@ -282,11 +272,11 @@ def review_message(proposal: Proposal, review: Reviewed | None = None) -> Messag
         )
     else:
         blocks.append(
-            section(
+            kit.section(
                 own(
                     f"{_VERDICTS[review.verdict]}, said {mention(review.reviewer)} "
                     f"{when(review.at)}."
                 )
             )
         )
-    return message(own(f"Review an automatic approval: {title}"), blocks)
+    return kit.message(own(f"Review an automatic approval: {title}"), blocks)

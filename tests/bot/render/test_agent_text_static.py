@@ -83,8 +83,8 @@ KNOWN: dict[tuple[str, str], str] = {
     # an enum's value: the status is Countersign's
     ("*", "status.value"): "a status, Countersign's own",
     # the option row's fields go into said() with the title, a few lines below
-    ("digest.py", "f.label"): "made inert by said() with the option text",
-    ("digest.py", "f.value"): "made inert by said() with the option text",
+    ("digest_clicks.py", "f.label"): "made inert by said() with the option text",
+    ("digest_clicks.py", "f.value"): "made inert by said() with the option text",
     # an input's label is the operation's (its format hints, or its request schema's field
     # name written as words: contracts.formats.field_label), never the agent's, and it is shown
     # as plain text (edit.py's plain())
