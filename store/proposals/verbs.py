@@ -351,19 +351,19 @@ class ProposalVerbs(
         status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
         if self.appends_unsealed:  # the change, its audit and outbox entries: one statement
             async with self.lone_write() as tx:
-                effects = EFFECTS[status]
+                stored = dump_json(detail)  # the outcome, and its audit entry's detail
                 row = await tx.one(
                     "record_outcome_at_once",
                     id=proposal_id,
                     attempt=attempt,
                     status=status.value,
-                    outcome=dump_json(detail),
+                    outcome=stored,
                     now=now,
                     actor=EXECUTOR_ACTOR,
                     event="outcome",
-                    detail=dump_json(detail),
-                    effects=Array(effect.value for effect in effects),
-                    lanes=Array(lane_of(effect) for effect in effects),
+                    detail=stored,
+                    # JSON, not text[]: asyncpg encodes an array element by element
+                    effects=dump_json([[e.value, lane_of(e)] for e in EFFECTS[status]]),
                 )
                 if row is None:
                     current = await existing_proposal(tx, proposal_id)

@@ -34,11 +34,11 @@ RETURNING p.*
 -- name: record_outcome_at_once
 -- record_outcome with its audit entry (appended unsealed, for the sealer) and the outbox
 -- entries of the status it enters, in one statement committed on its own (one round trip); no
--- row back: not executing :attempt, nothing written. :effects and :lanes are that status's effects
--- (lifecycle.EFFECTS) and their lanes: a Slack one is written when the proposal asks in a
--- channel, a callback when it has a callback_url (store/proposals/effects.py), in that order;
--- a message update written makes the proposal's earlier ones not under way moot
--- (supersede_updates).
+-- row back: not executing :attempt, nothing written. :effects (a JSON array of [effect, lane])
+-- are that status's effects (lifecycle.EFFECTS) and their lanes: a Slack one is written when
+-- the proposal asks in a channel, a callback when it has a callback_url
+-- (store/proposals/effects.py), in that order; a message update written makes the proposal's
+-- earlier ones not under way moot (supersede_updates).
 WITH changed AS (
     UPDATE proposals SET status = :status, outcome = :outcome, updated_at = :now
     WHERE id = :id AND status = 'executing' AND attempt = :attempt
@@ -47,10 +47,10 @@ WITH changed AS (
     INSERT INTO audit_log (at, proposal_id, actor, event, detail)
     SELECT :now, changed.id, :actor, :event, :detail::json FROM changed
 ), effect AS (
-    SELECT e.effect, e.lane, e.n
-    FROM changed, unnest(:effects::text[], :lanes::text[]) WITH ORDINALITY AS e (effect, lane, n)
-    WHERE (e.lane = 'slack' AND changed.channel IS NOT NULL)
-       OR (e.lane = 'callback' AND changed.callback_url IS NOT NULL)
+    SELECT e.item ->> 0 AS effect, e.item ->> 1 AS lane, e.n
+    FROM changed, json_array_elements(:effects::json) WITH ORDINALITY AS e (item, n)
+    WHERE (e.item ->> 1 = 'slack' AND changed.channel IS NOT NULL)
+       OR (e.item ->> 1 = 'callback' AND changed.callback_url IS NOT NULL)
 ), superseded AS (
     UPDATE outbox SET delivered_at = :now, last_error = 'superseded by a later update'
     FROM changed

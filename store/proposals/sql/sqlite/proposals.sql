@@ -30,7 +30,7 @@ RETURNING *
 -- has no UPDATE or INSERT inside WITH; this fails naming the query, with PostgreSQL's
 -- parameters.
 SELECT record_outcome_at_once_is_not_run_on_sqlite(
-    :status, :outcome, :now, :id, :attempt, :actor, :event, :detail, :effects, :lanes
+    :status, :outcome, :now, :id, :attempt, :actor, :event, :detail, :effects
 )
 
 -- name: update_message_at_once
