@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from bot.render import blocks as kit
 from bot.render.actions import (
     DIGEST_CHOOSE_VIEW,
     DIGEST_DECISION_INPUT,
@@ -17,18 +18,7 @@ from bot.render.actions import (
     DIGEST_REJECT_VIEW,
     REASON_INPUT,
 )
-from bot.render.blocks import (
-    REASON_MAX,
-    SECTION_MAX,
-    Blocks,
-    clip,
-    code,
-    modal,
-    plain,
-    said,
-    section,
-    text_input,
-)
+from bot.render.blocks import Blocks
 from bot.render.inert import Mrkdwn, inert, own
 from bot.render.words import with_times
 from store.digests import Digest
@@ -67,16 +57,17 @@ class Tally:
 
 def reject_modal(digest: Digest, pending: int) -> dict[str, Any]:
     """The reason for rejecting every pending item; private_metadata is the digest id."""
-    return modal(
+    return kit.modal(
         DIGEST_REJECT_VIEW,
         "Reject all",
         metadata=digest.id,
         submit="Reject all",
         blocks=[
-            section(
+            kit.section(
                 own(
-                    f"Reject the *{pending}* pending proposals of {code(digest.operation, 200)} in "
-                    "this digest. Nothing of them will be executed."
+                    f"Reject the *{pending}* pending proposals of "
+                    f"{kit.code(digest.operation, 200)} in this digest. Nothing of them will be "
+                    "executed."
                 )
             ),
             _reason_input(optional=False),
@@ -95,7 +86,7 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
                 "type": "input",
                 "block_id": f"{DIGEST_ITEMS_INPUT}_{start // OPTIONS_MAX}",
                 "optional": True,
-                "label": plain(f"Proposals {start + 1} to {start + len(chunk)}", 2000),
+                "label": kit.plain(f"Proposals {start + 1} to {start + len(chunk)}", 2000),
                 "element": {
                     "type": "checkboxes",
                     "action_id": DIGEST_ITEMS_INPUT,
@@ -103,15 +94,15 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
                 },
             }
         )
-    return modal(
+    return kit.modal(
         DIGEST_CHOOSE_VIEW,
         "Choose proposals",
         metadata=digest.id,
         submit="Apply",
         blocks=[
-            section(
+            kit.section(
                 own(
-                    f"Select pending proposals of {code(digest.operation, 200)}; each one is "
+                    f"Select pending proposals of {kit.code(digest.operation, 200)}; each one is "
                     "checked and decided on its own."
                 )
             ),
@@ -119,7 +110,7 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
             {
                 "type": "input",
                 "block_id": DIGEST_DECISION_INPUT,
-                "label": plain("Decision", 2000),
+                "label": kit.plain("Decision", 2000),
                 "element": {
                     "type": "radio_buttons",
                     "action_id": DIGEST_DECISION_INPUT,
@@ -135,25 +126,25 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
 def _option(proposal: Proposal) -> dict[str, Any]:
     fields = " · ".join(f"{f.label}: {f.value}" for f in proposal.preview.fields[:ROW_FIELDS])
     option: dict[str, Any] = {
-        "text": said(f"{proposal.id[:12]} {proposal.preview.title}", OPTION_TEXT_MAX),
+        "text": kit.said(f"{proposal.id[:12]} {proposal.preview.title}", OPTION_TEXT_MAX),
         "value": proposal.id,
     }
     if fields:
-        option["description"] = said(fields, OPTION_TEXT_MAX)
+        option["description"] = kit.said(fields, OPTION_TEXT_MAX)
     return option
 
 
 def _choice(value: str) -> dict[str, Any]:
     words = {"approve": "Approve and execute them", "reject": "Reject them"}
-    return {"text": plain(words[value], OPTION_TEXT_MAX), "value": value}
+    return {"text": kit.plain(words[value], OPTION_TEXT_MAX), "value": value}
 
 
 def _reason_input(*, optional: bool) -> dict[str, Any]:
-    return text_input(
+    return kit.text_input(
         REASON_INPUT,
         label="Why do you reject them?" if not optional else "Reason (to reject)",
         hint="The agent and the channel will see this reason.",
-        most=REASON_MAX,
+        most=kit.REASON_MAX,
         optional=optional,
     )
 
@@ -173,8 +164,8 @@ def tally_text(tally: Tally) -> Mrkdwn:
     text = ", ".join(parts) + "."
     if tally.named:
         for number, title, what in sorted(tally.named):
-            text += f"\n• *Item {number}* ({clip(inert(title), 80)}): {inert(what)}"
-        return own(clip(text, NAMED_TEXT_MAX))
+            text += f"\n• *Item {number}* ({kit.clip(inert(title), 80)}): {inert(what)}"
+        return own(kit.clip(text, NAMED_TEXT_MAX))
     for reason, count in tally.refused.most_common(5):
         text += f"\n• {count} refused: {with_times(reason)}"
-    return own(clip(text, SECTION_MAX))
+    return own(kit.clip(text, kit.SECTION_MAX))

@@ -10,21 +10,10 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from bot.render.blocks import (
-    BLOCKS_MAX,
-    Blocks,
-    Message,
-    code_block,
-    compact,
-    context,
-    field_sections,
-    field_text,
-    message,
-    quote,
-    section,
-)
+from bot.render import blocks as kit
+from bot.render.blocks import Blocks, Message
 from bot.render.figures import result_fields
-from bot.render.inert import inert, own
+from bot.render.inert import Mrkdwn, inert, own
 from bot.render.status import GO_AHEAD, goes_ahead
 from bot.render.words import mention, people, reference, sentence, when
 from contracts.formats import Formats
@@ -44,7 +33,9 @@ def outcome_reply(proposal: Proposal, formats: Formats | None = None) -> Message
         # who decided is Countersign's verdict too: with it, before the proposal's title
         approvers = people([a.approver for a in counted(proposal)])
         first, *rest = reply["blocks"]
-        reply["blocks"] = [first, context(own(f"Approved by {approvers}")), *rest][:BLOCKS_MAX]
+        reply["blocks"] = [first, kit.context(own(f"Approved by {approvers}")), *rest][
+            : kit.BLOCKS_MAX
+        ]
     return reply
 
 
@@ -58,93 +49,85 @@ def _outcome_reply(proposal: Proposal, formats: Formats) -> Message:
         )
     title = inert(proposal.preview.title)
     if goes_ahead(proposal):
-        return message(
-            own(f"Approved: the agent may go ahead: {title}"),
-            [section(own(f":white_check_mark: *Approved*.\n{GO_AHEAD}")), _about(title)],
+        return _reply(
+            "Approved: the agent may go ahead", f":white_check_mark: *Approved*.\n{GO_AHEAD}", title
         )
     match outcome:
         case Succeeded(result=result):
-            return message(
-                own(f"Succeeded: {title}"),
-                [
-                    section(own(":white_check_mark: *Succeeded*.")),
-                    _about(title),
-                    *_result_blocks(result, formats),
-                ],
+            return _reply(
+                "Succeeded",
+                ":white_check_mark: *Succeeded*.",
+                title,
+                *_result_blocks(result, formats),
             )
         case NeedsReconciliation(detail=detail):
-            return message(
-                own(f"Outcome unknown: {title}"),
-                [
-                    section(
-                        own(
-                            ":warning: *Outcome unknown*. The effect *may or may not* have"
-                            " happened. Find out before anyone retries it; it will not be retried"
-                            " automatically."
-                        )
-                    ),
-                    _about(title),
-                    section(own(f"*What went wrong*\n{quote(sentence(detail), 2000)}")),
-                    context(reference(proposal.id)),
-                ],
+            return _reply(
+                "Outcome unknown",
+                ":warning: *Outcome unknown*. The effect *may or may not* have happened. Find out"
+                " before anyone retries it; it will not be retried automatically.",
+                title,
+                *_went_wrong(detail, proposal),
             )
         case RevisionRequired(reason=reason):
-            return message(
-                own(f"Revision required: {title}"),
-                [
-                    section(
-                        own(
-                            ":leftwards_arrow_with_hook: *Revision required*. Nothing was executed:"
-                            " things changed since the preview was made. The agent must propose"
-                            " again."
-                        )
-                    ),
-                    _about(title),
-                    section(own(f"*Why*\n{quote(reason, 2000)}")),
-                ],
+            return _reply(
+                "Revision required",
+                ":leftwards_arrow_with_hook: *Revision required*. Nothing was executed: things"
+                " changed since the preview was made. The agent must propose again.",
+                title,
+                kit.section(own(f"*Why*\n{kit.quote(reason, 2000)}")),
             )
         case TerminalFailure(detail=detail):
-            return message(
-                own(f"Failed: {title}"),
-                [
-                    section(
-                        own(
-                            ":x: *Failed*. The effect did not happen, and retrying the same"
-                            " arguments will not help."
-                        )
-                    ),
-                    _about(title),
-                    section(own(f"*What went wrong*\n{quote(sentence(detail), 2000)}")),
-                    context(reference(proposal.id)),
-                ],
+            return _reply(
+                "Failed",
+                ":x: *Failed*. The effect did not happen, and retrying the same arguments will"
+                " not help.",
+                title,
+                *_went_wrong(detail, proposal),
             )
+
+
+def _reply(word: str, verdict: str, title: Mrkdwn, *details: dict[str, Any]) -> Message:
+    """An outcome's reply: ``word`` with the title as its fallback text; Countersign's
+    ``verdict``, which proposal it is about, then the ``details``."""
+    return kit.message(
+        own(f"{word}: {title}"), [kit.section(own(verdict)), _about(title), *details]
+    )
+
+
+def _went_wrong(detail: str, proposal: Proposal) -> Blocks:
+    """What went wrong, in the words of the target or the operation (quoted, inert), and which
+    proposal to look up."""
+    return [
+        kit.section(own(f"*What went wrong*\n{kit.quote(sentence(detail), 2000)}")),
+        kit.context(reference(proposal.id)),
+    ]
 
 
 def _about(title: str) -> dict[str, Any]:
     """Which proposal a reply is about: its title (inert), after Countersign's verdict."""
-    return context(own(f"*Proposal:* {title}"))
+    return kit.context(own(f"*Proposal:* {title}"))
 
 
 def _result_blocks(result: JsonValue, formats: Formats) -> Blocks:
     if result is None or result == {}:
-        return [context(own("No result details."))]
+        return [kit.context(own("No result details."))]
     if isinstance(result, dict):
-        fields = [field_text(label, value) for label, value in result_fields(result, formats)]
-        return field_sections(fields, budget=3)
-    return [section(own(f"*Result*\n{code_block(compact(result), 2500)}"))]
+        fields = [kit.field_text(label, value) for label, value in result_fields(result, formats)]
+        return kit.field_sections(fields, budget=3)
+    return [kit.section(own(f"*Result*\n{kit.code_block(kit.compact(result), 2500)}"))]
 
 
 def rejection_reply(proposal: Proposal) -> Message:
     """The thread reply that says who rejected the proposal, when and why."""
     at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
-    reason = quote(proposal.decision_note or "(no reason given)", 2000)
-    return message(
+    reason = kit.quote(proposal.decision_note or "(no reason given)", 2000)
+    return kit.message(
         own(f"Rejected by {mention(proposal.decided_by)}: {inert(proposal.preview.title)}"),
         [
-            section(
+            kit.section(
                 own(f":x: *Rejected* by {mention(proposal.decided_by)}{at}. Nothing was executed.")
             ),
-            section(own(f"*Reason*\n{reason}")),
+            kit.section(own(f"*Reason*\n{reason}")),
         ],
     )
 
@@ -152,10 +135,10 @@ def rejection_reply(proposal: Proposal) -> Message:
 def expiry_reply(proposal: Proposal) -> Message:
     """The thread reply that says nobody decided in time."""
     at = f" {when(proposal.expires_at)}" if proposal.expires_at is not None else ""
-    return message(
+    return kit.message(
         own(f"Expired: {inert(proposal.preview.title)}"),
         [
-            section(
+            kit.section(
                 own(
                     f":hourglass: *Expired*{at}: nobody decided in time. Nothing was executed;"
                     " the agent has been told it was not approved."
