@@ -17,7 +17,7 @@ from store.backend import Backend
 from store.base import StoreError, StoreUnavailable
 from store.postgres import PostgresStore
 from tests.store.conformance import new_proposal
-from tests.store.test_postgres import NOW, OpenStore, open_pg, raw, schema
+from tests.store.test_postgres import NOW, URL, OpenStore, open_pg, raw, schema
 
 __all__ = ["open_pg", "raw", "schema"]  # the fixtures these tests share with test_postgres.py
 
@@ -239,6 +239,67 @@ async def test_a_sealer_overtaken_by_another_seals_after_the_head_it_moved(
     reader = await open_pg()
     log = await reader.audit_log()
     assert [(e.seq, e.event) for e in log] == [(1, "first"), (2, "raced"), (3, "x1"), (4, "x2")]
+    assert (await reader.verify_audit()).ok
+
+
+@pytest.mark.postgres
+async def test_two_sealers_whose_batches_overlap_never_deadlock(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], schema: str
+) -> None:
+    # Sealer B read the chain while entry x1 (appended first) had not committed: its batch is
+    # x2 alone. Sealer A read it after x1 committed: its batch is x1 then x2, and it has sealed
+    # x1 (it holds x1's row and the head) when B's seal of x2 arrives. Were B to lock x2's row
+    # before it waits for the head, A's seal of x2 would wait for B and B for A: PostgreSQL
+    # would abort one of them as a deadlock, and whoever waits for B's run would get the error.
+    store = await open_pg()
+    await store.record_event(None, actor="bot", event="first", detail={}, now=NOW)
+    await store._sealer.close()  # this test seals by hand (the store reads no more)
+    sealer_a = await asyncpg.connect(URL, server_settings={"search_path": schema})
+    insert = (
+        "INSERT INTO audit_log (at, actor, event, detail) VALUES ($1, $2, $3, '{}') RETURNING id"
+    )
+    writing = sealer_a.transaction()
+    await writing.start()
+    x1 = await sealer_a.fetchval(insert, NOW, "bot", "x1")  # committed after B's read
+    x2 = await raw.fetchval(insert, NOW, "bot", "x2")
+    seq, head_hash = await raw.fetchrow("SELECT seq, hash FROM audit_head")
+    x1_hash = entry_hash(
+        head_hash, seq=seq + 1, at=NOW, proposal_id=None, actor="bot", event="x1", detail={}
+    )
+    x2_hash = entry_hash(
+        x1_hash, seq=seq + 2, at=NOW, proposal_id=None, actor="bot", event="x2", detail={}
+    )
+    seal = "UPDATE audit_log SET seq = $1, prev_hash = $2, hash = $3 WHERE id = $4"
+
+    async def a_seals_x2_once_b_is_under_way() -> None:
+        await asyncio.sleep(0.3)
+        await sealer_a.execute(seal, seq + 2, x1_hash, x2_hash, x2)
+        await sealing.commit()
+
+    async def sealer_a_seals_x1() -> None:  # between B's read and B's seal
+        nonlocal sealing, rest
+        await writing.commit()
+        sealing = sealer_a.transaction()
+        await sealing.start()
+        await sealer_a.execute(seal, seq + 1, head_hash, x1_hash, x1)
+        rest = asyncio.create_task(a_seals_x2_once_b_is_under_way())
+
+    sealing: Any = None
+    rest: asyncio.Task[None] | None = None
+    try:
+        await asyncio.wait_for(
+            seal_audit(cast(Backend, _Raced(store, sealer_a_seals_x1))), timeout=30
+        )
+    finally:
+        if rest is not None:
+            await asyncio.wait([rest], timeout=30)
+        await sealer_a.close()
+    assert rest is not None and rest.result() is None  # A sealed x2 without an error
+
+    assert await _none_unsealed(raw)
+    reader = await open_pg()
+    log = await reader.audit_log()
+    assert [(e.seq, e.event) for e in log] == [(1, "first"), (2, "x1"), (3, "x2")]
     assert (await reader.verify_audit()).ok
 
 

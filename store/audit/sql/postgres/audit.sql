@@ -24,11 +24,15 @@ WHERE head.id = 1
 ORDER BY entry.id
 
 -- name: seal_audit_entry
--- Give one entry its place after the head: triggers lock the head, check that the entry
--- follows it and that nothing else of the entry changes, and move the head. An entry another
--- sealer has sealed meanwhile is not matched.
+-- Give one entry its place after the head: triggers check that the entry follows the head and
+-- that nothing else of the entry changes, and move the head. An entry another sealer has
+-- sealed meanwhile is not matched. The head is locked before the entry's row (an UPDATE locks
+-- its target row only once the join has given it, here after the locked head): were the row
+-- locked first, a sealer whose batch holds only a later entry could hold that row while it
+-- waits for the head, held by a sealer about to seal that entry too (a deadlock).
 UPDATE audit_log SET seq = :seq, prev_hash = :prev_hash, hash = :hash
-WHERE id = :id AND seq IS NULL
+FROM (SELECT id FROM audit_head WHERE id = 1 FOR UPDATE) AS head
+WHERE audit_log.id = :id AND audit_log.seq IS NULL
 
 -- name: select_audit_entry
 -- One entry by its row's id.
