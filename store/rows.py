@@ -63,24 +63,30 @@ async def required(tx: Tx, missing: StoreError, query: str, /, **params: Any) ->
     return row
 
 
-#: the text of times stored lately: a change stores its one ``now`` several times (the row's
-#: times, each audit entry's, the outbox's), and writing it costs a conversion to UTC and an
-#: isoformat. Keyed by the instant (equal aware datetimes hash alike, whatever their zone);
-#: a naive datetime never equals an aware one, so it is never found here and is refused below.
+#: the text of times in UTC stored lately: a change stores its one ``now`` (the clock's, in
+#: UTC) several times (the row's times, each audit entry's, the outbox's), and writing it costs
+#: a conversion and an isoformat. Only times whose zone is UTC are kept: two of them are equal
+#: exactly when their instants are. Times of one other zone are compared by their wall clock,
+#: so the two instants a clock set back shows alike (fold 0 and 1) would be taken for one.
 _STORED_TIMES: dict[datetime, str] = {}
 _STORED_TIMES_KEPT = 64
 
 
 def db_time(value: datetime, *, field: str = "datetime") -> str:
     """``value`` as SQLite stores it. Naive datetimes are refused: their instant is unknown."""
+    if value.tzinfo is not UTC:
+        return _utc_text(value, field)
     text = _STORED_TIMES.get(value)
     if text is None:
-        utc = aware(value, field=field).replace(tzinfo=None)
-        text = utc.isoformat(timespec="microseconds") + "Z"
+        text = _utc_text(value, field)
         if len(_STORED_TIMES) >= _STORED_TIMES_KEPT:
             _STORED_TIMES.clear()
         _STORED_TIMES[value] = text
     return text
+
+
+def _utc_text(value: datetime, field: str) -> str:
+    return aware(value, field=field).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def from_db_time(text: str) -> datetime:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
 import pytest
@@ -76,3 +76,27 @@ def test_a_naive_time_is_refused_even_when_its_wall_clock_was_stored_lately() ->
     db_time(instant)
     with pytest.raises(ValueError, match="naive datetime"):
         db_time(instant.replace(tzinfo=None), field="now")
+
+
+class _ClocksGoBack(tzinfo):
+    """A zone whose clocks go back an hour, as New York's on 2026-11-01: from 01:00 to 02:00
+    the wall clock shows each time twice, first at UTC-4 (fold 0), then at UTC-5 (fold 1)."""
+
+    def utcoffset(self, dt: datetime | None) -> timedelta:
+        return timedelta(hours=-5 if dt is not None and dt.fold else -4)
+
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+    def tzname(self, dt: datetime | None) -> str:
+        return "EST" if dt is not None and dt.fold else "EDT"
+
+
+def test_the_two_instants_a_clock_set_back_shows_alike_are_stored_apart() -> None:
+    zone = _ClocksGoBack()
+    first = datetime(2026, 11, 1, 1, 30, tzinfo=zone)
+    second = first.replace(fold=1)  # an hour later, the same wall clock in the same zone
+    assert first == second  # Python compares times of one zone by their wall clock
+    for _ in range(2):  # the second time from the times stored lately
+        assert db_time(first) == "2026-11-01T05:30:00.000000Z"
+        assert db_time(second) == "2026-11-01T06:30:00.000000Z"
