@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -175,9 +176,39 @@ def _inert_by_the_patterns(text: str) -> str:
     return text
 
 
-@given(st.text(alphabet="wW.:/ >ab1\u212a\u017f\u00e9\n", max_size=40) | st.text(max_size=40))
+@given(
+    st.text(alphabet="wW.:/ >ab1\u212a\u017f\u00e9\n", max_size=40)
+    | st.text(alphabet=st.sampled_from(NASTY) | st.sampled_from("wW./ab1"), max_size=40)
+    | st.text(max_size=40)
+)
 @example("Go to WwW.example.com :smile: or :a:b:c:")
 @example("one: colon")
 @example("\u0175ww.x :x:")
 def test_the_shortcuts_give_what_both_patterns_give(text: str) -> None:
     assert inert(text) == _inert_by_the_patterns(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # what the shortcuts skip (ASCII, no "www.", at most one colon), as an attacker writes it
+        "<!here> <!channel> <@U0BOSS> <#C0GENERAL|general> <!subteam^S0FIN|@finance>",
+        "<http://evil.example|Approve> <mailto:x@evil.example|mail>",
+        "http://evil.example/x",
+        "slack://channel?team=T1&id=C1",
+        "WWW.EVIL.EXAMPLE and wWw.evil.example and www.",
+        "mailto:boss@evil.example",
+        "tel:+15550100",
+        "http:/evil.example evil.example/x",
+        "*Approved by* _you_ ~no~ `code`",
+        "> Approved",
+        "   &gt; Approved",
+        ":white_check_mark Approved",
+        "\uff57\uff57\uff57.evil.example \u24e6ww.evil.example w\u200bww.evil.example",
+        "\uff1awhite_check_mark\uff1a :white_check_mark\uff1a",
+        "&lt;!here&gt;",
+    ],
+)
+def test_what_the_shortcuts_skip_is_made_inert_as_both_patterns_make_it(text: str) -> None:
+    shown = inert(text)
+    assert shown == _inert_by_the_patterns(text)
+    assert_inert_line(shown)
