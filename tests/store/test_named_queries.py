@@ -6,12 +6,14 @@ run is defined, and ``:param`` becomes ``$n`` right."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from store import connector
-from store.connector import Array, dialect_query_names, load_queries, parse_queries
+from store.connector import Array, Dialect, dialect_query_names, load_queries, parse_queries
 
 ROOT = Path(__file__).resolve().parents[2]
 VERBS = ("one", "all", "execute", "execute_many")
@@ -123,3 +125,25 @@ def test_a_missing_or_unexpected_parameter_names_both() -> None:
         TypeError, match=r"missing parameters \['b'\], unexpected parameters \['c'\]"
     ):
         query.positional({"a": 1, "c": 3})
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "sqlite"])
+@pytest.mark.parametrize(
+    ("values", "missing", "unexpected"),
+    [
+        ({"a": 1}, ["b"], []),
+        ({"a": 1, "b": 2, "c": 3}, [], ["c"]),
+        ({"a": 1, "c": None}, ["b"], ["c"]),  # as many names as expected, one of them wrong
+        ({}, ["a", "b"], []),
+    ],
+)
+def test_a_call_without_each_parameter_exactly_once_is_refused_never_bound(
+    dialect: Dialect, values: dict[str, Any], missing: list[str], unexpected: list[str]
+) -> None:
+    [query] = parse_queries("-- name: q\nSELECT :a, :b", dialect=dialect).values()
+    problem = re.escape(f"missing parameters {missing}, unexpected parameters {unexpected}")
+    with pytest.raises(TypeError, match=problem):
+        query.positional(values)
+    with pytest.raises(TypeError, match=problem):
+        query.named(values)
+    assert query.named({"b": None, "a": 1}) == {"b": None, "a": 1}
