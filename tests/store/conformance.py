@@ -7,6 +7,7 @@ yields an empty store; everything else here is shared.
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -24,6 +25,7 @@ from contracts.outcomes import (
     Succeeded,
     TerminalFailure,
 )
+from store.audit import entry_hash
 from store.proposals import (
     INITIAL,
     OUTCOME_STATUS,
@@ -719,6 +721,35 @@ class StoreConformance(
 
         assert (empty.ok, empty.checked, empty.first_bad_seq) == (True, 0, None)
         assert (busy.ok, busy.checked, busy.first_bad_seq) == (True, 5, None)
+
+    async def test_an_entrys_hash_is_that_of_its_detail_as_the_standard_library_writes_it(
+        self, store: Store, now: datetime
+    ) -> None:
+        # whichever encoder and decoder the store uses, the hash is the one entries written
+        # before them carry, so they still verify, and the detail reads back as it was
+        detail: dict[str, JsonValue] = {
+            "b": [1e-7, 1e16, 1.5e300, -0.0, 5e-324, 0.1],
+            "a": [2**63, -(2**63) - 1, 2**70, 10**30, -1],
+            "text": '\u00e9 \u2028 \\u00e9 null \\ " \t\n \U0001f600 \u0000 </script>',
+            "nested": [[[[{"z": None, "y": True, "": False}]]]],
+        }
+        before = await store.audit_head()
+        await store.record_event(None, actor="bot", event="note", detail=detail, now=now)
+        standard = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+        [entry] = (await store.audit_log())[-1:]
+
+        assert repr(entry.detail) == repr(json.loads(standard.encode(detail)))
+        assert entry.hash == entry_hash(
+            before.hash,
+            seq=before.seq + 1,
+            at=now,
+            proposal_id=None,
+            actor="bot",
+            event="note",
+            detail=json.loads(standard.encode(detail)),
+        )
+        assert (await store.verify_audit()).ok
 
     async def test_audit_head_names_the_last_entry_and_the_genesis_when_empty(
         self, store: Store, now: datetime
