@@ -14,7 +14,6 @@ for the operation's revalidation.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -119,10 +118,8 @@ class SlashCommand:
                 "decided."
             )
         trail = await store.audit_log(proposal.id)
-        previous = None  # an edit shows what changed from the version it replaced
-        if proposal.supersedes is not None:
-            with contextlib.suppress(ProposalNotFound):
-                previous = await store.get_proposal(proposal.supersedes)
+        # an edit shows what changed from the version it replaced, as in the App Home
+        previous = (await self._home.previous_versions([proposal])).get(proposal.id)
         current = None  # what the operation's revalidation finds now, as in the App Home
         if proposal.status is Status.PENDING:
             current = await self._home.current_state(proposal, within=STATE_WITHIN)
