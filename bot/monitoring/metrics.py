@@ -8,6 +8,7 @@ Never an id or a person. docs/operations.md lists every metric with example aler
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -188,12 +189,7 @@ class Metrics:
             if isinstance(created, datetime):
                 waited = max((self._clock() - created).total_seconds(), 0.0)
                 self.outbox_wait_seconds.labels(outbox, lane).observe(waited)
-            try:
-                await deliver(delivery)
-            except BaseException:
-                self.outbox_deliveries.labels(outbox, lane, "failed").inc()
-                raise
-            self.delivered(outbox, lane)
+            await self.attempt(outbox, lane, functools.partial(deliver, delivery))
 
         return counted
 
@@ -217,15 +213,27 @@ class Metrics:
             try:
                 await deliver_run(run, proposal, delivered)
             except BaseException:
-                self.outbox_deliveries.labels(outbox, "slack", "failed").inc()
+                self.failed(outbox, "slack")
                 raise
 
         return counted
+
+    async def attempt(self, outbox: str, lane: str, deliver: Callable[[], Awaitable[None]]) -> None:
+        """One delivery attempt, counted: failed when ``deliver`` raises, else delivered."""
+        try:
+            await deliver()
+        except BaseException:
+            self.failed(outbox, lane)
+            raise
+        self.delivered(outbox, lane)
 
     def delivered(self, outbox: str, lane: str) -> None:
         self.outbox_deliveries.labels(outbox, lane, "delivered").inc()
         self.outbox_last_delivery.set(time.time())
         self.last_delivery = time.monotonic()
+
+    def failed(self, outbox: str, lane: str) -> None:
+        self.outbox_deliveries.labels(outbox, lane, "failed").inc()
 
     # --- Slack ---------------------------------------------------------------------------------
 
@@ -264,12 +272,7 @@ class CountedCoalescer:
 
     def _counted(self, job: Job) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
-            try:
-                await job.run()
-            except BaseException:
-                self._metrics.outbox_deliveries.labels("proposals", "slack", "failed").inc()
-                raise
-            self._metrics.delivered("proposals", "slack")
+            await self._metrics.attempt("proposals", "slack", job.run)
 
         return run
 
