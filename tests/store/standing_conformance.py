@@ -395,6 +395,53 @@ class StandingConformance:
 
         assert created.standing_rule_id == rule_id
 
+    async def test_a_rule_binding_small_floats_covers_a_call_with_a_null_among_its_varying(
+        self, store: Store, now: datetime
+    ) -> None:
+        # SQLite compares a bound argument holding a list or an object by its JSON text: the
+        # same value must be written the same, whatever else the arguments hold (a null)
+        bound: dict[str, Any] = {
+            "payment_id": "pay_42",
+            "meta": {"ratio": 1e-05, "eps": [2.5e-07, 0.5]},
+        }
+        granted_from = {**bound, "amount_cents": 4200, "memo": "first"}
+        proposal, _ = await store.create_proposal(_proposal(now, arguments=granted_from))
+        rule_id = new_rule_id()
+        grant = grant_of(proposal, now).model_copy(
+            update={
+                "arguments": bound_arguments(granted_from, ("amount_cents", "memo")),
+                "varying": ("amount_cents", "memo"),
+            }
+        )
+        granted = await store.standing().claim_and_grant(
+            proposal.id,
+            actor=ADMIN,
+            now=now,
+            binding_hash=proposal.binding_hash,
+            lease_until=now + LEASE,
+            grant=grant,
+            standing_rule_id=rule_id,
+        )
+        assert isinstance(granted, Transitioned)
+        call = {**bound, "amount_cents": 100, "memo": None}
+        to_cover = CallToCover(
+            operation=proposal.operation,
+            agent=proposal.agent,
+            rule_id="refunds-ask",
+            arguments=call,
+            requested_by="U0SOMEONE",
+            now=now,
+        )
+        assert covers(await store.standing().get_standing_rule(rule_id), to_cover)
+
+        found = await store.standing().find_covering(to_cover, value=100)
+        created, _ = await store.create_proposal(
+            covered(now, rule_id, 100, arguments=call, requested_by="U0SOMEONE")
+        )
+
+        assert [rule.id for rule in found] == [rule_id]
+        assert created.standing_rule_id == rule_id
+
     @pytest.mark.parametrize("max_uses", [1, 3])
     async def test_concurrent_uses_beyond_max_uses_are_refused(
         self, store: Store, now: datetime, max_uses: int
