@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,25 @@ def test_an_extra_token_is_checked_like_the_main_one(
 
     assert any("extra_token_envs" in p or "share a token" in p for p in refused.value.problems)
     assert any(problem in p for p in refused.value.problems)
+
+
+@pytest.mark.parametrize(
+    ("new", "problem"),
+    [
+        (None, "environment variable BILLING_TOKEN_NEW is not set"),
+        ("", "environment variable BILLING_TOKEN_NEW is not set"),
+        ("fifteen-chars..", "the token in BILLING_TOKEN_NEW is too short (at least 16 characters)"),
+    ],
+)
+def test_an_extra_tokens_problem_is_said_in_the_same_words_as_before(
+    tmp_path: Path, new: str | None, problem: str
+) -> None:
+    env = {"BILLING_TOKEN": OLD, "OPS_TOKEN": OPS}
+    if new is not None:
+        env["BILLING_TOKEN_NEW"] = new
+    with pytest.raises(ConfigError) as refused:
+        _load(tmp_path, env)
+
+    [said] = refused.value.problems
+    where = re.escape(str(tmp_path / "countersign.toml")) + r"(:\d+)?"  # the line, when known
+    assert re.fullmatch(where + re.escape(f": agents.billing.extra_token_envs: {problem}"), said)
