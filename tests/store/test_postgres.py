@@ -466,6 +466,41 @@ async def test_database_refuses_to_change_the_frozen_contract(
         await raw.execute(f"UPDATE proposals SET {column} = $1 WHERE id = 'p'", value)
 
 
+async def test_database_refuses_a_proposal_outside_its_batch_or_moved_to_another(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    store = await open_pg()
+    new = new_proposal(NOW, id="p")
+    await store.create_proposal(new)
+    await raw.execute(
+        "INSERT INTO batches (id, key, channel, rule_id, opened_at, closes_at, max_size) "
+        "VALUES ('b', 'k', 'C-OTHER', $1, $2, $2, 10)",
+        new.rule_id,
+        NOW,
+    )
+    columns = ", ".join(
+        await raw.fetchval(
+            "SELECT array_agg(column_name::text ORDER BY ordinal_position) FROM "
+            "information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'proposals' AND is_generated = 'NEVER'"
+        )
+    )
+    copy = (  # proposal p as another proposal, q, in batch b
+        f"INSERT INTO proposals ({columns}) SELECT {columns} FROM jsonb_populate_record("
+        "NULL::proposals, (SELECT to_jsonb(p) FROM proposals AS p WHERE p.id = 'p') "
+        "|| jsonb_build_object('id', 'q', 'submission_key', 'q', 'batch_id', 'b'))"
+    )
+
+    with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="joins one batch"):
+        await raw.execute(copy)  # a new proposal in a batch of another channel
+    with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="joins one batch"):
+        await raw.execute("UPDATE proposals SET batch_id = 'b' WHERE id = 'p'")  # moved
+    await raw.execute("UPDATE batches SET channel = $1 WHERE id = 'b'", new.channel)
+    await raw.execute(copy)  # in a batch of its own channel and rule: let in
+    with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="joins one batch"):
+        await raw.execute("UPDATE proposals SET batch_id = NULL WHERE id = 'q'")  # moved out
+
+
 async def test_database_lets_the_expiry_change_only_with_one_extension(
     open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
 ) -> None:

@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0023 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0024 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -884,7 +884,7 @@ CREATE TRIGGER audit_log_refuses_truncate BEFORE TRUNCATE ON audit_log FOR EACH 
 
 CREATE TRIGGER audit_log_refuses_update_and_delete BEFORE DELETE OR UPDATE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_is_append_only();
 
-CREATE TRIGGER audit_log_sealed_at_head BEFORE INSERT OR UPDATE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_sealed_at_head();
+CREATE TRIGGER audit_log_sealed_at_head BEFORE INSERT OR UPDATE ON audit_log FOR EACH ROW WHEN ((new.seq IS NOT NULL)) EXECUTE FUNCTION audit_log_sealed_at_head();
 
 CREATE TRIGGER delegations_only_revocation_changes BEFORE DELETE OR UPDATE ON delegations FOR EACH ROW EXECUTE FUNCTION delegations_only_revocation_changes();
 
@@ -906,11 +906,13 @@ CREATE TRIGGER pending_counts_on_insert AFTER INSERT ON proposals FOR EACH ROW W
 
 CREATE TRIGGER pending_counts_on_update AFTER UPDATE OF status, agent ON proposals FOR EACH ROW WHEN ((((old.status = 'pending'::text) OR (new.status = 'pending'::text)) AND ((old.status IS DISTINCT FROM new.status) OR (old.agent IS DISTINCT FROM new.agent)))) EXECUTE FUNCTION pending_counts_note();
 
-CREATE TRIGGER proposals_batch_set_once BEFORE INSERT OR UPDATE OF batch_id ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_batch_set_once();
+CREATE TRIGGER proposals_batch_set_once BEFORE UPDATE OF batch_id ON proposals FOR EACH ROW WHEN ((new.batch_id IS DISTINCT FROM old.batch_id)) EXECUTE FUNCTION proposals_batch_set_once();
+
+CREATE TRIGGER proposals_batch_set_once_on_insert BEFORE INSERT ON proposals FOR EACH ROW WHEN ((new.batch_id IS NOT NULL)) EXECUTE FUNCTION proposals_batch_set_once();
 
 CREATE TRIGGER proposals_contract_is_frozen BEFORE UPDATE OF id, agent, submission_key, submission_fingerprint, requested_by, run_id, operation, request, arguments, preview, binding_hash, agent_reason, callback_url, rule_id, decision, policy_note, approver_roles, channel, created_at, risk, quorum, supersedes, edited_by ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_contract_is_frozen();
 
-CREATE TRIGGER proposals_delegation_covers BEFORE INSERT ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_delegation_covers();
+CREATE TRIGGER proposals_delegation_covers BEFORE INSERT ON proposals FOR EACH ROW WHEN ((new.delegation_id IS NOT NULL)) EXECUTE FUNCTION proposals_delegation_covers();
 
 CREATE TRIGGER proposals_delegation_is_frozen BEFORE UPDATE OF delegation_id ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_delegation_is_frozen();
 
@@ -924,7 +926,7 @@ CREATE TRIGGER proposals_removed_only_when_archived BEFORE DELETE ON proposals F
 
 CREATE TRIGGER proposals_standing_is_frozen BEFORE UPDATE OF standing_rule_id, review_sampled ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_standing_is_frozen();
 
-CREATE TRIGGER proposals_standing_rule_covers BEFORE INSERT ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_standing_rule_covers();
+CREATE TRIGGER proposals_standing_rule_covers BEFORE INSERT ON proposals FOR EACH ROW WHEN ((new.standing_rule_id IS NOT NULL)) EXECUTE FUNCTION proposals_standing_rule_covers();
 
 CREATE TRIGGER proposals_status_follows_lifecycle BEFORE UPDATE OF status ON proposals FOR EACH ROW EXECUTE FUNCTION proposals_status_follows_lifecycle();
 

@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0023 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0024 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
