@@ -146,11 +146,19 @@ class Store(Protocol):
         ...
 
     async def record_outcome(
-        self, proposal_id: str, outcome: Outcome, *, now: datetime, attempt: int = 1
+        self,
+        proposal_id: str,
+        outcome: Outcome,
+        *,
+        now: datetime,
+        attempt: int = 1,
+        executing: Proposal | None = None,
     ) -> Proposal:
         """executing -> the outcome's status, for ``attempt`` (Proposal.attempt when it was
         claimed or retried). Raises InvalidTransition if not executing, or executing another
-        attempt (a retry's, when ``attempt`` is an earlier one's)."""
+        attempt (a retry's, when ``attempt`` is an earlier one's). ``executing``: the proposal
+        as the caller claimed it, if it holds it; the answer is then built over its contract
+        instead of parsing it again (the same proposal a fresh read gives)."""
         ...
 
     async def audit_late_outcome(

@@ -35,6 +35,7 @@ __all__ = [
     "load_json",
     "model_from_row",
     "read_array",
+    "read_columns",
     "read_optional_time",
     "read_time",
     "required",
@@ -163,14 +164,21 @@ def model_from_row(model: type[M], row: Row, /, **given: Any) -> M:
     back by its type (times, optional times, lists of text, booleans and enumerations as the
     readers here take them, a record from its JSON text; anything else as the driver returns
     it). A family's ``from_row`` gives what needs more (other JSON, computed values)."""
-    plain, read = _columns(model, tuple(given))
-    values = {name: row[name] for name in plain}
-    for name, reader in read:
-        values[name] = reader(row[name])
+    values = read_columns(model, row, tuple(given))
     values.update(given)
     # the same validation as model(**values), without unpacking some fifty keyword arguments
     # into the call and packing them again (a fifth of a proposal row's reading)
     return model.model_validate(values)
+
+
+def read_columns(model: type[BaseModel], row: Row, skip: tuple[str, ...] = (), /) -> dict[str, Any]:
+    """The fields of ``model`` but ``skip`` as ``model_from_row`` reads them from ``row``'s
+    columns, each read back by its type: the values its strict validation keeps as they are."""
+    plain, read = _columns(model, skip)
+    values = {name: row[name] for name in plain}
+    for name, reader in read:
+        values[name] = reader(row[name])
+    return values
 
 
 #: the encoder of stored JSON, made once (json.dumps with options makes one at every call)

@@ -45,7 +45,11 @@ class Executing(FlowCore):
         while True:
             try:
                 return await self.store.record_outcome(
-                    proposal.id, outcome, now=self._clock(), attempt=proposal.attempt
+                    proposal.id,
+                    outcome,
+                    now=self._clock(),
+                    attempt=proposal.attempt,
+                    executing=proposal,
                 )
             except InvalidTransition:
                 current = await self.store.get_proposal(proposal.id)
@@ -84,9 +88,7 @@ class Executing(FlowCore):
             current.attempt,
             extra={"event": "proposal.late_outcome", "proposal_id": current.id},
         )
-        await self.store.audit_late_outcome(
-            current.id, outcome, attempt=attempt, now=self._clock()
-        )
+        await self.store.audit_late_outcome(current.id, outcome, attempt=attempt, now=self._clock())
         return current
 
     async def _record_late(self, proposal: Proposal, outcome: Outcome) -> Proposal:

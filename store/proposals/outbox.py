@@ -22,7 +22,7 @@ from store.connector import Array, Row, Tx
 from store.proposals.effects import effects_of, lane_of
 from store.proposals.lifecycle import Effect
 from store.proposals.records import Delivery, Proposal
-from store.proposals.rows import delivery_from_row, proposal_from_row, with_approvals
+from store.proposals.rows import delivery_from_row, proposal_known_from_row, with_approvals
 from store.rows import check_limit
 from store.shield import finish_even_if_cancelled
 
@@ -63,10 +63,13 @@ async def enqueue(tx: Tx, proposal: Proposal, effects: Iterable[Effect], now: da
         )
 
 
-async def enqueue_effects(tx: Tx, row: Row, now: datetime) -> Proposal:
+async def enqueue_effects(
+    tx: Tx, row: Row, now: datetime, known: Proposal | None = None
+) -> Proposal:
     """Write the outbox entries of the status the proposal ``row`` just entered; return the
-    proposal (with its approvals)."""
-    [proposal] = await with_approvals(tx, [proposal_from_row(row)])
+    proposal (with its approvals), read over ``known`` when the caller held it before the
+    change (rows.proposal_known_from_row)."""
+    [proposal] = await with_approvals(tx, [proposal_known_from_row(row, known)])
     await enqueue(tx, proposal, effects_of(proposal), now)
     return proposal
 

@@ -14,7 +14,7 @@ from contracts.outcomes import OUTCOMES, Outcome
 from store.connector import Array, Row, Tx
 from store.proposals.lifecycle import Status
 from store.proposals.records import Approval, Delivery, NewProposal, Proposal, ProposalNotFound
-from store.rows import dump_json, load_json, model_from_row
+from store.rows import dump_json, load_json, model_from_row, read_columns
 
 __all__ = [
     "approval_from_row",
@@ -25,6 +25,7 @@ __all__ = [
     "may_have_approvals",
     "outcome_json",
     "proposal_from_row",
+    "proposal_known_from_row",
     "with_approvals",
 ]
 
@@ -102,6 +103,29 @@ def proposal_from_row(row: Row) -> Proposal:
         approvals=(),  # read apart (store/proposals/approvals.py)
         batch=None,  # creation only: stored as batch_id
     )
+
+
+#: what a proposal keeps from its creation and costs most to read back (JSON, a model): no
+#: statement changes them (an edit is another proposal), and binding_hash covers them
+_CONTRACT = ("request", "arguments", "preview")
+#: the other fields read from a row by proposal_known_from_row, or given by it
+_NOT_READ = (*_CONTRACT, "outcome", "approvals", "batch")
+
+
+def proposal_known_from_row(row: Row, known: Proposal | None) -> Proposal:
+    """The proposal a transition's ``UPDATE ... RETURNING *`` gave back, as proposal_from_row
+    reads it, when the caller holds ``known``, the same proposal read before the change: every
+    column but the contract's read back by its type, over ``known``'s (no JSON parsed again,
+    nothing validated again). Without ``known``, or when it is not that proposal with that
+    contract (its id and binding hash), the row is read as any row."""
+    if known is None or known.id != row["id"] or known.binding_hash != row["binding_hash"]:
+        return proposal_from_row(row)
+    values = read_columns(Proposal, row, _NOT_READ)
+    outcome = row["outcome"]
+    values["outcome"] = None if outcome is None else OUTCOMES.validate_json(outcome)
+    values["approvals"] = ()  # read apart (store/proposals/approvals.py)
+    values["batch"] = None  # creation only: stored as batch_id
+    return known.model_copy(update=values)
 
 
 def approval_from_row(row: Row) -> Approval:

@@ -51,6 +51,7 @@ from store.proposals.rows import (
     insert_proposal_params,
     outcome_json,
     proposal_from_row,
+    proposal_known_from_row,
     with_approvals,
 )
 from store.proposals.submissions import (
@@ -346,7 +347,13 @@ class ProposalVerbs(
 
     @finish_even_if_cancelled
     async def record_outcome(
-        self, proposal_id: str, outcome: Outcome, *, now: datetime, attempt: int = 1
+        self,
+        proposal_id: str,
+        outcome: Outcome,
+        *,
+        now: datetime,
+        attempt: int = 1,
+        executing: Proposal | None = None,
     ) -> Proposal:
         status, detail = OUTCOME_STATUS[outcome.kind], outcome_json(outcome)
         if self.appends_unsealed:  # the change, its audit and outbox entries: one statement
@@ -369,7 +376,7 @@ class ProposalVerbs(
                     current = await existing_proposal(tx, proposal_id)
                     raise _no_outcome_while(current, outcome, attempt)
                 tx.appended_unsealed(1)
-                [proposal] = await with_approvals(tx, [proposal_from_row(row)])
+                [proposal] = await with_approvals(tx, [proposal_known_from_row(row, executing)])
                 return proposal
         async with self.tx(write=True) as tx:
             row = await tx.one(
@@ -384,7 +391,7 @@ class ProposalVerbs(
                 current = await existing_proposal(tx, proposal_id)
                 raise _no_outcome_while(current, outcome, attempt)
             await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "outcome", detail)
-            return await enqueue_effects(tx, row, now)
+            return await enqueue_effects(tx, row, now, executing)
 
     @finish_even_if_cancelled
     async def record_late_outcome(

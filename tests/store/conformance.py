@@ -205,6 +205,60 @@ class StoreConformance(
         last = (await store.audit_log(new.id))[-1]
         assert (last.event, last.detail) == ("outcome", OUTCOMES.dump_python(outcome, mode="json"))
 
+    @pytest.mark.parametrize("outcome", OUTCOME_EXAMPLES, ids=lambda o: o.kind)
+    async def test_outcome_built_over_the_claimed_proposal_is_what_a_fresh_read_gives(
+        self, store: Store, now: datetime, outcome: Outcome
+    ) -> None:
+        new = new_proposal(now, expires_at=now + timedelta(hours=1), quorum=2)
+        await store.create_proposal(new)
+        for approver in ("U0FIRST", "U0APPROVER"):  # a quorum of two: approvals to carry
+            claimed = await store.claim_for_execution(
+                new.id,
+                actor=approver,
+                now=now,
+                binding_hash=new.binding_hash,
+                lease_until=now + LEASE,
+            )
+        assert isinstance(claimed, Transitioned)
+        # changed while it executes: what was claimed is no longer all of it
+        await store.attach_message(new.id, "C0POSTED", "1700000000.000100")
+
+        returned = await store.record_outcome(
+            new.id,
+            outcome,
+            now=now + timedelta(seconds=3),
+            attempt=claimed.proposal.attempt,
+            executing=claimed.proposal,
+        )
+        stored = await store.get_proposal(new.id)
+
+        assert returned == stored
+        assert returned.model_dump_json() == stored.model_dump_json()
+        assert (returned.slack_channel, returned.slack_ts) == ("C0POSTED", "1700000000.000100")
+        assert {a.approver for a in returned.approvals} >= {"U0FIRST"}
+        assert returned.outcome == outcome
+
+    async def test_outcome_given_another_proposal_as_executing_reads_its_own_row(
+        self, store: Store, now: datetime
+    ) -> None:
+        other = new_proposal(now)
+        new = new_proposal(now)
+        for proposal in (other, new):
+            await store.create_proposal(proposal)
+            await store.claim_for_execution(
+                proposal.id,
+                actor="U0APPROVER",
+                now=now,
+                binding_hash=proposal.binding_hash,
+                lease_until=now + LEASE,
+            )
+        wrong = await store.get_proposal(other.id)
+
+        returned = await store.record_outcome(new.id, OUTCOME_EXAMPLES[0], now=now, executing=wrong)
+
+        assert returned == await store.get_proposal(new.id)
+        assert returned.id == new.id
+
     async def test_unknown_id_raises_proposal_not_found_from_every_verb(
         self, store: Store, now: datetime
     ) -> None:
