@@ -130,6 +130,7 @@ class RecordedDecisions:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._in_flight = 0  #: clicks leased here and not yet applied
         self._applying: set[int] = set()  #: the clicks being applied here now
+        self._answering = 0  #: clicks acknowledged and not yet recorded and answered
         self._stopped = False
         self.applied = 0  #: clicks applied (or refused and told) by this instance
 
@@ -148,13 +149,24 @@ class RecordedDecisions:
         answer was lost), and the clicker is told that. In people's lane (store/lanes.py),
         however the click came (over HTTP or Socket Mode)."""
         clicked = Clicked(subject=subject, actor=user, verb=verb, channel=channel)
-        with people_first():
-            try:
-                taken = await self.take(clicked)
-            except NotRecorded as away:
-                await self._paths.store_away(clicked, away.error, recording=away.maybe)
-                return
-            await self.answer(clicked, taken)
+        self._answering += 1
+        try:
+            with people_first():
+                try:
+                    taken = await self.take(clicked)
+                except NotRecorded as away:
+                    await self._paths.store_away(clicked, away.error, recording=away.maybe)
+                    return
+                await self.answer(clicked, taken)
+        finally:
+            self._answering -= 1
+
+    @property
+    def answering(self) -> int:
+        """Clicks acknowledged to Slack whose recording and answer are still under way here
+        (a click is acknowledged before it is recorded: until then the store does not know
+        it)."""
+        return self._answering
 
     async def take(self, clicked: Clicked) -> Taken:
         """Record the click if its subject can still be decided. Raises NotRecorded when the

@@ -27,7 +27,7 @@ from slack_sdk.http_retry.builtin_interval_calculators import (
 )
 
 from bot.api.proposals import SERVICE
-from bot.app import OUTBOX, build_app
+from bot.app import DECISIONS, OUTBOX, build_app
 from bot.flow.destinations import Resolve, system_resolve
 from bot.settings import load_settings
 from bot.slack.local import LocalSlack, running_local_slack
@@ -360,6 +360,8 @@ class Countersign:
 
     async def _idle(self) -> bool:
         """Nothing in the outboxes is due now, and no delivery is under way."""
+        if self.app[DECISIONS].answering:  # clicks acknowledged, not yet recorded or refused
+            return False
         if await self.store.clicks().waiting_clicks():  # recorded clicks not yet applied
             return False
         outbox = self.app[OUTBOX]

@@ -214,9 +214,9 @@ async def undigested(tmp_path: Path) -> AsyncIterator[Countersign]:
         yield running
 
 
-async def _submit_campaigns(cs: Countersign, n: int) -> list[str]:
+async def _submit_campaigns(cs: Countersign, n: int, *, start: int = 0) -> list[str]:
     ids = []
-    for i in range(n):
+    for i in range(start, start + n):
         status, created = await cs.submit({**CAMPAIGN, "run_id": f"run-pace-{i}"})
         assert status == 201, created
         ids.append(created["id"])
@@ -229,7 +229,16 @@ async def test_a_429_holds_back_every_post_to_that_channel_for_its_retry_after(
     cs = undigested
     cs.slack.fail_next("chat.postMessage", status=429, retry_after=2)
 
-    ids = await _submit_campaigns(cs, 4)
+    # the first post meets the 429; the others are submitted once its answer is back (a post
+    # already on its way when Slack answered cannot be held back, and is not what this checks)
+    first = await _submit_campaigns(cs, 1)
+
+    async def refused() -> bool:
+        return len(cs.slack.calls("chat.postMessage")) == 1
+
+    await eventually(refused)
+    await asyncio.sleep(0.2)
+    ids = first + await _submit_campaigns(cs, 3, start=1)
     for proposal_id in ids:
         await cs.posted(proposal_id)
 
