@@ -26,9 +26,7 @@ RISK_RANK: Final[dict[Risk, int]] = {"irreversible": 0, "reversible": 1, "read":
 _EVERY: Final = "*"
 
 
-def auto_rule_problems(
-    *, operation: str, conditions: int, registry: Registry
-) -> list[str]:
+def auto_rule_problems(*, operation: str, conditions: int, registry: Registry) -> list[str]:
     """Why an ``auto`` rule for ``operation`` (with ``conditions`` conditions) is not allowed."""
     if operation == _EVERY:
         return _every_operation_problems(registry)

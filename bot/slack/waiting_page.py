@@ -61,9 +61,7 @@ def fair_page(
     beyond = {
         agent: left
         for agent in sorted(set(unchecked) | set(queues))
-        if (
-            left := len(queues.get(agent, ())) - on_page.get(agent, 0) + unchecked.get(agent, 0)
-        )
+        if (left := len(queues.get(agent, ())) - on_page.get(agent, 0) + unchecked.get(agent, 0))
         > 0
     }
     return WaitingPage(shown=shown, beyond=beyond)

@@ -183,12 +183,16 @@ def test_a_read_operation_may_run_automatically_unconditionally() -> None:
 
 @pytest.mark.parametrize("decision", ["ask", "deny"])
 def test_irreversible_operations_may_be_asked_or_denied(decision: str) -> None:
-    rule = ask("pay") if decision == "ask" else {
-        "id": "pay",
-        "operation": IRREVERSIBLE,
-        "decision": "deny",
-        "reason": "not here",
-    }
+    rule = (
+        ask("pay")
+        if decision == "ask"
+        else {
+            "id": "pay",
+            "operation": IRREVERSIBLE,
+            "decision": "deny",
+            "reason": "not here",
+        }
+    )
 
     assert [r.id for r in load([rule]).rules] == ["pay"]
 

@@ -204,14 +204,19 @@ def test_compose_accepts_the_file(tmp_path: Path) -> None:
 
     result = subprocess.run(
         [*command, "-f", "compose.yaml", "config"],
-        cwd=folder, env=env, capture_output=True, text=True, check=False,
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
     assert result.returncode == 0, result.stderr
     resolved = yaml.safe_load(result.stdout)
     assert set(resolved["services"]) == {"db", *INSTANCES, "proxy"}
-    assert resolved["services"]["db"]["environment"]["POSTGRES_PASSWORD"] == (
-        COMPOSE_ENV["POSTGRES_PASSWORD"]
+    assert (
+        resolved["services"]["db"]["environment"]["POSTGRES_PASSWORD"]
+        == (COMPOSE_ENV["POSTGRES_PASSWORD"])
     )
 
 
@@ -224,7 +229,11 @@ def test_compose_refuses_to_start_without_the_database_password(tmp_path: Path) 
 
     result = subprocess.run(
         [*command, "-f", "compose.yaml", "config"],
-        cwd=folder, env=env, capture_output=True, text=True, check=False,
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
     assert result.returncode != 0
@@ -258,13 +267,21 @@ def test_caddy_accepts_the_caddyfile_and_routes_slack_and_agents_to_their_ports(
     }
     validate = subprocess.run(
         ["caddy", "validate", "--config", str(CADDYFILE), "--adapter", "caddyfile"],
-        env=env, capture_output=True, text=True, check=False, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
     assert validate.returncode == 0, validate.stderr
 
     adapted = subprocess.run(
         ["caddy", "adapt", "--config", str(CADDYFILE), "--adapter", "caddyfile"],
-        env=env, capture_output=True, text=True, check=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     [server] = json.loads(adapted.stdout)["apps"]["http"]["servers"].values()
     assert server["listen"] == [":443"]

@@ -88,7 +88,10 @@ def test_systemd_accepts_the_unit_without_a_warning(runnable_copy: Path) -> None
         pytest.skip("systemd-analyze is not installed")
     result = subprocess.run(
         ["systemd-analyze", "verify", str(runnable_copy)],
-        capture_output=True, text=True, check=False, timeout=60,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
     # systemd ignores an unknown or misspelt setting with a warning and exit code 0
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
@@ -99,7 +102,10 @@ def test_systemds_exposure_score_is_low(runnable_copy: Path) -> None:
         pytest.skip("systemd-analyze is not installed")
     result = subprocess.run(
         ["systemd-analyze", "security", "--offline=true", str(runnable_copy)],
-        capture_output=True, text=True, check=False, timeout=60,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
     found = re.search(r"Overall exposure level for \S+: ([0-9.]+)", result.stdout)
     if found is None:

@@ -187,9 +187,10 @@ async def test_an_agent_that_filled_its_pending_places_is_still_held_to_its_rate
         assert (await post(cs, "/v1/proposals", campaign(0), AGENT_TOKEN)).status == 201
         flood = [await post(cs, "/v1/proposals", campaign(n), AGENT_TOKEN) for n in range(1, 41)]
         by_limit = [a.json()["errors"][0]["field"] for a in flood]
-        assert by_limit == ["limits.max_pending_proposals"] * 2 + [
-            "limits.submissions_per_second"
-        ] * 38
+        assert (
+            by_limit
+            == ["limits.max_pending_proposals"] * 2 + ["limits.submissions_per_second"] * 38
+        )
         for answer in flood:
             assert answer.status == 429
         assert await cs.store.count_pending("support-bot") == 1
@@ -209,9 +210,9 @@ async def test_an_agent_that_filled_its_open_escalations_is_still_held_to_its_ra
             for n in range(1, 21)
         ]
         fields = [a.json()["errors"][0]["field"] for a in flood]
-        assert fields == ["limits.max_open_escalations"] * 2 + [
-            "limits.submissions_per_second"
-        ] * 18
+        assert (
+            fields == ["limits.max_open_escalations"] * 2 + ["limits.submissions_per_second"] * 18
+        )
 
 
 # --- pending proposals ----------------------------------------------------------------------------

@@ -316,4 +316,3 @@ async def test_startup_warns_of_a_quorum_its_user_groups_cannot_reach(
         "3 distinct people now, user groups included; its proposals will expire unless more "
         "people join the roles or groups"
     ) in warnings
-

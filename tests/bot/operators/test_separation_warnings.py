@@ -62,9 +62,7 @@ def test_people_reached_through_a_role_name_the_role_to_remove_them_from(
     assert all("(or from the role 'support')" in w for w in found)
 
 
-def test_a_user_group_in_both_is_named(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_user_group_in_both_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     found = warnings(tmp_path, capsys, configured(acts_for=[FINANCE_GROUP]))
 
     assert found and all(f"{FINANCE_GROUP} (user group, acts_for: user group" in w for w in found)

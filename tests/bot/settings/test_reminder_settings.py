@@ -27,9 +27,7 @@ def test_remind_at_is_read_from_the_approvals_section(
 
 
 @pytest.mark.parametrize("value", ['"80"', "0.8", '"100%"'])
-def test_malformed_remind_at_names_the_key_and_what_is_expected(
-    tmp_path: Path, value: str
-) -> None:
+def test_malformed_remind_at_names_the_key_and_what_is_expected(tmp_path: Path, value: str) -> None:
     path = write(tmp_path, *valid_sections(), f"[approvals]\nremind_at = {value}\n")
 
     problem = only_problem(path)
