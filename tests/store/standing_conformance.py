@@ -63,7 +63,13 @@ def covered(
 
 
 def grant_of(
-    proposal: Proposal, now: datetime, *, by: str = ADMIN, hours: int = 1, max_uses: int = 10
+    proposal: Proposal,
+    now: datetime,
+    *,
+    by: str = ADMIN,
+    hours: int = 1,
+    max_uses: int = 10,
+    varying: tuple[str, ...] = ("amount_cents",),
 ) -> Grant:
     amount = proposal.arguments["amount_cents"]
     assert isinstance(amount, int)
@@ -74,8 +80,8 @@ def grant_of(
         rule_id=proposal.rule_id,
         ceiling_field="amount_cents",
         ceiling=amount,
-        arguments=bound_arguments(proposal.arguments, ("amount_cents",)),
-        varying=("amount_cents",),
+        arguments=bound_arguments(proposal.arguments, varying),
+        varying=varying,
         max_uses=max_uses,
         created_by=by,
         created_from=proposal.id,
@@ -102,10 +108,18 @@ class StandingConformance:
     """Needs the ``store`` and ``now`` fixtures of StoreConformance."""
 
     async def _granted(
-        self, store: Store, now: datetime, *, hours: int = 1, by: str = ADMIN
+        self,
+        store: Store,
+        now: datetime,
+        *,
+        hours: int = 1,
+        by: str = ADMIN,
+        varying: tuple[str, ...] = ("amount_cents",),
+        **changes: Any,
     ) -> tuple[Proposal, str]:
-        """A pending 42.00 refund approved with a standing rule; (the approved one, rule id)."""
-        proposal, _ = await store.create_proposal(_proposal(now))
+        """A pending 42.00 refund (with ``changes``) approved with a standing rule whose calls
+        may vary in ``varying``; (the approved one, rule id)."""
+        proposal, _ = await store.create_proposal(_proposal(now, **changes))
         rule_id = new_rule_id()
         result = await store.standing().claim_and_grant(
             proposal.id,
@@ -113,7 +127,7 @@ class StandingConformance:
             now=now,
             binding_hash=proposal.binding_hash,
             lease_until=now + LEASE,
-            grant=grant_of(proposal, now, by=by, hours=hours),
+            grant=grant_of(proposal, now, by=by, hours=hours, varying=varying),
             standing_rule_id=rule_id,
         )
         assert isinstance(result, Transitioned), result
@@ -405,24 +419,9 @@ class StandingConformance:
             "meta": {"ratio": 1e-05, "eps": [2.5e-07, 0.5]},
         }
         granted_from = {**bound, "amount_cents": 4200, "memo": "first"}
-        proposal, _ = await store.create_proposal(_proposal(now, arguments=granted_from))
-        rule_id = new_rule_id()
-        grant = grant_of(proposal, now).model_copy(
-            update={
-                "arguments": bound_arguments(granted_from, ("amount_cents", "memo")),
-                "varying": ("amount_cents", "memo"),
-            }
+        proposal, rule_id = await self._granted(
+            store, now, varying=("amount_cents", "memo"), arguments=granted_from
         )
-        granted = await store.standing().claim_and_grant(
-            proposal.id,
-            actor=ADMIN,
-            now=now,
-            binding_hash=proposal.binding_hash,
-            lease_until=now + LEASE,
-            grant=grant,
-            standing_rule_id=rule_id,
-        )
-        assert isinstance(granted, Transitioned)
         call = {**bound, "amount_cents": 100, "memo": None}
         to_cover = CallToCover(
             operation=proposal.operation,
