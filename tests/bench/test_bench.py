@@ -14,6 +14,7 @@ import asyncpg
 import pytest
 
 from bot.bench.report import Measurement, percentile_ms, render_table
+from tests.bench.run import bench_rows
 
 REPO = Path(__file__).parents[2]
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -163,17 +164,7 @@ def assert_hook_rows(rows: dict[str, Any], *, runs: int) -> None:
 
 
 async def test_bench_only_hook_times_the_hook_against_a_bare_interpreter(tmp_path: Path) -> None:
-    out = tmp_path / "bench.json"
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "bench", "--only", "hook", "--hook-runs", "4",
-        "--json", str(out), "--work-dir", str(tmp_path / "work"),
-        cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    printed, _ = await asyncio.wait_for(process.communicate(), timeout=100)
-    assert process.returncode == 0, printed.decode()
-
-    rows = {row["name"]: row for row in json.loads(out.read_text())["measurements"]}
+    rows = await bench_rows(tmp_path, "--only", "hook", "--hook-runs", "4", timeout=100)
 
     assert set(rows) == {HOOK_FLOOR, *HOOK_ROWS}
     assert_hook_rows(rows, runs=4)
@@ -182,17 +173,9 @@ async def test_bench_only_hook_times_the_hook_against_a_bare_interpreter(tmp_pat
 async def test_bench_only_ingest_and_auto_give_their_cpu_per_proposal_against_floor_a(
     tmp_path: Path,
 ) -> None:
-    out = tmp_path / "bench.json"
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "bench", "--only", "ingest", "--only", "auto",
-        "--duration", "0.5", "--json", str(out), "--work-dir", str(tmp_path / "work"),
-        cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    printed, _ = await asyncio.wait_for(process.communicate(), timeout=100)
-    assert process.returncode == 0, printed.decode()
-
-    rows = {row["name"]: row for row in json.loads(out.read_text())["measurements"]}
+    rows = await bench_rows(
+        tmp_path, "--only", "ingest", "--only", "auto", "--duration", "0.5", timeout=100
+    )
 
     assert set(rows) == {"floor a: store", "ingest", "auto path"}
     for name in ("ingest", "auto path"):
@@ -207,18 +190,18 @@ async def test_bench_only_clicks_and_mixed_click_each_its_own_proposals(tmp_path
     """--only clicks --only mixed: the mixed row prepares its clicks after the clicks rows decided
     theirs in the same channel, and clicks only the proposals it submitted itself (it once took
     the decided ones, whose messages have no Approve button left, and crashed)."""
-    out = tmp_path / "bench.json"
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "bench", "--only", "clicks", "--only", "mixed",
-        "--duration", "0.5", "--clicks", "20", "--json", str(out),
-        "--work-dir", str(tmp_path / "work"),
-        cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    printed, _ = await asyncio.wait_for(process.communicate(), timeout=140)
-    assert process.returncode == 0, printed.decode()
-
-    rows = {row["name"]: row for row in json.loads(out.read_text())["measurements"]}
+    rows = await bench_rows(
+        tmp_path,
+        "--only",
+        "clicks",
+        "--only",
+        "mixed",
+        "--duration",
+        "0.5",
+        "--clicks",
+        "20",
+        timeout=140,
+    )
     assert set(rows) == {
         "clicks",
         "decisions applied",
@@ -266,18 +249,9 @@ async def test_bench_only_backlog_submits_to_an_empty_store_and_to_one_with_a_ba
 ) -> None:
     """--only backlog: its two rows alone, the second on a store where --backlog proposals of
     the agent already wait, its ratio to the first's rate."""
-    out = tmp_path / "bench.json"
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "bench", "--only", "backlog", *store,
-        "--duration", "0.5", "--backlog", "300", "--json", str(out),
-        "--work-dir", str(tmp_path / "work"),
-        cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    printed, _ = await asyncio.wait_for(process.communicate(), timeout=110)
-    assert process.returncode == 0, printed.decode()
-
-    rows = {row["name"]: row for row in json.loads(out.read_text())["measurements"]}
+    rows = await bench_rows(
+        tmp_path, "--only", "backlog", *store, "--duration", "0.5", "--backlog", "300", timeout=110
+    )
     assert set(rows) == {"backlog: empty store", "backlog: pending"}
     empty, full = rows["backlog: empty store"], rows["backlog: pending"]
     assert empty["details"]["already_pending"] == 0

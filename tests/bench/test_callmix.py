@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from collections import Counter
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ from bot.bench.stage import running_stage
 from bot.operators import callmix
 from bot.operators.calls import read_calls
 from bot.operators.simulate import simulate
+from tests.bench.run import bench_rows
 from tests.callmix_example import settings
 
 REPO = Path(__file__).parents[2]
@@ -27,17 +27,9 @@ REPO = Path(__file__).parents[2]
 async def test_bench_only_callmix_counts_the_servers_answers_and_matches_the_simulator(
     tmp_path: Path,
 ) -> None:
-    out = tmp_path / "bench.json"
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "bench", "--only", "callmix", "--mix-calls", "120",
-        "--mix-seed", "2", "--json", str(out), "--work-dir", str(tmp_path / "work"),
-        cwd=REPO, env={**os.environ}, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    printed, _ = await asyncio.wait_for(process.communicate(), timeout=110)
-    assert process.returncode == 0, printed.decode()
-
-    rows = {row["name"]: row for row in json.loads(out.read_text())["measurements"]}
+    rows = await bench_rows(
+        tmp_path, "--only", "callmix", "--mix-calls", "120", "--mix-seed", "2", timeout=110
+    )
     assert set(rows) == {"callmix"}
     row = rows["callmix"]
     assert row["count"] == 120 and row["throughput"] > 0
