@@ -80,10 +80,18 @@ class ChangeFeed:
     async def _listen(self) -> None:
         try:
             connection = await self._connect()
-            channel = await connection.fetchval(CHANNEL_OF_SCHEMA)
-            await connection.add_listener(channel, self._notified)
         except DRIVER_ERRORS as error:
             raise translate(error) from error
+        try:
+            channel = await connection.fetchval(CHANNEL_OF_SCHEMA)
+            await connection.add_listener(channel, self._notified)
+        except BaseException as error:
+            # failed or cancelled (the store closing) half-way: the connection is neither kept
+            # nor left open for the garbage collector to find
+            connection.terminate()
+            if isinstance(error, DRIVER_ERRORS):
+                raise translate(error) from error
+            raise
         connection.add_termination_listener(self._lost)
         self._connection = connection
 

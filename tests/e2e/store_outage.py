@@ -25,6 +25,8 @@ class StoreProxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         self.port = 0
 
     @property
@@ -57,6 +59,13 @@ class StoreProxy:
     async def restore(self) -> None:
         await self.start()
 
+    def hold(self) -> None:
+        """Stop passing bytes either way, connections left open: a network that stalls."""
+        self._flowing.clear()
+
+    def release(self) -> None:
+        self._flowing.set()
+
     async def close(self) -> None:
         await self.cut()
 
@@ -67,8 +76,8 @@ class StoreProxy:
             writer.transport.abort()
             return
         self._writers |= {writer, up_writer}
-        one = asyncio.create_task(_copy(reader, up_writer))
-        two = asyncio.create_task(_copy(up_reader, writer))
+        one = asyncio.create_task(_copy(reader, up_writer, self._flowing))
+        two = asyncio.create_task(_copy(up_reader, writer, self._flowing))
         self._tasks |= {one, two}
         try:
             await asyncio.wait({one, two}, return_when=asyncio.FIRST_COMPLETED)
@@ -81,9 +90,12 @@ class StoreProxy:
             self._tasks -= {one, two}
 
 
-async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _copy(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, flowing: asyncio.Event
+) -> None:
     with contextlib.suppress(OSError, asyncio.IncompleteReadError):
         while data := await reader.read(65536):
+            await flowing.wait()
             writer.write(data)
             await writer.drain()
 

@@ -27,11 +27,13 @@ from store.connector import load_queries
 from store.lanes import people_first
 from store.migrate import Migration, load_migrations
 from store.open import open_store
+from store.pg_changes import ChangeFeed
 from store.pg_errors import translate
 from store.pg_migrate import apply_migrations
 from store.pg_tx import PgTx
 from store.postgres import KEPT_FOR_PEOPLE, PostgresStore, redacted
 from store.proposals import TRANSITIONS, AlreadyDecided, Status, Transitioned
+from tests.e2e.store_outage import StoreProxy
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
 from tests.store.digest_conformance import digest
 
@@ -338,6 +340,35 @@ async def test_the_listener_reconnects_after_its_connection_is_killed(
 
     assert listening._changes.server_pid not in (None, old_pid)
     assert await heard.next() == changed
+
+
+async def test_a_listener_stopped_half_way_leaves_no_connection_open(schema: str) -> None:
+    proxy = StoreProxy()
+    port = await proxy.start()
+    opened: list[asyncpg.Connection[asyncpg.Record]] = []
+
+    async def connect() -> asyncpg.Connection[asyncpg.Record]:
+        url = f"postgresql://postgres@127.0.0.1:{port}/test"
+        connection = await asyncpg.connect(url, server_settings={"search_path": schema})
+        opened.append(connection)
+        proxy.hold()  # the network stalls: the feed's first statement gets no answer
+        return connection
+
+    feed = ChangeFeed(connect)
+    subscribing = asyncio.ensure_future(feed.subscribe(lambda proposal_id: None))
+    try:
+        for _ in range(1000):  # bounded wait for the connection (no event to await)
+            if opened:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        subscribing.cancel()  # as closing the store cancels a listener reconnecting
+        with pytest.raises(asyncio.CancelledError):
+            await subscribing
+        assert opened and opened[0].is_closed()
+        assert feed.server_pid is None
+    finally:
+        await proxy.close()
 
 
 async def test_listen_on_a_closed_store_raises_store_unavailable(open_pg: OpenStore) -> None:
