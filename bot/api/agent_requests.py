@@ -34,6 +34,7 @@ __all__ = [
     "held",
     "idempotency_key",
     "json_answer",
+    "own",
     "parse_body",
     "receive_body",
     "shed_when_behind",
@@ -51,6 +52,33 @@ class _Identified(Protocol):
 
 
 ItemT = TypeVar("ItemT", bound=_Identified)
+
+
+class _Owned(Protocol):
+    @property
+    def agent(self) -> str: ...
+
+
+OwnedT = TypeVar("OwnedT", bound=_Owned)
+
+
+async def own(
+    read: Callable[[str], Awaitable[OwnedT]],
+    missing: type[Exception],
+    kind: str,
+    item_id: str,
+    agent: AgentSettings,
+) -> OwnedT:
+    """The agent's own ``kind`` (proposal, escalation) ``item_id``, read by ``read``, which
+    raises ``missing`` when there is none. Another agent's item gets the very 404 an unknown id
+    gets: an agent learns nothing of what others submitted, not even that it exists."""
+    try:
+        item: OwnedT | None = await read(item_id)
+    except missing:
+        item = None
+    if item is None or item.agent != agent.name:
+        raise Problem(404, "Not found", f"no {kind} {item_id!r} for agent {agent.name!r}")
+    return item
 
 
 def busy() -> Problem:

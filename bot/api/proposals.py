@@ -11,6 +11,7 @@ from bot.api.agent_requests import (
     held,
     idempotency_key,
     json_answer,
+    own,
     parse_body,
     shed_when_behind,
     submitted_answer,
@@ -33,7 +34,6 @@ from store.proposals import (
     NotApprovable,
     PendingLimit,
     PendingLimitReached,
-    Proposal,
     ProposalNotFound,
     Status,
     Transitioned,
@@ -150,7 +150,13 @@ async def read(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
     wait = wait_seconds(request, service.settings.server.long_poll_max_seconds)
     proposal = await held(
-        await _own(service, agent, request.match_info["id"]),
+        await own(
+            service.store.get_proposal,
+            ProposalNotFound,
+            "proposal",
+            request.match_info["id"],
+            agent,
+        ),
         agent=agent,
         quotas=request.app[QUOTAS],
         waiters=request.app[WAITERS],
@@ -166,7 +172,9 @@ async def cancel(request: web.Request) -> web.Response:
     repeat); 409 naming its status once it was decided; 404 for another agent's, as for reads."""
     agent, _ = await _caller(request)
     service = request.app[SERVICE]
-    before = await _own(service, agent, request.match_info["id"])
+    before = await own(
+        service.store.get_proposal, ProposalNotFound, "proposal", request.match_info["id"], agent
+    )
     result = await service.store.cancel(before.id, agent=agent.name, now=service.now())
     if isinstance(result, NotApprovable):  # pending past its expiry: it expires instead
         await service.expire_due()
@@ -199,16 +207,6 @@ async def openapi(request: web.Request) -> web.Response:
         max_body_bytes=MAX_BODY,
     )
     return web.json_response(document)
-
-
-async def _own(service: Service, agent: AgentSettings, proposal_id: str) -> Proposal:
-    try:
-        proposal = await service.store.get_proposal(proposal_id)
-    except ProposalNotFound:
-        proposal = None
-    if proposal is None or proposal.agent != agent.name:  # another agent's: same answer
-        raise Problem(404, "Not found", f"no proposal {proposal_id!r} for agent {agent.name!r}")
-    return proposal
 
 
 def wait_seconds(request: web.Request, ceiling: float) -> float:

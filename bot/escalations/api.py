@@ -10,6 +10,7 @@ from bot.api.agent_requests import (
     held,
     idempotency_key,
     json_answer,
+    own,
     parse_body,
     shed_when_behind,
     submitted_answer,
@@ -27,7 +28,7 @@ from bot.escalations.flow import EscalationService
 from bot.escalations.schemas import EscalationBody, EscalationOut
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
-from store.escalations import Escalation, EscalationNotFound, EscalationStatus
+from store.escalations import EscalationNotFound, EscalationStatus
 
 __all__ = ["ESCALATIONS", "escalation_routes"]
 
@@ -80,7 +81,13 @@ async def read(request: web.Request) -> web.Response:
     wait = wait_seconds(request, service.settings.server.long_poll_max_seconds)
     holding = _while_status(request)
     escalation = await held(
-        await _own(service, agent, request.match_info["id"]),
+        await own(
+            service.store.get_escalation,
+            EscalationNotFound,
+            "escalation",
+            request.match_info["id"],
+            agent,
+        ),
         agent=agent,
         quotas=request.app[QUOTAS],
         waiters=request.app[WAITERS],
@@ -105,13 +112,3 @@ def _while_status(request: web.Request) -> frozenset[EscalationStatus]:
             f"query parameter 'while_status' must list statuses from: {allowed} (got {raw!r})",
             problems=[FieldProblem(field="while_status", message=f"statuses from: {allowed}")],
         ) from None
-
-
-async def _own(service: EscalationService, agent: AgentSettings, escalation_id: str) -> Escalation:
-    try:
-        escalation: Escalation | None = await service.store.get_escalation(escalation_id)
-    except EscalationNotFound:
-        escalation = None
-    if escalation is None or escalation.agent != agent.name:  # another agent's: same answer
-        raise Problem(404, "Not found", f"no escalation {escalation_id!r} for agent {agent.name!r}")
-    return escalation
