@@ -1149,3 +1149,63 @@ async def test_a_message_is_attached_with_its_audit_entry_in_one_statement(
     [posted] = [e for e in await store.audit_log(new.id) if e.event == "posted_to_slack"]
     assert posted.detail == {"channel": "C0FINANCE", "ts": "1700000000.000200"}
     assert (await store.verify_audit()).ok
+
+
+@pytest.mark.parametrize("query_name", ["record_outcome_at_once", "supersede_updates"])
+@pytest.mark.parametrize("statistics", ["none", "stale"])
+async def test_superseding_message_updates_reads_only_the_proposals_own_outbox_entries(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], query_name: str, statistics: str
+) -> None:
+    """Superseding a proposal's earlier message updates found them through a join (or a
+    condition) the planner ordered badly on tables not yet analyzed, as a fresh database's are,
+    or analyzed before the updates were written: it walked every open message update of the
+    outbox, 1,000 here, or the whole outbox, where the proposal's own index entries were all it
+    needed."""
+    store = await open_pg()
+    # the statistics are the test's alone: autovacuum must not gather them meanwhile
+    await raw.execute("ALTER TABLE outbox SET (autovacuum_enabled = false)")
+    for n in range(1000):  # other proposals, each with a message update due
+        await store.create_proposal(new_proposal(NOW, requested_by=f"U{n:04d}"))
+    if statistics == "stale":  # gathered while the outbox held the proposals' posts alone
+        await raw.execute("ANALYZE outbox")
+    await raw.execute(
+        "INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at)"
+        " SELECT id, 'slack.update', 'slack', status, $1, $1 FROM proposals",
+        NOW,
+    )
+    running = new_proposal(NOW, decision="auto", status=Status.EXECUTING)
+    await store.create_proposal(running)
+    query = load_queries("postgres")[query_name]
+    params = {
+        "id": running.id,
+        "proposal_id": running.id,
+        "attempt": 1,
+        "status": "succeeded",
+        "outcome": json.dumps(OUTCOME_EXAMPLES[0].model_dump(mode="json")),
+        "now": NOW,
+        "actor": "countersign",
+        "event": "outcome",
+        "detail": "{}",
+        "effects": json.dumps([["slack.update", "slack"], ["callback", "callback"]]),
+        "lane": "slack",
+        "effect": "slack.update",
+    }
+    values = [
+        PgTx.param(key, value)
+        for key, value in zip(
+            query.params, query.positional({k: params[k] for k in query.params}), strict=True
+        )
+    ]
+    explained = raw.transaction()  # EXPLAIN ANALYZE runs the statement: rolled back after
+    await explained.start()
+    try:
+        [plan] = json.loads(
+            await raw.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {query.text}", *values)
+        )
+    finally:
+        await explained.rollback()
+    scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "outbox"]
+    read = [scan["Actual Rows"] + scan.get("Rows Removed by Filter", 0) for scan in scans]
+    assert scans and max(read) <= 3, [
+        (scan["Node Type"], scan.get("Index Name"), scan.get("Actual Rows")) for scan in scans
+    ]

@@ -26,8 +26,15 @@ SELECT count(*) AS pending FROM outbox WHERE delivered_at IS NULL AND abandoned_
 -- name: supersede_updates
 -- A new message update makes the proposal's earlier ones moot: an update renders the state
 -- when it is delivered, so the last one shows what the earlier would have. Those not being
--- delivered right now count as done; one under a live lease is left to finish first.
+-- delivered right now count as done; one under a live lease is left to finish first. The
+-- proposal's own open entries are found first (outbox_open_by_proposal): with the effect in the
+-- same condition, PostgreSQL walked every open message update (outbox_due_decisions) on tables
+-- not analyzed yet, as a fresh database's are.
 UPDATE outbox SET delivered_at = :now, last_error = 'superseded by a later update'
-WHERE proposal_id = :proposal_id AND lane = :lane AND effect = :effect
-  AND delivered_at IS NULL AND abandoned_at IS NULL
+WHERE id IN (
+    SELECT own.id FROM outbox AS own
+    WHERE own.proposal_id = :proposal_id AND own.lane = :lane
+      AND own.delivered_at IS NULL AND own.abandoned_at IS NULL
+)
+  AND effect = :effect
   AND (leased_until IS NULL OR leased_until <= :now)

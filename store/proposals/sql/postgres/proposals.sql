@@ -52,12 +52,18 @@ WITH changed AS (
     WHERE (e.item ->> 1 = 'slack' AND changed.channel IS NOT NULL)
        OR (e.item ->> 1 = 'callback' AND changed.callback_url IS NOT NULL)
 ), superseded AS (
+    -- the proposal's own open Slack entries first (outbox_open_by_proposal), then by id those
+    -- that are message updates: with the effect in the same condition, or joined with changed,
+    -- the planner walked every open message update of the outbox (outbox_due_decisions) on
+    -- tables not analyzed yet, as a fresh database's are
     UPDATE outbox SET delivered_at = :now, last_error = 'superseded by a later update'
-    FROM changed
-    WHERE outbox.proposal_id = changed.id AND outbox.lane = 'slack'
+    WHERE outbox.id IN (
+        SELECT own.id FROM outbox AS own
+        WHERE own.proposal_id = :id AND own.lane = 'slack'
+          AND own.delivered_at IS NULL AND own.abandoned_at IS NULL
+    )
       AND outbox.effect = 'slack.update'
       AND EXISTS (SELECT FROM effect WHERE effect.effect = 'slack.update')
-      AND outbox.delivered_at IS NULL AND outbox.abandoned_at IS NULL
       AND (outbox.leased_until IS NULL OR outbox.leased_until <= :now)
 ), enqueued AS (
     INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at)
