@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contracts.redaction import shown_store_url
 from store.base import StoreError
-from store.postgres import PostgresStore
+from store.postgres import POOL_SIZE, PostgresStore
 from store.protocol import Store
 from store.sqlite import SqliteStore
 
@@ -18,15 +18,17 @@ _EXAMPLES = (
 )
 
 
-async def open_store(url: str, *, durable: bool = True) -> Store:
+async def open_store(url: str, *, durable: bool = True, pool_size: int = POOL_SIZE) -> Store:
     """The store at ``url``, opened and migrated.
 
     ``sqlite:///data/countersign.sqlite`` is relative to the working directory,
     ``sqlite:////var/lib/countersign.sqlite`` absolute; a URL without a scheme is a file path.
-    ``postgresql://`` and ``postgres://`` URLs (libpq's form) open the PostgreSQL store.
+    ``postgresql://`` and ``postgres://`` URLs (libpq's form) open the PostgreSQL store, with a
+    pool of ``pool_size`` connections; a SQLite store (one file, its connections fixed by
+    store/sqlite.py) takes no notice of it.
     """
     if url.startswith(_POSTGRES):
-        return await PostgresStore.open(url, durable=durable)
+        return await PostgresStore.open(url, durable=durable, max_size=pool_size)
     return await SqliteStore.open(_sqlite_file(url), durable=durable)
 
 

@@ -39,7 +39,14 @@ from store.pg_migrate import apply_migrations
 from store.pg_tx import PgTx
 from store.verbs import StoreVerbs
 
-__all__ = ["PostgresStore", "redacted"]
+__all__ = [
+    "KEPT_FOR_PEOPLE",
+    "POOL_SIZE",
+    "POOL_SIZE_MAX",
+    "POOL_SIZE_MIN",
+    "PostgresStore",
+    "redacted",
+]
 
 if TYPE_CHECKING:
     from store.pg_migrate import Connection
@@ -48,6 +55,12 @@ Isolation = Literal["read_committed", "repeatable_read"]
 
 #: Connections of the pool only people's lane may use (store/lanes.py).
 KEPT_FOR_PEOPLE = 2
+#: The pool's size (``store.pool_size``): unless the operator sets it, 10 connections
+POOL_SIZE = 10
+#: the smallest pool: those kept for people's lane and one for everyone else
+POOL_SIZE_MIN = KEPT_FOR_PEOPLE + 1
+#: the largest pool one store may open: PostgreSQL's default max_connections
+POOL_SIZE_MAX = 100
 
 #: Whether the calling task already holds one of the places outside people's lane (a connection
 #: taken while it holds another does not take a second place: it could wait for itself).
@@ -88,13 +101,16 @@ class PostgresStore(StoreVerbs):
         *,
         durable: bool = True,
         min_size: int = 1,
-        max_size: int = 10,
+        max_size: int = POOL_SIZE,
         server_settings: Mapping[str, str] | None = None,
         connect_timeout: float = 10.0,
         clock: Callable[[], datetime] | None = None,
     ) -> PostgresStore:
         """Connect a pool to ``url`` (``postgresql://user@host:port/database``) and migrate.
 
+        ``max_size`` is the pool's size (``store.pool_size`` allows :data:`POOL_SIZE_MIN` to
+        :data:`POOL_SIZE_MAX`), of which :data:`KEPT_FOR_PEOPLE` are kept for people's lane;
+        the connection that listens for changes (:meth:`listen`) is one more.
         ``durable=False`` turns off ``synchronous_commit`` for the store's sessions: faster, and
         a server crash may lose the last commits (never corrupt the database).
         ``server_settings`` are session settings for every connection (``search_path`` picks
@@ -139,6 +155,11 @@ class PostgresStore(StoreVerbs):
         store = cls(pool, listen_connect=listen_connect, clock=clock)
         store._sealer.start()  # seals what an instance that stopped may have left unsealed
         return store
+
+    @property
+    def pool_size(self) -> int:
+        """The most connections the pool holds at once (the listening one is not of them)."""
+        return self._pool.get_max_size()
 
     async def listen(self, on_change: Callable[[str], None]) -> None:
         """From now on, call ``on_change(proposal_id)`` whenever any instance changes a

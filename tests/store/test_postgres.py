@@ -34,6 +34,7 @@ from store.pg_tx import PgTx
 from store.postgres import KEPT_FOR_PEOPLE, PostgresStore, redacted
 from store.proposals import TRANSITIONS, AlreadyDecided, Status, Transitioned
 from tests.e2e.store_outage import StoreProxy
+from tests.scale.cluster import fresh_database
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
 from tests.store.digest_conformance import digest
 
@@ -1023,6 +1024,62 @@ async def test_a_click_is_recorded_while_agents_hold_every_connection_they_may(
         release.set()
         await asyncio.gather(*agents)
     assert holding == 6
+
+
+async def test_a_store_opened_with_a_pool_size_holds_at_most_that_many_connections() -> None:
+    """``store.pool_size`` (open_store's pool_size): agents' work filling its places and people's
+    work waiting for more, the database sees no more than the pool's connections, and people's
+    lane has the KEPT_FOR_PEOPLE of them agents never take."""
+    size = 5
+    async with fresh_database() as db_url:
+        store = await open_store(db_url, pool_size=size)
+        assert isinstance(store, PostgresStore) and store.pool_size == size
+        admin = await asyncpg.connect(URL)
+        query = "SELECT count(*) FROM pg_stat_activity WHERE datname = $1"
+        name = db_url.rsplit("/", 1)[1]
+        seen: list[int] = []
+        release = asyncio.Event()
+        agents_in, people_in = 0, 0
+
+        async def agent() -> None:
+            nonlocal agents_in
+            async with store.tx(write=True) as tx:
+                await tx.one("select_audit_head")
+                agents_in += 1
+                await release.wait()
+
+        async def person() -> None:
+            nonlocal people_in
+            with people_first():
+                async with store.connection() as db:
+                    await db.fetchval("SELECT 1")
+                    people_in += 1
+                    await release.wait()
+
+        async def until(done: Callable[[], bool]) -> None:
+            async with asyncio.timeout(10):
+                while not done():
+                    seen.append(await admin.fetchval(query, name))
+                    await asyncio.sleep(0.01)
+
+        agents = [asyncio.create_task(agent()) for _ in range(4 * size)]
+        people: list[asyncio.Task[None]] = []
+        try:
+            await until(lambda: agents_in >= size - KEPT_FOR_PEOPLE)
+            people = [asyncio.create_task(person()) for _ in range(2 * KEPT_FOR_PEOPLE)]
+            await until(lambda: people_in >= KEPT_FOR_PEOPLE)
+            await asyncio.sleep(0.2)  # room for a connection too many to open, were it allowed
+            seen.append(await admin.fetchval(query, name))
+
+            assert (agents_in, people_in) == (size - KEPT_FOR_PEOPLE, KEPT_FOR_PEOPLE)
+            assert seen[-1] == size
+        finally:
+            release.set()
+            await asyncio.gather(*agents, *people)
+            await store.close()
+            await admin.close()
+    assert max(seen) == size
+    assert (agents_in, people_in) == (4 * size, 2 * KEPT_FOR_PEOPLE)
 
 
 # --- round trips -------------------------------------------------------------------------------
