@@ -135,7 +135,7 @@ async def audit_anchor(settings: Settings, out: TextIO, err: TextIO) -> int:
 
 async def _open(settings: Settings, err: TextIO) -> Store | None:
     try:
-        return await open_store(settings.store.url)
+        return await open_store(settings.store.url, pool_size=settings.store.pool_size)
     except StoreError as error:
         print(f"cannot open the store {redacted(settings.store.url)}: {error}", file=err)
         return None

@@ -250,7 +250,7 @@ async def _audit_export(
         print(error, file=sys.stderr)
         return 2
     try:
-        store = await open_store(settings.store.url)
+        store = await open_store(settings.store.url, pool_size=settings.store.pool_size)
     except StoreError as error:
         print(
             f"cannot open the store {shown_store_url(settings.store.url)}: {error}",
@@ -289,7 +289,11 @@ def _serve(settings: Settings, overrides: dict[str, object], *, allow_offline: b
     opened: list[Store] = []
 
     async def make() -> web.Application:
-        store = await open_store(settings.store.url, durable=settings.store.durable)
+        store = await open_store(
+            settings.store.url,
+            durable=settings.store.durable,
+            pool_size=settings.store.pool_size,
+        )
         opened.append(store)
         app = build_app(settings, store, allow_offline=allow_offline)
 

@@ -80,7 +80,7 @@ async def retention_command(
         print(f"retention: cannot write the archive {path}: {error}", file=err)
         return 2
     try:
-        store = await open_store(settings.store.url)
+        store = await open_store(settings.store.url, pool_size=settings.store.pool_size)
     except StoreError as error:
         archive.close()
         path.unlink(missing_ok=True)

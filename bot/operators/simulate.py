@@ -214,7 +214,7 @@ async def _standing_store(settings: Settings, err: TextIO) -> Store | None:
         if not state.current:
             print("note: the store's schema is not current; standing rules left out", file=err)
             return None
-        return await open_store(settings.store.url)
+        return await open_store(settings.store.url, pool_size=settings.store.pool_size)
     except StoreError as error:
         print(f"note: the store cannot be read ({error}); standing rules left out", file=err)
         return None
@@ -306,7 +306,7 @@ async def export_calls(settings: Settings, since_text: str) -> list[Call]:
     on a bad date or a store that cannot be read."""
     since = parse_since(since_text)
     try:
-        store = await open_store(settings.store.url)
+        store = await open_store(settings.store.url, pool_size=settings.store.pool_size)
     except StoreError as error:
         raise ValueError(f"cannot open the store: {error}") from None
     try:

@@ -27,6 +27,7 @@ from contracts.escalation import EscalationPolicy
 from contracts.policy import PolicyTable
 from contracts.registry import Registry
 from contracts.reminders import DEFAULT_REMIND_AT, RemindAt, parse_remind_at
+from store.postgres import KEPT_FOR_PEOPLE, POOL_SIZE, POOL_SIZE_MAX, POOL_SIZE_MIN
 
 __all__ = [
     "DEFAULT_CONFIG_PATH",
@@ -104,6 +105,20 @@ class StoreSettings(_Section):
     url: str = "sqlite:///countersign.sqlite"
     #: fsync every commit (synchronous=FULL); turning it off risks the last commits on power loss
     durable: bool = True
+    #: PostgreSQL only: the most connections an instance's pool holds at once, of which
+    #: KEPT_FOR_PEOPLE are kept for people's clicks (store/lanes.py); a SQLite store ignores it
+    pool_size: int = Field(default=POOL_SIZE, strict=True)
+
+    @field_validator("pool_size")
+    @classmethod
+    def _pool_size(cls, value: int) -> int:
+        if not POOL_SIZE_MIN <= value <= POOL_SIZE_MAX:
+            raise ValueError(
+                f"expected {POOL_SIZE_MIN} to {POOL_SIZE_MAX} connections: {KEPT_FOR_PEOPLE} are "
+                "kept for people's clicks, and agents' work and the sweeps share the rest, at "
+                f"least one; {POOL_SIZE_MAX} is PostgreSQL's default max_connections"
+            )
+        return value
 
 
 class ApprovalSettings(_Section):

@@ -226,7 +226,7 @@ def print_review_stats(stats: Sequence[ReviewStats], *, sample: float, out: IO[s
 async def review_stats_command(settings: Settings, out: IO[str], err: IO[str]) -> int:
     """``countersign policy review-stats``."""
     try:
-        store = await open_store(settings.store.url)
+        store = await open_store(settings.store.url, pool_size=settings.store.pool_size)
     except StoreError as error:
         print(f"cannot open the store {shown_store_url(settings.store.url)}: {error}", file=err)
         return 2
