@@ -25,6 +25,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
+from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 
@@ -114,9 +115,11 @@ class PostgresStore(StoreVerbs):
         ``durable=False`` turns off ``synchronous_commit`` for the store's sessions: faster, and
         a server crash may lose the last commits (never corrupt the database).
         ``server_settings`` are session settings for every connection (``search_path`` picks
-        a schema). ``clock`` stamps the one verb without a ``now`` (attach_message).
+        a schema). Its connections are named ``countersign`` in ``pg_stat_activity`` unless the
+        URL names them (``?application_name=countersign-a``, to tell instances apart).
+        ``clock`` stamps the one verb without a ``now`` (attach_message).
         """
-        settings = {"application_name": "countersign", **(server_settings or {})}
+        settings = {**_named(url), **(server_settings or {})}
         if not durable:
             settings.setdefault("synchronous_commit", "off")
         where = redacted(url)
@@ -266,3 +269,10 @@ async def _nothing_to_reset(db: asyncpg.Connection[asyncpg.Record]) -> None:
 
 async def _cannot_listen() -> asyncpg.Connection[asyncpg.Record]:
     raise StoreUnavailable("this store was built without a way to listen; open it with open()")
+
+
+def _named(url: str) -> dict[str, str]:
+    """The connections' default name, unless the URL's query gives one (asyncpg takes it from
+    there as a session setting; one given as ``server_settings`` would override it)."""
+    query = parse_qs(urlsplit(url).query)
+    return {} if "application_name" in query else {"application_name": "countersign"}

@@ -857,6 +857,31 @@ async def test_open_store_opens_postgresql_urls(
     assert await raw.fetchval("SELECT count(*) FROM proposals") == 1  # in the test's schema
 
 
+async def test_connections_are_named_countersign_unless_the_url_names_them(
+    open_pg: OpenStore, schema: str, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    """Instances on one database are told apart in pg_stat_activity by the name their URL
+    gives (the store's default would override it otherwise)."""
+    default = await open_pg()
+    named = await PostgresStore.open(
+        f"{URL}?application_name=countersign-a", server_settings={"search_path": schema}
+    )
+    try:
+        await named.listen(lambda proposal_id: None)
+        for store, name in ((default, "countersign"), (named, "countersign-a")):
+            async with store.connection() as db:
+                assert await db.fetchval("SHOW application_name") == name
+        listening = named._changes.server_pid
+        assert (
+            await raw.fetchval(
+                "SELECT application_name FROM pg_stat_activity WHERE pid = $1", listening
+            )
+            == "countersign-a"
+        )
+    finally:
+        await named.close()
+
+
 async def test_durable_false_turns_off_synchronous_commit_only(open_pg: OpenStore) -> None:
     fast, safe = await open_pg(durable=False), await open_pg()
 
