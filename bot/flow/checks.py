@@ -12,8 +12,9 @@ import logging
 from datetime import UTC
 
 from bot.flow import deciders
+from bot.flow.core import FlowCore
 from bot.flow.lineage import editors_of
-from bot.flow.sweeps import Sweeping
+from bot.flow.sweeps import Sweeps
 from bot.render import clicks as render
 from contracts.authority import DECIDING
 from contracts.policy import AskRule
@@ -28,7 +29,7 @@ from store.proposals import (
 )
 from store.proposals.approvals import already_approved
 
-__all__ = ["Checking"]
+__all__ = ["Checks"]
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +37,13 @@ log = logging.getLogger(__name__)
 _NEEDS_ROLE = DECIDING.role.split("{", 1)[0]
 
 
-class Checking(Sweeping):
-    """The flow's checks: whether a person may decide a proposal now, and the refusals."""
+class Checks:
+    """The flow's checks: whether a person may decide a proposal now, and the refusals; over
+    the core, and the sweeps (a click on an overdue proposal expires it first)."""
+
+    def __init__(self, core: FlowCore, sweeps: Sweeps) -> None:
+        self._core = core
+        self._sweeps = sweeps
 
     async def decidable(
         self,
@@ -53,15 +59,15 @@ class Checking(Sweeping):
         ``user`` why and audited the refusal as ``<verb>_refused`` (a click on a proposal
         someone decided is told who did, unaudited; one on a withdrawn proposal is refused)."""
         try:
-            proposal = await self.store.get_proposal(proposal_id)
+            proposal = await self._core.store.get_proposal(proposal_id)
         except ProposalNotFound:
             log.info("click on unknown proposal %r by %s", proposal_id, user)
-            await self.tell(
+            await self._core.tell(
                 None, channel, user, render.refusal_text("this proposal does not exist")
             )
             return None
         except StoreUnavailable as error:  # not an answer about the proposal: nothing changed
-            await self.store_away(proposal_id, user=user, channel=channel, error=error)
+            await self._core.store_away(proposal_id, user=user, channel=channel, error=error)
             return None
         if proposal.status is Status.CANCELLED:
             withdrawn = render.withdrawn_reason(proposal)
@@ -71,7 +77,7 @@ class Checking(Sweeping):
             await self._tell_decided(proposal, user=user, channel=channel)
             return None
         why = await self._refusal(proposal, user)
-        if why is None and proposal.operation not in self.settings.registry:
+        if why is None and proposal.operation not in self._core.settings.registry:
             why = f"operation {proposal.operation!r} is no longer configured"
         if why is None:
             return proposal
@@ -82,9 +88,9 @@ class Checking(Sweeping):
         self, proposal: Proposal, *, user: str, channel: str | None, verb: str, why: str
     ) -> None:
         """Refuse ``user``'s click: audit it as ``<verb>_refused`` with ``why``, then tell them
-        ``why`` (privately, see :meth:`tell`). Nothing else changes."""
+        ``why`` (privately, see :meth:`FlowCore.tell`). Nothing else changes."""
         await self.audit_refusal(proposal, user=user, verb=verb, why=why)
-        await self.tell(proposal, channel, user, render.refusal_text(why))
+        await self._core.tell(proposal, channel, user, render.refusal_text(why))
 
     async def audit_refusal(self, proposal: Proposal, *, user: str, verb: str, why: str) -> None:
         """A refused click, audited as ``<verb>_refused`` (as ``decidable`` audits its own
@@ -104,24 +110,24 @@ class Checking(Sweeping):
                 "reason": why,
             },
         )
-        await self.store.record_event(
+        await self._core.store.record_event(
             proposal.id,
             actor=user,
             event=f"{verb}_refused",
             detail={"user": user, "reason": why},
-            now=self._clock(),
+            now=self._core.now(),
         )
 
     async def refusal_for(self, proposal: Proposal, user: str) -> str | None:
         """Why ``user`` may not decide ``proposal`` now, or None (App Home lists only these)."""
-        if proposal.operation not in self.settings.registry:
+        if proposal.operation not in self._core.settings.registry:
             return f"operation {proposal.operation!r} is no longer configured"
         return already_approved(proposal, user) or await self._refusal(proposal, user)
 
     async def item_refusal(self, proposal: Proposal, user: str) -> str | None:
         """Why ``user`` may not decide the pending ``proposal``: the checks ``decidable``
         makes (the operation still configured, contracts.authority), nothing audited."""
-        if proposal.operation not in self.settings.registry:
+        if proposal.operation not in self._core.settings.registry:
             return f"operation {proposal.operation!r} is no longer configured"
         return await self._refusal(proposal, user)
 
@@ -132,21 +138,23 @@ class Checking(Sweeping):
         told when they may."""
         rule = self._current_rule(proposal)
         refusal = await deciders.refusal(
-            self.settings,
-            self.directory,
+            self._core.settings,
+            self._core.directory,
             user,
             roles=self.deciding_roles(proposal),
             agent=proposal.agent,
             requested_by=proposal.requested_by,
-            editors=await editors_of(self.store, proposal),
+            editors=await editors_of(self._core.store, proposal),
             allow_guests=rule.allow_guests if rule is not None else False,
         )
-        waiting = proposal.backup_at is not None and self._clock() < proposal.backup_at
+        waiting = proposal.backup_at is not None and self._core.now() < proposal.backup_at
         if refusal is None or not waiting or not refusal.startswith(_NEEDS_ROLE):
             return refusal
         backups = self.backup_roles(proposal)
         held = [
-            r for r in backups if await deciders.holds(self.settings, self.directory, user, (r,))
+            r
+            for r in backups
+            if await deciders.holds(self._core.settings, self._core.directory, user, (r,))
         ]
         if not held:
             return refusal
@@ -170,12 +178,12 @@ class Checking(Sweeping):
         rule = self._current_rule(proposal)
         if rule is None:
             return ()
-        handed_over = proposal.backup_at is not None and self._clock() >= proposal.backup_at
+        handed_over = proposal.backup_at is not None and self._core.now() >= proposal.backup_at
         return rule.approvers + (self.backup_roles(proposal) if handed_over else ())
 
     def _current_rule(self, proposal: Proposal) -> AskRule | None:
         """The proposal's rule as the policy is configured *now*, if it still asks."""
-        for rule in self.settings.policy.rules:
+        for rule in self._core.settings.policy.rules:
             if rule.id == proposal.rule_id:
                 return rule if isinstance(rule, AskRule) else None
         return None
@@ -194,9 +202,12 @@ class Checking(Sweeping):
         if isinstance(result, AlreadyDecided):
             await self._tell_decided(result.proposal, user=user, channel=channel)
             return
-        if result.proposal.expires_at is not None and result.proposal.expires_at <= self._clock():
-            await self.expire_due()
-        await self.tell(result.proposal, channel, user, render.refusal_text(result.reason))
+        if (
+            result.proposal.expires_at is not None
+            and result.proposal.expires_at <= self._core.now()
+        ):
+            await self._sweeps.expire_due()
+        await self._core.tell(result.proposal, channel, user, render.refusal_text(result.reason))
 
     async def _tell_decided(self, proposal: Proposal, *, user: str, channel: str | None) -> None:
-        await self.tell(proposal, channel, user, render.already_decided_text(proposal))
+        await self._core.tell(proposal, channel, user, render.already_decided_text(proposal))

@@ -1,13 +1,15 @@
 """What every stage of the flow shares: its collaborators, its clock, and how it tells.
 
 The app factory (bot/app.py) passes in the settings, the store and the ports (bot/flow/ports.py:
-Slack's publisher and directory, the agents' long-poll waiters). After every transition a stage
-calls :meth:`FlowCore.changed`; a click's private answer goes through :meth:`FlowCore.tell`.
+Slack's publisher and directory, the agents' long-poll waiters): :class:`Collaborators`. After
+every transition a stage calls :meth:`FlowCore.changed`; a click's private answer goes through
+:meth:`FlowCore.tell`.
 
-The stages build on each other in this order, each in its module: execution (run a claimed
-proposal, record its outcome), sweeps (what time does: expire, remind, hand over, reclaim),
-checks (who may decide what, and the refusals), submit, decide; bot/flow/service.py is the
-whole.
+Each stage is a class of its own module, given this core and the other stages it uses, and
+reaches nothing else: execution (run a claimed proposal, record its outcome), sweeps (what
+time does: expire, remind, hand over, reclaim), checks (who may decide what, and the refusals;
+given the sweeps), submit (given the execution), decide (given the checks and the execution).
+bot/flow/service.py is the whole: this core with the stages built over it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import logging
 import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import NotRequired, TypedDict, Unpack
 
 from bot.flow.destinations import CallbackGuard
 from bot.flow.executor import Executor
@@ -29,7 +32,7 @@ from store.escalations import Escalation
 from store.proposals import Proposal
 from store.protocol import Store
 
-__all__ = ["APP_HOME", "FlowCore"]
+__all__ = ["APP_HOME", "Collaborators", "FlowCore"]
 
 log = logging.getLogger(__name__)
 
@@ -38,40 +41,45 @@ log = logging.getLogger(__name__)
 APP_HOME = "app_home"
 
 
+class Collaborators(TypedDict):
+    """What the app factory passes in to build the flow (``Service(**collaborators)``)."""
+
+    settings: Settings
+    store: Store
+    publisher: Publisher
+    http: HttpClient
+    clock: Callable[[], datetime]
+    wake_outbox: Callable[[], None]
+    directory: Directory
+    waiters: Waiters
+    callback_guard: NotRequired[CallbackGuard | None]
+    subscribers: NotRequired[Subscribers | None]
+
+
 class FlowCore:
     """The collaborators and clock every stage uses, and how the flow tells people."""
 
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        store: Store,
-        publisher: Publisher,
-        http: HttpClient,
-        clock: Callable[[], datetime],
-        wake_outbox: Callable[[], None],
-        directory: Directory,
-        waiters: Waiters,
-        callback_guard: CallbackGuard | None = None,
-        subscribers: Subscribers | None = None,
-    ) -> None:
+    def __init__(self, **given: Unpack[Collaborators]) -> None:
+        settings = given["settings"]
         self.settings = settings
         #: checks an agent's callback_url (bot/flow/destinations.py)
-        self.callback_guard = callback_guard or CallbackGuard()
-        self.store = store
+        self.callback_guard = given.get("callback_guard") or CallbackGuard()
+        self.store = given["store"]
         #: Slack, for the answers the flow gives at once (bot/flow/ports.py)
-        self.publisher = publisher
+        self.publisher = given["publisher"]
         #: the agents' long polls, woken by every change (bot/api/waiters.py fulfils it)
-        self.waiters = waiters
-        self._clock = clock
-        self._http = http
-        self._wake_outbox = wake_outbox
-        self.directory = directory
-        self._executor = Executor(settings.registry, http, clock)
+        self.waiters = given["waiters"]
+        self.directory = given["directory"]
+        #: wakes the outbox worker: a transition wrote something for it to deliver
+        self.wake_outbox = given["wake_outbox"]
+        self._clock = given["clock"]
+        self._http = given["http"]
+        #: runs a claimed proposal's operation (bot/flow/executor.py), never raising
+        self.executor = Executor(settings.registry, self._http, self._clock)
         self._lease = timedelta(seconds=settings.server.execution_lease_seconds)
         #: told of every proposal that changed, and shows private answers on a person's App Home
         #: tab (bot/slack/home.py subscribes: it refreshes its approvers' tabs)
-        self._subscribers = subscribers or Subscribers()
+        self._subscribers = given.get("subscribers") or Subscribers()
 
     def now(self) -> datetime:
         """The service's clock (injected, so expiry and leases are testable)."""
@@ -94,7 +102,7 @@ class FlowCore:
         claiming nothing (its poll would find anything written anyway)."""
         self.waiters.notify(proposal.id)
         if enqueued:
-            self._wake_outbox()
+            self.wake_outbox()
         self._subscribers.proposal_changed(proposal)
 
     def escalation_changed(self, escalation: Escalation, previous_owner: str | None) -> None:
@@ -102,7 +110,7 @@ class FlowCore:
         share the flow's long polls, outbox worker and subscribers; ``previous_owner`` owned it
         before."""
         self.waiters.notify(escalation.id)
-        self._wake_outbox()
+        self.wake_outbox()
         self._subscribers.escalation_changed(escalation, previous_owner)
 
     async def shown_at_home(self, channel: str | None, user: str, text: str) -> bool:

@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from pydantic import JsonValue
 
 from bot.flow import extensions
-from bot.flow.submit import Submitting
+from bot.flow.checks import Checks
+from bot.flow.core import FlowCore
+from bot.flow.execution import Execution
 from bot.render import proposal as render
 from contracts.canonical import binding_hash
 from contracts.outcomes import Outcome, Succeeded, TerminalFailure
@@ -29,35 +31,47 @@ from store.proposals import (
 )
 from store.proposals.approvals import already_approved
 
-__all__ = ["Deciding"]
+__all__ = ["Decisions"]
 
 
-class Deciding(Submitting):
-    """The flow's decision stage: the clicks that approve, reject, extend or reconcile."""
+class Decisions:
+    """The flow's decision stage: the clicks that approve, reject, extend or reconcile; over the
+    core, the checks every click takes first, and the execution of what a decision claims."""
+
+    def __init__(self, core: FlowCore, checks: Checks, execution: Execution) -> None:
+        self._core = core
+        self._checks = checks
+        self._execution = execution
 
     async def approve(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
         """An Approve click: check the clicker, record the approval; once the rule's quorum of
         distinct approvers is reached, claim atomically, execute once, report."""
-        proposal = await self.decidable(proposal_id, user=user, channel=channel, verb="approve")
+        proposal = await self._checks.decidable(
+            proposal_id, user=user, channel=channel, verb="approve"
+        )
         if proposal is None:
             return None
         again = already_approved(proposal, user)
         if again is not None:
-            await self.refuse(proposal, user=user, channel=channel, verb="approve", why=again)
+            await self._checks.refuse(
+                proposal, user=user, channel=channel, verb="approve", why=again
+            )
             return None
         result = await self._approve_in_store(proposal, user)
         if isinstance(result, Transitioned):
-            self.changed(result.proposal)
-            return await self.execute(result.proposal)
+            self._core.changed(result.proposal)
+            return await self._execution.execute(result.proposal)
         if isinstance(result, ApprovalCounted):  # the message shows the progress (outbox)
-            self.changed(result.proposal)
+            self._core.changed(result.proposal)
             text = render.approval_recorded_text(result.proposal)
-            await self.tell(result.proposal, channel, user, text)
+            await self._core.tell(result.proposal, channel, user, text)
             return result.proposal
         if isinstance(result, NotApprovable) and already_approved(result.proposal, user):
             # the same person's two clicks raced: the store counted one and refused the other
-            await self.audit_refusal(result.proposal, user=user, verb="approve", why=result.reason)
-        await self.not_claimed(result, user=user, channel=channel)
+            await self._checks.audit_refusal(
+                result.proposal, user=user, verb="approve", why=result.reason
+            )
+        await self._checks.not_claimed(result, user=user, channel=channel)
         return None
 
     async def _approve_in_store(
@@ -68,13 +82,13 @@ class Deciding(Submitting):
         operation_hash = binding_hash(
             proposal.operation, proposal.arguments, proposal.preview.model_dump(mode="json")
         )
-        now = self._clock()
-        return await self.store.claim_for_execution(
+        now = self._core.now()
+        return await self._core.store.claim_for_execution(
             proposal.id,
             actor=user,
             now=now,
             binding_hash=operation_hash,
-            lease_until=now + self._lease,
+            lease_until=self._core.lease_until(now),
             via=via,
         )
 
@@ -82,20 +96,26 @@ class Deciding(Submitting):
         self, proposal_id: str, *, user: str, channel: str | None, trigger_id: str
     ) -> None:
         """A Reject click: check the clicker, then ask for a reason in a modal."""
-        proposal = await self.decidable(proposal_id, user=user, channel=channel, verb="reject")
+        proposal = await self._checks.decidable(
+            proposal_id, user=user, channel=channel, verb="reject"
+        )
         if proposal is not None:
-            await self.publisher.open_view(proposal, trigger_id, render.reject_modal(proposal))
+            await self._core.publisher.open_view(
+                proposal, trigger_id, render.reject_modal(proposal)
+            )
 
     async def reject(self, proposal_id: str, *, user: str, reason: str) -> Proposal | None:
         """The reason modal was submitted: check the clicker again, then reject atomically."""
-        proposal = await self.decidable(proposal_id, user=user, channel=None, verb="reject")
+        proposal = await self._checks.decidable(proposal_id, user=user, channel=None, verb="reject")
         if proposal is None:
             return None
-        result = await self.store.reject(proposal.id, actor=user, reason=reason, now=self._clock())
+        result = await self._core.store.reject(
+            proposal.id, actor=user, reason=reason, now=self._core.now()
+        )
         if isinstance(result, Transitioned):
-            self.changed(result.proposal)
+            self._core.changed(result.proposal)
             return result.proposal
-        await self.not_claimed(result, user=user, channel=None)
+        await self._checks.not_claimed(result, user=user, channel=None)
         return None
 
     async def approve_item(
@@ -107,17 +127,17 @@ class Deciding(Submitting):
         given, in its audit entry (Store.claim_for_execution)."""
         if proposal.status is not Status.PENDING:
             return AlreadyDecided(proposal)
-        why = await self.item_refusal(proposal, user)
+        why = await self._checks.item_refusal(proposal, user)
         why = why or already_approved(proposal, user)
         if why is not None:
-            await self.audit_refusal(proposal, user=user, verb="approve", why=why)
+            await self._checks.audit_refusal(proposal, user=user, verb="approve", why=why)
             return why
         result = await self._approve_in_store(proposal, user, via)
         if isinstance(result, Transitioned):
-            self.changed(result.proposal)
-            return Transitioned(await self.execute(result.proposal))
+            self._core.changed(result.proposal)
+            return Transitioned(await self._execution.execute(result.proposal))
         if isinstance(result, ApprovalCounted):
-            self.changed(result.proposal)
+            self._core.changed(result.proposal)
         return result
 
     async def reject_item(
@@ -126,34 +146,40 @@ class Deciding(Submitting):
         """What a submitted reject modal for ``proposal`` alone does, but telling nobody."""
         if proposal.status is not Status.PENDING:
             return AlreadyDecided(proposal)
-        why = await self.item_refusal(proposal, user)
+        why = await self._checks.item_refusal(proposal, user)
         if why is not None:
-            await self.audit_refusal(proposal, user=user, verb="reject", why=why)
+            await self._checks.audit_refusal(proposal, user=user, verb="reject", why=why)
             return why
-        result = await self.store.reject(proposal.id, actor=user, reason=reason, now=self._clock())
+        result = await self._core.store.reject(
+            proposal.id, actor=user, reason=reason, now=self._core.now()
+        )
         if isinstance(result, Transitioned):
-            self.changed(result.proposal)
+            self._core.changed(result.proposal)
         return result
 
     async def extend(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
         """An Extend click: the same checks as Approve, then the one extension the rule allows
         (bot/flow/extensions.py). A refusal is told to the clicker alone and audited."""
-        proposal = await self.decidable(proposal_id, user=user, channel=channel, verb="extend")
+        proposal = await self._checks.decidable(
+            proposal_id, user=user, channel=channel, verb="extend"
+        )
         if proposal is None:
             return None
-        now = self._clock()
-        until = extensions.extension_until(self.settings.policy, proposal, now)
+        now = self._core.now()
+        until = extensions.extension_until(self._core.settings.policy, proposal, now)
         if isinstance(until, str):
-            await self.refuse(proposal, user=user, channel=channel, verb="extend", why=until)
+            await self._checks.refuse(
+                proposal, user=user, channel=channel, verb="extend", why=until
+            )
             return None
-        result = await self.store.extend(proposal.id, actor=user, until=until, now=now)
+        result = await self._core.store.extend(proposal.id, actor=user, until=until, now=now)
         if isinstance(result, Transitioned):
-            self.changed(result.proposal)
+            self._core.changed(result.proposal)
             return result.proposal
         if isinstance(result, NotApprovable):
-            await self.audit_refusal(proposal, user=user, verb="extend", why=result.reason)
+            await self._checks.audit_refusal(proposal, user=user, verb="extend", why=result.reason)
         if isinstance(result, AlreadyDecided | NotApprovable):
-            await self.not_claimed(result, user=user, channel=channel)
+            await self._checks.not_claimed(result, user=user, channel=channel)
         return None
 
     async def _uncertain(
@@ -161,7 +187,7 @@ class Deciding(Submitting):
     ) -> Proposal | None:
         """The proposal if its execution is uncertain (it needs reconciliation) and ``user`` may
         answer for it now (the Approve checks); otherwise None, ``user`` told why."""
-        return await self.decidable(
+        return await self._checks.decidable(
             proposal_id, user=user, channel=channel, verb=verb, expect=Status.NEEDS_RECONCILIATION
         )
 
@@ -181,13 +207,13 @@ class Deciding(Submitting):
                 correlation_id=proposal.id,
             )
         )
-        result = await self.store.resolve_reconciliation(
-            proposal.id, actor=user, outcome=outcome, note=note, now=self._clock()
+        result = await self._core.store.resolve_reconciliation(
+            proposal.id, actor=user, outcome=outcome, note=note, now=self._core.now()
         )
         if isinstance(result, Transitioned):
-            self.changed(result.proposal)
+            self._core.changed(result.proposal)
             return result.proposal
-        await self.not_claimed(result, user=user, channel=channel)
+        await self._checks.not_claimed(result, user=user, channel=channel)
         return None
 
     async def retry(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
@@ -195,12 +221,12 @@ class Deciding(Submitting):
         proposal = await self._uncertain(proposal_id, user=user, channel=channel, verb="retry")
         if proposal is None:
             return None
-        now = self._clock()
-        result = await self.store.retry_execution(
-            proposal.id, actor=user, now=now, lease_until=now + self._lease
+        now = self._core.now()
+        result = await self._core.store.retry_execution(
+            proposal.id, actor=user, now=now, lease_until=self._core.lease_until(now)
         )
         if isinstance(result, Transitioned):
-            self.changed(result.proposal)
-            return await self.execute(result.proposal)
-        await self.not_claimed(result, user=user, channel=channel)
+            self._core.changed(result.proposal)
+            return await self._execution.execute(result.proposal)
+        await self._checks.not_claimed(result, user=user, channel=channel)
         return None

@@ -1,10 +1,10 @@
 """Execute: carry out a claimed proposal (revalidate against current state, then execute,
 once) and record its outcome.
 
-:class:`~bot.flow.executor.Executor` runs the operation's steps and never raises;
-:class:`Executing` is the flow's stage around it: run what this process claimed, record the
-outcome (keeping it while the store does not answer), and show a target's late answer to
-whoever reconciles it.
+:class:`~bot.flow.executor.Executor` (the core's) runs the operation's steps and never raises;
+:class:`Execution` is the flow's stage around it, given the core alone: run what this process
+claimed, record the outcome (keeping it while the store does not answer), and show a target's
+late answer to whoever reconciles it.
 """
 
 from __future__ import annotations
@@ -19,23 +19,26 @@ from store.base import StoreUnavailable
 from store.proposals import InvalidTransition, Proposal, Status
 from store.proposals.effects import effects_of
 
-__all__ = ["Executing"]
+__all__ = ["Execution"]
 
 log = logging.getLogger(__name__)
 
 
-class Executing(FlowCore):
+class Execution:
     """The flow's execution stage: run a claimed proposal and record how it ended."""
+
+    def __init__(self, core: FlowCore) -> None:
+        self._core = core
 
     async def execute(self, proposal: Proposal) -> Proposal:
         """Run a proposal this process has claimed (status executing) and record its outcome;
         the proposal as it is afterwards."""
-        outcome = await self._executor.run(proposal)
+        outcome = await self._core.executor.run(proposal)
         proposal = await self._record_outcome(proposal, outcome)
         # recorded: the effects of the status it entered; a late answer (needs
         # reconciliation): its message's update
         enqueued = bool(effects_of(proposal)) or proposal.status is Status.NEEDS_RECONCILIATION
-        self.changed(proposal, enqueued=enqueued)
+        self._core.changed(proposal, enqueued=enqueued)
         return proposal
 
     async def _record_outcome(self, proposal: Proposal, outcome: Outcome) -> Proposal:
@@ -44,15 +47,15 @@ class Executing(FlowCore):
         wait = 0.1
         while True:
             try:
-                return await self.store.record_outcome(
+                return await self._core.store.record_outcome(
                     proposal.id,
                     outcome,
-                    now=self._clock(),
+                    now=self._core.now(),
                     attempt=proposal.attempt,
                     executing=proposal,
                 )
             except InvalidTransition:
-                current = await self.store.get_proposal(proposal.id)
+                current = await self._core.store.get_proposal(proposal.id)
                 if current.attempt != proposal.attempt:  # a retry started since
                     return await self._record_superseded(current, outcome, proposal.attempt)
                 if current.outcome == outcome:  # an earlier try committed; its answer was lost
@@ -88,13 +91,15 @@ class Executing(FlowCore):
             current.attempt,
             extra={"event": "proposal.late_outcome", "proposal_id": current.id},
         )
-        await self.store.audit_late_outcome(current.id, outcome, attempt=attempt, now=self._clock())
+        await self._core.store.audit_late_outcome(
+            current.id, outcome, attempt=attempt, now=self._core.now()
+        )
         return current
 
     async def _record_late(self, proposal: Proposal, outcome: Outcome) -> Proposal:
         """The target answered after the execution was handed to a person (its lease ended):
         audit the answer and show it on the message, for whoever reconciles it."""
-        now = self._clock()
+        now = self._core.now()
         said = _LATE_WORDS.get(outcome.kind)
         log.warning(
             "the target answered %s for %s after its execution lease had ended; recorded for the "
@@ -114,7 +119,7 @@ class Executing(FlowCore):
                 "answered_at": at,
             }
         )
-        late = await self.store.record_late_outcome(proposal.id, outcome, shown, now=now)
+        late = await self._core.store.record_late_outcome(proposal.id, outcome, shown, now=now)
         return late or proposal
 
 

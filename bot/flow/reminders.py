@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Protocol
 
-from bot.flow.checks import Checking
 from bot.flow.extensions import ask_rule, extension_of
+from bot.flow.ports import Directory
 from bot.render.blocks import Message
 from bot.render.reminders import reminder_reply
-from bot.settings import is_user_group
+from bot.settings import Settings, is_user_group
 from contracts.policy import Ask, Auto, Deny
 from contracts.reminders import RemindAt, remind_time
 from store.proposals import Proposal
@@ -36,11 +37,23 @@ def due_time(decision: Auto | Ask | Deny, default: RemindAt, now: datetime) -> d
     return remind_time(setting, created_at=now, expires_at=now + decision.expires_after)
 
 
+class Deciders(Protocol):
+    """What a reminder needs of the flow (bot/flow/service.py): its settings and directory, and
+    who may decide a proposal now (bot/flow/checks.py)."""
+
+    settings: Settings
+    directory: Directory
+
+    def deciding_roles(self, proposal: Proposal) -> tuple[str, ...]: ...
+
+    async def refusal_for(self, proposal: Proposal, user: str) -> str | None: ...
+
+
 class Reminders:
     """Builds the reminder the publisher posts for a slack.remind (its ``message`` is the
     ``reminder`` SlackPublisher is built with, bot/app.py)."""
 
-    def __init__(self, service: Checking, clock: Callable[[], datetime]) -> None:
+    def __init__(self, service: Deciders, clock: Callable[[], datetime]) -> None:
         self._service = service
         self._clock = clock
 

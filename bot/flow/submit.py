@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from pydantic import JsonValue
 
 from bot.flow import reminders, standing
-from bot.flow.checks import Checking
+from bot.flow.core import FlowCore
+from bot.flow.execution import Execution
 from bot.flow.intake import SubmissionKey, admissible, classified
 from bot.flow.intake import resolved as resolve_request
 from bot.flow.timing import ask_timing
@@ -33,7 +34,7 @@ from store.delegations import Delegation
 from store.proposals import IdempotencyConflict, NewProposal, PendingLimit, Proposal, Status
 from store.proposals.effects import effects_of
 
-__all__ = ["Submitted", "Submitting", "new_proposal_id"]
+__all__ = ["Submission", "Submitted", "new_proposal_id"]
 
 
 def new_proposal_id() -> str:
@@ -47,8 +48,13 @@ class Submitted:
     created: bool  #: False when this replays an earlier submission
 
 
-class Submitting(Checking):
-    """The flow's submission stage: one proposal in, stored and classified."""
+class Submission:
+    """The flow's submission stage: one proposal in, stored and classified; over the core, and
+    the execution (an automatic approval runs at once)."""
+
+    def __init__(self, core: FlowCore, execution: Execution) -> None:
+        self._core = core
+        self._execution = execution
 
     async def submit(
         self,
@@ -74,12 +80,12 @@ class Submitting(Checking):
         Raises ContractViolation (nothing stored), IdempotencyConflict or PendingLimitReached.
         """
         checked = await admissible(
-            self.settings,
+            self._core.settings,
             agent,
             body,
             delegation,
-            directory=self.directory,
-            callback_guard=self.callback_guard,
+            directory=self._core.directory,
+            callback_guard=self._core.callback_guard,
         )
         body, operation, requested_by = checked.body, checked.operation, checked.requested_by
         body_json = body.model_dump(mode="json")
@@ -96,13 +102,13 @@ class Submitting(Checking):
         # A replay is found by the store as it stores (one statement on PostgreSQL): looked
         # up before only when this submission cannot be resolved now, so that a stored one
         # still gets its proposal.
-        now = self._clock()
+        now = self._core.now()
         try:
             resolved = await resolve_request(
-                operation, body.request, self.operation_context("submit", now)
+                operation, body.request, self._core.operation_context("submit", now)
             )
         except Exception:
-            earlier = await self.store.find_submission(agent.name, submission.key)
+            earlier = await self._core.store.find_submission(agent.name, submission.key)
             if earlier is None:
                 raise
             return Submitted(submission.replayed(earlier, _conflict), created=False)
@@ -124,7 +130,7 @@ class Submitting(Checking):
             )
             bound = None if admit is None else await admit(new)
             try:
-                proposal, created = await self.store.create_proposal(new, pending_limit=bound)
+                proposal, created = await self._core.store.create_proposal(new, pending_limit=bound)
                 break
             except IdempotencyConflict as conflict:  # stored under this key for another body
                 return Submitted(submission.replayed(conflict.existing, _conflict), created=False)
@@ -136,9 +142,9 @@ class Submitting(Checking):
         if not created:
             return Submitted(submission.replayed(proposal, _conflict), created=False)
         # the store wrote the effects of the status it entered (store/proposals/effects.py)
-        self.changed(proposal, enqueued=bool(effects_of(proposal)))
+        self._core.changed(proposal, enqueued=bool(effects_of(proposal)))
         if proposal.status is Status.EXECUTING:
-            proposal = await self.execute(proposal)
+            proposal = await self._execution.execute(proposal)
         return Submitted(proposal, created=True)
 
     async def frozen_contract(
@@ -166,13 +172,13 @@ class Submitting(Checking):
         arguments = operation.dump_arguments(resolved.arguments)
         preview = resolved.preview
         decision, standing_rule = await classified(
-            self.settings,
-            self.store.standing(),
+            self._core.settings,
+            self._core.store.standing(),
             operation,
             arguments,
             agent=agent,
             requested_by=requested_by,
-            directory=self.directory,
+            directory=self._core.directory,
             now=now,
         )
         proposal_id = new_proposal_id()
@@ -182,7 +188,7 @@ class Submitting(Checking):
                 decision,
                 operation=operation.name,
                 now=now,
-                default_remind_at=self.settings.approvals.remind_at,
+                default_remind_at=self._core.settings.approvals.remind_at,
                 urgent=urgent,
                 edit=supersedes is not None,
             )
@@ -195,8 +201,8 @@ class Submitting(Checking):
                 "batch": asked.batch,
             }
         fields = {
-            **_policy_fields(decision, now, self._lease),
-            "remind_at": reminders.due_time(decision, self.settings.approvals.remind_at, now),
+            **_policy_fields(decision, now, self._core.lease_until(now)),
+            "remind_at": reminders.due_time(decision, self._core.settings.approvals.remind_at, now),
             **timing,
         }
         return NewProposal(
@@ -218,7 +224,7 @@ class Submitting(Checking):
             risk=operation.risk,
             standing_rule_id=None if standing_rule is None else standing_rule.id,
             review_sampled=isinstance(decision, Auto)
-            and sampled(proposal_id, self.settings.approvals.review_sample),
+            and sampled(proposal_id, self._core.settings.approvals.review_sample),
             created_at=now,
             supersedes=supersedes,
             edited_by=edited_by,
@@ -243,7 +249,9 @@ def _conflict(earlier: Proposal, derived: bool) -> Exception:
     )
 
 
-def _policy_fields(decision: Auto | Ask | Deny, now: datetime, lease: timedelta) -> dict[str, Any]:
+def _policy_fields(
+    decision: Auto | Ask | Deny, now: datetime, lease_until: datetime
+) -> dict[str, Any]:
     if isinstance(decision, Ask):
         return {
             "rule_id": decision.rule_id,
@@ -261,7 +269,7 @@ def _policy_fields(decision: Auto | Ask | Deny, now: datetime, lease: timedelta)
             "decision": "auto",
             "policy_note": decision.explanation,
             "status": Status.EXECUTING,
-            "lease_until": now + lease,
+            "lease_until": lease_until,
         }
     return {
         "rule_id": decision.rule_id,
