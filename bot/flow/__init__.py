@@ -11,7 +11,8 @@ Read it in the order a proposal lives it:
 - ``execution``, ``executor``: claimed once, revalidated, run, and its outcome recorded
 - ``sweeps``, ``reminders``, ``timing``: what time does: reminders, hand-overs to backup
   approvers, expiry, and abandoned executions handed to a person to reconcile
-- ``core`` and ``service``: what the stages share, and the whole that the app factory builds
+- ``core`` and ``service``: what the stages share, and the whole that the app factory builds:
+  the core with each stage built over it, given the stages it uses
 - ``ports``, ``subscribers``: what the flow needs from the edges (Slack's publisher and
   directory, the agents' long polls) and who hears of every change
 - ``destinations``: which addresses Countersign may send an agent's callbacks to
