@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import logging
 import os
 import sys
@@ -312,6 +313,7 @@ def _serve(settings: Settings, overrides: dict[str, object], *, allow_offline: b
     def listening(*_: object) -> None:
         # instead of aiohttp's "Running on" banner on stdout: one structured line, once bound
         log.info("Countersign listening on http://%s:%d", bind_host, bind_port)
+        _settle_heap()
 
     _use_fast_event_loop()
     try:
@@ -345,6 +347,21 @@ def _use_fast_event_loop() -> None:
         return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     log.info("event loop: uvloop")
+
+
+def _settle_heap() -> None:
+    """Once started: keep what startup built (modules, the app, its models and schemas, some
+    90,000 objects) out of the cyclic garbage collector's passes. Every full pass walked them
+    all, stopping the event loop for up to 80 ms each (about 0.8 s of CPU in a minute of the
+    benchmark's load), and a click arriving meanwhile waited; after this a full pass walks what
+    was made since, up to about 25 ms. The garbage startup left is collected first."""
+    gc.collect()
+    gc.freeze()
+    log.info(
+        "%d startup objects kept out of the garbage collector's passes",
+        gc.get_freeze_count(),
+        extra={"event": "server.heap_settled", "objects": gc.get_freeze_count()},
+    )
 
 
 def _report_missing_slack(missing: list[str]) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -204,6 +205,9 @@ async def test_serve_process_runs_the_loop_and_stops_cleanly_on_sigterm(tmp_path
             assert code == 0, server.output()
             assert "Traceback" not in server.err.read_text(), server.output()
             assert "event loop: uvloop" in server.output()  # serve runs on uvloop (not Windows)
+            # what startup built is out of the garbage collector's full passes (their pauses)
+            settled = re.search(r"(\d+) startup objects kept out of", server.output())
+            assert settled and int(settled[1]) > 10_000, server.output()
             assert "POST /v1/proposals" not in server.output()  # no access log unless asked
         finally:
             if server.process.returncode is None:
