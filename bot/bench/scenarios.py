@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from bot.bench.load import LoadResult, at_rate, back_to_back
+from bot.bench.load import LoadResult, at_rate, back_to_back, steady_heap
 from bot.bench.report import Measurement
 from bot.bench.stage import APPROVER, CLICK_REQUESTERS, SPREAD_LANES, Stage
 from bot.digests.outbox import shown_in
@@ -44,6 +44,7 @@ MIXED_LONG_POLLS = 8
 
 async def ingest(stage: Stage, duration: float, *, backend: str) -> Measurement:
     """16 agents submit proposals that need approval, back to back."""
+    steady_heap()
     result = await back_to_back(lambda n: stage.submit("ingest"), clients=AGENTS, duration=duration)
     what = f"{AGENTS} agents submitting proposals that ask a person"
     row = Measurement.timed(
@@ -56,6 +57,7 @@ async def ingest(stage: Stage, duration: float, *, backend: str) -> Measurement:
 async def auto_path(stage: Stage, duration: float, *, backend: str) -> Measurement:
     """16 agents submit proposals the policy runs at once (executed at the target)."""
     before = len(stage.target.executed)
+    steady_heap()
     result = await back_to_back(lambda n: stage.submit("auto"), clients=AGENTS, duration=duration)
     what = f"{AGENTS} agents, auto-approved proposals executed at the target"
     row = Measurement.timed(
@@ -146,6 +148,7 @@ async def clicks(stage: Stage, prepared: Clicks, duration: float) -> list[Measur
     bodies = prepared.back_to_back
     before, busy_before = len(stage.target.executed), _busy(stage)
     sent: dict[int, float] = {}
+    steady_heap()
     start = time.perf_counter()
 
     async def click(n: int) -> int:
@@ -209,6 +212,7 @@ async def steady_clicks(stage: Stage, prepared: Clicks, duration: float) -> Meas
     bodies = prepared.steady
     before, busy_before = len(stage.target.executed), _busy(stage)
     rate = STEADY_CLICKS_PER_SECOND
+    steady_heap()
     result = await at_rate(
         lambda n: stage.post_click(*bodies[n]), rate=rate, duration=len(bodies) / rate
     )
@@ -229,6 +233,7 @@ async def paced_decisions(stage: Stage, prepared: Clicks, rate: float) -> Measur
     bodies = prepared.paced
     before, busy_before = len(stage.target.executed), _busy(stage)
     due: dict[int, float] = {}
+    steady_heap()
     start = time.perf_counter()
 
     async def click(n: int) -> int:
@@ -273,6 +278,7 @@ async def mixed(
     due: dict[int, float] = {}
     polls = {"answered": 0, "refused": 0}
     done = asyncio.Event()
+    steady_heap()
     start = time.perf_counter()
 
     async def click(n: int) -> int:
@@ -364,6 +370,7 @@ async def overload(
             retry_after += 1
         return status
 
+    steady_heap()
     result = await at_rate(submit, rate=rate, duration=duration)
     what = f"agents submitting at {rate:,.0f}/s, twice the sustainable ingest rate"
     row = Measurement.timed(
