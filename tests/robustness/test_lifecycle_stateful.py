@@ -72,6 +72,8 @@ class Expected:
     lease_until: datetime | None
     events: list[str] = field(default_factory=list)
     history: list[Status] = field(default_factory=list)
+    #: the execution attempt running or last run (a retry starts the next); 0 before any
+    attempt: int = 0
 
 
 class Lifecycle(RuleBasedStateMachine):
@@ -124,6 +126,7 @@ class Lifecycle(RuleBasedStateMachine):
             new.lease_until,
             list(CREATED_EVENTS[status]),
             [status],
+            attempt=1 if status is Status.EXECUTING else 0,
         )
         return new.id
 
@@ -162,6 +165,7 @@ class Lifecycle(RuleBasedStateMachine):
         if winners:
             self.moved(proposal, Status.EXECUTING, "approved")
             expected.lease_until = lease
+            expected.attempt = 1
 
     @rule(proposal=proposals, actor=PEOPLE)
     def reject(self, proposal: str, actor: str) -> None:
@@ -174,15 +178,20 @@ class Lifecycle(RuleBasedStateMachine):
         if rejectable:
             self.moved(proposal, Status.REJECTED, "rejected")
 
-    @rule(proposal=proposals, outcome=st.sampled_from(OUTCOME_EXAMPLES))
-    def record_outcome(self, proposal: str, outcome: Outcome) -> None:
+    @rule(proposal=proposals, outcome=st.sampled_from(OUTCOME_EXAMPLES), stale=st.booleans())
+    def record_outcome(self, proposal: str, outcome: Outcome, stale: bool) -> None:
+        """The outcome of the attempt running, or (``stale``) of the one before it, whose
+        answer came too late: only the running attempt's is recorded."""
         expected = self.model[proposal]
+        attempt = expected.attempt - 1 if stale else expected.attempt
         try:
-            stored = self.run(self.store.record_outcome(proposal, outcome, now=self.now))
+            stored = self.run(
+                self.store.record_outcome(proposal, outcome, now=self.now, attempt=attempt)
+            )
         except InvalidTransition:
-            assert expected.status is not Status.EXECUTING
+            assert expected.status is not Status.EXECUTING or stale
             return
-        assert expected.status is Status.EXECUTING
+        assert expected.status is Status.EXECUTING and not stale
         assert stored.status is OUTCOME_STATUS[outcome.kind]
         self.moved(proposal, stored.status, "outcome")
 
@@ -222,6 +231,7 @@ class Lifecycle(RuleBasedStateMachine):
         if isinstance(result, Transitioned):
             self.moved(proposal, Status.EXECUTING, "retry_approved")
             expected.lease_until = lease
+            expected.attempt += 1
 
     @rule(
         proposal=proposals,
