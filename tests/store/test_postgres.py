@@ -916,6 +916,28 @@ def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return [plan, *(node for child in plan.get("Plans", ()) for node in _nodes(child))]
 
 
+async def _explained(
+    raw: asyncpg.Connection[asyncpg.Record], name: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """The plan the named query ran with, by EXPLAIN ANALYZE (which runs it: rolled back
+    after); ``params`` may hold more than it takes."""
+    query = load_queries("postgres")[name]
+    given = {key: params[key] for key in query.params}
+    values = [
+        PgTx.param(key, value)
+        for key, value in zip(query.params, query.positional(given), strict=True)
+    ]
+    explained = raw.transaction()
+    await explained.start()
+    try:
+        [plan] = json.loads(
+            await raw.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {query.text}", *values)
+        )
+    finally:
+        await explained.rollback()
+    return dict(plan)
+
+
 async def test_grouping_similar_posts_reads_the_similar_proposals_once_however_long_the_backlog(
     open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
 ) -> None:
@@ -926,7 +948,6 @@ async def test_grouping_similar_posts_reads_the_similar_proposals_once_however_l
     store = await open_pg()
     for n in range(300):
         await store.create_proposal(new_proposal(NOW, requested_by=f"U{n:04d}"))
-    query = load_queries("postgres")["claim_similar_posts"]
     params = {
         "channel": "C0FINANCE",
         "operation": new_proposal(NOW).operation,
@@ -935,18 +956,7 @@ async def test_grouping_similar_posts_reads_the_similar_proposals_once_however_l
         "lease": NOW + LEASE,
         "limit": 10,
     }
-    values = [
-        PgTx.param(key, value)
-        for key, value in zip(query.params, query.positional(params), strict=True)
-    ]
-    explained = raw.transaction()  # EXPLAIN ANALYZE runs the UPDATE: rolled back after
-    await explained.start()
-    try:
-        [plan] = json.loads(
-            await raw.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {query.text}", *values)
-        )
-    finally:
-        await explained.rollback()
+    plan = await _explained(raw, "claim_similar_posts", params)
     scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "proposals"]
     assert plan["Plan"]["Actual Rows"] == 1  # U0150's post, and only it
     assert scans and all(scan["Actual Loops"] == 1 for scan in scans), scans
@@ -1257,7 +1267,6 @@ async def test_superseding_message_updates_reads_only_the_proposals_own_outbox_e
     )
     running = new_proposal(NOW, decision="auto", status=Status.EXECUTING)
     await store.create_proposal(running)
-    query = load_queries("postgres")[query_name]
     params = {
         "id": running.id,
         "proposal_id": running.id,
@@ -1272,20 +1281,7 @@ async def test_superseding_message_updates_reads_only_the_proposals_own_outbox_e
         "lane": "slack",
         "effect": "slack.update",
     }
-    values = [
-        PgTx.param(key, value)
-        for key, value in zip(
-            query.params, query.positional({k: params[k] for k in query.params}), strict=True
-        )
-    ]
-    explained = raw.transaction()  # EXPLAIN ANALYZE runs the statement: rolled back after
-    await explained.start()
-    try:
-        [plan] = json.loads(
-            await raw.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {query.text}", *values)
-        )
-    finally:
-        await explained.rollback()
+    plan = await _explained(raw, query_name, params)
     scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "outbox"]
     read = [scan["Actual Rows"] + scan.get("Rows Removed by Filter", 0) for scan in scans]
     assert scans and max(read) <= 3, [
