@@ -31,27 +31,20 @@ __all__ = [
     "MAX_BODY",
     "admitted",
     "busy",
-    "held",
     "idempotency_key",
     "json_answer",
     "own",
     "parse_body",
+    "read_own",
     "receive_body",
     "shed_when_behind",
     "submitted_answer",
+    "wait_seconds",
 ]
 
 MAX_BODY = 256 * 1024
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-class _Identified(Protocol):
-    @property
-    def id(self) -> str: ...
-
-
-ItemT = TypeVar("ItemT", bound=_Identified)
 
 
 class _Owned(Protocol):
@@ -60,6 +53,16 @@ class _Owned(Protocol):
 
 
 OwnedT = TypeVar("OwnedT", bound=_Owned)
+
+
+class _Readable(_Owned, Protocol):
+    """What a long poll holds: the agent's own item, read again by its id."""
+
+    @property
+    def id(self) -> str: ...
+
+
+ReadT = TypeVar("ReadT", bound=_Readable)
 
 
 async def own(
@@ -221,23 +224,48 @@ def submitted_answer(body: BaseModel, *, location: str, created: bool) -> web.Re
     return json_answer(body, status=201 if created else 200, headers=headers)
 
 
-async def held(
-    item: ItemT,
+async def read_own(
+    request: web.Request,
+    read: Callable[[str], Awaitable[ReadT]],
+    missing: type[Exception],
+    kind: str,
     *,
     agent: AgentSettings,
     quotas: Quotas,
     waiters: Waiters,
-    unsettled: Callable[[ItemT], bool],
-    reread: Callable[[str], Awaitable[ItemT]],
-    wait: float,
-) -> ItemT:
-    """``item`` for a read with ``?wait=`` (bot/api/waiters.py): at once when ``wait`` is 0 or it
-    is settled, else once it settles or ``wait`` runs out, holding one of the agent's long-poll
-    places meanwhile (429 when all are taken)."""
+    unsettled: Callable[[ReadT], bool],
+    longest: float,
+) -> ReadT:
+    """The agent's own ``kind`` named by the path's ``{id}`` (``own``), for a read with
+    ``?wait=S`` (bot/api/waiters.py; 0 to ``longest`` seconds): at once when the wait is 0 or the
+    item is settled, else once it settles or the wait runs out, read again by ``read``, holding
+    one of the agent's long-poll places meanwhile (429 when all are taken)."""
+    wait = wait_seconds(request, longest)
+    item = await own(read, missing, kind, request.match_info["id"], agent)
     if wait <= 0 or not unsettled(item):
         return item
     with quotas.long_poll(agent):
-        return await waiters.hold(item, unsettled=unsettled, reread=reread, seconds=wait)
+        return await waiters.hold(item, unsettled=unsettled, reread=read, seconds=wait)
+
+
+def wait_seconds(request: web.Request, ceiling: float) -> float:
+    """The long-poll the agent asked for with ``?wait=S`` (0 without it); 400 unless 0..ceiling."""
+    raw = request.query.get("wait")
+    if raw is None:
+        return 0.0
+    try:
+        wait = float(raw)
+    except ValueError:
+        wait = -1.0
+    if not 0 <= wait <= ceiling:
+        raise Problem(
+            400,
+            "Invalid wait",
+            f"query parameter 'wait' must be a number of seconds from 0 to {ceiling:g} "
+            f"(got {raw!r})",
+            problems=[FieldProblem(field="wait", message=f"a number from 0 to {ceiling:g}")],
+        )
+    return wait
 
 
 def _refuse_constant(name: str) -> None:

@@ -8,11 +8,11 @@ from bot.api.admission import Admission
 from bot.api.agent_requests import (
     MAX_BODY,
     admitted,
-    held,
     idempotency_key,
     json_answer,
     own,
     parse_body,
+    read_own,
     shed_when_behind,
     submitted_answer,
 )
@@ -48,7 +48,6 @@ __all__ = [
     "agent_routes",
     "authenticated_agent",
     "cancel",
-    "wait_seconds",
 ]
 
 SERVICE: web.AppKey[Service] = web.AppKey("service", Service)
@@ -148,21 +147,16 @@ async def _submit(
 async def read(request: web.Request) -> web.Response:
     agent, _ = await _caller(request)
     service = request.app[SERVICE]
-    wait = wait_seconds(request, service.settings.server.long_poll_max_seconds)
-    proposal = await held(
-        await own(
-            service.store.get_proposal,
-            ProposalNotFound,
-            "proposal",
-            request.match_info["id"],
-            agent,
-        ),
+    proposal = await read_own(
+        request,
+        service.store.get_proposal,
+        ProposalNotFound,
+        "proposal",
         agent=agent,
         quotas=request.app[QUOTAS],
         waiters=request.app[WAITERS],
         unsettled=lambda p: p.status in _UNSETTLED,
-        reread=service.store.get_proposal,
-        wait=wait,
+        longest=service.settings.server.long_poll_max_seconds,
     )
     return json_answer(ProposalOut.of(proposal))
 
@@ -207,23 +201,3 @@ async def openapi(request: web.Request) -> web.Response:
         max_body_bytes=MAX_BODY,
     )
     return web.json_response(document)
-
-
-def wait_seconds(request: web.Request, ceiling: float) -> float:
-    """The long-poll the agent asked for with ``?wait=S`` (0 without it); 400 unless 0..ceiling."""
-    raw = request.query.get("wait")
-    if raw is None:
-        return 0.0
-    try:
-        wait = float(raw)
-    except ValueError:
-        wait = -1.0
-    if not 0 <= wait <= ceiling:
-        raise Problem(
-            400,
-            "Invalid wait",
-            f"query parameter 'wait' must be a number of seconds from 0 to {ceiling:g} "
-            f"(got {raw!r})",
-            problems=[FieldProblem(field="wait", message=f"a number from 0 to {ceiling:g}")],
-        )
-    return wait

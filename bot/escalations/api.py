@@ -7,11 +7,10 @@ from aiohttp import web
 
 from bot.api.agent_requests import (
     admitted,
-    held,
     idempotency_key,
     json_answer,
-    own,
     parse_body,
+    read_own,
     shed_when_behind,
     submitted_answer,
 )
@@ -22,7 +21,6 @@ from bot.api.proposals import (
     SUBMISSIONS,
     WAITERS,
     authenticated_agent,
-    wait_seconds,
 )
 from bot.escalations.flow import EscalationService
 from bot.escalations.schemas import EscalationBody, EscalationOut
@@ -78,22 +76,17 @@ async def read(request: web.Request) -> web.Response:
     (comma-separated; default ``open,handed_back``: until a person owns it or it is resolved)."""
     agent = authenticated_agent(request)
     service = request.app[ESCALATIONS]
-    wait = wait_seconds(request, service.settings.server.long_poll_max_seconds)
     holding = _while_status(request)
-    escalation = await held(
-        await own(
-            service.store.get_escalation,
-            EscalationNotFound,
-            "escalation",
-            request.match_info["id"],
-            agent,
-        ),
+    escalation = await read_own(
+        request,
+        service.store.get_escalation,
+        EscalationNotFound,
+        "escalation",
         agent=agent,
         quotas=request.app[QUOTAS],
         waiters=request.app[WAITERS],
         unsettled=lambda e: e.status in holding,
-        reread=service.store.get_escalation,
-        wait=wait,
+        longest=service.settings.server.long_poll_max_seconds,
     )
     return json_answer(EscalationOut.of(escalation))
 
