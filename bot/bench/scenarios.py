@@ -44,28 +44,29 @@ MIXED_LONG_POLLS = 8
 
 async def ingest(stage: Stage, duration: float, *, backend: str) -> Measurement:
     """16 agents submit proposals that need approval, back to back."""
-    steady_heap()
-    result = await back_to_back(lambda n: stage.submit("ingest"), clients=AGENTS, duration=duration)
     what = f"{AGENTS} agents submitting proposals that ask a person"
-    row = Measurement.timed(
-        "ingest", "scenario", what, result.of(201), result.elapsed, backend=backend
-    )
-    row.details["statuses"] = dict(result.statuses)
-    return row
+    return await _submitting(stage, "ingest", "ingest", what, duration, backend=backend)
 
 
 async def auto_path(stage: Stage, duration: float, *, backend: str) -> Measurement:
     """16 agents submit proposals the policy runs at once (executed at the target)."""
     before = len(stage.target.executed)
-    steady_heap()
-    result = await back_to_back(lambda n: stage.submit("auto"), clients=AGENTS, duration=duration)
     what = f"{AGENTS} agents, auto-approved proposals executed at the target"
-    row = Measurement.timed(
-        "auto path", "scenario", what, result.of(201), result.elapsed, backend=backend
-    )
-    row.details["statuses"] = dict(result.statuses)
+    row = await _submitting(stage, "auto", "auto path", what, duration, backend=backend)
     row.details["executed_at_target"] = len(stage.target.executed) - before
     row.note = f"{row.details['executed_at_target']} executed"
+    return row
+
+
+async def _submitting(
+    stage: Stage, kind: str, name: str, what: str, duration: float, *, backend: str
+) -> Measurement:
+    """The row ``name``: AGENTS agents submitting ``kind`` proposals back to back for
+    ``duration`` seconds, timed by the 201s, with every status answered."""
+    steady_heap()
+    result = await back_to_back(lambda n: stage.submit(kind), clients=AGENTS, duration=duration)
+    row = Measurement.timed(name, "scenario", what, result.of(201), result.elapsed, backend=backend)
+    row.details["statuses"] = dict(result.statuses)
     return row
 
 
