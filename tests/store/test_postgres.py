@@ -962,6 +962,48 @@ async def test_grouping_similar_posts_reads_the_similar_proposals_once_however_l
     assert scans and all(scan["Actual Loops"] == 1 for scan in scans), scans
 
 
+@pytest.mark.parametrize("statistics", ["none", "analyzed"])
+async def test_grouping_similar_posts_walks_only_the_oldest_few_of_a_backlog_of_them(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], statistics: str
+) -> None:
+    """With 300 similar posts still to show (posts arriving faster than Slack lets a channel
+    show them), grouping leased the oldest ten after reading and sorting all 300; the cost of
+    each lookup grew with the backlog. It now walks them oldest first and stops at its limit."""
+    store = await open_pg()
+    await raw.execute("ALTER TABLE proposals SET (autovacuum_enabled = false)")
+    made = [new_proposal(NOW + timedelta(milliseconds=n)) for n in range(300)]
+    for new in made:
+        await store.create_proposal(new)
+    if statistics == "analyzed":
+        await raw.execute("ANALYZE proposals; ANALYZE outbox")
+    later = NOW + timedelta(hours=1)
+    params = {
+        "channel": "C0FINANCE",
+        "operation": "payments.refund",
+        "requested_by": "U0123",
+        "now": later,
+        "lease": later + LEASE,
+        "limit": 10,
+    }
+    plan = await _explained(raw, "claim_similar_posts", params)
+    nodes = _nodes(plan["Plan"])
+    scans = [n for n in nodes if n.get("Relation Name") == "proposals"]
+    read = [scan["Actual Rows"] + scan.get("Rows Removed by Filter", 0) for scan in scans]
+    assert plan["Plan"]["Actual Rows"] == 10
+    assert scans and max(read) <= 12, [(n["Node Type"], n.get("Actual Rows")) for n in nodes]
+    walked = [n for n in nodes if n.get("Relation Name") == "outbox" and n["Actual Loops"] > 1]
+    assert walked and all(n["Actual Loops"] <= 12 for n in walked), walked
+    leased = await store.digests().claim_similar_posts(
+        channel="C0FINANCE",
+        operation="payments.refund",
+        requested_by="U0123",
+        now=later,
+        limit=3,
+        lease=LEASE,
+    )
+    assert [d.proposal_id for d in leased] == [new.id for new in made[:3]]
+
+
 async def test_a_commit_changes_pending_count_rows_in_sorted_order_so_writers_never_deadlock(
     open_pg: OpenStore, schema: str
 ) -> None:

@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0024 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0025 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -410,7 +410,7 @@ CREATE INDEX proposals_status_expires_at ON proposals USING btree (status, expir
 
 CREATE INDEX proposals_unreminded ON proposals USING btree (remind_at) WHERE ((status = 'pending'::text) AND (reminded_at IS NULL) AND (remind_at IS NOT NULL));
 
-CREATE INDEX proposals_unshown ON proposals USING btree (channel, operation, requested_by) WHERE ((status = 'pending'::text) AND (slack_ts IS NULL));
+CREATE INDEX proposals_unshown ON proposals USING btree (channel, operation, requested_by, created_at, id) WHERE ((status = 'pending'::text) AND (slack_ts IS NULL));
 
 CREATE UNIQUE INDEX recorded_clicks_pkey ON recorded_clicks USING btree (id);
 

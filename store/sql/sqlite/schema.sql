@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0024 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0025 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -348,7 +348,7 @@ CREATE INDEX proposals_status_expires_at ON proposals (status, expires_at);
 CREATE INDEX proposals_unreminded ON proposals (remind_at)
     WHERE status = 'pending' AND reminded_at IS NULL AND remind_at IS NOT NULL;
 
-CREATE INDEX proposals_unshown ON proposals (channel, operation, requested_by)
+CREATE INDEX proposals_unshown ON proposals (channel, operation, requested_by, created_at, id)
     WHERE status = 'pending' AND slack_ts IS NULL;
 
 CREATE INDEX standing_rules_active ON standing_rules (operation, agent, expires_at)

@@ -21,26 +21,31 @@ SELECT * FROM proposals WHERE id = ANY(:ids::text[])
 
 -- name: claim_similar_posts
 -- More due posts like the ones being grouped: pending, never shown, same channel, operation and
--- requester and waiting in no batch, each the first undelivered entry of its proposal's lane. The similar proposals are
--- found first (proposals_unshown), then their entries: a backlog of other posts is not walked,
--- whatever the planner's statistics say. Entries another worker is leasing right now are
--- skipped; the outer WHERE re-checks each locked row.
-WITH candidates AS MATERIALIZED (
-    SELECT id FROM proposals
-    WHERE channel = :channel AND operation = :operation AND requested_by = :requested_by
-      AND status = 'pending' AND slack_ts IS NULL AND batch_id IS NULL
-), due AS (
-    SELECT o.id FROM candidates AS p JOIN outbox AS o ON o.proposal_id = p.id
-    WHERE o.effect = 'slack.post' AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
-      AND o.next_attempt_at <= :now
-      AND (o.leased_until IS NULL OR o.leased_until <= :now)
-      AND NOT EXISTS (
-          SELECT 1 FROM outbox AS e
-          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
-            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
-    ORDER BY o.next_attempt_at, o.id
+-- requester and waiting in no batch, each the first undelivered entry of its proposal's lane,
+-- oldest first. The similar proposals are walked in that order by their index
+-- (proposals_unshown, 0025) and the walk stops at the limit: neither a backlog of other posts
+-- nor one of similar posts still to show is read, whatever the planner's statistics say.
+-- Entries another worker is leasing right now are skipped; the outer WHERE re-checks each
+-- locked row.
+WITH due AS (
+    SELECT o.id FROM proposals AS p
+    CROSS JOIN LATERAL (
+        SELECT o.id FROM outbox AS o
+        WHERE o.proposal_id = p.id AND o.effect = 'slack.post'
+          AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+          AND o.next_attempt_at <= :now
+          AND (o.leased_until IS NULL OR o.leased_until <= :now)
+          AND NOT EXISTS (
+              SELECT 1 FROM outbox AS e
+              WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
+                AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
+        ORDER BY o.id
+        FOR UPDATE SKIP LOCKED
+    ) AS o
+    WHERE p.channel = :channel AND p.operation = :operation AND p.requested_by = :requested_by
+      AND p.status = 'pending' AND p.slack_ts IS NULL AND p.batch_id IS NULL
+    ORDER BY p.created_at, p.id
     LIMIT :limit
-    FOR UPDATE OF o SKIP LOCKED
 )
 UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
 FROM due
