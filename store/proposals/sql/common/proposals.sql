@@ -32,11 +32,6 @@ RETURNING id, batch_id
 -- The proposal an agent stored under a submission key.
 SELECT * FROM proposals WHERE agent = :agent AND submission_key = :submission_key
 
--- name: select_pending
--- Pending proposals, riskiest first, then soonest expiry (App Home, the slash command); the
--- index proposals_pending_by_risk holds them in this order.
-SELECT * FROM proposals WHERE status = 'pending' ORDER BY risk_rank, expires_at, id LIMIT :limit
-
 -- name: select_pending_of_agent
 -- One agent's pending proposals, in the same order.
 SELECT * FROM proposals WHERE status = 'pending' AND agent = :agent

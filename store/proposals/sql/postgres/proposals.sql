@@ -85,3 +85,8 @@ WITH changed AS (
     SELECT :now, changed.id, :actor, :event, :detail::json FROM changed
 )
 SELECT * FROM changed
+
+-- name: select_pending
+-- Pending proposals, riskiest first, then soonest expiry (App Home, the slash command); the
+-- index proposals_pending_by_risk holds them in this order.
+SELECT * FROM proposals WHERE status = 'pending' ORDER BY risk_rank, expires_at, id LIMIT :limit

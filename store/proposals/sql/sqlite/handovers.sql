@@ -6,10 +6,10 @@
 -- repeats the compare-and-set, so a proposal is handed over once.
 UPDATE proposals SET handed_over_at = :now, updated_at = :now
 WHERE id IN (
-    SELECT id FROM proposals
+    SELECT id FROM proposals INDEXED BY proposals_backup_due
     WHERE status = 'pending' AND handed_over_at IS NULL AND backup_at IS NOT NULL
       AND backup_at <= :now AND (expires_at IS NULL OR expires_at > :now)
     ORDER BY backup_at, id
     LIMIT :limit
-) AND status = 'pending' AND handed_over_at IS NULL
+) AND +status = 'pending' AND handed_over_at IS NULL
 RETURNING *

@@ -1,16 +1,24 @@
 -- The sweeps over proposals on SQLite (store/proposals/verbs.py). The write transaction holds SQLite's
 -- one write lock: nobody else changes these rows meanwhile.
+--
+-- How the sweeps here, reminders.sql and handovers.sql are planned: SQLite keeps no statistics
+-- (the store never runs ANALYZE) and takes `status = ?` for the most selective term there is.
+-- Left alone, each sweep found its candidates through proposals_status_expires_at, every
+-- pending proposal, and sorted them, then walked every pending proposal again to match them:
+-- 45-60 ms a sweep with 55,000 pending. So the candidates are read by the partial index that
+-- holds them in the sweep's order (INDEXED BY), and the compare-and-set of the UPDATE names its
+-- status as `+status`, which no index serves: the ids found are looked up by key.
 
 -- name: reclaim_abandoned
 -- Executions whose executor did not record an outcome before its lease ran out (up to :limit,
 -- oldest lease first) -> needs_reconciliation.
 UPDATE proposals SET status = 'needs_reconciliation', outcome = :outcome, updated_at = :now
 WHERE id IN (
-    SELECT id FROM proposals
+    SELECT id FROM proposals INDEXED BY proposals_executing_lease
     WHERE status = 'executing' AND lease_until <= :now
     ORDER BY lease_until, id
     LIMIT :limit
-) AND status = 'executing'
+) AND +status = 'executing'
 RETURNING *
 
 -- name: expire_due
@@ -21,7 +29,7 @@ WHERE id IN (
     WHERE status = 'pending' AND expires_at <= :now
     ORDER BY expires_at, id
     LIMIT :limit
-) AND status = 'pending'
+) AND +status = 'pending'
 RETURNING *
 
 -- name: record_outcome_at_once
@@ -40,3 +48,10 @@ SELECT record_outcome_at_once_is_not_run_on_sqlite(
 SELECT update_message_at_once_is_not_run_on_sqlite(
     :channel, :ts, :now, :id, :actor, :event, :detail
 )
+
+-- name: select_pending
+-- Pending proposals, riskiest first, then soonest expiry (App Home, the slash command); the
+-- index proposals_pending_by_risk holds them in this order, and SQLite is told to read it:
+-- left alone it sorted every pending proposal (29 ms with 55,000 pending; 1 ms by the index).
+SELECT * FROM proposals INDEXED BY proposals_pending_by_risk WHERE status = 'pending'
+ORDER BY risk_rank, expires_at, id LIMIT :limit
