@@ -1004,6 +1004,49 @@ async def test_grouping_similar_posts_walks_only_the_oldest_few_of_a_backlog_of_
     assert [d.proposal_id for d in leased] == [new.id for new in made[:3]]
 
 
+@pytest.mark.parametrize(
+    ("query_name", "statistics"),
+    [
+        *(
+            (name, statistics)
+            for name in ("expire_due", "remind_due", "hand_over_due", "reclaim_abandoned")
+            for statistics in ("none", "analyzed")
+        ),
+        # Before its first ANALYZE PostgreSQL reads and sorts every pending proposal for the
+        # queue: autovacuum analyzes a table once 50 rows and a tenth of it have changed.
+        ("select_pending", "analyzed"),
+    ],
+)
+async def test_the_sweeps_and_the_pending_queue_read_only_what_they_return(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], query_name: str, statistics: str
+) -> None:
+    """With 500 proposals pending and none of them due, each sweep reads no proposal whatever
+    the planner's statistics say, and the queue of pending proposals only the five it shows
+    (SQLite's plans walked every pending proposal; tests/store/test_sqlite.py)."""
+    store = await open_pg()
+    await raw.execute("ALTER TABLE proposals SET (autovacuum_enabled = false)")
+    for n in range(500):
+        await store.create_proposal(
+            new_proposal(
+                NOW + timedelta(milliseconds=n),
+                remind_at=NOW + timedelta(minutes=30),
+                backup_at=NOW + timedelta(minutes=30),
+                backup_roles=("finance-leads",),
+            )
+        )
+    if statistics == "analyzed":
+        await raw.execute("ANALYZE proposals")
+    params = {"now": NOW + timedelta(minutes=10), "limit": 5, "outcome": "{}"}
+    plan = await _explained(raw, query_name, params)
+    nodes = _nodes(plan["Plan"])
+    scans = [n for n in nodes if n.get("Relation Name") == "proposals"]
+    read = [scan["Actual Rows"] + scan.get("Rows Removed by Filter", 0) for scan in scans]
+    assert scans and max(read) <= 5, [
+        (n["Node Type"], n.get("Index Name"), n.get("Actual Rows"), n.get("Rows Removed by Filter"))
+        for n in scans
+    ]
+
+
 async def test_a_commit_changes_pending_count_rows_in_sorted_order_so_writers_never_deadlock(
     open_pg: OpenStore, schema: str
 ) -> None:
