@@ -3,11 +3,12 @@
 --
 -- How the sweeps here, reminders.sql and handovers.sql are planned: SQLite keeps no statistics
 -- (the store never runs ANALYZE) and takes `status = ?` for the most selective term there is.
--- Left alone, each sweep found its candidates through proposals_status_expires_at, every
--- pending proposal, and sorted them, then walked every pending proposal again to match them:
--- 45-60 ms a sweep with 55,000 pending. So the candidates are read by the partial index that
--- holds them in the sweep's order (INDEXED BY), and the compare-and-set of the UPDATE names its
--- status as `+status`, which no index serves: the ids found are looked up by key.
+-- Left alone, the reminder and hand-over sweeps found their candidates by sorting every
+-- pending proposal (through proposals_status_expires_at), and every sweep then walked every
+-- pending proposal again to match the ids it had found: 19-63 ms a sweep with 55,000 pending.
+-- So the candidates are read by the partial index that holds them in the sweep's order
+-- (INDEXED BY, where SQLite would not choose it), and the compare-and-set of the UPDATE names
+-- its status as `+status`, which no index serves: the ids found are looked up by key.
 
 -- name: reclaim_abandoned
 -- Executions whose executor did not record an outcome before its lease ran out (up to :limit,
