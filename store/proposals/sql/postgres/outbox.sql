@@ -47,23 +47,30 @@ RETURNING o.*
 
 -- name: claim_deliveries
 -- Lease up to :limit due entries, each the first undelivered one of its proposal and lane.
--- Entries another worker is leasing right now are skipped, not awaited; the outer WHERE
--- re-checks each locked row.
+-- Entries another worker is leasing right now are skipped, not awaited; each row is locked
+-- once it is checked (a row changed meanwhile is checked again as it now is), so the UPDATE
+-- re-checks only the lease, not the conditions of an open entry: stated there, they let the
+-- planner scan the open entries' indexes instead.
+-- Written so that only the cheap plan exists, whatever the planner's statistics (a new
+-- database has none, and its partial indexes, built empty, claim no rows): "first of its
+-- lane" is one lookup of the lane's lowest open id by outbox_open_by_proposal (as an
+-- anti-join it was planned as a scan of the whole open outbox per candidate: 315 ms a claim
+-- with 4,800 open entries), and the leased rows are updated by their row address (a join by
+-- id walked every open entry).
 WITH due AS (
-    SELECT o.id FROM outbox AS o
+    SELECT o.ctid AS address FROM outbox AS o
     WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
       AND o.next_attempt_at <= :now
       AND (o.leased_until IS NULL OR o.leased_until <= :now)
-      AND NOT EXISTS (
-          SELECT 1 FROM outbox AS e
-          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
+      AND o.id = (
+          SELECT min(e.id) FROM outbox AS e
+          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane
             AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
     ORDER BY o.next_attempt_at, o.id
     LIMIT :limit
     FOR UPDATE SKIP LOCKED
 )
 UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
-FROM due
-WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+WHERE o.ctid = ANY(ARRAY(SELECT address FROM due))
   AND (o.leased_until IS NULL OR o.leased_until <= :now)
 RETURNING o.*
