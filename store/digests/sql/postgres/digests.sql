@@ -25,12 +25,13 @@ SELECT * FROM proposals WHERE id = ANY(:ids::text[])
 -- oldest first. The similar proposals are walked in that order by their index
 -- (proposals_unshown, 0025) and the walk stops at the limit: neither a backlog of other posts
 -- nor one of similar posts still to show is read, whatever the planner's statistics say.
--- Entries another worker is leasing right now are skipped; the outer WHERE re-checks each
--- locked row.
+-- Entries another worker is leasing right now are skipped; each row is locked once it is
+-- checked, so the UPDATE re-checks only the lease and finds the rows by their address (as in
+-- claim_deliveries: a join by id walked every open entry on a database without statistics).
 WITH due AS (
-    SELECT o.id FROM proposals AS p
+    SELECT o.address FROM proposals AS p
     CROSS JOIN LATERAL (
-        SELECT o.id FROM outbox AS o
+        SELECT o.ctid AS address, o.id FROM outbox AS o
         WHERE o.proposal_id = p.id AND o.effect = 'slack.post'
           AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
           AND o.next_attempt_at <= :now
@@ -48,8 +49,7 @@ WITH due AS (
     LIMIT :limit
 )
 UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
-FROM due
-WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+WHERE o.ctid = ANY(ARRAY(SELECT address FROM due))
   AND (o.leased_until IS NULL OR o.leased_until <= :now)
 RETURNING o.*
 
