@@ -27,7 +27,8 @@ from bot.slack.publish import DeliveryFailed
 from contracts.base import HttpTransportError
 from contracts.redaction import shown_url
 from contracts.signing import CALLBACK, signed_headers
-from store.proposals import Delivery
+from store.escalations import Escalation, EscalationDelivery
+from store.proposals import Delivery, Proposal
 from store.protocol import Store
 
 __all__ = ["CallbackPoster", "CallbackSender", "DestinationSlots"]
@@ -162,45 +163,46 @@ class CallbackSender:
         """One attempt at a proposal's callback: the proposal as the agent API shows it."""
         proposal = await self._store.get_proposal(delivery.proposal_id)
         await self.send(
-            proposal.id,
-            agent=proposal.agent,
-            url=proposal.callback_url,
-            body=ProposalOut.of(proposal),
-            headers={
-                "X-Countersign-Proposal": proposal.id,
-                "X-Countersign-Delivery": str(delivery.id),
-            },
-            attempts=delivery.attempts,
-            status=delivery.status.value,
+            proposal,
+            ProposalOut.of(proposal),
+            delivery,
+            kind="Proposal",
+            delivery_id=str(delivery.id),
         )
 
     async def send(
         self,
-        subject: str,
-        *,
-        agent: str,
-        url: str | None,
+        subject: Proposal | Escalation,
         body: BaseModel,
-        headers: Mapping[str, str],
-        attempts: int,
-        status: str,
+        attempt: Delivery | EscalationDelivery,
+        *,
+        kind: str,
+        delivery_id: str,
     ) -> None:
         """POST ``body`` (``subject`` as the agent API shows it: a proposal or an escalation) to
-        its agent's ``url`` (nothing when there is none), then audit ``subject``'s
-        ``callback_delivered`` with the attempt's count and the status it told. An agent no
-        longer configured is a lasting failure."""
+        its agent's callback_url (nothing when there is none), headed with ``subject``'s id
+        (``X-Countersign-<kind>``) and ``delivery_id`` (``X-Countersign-Delivery``), then audit
+        ``subject``'s ``callback_delivered`` with the count of ``attempt`` (the outbox entry
+        being delivered) and the status it told. An agent no longer configured is a lasting
+        failure."""
+        url = subject.callback_url
         if url is None:
             return
-        settings = self._agents.get(agent)
+        settings = self._agents.get(subject.agent)
         if settings is None:
-            raise DeliveryFailed(f"agent {agent!r} is no longer configured", lasting=True)
+            raise DeliveryFailed(f"agent {subject.agent!r} is no longer configured", lasting=True)
+        headers = {f"X-Countersign-{kind}": subject.id, "X-Countersign-Delivery": delivery_id}
         await self._poster.post(
             settings, url, body.model_dump_json().encode(), now=self._clock(), headers=headers
         )
         await self._store.record_event(
-            subject,
+            subject.id,
             actor="countersign",
             event="callback_delivered",
-            detail={"url": shown_url(url), "attempts": attempts, "status": status},
+            detail={
+                "url": shown_url(url),
+                "attempts": attempt.attempts,
+                "status": attempt.status.value,
+            },
             now=self._clock(),
         )

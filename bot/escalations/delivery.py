@@ -111,14 +111,9 @@ class EscalationDeliverer:
 
     async def _callback(self, escalation: Escalation, delivery: EscalationDelivery) -> None:
         await self._callbacks.send(
-            escalation.id,
-            agent=escalation.agent,
-            url=escalation.callback_url,
-            body=EscalationOut.of(escalation),
-            headers={
-                "X-Countersign-Escalation": escalation.id,
-                "X-Countersign-Delivery": f"escalation-{delivery.id}",
-            },
-            attempts=delivery.attempts,
-            status=delivery.status.value,
+            escalation,
+            EscalationOut.of(escalation),
+            delivery,
+            kind="Escalation",
+            delivery_id=f"escalation-{delivery.id}",
         )
