@@ -33,6 +33,7 @@ from store.pg_migrate import apply_migrations
 from store.pg_tx import PgTx
 from store.postgres import KEPT_FOR_PEOPLE, PostgresStore, redacted
 from store.proposals import TRANSITIONS, AlreadyDecided, Status, Transitioned
+from store.proposals.rows import insert_proposal_params
 from tests.e2e.store_outage import StoreProxy
 from tests.scale.cluster import fresh_database
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
@@ -945,6 +946,84 @@ async def _explained(
     finally:
         await explained.rollback()
     return dict(plan)
+
+
+async def _literal(raw: asyncpg.Connection[asyncpg.Record], value: Any) -> str:
+    """``value`` (a bound parameter as PgTx gives it) as an SQL literal of its text."""
+    if isinstance(value, list | tuple):
+        return str(await raw.fetchval("SELECT quote_nullable($1::text[]::text)", list(value)))
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    elif isinstance(value, datetime):
+        value = value.isoformat()
+    elif value is not None:
+        value = str(value)
+    return str(await raw.fetchval("SELECT quote_nullable($1::text)", value))
+
+
+class _Prepared:
+    """A named query prepared once on ``raw`` with a generic plan, as a pooled connection
+    keeps it: planned at its first run, from what the tables held then, and kept however they
+    grow (only new statistics or a change of the schema make PostgreSQL plan it again)."""
+
+    def __init__(self, raw: asyncpg.Connection[asyncpg.Record], name: str) -> None:
+        self._raw = raw
+        self._query = load_queries("postgres")[name]
+        self._name = f"generic_{name}"
+
+    async def explained(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The plan a run with ``params`` took, by EXPLAIN ANALYZE (rolled back after)."""
+        if not await self._raw.fetchval(
+            "SELECT count(*) FROM pg_prepared_statements WHERE name = $1", self._name
+        ):
+            await self._raw.execute("SET plan_cache_mode = force_generic_plan")
+            await self._raw.execute(f"PREPARE {self._name} AS {self._query.text}")
+        given = {key: params[key] for key in self._query.params}
+        values = [
+            PgTx.param(key, value)
+            for key, value in zip(self._query.params, self._query.positional(given), strict=True)
+        ]
+        literals = ", ".join([await _literal(self._raw, value) for value in values])
+        explained = self._raw.transaction()
+        await explained.start()
+        try:
+            [plan] = json.loads(
+                await self._raw.fetchval(
+                    f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {self._name} ({literals})"
+                )
+            )
+        finally:
+            await explained.rollback()
+        return dict(plan)
+
+
+async def test_the_pending_limit_looks_up_the_submissions_in_flight_by_id_in_a_plan_made_empty(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    """A submission bounded by its agent's pending limit counts its submissions in flight that
+    are not stored yet. Planned while the proposals table was nearly empty (a new database, the
+    benchmark's), and kept by the pooled connection, that count hashed every stored proposal to
+    match two ids: the table read on every submission, a third of PostgreSQL's CPU in the
+    ingest row (docs/benchmarks.md). It now looks each id up by key, whatever the plan saw."""
+    store = await open_pg()
+    generic = _Prepared(raw, "insert_submitted")
+    params: dict[str, Any] = {
+        "pending_limit": 100,
+        "in_flight": json.dumps(["p_in_flight_1", "p_in_flight_2"]),
+        "audit_entries": "[]",
+        "effects": "[]",
+        "post_due": NOW,
+    }
+    first = new_proposal(NOW)
+    await generic.explained({**insert_proposal_params(first), **params})  # planned while empty
+    for n in range(2000):
+        await store.create_proposal(new_proposal(NOW + timedelta(milliseconds=n)))
+    plan = await generic.explained({**insert_proposal_params(new_proposal(NOW)), **params})
+    nodes = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "proposals"]
+    assert plan["Plan"]["Actual Rows"] == 1
+    assert _rows_read(nodes) <= 4, [
+        (n["Node Type"], n.get("Index Name"), n["Actual Rows"], n["Actual Loops"]) for n in nodes
+    ]
 
 
 async def test_grouping_similar_posts_reads_the_similar_proposals_once_however_long_the_backlog(

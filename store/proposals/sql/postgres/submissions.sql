@@ -15,6 +15,9 @@
 -- outbox entries too (:effects, a JSON array of [effect, lane]; their ids order them within a
 -- lane). A post is due at :post_due, every other effect at once. The lists are JSON, not
 -- arrays: asyncpg encodes a text[] parameter element by element, at several times the cost.
+-- The ids in flight are looked up one by one, by key (a scalar subquery is never made a join):
+-- written NOT EXISTS, a plan made while the table was nearly empty, which a pooled connection
+-- keeps, hashed every stored proposal to match them.
 WITH existing AS (
     SELECT * FROM proposals WHERE agent = :agent AND submission_key = :submission_key
 ), room AS (
@@ -22,7 +25,7 @@ WITH existing AS (
         SELECT coalesce(sum(pending), 0) FROM pending_counts WHERE agent = :agent
     ) + (
         SELECT count(*) FROM json_array_elements_text(:in_flight::json) AS other (id)
-        WHERE NOT EXISTS (SELECT FROM proposals WHERE proposals.id = other.id)
+        WHERE (SELECT true FROM proposals WHERE proposals.id = other.id) IS NULL
     ) < :pending_limit::bigint AS has_room
 ), proposal AS (
     INSERT INTO proposals (
@@ -62,9 +65,10 @@ FROM room LEFT JOIN existing ON true
 -- name: count_pending_with_in_flight
 -- An agent's proposals waiting for a person, with those of :in_flight (its submissions in
 -- flight elsewhere, by proposal id) not stored yet: what its pending limit is checked against.
+-- Each id is looked up by key, as in insert_submitted.
 SELECT (
     SELECT coalesce(sum(pending), 0) FROM pending_counts WHERE agent = :agent
 ) + (
     SELECT count(*) FROM unnest(:in_flight::text[]) AS other (id)
-    WHERE NOT EXISTS (SELECT FROM proposals WHERE proposals.id = other.id)
+    WHERE (SELECT true FROM proposals WHERE proposals.id = other.id) IS NULL
 ) AS pending
