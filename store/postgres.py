@@ -37,6 +37,7 @@ from store.migrate import MigrationError, load_migrations
 from store.pg_changes import ChangeFeed
 from store.pg_errors import DRIVER_ERRORS, translate
 from store.pg_migrate import apply_migrations
+from store.pg_statistics import TableStatistics
 from store.pg_tx import PgTx
 from store.verbs import StoreVerbs
 
@@ -94,6 +95,8 @@ class PostgresStore(StoreVerbs):
         self._closed = False
         #: seals the audit entries this store's writers append unsealed (store/audit/sealer.py)
         self._sealer = Sealer(lambda: seal_audit(self))
+        #: analyzes the tables as they grow, for plans fit for their size (store/pg_statistics.py)
+        self.statistics = TableStatistics(self.connection)
 
     @classmethod
     async def open(
@@ -157,6 +160,7 @@ class PostgresStore(StoreVerbs):
 
         store = cls(pool, listen_connect=listen_connect, clock=clock)
         store._sealer.start()  # seals what an instance that stopped may have left unsealed
+        store.statistics.start()
         return store
 
     @property
@@ -178,6 +182,7 @@ class PostgresStore(StoreVerbs):
         store.audit.sealer.IDLE_SECONDS, or when a store next opens on the database."""
         if not self._closed:
             self._closed = True
+            await self.statistics.close()
             await self._sealer.close()
             await self._changes.close()
             await self._pool.close()

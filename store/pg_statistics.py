@@ -1,0 +1,107 @@
+"""Statistics for a young PostgreSQL database: each table of the store's schema is analyzed
+whenever its rows have changed as much as it held at its last analysis (at least
+:data:`LEAST_CHANGES`), so a table that grows from nothing is analyzed as it doubles.
+
+Why: PostgreSQL plans from a table's statistics, and a new database has none, or those of
+empty tables. On them reading a whole table looks no dearer than a few lookups by key, and
+statements went on reading whole tables as they grew: marking 25 outbox entries delivered read
+all 4,371 (without statistics PostgreSQL cannot tell that the entries lie in the order of their
+ids), and attaching 25 posts to a digest read every proposal (docs/benchmarks.md). A pooled
+connection also keeps a generic plan of a statement it prepared, made from what the tables held
+then, until their statistics change. Autovacuum gathers statistics, but only once 50 rows and a
+tenth of a table have changed, and it looks once a minute: a busy new install runs its first
+minutes, and a benchmark its whole run, on such plans. ANALYZE replaces a table's statistics,
+and every connection plans its statements on it again.
+
+A table whose ``autovacuum_enabled`` is off is left alone: who turned off automatic upkeep for it
+wants no automatic statistics either. Several instances on one database analyze a table once:
+the run takes a transaction-scoped advisory lock, and an instance that does not get it skips
+that round. The counts it reads lag the commits (PostgreSQL's cumulative statistics: a busy
+connection reports its counts at most once a second, an idle one within ten seconds); a round that
+failed (the database away) is tried again at the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING
+
+from store.base import StoreError
+
+if TYPE_CHECKING:
+    from store.pg_migrate import Connection
+
+__all__ = ["CHECK_SECONDS", "LEAST_CHANGES", "TableStatistics"]
+
+log = logging.getLogger(__name__)
+
+#: How often the tables' changes are read.
+CHECK_SECONDS = 2.0
+#: The fewest changed rows that make a table worth analyzing again.
+LEAST_CHANGES = 100
+
+#: The schema's tables that changed as many rows as they held when last analyzed (never: none),
+#: leaving out those whose autovacuum is turned off.
+_DUE = """
+SELECT s.relname
+FROM pg_stat_user_tables AS s JOIN pg_class AS c ON c.oid = s.relid
+WHERE s.schemaname = current_schema()
+  AND s.n_mod_since_analyze >= greatest($1::bigint, c.reltuples::bigint)
+  AND NOT coalesce(c.reloptions @> ARRAY['autovacuum_enabled=false'], false)
+ORDER BY s.relname
+"""
+
+#: One analysis at a time per schema, whichever instance runs it.
+_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext('countersign analyze ' || current_schema()))"
+
+
+class TableStatistics:
+    """Analyzes the tables that grew (see the module's docstring) every ``every`` seconds, on a
+    connection that ``connection`` lends, from :meth:`start` until :meth:`close`."""
+
+    def __init__(
+        self,
+        connection: Callable[[], AbstractAsyncContextManager[Connection]],
+        *,
+        every: float = CHECK_SECONDS,
+        least_changes: int = LEAST_CHANGES,
+    ) -> None:
+        self._connection = connection
+        self._every = every
+        self._least = least_changes
+        self._task: asyncio.Task[None] | None = None
+        self.analyzed: list[str] = []  #: the tables analyzed so far, in order (for tests)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="table statistics")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def analyze_grown(self) -> list[str]:
+        """One round: analyze the tables that grew, unless another instance is analyzing this
+        schema's tables now; the tables analyzed."""
+        async with self._connection() as db, db.transaction():
+            if not await db.fetchval(_LOCK):
+                return []
+            due = [row["relname"] for row in await db.fetch(_DUE, self._least)]
+            for table in due:
+                await db.execute(f'ANALYZE "{table}"')
+        self.analyzed.extend(due)
+        return due
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._every)
+            try:
+                await self.analyze_grown()
+            except StoreError as error:  # the store is away or closing: the next round tries
+                log.debug("table statistics not gathered this round: %s", error)
