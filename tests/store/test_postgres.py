@@ -1006,6 +1006,7 @@ async def test_the_pending_limit_looks_up_the_submissions_in_flight_by_id_in_a_p
     match two ids: the table read on every submission, a third of PostgreSQL's CPU in the
     ingest row (docs/benchmarks.md). It now looks each id up by key, whatever the plan saw."""
     store = await open_pg()
+    await store.statistics.close()  # no analysis meanwhile: the plan stays the one made empty
     generic = _Prepared(raw, "insert_submitted")
     params: dict[str, Any] = {
         "pending_limit": 100,
@@ -1059,6 +1060,7 @@ async def test_grouping_similar_posts_walks_only_the_oldest_few_of_a_backlog_of_
     each lookup grew with the backlog. It now walks them oldest first and stops at its limit."""
     store = await open_pg()
     await raw.execute("ALTER TABLE proposals SET (autovacuum_enabled = false)")
+    await raw.execute("ALTER TABLE outbox SET (autovacuum_enabled = false)")
     made = [new_proposal(NOW + timedelta(milliseconds=n)) for n in range(1500)]
     for new in made:
         await store.create_proposal(new)
