@@ -20,15 +20,21 @@ WHERE e.id = due.id AND e.status = 'open' AND e.announced_at <= :due
 RETURNING e.*
 
 -- name: claim_escalation_deliveries
--- Lease up to :limit due entries, each the first undelivered one of its escalation and lane.
+-- Lease up to :limit due entries, each the first undelivered one of its escalation and lane,
+-- as claim_deliveries leases the proposals' (store/proposals/sql/postgres/outbox.sql): each
+-- row is locked once it is checked, so the UPDATE re-checks only the lease; "first of its
+-- lane" is one lookup of the lane's lowest open id by escalation_outbox_open, and the leased
+-- rows are updated by their row address. Written NOT EXISTS and joined by id, the plan made
+-- while the outbox was empty (a new database's, which a pooled connection keeps) walked every
+-- open entry for each candidate: 16,520 entries read to lease 10 of 1,500.
 WITH due AS (
-    SELECT o.id FROM escalation_outbox AS o
+    SELECT o.ctid AS address FROM escalation_outbox AS o
     WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
       AND o.next_attempt_at <= :now
       AND (o.leased_until IS NULL OR o.leased_until <= :now)
-      AND NOT EXISTS (
-          SELECT 1 FROM escalation_outbox AS e
-          WHERE e.escalation_id = o.escalation_id AND e.lane = o.lane AND e.id < o.id
+      AND o.id = (
+          SELECT min(e.id) FROM escalation_outbox AS e
+          WHERE e.escalation_id = o.escalation_id AND e.lane = o.lane
             AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
     ORDER BY o.next_attempt_at, o.id
     LIMIT :limit
@@ -36,6 +42,6 @@ WITH due AS (
 )
 UPDATE escalation_outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
 FROM due
-WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+WHERE o.ctid = due.address
   AND (o.leased_until IS NULL OR o.leased_until <= :now)
 RETURNING o.*
