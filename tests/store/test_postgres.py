@@ -36,6 +36,7 @@ from store.proposals import TRANSITIONS, AlreadyDecided, Status, Transitioned
 from store.proposals.rows import insert_proposal_params
 from tests.e2e.store_outage import StoreProxy
 from tests.scale.cluster import fresh_database
+from tests.store.batch_conformance import WINDOW, waiting
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
 from tests.store.digest_conformance import digest
 from tests.store.escalation_conformance import new_escalation
@@ -1233,6 +1234,36 @@ async def test_leasing_escalation_entries_reads_only_the_entries_it_leases(
     assert _rows_read(nodes) <= 60, _reads(nodes)
     leased = await escalations.claim_deliveries(now=later, limit=3, lease=LEASE)
     assert [d.escalation_id for d in leased] == [new.id for new in made[:3]]
+
+
+@pytest.mark.parametrize("plan", ["custom", "generic"])
+async def test_claiming_a_batchs_posts_reads_only_the_batchs_entries(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], plan: str
+) -> None:
+    """The worker holding a closed batch claims its proposals' posts. Beside 1,500 other
+    cards to post, planned without statistics or kept from a plan made on an empty outbox,
+    the claim walked every open entry to find the batch's, and again for each post's lane
+    check (7,518 to 10,524 rows read to claim 3). It now reads the batch's proposals and
+    their posts."""
+    store = await open_pg()
+    closed = NOW + WINDOW
+    params = {"now": closed, "lease": closed + LEASE, "batch_id": "b_none", "held": []}
+    planned = await _planned_empty(
+        raw, "claim_batch_posts", plan, params, ("proposals", "outbox", "batches")
+    )
+    for n in range(1500):  # other proposals, each with its card's post due
+        await store.create_proposal(new_proposal(NOW + timedelta(milliseconds=n)))
+    items = [(await store.create_proposal(waiting(NOW)))[0] for _ in range(3)]
+    batch_id = str(items[0].batch_id)
+    assert await store.digests().lease_batch(batch_id, now=closed, lease=LEASE)
+    explained = await planned.explained({**params, "batch_id": batch_id})
+    nodes = [
+        n for n in _nodes(explained["Plan"]) if n.get("Relation Name") in ("outbox", "proposals")
+    ]
+    assert explained["Plan"]["Actual Rows"] == 3
+    assert _rows_read(nodes) <= 20, _reads(nodes)
+    claimed = await store.digests().claim_batch_posts(batch_id, held=[], now=closed, lease=LEASE)
+    assert sorted(d.proposal_id for d in claimed) == sorted(new.id for new in items)
 
 
 async def test_a_commit_changes_pending_count_rows_in_sorted_order_so_writers_never_deadlock(
