@@ -55,23 +55,37 @@ RETURNING o.*
 
 -- name: claim_digest_deliveries
 -- More due entries of one effect for a digest's items, each first in its proposal's lane.
+-- Written so that only the cheap plan exists, as claim_deliveries is: the digest's items are
+-- walked by their index (proposals_digest_items), each one's entry looked up by
+-- outbox_open_by_proposal, "first of its lane" is the lane's lowest open id, and the locked
+-- rows are updated by their row address. The effect is a value of the run, not a constant:
+-- known to the plan, it let a database without statistics read outbox_due_decisions (built
+-- empty, it claims no rows) for each item. Joined the other way and written NOT EXISTS, the
+-- plan walked the outbox's due entries to find the digest's and every open entry for each:
+-- 34,859-43,968 entries read to lease a digest's 10 updates behind 1,500 other proposals'.
+-- Each item's entry is locked as it is found, before the sort: a digest holds at most
+-- DIGEST_MAX items, the limit its caller asks for, so those locked are those leased.
 WITH due AS (
-    SELECT o.id FROM outbox AS o JOIN proposals AS p ON p.id = o.proposal_id
-    WHERE p.digest_id = :digest_id AND o.effect = :effect
-      AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
-      AND o.next_attempt_at <= :now
-      AND (o.leased_until IS NULL OR o.leased_until <= :now)
-      AND NOT EXISTS (
-          SELECT 1 FROM outbox AS e
-          WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
-            AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
+    SELECT o.address FROM proposals AS p
+    CROSS JOIN LATERAL (
+        SELECT o.ctid AS address, o.next_attempt_at, o.id FROM outbox AS o
+        WHERE o.proposal_id = p.id AND o.effect = (SELECT :effect::text)
+          AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+          AND o.next_attempt_at <= :now
+          AND (o.leased_until IS NULL OR o.leased_until <= :now)
+          AND o.id = (
+              SELECT min(e.id) FROM outbox AS e
+              WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane
+                AND e.delivered_at IS NULL AND e.abandoned_at IS NULL)
+        FOR UPDATE SKIP LOCKED
+    ) AS o
+    WHERE p.digest_id = :digest_id
     ORDER BY o.next_attempt_at, o.id
     LIMIT :limit
-    FOR UPDATE OF o SKIP LOCKED
 )
 UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
 FROM due
-WHERE o.id = due.id AND o.delivered_at IS NULL AND o.abandoned_at IS NULL
+WHERE o.ctid = due.address
   AND (o.leased_until IS NULL OR o.leased_until <= :now)
 RETURNING o.*
 
