@@ -1209,6 +1209,43 @@ async def test_leasing_due_entries_reads_only_the_entries_it_leases(
 
 
 @pytest.mark.parametrize("plan", ["custom", "generic"])
+async def test_leasing_decision_entries_reads_only_the_entries_it_leases(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], plan: str
+) -> None:
+    """A decision's message update and reply are leased first, each proposal's together. With
+    750 proposals' updates and replies due and 750 cards still to post, planned without
+    statistics or kept from a plan made on an empty outbox, the lease read every open entry
+    for each head's lane check and each follower's gap check, and again to find the heads'
+    followers and to match the leased rows by id (107,754 to 112,732 entries read to lease
+    20). It now reads about what it leases."""
+    store = await open_pg()
+    later = NOW + timedelta(hours=1)
+    params = {"now": later, "lease": later + LEASE, "limit": 10}
+    planned = await _planned_empty(
+        raw, "claim_decision_deliveries", plan, params, ("proposals", "outbox")
+    )
+    made = [new_proposal(NOW + timedelta(milliseconds=n)) for n in range(1500)]
+    for new in made:
+        await store.create_proposal(new)
+    decided = made[::2]  # shown and decided: their update and reply due, behind no post
+    for new in decided:
+        await store.reject(new.id, actor="U0APPROVER", reason="no", now=NOW)
+    await raw.execute(
+        "UPDATE outbox SET delivered_at = $1 WHERE effect = 'slack.post' AND proposal_id = ANY($2)",
+        NOW,
+        [new.id for new in decided],
+    )
+    explained = await planned.explained(params)
+    nodes = [n for n in _nodes(explained["Plan"]) if n.get("Relation Name") == "outbox"]
+    assert explained["Plan"]["Actual Rows"] == 20
+    assert _rows_read(nodes) <= 100, _reads(nodes)
+    leased = await store.claim_deliveries(now=later, limit=3, lease=LEASE)
+    assert [(d.proposal_id, d.effect.value) for d in leased] == [
+        (new.id, effect) for new in decided[:3] for effect in ("slack.update", "slack.reply")
+    ]
+
+
+@pytest.mark.parametrize("plan", ["custom", "generic"])
 async def test_leasing_a_digests_entries_reads_only_the_entries_it_leases(
     open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], plan: str
 ) -> None:
