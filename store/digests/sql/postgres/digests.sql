@@ -49,7 +49,8 @@ WITH due AS (
     LIMIT :limit
 )
 UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
-WHERE o.ctid = ANY(ARRAY(SELECT address FROM due))
+FROM due
+WHERE o.ctid = due.address
   AND (o.leased_until IS NULL OR o.leased_until <= :now)
 RETURNING o.*
 
