@@ -1020,8 +1020,9 @@ async def _planned_empty(
     tables: tuple[str, ...],
 ) -> _Custom | _Prepared:
     """The named query, run once on ``tables`` while they are empty and never analyzed
-    (autovacuum off for the test): planned again at each run (``plan`` "custom"), or prepared
-    with the generic plan made now and kept however the tables grow ("generic")."""
+    (autovacuum off for the test, which the store's own analysis, store/pg_statistics, leaves
+    alone too): planned again at each run (``plan`` "custom"), or prepared with the generic
+    plan made now and kept however the tables grow ("generic")."""
     for table in tables:
         await raw.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
     planned = _Prepared(raw, name) if plan == "generic" else _Custom(raw, name)
