@@ -182,8 +182,8 @@ class PostgresStore(StoreVerbs):
         store.audit.sealer.IDLE_SECONDS, or when a store next opens on the database."""
         if not self._closed:
             self._closed = True
+            await self._sealer.close()  # first, in this turn: a run woken now is not begun
             await self.statistics.close()
-            await self._sealer.close()
             await self._changes.close()
             await self._pool.close()
 

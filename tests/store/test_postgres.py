@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import itertools
 import json
+import logging
 import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -759,6 +760,21 @@ async def test_a_closed_store_raises_store_unavailable(open_pg: OpenStore) -> No
 
     with pytest.raises(StoreUnavailable, match="closed"):
         await store.get_proposal("p")
+
+
+async def test_closing_right_after_a_write_warns_of_nothing(
+    open_pg: OpenStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A write wakes the audit sealer; closing the store right after must not let that run
+    meet the closed store and warn that it could not seal (its entries are sealed by the next
+    instance: store/postgres.py)."""
+    store = await open_pg()
+    for n in range(20):
+        await store.create_proposal(new_proposal(NOW + timedelta(milliseconds=n)))
+        with caplog.at_level(logging.WARNING, logger="store"):
+            await store.close()
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+        store = await open_pg()
 
 
 async def test_calls_waiting_while_the_store_closes_raise_store_unavailable_or_finish(
