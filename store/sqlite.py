@@ -33,7 +33,7 @@ from store.sqlite_conn import INLINE_BUDGET_SECONDS, SqliteConnection
 from store.sqlite_tx import FollowedHead, SqliteTx
 from store.verbs import StoreVerbs
 
-__all__ = ["SqliteStore", "apply_migrations"]
+__all__ = ["WRITER_CACHE_KIB", "SqliteStore", "apply_migrations"]
 
 #: Bootstraps the table that records applied migrations (every other table is a migration).
 CREATE_SCHEMA_MIGRATIONS = """
@@ -55,6 +55,13 @@ SELECT_APPLIED_VERSIONS = "SELECT version FROM schema_migrations"
 #: thread of their own, and two keep such reads from waiting on each other. One more is kept
 #: for people's reads (store/lanes.py).
 READERS = 2
+
+#: The writer's page cache, in KiB (SQLite's default is 2,000): each new proposal writes a leaf
+#: of every index of its table, the key's at a random place, and with 50,000 pending those leaves
+#: no longer fit in the default, so each write read pages back from the file. With this much a
+#: submission cost the same CPU with 50,000 pending as with none (docs/benchmarks.md). SQLite
+#: takes the pages as it needs them: a small database keeps a small cache.
+WRITER_CACHE_KIB = 32 * 1024
 
 
 async def apply_migrations(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> list[int]:
@@ -166,6 +173,7 @@ class SqliteStore(StoreVerbs):
                     f"SQLite database {str(path)!r}: journal mode is {mode!r}, expected 'wal'"
                 )
             await setup.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+            await setup.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB:d}")
             await apply_migrations(setup, load_migrations("sqlite"))
         except BaseException as error:
             await db.close()

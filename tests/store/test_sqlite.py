@@ -19,7 +19,7 @@ from store.connector import load_queries
 from store.migrate import Migration, load_migrations
 from store.open import open_store
 from store.proposals import TRANSITIONS, AlreadyDecided, Status, Transitioned
-from store.sqlite import SqliteStore, apply_migrations
+from store.sqlite import WRITER_CACHE_KIB, SqliteStore, apply_migrations
 from store.sqlite_tx import SqliteTx
 from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
 
@@ -77,9 +77,11 @@ async def test_everything_survives_close_and_reopen(db_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("durable", "synchronous"), [(True, 2), (False, 1)])
-async def test_connection_uses_wal_foreign_keys_and_the_chosen_synchronous(
+async def test_connection_uses_wal_foreign_keys_the_chosen_synchronous_and_a_larger_cache(
     db_path: Path, durable: bool, synchronous: int
 ) -> None:
+    """The writer's page cache holds the index leaves a backlog's writes touch (store/sqlite.py,
+    WRITER_CACHE_KIB)."""
     store = await SqliteStore.open(db_path, durable=durable, busy_timeout_ms=1234)
     try:
         db = store._db  # the store's own connection: these pragmas are per connection
@@ -88,6 +90,7 @@ async def test_connection_uses_wal_foreign_keys_and_the_chosen_synchronous(
             ("synchronous", synchronous),
             ("foreign_keys", 1),
             ("busy_timeout", 1234),
+            ("cache_size", -WRITER_CACHE_KIB),
         ]:
             [(value,)] = await db.execute_fetchall(f"PRAGMA {pragma}")
             assert value == expected, pragma
