@@ -1,4 +1,4 @@
-"""Statistics for a young PostgreSQL database: each table of the store's schema is analyzed
+"""Statistics for a young PostgreSQL database: each of the store's tables is analyzed
 whenever its rows have changed as much as it held at its last analysis (at least
 :data:`LEAST_CHANGES`), so a table that grows from nothing is analyzed as it doubles.
 
@@ -13,7 +13,9 @@ tenth of a table have changed, and it looks once a minute: a busy new install ru
 minutes, and a benchmark its whole run, on such plans. ANALYZE replaces a table's statistics,
 and every connection plans its statements on it again.
 
-A table whose ``autovacuum_enabled`` is off is left alone: who turned off automatic upkeep for it
+Only Countersign's own tables are analyzed (those its migrations create: another application's
+tables in the same schema are not its to look after), and a table whose ``autovacuum_enabled``
+is off is left alone: who turned off automatic upkeep for it
 wants no automatic statistics either. Several instances on one database analyze a table once:
 the run takes a transaction-scoped advisory lock, and an instance that does not get it skips
 that round. The counts it reads lag the commits (PostgreSQL's cumulative statistics: a busy
@@ -26,16 +28,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 from store.base import StoreError
+from store.migrate import load_migrations
 
 if TYPE_CHECKING:
     from store.pg_migrate import Connection
 
-__all__ = ["CHECK_SECONDS", "LEAST_CHANGES", "TableStatistics"]
+__all__ = ["CHECK_SECONDS", "LEAST_CHANGES", "TableStatistics", "countersign_tables"]
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +48,29 @@ CHECK_SECONDS = 2.0
 #: The fewest changed rows that make a table worth analyzing again.
 LEAST_CHANGES = 100
 
-#: The schema's tables that changed as many rows as they held when last analyzed (never: none),
-#: leaving out those whose autovacuum is turned off.
+#: Countersign's tables in the schema (named in $2) that changed as many rows as they held when
+#: last analyzed (never: none), leaving out those whose autovacuum is turned off.
 _DUE = """
 SELECT s.relname
 FROM pg_stat_user_tables AS s JOIN pg_class AS c ON c.oid = s.relid
-WHERE s.schemaname = current_schema()
+WHERE s.schemaname = current_schema() AND s.relname = ANY($2::text[])
   AND s.n_mod_since_analyze >= greatest($1::bigint, c.reltuples::bigint)
   AND NOT coalesce(c.reloptions @> ARRAY['autovacuum_enabled=false'], false)
 ORDER BY s.relname
 """
 
+_CREATE_TABLE = re.compile(r"\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
+
 #: One analysis at a time per schema, whichever instance runs it.
 _LOCK = "SELECT pg_try_advisory_xact_lock(hashtext('countersign analyze ' || current_schema()))"
+
+
+def countersign_tables() -> frozenset[str]:
+    """The tables Countersign's PostgreSQL migrations create, with their own record's."""
+    created = {"schema_migrations"}  # made by the migration runner (store/pg_migrate.py)
+    for migration in load_migrations("postgres"):
+        created.update(_CREATE_TABLE.findall(migration.sql))
+    return frozenset(created)
 
 
 class TableStatistics:
@@ -73,6 +87,7 @@ class TableStatistics:
         self._connection = connection
         self._every = every
         self._least = least_changes
+        self._tables = sorted(countersign_tables())
         self._task: asyncio.Task[None] | None = None
         self.analyzed: list[str] = []  #: the tables analyzed so far, in order (for tests)
 
@@ -92,7 +107,7 @@ class TableStatistics:
         async with self._connection() as db, db.transaction():
             if not await db.fetchval(_LOCK):
                 return []
-            due = [row["relname"] for row in await db.fetch(_DUE, self._least)]
+            due = [row["relname"] for row in await db.fetch(_DUE, self._least, self._tables)]
             for table in due:
                 await db.execute(f'ANALYZE "{table}"')
         self.analyzed.extend(due)

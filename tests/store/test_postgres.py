@@ -31,6 +31,7 @@ from store.open import open_store
 from store.pg_changes import ChangeFeed
 from store.pg_errors import translate
 from store.pg_migrate import apply_migrations
+from store.pg_statistics import countersign_tables
 from store.pg_tx import PgTx
 from store.postgres import KEPT_FOR_PEOPLE, PostgresStore, redacted
 from store.proposals import TRANSITIONS, AlreadyDecided, Effect, Status, Transitioned
@@ -1729,48 +1730,66 @@ async def _counted(raw: asyncpg.Connection[asyncpg.Record], sql: str, *args: Any
     await raw.execute("SELECT 1")
 
 
+def _batches(first: int, last: int) -> str:
+    """An INSERT of posted batches ``first`` to ``last``: rows of one of Countersign's tables
+    that nothing else touches."""
+    return (
+        "INSERT INTO batches (id, key, channel, rule_id, opened_at, closes_at, max_size, status)"
+        f" SELECT 'b' || n, 'k' || n, 'C0FINANCE', 'r', now(), now(), 1, 'posted'"
+        f" FROM generate_series({first:d}, {last:d}) AS n"
+    )
+
+
 async def test_a_table_is_analyzed_each_time_its_rows_have_doubled_and_not_before(
     open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
 ) -> None:
     store = await open_pg()
     await store.statistics.close()  # rounds run here, one at a time, not on the timer
-    await raw.execute("CREATE TABLE growing (n int)")
-    await _counted(raw, "INSERT INTO growing SELECT generate_series(1, 99)")
+    await _counted(raw, _batches(1, 99))
     assert await store.statistics.analyze_grown() == []  # fewer than LEAST_CHANGES
-    await _counted(raw, "INSERT INTO growing VALUES (100)")
-    assert await store.statistics.analyze_grown() == ["growing"]
+    await _counted(raw, _batches(100, 100))
+    assert await store.statistics.analyze_grown() == ["batches"]
     assert await store.statistics.analyze_grown() == []
-    await _counted(raw, "INSERT INTO growing SELECT generate_series(101, 199)")
+    await _counted(raw, _batches(101, 199))
     assert await store.statistics.analyze_grown() == []  # 99 changes since 100 rows
-    await _counted(raw, "INSERT INTO growing VALUES (200)")
-    assert await store.statistics.analyze_grown() == ["growing"]
+    await _counted(raw, _batches(200, 200))
+    assert await store.statistics.analyze_grown() == ["batches"]
     analyses = await raw.fetchval(
         "SELECT analyze_count FROM pg_stat_user_tables"
-        " WHERE schemaname = current_schema() AND relname = 'growing'"
+        " WHERE schemaname = current_schema() AND relname = 'batches'"
     )
     assert analyses == 2
 
 
-async def test_a_table_whose_autovacuum_is_off_or_another_instance_analyzing_is_left_alone(
+async def test_others_tables_ours_with_autovacuum_off_and_another_instances_turn_are_left_alone(
     open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
 ) -> None:
     store = await open_pg()
     await store.statistics.close()
-    await raw.execute("CREATE TABLE kept_as_is (n int) WITH (autovacuum_enabled = false)")
-    await raw.execute("CREATE TABLE growing (n int)")
-    await _counted(raw, "INSERT INTO kept_as_is SELECT generate_series(1, 500)")
-    await _counted(raw, "INSERT INTO growing SELECT generate_series(1, 500)")
-    other = await asyncpg.connect(
-        URL, server_settings={"search_path": await raw.fetchval("SELECT current_schema()")}
-    )
-    try:  # another instance holds the schema's analysis
+    await raw.execute("CREATE TABLE another_application (n int)")
+    await _counted(raw, "INSERT INTO another_application SELECT generate_series(1, 500)")
+    await raw.execute("ALTER TABLE batches SET (autovacuum_enabled = false)")
+    await _counted(raw, _batches(1, 500))
+    assert await store.statistics.analyze_grown() == []
+    await raw.execute("ALTER TABLE batches RESET (autovacuum_enabled)")
+    schema = await raw.fetchval("SELECT current_schema()")
+    other = await asyncpg.connect(URL, server_settings={"search_path": schema})
+    try:  # another instance is analyzing the schema's tables
         await other.execute(
             "SELECT pg_advisory_lock(hashtext('countersign analyze ' || current_schema()))"
         )
         assert await store.statistics.analyze_grown() == []
     finally:
         await other.close()
-    assert await store.statistics.analyze_grown() == ["growing"]
+    assert await store.statistics.analyze_grown() == ["batches"]
+
+
+async def test_the_tables_analyzed_are_every_table_the_migrations_make(
+    raw: asyncpg.Connection[asyncpg.Record],
+) -> None:
+    await apply_migrations(raw, load_migrations("postgres"))
+    made = await raw.fetch("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+    assert {row["tablename"] for row in made} == countersign_tables()
 
 
 async def test_marking_entries_delivered_looks_them_up_by_key_once_the_outbox_is_analyzed(
