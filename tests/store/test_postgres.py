@@ -1205,6 +1205,36 @@ async def test_the_sweeps_and_the_pending_queue_read_only_what_they_return(
     ]
 
 
+@pytest.mark.parametrize("plan", ["custom", "generic"])
+async def test_leasing_recorded_clicks_reads_only_the_clicks_it_leases(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], plan: str
+) -> None:
+    """People's clicks are recorded at once and applied after, oldest first. With 1,500 clicks
+    recorded, planned without statistics or kept from a plan made on an empty table, leasing
+    10 reads about the 10 it leases; matching the locked clicks by id, the generic plan read
+    every recorded click. The store leases the oldest first."""
+    store = await open_pg()
+    later = NOW + timedelta(minutes=1)
+    params = {"now": later, "lease": later + LEASE, "limit": 10}
+    planned = await _planned_empty(raw, "claim_clicks", plan, params, ("recorded_clicks",))
+    clicks = store.clicks()
+    recorded = []
+    for n in range(300):
+        new, _ = await store.create_proposal(new_proposal(NOW + timedelta(milliseconds=n)))
+        for actor in range(5):
+            click = await clicks.record_click(
+                new.id, actor=f"U{actor:04d}", verb="approve", channel="C0FINANCE", now=NOW
+            )
+            assert click is not None
+            recorded.append(click[0].id)
+    explained = await planned.explained(params)
+    nodes = [n for n in _nodes(explained["Plan"]) if n.get("Relation Name") == "recorded_clicks"]
+    assert explained["Plan"]["Actual Rows"] == 10
+    assert _rows_read(nodes) <= 40, _reads(nodes)
+    leased = await clicks.claim_clicks(now=later, limit=3, lease=LEASE)
+    assert [c.id for c in leased] == sorted(recorded)[:3]
+
+
 @pytest.mark.parametrize("statistics", ["none", "stale", "generic"])
 async def test_leasing_due_entries_reads_only_the_entries_it_leases(
     open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], statistics: str
