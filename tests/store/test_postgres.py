@@ -1166,7 +1166,7 @@ async def test_grouping_similar_posts_walks_only_the_oldest_few_of_a_backlog_of_
         *(
             (name, statistics)
             for name in ("expire_due", "remind_due", "hand_over_due", "reclaim_abandoned")
-            for statistics in ("none", "analyzed")
+            for statistics in ("none", "analyzed", "generic")
         ),
         # Before its first ANALYZE PostgreSQL reads and sorts every pending proposal for the
         # queue: autovacuum analyzes a table once 50 rows and a tenth of it have changed.
@@ -1182,7 +1182,14 @@ async def test_the_sweeps_and_the_pending_queue_read_only_what_they_return(
     hundred and no statistics PostgreSQL matches the sweep's ids by reading the pending
     proposals, as cheap as looking them up at that size: the test needs the larger table."""
     store = await open_pg()
-    await raw.execute("ALTER TABLE proposals SET (autovacuum_enabled = false)")
+    params = {"now": NOW + timedelta(minutes=10), "limit": 5, "outcome": "{}"}
+    planned = await _planned_empty(
+        raw,
+        query_name,
+        "generic" if statistics == "generic" else "custom",
+        params,
+        ("proposals",),
+    )
     for n in range(2000):
         await store.create_proposal(
             new_proposal(
@@ -1194,8 +1201,7 @@ async def test_the_sweeps_and_the_pending_queue_read_only_what_they_return(
         )
     if statistics == "analyzed":
         await raw.execute("ANALYZE proposals")
-    params = {"now": NOW + timedelta(minutes=10), "limit": 5, "outcome": "{}"}
-    plan = await _explained(raw, query_name, params)
+    plan = await planned.explained(params)
     nodes = _nodes(plan["Plan"])
     scans = [n for n in nodes if n.get("Relation Name") == "proposals"]
     read = [scan["Actual Rows"] + scan.get("Rows Removed by Filter", 0) for scan in scans]
@@ -1203,6 +1209,55 @@ async def test_the_sweeps_and_the_pending_queue_read_only_what_they_return(
         (n["Node Type"], n.get("Index Name"), n.get("Actual Rows"), n.get("Rows Removed by Filter"))
         for n in scans
     ]
+
+
+@pytest.mark.parametrize("plan", ["custom", "generic"])
+@pytest.mark.parametrize(
+    "query_name", ["expire_due", "remind_due", "hand_over_due", "reclaim_abandoned"]
+)
+async def test_the_sweeps_read_only_the_few_proposals_due_among_many_pending(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], query_name: str, plan: str
+) -> None:
+    """With 2,000 proposals pending and three due (to expire, be reminded or handed over, or
+    executions past their lease), planned without statistics or kept from a plan made on an
+    empty table, each sweep reads about the three it returns; matching the locked rows by id,
+    the generic plan walked every pending proposal (2,000 read). The store's sweep returns
+    them earliest due first, up to its limit."""
+    store = await open_pg()
+    later = NOW + timedelta(minutes=10)
+    params = {"now": later, "limit": 5, "outcome": "{}"}
+    planned = await _planned_empty(raw, query_name, plan, params, ("proposals",))
+    for n in range(2000):
+        await store.create_proposal(
+            new_proposal(
+                NOW + timedelta(milliseconds=n),
+                remind_at=NOW + timedelta(minutes=30),
+                backup_at=NOW + timedelta(minutes=30),
+                backup_roles=("finance-leads",),
+            )
+        )
+    due = [NOW + timedelta(minutes=5, seconds=s) for s in (3, 1, 2)]
+    made = []
+    for at in due:
+        changes: dict[str, Any] = {
+            "expire_due": {"expires_at": at},
+            "remind_due": {"remind_at": at},
+            "hand_over_due": {"backup_at": at, "backup_roles": ("finance-leads",)},
+            "reclaim_abandoned": {},
+        }[query_name]
+        new, _ = await store.create_proposal(new_proposal(NOW, **changes))
+        if query_name == "reclaim_abandoned":
+            await store.claim_for_execution(
+                new.id, actor="U1", now=NOW, binding_hash=new.binding_hash, lease_until=at
+            )
+        made.append(new)
+    explained = await planned.explained(params)
+    nodes = [n for n in _nodes(explained["Plan"]) if n.get("Relation Name") == "proposals"]
+    assert explained["Plan"]["Actual Rows"] == 3
+    assert _rows_read(nodes) <= 12, _reads(nodes)
+    swept = await getattr(store, query_name)(now=later, limit=2)
+    earliest = [new.id for _, new in sorted(zip(due, made, strict=True), key=lambda d: d[0])]
+    assert [p.id for p in swept] == earliest[:2]
 
 
 @pytest.mark.parametrize("plan", ["custom", "generic"])
