@@ -1290,6 +1290,37 @@ async def test_leasing_recorded_clicks_reads_only_the_clicks_it_leases(
     assert [c.id for c in leased] == sorted(recorded)[:3]
 
 
+@pytest.mark.parametrize("plan", ["custom", "generic"])
+async def test_reannouncing_escalations_reads_only_those_due(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], plan: str
+) -> None:
+    """With 1,500 escalations open and three due to be announced again, planned without
+    statistics or kept from a plan made on an empty table, the sweep reads about the three it
+    announces; matching the locked escalations by id, the generic plan read every open one.
+    The store announces the longest waiting first."""
+    store = await open_pg()
+    after = timedelta(minutes=30)
+    later = NOW + after
+    params = {"now": later, "due": later - after, "most": 3, "limit": 5}
+    planned = await _planned_empty(
+        raw, "reannounce_due_escalations", plan, params, ("escalations",)
+    )
+    escalations = store.escalations()
+    for n in range(1500):
+        await escalations.create_escalation(
+            new_escalation(NOW + timedelta(minutes=5, milliseconds=n))
+        )
+    due = [NOW - timedelta(seconds=s) for s in (1, 3, 2)]
+    made = [(await escalations.create_escalation(new_escalation(at)))[0] for at in due]
+    explained = await planned.explained(params)
+    nodes = [n for n in _nodes(explained["Plan"]) if n.get("Relation Name") == "escalations"]
+    assert explained["Plan"]["Actual Rows"] == 3
+    assert _rows_read(nodes) <= 12, _reads(nodes)
+    announced = await escalations.reannounce_due(now=later, after=after, most=3, limit=2)
+    longest = [e.id for _, e in sorted(zip(due, made, strict=True), key=lambda d: d[0])]
+    assert sorted(e.id for e in announced) == sorted(longest[:2])
+
+
 @pytest.mark.parametrize("statistics", ["none", "stale", "generic"])
 async def test_leasing_due_entries_reads_only_the_entries_it_leases(
     open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], statistics: str

@@ -4,9 +4,11 @@
 
 -- name: reannounce_due_escalations
 -- Unclaimed escalations last announced at :due or before, announced again fewer than :most
--- times: move announced_at on (the sweep announces each once per period).
+-- times: move announced_at on (the sweep announces each once per period). The locked rows are
+-- updated by their address (joined by id, the plan a pooled connection made while the table was
+-- empty read every open escalation: 1,509 read to announce 3 of 1,503 again).
 WITH due AS (
-    SELECT id FROM escalations
+    SELECT ctid AS address FROM escalations
     WHERE status = 'open' AND announced_at <= :due AND reannouncements < :most
     ORDER BY announced_at, id
     LIMIT :limit
@@ -15,7 +17,7 @@ WITH due AS (
 UPDATE escalations AS e
 SET announced_at = :now, reannouncements = e.reannouncements + 1, updated_at = :now
 FROM due
-WHERE e.id = due.id AND e.status = 'open' AND e.announced_at <= :due
+WHERE e.ctid = due.address AND e.status = 'open' AND e.announced_at <= :due
   AND e.reannouncements < :most
 RETURNING e.*
 
