@@ -89,7 +89,6 @@ class TableStatistics:
         self._least = least_changes
         self._tables = sorted(countersign_tables())
         self._task: asyncio.Task[None] | None = None
-        self.analyzed: list[str] = []  #: the tables analyzed so far, in order (for tests)
 
     def start(self) -> None:
         if self._task is None:
@@ -110,7 +109,8 @@ class TableStatistics:
             due = [row["relname"] for row in await db.fetch(_DUE, self._least, self._tables)]
             for table in due:
                 await db.execute(f'ANALYZE "{table}"')
-        self.analyzed.extend(due)
+        if due:
+            log.debug("analyzed %s", ", ".join(due))
         return due
 
     async def _run(self) -> None:
