@@ -1,6 +1,8 @@
-"""Statistics for a young PostgreSQL database: each of the store's tables is analyzed
-whenever its rows have changed as much as it held at its last analysis (at least
-:data:`LEAST_CHANGES`), so a table that grows from nothing is analyzed as it doubles.
+"""Statistics for a young PostgreSQL database: each of the store's tables is analyzed once it
+holds :data:`LEAST_ROWS` rows and again each time its rows have doubled since its last analysis.
+Rows changed in place do not count: a small table updated all day (the audit chain's head, the
+pending counts) keeps the statistics autovacuum gives it, and every connection's plans that use
+it are not thrown away every round.
 
 Why: PostgreSQL plans from a table's statistics, and a new database has none, or those of
 empty tables. On them reading a whole table looks no dearer than a few lookups by key, and
@@ -39,22 +41,22 @@ from store.migrate import load_migrations
 if TYPE_CHECKING:
     from store.pg_migrate import Connection
 
-__all__ = ["CHECK_SECONDS", "LEAST_CHANGES", "TableStatistics", "countersign_tables"]
+__all__ = ["CHECK_SECONDS", "LEAST_ROWS", "TableStatistics", "countersign_tables"]
 
 log = logging.getLogger(__name__)
 
 #: How often the tables' changes are read.
 CHECK_SECONDS = 2.0
-#: The fewest changed rows that make a table worth analyzing again.
-LEAST_CHANGES = 100
+#: The fewest rows that make a table worth analyzing.
+LEAST_ROWS = 100
 
-#: Countersign's tables in the schema (named in $2) that changed as many rows as they held when
-#: last analyzed (never: none), leaving out those whose autovacuum is turned off.
+#: Countersign's tables in the schema (named in $2) holding at least $1 rows and twice as many
+#: as when last analyzed (never: -1), leaving out those whose autovacuum is turned off.
 _DUE = """
 SELECT s.relname
 FROM pg_stat_user_tables AS s JOIN pg_class AS c ON c.oid = s.relid
 WHERE s.schemaname = current_schema() AND s.relname = ANY($2::text[])
-  AND s.n_mod_since_analyze >= greatest($1::bigint, c.reltuples::bigint)
+  AND s.n_live_tup >= greatest($1::bigint, 2 * c.reltuples::bigint)
   AND NOT coalesce(c.reloptions @> ARRAY['autovacuum_enabled=false'], false)
 ORDER BY s.relname
 """
@@ -82,11 +84,11 @@ class TableStatistics:
         connection: Callable[[], AbstractAsyncContextManager[Connection]],
         *,
         every: float = CHECK_SECONDS,
-        least_changes: int = LEAST_CHANGES,
+        least_rows: int = LEAST_ROWS,
     ) -> None:
         self._connection = connection
         self._every = every
-        self._least = least_changes
+        self._least = least_rows
         self._tables = sorted(countersign_tables())
         self._task: asyncio.Task[None] | None = None
 
