@@ -162,36 +162,37 @@ class CallbackSender:
     async def deliver(self, delivery: Delivery) -> None:
         """One attempt at a proposal's callback: the proposal as the agent API shows it."""
         proposal = await self._store.get_proposal(delivery.proposal_id)
-        await self.send(
-            proposal,
-            ProposalOut.of(proposal),
-            delivery,
-            kind="Proposal",
-            delivery_id=str(delivery.id),
-        )
+        await self.send(proposal, ProposalOut.of(proposal), delivery)
 
     async def send(
         self,
         subject: Proposal | Escalation,
         body: BaseModel,
         attempt: Delivery | EscalationDelivery,
-        *,
-        kind: str,
-        delivery_id: str,
     ) -> None:
         """POST ``body`` (``subject`` as the agent API shows it: a proposal or an escalation) to
         its agent's callback_url (nothing when there is none), headed with ``subject``'s id
-        (``X-Countersign-<kind>``) and ``delivery_id`` (``X-Countersign-Delivery``), then audit
-        ``subject``'s ``callback_delivered`` with the count of ``attempt`` (the outbox entry
-        being delivered) and the status it told. An agent no longer configured is a lasting
-        failure."""
+        (``X-Countersign-Proposal`` or ``-Escalation``) and the outbox entry being delivered,
+        ``attempt`` (``X-Countersign-Delivery``: its id, ``escalation-<id>`` for an
+        escalation's, since the two outboxes number their entries apart), then audit
+        ``subject``'s ``callback_delivered`` with ``attempt``'s count and the status it told.
+        An agent no longer configured is a lasting failure."""
         url = subject.callback_url
         if url is None:
             return
         settings = self._agents.get(subject.agent)
         if settings is None:
             raise DeliveryFailed(f"agent {subject.agent!r} is no longer configured", lasting=True)
-        headers = {f"X-Countersign-{kind}": subject.id, "X-Countersign-Delivery": delivery_id}
+        if isinstance(subject, Escalation):
+            headers = {
+                "X-Countersign-Escalation": subject.id,
+                "X-Countersign-Delivery": f"escalation-{attempt.id}",
+            }
+        else:
+            headers = {
+                "X-Countersign-Proposal": subject.id,
+                "X-Countersign-Delivery": str(attempt.id),
+            }
         await self._poster.post(
             settings, url, body.model_dump_json().encode(), now=self._clock(), headers=headers
         )

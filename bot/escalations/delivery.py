@@ -110,10 +110,4 @@ class EscalationDeliverer:
         return next((e.actor for e in reversed(entries) if e.event == "handed_back"), None)
 
     async def _callback(self, escalation: Escalation, delivery: EscalationDelivery) -> None:
-        await self._callbacks.send(
-            escalation,
-            EscalationOut.of(escalation),
-            delivery,
-            kind="Escalation",
-            delivery_id=f"escalation-{delivery.id}",
-        )
+        await self._callbacks.send(escalation, EscalationOut.of(escalation), delivery)

@@ -638,6 +638,8 @@ async def test_callback_posts_the_signed_final_state_once_after_approval(cs: Cou
         "kind": "succeeded",
         "result": {"campaign_id": "cmp_1", "queued": True},
     }
+    assert headers["X-Countersign-Proposal"] == created["id"]
+    assert headers["X-Countersign-Delivery"].isdigit()  # the outbox entry's id
     timestamp = headers["X-Countersign-Timestamp"]
     signature = headers["X-Countersign-Callback-Signature"]
     assert "X-Countersign-Signature" not in headers  # an execution's header: never on a callback

@@ -4,6 +4,7 @@ back with a note or resolve it; unclaimed ones are announced again."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -429,6 +430,8 @@ async def test_hand_back_asks_for_a_note_and_the_agent_gets_it_by_long_poll_and_
         assert statuses[-1] == "handed_back"
         headers, body = received[-1]
         assert headers["X-Countersign-Escalation"] == created["id"]
+        # the escalations' outbox numbers its entries apart from the proposals'
+        assert re.fullmatch(r"escalation-\d+", headers["X-Countersign-Delivery"])
         assert verify(
             AGENT_TOKEN,
             headers["X-Countersign-Timestamp"],
