@@ -46,7 +46,7 @@ from tests.store.pending_conformance import PendingConformance
 from tests.store.reminder_conformance import ReminderConformance
 from tests.store.standing_conformance import StandingConformance
 
-__all__ = ["LEASE", "OUTCOME_EXAMPLES", "StoreConformance", "new_proposal"]
+__all__ = ["LEASE", "OUTCOME_EXAMPLES", "StoreConformance", "new_proposal", "store_waiting"]
 
 #: One outcome of every kind.
 OUTCOME_EXAMPLES: tuple[Outcome, ...] = (
@@ -1391,3 +1391,17 @@ class StoreConformance(
         assert [p.id for p in mine] == [rejected.id, approved.id]
         assert [p.id for p in await store.decisions_by("U1", limit=1)] == [rejected.id]
         assert await store.decisions_by("U3") == []
+
+
+async def store_waiting(store: Store, count: int, *, at: datetime) -> None:
+    """``count`` pending proposals, created a millisecond apart from ``at``, whose reminder and
+    backup approvers are due half an hour after ``at``: a backlog no sweep has work in yet."""
+    for n in range(count):
+        await store.create_proposal(
+            new_proposal(
+                at + timedelta(milliseconds=n),
+                remind_at=at + timedelta(minutes=30),
+                backup_at=at + timedelta(minutes=30),
+                backup_roles=("finance-leads",),
+            )
+        )

@@ -39,7 +39,13 @@ from store.proposals.rows import insert_proposal_params
 from tests.e2e.store_outage import StoreProxy
 from tests.scale.cluster import fresh_database
 from tests.store.batch_conformance import WINDOW, waiting
-from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
+from tests.store.conformance import (
+    LEASE,
+    OUTCOME_EXAMPLES,
+    StoreConformance,
+    new_proposal,
+    store_waiting,
+)
 from tests.store.digest_conformance import digest
 from tests.store.escalation_conformance import new_escalation
 
@@ -1190,15 +1196,7 @@ async def test_the_sweeps_and_the_pending_queue_read_only_what_they_return(
         params,
         ("proposals",),
     )
-    for n in range(2000):
-        await store.create_proposal(
-            new_proposal(
-                NOW + timedelta(milliseconds=n),
-                remind_at=NOW + timedelta(minutes=30),
-                backup_at=NOW + timedelta(minutes=30),
-                backup_roles=("finance-leads",),
-            )
-        )
+    await store_waiting(store, 2000, at=NOW)
     if statistics == "analyzed":
         await raw.execute("ANALYZE proposals")
     plan = await planned.explained(params)
@@ -1227,15 +1225,7 @@ async def test_the_sweeps_read_only_the_few_proposals_due_among_many_pending(
     later = NOW + timedelta(minutes=10)
     params = {"now": later, "limit": 5, "outcome": "{}"}
     planned = await _planned_empty(raw, query_name, plan, params, ("proposals",))
-    for n in range(2000):
-        await store.create_proposal(
-            new_proposal(
-                NOW + timedelta(milliseconds=n),
-                remind_at=NOW + timedelta(minutes=30),
-                backup_at=NOW + timedelta(minutes=30),
-                backup_roles=("finance-leads",),
-            )
-        )
+    await store_waiting(store, 2000, at=NOW)
     due = [NOW + timedelta(minutes=5, seconds=s) for s in (3, 1, 2)]
     made = []
     for at in due:

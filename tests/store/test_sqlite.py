@@ -21,7 +21,13 @@ from store.open import open_store
 from store.proposals import TRANSITIONS, AlreadyDecided, Status, Transitioned
 from store.sqlite import WRITER_CACHE_KIB, SqliteStore, apply_migrations
 from store.sqlite_tx import SqliteTx
-from tests.store.conformance import LEASE, OUTCOME_EXAMPLES, StoreConformance, new_proposal
+from tests.store.conformance import (
+    LEASE,
+    OUTCOME_EXAMPLES,
+    StoreConformance,
+    new_proposal,
+    store_waiting,
+)
 
 NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 
@@ -740,15 +746,7 @@ async def test_the_sweeps_and_the_pending_queue_read_as_little_with_a_backlog_as
     async def steps(waiting: int) -> dict[str, int]:
         path = tmp_path / f"{waiting}.sqlite"
         store = await SqliteStore.open(path)
-        for n in range(waiting):
-            await store.create_proposal(
-                new_proposal(
-                    NOW + timedelta(milliseconds=n),
-                    remind_at=NOW + timedelta(minutes=30),
-                    backup_at=NOW + timedelta(minutes=30),
-                    backup_roles=("finance-leads",),
-                )
-            )
+        await store_waiting(store, waiting, at=NOW)
         await store.close()
         counted = {}
         with raw(path) as db:
