@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 from collections.abc import Callable
@@ -67,6 +68,7 @@ _CREATE_TABLE = re.compile(r"\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)",
 _LOCK = "SELECT pg_try_advisory_xact_lock(hashtext('countersign analyze ' || current_schema()))"
 
 
+@functools.cache
 def countersign_tables() -> frozenset[str]:
     """The tables Countersign's PostgreSQL migrations create, with their own record's."""
     created = {"schema_migrations"}  # made by the migration runner (store/pg_migrate.py)
