@@ -9,15 +9,22 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import aiohttp
 
-__all__ = ["ServerProcess", "cpu_seconds", "free_port", "rss_bytes"]
+__all__ = ["ServerProcess", "cpu_seconds", "free_port", "rss_bytes", "until_quiet"]
 
 STARTUP_SECONDS = 30.0
 STOP_SECONDS = 10.0
+
+#: Quiet: the processes used less than this share of one core over one window of
+#: :func:`until_quiet` (a server at rest runs its sweeps and outbox rounds: about 1%).
+QUIET_SHARE = 0.1
+#: Seconds over which :func:`until_quiet` measures, and the longest it waits in all.
+QUIET_WINDOW = 0.5
+QUIET_LIMIT = 60.0
 
 
 def free_port() -> int:
@@ -48,6 +55,35 @@ def cpu_seconds(pid: int) -> float | None:
         return None
     fields = stat.rpartition(")")[2].split()  # after the command's name, which may hold spaces
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def until_quiet(
+    cpu: Callable[[], float | None],
+    *,
+    share: float = QUIET_SHARE,
+    window: float = QUIET_WINDOW,
+    limit: float = QUIET_LIMIT,
+) -> float | None:
+    """Wait until processes whose CPU time so far ``cpu`` gives have finished what they were
+    doing: less than ``share`` of a core used over ``window`` seconds. The seconds waited, or
+    None when they were still busy after ``limit`` seconds, or their CPU time is unknown.
+
+    A scenario that divides the CPU its servers used by the operations it completed starts
+    this way, so that it is not charged with the work an earlier scenario left (the posts of
+    thousands of proposals the ingest row submitted, say)."""
+    start = time.perf_counter()
+    before = cpu()
+    while before is not None:
+        await asyncio.sleep(window)
+        after = cpu()
+        if after is None:
+            return None
+        if after - before < share * window:
+            return time.perf_counter() - start
+        if time.perf_counter() - start >= limit:
+            return None
+        before = after
+    return None
 
 
 class ServerProcess:

@@ -24,7 +24,7 @@ import aiohttp
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.bench.processes import ServerProcess
+from bot.bench.processes import ServerProcess, until_quiet
 from bot.digests.outbox import shown_in
 from bot.render.actions import APPROVE
 from bot.sandbox.payloads import Actor, block_actions, form_body, signed_headers
@@ -181,6 +181,11 @@ class Stage:
         """CPU time the Countersign instances have used so far, together (None: unknown)."""
         used = [server.cpu_seconds() for server in self.servers]
         return None if None in used else sum(u for u in used if u is not None)
+
+    async def quiet(self) -> float | None:
+        """Wait until the Countersign instances are at rest (:func:`until_quiet`): the seconds
+        it took, or None when they were still busy at its limit."""
+        return await until_quiet(self.cpu_seconds)
 
     async def store_calls(self) -> Counter[str]:
         """Store calls the Countersign instances have made so far, together, by verb (their

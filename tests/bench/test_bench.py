@@ -181,6 +181,8 @@ async def test_bench_only_ingest_and_auto_give_their_cpu_per_proposal_against_fl
     for name in ("ingest", "auto path"):
         assert rows[name]["floor"] == "floor a: store" and rows[name]["ratio"] > 0, rows[name]
         assert rows[name]["cpu_ms"] > 0, rows[name]
+        # each started with the server at rest (it is, between rows this small)
+        assert rows[name]["details"]["waited_for_rest_seconds"] is not None, rows[name]
     assert (rows["ingest"]["target"], rows["auto path"]["target"]) == ("ratio ≥ 0.5", "ratio ≥ 0.4")
     assert rows["auto path"]["details"]["executed_at_target"] > 0
 
