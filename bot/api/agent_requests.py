@@ -29,7 +29,6 @@ from store.base import StoreUnavailable
 
 __all__ = [
     "MAX_BODY",
-    "admitted",
     "busy",
     "idempotency_key",
     "json_answer",
@@ -37,7 +36,7 @@ __all__ = [
     "parse_body",
     "read_own",
     "receive_body",
-    "shed_when_behind",
+    "submission",
     "submitted_answer",
     "wait_seconds",
 ]
@@ -45,6 +44,8 @@ __all__ = [
 MAX_BODY = 256 * 1024
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+#: what a submission's token names besides the agent: the delegation it acts under, if any
+CallerT = TypeVar("CallerT")
 
 
 class _Owned(Protocol):
@@ -94,42 +95,47 @@ def busy() -> Problem:
     )
 
 
-def shed_when_behind(lag: LoopLag) -> None:
-    """Before anything else is done for an agent's submission: when the event loop is behind
-    (bot/api/loop_lag.py), answer 503 with Retry-After at once, so that people's clicks keep
-    the loop. Nothing is read, looked up or stored, and the agent's rate is not charged."""
-    if lag.behind():
-        raise busy()
-
-
-async def admitted(
+async def submission(
     request: web.Request,
-    agent: AgentSettings,
+    caller: Callable[[web.Request], Awaitable[tuple[AgentSettings, CallerT]]],
+    handle: Callable[[AgentSettings, CallerT, bytes], Awaitable[web.Response]],
     *,
+    lag: LoopLag,
     quotas: Quotas,
     slots: Admission,
-    handle: Callable[[bytes], Awaitable[web.Response]],
 ) -> web.Response:
-    """``handle`` the agent's body: the agent's rate first, then its whole body (within its
-    deadline), and only then a slot, so that neither a flood nor a slow sender holds the
-    capacity other agents need. A submission refused for Countersign's own reasons (503: at
-    capacity or busy; the store unavailable) does not count against the agent's rate. One refused
-    by the agent's own limits (429: its pending proposals, its open escalations) does: it was
-    served up to that refusal (read, its requester checked, resolved through the operation,
-    classified, counted by the store), and an agent that filled its places would otherwise
-    flood at any rate it liked."""
-    quotas.admit_submission(agent)
-    raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
-    with slots.slot() as free:
-        if not free:
-            quotas.refund(agent)
-            raise busy()
-        try:
-            return await handle(raw)
-        except (Problem, StoreUnavailable) as refused:
-            if isinstance(refused, StoreUnavailable) or refused.status == 503:
-                quotas.refund(agent)  # refused, not served: the agent's rate is not charged
-            raise
+    """An agent's submission: ``caller`` says who sent it (the agent, and the delegation it acts
+    under, if any), ``handle`` serves it with its body. In this order:
+
+    1. When the event loop is behind (bot/api/loop_lag.py), 503 with Retry-After at once, before
+       anything else is done, so that people's clicks keep the loop: nothing is read, looked up
+       or stored, and the agent's rate is not charged.
+    2. The caller, from the request's token (401 when it names none); from here on the
+       submission counts as agent work in progress on the loop.
+    3. The agent's rate, then its whole body (within its deadline), and only then a slot, so that
+       neither a flood nor a slow sender holds the capacity other agents need.
+
+    A submission refused for Countersign's own reasons (503: at capacity or busy; the store
+    unavailable) does not count against the agent's rate. One refused by the agent's own limits
+    (429: its pending proposals, its open escalations) does: it was served up to that refusal
+    (read, its requester checked, resolved through the operation, classified, counted by the
+    store), and an agent that filled its places would otherwise flood at any rate it liked."""
+    if lag.behind():
+        raise busy()
+    with lag.agent_work():
+        agent, acting_under = await caller(request)
+        quotas.admit_submission(agent)
+        raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
+        with slots.slot() as free:
+            if not free:
+                quotas.refund(agent)
+                raise busy()
+            try:
+                return await handle(agent, acting_under, raw)
+            except (Problem, StoreUnavailable) as refused:
+                if isinstance(refused, StoreUnavailable) or refused.status == 503:
+                    quotas.refund(agent)  # refused, not served: the agent's rate is not charged
+                raise
 
 
 async def receive_body(request: web.Request, *, timeout: float) -> bytes:

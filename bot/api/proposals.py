@@ -7,13 +7,12 @@ from aiohttp import web
 from bot.api.admission import Admission
 from bot.api.agent_requests import (
     MAX_BODY,
-    admitted,
     idempotency_key,
     json_answer,
     own,
     parse_body,
     read_own,
-    shed_when_behind,
+    submission,
     submitted_answer,
 )
 from bot.api.loop_lag import LoopLag
@@ -101,18 +100,16 @@ async def _caller(request: web.Request) -> tuple[AgentSettings, Delegation | Non
 
 
 async def submit(request: web.Request) -> web.Response:
-    """Shed when the loop is behind, then the agent's rate, its whole body, then a slot
-    (bot/api/agent_requests.py)."""
-    shed_when_behind(request.app[LOOP_LAG])
-    with request.app[LOOP_LAG].agent_work():
-        agent, delegation = await _caller(request)
-        return await admitted(
-            request,
-            agent,
-            quotas=request.app[QUOTAS],
-            slots=request.app[SUBMISSIONS],
-            handle=lambda raw: _submit(request, agent, raw, delegation),
-        )
+    """Shed when the loop is behind, then the caller (an agent's token or a delegation's), the
+    agent's rate, its whole body, then a slot (bot/api/agent_requests.py)."""
+    return await submission(
+        request,
+        _caller,
+        lambda agent, delegation, raw: _submit(request, agent, raw, delegation),
+        lag=request.app[LOOP_LAG],
+        quotas=request.app[QUOTAS],
+        slots=request.app[SUBMISSIONS],
+    )
 
 
 async def _submit(

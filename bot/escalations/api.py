@@ -6,12 +6,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from bot.api.agent_requests import (
-    admitted,
     idempotency_key,
     json_answer,
     parse_body,
     read_own,
-    shed_when_behind,
+    submission,
     submitted_answer,
 )
 from bot.api.problems import Problem
@@ -44,18 +43,21 @@ def escalation_routes() -> list[web.RouteDef]:
 
 
 async def submit(request: web.Request) -> web.Response:
-    """As for proposals: shed when the loop is behind, the rate, the whole body, then a slot
-    (bot/api/agent_requests.py)."""
-    shed_when_behind(request.app[LOOP_LAG])
-    with request.app[LOOP_LAG].agent_work():
-        agent = authenticated_agent(request)
-        return await admitted(
-            request,
-            agent,
-            quotas=request.app[QUOTAS],
-            slots=request.app[SUBMISSIONS],
-            handle=lambda raw: _submit(request, agent, raw),
-        )
+    """As for proposals: shed when the loop is behind, then the caller, the rate, the whole body,
+    then a slot (bot/api/agent_requests.py)."""
+    return await submission(
+        request,
+        _caller,
+        lambda agent, _, raw: _submit(request, agent, raw),
+        lag=request.app[LOOP_LAG],
+        quotas=request.app[QUOTAS],
+        slots=request.app[SUBMISSIONS],
+    )
+
+
+async def _caller(request: web.Request) -> tuple[AgentSettings, None]:
+    """The agent, from its own token only: escalations take no delegation token (401)."""
+    return authenticated_agent(request), None
 
 
 async def _submit(request: web.Request, agent: AgentSettings, raw: bytes) -> web.Response:

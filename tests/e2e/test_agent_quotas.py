@@ -215,6 +215,31 @@ async def test_an_agent_that_filled_its_open_escalations_is_still_held_to_its_ra
         )
 
 
+async def test_an_escalation_refused_at_capacity_is_not_charged_to_the_rate(
+    tmp_path: Path,
+) -> None:
+    """As for proposals: the escalations' 503 (capacity) gives the token back. Were it charged,
+    the third busy answer would already be the rate's 429."""
+    edit = limits(submissions_per_second=0.01, submissions_burst=2)
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        admission = cs.app[SUBMISSIONS]
+        admission.limit = 1
+        with admission.slot():  # capacity taken by work in flight
+            busy = [
+                await post(cs, "/v1/escalations", escalation(f"c-{n}"), AGENT_TOKEN, once=True)
+                for n in range(3)
+            ]
+        admission.limit = 64
+        served = [
+            await post(cs, "/v1/escalations", escalation(f"c-{n}"), AGENT_TOKEN) for n in range(2)
+        ]
+        spent = await post(cs, "/v1/escalations", escalation("c-2"), AGENT_TOKEN)
+
+    assert [a.status for a in busy] == [503] * 3
+    assert [a.status for a in served] == [201] * 2  # the whole burst: the 503s took none
+    assert_refused(spent, "submissions_per_second")
+
+
 # --- pending proposals ----------------------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ and everything goes on once the store is back."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,11 +19,13 @@ from tests.e2e.harness import (
     APPROVER,
     CAMPAIGN_CHANNEL,
     REQUESTER,
+    Answer,
     Countersign,
     eventually,
     running_countersign,
 )
 from tests.e2e.store_outage import StoreProxy, postgres_through_proxy
+from tests.e2e.test_agent_quotas import assert_refused, both, escalation, limits
 from tests.slack_requests import block_action_body
 
 pytestmark = pytest.mark.postgres
@@ -118,6 +121,36 @@ async def test_agents_reading_while_the_store_is_away_get_503_with_retry_after_n
     read = await cs.request("GET", f"/v1/proposals/{created['id']}", headers=headers)
     assert read.status == 200
     assert (await cs.request("GET", "/v1/proposals/cs_nothing_here", headers=headers)).status == 404
+
+
+@pytest.mark.parametrize("path", ["/v1/proposals", "/v1/escalations"])
+async def test_a_submission_while_the_store_is_away_gets_503_and_is_not_charged_to_the_rate(
+    tmp_path: Path, path: str
+) -> None:
+    """The store being away is Countersign's own refusal: each 503 gives the agent's token back.
+    With a burst of one, a charged 503 would leave the next submissions the rate's 429."""
+    edit = both(_one_message_each, limits(submissions_per_second=0.01, submissions_burst=1))
+    body = CAMPAIGN if path == "/v1/proposals" else escalation("conv-outage")
+    headers = {"Authorization": f"Bearer {AGENT_TOKEN}", "Content-Type": "application/json"}
+    async with (
+        postgres_through_proxy() as (url, proxy),
+        running_countersign(tmp_path, store_url=url, config_edit=edit) as cs,
+    ):
+
+        async def send() -> Answer:
+            return await cs.request("POST", path, data=json.dumps(body).encode(), headers=headers)
+
+        await proxy.cut()
+        refused = [await send() for _ in range(3)]
+        await proxy.restore()
+        served = await send()
+        spent = await send()
+
+    for answer in refused:
+        assert answer.status == 503, answer.body
+        assert answer.json()["title"] == "Store unavailable"
+    assert served.status == 201, served.body  # the burst's one token: the 503s took none
+    assert_refused(spent, "submissions_per_second")
 
 
 #: How soon after the store is back every post and outcome the outage held up is in Slack
