@@ -47,12 +47,15 @@ UPDATE outbox AS o SET leased_until = :lease, attempts = o.attempts + 1
 FROM run
 WHERE o.ctid = run.address
   AND (o.leased_until IS NULL OR o.leased_until <= :now)
-  -- no entry before it in its lane that this claim does not take: the run has no gap
+  -- no entry before it in its lane that this claim does not take: the run has no gap. Taken
+  -- means the version at the address locked: an entry another transaction changed after this
+  -- statement's snapshot comes back locked at its new address, which the snapshot does not see,
+  -- so it is not updated, and by id it would count as taken (its follower then leased alone)
   AND (
       SELECT min(e.id) FROM outbox AS e
       WHERE e.proposal_id = o.proposal_id AND e.lane = o.lane AND e.id < o.id
         AND e.delivered_at IS NULL AND e.abandoned_at IS NULL
-        AND e.id <> ALL(ARRAY(SELECT id FROM run WHERE run.proposal_id = o.proposal_id))
+        AND e.ctid <> ALL(ARRAY(SELECT address FROM run WHERE run.proposal_id = o.proposal_id))
   ) IS NULL
 RETURNING o.*
 

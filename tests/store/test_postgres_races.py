@@ -1,0 +1,426 @@
+"""Races the store's leases and sweeps on PostgreSQL lose to another transaction, forced.
+
+Each statement here locks its rows in a CTE (``FOR UPDATE SKIP LOCKED``, or ``FOR UPDATE``) and
+updates them by the row address the lock returns. Under READ COMMITTED the statement reads from
+the snapshot it took when it began; a row another transaction changed and committed after
+that is checked again as it now is when it is locked, and the address that comes back is the
+new version's, which the statement's own snapshot does not see. Each test makes that happen
+with two real connections and no sleeping: the other transaction ("A") changes a row while the
+statement waits for it, after the statement has taken its snapshot. What must hold: the caller
+gets back exactly the rows the statement changed, no row is leased twice or leased once its
+conditions no longer hold, and a row left alone is taken by a later call.
+
+Between its snapshot and its locks a statement never waits on its own (SKIP LOCKED skips), so
+the tests make it wait: the instance under test compares times with a ``<=`` of this schema
+(its ``search_path`` puts the schema before ``pg_catalog``) that is PostgreSQL's own but waits
+on an advisory lock the test holds when it meets one row's time, a row the statement reads
+before the one A changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import pytest
+
+from store.connector import load_queries
+from store.postgres import PostgresStore
+from tests.store.conformance import LEASE, new_proposal
+from tests.store.escalation_conformance import new_escalation
+
+pytestmark = pytest.mark.postgres
+
+URL = "postgresql://postgres@127.0.0.1:5432/test"
+NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
+LATER = NOW + timedelta(hours=1)
+WAIT = 30.0  # seconds: how long a test waits for what it must see (a lock wait, a verb's end)
+
+OpenStore = Callable[..., Awaitable[PostgresStore]]
+Connection = asyncpg.Connection  # asyncpg.Connection[asyncpg.Record] for the type checker
+
+
+@pytest.fixture
+async def schema() -> AsyncIterator[str]:
+    """A new, empty schema, dropped with everything in it after the test."""
+    name = f"countersign_test_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(URL)
+    try:
+        await admin.execute(f'CREATE SCHEMA "{name}"')
+        yield name
+    finally:
+        await admin.execute(f'DROP SCHEMA "{name}" CASCADE')
+        await admin.close()
+
+
+@pytest.fixture
+async def open_pg(schema: str) -> AsyncIterator[OpenStore]:
+    """Opens stores (instances) on the test's schema; closes whatever is left open."""
+    opened: list[PostgresStore] = []
+
+    async def open_(search_path: str | None = None) -> PostgresStore:
+        settings = {"search_path": search_path or schema}
+        store = await PostgresStore.open(URL, server_settings=settings)
+        opened.append(store)
+        return store
+
+    yield open_
+    for store in opened:
+        await store.close()
+
+
+@pytest.fixture
+async def connect(schema: str) -> AsyncIterator[Callable[[], Awaitable[Connection]]]:
+    """Opens plain connections to the schema, bypassing the store (autocommit); closes them."""
+    opened: list[Connection] = []
+
+    async def connect_() -> Connection:
+        db = await asyncpg.connect(URL, server_settings={"search_path": schema})
+        opened.append(db)
+        return db
+
+    yield connect_
+    for db in opened:
+        await db.close()
+
+
+async def until(db: Connection, query: str, *args: Any, what: str, task: asyncio.Task[Any]) -> Any:
+    """The first non-null value of ``query``, asked again until it has one while ``task`` (what
+    should make it so) runs, for up to WAIT seconds."""
+    async with asyncio.timeout(WAIT):
+        while (value := await db.fetchval(query, *args)) is None:
+            if task.done():
+                raise AssertionError(f"never saw {what}: it ended with {task.result()!r}")
+            await asyncio.sleep(0.01)
+    return value
+
+
+class Stall:
+    """Holds the statements of one instance after their snapshot, where they compare a row's
+    time equal to ``at`` with ``<=``, until :meth:`release`."""
+
+    def __init__(self, schema: str, at: datetime, holder: Connection, watcher: Connection):
+        self.schema = schema
+        self.at = at
+        self.key = secrets.randbelow(2**31 - 1) + 1
+        self._holder = holder
+        self._watcher = watcher
+
+    async def install(self) -> None:
+        """The schema's ``<=`` on times; the advisory lock held, so that it waits."""
+        await self._holder.execute(f"""
+            CREATE FUNCTION race_at_most(a timestamptz, b timestamptz) RETURNS boolean
+            LANGUAGE plpgsql VOLATILE AS $$
+            BEGIN
+                IF a OPERATOR(pg_catalog.=) '{self.at.isoformat()}'::timestamptz THEN
+                    PERFORM pg_catalog.pg_advisory_xact_lock({self.key});
+                END IF;
+                RETURN a OPERATOR(pg_catalog.<=) b;
+            END $$;
+            CREATE OPERATOR <= (
+                LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = race_at_most
+            );
+        """)
+        await self._holder.execute("SELECT pg_advisory_lock($1)", self.key)
+
+    @property
+    def search_path(self) -> str:
+        """The search_path of the instance that stalls."""
+        return f'"{self.schema}", pg_catalog'
+
+    async def waiting(self, task: asyncio.Task[Any]) -> int:
+        """The server pid of the statement ``task`` runs once it waits on the advisory lock."""
+        return int(
+            await until(
+                self._watcher,
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                " AND classid = 0 AND objid = $1 AND objsubid = 1",
+                self.key,
+                what="the statement waiting in its comparison",
+                task=task,
+            )
+        )
+
+    async def release(self) -> None:
+        await self._holder.execute("SELECT pg_advisory_unlock($1)", self.key)
+
+
+@pytest.fixture
+async def db(connect: Callable[[], Awaitable[Connection]]) -> Connection:
+    return await connect()
+
+
+async def leased(db: Connection, table: str = "outbox") -> set[int]:
+    """Ids of the entries leased past LATER."""
+    rows = await db.fetch(f"SELECT id FROM {table} WHERE leased_until > $1", LATER)
+    return {row["id"] for row in rows}
+
+
+async def decided(store: PostgresStore, db: Connection, at: datetime) -> tuple[int, int]:
+    """A proposal shown and rejected: its message update and reply due at ``at`` and a little
+    after, behind no post. Their ids."""
+    new, _ = await store.create_proposal(new_proposal(NOW))
+    await store.reject(new.id, actor="U0APPROVER", reason="no", now=NOW)
+    await db.execute(
+        "UPDATE outbox SET delivered_at = $1 WHERE proposal_id = $2 AND effect = 'slack.post'",
+        NOW,
+        new.id,
+    )
+    rows = await db.fetch(
+        "SELECT id, effect FROM outbox WHERE proposal_id = $1 AND lane = 'slack'"
+        " AND delivered_at IS NULL ORDER BY id",
+        new.id,
+    )
+    assert [row["effect"] for row in rows] == ["slack.update", "slack.reply"]
+    head, follower = rows[0]["id"], rows[1]["id"]
+    await db.execute("UPDATE outbox SET next_attempt_at = $1 WHERE id = $2", at, head)
+    await db.execute(
+        "UPDATE outbox SET next_attempt_at = $1 WHERE id = $2", at + timedelta(seconds=1), follower
+    )
+    return head, follower
+
+
+async def test_a_decision_run_whose_head_changed_after_the_snapshot_is_leased_whole_or_not_at_all(
+    open_pg: OpenStore, connect: Callable[[], Awaitable[Connection]], schema: str
+) -> None:
+    """A commits a change to the second proposal's message update (still due) after the claim
+    took its snapshot: locked at its new address, which the snapshot does not see, it is not
+    leased, and neither is the reply behind it (leased alone, the reply went out before the
+    update, or beside another worker's lease of it). The next claim leases both."""
+    store = await open_pg()
+    db, a, holder = await connect(), await connect(), await connect()
+    first = await decided(store, db, NOW + timedelta(seconds=10))
+    second = await decided(store, db, NOW + timedelta(seconds=20))
+    stall = Stall(schema, NOW + timedelta(seconds=10), holder, db)
+    await stall.install()
+    stalled = await open_pg(stall.search_path)
+
+    claim = asyncio.create_task(stalled.claim_deliveries(now=LATER, limit=2, lease=LEASE))
+    pid = await stall.waiting(claim)
+    query = await db.fetchval("SELECT query FROM pg_stat_activity WHERE pid = $1", pid)
+    assert waits_in(query, "claim_decision_deliveries"), query
+    async with asyncio.timeout(WAIT):  # the head changed, still due: committed after the snapshot
+        await a.execute("UPDATE outbox SET last_error = 'seen' WHERE id = $1", second[0])
+    await stall.release()
+    got = {d.id for d in await claim}
+
+    assert got == await leased(db)
+    assert set(first) <= got
+    assert second[1] not in got or second[0] in got
+    again = {d.id for d in await store.claim_deliveries(now=LATER, limit=2, lease=LEASE)}
+    assert set(second) <= got | again
+    assert got | again == await leased(db)
+
+
+# --- one statement, one table: the leases and the sweeps --------------------------------------
+
+DUE = NOW + timedelta(minutes=10)  # when the rows of these tests fall due: the stall's time
+TAKEN = LATER + LEASE  # the lease the statement under test gives
+ELSEWHERE = LATER + 2 * LEASE  # the lease another worker gives
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A verb whose statement (SWEEPS names it) takes rows due at DUE."""
+
+    make: Callable[[PostgresStore, Connection], Awaitable[list[Any]]]  #: two rows due, in order
+    run: Callable[[PostgresStore], Awaitable[list[Any]]]  #: the verb at LATER: the keys it took
+    gone: str  #: SQL: row $1 no longer qualifies (leased elsewhere, delivered, decided)
+    kept: str  #: SQL: row $1 changed, still due
+    taken: str  #: SQL: the keys of the rows the statement changed
+
+
+async def _posts(store: PostgresStore, db: Connection) -> list[Any]:
+    """Two proposals' cards to post, due at DUE: their outbox entries."""
+    made = [(await store.create_proposal(new_proposal(DUE)))[0].id for _ in range(2)]
+    rows = await db.fetch(
+        "SELECT id FROM outbox WHERE proposal_id = ANY($1) AND effect = 'slack.post' ORDER BY id",
+        made,
+    )
+    await db.execute("DELETE FROM outbox WHERE NOT (proposal_id = ANY($1))", made)
+    await db.execute(
+        "UPDATE outbox SET delivered_at = $1 WHERE proposal_id = ANY($2) AND lane <> 'slack'",
+        NOW,
+        made,
+    )
+    return [row["id"] for row in rows]
+
+
+async def _escalation_posts(store: PostgresStore, db: Connection) -> list[Any]:
+    """Two escalations' posts, due at DUE: their outbox entries."""
+    for _ in range(2):
+        await store.escalations().create_escalation(new_escalation(DUE))
+    rows = await db.fetch("SELECT id FROM escalation_outbox ORDER BY id")
+    return [row["id"] for row in rows]
+
+
+async def _escalations(store: PostgresStore, db: Connection) -> list[Any]:
+    """Two escalations announced at DUE."""
+    made = [(await store.escalations().create_escalation(new_escalation(DUE)))[0] for _ in range(2)]
+    return sorted(e.id for e in made)
+
+
+def _pending(**due: Any) -> Callable[[PostgresStore, Connection], Awaitable[list[Any]]]:
+    async def make(store: PostgresStore, db: Connection) -> list[Any]:
+        """Two pending proposals, with ``due`` (their expiry, reminder or backup at DUE)."""
+        made = [(await store.create_proposal(new_proposal(NOW, **due)))[0] for _ in range(2)]
+        return sorted(p.id for p in made)
+
+    return make
+
+
+async def _claim(store: PostgresStore) -> list[Any]:
+    return [d.id for d in await store.claim_deliveries(now=LATER, limit=10, lease=LEASE)]
+
+
+async def _claim_escalations(store: PostgresStore) -> list[Any]:
+    escalations = store.escalations()
+    return [d.id for d in await escalations.claim_deliveries(now=LATER, limit=10, lease=LEASE)]
+
+
+async def _reannounce(store: PostgresStore) -> list[Any]:
+    escalations = store.escalations()
+    return [
+        e.id
+        for e in await escalations.reannounce_due(now=LATER, after=LATER - DUE, most=3, limit=10)
+    ]
+
+
+def _sweep(verb: str) -> Callable[[PostgresStore], Awaitable[list[Any]]]:
+    async def run(store: PostgresStore) -> list[Any]:
+        return [p.id for p in await getattr(store, verb)(now=LATER, limit=10)]
+
+    return run
+
+
+SWEEPS = {
+    "claim_deliveries": Sweep(
+        _posts,
+        _claim,
+        f"UPDATE outbox SET leased_until = '{ELSEWHERE.isoformat()}' WHERE id = $1",
+        "UPDATE outbox SET last_error = 'seen' WHERE id = $1",
+        f"SELECT id FROM outbox WHERE leased_until = '{TAKEN.isoformat()}'",
+    ),
+    "claim_escalation_deliveries": Sweep(
+        _escalation_posts,
+        _claim_escalations,
+        f"UPDATE escalation_outbox SET delivered_at = '{LATER.isoformat()}' WHERE id = $1",
+        "UPDATE escalation_outbox SET last_error = 'seen' WHERE id = $1",
+        f"SELECT id FROM escalation_outbox WHERE leased_until = '{TAKEN.isoformat()}'",
+    ),
+    "expire_due": Sweep(
+        _pending(expires_at=DUE),
+        _sweep("expire_due"),
+        "UPDATE proposals SET status = 'rejected' WHERE id = $1",
+        "UPDATE proposals SET updated_at = updated_at WHERE id = $1",
+        "SELECT id FROM proposals WHERE status = 'expired'",
+    ),
+    "remind_due": Sweep(
+        _pending(remind_at=DUE, expires_at=LATER + LEASE),
+        _sweep("remind_due"),
+        f"UPDATE proposals SET reminded_at = '{NOW.isoformat()}' WHERE id = $1",
+        "UPDATE proposals SET updated_at = updated_at WHERE id = $1",
+        f"SELECT id FROM proposals WHERE reminded_at = '{LATER.isoformat()}'",
+    ),
+    "hand_over_due": Sweep(
+        _pending(backup_at=DUE, backup_roles=("finance-leads",), expires_at=LATER + LEASE),
+        _sweep("hand_over_due"),
+        "UPDATE proposals SET status = 'rejected' WHERE id = $1",
+        "UPDATE proposals SET updated_at = updated_at WHERE id = $1",
+        f"SELECT id FROM proposals WHERE handed_over_at = '{LATER.isoformat()}'",
+    ),
+    "reannounce_due_escalations": Sweep(
+        _escalations,
+        _reannounce,
+        "UPDATE escalations SET status = 'taken', owner = 'U0OWNER' WHERE id = $1",
+        "UPDATE escalations SET updated_at = updated_at WHERE id = $1",
+        f"SELECT id FROM escalations WHERE announced_at = '{LATER.isoformat()}'",
+    ),
+}
+
+
+def waits_in(query: str, name: str) -> bool:
+    """Whether ``query`` (as pg_stat_activity shows it, cut short) is the named query."""
+    return bool(load_queries("postgres")[name].text.startswith(query[:200]))
+
+
+async def _taken(db: Connection, sweep: Sweep) -> set[Any]:
+    return {row[0] for row in await db.fetch(sweep.taken)}
+
+
+@pytest.mark.parametrize("change", ["gone", "still due"])
+@pytest.mark.parametrize("name", list(SWEEPS))
+async def test_a_row_changed_after_the_snapshot_is_taken_only_if_still_due_and_once(
+    open_pg: OpenStore,
+    connect: Callable[[], Awaitable[Connection]],
+    schema: str,
+    name: str,
+    change: str,
+) -> None:
+    """A commits a change to the second row after the statement took its snapshot and before
+    it locks that row: re-checked as it now is, the row is taken if still due (or left for the
+    next call, which takes it), never if it no longer qualifies; the verb returns exactly the
+    rows its statement changed."""
+    sweep = SWEEPS[name]
+    store = await open_pg()
+    db, a, holder = await connect(), await connect(), await connect()
+    first, second = await sweep.make(store, db)
+    stall = Stall(schema, DUE, holder, db)
+    await stall.install()
+    stalled = await open_pg(stall.search_path)
+
+    run = asyncio.create_task(sweep.run(stalled))
+    pid = await stall.waiting(run)
+    query = await db.fetchval("SELECT query FROM pg_stat_activity WHERE pid = $1", pid)
+    assert waits_in(query, name), query
+    async with asyncio.timeout(WAIT):  # it holds no row yet
+        if change == "gone":
+            await a.execute(sweep.gone, second)
+        else:
+            await a.execute(sweep.kept, second)
+    await stall.release()
+    got = await run
+
+    assert sorted(got) == sorted(await _taken(db, sweep))
+    assert first in got
+    again = await sweep.run(store)
+    assert sorted(await _taken(db, sweep)) == sorted([*got, *again])
+    if change == "gone":
+        assert second not in got and second not in again
+    else:
+        assert sorted([*got, *again]) == sorted([first, second])
+
+
+@pytest.mark.parametrize("change", ["gone", "still due"])
+@pytest.mark.parametrize("name", list(SWEEPS))
+async def test_a_row_another_transaction_holds_is_skipped_and_taken_later_if_still_due(
+    open_pg: OpenStore, connect: Callable[[], Awaitable[Connection]], name: str, change: str
+) -> None:
+    """While A holds its change to the second row uncommitted, the verb takes the first and
+    does not wait for the second; once A commits, the next call takes the second if it is
+    still due, never if it no longer qualifies."""
+    sweep = SWEEPS[name]
+    store = await open_pg()
+    db, a = await connect(), await connect()
+    first, second = await sweep.make(store, db)
+
+    holding = a.transaction()
+    await holding.start()
+    if change == "gone":
+        await a.execute(sweep.gone, second)
+    else:
+        await a.execute(sweep.kept, second)
+    async with asyncio.timeout(WAIT):  # skipped, not awaited
+        got = await sweep.run(store)
+    await holding.commit()
+
+    assert got == [first]
+    assert sorted(got) == sorted(await _taken(db, sweep))
+    again = await sweep.run(store)
+    assert again == ([] if change == "gone" else [second])
+    assert sorted(await _taken(db, sweep)) == sorted([*got, *again])
