@@ -31,6 +31,7 @@ import pytest
 
 from store.connector import load_queries
 from store.postgres import PostgresStore
+from tests.store.batch_conformance import WINDOW, waiting
 from tests.store.conformance import LEASE, new_proposal
 from tests.store.escalation_conformance import new_escalation
 
@@ -424,3 +425,73 @@ async def test_a_row_another_transaction_holds_is_skipped_and_taken_later_if_sti
     again = await sweep.run(store)
     assert again == ([] if change == "gone" else [second])
     assert sorted(await _taken(db, sweep)) == sorted([*got, *again])
+
+
+# --- a batch's posts: waited for, not skipped -----------------------------------------------------
+
+
+@pytest.mark.parametrize("change", ["delivered", "leased elsewhere"])
+async def test_a_batch_post_changed_while_the_batch_claim_waits_is_never_leased_twice(
+    open_pg: OpenStore, connect: Callable[[], Awaitable[Connection]], change: str
+) -> None:
+    """The worker holding a closed batch claims its posts FOR UPDATE, waiting for a post A
+    holds. A commits: delivered, the post is not leased; leased by another worker, it is
+    leased once, to the batch's worker or (as now: its new version is not in the claim's
+    snapshot) left to that lease and claimed again once it runs out. The claim returns exactly
+    the posts it leased."""
+    store = await open_pg()
+    db, a = await connect(), await connect()
+    items = [(await store.create_proposal(waiting(NOW)))[0] for _ in range(3)]
+    batch_id = str(items[0].batch_id)
+    closed = NOW + WINDOW
+    assert await store.digests().lease_batch(batch_id, now=closed, lease=LEASE)
+    posts = [
+        row["id"]
+        for row in await db.fetch(
+            "SELECT id FROM outbox WHERE effect = 'slack.post' AND proposal_id = ANY($1)"
+            " ORDER BY id",
+            [p.id for p in items],
+        )
+    ]
+    held = posts[1]
+    elsewhere = closed + 2 * LEASE
+
+    holding = a.transaction()
+    await holding.start()
+    if change == "delivered":
+        await a.execute("UPDATE outbox SET delivered_at = $1 WHERE id = $2", closed, held)
+    else:
+        await a.execute(
+            "UPDATE outbox SET leased_until = $1, attempts = attempts + 1 WHERE id = $2",
+            elsewhere,
+            held,
+        )
+    claim = asyncio.create_task(
+        store.digests().claim_batch_posts(batch_id, held=[], now=closed, lease=LEASE)
+    )
+    await until(
+        db,
+        "SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+        a.get_server_pid(),
+        what="the batch's claim waiting for A",
+        task=claim,
+    )
+    await holding.commit()
+    got = {d.id for d in await claim}
+
+    mine = {
+        row["id"]
+        for row in await db.fetch("SELECT id FROM outbox WHERE leased_until = $1", closed + LEASE)
+    }
+    assert got == mine
+    assert got - {held} == {posts[0], posts[2]}
+    row = await db.fetchrow("SELECT * FROM outbox WHERE id = $1", held)
+    if change == "delivered":
+        assert held not in got
+        assert row["leased_until"] is None
+    elif held in got:  # taken over: the batch's worker posts it
+        assert (row["leased_until"], row["attempts"]) == (closed + LEASE, 2)
+    else:  # left to the other worker's lease, taken again once it runs out
+        assert (row["leased_until"], row["attempts"]) == (elsewhere, 1)
+        later = await store.claim_deliveries(now=elsewhere, limit=10, lease=LEASE)
+        assert held in {d.id for d in later}

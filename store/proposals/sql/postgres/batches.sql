@@ -3,7 +3,9 @@
 -- name: claim_batch_posts
 -- Every due post of the batch's proposals but those the caller holds, leased to the worker that
 -- leased the batch (lease_batch): it alone posts them, so their own leases do not stop it (a
--- post another worker is leasing right now is waited for, then checked again as it now is).
+-- post another worker is leasing right now is waited for, then checked again as it now is;
+-- changed meanwhile, its new version is not in this statement's snapshot, so it is left to
+-- that lease and claimed again once the lease runs out: tests/store/test_postgres_races.py).
 -- Written so that only the cheap plan exists, whatever the planner's statistics (as
 -- claim_deliveries is, store/proposals/sql/postgres/outbox.sql): the batch's proposals are
 -- walked by their index, each one's post looked up by outbox_open_by_proposal, "first of its
