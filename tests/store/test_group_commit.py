@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import resource
+import signal
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import pytest
 from store.base import StoreUnavailable
 from store.group_commit import AFTER_PEOPLE, GroupCommit
 from store.lanes import people_first
+from store.proposals import ProposalNotFound
 from store.sqlite import SqliteStore
 from store.sqlite_conn import SqliteConnection
 from tests.store.conformance import new_proposal
@@ -276,3 +280,59 @@ async def test_outside_peoples_lane_writers_keep_their_order(db: SqliteConnectio
     await asyncio.gather(*(write(n) for n in range(100)))
 
     assert order == list(range(100))
+
+
+@contextlib.contextmanager
+def _files_cannot_grow_past(size: int) -> Iterator[None]:
+    """Every file this process writes refuses to grow past ``size`` bytes, as a full disk
+    does: the operating system answers the write with EFBIG (RLIMIT_FSIZE; the signal it
+    also sends is ignored meanwhile). Restored after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
+async def test_a_batch_whose_commit_the_disk_refuses_stores_nothing_and_the_store_goes_on(
+    tmp_path: Path,
+) -> None:
+    """The disk refuses to grow the database's files while a batch of writers commits: each of
+    them is told the store is unavailable, none of their proposals or audit entries is stored,
+    and once the disk takes writes again the store writes on, its audit chain whole (the head
+    followed in memory was forgotten with the failed batch)."""
+    store = await SqliteStore.open(tmp_path / "full.sqlite")
+    try:
+        for n in range(5):
+            await store.create_proposal(new_proposal(NOW, id=f"before{n}"))
+        batches = store.group_commit.batches
+        refused = [new_proposal(NOW, id=f"refused{n}", agent_reason="x" * 4000) for n in range(20)]
+        # the write-ahead log may not grow: the writers' statements run (SQLite's own scratch
+        # files are smaller), their batch's COMMIT, which appends to the log, is refused
+        wal = (tmp_path / "full.sqlite-wal").stat().st_size
+        with _files_cannot_grow_past(wal):
+            results = await asyncio.gather(
+                *(store.create_proposal(p) for p in refused), return_exceptions=True
+            )
+        assert results and all(isinstance(r, StoreUnavailable) for r in results), results
+        assert {str(r) for r in results} == {"SQLite: disk I/O error"}
+        assert store.group_commit.batches == batches  # none of those batches committed
+
+        later = [new_proposal(NOW, id=f"after{n}") for n in range(5)]
+        await asyncio.gather(*(store.create_proposal(p) for p in later))
+
+        entries = await store.audit_log()
+        assert {e.proposal_id for e in entries} == {
+            *(f"before{n}" for n in range(5)),
+            *(f"after{n}" for n in range(5)),
+        }
+        for proposal in refused:
+            with pytest.raises(ProposalNotFound):
+                await store.get_proposal(proposal.id)
+        report = await store.verify_audit()
+        assert report.ok, report
+    finally:
+        await store.close()
