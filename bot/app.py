@@ -62,7 +62,7 @@ from bot.outbound.http import AiohttpClient
 from bot.outbound.outbox import OutboxWorker, RetryPolicy
 from bot.render.blocks import Message
 from bot.settings import Settings
-from bot.slack.directory import SlackDirectory
+from bot.slack.directory import SlackDirectory, heard, register_directory_listeners
 from bot.slack.home import HomeTab, register_home_listener
 from bot.slack.listeners import BOLT, SIGNING_SECRET, build_bolt, slack_events
 from bot.slack.port import slack_app
@@ -234,6 +234,7 @@ def build_app(
     home = HomeTab(service, escalations, clock, delegations, publisher=publisher)
     subscribers.add(home)  # it refreshes tabs on changes and shows answers to clicks there
     register_home_listener(bolt, home)
+    register_directory_listeners(bolt, directory, announce=store.announce)
     register_slash_command(
         bolt,
         SlashCommand(service, home, clock, delegations, publisher=publisher),
@@ -319,7 +320,7 @@ def build_app(
             socket = AsyncSocketModeHandler(bolt, settings.slack.app_token)
             await socket.connect_async()  # type: ignore[no-untyped-call]
             log.info("connected to Slack in Socket Mode")
-        await store.listen(waiters.notify)
+        await store.listen(heard(directory, waiters.notify))
         for problem in await directory.check_user_groups(settings.roles):
             log.warning("%s", problem)
         quorums = await unreachable_quorums(settings.policy, settings.roles, directory)

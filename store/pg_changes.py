@@ -25,13 +25,17 @@ if TYPE_CHECKING:
 
     Connection: TypeAlias = asyncpg.Connection[asyncpg.Record]
 
-__all__ = ["CHANNEL_OF_SCHEMA", "ChangeFeed"]
+__all__ = ["ANNOUNCE", "CHANNEL_OF_SCHEMA", "ChangeFeed"]
 
 log = logging.getLogger(__name__)
 
 #: The notification channel of the connection's schema, as the trigger names it; its payload is
 #: the id of the proposal that changed.
 CHANNEL_OF_SCHEMA = "SELECT 'countersign_' || left(md5(current_schema()), 16)"
+
+#: A message of the application's own to every instance listening on the schema's channel, heard
+#: beside the proposals' ids (``Store.announce``); $1 is the message.
+ANNOUNCE = f"SELECT pg_notify(({CHANNEL_OF_SCHEMA}), $1)"
 
 #: Waits between attempts to open the listening connection again.
 _FIRST_RETRY_SECONDS = 0.1

@@ -34,7 +34,7 @@ from store.audit import Sealer, seal_audit
 from store.base import StoreError, StoreUnavailable
 from store.lanes import for_people
 from store.migrate import MigrationError, load_migrations
-from store.pg_changes import ChangeFeed
+from store.pg_changes import ANNOUNCE, ChangeFeed
 from store.pg_errors import DRIVER_ERRORS, translate
 from store.pg_migrate import apply_migrations
 from store.pg_statistics import TableStatistics
@@ -175,6 +175,15 @@ class PostgresStore(StoreVerbs):
         if self._closed:
             raise StoreUnavailable("the store is closed")
         await self._changes.subscribe(on_change)
+
+    async def announce(self, message: str) -> None:
+        """Tell every instance's :meth:`listen` subscribers ``message`` (this one's included),
+        on the channel proposal changes come on: a message holds a ``:``, which no proposal id
+        does."""
+        if ":" not in message:
+            raise ValueError(f"an announcement holds a ':' (got {message!r})")
+        async with self.connection() as db:
+            await db.execute(ANNOUNCE, message)
 
     async def close(self) -> None:
         """Wait for the calls in progress (and a sealing run) to finish, then close every

@@ -314,4 +314,10 @@ class Store(Protocol):
         """
         ...
 
+    async def announce(self, message: str) -> None:
+        """Tell the other processes on this store ``message`` (it holds a ``:``, which no
+        proposal id does), through their :meth:`listen` subscribers; this one's may hear it too.
+        Nothing for a backend only one process uses (SQLite)."""
+        ...
+
     async def close(self) -> None: ...

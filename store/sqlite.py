@@ -196,6 +196,9 @@ class SqliteStore(StoreVerbs):
     async def listen(self, on_change: Callable[[str], None]) -> None:
         """Nothing to do: one process uses a SQLite file, and it notifies its own waiters."""
 
+    async def announce(self, message: str) -> None:
+        """Nothing to do: one process uses a SQLite file; there is no other instance to tell."""
+
     async def close(self) -> None:
         if not self._closed:
             self._closed = True

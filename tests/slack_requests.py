@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 import time
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,10 @@ __all__ = [
     "sign",
     "signed_headers",
     "slash_command_body",
+    "subteam_members_changed_body",
+    "subteam_updated_body",
     "url_verification_body",
+    "user_change_body",
     "view_submission_body",
 ]
 
@@ -181,6 +185,56 @@ def app_home_opened_body(*, user_id: str, team_id: str = "T0001") -> str:
     payload["event"]["user"] = user_id
     payload["event"]["view"]["team_id"] = team_id
     return json.dumps(payload)
+
+
+def _event_body(event: dict[str, Any], *, team_id: str) -> str:
+    """An Events API envelope (the App Home fixture's: Slack's own) carrying ``event``, JSON."""
+    payload = fixture_json("app_home_opened.json")
+    payload["team_id"] = team_id
+    payload["event"] = {**event, "event_ts": "1515449522.000016"}
+    return json.dumps(payload)
+
+
+def user_change_body(user: dict[str, Any], *, team_id: str = "T0001") -> str:
+    """Slack's ``user_change`` event: ``user`` is the whole user object as users.info gives it."""
+    return _event_body({"type": "user_change", "user": user, "cache_ts": 1}, team_id=team_id)
+
+
+def subteam_members_changed_body(
+    group: str, *, added: Sequence[str] = (), removed: Sequence[str] = (), team_id: str = "T0001"
+) -> str:
+    """Slack's ``subteam_members_changed`` event: who joined and left user group ``group``."""
+    event = {
+        "type": "subteam_members_changed",
+        "subteam_id": group,
+        "team_id": team_id,
+        "date_previous_update": 1446670362,
+        "date_update": 1492906952,
+        "added_users": list(added),
+        "added_users_count": str(len(added)),
+        "removed_users": list(removed),
+        "removed_users_count": str(len(removed)),
+    }
+    return _event_body(event, team_id=team_id)
+
+
+def subteam_updated_body(group: str, users: Sequence[str], *, team_id: str = "T0001") -> str:
+    """Slack's ``subteam_updated`` event: user group ``group`` as it now is (its ``users``)."""
+    subteam = {
+        "id": group,
+        "team_id": team_id,
+        "is_usergroup": True,
+        "is_subteam": True,
+        "name": group,
+        "handle": group.lower(),
+        "is_external": False,
+        "date_create": 1492655498,
+        "date_update": 1595814882,
+        "date_delete": 0,
+        "users": list(users),
+        "user_count": len(users),
+    }
+    return _event_body({"type": "subteam_updated", "subteam": subteam}, team_id=team_id)
 
 
 def slash_command_body(

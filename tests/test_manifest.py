@@ -10,6 +10,7 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator
 
+from bot.slack.directory import DIRECTORY_EVENTS
 from bot.slack.home import SUBSCRIBED_EVENTS
 from bot.slack.slash import COMMAND
 
@@ -74,10 +75,11 @@ def test_slack_posts_interactions_to_slack_events_and_no_unhandled_events(
     settings = manifest["settings"]
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["interactivity"]["request_url"].endswith("/slack/events")
-    # every subscribed event needs a listener: exactly the ones bot/slack/home.py registers
+    # every subscribed event needs a listener: exactly the ones bot/slack/home.py and
+    # bot/slack/directory.py register
     events = settings["event_subscriptions"]
     assert events["request_url"].endswith("/slack/events")
-    assert sorted(events["bot_events"]) == sorted(SUBSCRIBED_EVENTS)
+    assert sorted(events["bot_events"]) == sorted((*SUBSCRIBED_EVENTS, *DIRECTORY_EVENTS))
     assert "user_events" not in events
 
 

@@ -2,23 +2,45 @@
 
 Answers are cached briefly (a click storm reads a profile once); a profile that cannot be read
 is None, and the authority checks then refuse (fail closed).
+
+What Slack says has changed is forgotten at once rather than at the cache's end: a person's
+profile (``user_change``: deactivated, turned into a guest) and a user group's members
+(``subteam_members_changed``, ``subteam_updated``: someone removed from the group a role
+names, the group disabled). The next check reads them from Slack again, so a person removed from
+an approvers' group cannot decide in the minute the cache would have kept them. The event is
+not applied itself: Slack may deliver events late, out of order or twice, and a stale "added"
+must not undo a later removal; forgetting can only make a check read the current state.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
 
+from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.settings import is_user_group
 from contracts.authority import ApproverProfile
+from store.base import StoreUnavailable
 
-__all__ = ["SlackDirectory"]
+__all__ = [
+    "DIRECTORY_EVENTS",
+    "SlackDirectory",
+    "forget",
+    "heard",
+    "register_directory_listeners",
+]
 
 log = logging.getLogger(__name__)
+
+#: The events after which the directory forgets what it read (manifest.yml subscribes to them).
+DIRECTORY_EVENTS: Final = ("user_change", "subteam_members_changed", "subteam_updated")
+#: What starts an instance's message to the others that something in Slack changed.
+ANNOUNCED: Final = "directory:"
 
 
 class SlackDirectory:
@@ -55,6 +77,15 @@ class SlackDirectory:
         )
         self._profiles[user_id] = (self._monotonic(), profile)
         return profile
+
+    def forget_user(self, user_id: str) -> None:
+        """Slack said ``user_id``'s profile changed: read it again at the next check."""
+        self._profiles.pop(user_id, None)
+
+    def forget_group(self, group: str) -> None:
+        """Slack said user group ``group`` changed: read its members again at the next check.
+        Until they can be read, the group adds nobody (:meth:`group_members`)."""
+        self._groups.pop(group, None)
 
     async def home_team(self) -> str | None:
         """The workspace the app is installed in (auth.test), read once."""
@@ -116,3 +147,69 @@ class SlackDirectory:
                 except (SlackClientError, OSError, TimeoutError) as error:
                     problems.append(f"role {role!r}: user group {group} could not be read: {error}")
         return problems
+
+
+def register_directory_listeners(
+    app: AsyncApp,
+    directory: SlackDirectory,
+    *,
+    announce: Callable[[str], Awaitable[None]] | None = None,
+) -> None:
+    """Forget a profile or a user group's members when Slack says it changed
+    (:data:`DIRECTORY_EVENTS`), here and, through ``announce`` (the store's), in the other
+    instances (:func:`heard`): Slack sends each event to one of them only."""
+
+    async def changed(key: str) -> None:
+        forget(directory, key)
+        if announce is None:
+            return
+        try:
+            await announce(ANNOUNCED + key)
+        except StoreUnavailable as error:  # the others forget it when their cache ends
+            log.warning("could not tell the other instances that %s changed: %s", key, error)
+
+    @app.event("user_change")
+    async def on_user_change(event: dict[str, Any]) -> None:
+        user = event.get("user")
+        user_id = user.get("id") if isinstance(user, dict) else None
+        if isinstance(user_id, str) and user_id:
+            await changed(f"user:{user_id}")
+
+    @app.event("subteam_members_changed")
+    async def on_members_changed(event: dict[str, Any]) -> None:
+        group = event.get("subteam_id")
+        if isinstance(group, str) and group:
+            await changed(f"group:{group}")
+
+    @app.event("subteam_updated")
+    async def on_group_updated(event: dict[str, Any]) -> None:
+        subteam = event.get("subteam")
+        group = subteam.get("id") if isinstance(subteam, dict) else None
+        if isinstance(group, str) and group:
+            await changed(f"group:{group}")
+
+
+def heard(directory: SlackDirectory, otherwise: Callable[[str], None]) -> Callable[[str], None]:
+    """What the store's ``listen`` calls: an announcement of :func:`register_directory_listeners`
+    makes ``directory`` forget what it names; anything else (a proposal's id) goes to
+    ``otherwise``."""
+
+    def on_message(message: str) -> None:
+        if message.startswith(ANNOUNCED):
+            forget(directory, message.removeprefix(ANNOUNCED))
+        else:
+            otherwise(message)
+
+    return on_message
+
+
+def forget(directory: SlackDirectory, key: str) -> None:
+    """Forget what ``key`` names: ``user:<id>`` or ``group:<id>`` (anything else: nothing)."""
+    kind, _, ident = key.partition(":")
+    if kind == "user" and ident:
+        directory.forget_user(ident)
+    elif kind == "group" and ident:
+        directory.forget_group(ident)
+    else:
+        return
+    log.info("Slack says %s %s changed: read again at the next check", kind, ident)

@@ -6,13 +6,11 @@ block_actions payload sent over HTTP."""
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 
 from bot.app import DECISIONS
@@ -194,19 +192,6 @@ async def _status_is(cs: Countersign, proposal_id: str, status: Status) -> bool:
 
 async def _async(value: Any) -> Any:
     return value
-
-
-@pytest.fixture
-async def postgres_url() -> AsyncIterator[str]:
-    """A new PostgreSQL schema for two instances to share, dropped afterwards."""
-    schema = f"countersign_test_{secrets.token_hex(6)}"
-    admin = await asyncpg.connect(POSTGRES)
-    try:
-        await admin.execute(f'CREATE SCHEMA "{schema}"')
-        yield f"{POSTGRES}?search_path={schema}"
-    finally:
-        await admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        await admin.close()
 
 
 @pytest.mark.postgres

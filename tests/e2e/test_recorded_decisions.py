@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 
 from bot.app import DECISIONS
@@ -280,18 +278,6 @@ async def _answers(cs: Countersign) -> bool:
 
 async def _async(value: Any) -> Any:
     return value
-
-
-@pytest.fixture
-async def postgres_url() -> AsyncIterator[str]:
-    schema = f"countersign_test_{secrets.token_hex(6)}"
-    admin = await asyncpg.connect(POSTGRES)
-    try:
-        await admin.execute(f'CREATE SCHEMA "{schema}"')
-        yield f"{POSTGRES}?search_path={schema}"
-    finally:
-        await admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        await admin.close()
 
 
 @pytest.mark.postgres

@@ -294,6 +294,25 @@ async def test_changes_committed_in_another_instance_are_heard(open_pg: OpenStor
     assert heard.ids.empty()
 
 
+async def test_an_announcement_reaches_every_instance_after_the_changes_before_it(
+    open_pg: OpenStore,
+) -> None:
+    """Store.announce: a message of the application's own, heard beside proposals' ids by every
+    instance listening (the announcer's too); a message that could pass for an id is refused."""
+    listening, announcing = await open_pg(), await open_pg()
+    heard, own = Heard(), Heard()
+    await listening.listen(heard)
+    await announcing.listen(own)
+    marker = await _withdrawn(announcing)
+
+    await announcing.announce("directory:group:S1")
+
+    assert [await heard.next() for _ in range(2)] == [marker, "directory:group:S1"]
+    assert [await own.next() for _ in range(2)] == [marker, "directory:group:S1"]
+    with pytest.raises(ValueError, match="':'"):
+        await announcing.announce("cs_notanid")
+
+
 async def test_changes_in_another_schema_of_the_database_are_not_heard(
     open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record]
 ) -> None:
