@@ -212,4 +212,5 @@ def forget(directory: SlackDirectory, key: str) -> None:
         directory.forget_group(ident)
     else:
         return
-    log.info("Slack says %s %s changed: read again at the next check", kind, ident)
+    # debug: a large workspace's people change their status all day, each a user_change
+    log.debug("Slack says %s %s changed: read again at the next check", kind, ident)

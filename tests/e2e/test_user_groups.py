@@ -102,7 +102,7 @@ async def _approved_once_then_clicks_again(
 ) -> str:
     """GROUPIE approves one campaign (its membership is then cached), ``change`` happens in
     Slack and Slack says so, then GROUPIE clicks Approve on a second: its id."""
-    caplog.set_level(logging.INFO, logger="bot.slack.directory")
+    caplog.set_level(logging.DEBUG, logger="bot.slack.directory")
     _, first = await cs.submit(CAMPAIGN)
     await cs.click(GROUPIE, "approve", first["id"])
     _, done = await cs.read(first["id"], wait=10)
@@ -186,7 +186,7 @@ async def test_every_instance_reads_a_group_again_when_slack_tells_one_of_them(
     first), and the person removed from the group clicks on the other, which applies its
     own clicks and had their membership cached: it was told through the database, and
     refuses."""
-    caplog.set_level(logging.INFO, logger="bot.slack.directory")
+    caplog.set_level(logging.DEBUG, logger="bot.slack.directory")
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
     async with (
