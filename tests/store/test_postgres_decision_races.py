@@ -1,0 +1,310 @@
+"""The decision verbs racing each other from two instances on one PostgreSQL schema.
+
+The rounds of tests/store/decision_races.py (many proposals each, decided at once from two pools,
+what must hold checked in the tables), and the interleavings luck may not produce, forced: a
+transaction that holds a proposal's row (as a withdrawal, a rejection or another approval does
+while it commits) while approvals wait for it, seen waiting in ``pg_blocking_pids``; and a digest's
+Approve all whose read of its items is older than the decisions made on them since.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import asyncpg
+import pytest
+
+from store.postgres import PostgresStore
+from store.proposals import AlreadyDecided, ApprovalCounted, Status, Transitioned
+from tests.store.conformance import LEASE, new_proposal
+from tests.store.decision_races import (
+    BEFORE,
+    EXPIRES,
+    NOW,
+    Query,
+    approve_all,
+    check_decided,
+    round_of_approvers,
+    round_of_clicks_applied_twice,
+    round_of_digests,
+    round_of_every_decision,
+)
+from tests.store.digest_conformance import digest
+
+pytestmark = pytest.mark.postgres
+
+URL = "postgresql://postgres@127.0.0.1:5432/test"
+WAIT = 30.0  # seconds: how long a test waits for what it must see (a lock wait, a verb's end)
+
+Connection = asyncpg.Connection  # asyncpg.Connection[asyncpg.Record] for the type checker
+
+
+@pytest.fixture
+async def schema() -> AsyncIterator[str]:
+    """A new, empty schema, dropped with everything in it after the test."""
+    name = f"countersign_test_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(URL)
+    try:
+        await admin.execute(f'CREATE SCHEMA "{name}"')
+        yield name
+    finally:
+        await admin.execute(f'DROP SCHEMA "{name}" CASCADE')
+        await admin.close()
+
+
+@pytest.fixture
+async def instances(schema: str) -> AsyncIterator[tuple[PostgresStore, PostgresStore]]:
+    """Two stores on the schema: two instances, each with its own pool."""
+    settings = {"search_path": schema}
+    first = await PostgresStore.open(URL, server_settings=settings)
+    second = await PostgresStore.open(URL, server_settings=settings)
+    try:
+        yield first, second
+    finally:
+        await first.close()
+        await second.close()
+
+
+@pytest.fixture
+async def connect(schema: str) -> AsyncIterator[Callable[[], Awaitable[Connection]]]:
+    """Opens plain connections to the schema, bypassing the store (autocommit); closes them."""
+    opened: list[Connection] = []
+
+    async def connect_() -> Connection:
+        db = await asyncpg.connect(URL, server_settings={"search_path": schema})
+        opened.append(db)
+        return db
+
+    yield connect_
+    for db in opened:
+        await db.close()
+
+
+@pytest.fixture
+async def query(connect: Callable[[], Awaitable[Connection]]) -> Query:
+    db = await connect()
+
+    async def query_(sql: str) -> list[dict[str, Any]]:
+        return [dict(row) for row in await db.fetch(sql)]
+
+    return query_
+
+
+async def test_two_approvers_each_clicking_twice_from_two_instances_claim_each_proposal_once(
+    instances: tuple[PostgresStore, PostgresStore], query: Query
+) -> None:
+    await round_of_approvers(*instances, query, count=40)
+
+
+async def test_approvals_rejections_withdrawals_and_expiry_at_once_end_in_one_outcome(
+    instances: tuple[PostgresStore, PostgresStore], query: Query
+) -> None:
+    await round_of_every_decision(*instances, query, count=48)
+
+
+async def test_approve_all_racing_its_items_decisions_approves_only_what_is_pending(
+    instances: tuple[PostgresStore, PostgresStore], query: Query
+) -> None:
+    await round_of_digests(*instances, query, digests=8)
+
+
+async def test_a_recorded_click_applied_by_two_instances_is_counted_once(
+    instances: tuple[PostgresStore, PostgresStore], query: Query
+) -> None:
+    await round_of_clicks_applied_twice(*instances, query, count=30)
+
+
+# --- forced interleavings ------------------------------------------------------------------------
+
+
+#: The sessions waiting behind the session $1, directly or behind another waiting for it.
+BEHIND = """
+WITH RECURSIVE behind (pid) AS (
+    SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))
+    UNION
+    SELECT a.pid FROM pg_stat_activity AS a JOIN behind AS b ON b.pid = ANY(pg_blocking_pids(a.pid))
+)
+SELECT count(*) FROM behind
+"""
+
+
+async def _waiting_behind(db: Connection, holder: int, count: int, tasks: list[Any]) -> None:
+    """Return once ``count`` sessions wait for a lock the session ``holder`` holds, or for one
+    another session waiting for it holds (the second waiter for a row queues behind the first);
+    fail if a task ends first (it did not wait)."""
+    async with asyncio.timeout(WAIT):
+        while True:
+            waiting = await db.fetchval(BEHIND, holder)
+            if waiting >= count:
+                return
+            for task in tasks:
+                if task.done():
+                    raise AssertionError(f"it never waited: it ended with {task.result()!r}")
+            await asyncio.sleep(0.01)
+
+
+async def test_an_approval_waiting_for_a_withdrawal_that_commits_records_nothing(
+    instances: tuple[PostgresStore, PostgresStore],
+    connect: Callable[[], Awaitable[Connection]],
+    query: Query,
+) -> None:
+    """The withdrawal has changed the proposal's row and not yet committed when two approvals
+    from two instances come: they wait for the row, then find it withdrawn, and neither an
+    approval nor its audit entry or message update is written."""
+    first, second = instances
+    new = new_proposal(NOW, quorum=2)
+    await first.create_proposal(new)
+    holder, watcher = await connect(), await connect()
+    withdrawal = holder.transaction()
+    await withdrawal.start()
+    await holder.execute(  # what the cancel verb's compare-and-set does
+        "UPDATE proposals SET status = 'cancelled', decided_at = $2, updated_at = $2 WHERE id = $1",
+        new.id,
+        BEFORE,
+    )
+    approvals = [
+        asyncio.create_task(
+            store.claim_for_execution(
+                new.id,
+                actor=actor,
+                now=BEFORE,
+                binding_hash=new.binding_hash,
+                lease_until=BEFORE + LEASE,
+            )
+        )
+        for store, actor in ((first, "U0ADA"), (second, "U0GRACE"))
+    ]
+
+    await _waiting_behind(watcher, holder.get_server_pid(), 2, approvals)
+    await holder.execute(
+        "INSERT INTO audit_log (at, proposal_id, actor, event, detail) "
+        "VALUES ($1, $2, $3, 'cancelled', '{}')",
+        BEFORE,
+        new.id,
+        new.agent,
+    )
+    await holder.execute(
+        "INSERT INTO outbox (proposal_id, effect, lane, status, created_at, next_attempt_at) "
+        "VALUES ($1, 'slack.update', 'slack', 'cancelled', $2, $2), "
+        "($1, 'callback', 'callback', 'cancelled', $2, $2)",
+        new.id,
+        BEFORE,
+    )
+    await withdrawal.commit()
+    async with asyncio.timeout(WAIT):
+        results = await asyncio.gather(*approvals)
+
+    assert all(isinstance(r, AlreadyDecided) for r in results), results
+    assert {r.proposal.status for r in results} == {Status.CANCELLED}
+    assert await query("SELECT * FROM approvals") == []
+    assert await check_decided(second, query, [new.id]) == {new.id: Status.CANCELLED}
+
+
+async def test_approvals_queued_behind_a_held_proposal_complete_its_quorum_once(
+    instances: tuple[PostgresStore, PostgresStore],
+    connect: Callable[[], Awaitable[Connection]],
+    query: Query,
+) -> None:
+    """Two approvals of a quorum-2 proposal from two instances wait behind a transaction that
+    holds its row (a third approver's, say, that then changes nothing): released together, one
+    counts the other's approval and claims the proposal; neither leaves it pending with its
+    quorum met."""
+    first, second = instances
+    new = new_proposal(NOW, quorum=2)
+    await first.create_proposal(new)
+    holder, watcher = await connect(), await connect()
+    held = holder.transaction()
+    await held.start()
+    await holder.execute("SELECT 1 FROM proposals WHERE id = $1 FOR UPDATE", new.id)
+    approvals = [
+        asyncio.create_task(
+            store.claim_for_execution(
+                new.id,
+                actor=actor,
+                now=BEFORE,
+                binding_hash=new.binding_hash,
+                lease_until=BEFORE + LEASE,
+            )
+        )
+        for store, actor in ((first, "U0ADA"), (second, "U0GRACE"))
+    ]
+
+    await _waiting_behind(watcher, holder.get_server_pid(), 2, approvals)
+    await held.rollback()
+    async with asyncio.timeout(WAIT):
+        results = await asyncio.gather(*approvals)
+
+    assert sorted(type(r).__name__ for r in results) == ["ApprovalCounted", "Transitioned"]
+    [claimed] = [r for r in results if isinstance(r, Transitioned)]
+    [counted] = [r for r in results if isinstance(r, ApprovalCounted)]
+    assert [a.approver for a in counted.proposal.approvals] != [claimed.proposal.decided_by]
+    assert sorted(a.approver for a in claimed.proposal.approvals) == ["U0ADA", "U0GRACE"]
+    assert await check_decided(second, query, [new.id]) == {new.id: Status.EXECUTING}
+
+
+async def test_approve_all_read_before_its_items_were_decided_approves_only_those_still_pending(
+    instances: tuple[PostgresStore, PostgresStore], query: Query
+) -> None:
+    """Approve all read its digest while every item was pending; before its approvals reach the
+    store, another instance withdraws one item, expires one and another person claims one. Only
+    the two items still pending are approved by the digest's clicker; the other three are
+    answered as decided, and nothing is written for them."""
+    first, second = instances
+    items = []
+    for n in range(5):
+        expires_at = EXPIRES if n == 1 else EXPIRES + LEASE
+        stored, _ = await first.create_proposal(new_proposal(NOW, expires_at=expires_at))
+        items.append(stored)
+    new = digest()
+    await first.digests().attach_digest(new, [p.id for p in items], deliveries=[], now=NOW)
+    shown = await first.digests().get_digest(new.id)
+    assert {p.status for p in shown.items} == {Status.PENDING}
+    withdrawn, overdue, taken = (p.id for p in items[:3])
+
+    await second.cancel(withdrawn, agent=items[0].agent, now=BEFORE)
+    assert [p.id for p in await second.expire_due(now=EXPIRES)] == [overdue]
+    await second.claim_for_execution(
+        taken,
+        actor="U0GRACE",
+        now=BEFORE,
+        binding_hash=items[2].binding_hash,
+        lease_until=BEFORE + LEASE,
+    )
+    ids = [p.id for p in shown.items]
+    results = {
+        r.proposal.id: r
+        for r in await asyncio.gather(
+            *(
+                first.claim_for_execution(
+                    p.id,
+                    actor="U0ADA",
+                    now=BEFORE,  # its clock is behind the sweep's: the item looks open to it
+                    binding_hash=p.binding_hash,
+                    lease_until=BEFORE + LEASE,
+                    via={"via": "digest", "digest_id": new.id},
+                )
+                for p in shown.items  # as read: all pending
+            )
+        )
+    }
+
+    assert {i: type(results[i]).__name__ for i in (withdrawn, overdue, taken)} == dict.fromkeys(
+        (withdrawn, overdue, taken), "AlreadyDecided"
+    )
+    assert all(isinstance(results[p.id], Transitioned) for p in items[3:])
+    approvers = await query("SELECT proposal_id, approver FROM approvals")
+    assert sorted((r["proposal_id"], r["approver"]) for r in approvers) == sorted(
+        [(taken, "U0GRACE"), *((p.id, "U0ADA") for p in items[3:])]
+    )
+    assert await check_decided(second, query, ids) == {
+        withdrawn: Status.CANCELLED,
+        overdue: Status.EXPIRED,
+        taken: Status.EXECUTING,
+        items[3].id: Status.EXECUTING,
+        items[4].id: Status.EXECUTING,
+    }
+    # the helper the rounds use asks the same of the store, now with nothing left to approve
+    assert await approve_all(first, new.id, "U0ALAN") == []
