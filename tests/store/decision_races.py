@@ -25,6 +25,7 @@ What :func:`check_decided` asserts of every proposal, in its tables:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -33,12 +34,17 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from contracts.outcomes import Succeeded, TerminalFailure
 from store.digests import new_digest_id
 from store.proposals import (
     EFFECTS,
+    OUTCOME_STATUS,
+    TRANSITIONS,
     AlreadyDecided,
     ApprovalCounted,
+    InvalidTransition,
     NotApprovable,
+    Proposal,
     Status,
     Transitioned,
     TransitionResult,
@@ -56,6 +62,7 @@ __all__ = [
     "round_of_clicks_applied_twice",
     "round_of_digests",
     "round_of_every_decision",
+    "round_of_executions",
 ]
 
 #: Reads rows past the store: a SQL statement (no parameters), its rows as dicts.
@@ -65,6 +72,10 @@ NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 #: When the round's proposals expire; decisions are made just before, the expiry sweeps at it.
 EXPIRES = NOW + timedelta(hours=1)
 BEFORE = EXPIRES - timedelta(milliseconds=1)
+
+#: What the executors and the people reconciling say happened.
+SUCCEEDED = Succeeded(result={"refund_id": "re_1"})
+FAILED = TerminalFailure(detail="nothing was refunded", correlation_id="corr-1")
 
 #: The audit event of each outcome a pending proposal can be decided to.
 OUTCOME_EVENT = {
@@ -376,3 +387,135 @@ async def round_of_clicks_applied_twice(
     assert await first.clicks().waiting_clicks() == 0
     statuses = await check_decided(second, query, list(hashes))
     assert set(statuses.values()) == {Status.EXECUTING}
+
+
+# --- executions: at most one at a time, each attempt's outcome once -----------------------------
+
+#: The status each audit event of an execution's life moves a proposal to (None: its outcome's).
+ENTERS: dict[str, Status | None] = {
+    "submitted": Status.PENDING,
+    "approved": Status.EXECUTING,
+    "execution_abandoned": Status.NEEDS_RECONCILIATION,
+    "retry_approved": Status.EXECUTING,
+    "outcome": None,
+    "reconciled": None,
+}
+
+
+def _entered(event: str, detail: dict[str, Any]) -> Status | None:
+    """The status an audit entry says its proposal entered, or None if it changed none."""
+    if event not in ENTERS:
+        return None
+    status = ENTERS[event]
+    if status is None:
+        kind = (detail["outcome"] if event == "reconciled" else detail)["kind"]
+        status = OUTCOME_STATUS[kind]
+    return status
+
+
+async def check_path(store: Store, query: Query, ids: Sequence[str]) -> dict[str, list[Status]]:
+    """Assert that each proposal's audit entries name a path of allowed transitions
+    (lifecycle.TRANSITIONS) ending in its stored status, with an attempt counted for each time
+    it entered executing, and that its outbox holds the effects of each status it entered, once
+    for each time; the paths."""
+    report = await store.verify_audit()
+    assert report.ok, report
+    rows = {r["id"]: r for r in await query("SELECT id, status, attempt FROM proposals")}
+    entries: dict[str, list[dict[str, Any]]] = {}
+    for row in await query("SELECT * FROM audit_log WHERE proposal_id IS NOT NULL ORDER BY seq"):
+        entries.setdefault(row["proposal_id"], []).append(row)
+    outbox: dict[str, Counter[tuple[str, str]]] = {}
+    for row in await query("SELECT proposal_id, effect, status FROM outbox"):
+        outbox.setdefault(row["proposal_id"], Counter())[(row["effect"], row["status"])] += 1
+    paths = {}
+    for proposal_id in ids:
+        path = [
+            status
+            for e in entries[proposal_id]
+            if (status := _entered(e["event"], json.loads(e["detail"]))) is not None
+        ]
+        for before, after in itertools.pairwise(path):
+            assert after in TRANSITIONS[before], (proposal_id, path)
+        assert path[-1] is Status(rows[proposal_id]["status"]), (proposal_id, path)
+        assert rows[proposal_id]["attempt"] == path.count(Status.EXECUTING), (proposal_id, path)
+        expected: Counter[tuple[str, str]] = Counter()
+        for status in path:
+            for effect in EFFECTS[status] if status is not Status.PENDING else ():
+                expected[(effect.value, status.value)] += 1
+        expected[("slack.post", "pending")] += 1
+        assert outbox[proposal_id] == expected, (proposal_id, path, outbox[proposal_id])
+        paths[proposal_id] = path
+    return paths
+
+
+async def _outcome(store: Store, proposal_id: str, *, attempt: int, now: datetime) -> object:
+    """The executor's outcome of ``attempt``: the proposal, or the refusal it was answered."""
+    try:
+        return await store.record_outcome(proposal_id, SUCCEEDED, now=now, attempt=attempt)
+    except InvalidTransition as refused:
+        return refused
+
+
+async def round_of_executions(first: Store, second: Store, query: Query, *, count: int) -> None:
+    """Claimed proposals whose lease has just ended: each executor's outcome races the lost
+    executions' sweeps of both instances; then, on each execution handed to people, two
+    people's Retry (one per instance) race a third's reconciliation; then each retry's outcome
+    races the first attempt's late answer. Every proposal goes one allowed way, each attempt
+    gets one outcome at most (a late attempt's answer never becomes a retry's), and at most
+    one retry starts per hand-over."""
+    made = await _submit(first, count, quorum=1)
+    for proposal_id, _, hashed in made:
+        assert isinstance(await _approve(first, proposal_id, "U0ADA", hashed), Transitioned)
+    ended = BEFORE + LEASE  # every lease ends now
+    ids = [m[0] for m in made]
+
+    calls: list[Awaitable[Any]] = []
+    for n, proposal_id in enumerate(ids):
+        calls.append(_outcome(first if n % 2 else second, proposal_id, attempt=1, now=ended))
+        if n % 4 == 0:
+            calls.append((second if n % 2 else first).reclaim_abandoned(now=ended, limit=3))
+    first_answers = await asyncio.gather(*calls)
+    reclaimed = Counter(p.id for r in first_answers if isinstance(r, list) for p in r)
+    assert all(times == 1 for times in reclaimed.values()), reclaimed
+    handed = [i for i in ids if i in reclaimed]
+
+    later = ended + timedelta(minutes=1)
+    people: list[Awaitable[Any]] = []
+    for n, proposal_id in enumerate(handed):
+        mine: list[Awaitable[Any]] = [
+            first.retry_execution(proposal_id, actor="U0ADA", now=later, lease_until=later + LEASE),
+            second.retry_execution(
+                proposal_id, actor="U0GRACE", now=later, lease_until=later + LEASE
+            ),
+            (second if n % 2 else first).resolve_reconciliation(
+                proposal_id, actor="U0ALAN", outcome=FAILED, note="checked", now=later
+            ),
+        ]
+        people += mine[n % 3 :] + mine[: n % 3]
+    decided = await asyncio.gather(*people)
+    won = [r.proposal for r in decided if isinstance(r, Transitioned)]
+    assert sorted(p.id for p in won) == sorted(handed)  # one decision each
+    retried = [p.id for p in won if p.status is Status.EXECUTING]
+
+    asked = [
+        (proposal_id, store, attempt)
+        for n, proposal_id in enumerate(retried)
+        for store, attempt in ((first, 1 + n % 2), (second, 2 - n % 2))
+    ]
+    answers = await asyncio.gather(
+        *(_outcome(store, i, attempt=attempt, now=later) for i, store, attempt in asked)
+    )
+
+    paths = await check_path(second, query, ids)
+    for proposal_id, path in paths.items():
+        if proposal_id not in reclaimed:  # its outcome came first
+            assert path == [Status.PENDING, Status.EXECUTING, Status.SUCCEEDED]
+        elif proposal_id in retried:  # the retry's own outcome, not the first attempt's
+            assert path[3:] == [Status.EXECUTING, Status.SUCCEEDED], path
+        else:
+            assert path[3:] == [Status.FAILED], path
+    for (_, _, attempt), answer in zip(asked, answers, strict=True):
+        if attempt == 1:  # the first attempt's late answer: refused, whenever it came
+            assert isinstance(answer, InvalidTransition), answer
+        else:
+            assert isinstance(answer, Proposal) and answer.attempt == 2, answer

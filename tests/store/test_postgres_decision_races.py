@@ -31,6 +31,7 @@ from tests.store.decision_races import (
     round_of_clicks_applied_twice,
     round_of_digests,
     round_of_every_decision,
+    round_of_executions,
 )
 from tests.store.digest_conformance import digest
 
@@ -308,3 +309,9 @@ async def test_approve_all_read_before_its_items_were_decided_approves_only_thos
     }
     # the helper the rounds use asks the same of the store, now with nothing left to approve
     assert await approve_all(first, new.id, "U0ALAN") == []
+
+
+async def test_outcomes_sweeps_retries_and_reconciliations_at_once_give_each_attempt_one_outcome(
+    instances: tuple[PostgresStore, PostgresStore], query: Query
+) -> None:
+    await round_of_executions(*instances, query, count=40)

@@ -23,6 +23,7 @@ from tests.store.decision_races import (
     round_of_clicks_applied_twice,
     round_of_digests,
     round_of_every_decision,
+    round_of_executions,
 )
 
 
@@ -75,3 +76,9 @@ async def test_a_recorded_click_applied_by_two_instances_is_counted_once(
     instances: tuple[SqliteStore, SqliteStore], query: Query
 ) -> None:
     await round_of_clicks_applied_twice(*instances, query, count=20)
+
+
+async def test_outcomes_sweeps_retries_and_reconciliations_at_once_give_each_attempt_one_outcome(
+    instances: tuple[SqliteStore, SqliteStore], query: Query
+) -> None:
+    await round_of_executions(*instances, query, count=30)
