@@ -161,7 +161,9 @@ async def test_an_approval_waiting_for_a_withdrawal_that_commits_records_nothing
     holder, watcher = await connect(), await connect()
     withdrawal = holder.transaction()
     await withdrawal.start()
-    await holder.execute(  # what the cancel verb's compare-and-set does
+    # what the cancel verb's transaction writes: its compare-and-set first (the row held from
+    # then on), then, once the approvals wait, its audit entry and outbox entries
+    await holder.execute(
         "UPDATE proposals SET status = 'cancelled', decided_at = $2, updated_at = $2 WHERE id = $1",
         new.id,
         BEFORE,
