@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 
 from bot.api.proposals import QUOTAS, SUBMISSIONS
+from tests.e2e.conftest import new_postgres_url
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,
@@ -37,8 +36,6 @@ from tests.e2e.harness import (
 )
 from tests.slack_requests import app_home_opened_body, signed_headers, slash_command_body
 from tests.store.conformance import new_proposal
-
-POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def limits(table: str = "limits", **values: float) -> Callable[[str], str]:
@@ -294,14 +291,8 @@ async def store_url(request: pytest.FixtureRequest) -> AsyncIterator[str | None]
     if request.param == "sqlite":
         yield None
         return
-    schema = f"countersign_test_{secrets.token_hex(6)}"
-    admin = await asyncpg.connect(POSTGRES)
-    try:
-        await admin.execute(f'CREATE SCHEMA "{schema}"')
-        yield f"{POSTGRES}?search_path={schema}"
-    finally:
-        await admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        await admin.close()
+    async with new_postgres_url() as url:
+        yield url
 
 
 async def test_a_burst_of_concurrent_submissions_cannot_all_take_the_last_free_places(

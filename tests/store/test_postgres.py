@@ -58,19 +58,6 @@ OpenStore = Callable[..., Awaitable[PostgresStore]]
 
 
 @pytest.fixture
-async def schema() -> AsyncIterator[str]:
-    """A new, empty schema, dropped with everything in it after the test."""
-    name = f"countersign_test_{secrets.token_hex(6)}"
-    admin = await asyncpg.connect(URL)
-    try:
-        await admin.execute(f'CREATE SCHEMA "{name}"')
-        yield name
-    finally:
-        await admin.execute(f'DROP SCHEMA "{name}" CASCADE')
-        await admin.close()
-
-
-@pytest.fixture
 async def open_pg(schema: str) -> AsyncIterator[OpenStore]:
     """Opens stores (instances) on the test's schema; closes whatever is left open."""
     opened: list[PostgresStore] = []

@@ -1,7 +1,7 @@
 """The decision verbs racing each other from two instances on one PostgreSQL schema.
 
-The rounds of tests/store/decision_races.py (many proposals each, decided at once from two pools,
-what must hold checked in the tables), and the interleavings luck may not produce, forced: a
+The interleavings the rounds of tests/store/decision_races.py (run on both backends by
+tests/store/test_decision_races.py) may not produce by luck, forced: a
 transaction that holds a proposal's row (as a withdrawal, a rejection or another approval does
 while it commits) while approvals wait for it, seen waiting in ``pg_blocking_pids``; and a digest's
 Approve all whose read of its items is older than the decisions made on them since.
@@ -10,7 +10,6 @@ Approve all whose read of its items is older than the decisions made on them sin
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -27,11 +26,6 @@ from tests.store.decision_races import (
     Query,
     approve_all,
     check_decided,
-    round_of_approvers,
-    round_of_clicks_applied_twice,
-    round_of_digests,
-    round_of_every_decision,
-    round_of_executions,
 )
 from tests.store.digest_conformance import digest
 
@@ -41,19 +35,6 @@ URL = "postgresql://postgres@127.0.0.1:5432/test"
 WAIT = 30.0  # seconds: how long a test waits for what it must see (a lock wait, a verb's end)
 
 Connection = asyncpg.Connection  # asyncpg.Connection[asyncpg.Record] for the type checker
-
-
-@pytest.fixture
-async def schema() -> AsyncIterator[str]:
-    """A new, empty schema, dropped with everything in it after the test."""
-    name = f"countersign_test_{secrets.token_hex(6)}"
-    admin = await asyncpg.connect(URL)
-    try:
-        await admin.execute(f'CREATE SCHEMA "{name}"')
-        yield name
-    finally:
-        await admin.execute(f'DROP SCHEMA "{name}" CASCADE')
-        await admin.close()
 
 
 @pytest.fixture
@@ -92,30 +73,6 @@ async def query(connect: Callable[[], Awaitable[Connection]]) -> Query:
         return [dict(row) for row in await db.fetch(sql)]
 
     return query_
-
-
-async def test_two_approvers_each_clicking_twice_from_two_instances_claim_each_proposal_once(
-    instances: tuple[PostgresStore, PostgresStore], query: Query
-) -> None:
-    await round_of_approvers(*instances, query, count=40)
-
-
-async def test_approvals_rejections_withdrawals_and_expiry_at_once_end_in_one_outcome(
-    instances: tuple[PostgresStore, PostgresStore], query: Query
-) -> None:
-    await round_of_every_decision(*instances, query, count=48)
-
-
-async def test_approve_all_racing_its_items_decisions_approves_only_what_is_pending(
-    instances: tuple[PostgresStore, PostgresStore], query: Query
-) -> None:
-    await round_of_digests(*instances, query, digests=8)
-
-
-async def test_a_recorded_click_applied_by_two_instances_is_counted_once(
-    instances: tuple[PostgresStore, PostgresStore], query: Query
-) -> None:
-    await round_of_clicks_applied_twice(*instances, query, count=30)
 
 
 # --- forced interleavings ------------------------------------------------------------------------
@@ -311,9 +268,3 @@ async def test_approve_all_read_before_its_items_were_decided_approves_only_thos
     }
     # the helper the rounds use asks the same of the store, now with nothing left to approve
     assert await approve_all(first, new.id, "U0ALAN") == []
-
-
-async def test_outcomes_sweeps_retries_and_reconciliations_at_once_give_each_attempt_one_outcome(
-    instances: tuple[PostgresStore, PostgresStore], query: Query
-) -> None:
-    await round_of_executions(*instances, query, count=40)

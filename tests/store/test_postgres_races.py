@@ -1,8 +1,9 @@
 """Races the store's leases and sweeps on PostgreSQL lose to another transaction, forced.
 
 Each statement here locks its rows in a CTE (``FOR UPDATE SKIP LOCKED``, or ``FOR UPDATE``) and
-updates them by the row address the lock returns (claim_clicks: by their ids). Under READ COMMITTED the statement reads from
-the snapshot it took when it began; a row another transaction changed and committed after
+updates them by the row address the lock returns (claim_clicks: by their ids). Under READ
+COMMITTED the statement reads from the snapshot it took when it began; a row another
+transaction changed and committed after
 that is checked again as it now is when it is locked, and the address that comes back is the
 new version's, which the statement's own snapshot does not see. Each test makes that happen
 with two real connections and no sleeping: the other transaction ("A") changes a row while the
@@ -48,19 +49,6 @@ WAIT = 30.0  # seconds: how long a test waits for what it must see (a lock wait,
 
 OpenStore = Callable[..., Awaitable[PostgresStore]]
 Connection = asyncpg.Connection  # asyncpg.Connection[asyncpg.Record] for the type checker
-
-
-@pytest.fixture
-async def schema() -> AsyncIterator[str]:
-    """A new, empty schema, dropped with everything in it after the test."""
-    name = f"countersign_test_{secrets.token_hex(6)}"
-    admin = await asyncpg.connect(URL)
-    try:
-        await admin.execute(f'CREATE SCHEMA "{name}"')
-        yield name
-    finally:
-        await admin.execute(f'DROP SCHEMA "{name}" CASCADE')
-        await admin.close()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ instances approving one proposal at once, and the database keeping approvals app
 from __future__ import annotations
 
 import asyncio
-import secrets
 import sqlite3
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -47,18 +46,6 @@ class TestSqliteQuorum(QuorumConformance):
                 db.close()
 
         return sneak
-
-
-@pytest.fixture
-async def schema() -> AsyncIterator[str]:
-    name = f"countersign_test_{secrets.token_hex(6)}"
-    admin = await asyncpg.connect(PG_URL)
-    try:
-        await admin.execute(f'CREATE SCHEMA "{name}"')
-        yield name
-    finally:
-        await admin.execute(f'DROP SCHEMA "{name}" CASCADE')
-        await admin.close()
 
 
 async def _open(schema: str) -> PostgresStore:
