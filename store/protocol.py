@@ -22,6 +22,7 @@ from store.proposals.records import (
     NewProposal,
     PendingLimit,
     Proposal,
+    StaleRead,
     TransitionResult,
 )
 from store.standing import StandingStore
@@ -170,11 +171,22 @@ class Store(Protocol):
         ...
 
     async def record_late_outcome(
-        self, proposal_id: str, answered: Outcome, shown: NeedsReconciliation, *, now: datetime
-    ) -> Proposal | None:
+        self,
+        proposal_id: str,
+        answered: Outcome,
+        shown: NeedsReconciliation,
+        *,
+        attempt: int,
+        read: NeedsReconciliation,
+        now: datetime,
+    ) -> Proposal | StaleRead:
         """The target ``answered`` after the execution was handed to a person: audited as
         ``late_outcome``, and ``shown`` becomes the outcome on its message (the status stays
-        needs_reconciliation). None, nothing written, unless it is needs_reconciliation."""
+        needs_reconciliation); the proposal as written. A compare-and-set: ``shown`` was built
+        from the outcome the caller ``read`` for ``attempt``, and is written only if the
+        proposal is still needs_reconciliation with that attempt and that outcome. Otherwise
+        (another late answer was shown since, a retry started, a person reconciled it)
+        StaleRead with the proposal as it is now, and nothing written."""
         ...
 
     async def reject(

@@ -16,7 +16,7 @@ from typing import Literal
 from bot.flow.core import FlowCore
 from contracts.outcomes import NeedsReconciliation, Outcome
 from store.base import StoreUnavailable
-from store.proposals import InvalidTransition, Proposal, Status
+from store.proposals import InvalidTransition, Proposal, StaleRead, Status
 from store.proposals.effects import effects_of
 
 __all__ = ["Execution"]
@@ -61,7 +61,7 @@ class Execution:
                 if current.outcome == outcome:  # an earlier try committed; its answer was lost
                     return current
                 if current.status is Status.NEEDS_RECONCILIATION:
-                    return await self._record_late(current, outcome)
+                    return await self._record_late(current, outcome, proposal.attempt)
                 raise
             except StoreUnavailable as error:
                 if wait == 0.1:
@@ -81,7 +81,7 @@ class Execution:
         attempt's, never the retry's outcome. Audited as late; while the retry's execution is
         uncertain too, shown to whoever reconciles it."""
         if current.status is Status.NEEDS_RECONCILIATION:
-            return await self._record_late(current, outcome)
+            return await self._record_late(current, outcome, attempt)
         log.warning(
             "the target answered %s for attempt %d of %s after attempt %d was started; audited, "
             "not recorded as its outcome",
@@ -96,9 +96,16 @@ class Execution:
         )
         return current
 
-    async def _record_late(self, proposal: Proposal, outcome: Outcome) -> Proposal:
-        """The target answered after the execution was handed to a person (its lease ended):
-        audit the answer and show it on the message, for whoever reconciles it."""
+    async def _record_late(self, proposal: Proposal, outcome: Outcome, attempt: int) -> Proposal:
+        """The target answered attempt ``attempt`` after the execution was handed to a person
+        (its lease ended): audit the answer and show it on the message, for whoever reconciles
+        it. ``proposal``: as read, needs_reconciliation.
+
+        The card's outcome is built from the one read, and written only if it is still the one
+        on the card: when another answer or a retry's hand-over got there first, it is built
+        again from the card as it is now. Audited once, whatever happens: with the card it
+        changes, or alone when it changes none (the proposal was retried or reconciled since,
+        or the card kept changing)."""
         now = self._core.now()
         said = _LATE_WORDS.get(outcome.kind)
         log.warning(
@@ -111,17 +118,41 @@ class Execution:
         if said is None or not isinstance(proposal.outcome, NeedsReconciliation):
             return proposal  # no news: it did not know either
         at = now.isoformat(timespec="seconds")
-        shown = proposal.outcome.model_copy(
-            update={
-                "detail": f"{proposal.outcome.detail}; the target answered {said} at {at}, "
-                "after Countersign had given up waiting",
-                "answered_late": said,
-                "answered_at": at,
-            }
-        )
-        late = await self._core.store.record_late_outcome(proposal.id, outcome, shown, now=now)
-        return late or proposal
+        for _ in range(_LATE_TRIES):
+            read = proposal.outcome
+            if proposal.status is not Status.NEEDS_RECONCILIATION or not isinstance(
+                read, NeedsReconciliation
+            ):
+                break  # retried or reconciled since: no card to show it on
+            shown = read.model_copy(
+                update={
+                    "detail": f"{read.detail}; the target answered {said} at {at}, "
+                    "after Countersign had given up waiting",
+                    "answered_late": said,
+                    "answered_at": at,
+                }
+            )
+            late = await self._core.store.record_late_outcome(
+                proposal.id, outcome, shown, attempt=proposal.attempt, read=read, now=now
+            )
+            if not isinstance(late, StaleRead):
+                return late
+            proposal = late.proposal
+        else:
+            log.warning(
+                "the late answer %s for %s is audited but not shown on its card: the card "
+                "changed on each of %d tries",
+                outcome.kind,
+                proposal.id,
+                _LATE_TRIES,
+                extra={"event": "proposal.late_outcome_not_shown", "proposal_id": proposal.id},
+            )
+        await self._core.store.audit_late_outcome(proposal.id, outcome, attempt=attempt, now=now)
+        return proposal
 
+
+#: How many times a late answer is built again over a card that changed meanwhile.
+_LATE_TRIES = 5
 
 #: How a late answer of the target reads on the reconciliation card, by outcome kind.
 _LATE_WORDS: dict[str, Literal["success", "failure", "nothing done"]] = {

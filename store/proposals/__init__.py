@@ -45,6 +45,7 @@ from store.proposals.records import (
     PolicyDecision,
     Proposal,
     ProposalNotFound,
+    StaleRead,
     Transitioned,
     TransitionResult,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "Proposal",
     "ProposalNotFound",
     "ProposalVerbs",
+    "StaleRead",
     "Status",
     "TransitionResult",
     "Transitioned",

@@ -31,6 +31,7 @@ __all__ = [
     "PolicyDecision",
     "Proposal",
     "ProposalNotFound",
+    "StaleRead",
     "TransitionResult",
     "Transitioned",
 ]
@@ -179,6 +180,14 @@ class ApprovalCounted:
 
 
 TransitionResult = Transitioned | AlreadyDecided | NotApprovable | ApprovalCounted
+
+
+@dataclass(frozen=True, slots=True)
+class StaleRead:
+    """Nothing was written: the proposal no longer holds what the caller read (its status,
+    attempt or outcome changed since); ``proposal`` is how it is now, to build on again."""
+
+    proposal: Proposal
 
 
 class ProposalNotFound(StoreError):

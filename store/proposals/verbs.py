@@ -21,7 +21,7 @@ from datetime import datetime
 
 from pydantic import JsonValue
 
-from contracts.outcomes import NeedsReconciliation, Outcome
+from contracts.outcomes import OUTCOMES, NeedsReconciliation, Outcome
 from store.audit import AuditVerbs
 from store.base import StoreUnavailable
 from store.connector import Array, Row, Tx
@@ -41,6 +41,7 @@ from store.proposals.records import (
     PendingLimitReached,
     Proposal,
     ProposalNotFound,
+    StaleRead,
     Transitioned,
     TransitionResult,
 )
@@ -395,18 +396,46 @@ class ProposalVerbs(
 
     @finish_even_if_cancelled
     async def record_late_outcome(
-        self, proposal_id: str, answered: Outcome, shown: NeedsReconciliation, *, now: datetime
-    ) -> Proposal | None:
+        self,
+        proposal_id: str,
+        answered: Outcome,
+        shown: NeedsReconciliation,
+        *,
+        attempt: int,
+        read: NeedsReconciliation,
+        now: datetime,
+    ) -> Proposal | StaleRead:
         """The target ``answered`` after the proposal's execution was handed to a person:
-        audit it (``late_outcome``) and show ``shown`` on its message instead of the lease's
-        outcome. The status stays needs_reconciliation (a person still records what happened);
-        None, and nothing written, unless it is needs_reconciliation."""
+        audit it (``late_outcome``) and show ``shown`` on its message instead of the outcome
+        the caller ``read`` for ``attempt``, if the proposal still holds them. The status stays
+        needs_reconciliation (a person still records what happened).
+
+        The outcome read is compared as a model, not as text: a row written by an earlier
+        version may spell the same outcome otherwise (without the fields added since). The
+        update is then a compare-and-set on the very text this transaction read, so nothing
+        written in between is overwritten."""
         async with self.tx(write=True) as tx:
+            found = await tx.one("select_proposal", id=proposal_id)
+            if found is None:
+                raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
+            stored = found["outcome"]
+            if (
+                found["status"] != Status.NEEDS_RECONCILIATION.value
+                or found["attempt"] != attempt
+                or stored is None
+                or OUTCOMES.validate_json(stored) != read
+            ):
+                [current] = await with_approvals(tx, [proposal_from_row(found)])
+                return StaleRead(current)
             row = await tx.one(
-                "record_late_outcome", id=proposal_id, outcome=dump_json(outcome_json(shown))
+                "record_late_outcome",
+                id=proposal_id,
+                attempt=attempt,
+                read=stored,
+                outcome=dump_json(outcome_json(shown)),
             )
-            if row is None:
-                return None
+            if row is None:  # changed since this transaction read it (PostgreSQL)
+                return StaleRead(await existing_proposal(tx, proposal_id))
             detail: dict[str, JsonValue] = {"outcome": outcome_json(answered)}
             await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "late_outcome", detail)
             [proposal] = await with_approvals(tx, [proposal_from_row(row)])

@@ -35,7 +35,9 @@ from store.proposals import (
     InvalidTransition,
     NewProposal,
     NotApprovable,
+    Proposal,
     ProposalNotFound,
+    StaleRead,
     Status,
     Transitioned,
 )
@@ -1160,6 +1162,85 @@ class StoreConformance(
         recorded = await store.record_outcome(new.id, Succeeded(result={}), now=now, attempt=2)
         assert (recorded.status, recorded.attempt) == (Status.SUCCEEDED, 2)
         assert (await store.verify_audit()).ok
+
+    async def _handed_over(self, store: Store, now: datetime) -> tuple[str, NeedsReconciliation]:
+        """A proposal whose first attempt was handed to a person, and the outcome on its card."""
+        new, _ = await store.create_proposal(new_proposal(now))
+        await store.claim_for_execution(
+            new.id, actor="U1", now=now, binding_hash=new.binding_hash, lease_until=now + LEASE
+        )
+        uncertain = NeedsReconciliation(detail="timeout", correlation_id="c")
+        await store.record_outcome(new.id, uncertain, now=now, attempt=1)
+        return new.id, uncertain
+
+    async def test_a_late_answer_built_on_a_card_shown_since_writes_nothing(
+        self, store: Store, now: datetime
+    ) -> None:
+        proposal_id, read = await self._handed_over(store, now)
+        success, failure = Succeeded(result={}), TerminalFailure(detail="400", correlation_id="c")
+        first = read.model_copy(update={"detail": "timeout; success", "answered_late": "success"})
+        second = read.model_copy(update={"detail": "timeout; failure", "answered_late": "failure"})
+
+        shown = await store.record_late_outcome(
+            proposal_id, success, first, attempt=1, read=read, now=now
+        )
+        assert isinstance(shown, Proposal) and shown.outcome == first
+        # the other answer was built on the same card, which no longer holds it
+        stale = await store.record_late_outcome(
+            proposal_id, failure, second, attempt=1, read=read, now=now
+        )
+
+        assert isinstance(stale, StaleRead)
+        assert (stale.proposal.status, stale.proposal.outcome) == (
+            Status.NEEDS_RECONCILIATION,
+            first,
+        )
+        assert (await store.get_proposal(proposal_id)).outcome == first
+        late = [e for e in await store.audit_log(proposal_id) if e.event == "late_outcome"]
+        assert [e.detail["outcome"]["kind"] for e in late] == ["succeeded"]
+        # built again on the card as it is, it is shown
+        both = first.model_copy(update={"detail": "timeout; success; failure"})
+        shown = await store.record_late_outcome(
+            proposal_id, failure, both, attempt=1, read=first, now=now
+        )
+        assert isinstance(shown, Proposal) and shown.outcome == both
+        assert (await store.get_proposal(proposal_id)).outcome == both
+        late = [e for e in await store.audit_log(proposal_id) if e.event == "late_outcome"]
+        assert [e.detail["outcome"]["kind"] for e in late] == ["succeeded", "terminal_failure"]
+        assert (await store.verify_audit()).ok
+
+    async def test_a_late_answer_built_on_an_earlier_attempts_card_writes_nothing(
+        self, store: Store, now: datetime
+    ) -> None:
+        proposal_id, read = await self._handed_over(store, now)
+        retried = await store.retry_execution(
+            proposal_id, actor="U2", now=now, lease_until=now + LEASE
+        )
+        assert isinstance(retried, Transitioned)
+        answer = Succeeded(result={})
+        shown = read.model_copy(update={"detail": "timeout; success", "answered_late": "success"})
+
+        # while the retry executes
+        executing = await store.record_late_outcome(
+            proposal_id, answer, shown, attempt=1, read=read, now=now
+        )
+        assert isinstance(executing, StaleRead)
+        assert executing.proposal.status is Status.EXECUTING
+        # the retry handed over too, with the same words: only the attempt tells them apart
+        await store.record_outcome(proposal_id, read, now=now, attempt=2)
+        earlier = await store.record_late_outcome(
+            proposal_id, answer, shown, attempt=1, read=read, now=now
+        )
+
+        assert isinstance(earlier, StaleRead)
+        assert (earlier.proposal.attempt, earlier.proposal.outcome) == (2, read)
+        assert (await store.get_proposal(proposal_id)).outcome == read
+        assert [e for e in await store.audit_log(proposal_id) if e.event == "late_outcome"] == []
+        current = await store.record_late_outcome(
+            proposal_id, answer, shown, attempt=2, read=read, now=now
+        )
+        assert isinstance(current, Proposal)
+        assert (current.attempt, current.outcome) == (2, shown)
 
     # --- edits that supersede -----------------------------------------------------------------
 

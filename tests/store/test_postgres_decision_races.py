@@ -16,8 +16,9 @@ from typing import Any
 import asyncpg
 import pytest
 
+from contracts.outcomes import OUTCOMES, NeedsReconciliation, Succeeded
 from store.postgres import PostgresStore
-from store.proposals import AlreadyDecided, ApprovalCounted, Status, Transitioned
+from store.proposals import AlreadyDecided, ApprovalCounted, StaleRead, Status, Transitioned
 from tests.store.conformance import LEASE, new_proposal
 from tests.store.decision_races import (
     BEFORE,
@@ -203,6 +204,53 @@ async def test_approvals_queued_behind_a_held_proposal_complete_its_quorum_once(
     assert [a.approver for a in counted.proposal.approvals] != [claimed.proposal.decided_by]
     assert sorted(a.approver for a in claimed.proposal.approvals) == ["U0ADA", "U0GRACE"]
     assert await check_decided(second, query, [new.id]) == {new.id: Status.EXECUTING}
+
+
+async def test_a_late_answer_waiting_for_another_shown_on_its_card_writes_nothing(
+    instances: tuple[PostgresStore, PostgresStore],
+    connect: Callable[[], Awaitable[Connection]],
+    query: Query,
+) -> None:
+    """A late answer built on the reconciliation card as it was: another instance has shown
+    another late answer on the card and not yet committed. The first waits for the row, then
+    finds its card changed and writes nothing over it: neither the outcome nor an audit
+    entry or a message update."""
+    first, _ = instances
+    new = new_proposal(NOW)
+    await first.create_proposal(new)
+    await first.claim_for_execution(
+        new.id, actor="U0ADA", now=BEFORE, binding_hash=new.binding_hash, lease_until=EXPIRES
+    )
+    read = NeedsReconciliation(detail="timeout", correlation_id="c")
+    await first.record_outcome(new.id, read, now=BEFORE)
+    other = read.model_copy(update={"detail": "timeout; failure", "answered_late": "failure"})
+    mine = read.model_copy(update={"detail": "timeout; success", "answered_late": "success"})
+    outbox = await query("SELECT id FROM outbox")
+    holder, watcher = await connect(), await connect()
+    shown = holder.transaction()
+    await shown.start()
+    # the other instance's compare-and-set (the row held from then on)
+    await holder.execute(
+        "UPDATE proposals SET outcome = $2 WHERE id = $1",
+        new.id,
+        OUTCOMES.dump_json(other).decode(),
+    )
+    late = asyncio.create_task(
+        first.record_late_outcome(
+            new.id, Succeeded(result={}), mine, attempt=1, read=read, now=BEFORE
+        )
+    )
+
+    await _waiting_behind(watcher, holder.get_server_pid(), 1, [late])
+    await shown.commit()
+    async with asyncio.timeout(WAIT):
+        result = await late
+
+    assert isinstance(result, StaleRead), result
+    assert result.proposal.outcome == other
+    assert (await first.get_proposal(new.id)).outcome == other
+    assert await query("SELECT * FROM audit_log WHERE event = 'late_outcome'") == []
+    assert await query("SELECT id FROM outbox") == outbox
 
 
 async def test_approve_all_read_before_its_items_were_decided_approves_only_those_still_pending(

@@ -95,7 +95,11 @@ RETURNING *
 
 -- name: record_late_outcome
 -- The target answered after the execution was handed to a person: the outcome they see says
--- so. The status stays needs_reconciliation; only a person records what happened.
+-- so. The status stays needs_reconciliation; only a person records what happened. Only over
+-- the attempt and the outcome the new one was built from (:read, the stored text as read: a
+-- json column keeps the text it was given), so another late answer or a retry's outcome
+-- written since is never overwritten.
 UPDATE proposals SET outcome = :outcome
-WHERE id = :id AND status = 'needs_reconciliation'
+WHERE id = :id AND status = 'needs_reconciliation' AND attempt = :attempt
+  AND CAST(outcome AS TEXT) = :read
 RETURNING *
