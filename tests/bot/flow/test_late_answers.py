@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 
 from bot.bench.stage import (
@@ -35,9 +33,9 @@ from store.postgres import PostgresStore
 from store.proposals import Proposal, StaleRead, Status, Transitioned
 from store.protocol import Store
 from store.sqlite import SqliteStore
+from tests.store.conftest import POSTGRES_URL, new_schema
 
 ENV = {TOKEN_ENV: "agent-token-0123456789abcdef", SECRET_ENV: "webhook-secret-0123456789"}
-POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 NOW = datetime(2031, 3, 14, 15, 9, 26, tzinfo=UTC)
 LEASE = timedelta(minutes=5)
 
@@ -132,18 +130,12 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         finally:
             await sqlite.close()
         return
-    schema = f"countersign_test_{secrets.token_hex(6)}"
-    admin = await asyncpg.connect(POSTGRES)
-    try:
-        await admin.execute(f'CREATE SCHEMA "{schema}"')
-        postgres = await PostgresStore.open(POSTGRES, server_settings={"search_path": schema})
+    async with new_schema() as schema:
+        postgres = await PostgresStore.open(POSTGRES_URL, server_settings={"search_path": schema})
         try:
             yield postgres
         finally:
             await postgres.close()
-    finally:
-        await admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        await admin.close()
 
 
 def _service(store: Any, tmp_path: Path, now: datetime) -> Service:
