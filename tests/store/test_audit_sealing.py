@@ -17,9 +17,9 @@ from store.backend import Backend
 from store.base import StoreError, StoreUnavailable
 from store.postgres import PostgresStore
 from tests.store.conformance import new_proposal
-from tests.store.test_postgres import NOW, URL, OpenStore, open_pg, raw, schema
+from tests.store.test_postgres import NOW, URL, OpenStore, open_pg, raw
 
-__all__ = ["open_pg", "raw", "schema"]  # the fixtures these tests share with test_postgres.py
+__all__ = ["open_pg", "raw"]  # the fixtures these tests share with test_postgres.py
 
 
 UNSEALED = "SELECT count(*) FROM audit_log WHERE seq IS NULL"

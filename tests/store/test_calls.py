@@ -10,7 +10,7 @@ import pytest
 from store.postgres import PostgresStore
 from store.sqlite import SqliteStore
 from tests.store.calls_conformance import RecordedCallsConformance
-from tests.store.test_postgres import OpenStore, open_pg, schema  # noqa: F401 (fixtures)
+from tests.store.test_postgres import OpenStore, open_pg  # noqa: F401 (fixtures)
 
 
 class TestSqliteRecordedCalls(RecordedCallsConformance):

@@ -14,7 +14,7 @@ from store.protocol import Store
 from store.sqlite import SqliteStore
 from tests.store.conformance import new_proposal
 from tests.store.delegation_conformance import NOW, DelegationConformance, new_delegation
-from tests.store.test_postgres import OpenStore, open_pg, schema  # noqa: F401 (fixtures)
+from tests.store.test_postgres import OpenStore, open_pg  # noqa: F401 (fixtures)
 
 
 class TestSqliteDelegations(DelegationConformance):

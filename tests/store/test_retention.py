@@ -21,7 +21,7 @@ from tests.store.retention_conformance import (
     RetentionConformance,
     _decided_old,
 )
-from tests.store.test_postgres import OpenStore, open_pg, raw, schema  # noqa: F401 (fixtures)
+from tests.store.test_postgres import OpenStore, open_pg, raw  # noqa: F401 (fixtures)
 
 
 class TestSqliteRetention(RetentionConformance):

@@ -22,7 +22,7 @@ from store.protocol import Store
 from store.sqlite import SqliteStore, apply_migrations
 from tests.store.conformance import new_proposal
 from tests.store.standing_conformance import LEASE, covered, grant_of, new_rule_id
-from tests.store.test_postgres import open_pg, raw, schema  # noqa: F401 (fixtures)
+from tests.store.test_postgres import open_pg, raw  # noqa: F401 (fixtures)
 
 NOW = datetime(2031, 3, 14, 15, 9, 26, 535897, tzinfo=UTC)
 

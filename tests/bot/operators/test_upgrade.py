@@ -16,7 +16,8 @@ from store import pg_migrate, sqlite
 from store.migrate import MigrationError, load_migrations
 from store.sqlite import SqliteStore
 from tests.bot.operators.conftest import MakeSettings
-from tests.store.test_postgres import URL, schema  # noqa: F401 (fixture)
+from tests.store.conftest import schema  # noqa: F401 (fixture)
+from tests.store.test_postgres import URL
 
 
 async def test_check_says_pending_migrate_applies_them_then_check_says_current(
