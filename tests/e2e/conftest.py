@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import asyncpg
 import pytest
 
-POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+from tests.store.conftest import POSTGRES_URL, new_schema
 
 
 @asynccontextmanager
 async def new_postgres_url() -> AsyncIterator[str]:
     """A new PostgreSQL schema for instances to share, dropped afterwards: its store URL."""
-    schema = f"countersign_test_{secrets.token_hex(6)}"
-    admin = await asyncpg.connect(POSTGRES)
-    try:
-        await admin.execute(f'CREATE SCHEMA "{schema}"')
-        yield f"{POSTGRES}?search_path={schema}"
-    finally:
-        await admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        await admin.close()
+    async with new_schema() as schema:
+        yield f"{POSTGRES_URL}?search_path={schema}"
 
 
 @pytest.fixture
