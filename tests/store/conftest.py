@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import asyncpg
@@ -31,3 +31,19 @@ async def schema() -> AsyncIterator[str]:
     """A new, empty PostgreSQL schema for the test (:func:`new_schema`)."""
     async with new_schema() as name:
         yield name
+
+
+@pytest.fixture
+async def connect(schema: str) -> AsyncIterator[Callable[[], Awaitable[asyncpg.Connection]]]:
+    """Opens plain connections to the test's schema, bypassing the store (autocommit); closes
+    them after the test."""
+    opened: list[asyncpg.Connection] = []
+
+    async def connect_() -> asyncpg.Connection:
+        db = await asyncpg.connect(POSTGRES_URL, server_settings={"search_path": schema})
+        opened.append(db)
+        return db
+
+    yield connect_
+    for db in opened:
+        await db.close()

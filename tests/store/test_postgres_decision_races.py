@@ -52,21 +52,6 @@ async def instances(schema: str) -> AsyncIterator[tuple[PostgresStore, PostgresS
 
 
 @pytest.fixture
-async def connect(schema: str) -> AsyncIterator[Callable[[], Awaitable[Connection]]]:
-    """Opens plain connections to the schema, bypassing the store (autocommit); closes them."""
-    opened: list[Connection] = []
-
-    async def connect_() -> Connection:
-        db = await asyncpg.connect(URL, server_settings={"search_path": schema})
-        opened.append(db)
-        return db
-
-    yield connect_
-    for db in opened:
-        await db.close()
-
-
-@pytest.fixture
 async def query(connect: Callable[[], Awaitable[Connection]]) -> Query:
     db = await connect()
 

@@ -67,21 +67,6 @@ async def open_pg(schema: str) -> AsyncIterator[OpenStore]:
         await store.close()
 
 
-@pytest.fixture
-async def connect(schema: str) -> AsyncIterator[Callable[[], Awaitable[Connection]]]:
-    """Opens plain connections to the schema, bypassing the store (autocommit); closes them."""
-    opened: list[Connection] = []
-
-    async def connect_() -> Connection:
-        db = await asyncpg.connect(URL, server_settings={"search_path": schema})
-        opened.append(db)
-        return db
-
-    yield connect_
-    for db in opened:
-        await db.close()
-
-
 async def until(db: Connection, query: str, *args: Any, what: str, task: asyncio.Task[Any]) -> Any:
     """The first non-null value of ``query``, asked again until it has one while ``task`` (what
     should make it so) runs, for up to WAIT seconds."""

@@ -33,6 +33,7 @@ from store.postgres import PostgresStore
 from store.proposals import Proposal, StaleRead, Status, Transitioned
 from store.protocol import Store
 from store.sqlite import SqliteStore
+from tests.bot.flow.ports import Nobody
 from tests.store.conftest import POSTGRES_URL, new_schema
 
 ENV = {TOKEN_ENV: "agent-token-0123456789abcdef", SECRET_ENV: "webhook-secret-0123456789"}
@@ -50,22 +51,6 @@ class Target:
         self, url: str, *, body: bytes, headers: Mapping[str, str], timeout: float
     ) -> HttpResponse:
         return HttpResponse(status=self.answers.pop(0), body=b'{"ok": true}', headers={})
-
-
-class Nobody:
-    """Slack's ports and the long polls: nobody is told anything."""
-
-    async def tell(self, proposal: Proposal | None, channel: str, user: str, text: str) -> None:
-        raise AssertionError("no one is told anything here")
-
-    async def role_members(self, roles: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
-        return {role: frozenset(members) for role, members in roles.items()}
-
-    async def group_members(self, group: str) -> frozenset[str]:
-        return frozenset()
-
-    def notify(self, proposal_id: str) -> None:
-        pass
 
 
 class ReadTogether:

@@ -17,6 +17,7 @@ from contracts.api import SubmitBody
 from contracts.base import HttpResponse
 from store.proposals import Proposal, Status
 from store.sqlite import SqliteStore
+from tests.bot.flow.ports import Nobody
 
 ENV = {TOKEN_ENV: "agent-token-0123456789abcdef", SECRET_ENV: "webhook-secret-0123456789"}
 
@@ -32,22 +33,6 @@ class Target:
     ) -> HttpResponse:
         self.calls += 1
         return HttpResponse(status=200, body=b'{"ok": true}', headers={})
-
-
-class Nobody:
-    """Slack's ports: nobody is told anything, and the requester holds no role."""
-
-    async def tell(self, proposal: Proposal | None, channel: str, user: str, text: str) -> None:
-        raise AssertionError("no one is told anything here")
-
-    async def role_members(self, roles: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
-        return {role: frozenset(members) for role, members in roles.items()}
-
-    async def group_members(self, group: str) -> frozenset[str]:
-        return frozenset()
-
-    def notify(self, proposal_id: str) -> None:
-        pass
 
 
 class Flow:
