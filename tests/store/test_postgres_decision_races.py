@@ -18,7 +18,14 @@ import pytest
 
 from contracts.outcomes import OUTCOMES, NeedsReconciliation, Succeeded
 from store.postgres import PostgresStore
-from store.proposals import AlreadyDecided, ApprovalCounted, StaleRead, Status, Transitioned
+from store.proposals import (
+    AlreadyDecided,
+    ApprovalCounted,
+    NewProposal,
+    StaleRead,
+    Status,
+    Transitioned,
+)
 from tests.store.conformance import LEASE, new_proposal
 from tests.store.decision_races import (
     BEFORE,
@@ -75,6 +82,25 @@ SELECT count(*) FROM behind
 """
 
 
+def _approving_from_both(
+    first: PostgresStore, second: PostgresStore, new: NewProposal
+) -> list[asyncio.Task[Any]]:
+    """Ada approving ``new`` through the first instance and Grace through the second, each in a
+    task of its own (so that both can wait for a row another session holds)."""
+    return [
+        asyncio.create_task(
+            store.claim_for_execution(
+                new.id,
+                actor=actor,
+                now=BEFORE,
+                binding_hash=new.binding_hash,
+                lease_until=BEFORE + LEASE,
+            )
+        )
+        for store, actor in ((first, "U0ADA"), (second, "U0GRACE"))
+    ]
+
+
 async def _waiting_behind(db: Connection, holder: int, count: int, tasks: list[Any]) -> None:
     """Return once ``count`` sessions wait for a lock the session ``holder`` holds, or for one
     another session waiting for it holds (the second waiter for a row queues behind the first);
@@ -111,18 +137,7 @@ async def test_an_approval_waiting_for_a_withdrawal_that_commits_records_nothing
         new.id,
         BEFORE,
     )
-    approvals = [
-        asyncio.create_task(
-            store.claim_for_execution(
-                new.id,
-                actor=actor,
-                now=BEFORE,
-                binding_hash=new.binding_hash,
-                lease_until=BEFORE + LEASE,
-            )
-        )
-        for store, actor in ((first, "U0ADA"), (second, "U0GRACE"))
-    ]
+    approvals = _approving_from_both(first, second, new)
 
     await _waiting_behind(watcher, holder.get_server_pid(), 2, approvals)
     await holder.execute(
@@ -165,18 +180,7 @@ async def test_approvals_queued_behind_a_held_proposal_complete_its_quorum_once(
     held = holder.transaction()
     await held.start()
     await holder.execute("SELECT 1 FROM proposals WHERE id = $1 FOR UPDATE", new.id)
-    approvals = [
-        asyncio.create_task(
-            store.claim_for_execution(
-                new.id,
-                actor=actor,
-                now=BEFORE,
-                binding_hash=new.binding_hash,
-                lease_until=BEFORE + LEASE,
-            )
-        )
-        for store, actor in ((first, "U0ADA"), (second, "U0GRACE"))
-    ]
+    approvals = _approving_from_both(first, second, new)
 
     await _waiting_behind(watcher, holder.get_server_pid(), 2, approvals)
     await held.rollback()
