@@ -14,20 +14,19 @@ it (bot/flow/lineage.py). These are the service's own verbs, kept in a module of
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bot.flow import standing
+from bot.flow.intake import SubmissionKey
 from bot.flow.service import Service
 from bot.render import clicks as render
 from bot.render import edit_form
 from bot.render.edit import edit_modal
 from contracts.api import SubmitBody
 from contracts.base import ContractViolation, Operation
-from contracts.canonical import canonical_json
 from store.base import StoreError, StoreUnavailable
 from store.proposals import (
     AlreadyDecided,
@@ -135,20 +134,19 @@ class EditFlow:
             reason=proposal.agent_reason,
             callback_url=proposal.callback_url,
         )
-        fingerprint = hashlib.sha256(canonical_json(body.model_dump(mode="json"))).hexdigest()
+        # the edit's own key: there is nothing to derive one from
+        submission = SubmissionKey.of(
+            body.model_dump(mode="json"), edit_submission_key(proposal.id), identity={}
+        )
         for attempt in range(1, standing.RACE_ATTEMPTS + 1):
             # frozen and classified again exactly as a submission is
             new = await service.frozen_contract(
                 operation,
                 resolved,
+                body,
+                submission,
                 agent=proposal.agent,
                 requested_by=proposal.requested_by,
-                request=request,
-                submission_key=edit_submission_key(proposal.id),
-                fingerprint=fingerprint,
-                run_id=proposal.run_id,
-                reason=proposal.agent_reason,
-                callback_url=proposal.callback_url,
                 now=now,
                 supersedes=proposal.id,
                 edited_by=user,

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import JsonValue
-
 from bot.flow import reminders, standing
 from bot.flow.core import FlowCore
 from bot.flow.execution import Execution
@@ -88,9 +86,8 @@ class Submission:
             callback_guard=self._core.callback_guard,
         )
         body, operation, requested_by = checked.body, checked.operation, checked.requested_by
-        body_json = body.model_dump(mode="json")
         submission = SubmissionKey.of(
-            body_json,
+            body.model_dump(mode="json"),
             idempotency_key,
             identity={
                 "agent": agent.name,
@@ -116,17 +113,12 @@ class Submission:
             new = await self.frozen_contract(
                 operation,
                 resolved,
+                body,
+                submission,
                 agent=agent.name,
                 requested_by=requested_by,
-                delegation_id=None if delegation is None else delegation.id,
-                request=body_json["request"],
-                submission_key=submission.key,
-                fingerprint=submission.fingerprint,
-                run_id=body.run_id,
-                reason=body.reason,
-                callback_url=body.callback_url,
                 now=now,
-                urgent=body.urgent,
+                delegation_id=None if delegation is None else delegation.id,
             )
             bound = None if admit is None else await admit(new)
             try:
@@ -151,24 +143,21 @@ class Submission:
         self,
         operation: Operation[Any, Any],
         resolved: Resolved[Any],
+        body: SubmitBody,
+        submission: SubmissionKey,
         *,
         agent: str,
         requested_by: str,
-        request: JsonValue,
-        submission_key: str,
-        fingerprint: str,
-        run_id: str | None,
-        reason: str | None,
-        callback_url: str | None,
         now: datetime,
         supersedes: str | None = None,
         edited_by: str | None = None,
         delegation_id: str | None = None,
-        urgent: bool = False,
     ) -> NewProposal:
-        """The proposal to store, for a submission and for an edit alike: the frozen arguments
-        and preview, classified by the policy table (and any standing rule that covers them)
-        for this agent and requester, with the risk class, reminder and review sample."""
+        """The proposal to store, for a submission and for an edit alike: ``body`` as sent (an
+        edit's as if its agent had sent it) under ``submission``'s key, its arguments and preview
+        frozen, classified by the policy table (and any standing rule that covers them) for this
+        agent and ``requested_by`` (the requester verified), with the risk class, reminder and
+        review sample."""
         arguments = operation.dump_arguments(resolved.arguments)
         preview = resolved.preview
         decision, standing_rule = await classified(
@@ -189,7 +178,7 @@ class Submission:
                 operation=operation.name,
                 now=now,
                 default_remind_at=self._core.settings.approvals.remind_at,
-                urgent=urgent,
+                urgent=body.urgent,
                 edit=supersedes is not None,
             )
             timing = {
@@ -208,19 +197,19 @@ class Submission:
         return NewProposal(
             id=proposal_id,
             agent=agent,
-            submission_key=submission_key,
-            submission_fingerprint=fingerprint,
+            submission_key=submission.key,
+            submission_fingerprint=submission.fingerprint,
             requested_by=requested_by,
-            run_id=run_id,
+            run_id=body.run_id,
             operation=operation.name,
-            request=request,
+            request=body.request,
             arguments=arguments,
             preview=preview,
             binding_hash=binding_hash(operation.name, arguments, preview.model_dump(mode="json")),
-            agent_reason=reason,
-            callback_url=callback_url,
+            agent_reason=body.reason,
+            callback_url=body.callback_url,
             **fields,
-            urgent=urgent,
+            urgent=body.urgent,
             risk=operation.risk,
             standing_rule_id=None if standing_rule is None else standing_rule.id,
             review_sampled=isinstance(decision, Auto)
