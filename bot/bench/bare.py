@@ -3,9 +3,10 @@
 ``python -m bot.bench.bare aiohttp --port P``: an aiohttp application whose ``POST /echo``
 answers a small JSON document at once.
 
-``python -m bot.bench.bare bolt --port P``: a slack-bolt AsyncApp (built like Countersign's, with
-the signing secret and bot token of ``SLACK_SIGNING_SECRET`` / ``SLACK_BOT_TOKEN`` and the Web API
-at ``SLACK_API_URL``) on ``POST /slack/events``, whose block action listener only acknowledges.
+``python -m bot.bench.bare bolt --port P``: a slack-bolt AsyncApp (built as Countersign's is,
+bot/slack/bolt_app.py, with the signing secret and bot token of ``SLACK_SIGNING_SECRET`` /
+``SLACK_BOT_TOKEN`` and the Web API at ``SLACK_API_URL``) on ``POST /slack/events``, whose block
+action listener only acknowledges.
 
 Both log like ``countersign serve`` (INFO, with aiohttp's access log), so a floor pays the same
 per-request costs Countersign pays and a ratio compares like with like.
@@ -21,11 +22,11 @@ from collections.abc import Sequence
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
-from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.render.actions import APPROVE
+from bot.slack.bolt_app import bolt_app
 
 __all__ = ["bare_aiohttp", "bare_bolt", "main"]
 
@@ -45,11 +46,9 @@ def bare_aiohttp() -> web.Application:
 
 
 def bare_bolt(signing_secret: str, token: str, api_url: str) -> web.Application:
-    bolt = AsyncApp(
+    bolt = bolt_app(
         signing_secret=signing_secret,
         client=AsyncWebClient(token=token, base_url=api_url),
-        process_before_response=False,
-        request_verification_enabled=True,
         logger=logging.getLogger("bare.bolt"),
     )
 

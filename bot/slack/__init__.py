@@ -1,7 +1,7 @@
 """The Slack edges: listeners and the signature gate, the slash command, the App Home tab,
 publishing messages, reading people's profiles, and a local Slack-compatible server.
 
-- ``listeners``: the bolt app and the click listeners of proposals
+- ``listeners``: the bolt app and the click listeners of proposals (``bolt_app``: how it is built)
 - ``gate``: Slack's request signature, checked before anything else
 - ``slash``, ``home``, ``show_full``, ``waiting_page``, ``current_state``: ``/countersign``,
   the Home tab, the read-only "Show full" modal, one fairly shared page of what waits, and the

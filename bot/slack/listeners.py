@@ -26,6 +26,7 @@ from bot.flow.edits import EditFlow
 from bot.flow.service import Service
 from bot.render import actions
 from bot.slack.at_once import ClicksAtOnce
+from bot.slack.bolt_app import bolt_app
 from bot.slack.gate import PAYLOAD_ERRORS, MalformedSlackRequest, bolt_request, signature_verifies
 from bot.slack.ids import SlackChannel, SlackUser, TriggerId
 from bot.slack.publish import SlackPublisher
@@ -217,13 +218,7 @@ def build_bolt(
     something are worked on at once, bounded by nothing (nobody is turned away for reading)."""
     bolt_log = logging.getLogger("bot.slack.listeners.bolt")
     bolt_log.addFilter(_client_given_warning)
-    app = AsyncApp(
-        signing_secret=signing_secret,
-        client=client,
-        process_before_response=False,
-        request_verification_enabled=True,
-        logger=bolt_log,
-    )
+    app = bolt_app(signing_secret=signing_secret, client=client, logger=bolt_log)
 
     edits = EditFlow(service)
     full = ShowFull(service.store, publisher)
