@@ -88,14 +88,11 @@ def load_escalation(
                 f"(got topic {route.topic!r} and team {route.team!r})"
             )
         routes.append(Route(channel=route.channel, topic=route.topic, team=route.team))
+    # the thresholds and responders are the policy's as written; the duration is parsed and the
+    # routes checked above
     return EscalationPolicy(
-        repeated_failure_turns=section.repeated_failure_turns,
-        sentiment_threshold=section.sentiment_threshold,
-        reserved_topics=section.reserved_topics,
-        confidence_threshold=section.confidence_threshold,
+        **section.model_dump(exclude={"reannounce_after", "routes"}),
         reannounce_after=reannounce_after,
-        reannounce_max=section.reannounce_max,
-        responders=section.responders,
         routes=tuple(routes),
     )
 
