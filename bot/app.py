@@ -14,11 +14,12 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.api.admission import Admission
+from bot.api.agent_requests import LOOP_LAG, QUOTAS, SUBMISSIONS, WAITERS
 from bot.api.callback_http import CallbackHttp
 from bot.api.callbacks import CallbackPoster, CallbackSender, DestinationSlots
 from bot.api.loop_lag import LoopLag
 from bot.api.problems import problem_middleware
-from bot.api.proposals import LOOP_LAG, QUOTAS, SERVICE, SUBMISSIONS, WAITERS, agent_routes
+from bot.api.proposals import SERVICE, agent_routes
 from bot.api.quotas import Quotas
 from bot.api.waiters import Waiters
 from bot.audit.anchoring import Anchorer, anchor_forever

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.api.proposals import SUBMISSIONS
+from bot.api.agent_requests import SUBMISSIONS
 from tests.e2e.harness import AGENT_TOKEN, REQUESTER, running_countersign
 from tests.resend import resent_while_busy
 

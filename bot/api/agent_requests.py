@@ -28,7 +28,11 @@ from contracts.base import FieldProblem, problems_from_validation_error
 from store.base import StoreUnavailable
 
 __all__ = [
+    "LOOP_LAG",
     "MAX_BODY",
+    "QUOTAS",
+    "SUBMISSIONS",
+    "WAITERS",
     "busy",
     "idempotency_key",
     "json_answer",
@@ -42,6 +46,16 @@ __all__ = [
 ]
 
 MAX_BODY = 256 * 1024
+
+# What every agent endpoint reads from the app (bot/app.py sets them):
+#: bounds the submissions handled at once (bot/api/admission.py)
+SUBMISSIONS: web.AppKey[Admission] = web.AppKey("submissions", Admission)
+#: how far behind the event loop is: agents' submissions are shed past it (bot/api/loop_lag.py)
+LOOP_LAG: web.AppKey[LoopLag] = web.AppKey("loop_lag", LoopLag)
+#: each agent's submission rate and long-polls in flight (bot/api/quotas.py)
+QUOTAS: web.AppKey[Quotas] = web.AppKey("quotas", Quotas)
+#: the agents' long polls, woken by the flow (bot/flow/ports.py Waiters)
+WAITERS: web.AppKey[Waiters] = web.AppKey("waiters", Waiters)
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 #: what a submission's token names besides the agent: the delegation it acts under, if any
@@ -99,13 +113,10 @@ async def submission(
     request: web.Request,
     caller: Callable[[web.Request], Awaitable[tuple[AgentSettings, CallerT]]],
     handle: Callable[[AgentSettings, CallerT, bytes], Awaitable[web.Response]],
-    *,
-    lag: LoopLag,
-    quotas: Quotas,
-    slots: Admission,
 ) -> web.Response:
     """An agent's submission: ``caller`` says who sent it (the agent, and the delegation it acts
-    under, if any), ``handle`` serves it with its body. In this order:
+    under, if any), ``handle`` serves it with its body; the app's LOOP_LAG, QUOTAS and SUBMISSIONS
+    (slots) guard it. In this order:
 
     1. When the event loop is behind (bot/api/loop_lag.py), 503 with Retry-After at once, before
        anything else is done, so that people's clicks keep the loop: nothing is read, looked up
@@ -120,6 +131,7 @@ async def submission(
     (429: its pending proposals, its open escalations) does: it was served up to that refusal
     (read, its requester checked, resolved through the operation, classified, counted by the
     store), and an agent that filled its places would otherwise flood at any rate it liked."""
+    lag, quotas, slots = request.app[LOOP_LAG], request.app[QUOTAS], request.app[SUBMISSIONS]
     if lag.behind():
         raise busy()
     with lag.agent_work():
@@ -237,21 +249,20 @@ async def read_own(
     kind: str,
     *,
     agent: AgentSettings,
-    quotas: Quotas,
-    waiters: Waiters,
     unsettled: Callable[[ReadT], bool],
     longest: float,
 ) -> ReadT:
     """The agent's own ``kind`` named by the path's ``{id}`` (``own``), for a read with
     ``?wait=S`` (bot/api/waiters.py; 0 to ``longest`` seconds): at once when the wait is 0 or the
     item is settled, else once it settles or the wait runs out, read again by ``read``, holding
-    one of the agent's long-poll places meanwhile (429 when all are taken)."""
+    one of the agent's long-poll places meanwhile (429 when all are taken; the app's QUOTAS and
+    WAITERS)."""
     wait = wait_seconds(request, longest)
     item = await own(read, missing, kind, request.match_info["id"], agent)
     if wait <= 0 or not unsettled(item):
         return item
-    with quotas.long_poll(agent):
-        return await waiters.hold(item, unsettled=unsettled, reread=read, seconds=wait)
+    with request.app[QUOTAS].long_poll(agent):
+        return await request.app[WAITERS].hold(item, unsettled=unsettled, reread=read, seconds=wait)
 
 
 def wait_seconds(request: web.Request, ceiling: float) -> float:

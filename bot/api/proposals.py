@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bot.api.admission import Admission
 from bot.api.agent_requests import (
     MAX_BODY,
+    QUOTAS,
     idempotency_key,
     json_answer,
     own,
@@ -15,12 +15,10 @@ from bot.api.agent_requests import (
     submission,
     submitted_answer,
 )
-from bot.api.loop_lag import LoopLag
 from bot.api.openapi import openapi_document
 from bot.api.problems import Problem
-from bot.api.quotas import Quotas, admit_pending
+from bot.api.quotas import admit_pending
 from bot.api.schemas import ProposalOut, SubmitBody
-from bot.api.waiters import Waiters
 from bot.delegations.commands import DELEGATIONS, is_delegation_token
 from bot.flow.service import Service
 from bot.settings import AgentSettings
@@ -39,25 +37,13 @@ from store.proposals import (
 )
 
 __all__ = [
-    "LOOP_LAG",
-    "QUOTAS",
     "SERVICE",
-    "SUBMISSIONS",
-    "WAITERS",
     "agent_routes",
     "authenticated_agent",
     "cancel",
 ]
 
 SERVICE: web.AppKey[Service] = web.AppKey("service", Service)
-#: bounds the submissions handled at once (bot/api/admission.py)
-SUBMISSIONS: web.AppKey[Admission] = web.AppKey("submissions", Admission)
-#: how far behind the event loop is: agents' submissions are shed past it (bot/api/loop_lag.py)
-LOOP_LAG: web.AppKey[LoopLag] = web.AppKey("loop_lag", LoopLag)
-#: each agent's submission rate and long-polls in flight (bot/api/quotas.py)
-QUOTAS: web.AppKey[Quotas] = web.AppKey("quotas", Quotas)
-#: the agents' long polls, woken by the flow (bot/flow/ports.py Waiters)
-WAITERS: web.AppKey[Waiters] = web.AppKey("waiters", Waiters)
 
 _UNSETTLED = {Status.PENDING, Status.EXECUTING}
 
@@ -103,12 +89,7 @@ async def submit(request: web.Request) -> web.Response:
     """Shed when the loop is behind, then the caller (an agent's token or a delegation's), the
     agent's rate, its whole body, then a slot (bot/api/agent_requests.py)."""
     return await submission(
-        request,
-        _caller,
-        lambda agent, delegation, raw: _submit(request, agent, raw, delegation),
-        lag=request.app[LOOP_LAG],
-        quotas=request.app[QUOTAS],
-        slots=request.app[SUBMISSIONS],
+        request, _caller, lambda agent, delegation, raw: _submit(request, agent, raw, delegation)
     )
 
 
@@ -150,8 +131,6 @@ async def read(request: web.Request) -> web.Response:
         ProposalNotFound,
         "proposal",
         agent=agent,
-        quotas=request.app[QUOTAS],
-        waiters=request.app[WAITERS],
         unsettled=lambda p: p.status in _UNSETTLED,
         longest=service.settings.server.long_poll_max_seconds,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from bot.api.agent_requests import (
+    QUOTAS,
     idempotency_key,
     json_answer,
     parse_body,
@@ -14,13 +15,7 @@ from bot.api.agent_requests import (
     submitted_answer,
 )
 from bot.api.problems import Problem
-from bot.api.proposals import (
-    LOOP_LAG,
-    QUOTAS,
-    SUBMISSIONS,
-    WAITERS,
-    authenticated_agent,
-)
+from bot.api.proposals import authenticated_agent
 from bot.escalations.flow import EscalationService
 from bot.escalations.schemas import EscalationBody, EscalationOut
 from bot.settings import AgentSettings
@@ -45,14 +40,7 @@ def escalation_routes() -> list[web.RouteDef]:
 async def submit(request: web.Request) -> web.Response:
     """As for proposals: shed when the loop is behind, then the caller, the rate, the whole body,
     then a slot (bot/api/agent_requests.py)."""
-    return await submission(
-        request,
-        _caller,
-        lambda agent, _, raw: _submit(request, agent, raw),
-        lag=request.app[LOOP_LAG],
-        quotas=request.app[QUOTAS],
-        slots=request.app[SUBMISSIONS],
-    )
+    return await submission(request, _caller, lambda agent, _, raw: _submit(request, agent, raw))
 
 
 async def _caller(request: web.Request) -> tuple[AgentSettings, None]:
@@ -85,8 +73,6 @@ async def read(request: web.Request) -> web.Response:
         EscalationNotFound,
         "escalation",
         agent=agent,
-        quotas=request.app[QUOTAS],
-        waiters=request.app[WAITERS],
         unsettled=lambda e: e.status in holding,
         longest=service.settings.server.long_poll_max_seconds,
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bot.api.proposals import QUOTAS, SUBMISSIONS
+from bot.api.agent_requests import QUOTAS, SUBMISSIONS
 from tests.e2e.conftest import new_postgres_url
 from tests.e2e.harness import (
     AGENT_TOKEN,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from bot.api.agent_requests import LOOP_LAG
 from bot.api.loop_lag import WITH_AGENTS, LoopLag
-from bot.api.proposals import LOOP_LAG
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.api.proposals import SUBMISSIONS
+from bot.api.agent_requests import SUBMISSIONS
 from tests.e2e.harness import (
     AGENT_TOKEN,
     REQUESTER,
