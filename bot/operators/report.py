@@ -1,5 +1,6 @@
 """What ``policy simulate`` reports from a replay: per rule and in total over every call, the
-clicks, who clicks most, the wait batching adds, and what standing rules move without a click.
+clicks, who clicks most, the wait batching adds, what standing rules move without a click, and
+which of people's own decisions the configuration goes against (:class:`Overridden`).
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ from pydantic import JsonValue
 from bot.flow.timing import ask_timing
 from bot.operators.clicks import Asked, Digest, digests, percentile
 from contracts.durations import spoken_duration
-from contracts.formats import money_currency, show_value
+from contracts.formats import field_label, money_currency, show_value
 from contracts.registry import UnknownOperation
 
 if TYPE_CHECKING:
     from bot.operators.calls import Call, Outcome, Tally
     from bot.settings import Settings
 
-__all__ = ["Report", "RuleRow", "print_report", "report_json", "spoken"]
+__all__ = ["Overridden", "Report", "RuleRow", "print_report", "report_json", "spoken"]
+
+#: How many of the calls that go against people's decisions the printed report names.
+OVERRIDDEN_SHOWN = 10
 
 
 @dataclass
@@ -58,6 +62,46 @@ class RuleRow:
         }
 
 
+@dataclass(frozen=True)
+class Overridden:
+    """A call whose recorded verdict this configuration goes against: people rejected it, or
+    left it to expire, and it runs without a click here; or people approved it and it is denied.
+    On the day it was asked these are zero by construction; on another day (or under a looser
+    configuration, a standing rule, a raised threshold) they are what the change costs."""
+
+    number: int  #: the call's place in the file, from 1
+    call: Call
+    verdict: str  #: what people decided: rejected, expired or approved
+    now: str  #: what this configuration does: auto or deny
+    rule: str
+    standing: bool  #: run by a standing rule
+    what: str  #: the call as a person reads it (operation and its money, in their currency)
+
+    def as_json(self) -> dict[str, JsonValue]:
+        return {
+            "call": self.number,
+            "id": self.call.id,
+            "at": None if self.call.at is None else self.call.at.isoformat(),
+            "agent": self.call.agent,
+            "operation": self.call.operation,
+            "what": self.what,
+            "verdict": self.verdict,
+            "now": self.now,
+            "rule": self.rule,
+            "standing": self.standing,
+        }
+
+    def line(self) -> str:
+        at = "" if self.call.at is None else f" at {self.call.at.strftime('%Y-%m-%d %H:%M')}"
+        by = f"a standing rule under {self.rule!r}" if self.standing else f"rule {self.rule!r}"
+        done = "runs by" if self.now == "auto" else "is denied by"
+        said = {"rejected": "people rejected it", "expired": "nobody answered it in time"}
+        return (
+            f"call {self.number:,}{at} ({self.call.agent}): {self.what}; "
+            f"{said.get(self.verdict, 'people approved it')}, and here it {done} {by}"
+        )
+
+
 @dataclass
 class Report:
     rows: list[RuleRow]
@@ -74,6 +118,9 @@ class Report:
     messages: list[Digest] = field(default_factory=list)
     #: each rule with backup approvers (``then``) whose asks reached them: its backup roles
     backup_roles: dict[str, str] = field(default_factory=dict)
+    #: the calls this configuration decides against what people decided (:class:`Overridden`)
+    overridden: list[Overridden] = field(default_factory=list)
+    verdicts: int = 0  #: calls with a recorded verdict, the ones that could be overridden
 
     @classmethod
     def of(cls, settings: Settings, calls: Sequence[Call], tally: Tally) -> Report:
@@ -84,10 +131,14 @@ class Report:
         example: dict[str, dict[str, JsonValue]] = {}
         formats: dict[str, Any] = {}
         violations = []
+        overridden: list[Overridden] = []
         for index, (call, outcome) in enumerate(zip(calls, tally.outcomes, strict=True)):
             if outcome.kind == "refused":
                 refused.refused += 1
                 continue
+            against = _against(settings, index, call, outcome)
+            if against is not None:
+                overridden.append(against)
             name = outcome.rule or "(no rule matched)"
             row = rows.setdefault(name, RuleRow(name))
             if outcome.kind == "auto":
@@ -186,7 +237,13 @@ class Report:
             violations=violations,
             messages=shown,
             backup_roles=backup_roles,
+            overridden=sorted(overridden, key=lambda o: (_GRAVITY[o.verdict], o.number)),
+            verdicts=sum(1 for call in calls if call.verdict is not None),
         )
+
+    def overridden_count(self, verdict: str) -> int:
+        """Calls people decided ``verdict`` that this configuration decides otherwise."""
+        return sum(1 for o in self.overridden if o.verdict == verdict)
 
     @property
     def click_share(self) -> float:
@@ -198,6 +255,48 @@ class Report:
             return None
         role, clicks = max(self.clicks_by_role.items(), key=lambda item: (item[1], item[0]))
         return role, clicks / self.days
+
+
+#: The order the calls against people's decisions are told in: what ran against a rejection
+#: first, then what ran unanswered, then what is denied although approved.
+_GRAVITY = {"rejected": 0, "expired": 1, "approved": 2}
+
+
+def _against(settings: Settings, index: int, call: Call, outcome: Outcome) -> Overridden | None:
+    """The call, when this configuration goes against what people decided about it."""
+    if call.verdict in ("rejected", "expired") and outcome.kind == "auto":
+        now = "auto"
+    elif call.verdict == "approved" and outcome.kind == "deny":
+        now = "deny"
+    else:
+        return None
+    return Overridden(
+        number=index + 1,
+        call=call,
+        verdict=call.verdict,
+        now=now,
+        rule=outcome.rule or "(no rule matched)",
+        standing=bool(outcome.standing),
+        what=_described(settings, call, outcome),
+    )
+
+
+def _described(settings: Settings, call: Call, outcome: Outcome) -> str:
+    """The operation, with each of its money fields under its label ("payments.refund, Amount
+    23.07 USD")."""
+    arguments = outcome.arguments
+    try:
+        formats = settings.registry.get(call.operation).field_formats()
+    except UnknownOperation:
+        return call.operation
+    if arguments is None:
+        return call.operation
+    shown = [
+        f"{field_label(formats, name)} {show_value(fmt, arguments[name], arguments)}"
+        for name, fmt in formats.items()
+        if fmt.kind == "money" and name in arguments
+    ]
+    return ", ".join([call.operation, *shown])
 
 
 def _quorum_problems(digest: Digest) -> list[str]:
@@ -314,6 +413,7 @@ def print_report(report: Report, out: TextIO) -> None:
             "rule; every approval had its quorum)",
             file=out,
         )
+    _print_overridden(report, out)
     if report.reasons:
         print(
             f"refused before the policy: {total.refused:,} calls; reasons "
@@ -322,6 +422,45 @@ def print_report(report: Report, out: TextIO) -> None:
         )
         for reason, count in sorted(report.reasons.items(), key=lambda kv: (-kv[1], kv[0])):
             print(f"  {count:>6,}  {reason}", file=out)
+
+
+def _print_overridden(report: Report, out: TextIO) -> None:
+    """What the configuration does against people's decisions, when the calls carry any."""
+    if not report.verdicts:
+        return
+    if not report.overridden:
+        print(
+            f"against people's decisions: none (of {_calls(report.verdicts)} people decided, "
+            "none they rejected or left unanswered runs without a click, and none they approved "
+            "is denied)",
+            file=out,
+        )
+        return
+    parts = []
+    rejected = report.overridden_count("rejected")
+    if rejected:
+        standing = sum(1 for o in report.overridden if o.verdict == "rejected" and o.standing)
+        by = f" ({standing:,} by standing rules)" if standing else ""
+        parts.append(f"{_calls(rejected)} people rejected {_runs(rejected)} without a click{by}")
+    expired = report.overridden_count("expired")
+    if expired:
+        parts.append(f"{_calls(expired)} nobody answered in time {_runs(expired)} without a click")
+    denied = report.overridden_count("approved")
+    if denied:
+        parts.append(f"{_calls(denied)} people approved {'is' if denied == 1 else 'are'} denied")
+    print(f"against people's decisions: {'; '.join(parts)}", file=out)
+    for overridden in report.overridden[:OVERRIDDEN_SHOWN]:
+        print(f"  {overridden.line()}", file=out)
+    if len(report.overridden) > OVERRIDDEN_SHOWN:
+        print(f"  and {len(report.overridden) - OVERRIDDEN_SHOWN:,} more", file=out)
+
+
+def _calls(count: int) -> str:
+    return "1 call" if count == 1 else f"{count:,} calls"
+
+
+def _runs(count: int) -> str:
+    return "runs" if count == 1 else "run"
 
 
 def report_json(report: Report) -> dict[str, JsonValue]:
@@ -351,5 +490,12 @@ def report_json(report: Report) -> dict[str, JsonValue]:
             for currency, amount in report.standing_money.items()
         },
         "violations": list(report.violations),
+        "decided_by_people": report.verdicts,
+        "overridden": {
+            "rejected_run": report.overridden_count("rejected"),
+            "expired_run": report.overridden_count("expired"),
+            "approved_denied": report.overridden_count("approved"),
+            "calls": [o.as_json() for o in report.overridden],
+        },
         "refusal_reasons": dict(report.reasons),
     }

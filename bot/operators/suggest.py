@@ -20,6 +20,15 @@ replaying the calls through the changed configuration with ``policy simulate``'s
   rule, stopping below the first value anyone rejected. Its exposure is the calls a day decided
   by fewer people than before and the money they move.
 
+The calls a suggestion picks are, by construction, calls nobody rejected; on another day some like
+them will be. So each suggestion that runs calls without a click also states how many of those a
+day people would likely reject, from the share people rejected of each rule's calls over all of
+them (not only those picked): about ``(r + 1) / (n + 2)`` of the calls it moves for ``r``
+rejected of ``n`` decided (so that a rule nobody happened to reject is not taken as one nobody
+ever will), and at most the rate no higher than which ``r`` or fewer rejections would be seen
+one time in twenty (:func:`rejection_bound`). ``policy simulate`` on a day the suggestion was not
+drawn from counts them for real ("against people's decisions").
+
 Each suggestion is printed with the clicks it saves a day and the exposure it adds, as a unified
 diff of the configuration file (to review and apply with ``patch``) and, for standing rules, the
 ``--grant`` that ``policy simulate`` reads and that a lead grants in Slack. Nothing is applied.
@@ -52,7 +61,7 @@ from contracts.durations import format_duration
 from contracts.formats import FieldFormat, parse_money, show_value
 from contracts.policy import AskRule, AutoRule, Rule
 
-__all__ = ["Suggestion", "suggest", "suggest_command"]
+__all__ = ["Suggestion", "rejection_bound", "suggest", "suggest_command"]
 
 #: The windows a batch suggestion picks from: the longest that people waited anyway.
 WINDOWS = tuple(timedelta(minutes=m) for m in (5, 10, 15, 20, 30, 60, 120))
@@ -73,6 +82,13 @@ class Suggestion:
     money_per_day: dict[str, str] = field(default_factory=dict)  #: exposure, shown
     irreversible_per_day: float = 0.0  #: irreversible effects a day without a click
     fewer_approvers_per_day: float = 0.0  #: calls a day decided by fewer people than before
+    #: of the calls a day it runs without a click, how many people would likely reject: each
+    #: call's rule's share of rejections over all its decided calls, summed
+    likely_rejected_per_day: float = 0.0
+    #: the same at its 95% bound
+    at_most_rejected_per_day: float = 0.0
+    #: the rules those shares come from: rule -> (rejected, decided)
+    rejection_rates: dict[str, tuple[int, int]] = field(default_factory=dict)
     added_wait_p95: timedelta | None = None
 
     def as_json(self) -> dict[str, JsonValue]:
@@ -85,6 +101,12 @@ class Suggestion:
                 "money_per_day": dict(self.money_per_day),
                 "irreversible_without_a_click_per_day": round(self.irreversible_per_day, 2),
                 "fewer_approvers_per_day": round(self.fewer_approvers_per_day, 2),
+                "likely_rejected_per_day": round(self.likely_rejected_per_day, 2),
+                "at_most_rejected_per_day": round(self.at_most_rejected_per_day, 2),
+                "rejection_rates": {
+                    rule: {"rejected": rejected, "decided": decided}
+                    for rule, (rejected, decided) in sorted(self.rejection_rates.items())
+                },
             },
             "added_wait_p95_seconds": None
             if self.added_wait_p95 is None
@@ -377,9 +399,16 @@ async def _measured(
     days = base.report.days
     suggestion.clicks_saved_per_day = (base.report.total.clicks - report.total.clicks) / days
     irreversible = fewer = 0
+    likely = at_most = 0.0
+    rates = _rejection_rates(base)
     money: dict[str, int | float] = defaultdict(int)
     example: dict[str, tuple[FieldFormat, dict[str, JsonValue]]] = {}
     for call, old, fresh in zip(base.calls, base.outcomes, tally.outcomes, strict=True):
+        if old.kind == "ask" and fresh.kind == "auto" and old.rule in rates:
+            rejected, decided = rates[old.rule]
+            likely += (rejected + 1) / (decided + 2)
+            at_most += rejection_bound(rejected, decided)
+            suggestion.rejection_rates[old.rule] = rates[old.rule]
         if old.kind != "ask" or fresh.risk != "irreversible":
             continue
         before = old.ask
@@ -395,6 +424,8 @@ async def _measured(
             fewer += 1
         _money(settings, call, fresh, money, example)
     suggestion.irreversible_per_day = irreversible / days
+    suggestion.likely_rejected_per_day = likely / days
+    suggestion.at_most_rejected_per_day = at_most / days
     suggestion.fewer_approvers_per_day = fewer / days
     suggestion.money_per_day = {
         currency: show_value(example[currency][0], round(amount / days), example[currency][1])
@@ -434,6 +465,39 @@ def _money(
 
 
 # --- helpers ----------------------------------------------------------------------------------
+
+
+def rejection_bound(rejected: int, decided: int, confidence: float = 0.95) -> float:
+    """The highest share of rejections under which seeing ``rejected`` or fewer of ``decided``
+    is still as likely as ``1 - confidence`` (rejections being rare, counted as Poisson): 3/n
+    for none seen, the "rule of three". Found by halving the interval."""
+    if decided <= 0:
+        return 1.0
+
+    def tail(mean: float) -> float:  # P(X <= rejected) for X ~ Poisson(mean)
+        term = total = math.exp(-mean)
+        for k in range(1, rejected + 1):
+            term *= mean / k
+            total += term
+        return total
+
+    low, high = float(rejected), float(rejected) + 10 * math.sqrt(rejected + 1) + 10
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if tail(middle) > 1 - confidence else (low, middle)
+    return min(1.0, high / decided)
+
+
+def _rejection_rates(base: _Baseline) -> dict[str, tuple[int, int]]:
+    """Per ask rule with decided calls: how many people rejected, of how many they decided
+    (approved, rejected or left to expire)."""
+    rates: dict[str, tuple[int, int]] = {}
+    for call, outcome in zip(base.calls, base.outcomes, strict=True):
+        if outcome.kind != "ask" or outcome.rule is None or call.verdict is None:
+            continue
+        rejected, decided = rates.get(outcome.rule, (0, 0))
+        rates[outcome.rule] = (rejected + (call.verdict == "rejected"), decided + 1)
+    return rates
 
 
 def _asked(base: _Baseline, rule_id: str) -> list[tuple[Call, Outcome]]:
@@ -561,6 +625,18 @@ def print_suggestions(
         adds = "adds " + "; ".join(exposure) if exposure else "adds no exposure"
         wait = "" if s.added_wait_p95 is None else f"; added wait p95 {spoken(s.added_wait_p95)}"
         print(f"   saves {s.clicks_saved_per_day:,.0f} clicks a day; {adds}{wait}", file=out)
+        if s.rejection_rates:
+            shares = ", ".join(
+                f"{rejected:,} of {decided:,} under {rule!r}"
+                for rule, (rejected, decided) in sorted(s.rejection_rates.items())
+            )
+            print(
+                f"   people rejected {shares}: expect about "
+                f"{_about(s.likely_rejected_per_day)} a day (at most "
+                f"{_about(s.at_most_rejected_per_day)}, 95%) that they would reject to run "
+                "without a click (check it with policy simulate on another day's calls)",
+                file=out,
+            )
         for grant in s.grants:
             print(f"   a lead grants: --grant {json.dumps(grant)}", file=out)
         if s.diff:
@@ -568,6 +644,13 @@ def print_suggestions(
                 print(f"   {line}", file=out)
     for note in notes:
         print(f"note: {note}", file=out)
+
+
+def _about(count: float) -> str:
+    """A small expected count as people say it ("1", "2.4", "fewer than 0.1")."""
+    if count < 0.1:
+        return "fewer than 0.1"
+    return f"{count:,.0f}" if count >= 10 else f"{count:.1f}".removesuffix(".0")
 
 
 async def suggest_command(

@@ -443,3 +443,89 @@ def _printed(report: Report) -> str:
     out = io.StringIO()
     print_report(report, out)
     return out.getvalue()
+
+
+async def test_what_runs_against_a_rejection_or_unanswered_and_what_is_denied_is_named(
+    tmp_path: Path,
+) -> None:
+    # a lead grants a standing rule for small refunds: the day's calls people rejected or left
+    # unanswered below its ceiling now run without a click; a huge refund people approved is
+    # denied by the policy
+    settings = callmix_settings(tmp_path)
+    calls = [
+        _refund(1200, minute=1),
+        _refund(2307, minute=2, verdict="rejected"),
+        _refund(2005, minute=3, verdict="expired"),
+        _refund(900_000, minute=4, verdict="approved"),
+        _refund(20_000, minute=5, verdict="rejected"),  # asked under 'refunds': still asked
+    ]
+    (tmp_path / "calls.jsonl").write_text("\n".join(json.dumps(c) for c in calls))
+    grant = "small-refunds:agent=billing-bot,ceiling=50.00 USD,currency=USD"
+    out, document = io.StringIO(), io.StringIO()
+
+    code = await simulate_command(
+        settings, tmp_path / "calls.jsonl", None, out, io.StringIO(), grants=[grant]
+    )
+    await simulate_command(
+        settings,
+        tmp_path / "calls.jsonl",
+        None,
+        document,
+        io.StringIO(),
+        grants=[grant],
+        as_json=True,
+    )
+
+    assert code == 0
+    lines = out.getvalue().splitlines()
+    start = lines.index(
+        "against people's decisions: 1 call people rejected runs without a click (1 by "
+        "standing rules); 1 call nobody answered in time runs without a click; 1 call people "
+        "approved is denied"
+    )
+    assert lines[start + 1 : start + 4] == [
+        "  call 2 at 2031-03-14 09:02 (billing-bot): payments.refund, Amount 23.07 USD; people "
+        "rejected it, and here it runs by a standing rule under 'small-refunds'",
+        "  call 3 at 2031-03-14 09:03 (billing-bot): payments.refund, Amount 20.05 USD; nobody "
+        "answered it in time, and here it runs by a standing rule under 'small-refunds'",
+        "  call 4 at 2031-03-14 09:04 (billing-bot): payments.refund, Amount 9,000.00 USD; "
+        "people approved it, and here it is denied by rule 'huge-refunds'",
+    ]
+    overridden = json.loads(document.getvalue())["current"]["overridden"]
+    assert (overridden["rejected_run"], overridden["expired_run"]) == (1, 1)
+    assert overridden["approved_denied"] == 1
+    assert [c["call"] for c in overridden["calls"]] == [2, 3, 4]
+    assert overridden["calls"][0] | {"at": None} == {
+        "call": 2,
+        "id": None,
+        "at": None,
+        "agent": "billing-bot",
+        "operation": "payments.refund",
+        "what": "payments.refund, Amount 23.07 USD",
+        "verdict": "rejected",
+        "now": "auto",
+        "rule": "small-refunds",
+        "standing": True,
+    }
+
+
+async def test_when_people_decided_and_nothing_goes_against_them_the_report_says_so(
+    tmp_path: Path,
+) -> None:
+    settings = callmix_settings(tmp_path)
+    calls = _lines(
+        _refund(1200, minute=1, verdict="rejected"), _refund(1300, minute=2, verdict="approved")
+    )
+    no_verdicts = _lines(_refund(1200, minute=1))
+
+    decided, undecided = io.StringIO(), io.StringIO()
+    tally = await simulate(settings, calls, store=None, now=NOW)
+    print_report(Report.of(settings, calls, tally), decided)
+    tally = await simulate(settings, no_verdicts, store=None, now=NOW)
+    print_report(Report.of(settings, no_verdicts, tally), undecided)
+
+    assert (
+        "against people's decisions: none (of 2 calls people decided, none they rejected or "
+        "left unanswered runs without a click, and none they approved is denied)"
+    ) in decided.getvalue().splitlines()
+    assert "against people's decisions" not in undecided.getvalue()

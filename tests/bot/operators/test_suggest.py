@@ -10,9 +10,11 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from bot.operators.calls import Call, read_calls
 from bot.operators.simulate import export_calls
-from bot.operators.suggest import suggest, suggest_command
+from bot.operators.suggest import rejection_bound, suggest, suggest_command
 from bot.settings import Settings
 from store.sqlite import SqliteStore
 from tests.callmix_example import CONFIG, ENV
@@ -196,3 +198,70 @@ async def test_the_stores_history_is_read_with_what_people_decided(tmp_path: Pat
     ]
     assert code == 0
     assert "2 calls over 1 day(s)" in out.getvalue()
+
+
+async def test_a_standing_rule_states_the_rejections_its_calls_will_likely_meet(
+    tmp_path: Path,
+) -> None:
+    # the calls picked are the ones nobody rejected; the share comes from all of the rule's
+    settings = callmix_settings(tmp_path)
+    calls = _calls(
+        *(_refund(1000 + 100 * n, minute=n * 20) for n in range(8)),  # 10.00 to 17.00 USD
+        _refund(1800, minute=200, verdict="rejected"),
+        _refund(1900, minute=220),
+    )
+    path = tmp_path / "calls.jsonl"
+    path.write_text("\n".join(json.dumps(c.model_dump(mode="json")) for c in calls))
+    out = io.StringIO()
+
+    suggestions, _ = await suggest(settings, calls, env=ENV, ceiling="50.00 USD", now=T0)
+    code = await suggest_command(settings, path, None, "50.00 USD", out, io.StringIO(), env=ENV)
+
+    [standing] = [s for s in suggestions if s.kind == "standing"]
+    assert standing.irreversible_per_day == 8  # the eight below the rejected 18.00 USD
+    assert standing.rejection_rates == {"small-refunds": (1, 10)}
+    # 8 calls at (1 + 1) / (10 + 2) each; at most 8 at the 95% bound of 1 in 10, 4.74 / 10
+    assert standing.likely_rejected_per_day == pytest.approx(8 * 2 / 12)
+    assert standing.at_most_rejected_per_day == pytest.approx(8 * rejection_bound(1, 10))
+    assert standing.as_json()["exposure"]["likely_rejected_per_day"] == 1.33  # type: ignore[index]
+    assert code == 0
+    assert (
+        "people rejected 1 of 10 under 'small-refunds': expect about 1.3 a day (at most 3.8, "
+        "95%) that they would reject to run without a click" in out.getvalue()
+    )
+
+
+@pytest.mark.parametrize(
+    ("rejected", "decided", "bound"),
+    # the Poisson upper bounds of a rare count: 3.00 for none seen (the rule of three), 4.74
+    # for one, 6.30 for two, 9.15 for four, 16.96 for ten
+    [
+        (0, 1000, 0.00300),
+        (1, 1000, 0.00474),
+        (2, 1000, 0.00630),
+        (4, 1000, 0.00915),
+        (10, 1000, 0.01696),
+        (0, 0, 1.0),
+        (5, 5, 1.0),
+    ],
+)
+def test_the_rejection_bound_is_the_rate_at_which_so_few_is_one_time_in_twenty(
+    rejected: int, decided: int, bound: float
+) -> None:
+    assert rejection_bound(rejected, decided) == pytest.approx(bound, abs=5e-5)
+
+
+async def test_a_batch_window_runs_nothing_without_a_click_so_states_no_rejections(
+    tmp_path: Path,
+) -> None:
+    settings = _unbatched(tmp_path)
+    calls = _calls(
+        *(_refund(2000 + n, minute=n * 2) for n in range(10)),
+        _refund(2100, minute=30, verdict="rejected"),
+    )
+
+    suggestions, _ = await suggest(settings, calls, env=ENV, now=T0)
+
+    [batch] = [s for s in suggestions if s.kind == "batch"]
+    assert (batch.likely_rejected_per_day, batch.at_most_rejected_per_day) == (0, 0)
+    assert batch.rejection_rates == {}
