@@ -21,16 +21,17 @@ ENV = {
 }
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("callmix", EXAMPLE / "callmix.py")
+def load_script(name: str) -> ModuleType:
+    """The example's script ``name``.py, loaded from its file as a user runs it."""
+    spec = importlib.util.spec_from_file_location(name, EXAMPLE / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["callmix"] = module  # dataclasses look their module up while it loads
+    sys.modules[name] = module  # dataclasses look their module up while it loads
     spec.loader.exec_module(module)
     return module
 
 
-callmix = _load()
+callmix = load_script("callmix")
 
 
 def settings(tmp_path: Path, text: str | None = None) -> Settings:

@@ -3,27 +3,14 @@ from its file as a user runs it."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
-from tests.callmix_example import EXAMPLE
+from tests.callmix_example import EXAMPLE, load_script
 
 SCRIPT = EXAMPLE / "heldout.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("heldout", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["heldout"] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
-
-
-heldout = _load()
+heldout = load_script("heldout")
 
 
 async def test_a_suggestion_from_one_day_is_measured_on_the_next() -> None:

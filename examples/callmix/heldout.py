@@ -109,8 +109,7 @@ async def compare(settings: Settings, seed: int, count: int = DEFAULT_CALLS) -> 
         return Row(seed, (), 0, 0, 0, 0, 0, 0, 0)
     start = min(call.at for call in following if call.at is not None)
     grants = [
-        parse_grant(text, settings, start=start, number=n)
-        for n, text in enumerate(standing.grants)
+        parse_grant(text, settings, start=start, number=n) for n, text in enumerate(standing.grants)
     ]
     without = Report.of(
         settings, following, await simulate(settings, following, store=None, now=now)
