@@ -166,8 +166,9 @@ class Store(Protocol):
         self, proposal_id: str, answered: Outcome, *, attempt: int, now: datetime
     ) -> None:
         """The target ``answered`` for an earlier ``attempt`` after a later one was started:
-        audited as ``late_outcome`` (with the attempt), nothing else changed. Raises
-        ProposalNotFound."""
+        audited as ``late_outcome`` (with the attempt), nothing else changed. Once: the same
+        answer to the same attempt, audited already (a try whose reply the store lost, or the
+        target answering twice), is not audited again. Raises ProposalNotFound."""
         ...
 
     async def record_late_outcome(
@@ -179,14 +180,18 @@ class Store(Protocol):
         attempt: int,
         read: NeedsReconciliation,
         now: datetime,
+        answered_attempt: int | None = None,
     ) -> Proposal | StaleRead:
-        """The target ``answered`` after the execution was handed to a person: audited as
-        ``late_outcome``, and ``shown`` becomes the outcome on its message (the status stays
+        """The target ``answered`` attempt ``answered_attempt`` (default: ``attempt``) after
+        the execution was handed to a person: audited as ``late_outcome`` (with the attempt
+        answered), and ``shown`` becomes the outcome on its message (the status stays
         needs_reconciliation); the proposal as written. A compare-and-set: ``shown`` was built
         from the outcome the caller ``read`` for ``attempt``, and is written only if the
         proposal is still needs_reconciliation with that attempt and that outcome. Otherwise
         (another late answer was shown since, a retry started, a person reconciled it)
-        StaleRead with the proposal as it is now, and nothing written."""
+        StaleRead with the proposal as it is now, and nothing written. Once: when this answer
+        to that attempt is audited already (a try whose reply the store lost), nothing is
+        written and the proposal is returned as it is."""
         ...
 
     async def reject(

@@ -133,7 +133,13 @@ class Execution:
                 }
             )
             late = await self._core.store.record_late_outcome(
-                proposal.id, outcome, shown, attempt=proposal.attempt, read=read, now=now
+                proposal.id,
+                outcome,
+                shown,
+                attempt=proposal.attempt,
+                read=read,
+                now=now,
+                answered_attempt=attempt,
             )
             if not isinstance(late, StaleRead):
                 return late

@@ -16,6 +16,7 @@ deadlock.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
@@ -404,6 +405,7 @@ class ProposalVerbs(
         attempt: int,
         read: NeedsReconciliation,
         now: datetime,
+        answered_attempt: int | None = None,
     ) -> Proposal | StaleRead:
         """The target ``answered`` after the proposal's execution was handed to a person:
         audit it (``late_outcome``) and show ``shown`` on its message instead of the outcome
@@ -414,10 +416,17 @@ class ProposalVerbs(
         version may spell the same outcome otherwise (without the fields added since). The
         update is then a compare-and-set on the very text this transaction read, so nothing
         written in between is overwritten."""
+        detail: dict[str, JsonValue] = {
+            "outcome": outcome_json(answered),
+            "attempt": attempt if answered_attempt is None else answered_attempt,
+        }
         async with self.tx(write=True) as tx:
             found = await tx.one("select_proposal", id=proposal_id)
             if found is None:
                 raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
+            if await _late_answer_audited(tx, proposal_id, detail):
+                [current] = await with_approvals(tx, [proposal_from_row(found)])
+                return current
             stored = found["outcome"]
             if (
                 found["status"] != Status.NEEDS_RECONCILIATION.value
@@ -436,7 +445,6 @@ class ProposalVerbs(
             )
             if row is None:  # changed since this transaction read it (PostgreSQL)
                 return StaleRead(await existing_proposal(tx, proposal_id))
-            detail: dict[str, JsonValue] = {"outcome": outcome_json(answered)}
             await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "late_outcome", detail)
             [proposal] = await with_approvals(tx, [proposal_from_row(row)])
             await enqueue(tx, proposal, (Effect.SLACK_UPDATE,), now)
@@ -449,7 +457,8 @@ class ProposalVerbs(
         async with self.tx(write=True) as tx:
             await existing_proposal(tx, proposal_id)
             detail: dict[str, JsonValue] = {"outcome": outcome_json(answered), "attempt": attempt}
-            await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "late_outcome", detail)
+            if not await _late_answer_audited(tx, proposal_id, detail):
+                await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "late_outcome", detail)
 
     @finish_even_if_cancelled
     async def expire_due(self, *, now: datetime, limit: int = 100) -> list[Proposal]:
@@ -464,3 +473,11 @@ class ProposalVerbs(
                 await tx.append_audit(now, proposal.id, EXPIRY_ACTOR, "expired", detail)
                 expired.append(proposal)
             return expired
+
+
+async def _late_answer_audited(tx: Tx, proposal_id: str, detail: Mapping[str, JsonValue]) -> bool:
+    """Whether this late answer (its outcome and the attempt it answers) is in the proposal's
+    audit log already, sealed or not: its first try committed and the reply was lost, or the
+    target answered twice alike. Late answers are rare; a proposal has few entries."""
+    rows = await tx.all("select_late_answers", proposal_id=proposal_id)
+    return any(json.loads(row["detail"]) == detail for row in rows)

@@ -1242,6 +1242,57 @@ class StoreConformance(
         assert isinstance(current, Proposal)
         assert (current.attempt, current.outcome) == (2, shown)
 
+    async def test_a_late_answer_tried_again_after_its_commit_is_shown_and_audited_once(
+        self, store: Store, now: datetime
+    ) -> None:
+        # the first try committed and its reply was lost: the flow reads the card again, which
+        # shows the answer now, builds it again and tries again
+        proposal_id, read = await self._handed_over(store, now)
+        answer = Succeeded(result={})
+        shown = read.model_copy(update={"detail": "timeout; success", "answered_late": "success"})
+        first = await store.record_late_outcome(
+            proposal_id, answer, shown, attempt=1, read=read, now=now
+        )
+        assert isinstance(first, Proposal)
+        again = shown.model_copy(update={"detail": "timeout; success; success"})
+
+        tried = await store.record_late_outcome(
+            proposal_id, answer, again, attempt=1, read=shown, now=now
+        )
+
+        assert isinstance(tried, Proposal) and tried.outcome == shown
+        assert (await store.get_proposal(proposal_id)).outcome == shown
+        [late] = [e for e in await store.audit_log(proposal_id) if e.event == "late_outcome"]
+        assert late.detail == {"outcome": {"kind": "succeeded", "result": {}}, "attempt": 1}
+        # another answer (a failure), or the same one to another attempt, is news
+        failure = TerminalFailure(detail="400", correlation_id="c")
+        both = shown.model_copy(update={"detail": "timeout; success; failure"})
+        shown_too = await store.record_late_outcome(
+            proposal_id, failure, both, attempt=1, read=shown, now=now
+        )
+        assert isinstance(shown_too, Proposal) and shown_too.outcome == both
+        late = [e for e in await store.audit_log(proposal_id) if e.event == "late_outcome"]
+        assert [e.detail["outcome"]["kind"] for e in late] == ["succeeded", "terminal_failure"]
+        assert (await store.verify_audit()).ok
+
+    async def test_an_earlier_attempts_answer_audited_again_is_audited_once(
+        self, store: Store, now: datetime
+    ) -> None:
+        proposal_id, _ = await self._handed_over(store, now)
+        retried = await store.retry_execution(
+            proposal_id, actor="U2", now=now, lease_until=now + LEASE
+        )
+        assert isinstance(retried, Transitioned)
+        late = TerminalFailure(detail="target refused the request with 400", correlation_id="c1")
+
+        await store.audit_late_outcome(proposal_id, late, attempt=1, now=now)
+        await store.audit_late_outcome(proposal_id, late, attempt=1, now=now)  # reply was lost
+        await store.audit_late_outcome(proposal_id, late, attempt=2, now=now)  # another attempt
+
+        entries = [e for e in await store.audit_log(proposal_id) if e.event == "late_outcome"]
+        assert [e.detail["attempt"] for e in entries] == [1, 2]
+        assert (await store.verify_audit()).ok
+
     # --- edits that supersede -----------------------------------------------------------------
 
     async def test_an_edit_supersedes_the_pending_proposal_and_is_stored_in_one_step(

@@ -213,9 +213,11 @@ async def test_a_late_answer_whose_card_keeps_changing_is_audited_once_and_logge
 ) -> None:
     first, _ = await _two_attempts_handed_over(store, tmp_path)
     answered = NOW + 2 * LEASE + timedelta(seconds=1)
-    other = RevisionRequired(reason="state changed")
+    others = iter(range(100))
 
     async def another_answer_shown() -> None:  # before each try, another answer gets there first
+        # each one news (the same answer again would be audited and shown once)
+        other = RevisionRequired(reason=f"state changed ({next(others)})")
         current = await store.get_proposal(first.id)
         assert isinstance(current.outcome, NeedsReconciliation)
         shown = current.outcome.model_copy(update={"detail": current.outcome.detail + "; other"})

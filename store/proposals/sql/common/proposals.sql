@@ -93,6 +93,10 @@ UPDATE proposals SET status = :status, outcome = :outcome, updated_at = :now
 WHERE id = :id AND status = 'executing' AND attempt = :attempt
 RETURNING *
 
+-- name: select_late_answers
+-- The late answers audited for one proposal, sealed or not yet (a late answer is audited once).
+SELECT detail FROM audit_log WHERE proposal_id = :proposal_id AND event = 'late_outcome'
+
 -- name: record_late_outcome
 -- The target answered after the execution was handed to a person: the outcome they see says
 -- so. The status stays needs_reconciliation; only a person records what happened. Only over
