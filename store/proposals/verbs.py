@@ -455,7 +455,10 @@ class ProposalVerbs(
         self, proposal_id: str, answered: Outcome, *, attempt: int, now: datetime
     ) -> None:
         async with self.tx(write=True) as tx:
-            await existing_proposal(tx, proposal_id)
+            # the proposal's row held (PostgreSQL) until this commits: the same answer audited
+            # by another instance at once waits here, then reads this one's entry
+            if await tx.one("lock_proposal", id=proposal_id) is None:
+                raise ProposalNotFound(f"no proposal has id {proposal_id!r}")
             detail: dict[str, JsonValue] = {"outcome": outcome_json(answered), "attempt": attempt}
             if not await _late_answer_audited(tx, proposal_id, detail):
                 await tx.append_audit(now, proposal_id, EXECUTOR_ACTOR, "late_outcome", detail)

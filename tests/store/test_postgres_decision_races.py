@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from contracts.outcomes import OUTCOMES, NeedsReconciliation, Succeeded
+from contracts.outcomes import OUTCOMES, NeedsReconciliation, Succeeded, TerminalFailure
 from store.postgres import PostgresStore
 from store.proposals import (
     AlreadyDecided,
@@ -240,6 +240,39 @@ async def test_a_late_answer_waiting_for_another_shown_on_its_card_writes_nothin
     assert (await first.get_proposal(new.id)).outcome == other
     assert await query("SELECT * FROM audit_log WHERE event = 'late_outcome'") == []
     assert await query("SELECT id FROM outbox") == outbox
+
+
+async def test_one_earlier_attempts_late_answer_audited_from_both_instances_at_once_is_audited_once(
+    instances: tuple[PostgresStore, PostgresStore],
+    connect: Callable[[], Awaitable[Connection]],
+    query: Query,
+) -> None:
+    """The target's answer to an earlier attempt reaches both instances (delivered twice), and
+    each audits it at the same moment. Forced: a session holding the audit log's inserts lets
+    whatever read the proposal's late answers first wait on its insert. The second waits for
+    the proposal's row, then finds the first's entry and writes none."""
+    first, second = instances
+    new = new_proposal(NOW)
+    await first.create_proposal(new)
+    await first.audit_log(new.id)  # sealed: the sealer has nothing to write while the log is held
+    late = TerminalFailure(detail="target refused the request with 400", correlation_id="c1")
+    holder, watcher = await connect(), await connect()
+    held = holder.transaction()
+    await held.start()
+    await holder.execute("LOCK TABLE audit_log IN EXCLUSIVE MODE")  # reads go on, inserts wait
+    audits = [
+        asyncio.create_task(store.audit_late_outcome(new.id, late, attempt=1, now=BEFORE))
+        for store in (first, second)
+    ]
+
+    await _waiting_behind(watcher, holder.get_server_pid(), 2, audits)
+    await held.commit()
+    async with asyncio.timeout(WAIT):
+        await asyncio.gather(*audits)
+
+    entries = await query("SELECT detail FROM audit_log WHERE event = 'late_outcome'")
+    assert len(entries) == 1, entries
+    assert (await second.verify_audit()).ok
 
 
 async def test_approve_all_read_before_its_items_were_decided_approves_only_those_still_pending(
