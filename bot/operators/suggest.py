@@ -25,9 +25,10 @@ them will be. So each suggestion that runs calls without a click also states how
 day people would likely reject, from the share people rejected of each rule's calls over all of
 them (not only those picked): about ``(r + 1) / (n + 2)`` of the calls it moves for ``r``
 rejected of ``n`` decided (so that a rule nobody happened to reject is not taken as one nobody
-ever will), and at most the rate no higher than which ``r`` or fewer rejections would be seen
-one time in twenty (:func:`rejection_bound`). ``policy simulate`` on a day the suggestion was not
-drawn from counts them for real ("against people's decisions").
+ever will, and a call of a rule nobody decided counts as even odds), and at most the rate no
+higher than which ``r`` or fewer rejections would be seen one time in twenty
+(:func:`rejection_bound`). ``policy simulate`` on a day the suggestion was not drawn from counts
+them for real ("against people's decisions").
 
 Each suggestion is printed with the clicks it saves a day and the exposure it adds, as a unified
 diff of the configuration file (to review and apply with ``patch``) and, for standing rules, the
@@ -404,11 +405,12 @@ async def _measured(
     money: dict[str, int | float] = defaultdict(int)
     example: dict[str, tuple[FieldFormat, dict[str, JsonValue]]] = {}
     for call, old, fresh in zip(base.calls, base.outcomes, tally.outcomes, strict=True):
-        if old.kind == "ask" and fresh.kind == "auto" and old.rule in rates:
-            rejected, decided = rates[old.rule]
+        if old.kind == "ask" and fresh.kind == "auto" and old.rule is not None:
+            # a rule whose calls nobody decided tells nothing: even odds, at most every one
+            rejected, decided = rates.get(old.rule, (0, 0))
             likely += (rejected + 1) / (decided + 2)
             at_most += rejection_bound(rejected, decided)
-            suggestion.rejection_rates[old.rule] = rates[old.rule]
+            suggestion.rejection_rates[old.rule] = (rejected, decided)
         if old.kind != "ask" or fresh.risk != "irreversible":
             continue
         before = old.ask
@@ -626,12 +628,14 @@ def print_suggestions(
         wait = "" if s.added_wait_p95 is None else f"; added wait p95 {spoken(s.added_wait_p95)}"
         print(f"   saves {s.clicks_saved_per_day:,.0f} clicks a day; {adds}{wait}", file=out)
         if s.rejection_rates:
-            shares = ", ".join(
-                f"{rejected:,} of {decided:,} under {rule!r}"
+            shares = "; ".join(
+                f"people rejected {rejected:,} of {decided:,} under {rule!r}"
+                if decided
+                else f"people decided no call under {rule!r}"
                 for rule, (rejected, decided) in sorted(s.rejection_rates.items())
             )
             print(
-                f"   people rejected {shares}: expect about "
+                f"   {shares}: expect about "
                 f"{_about(s.likely_rejected_per_day)} a day (at most "
                 f"{_about(s.at_most_rejected_per_day)}, 95%) that they would reject to run "
                 "without a click (check it with policy simulate on another day's calls)",

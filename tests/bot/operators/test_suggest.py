@@ -14,7 +14,7 @@ import pytest
 
 from bot.operators.calls import Call, read_calls
 from bot.operators.simulate import export_calls
-from bot.operators.suggest import rejection_bound, suggest, suggest_command
+from bot.operators.suggest import print_suggestions, rejection_bound, suggest, suggest_command
 from bot.settings import Settings
 from store.sqlite import SqliteStore
 from tests.callmix_example import CONFIG, ENV
@@ -265,3 +265,27 @@ async def test_a_batch_window_runs_nothing_without_a_click_so_states_no_rejectio
     [batch] = [s for s in suggestions if s.kind == "batch"]
     assert (batch.likely_rejected_per_day, batch.at_most_rejected_per_day) == (0, 0)
     assert batch.rejection_rates == {}
+
+
+async def test_calls_nobody_decided_are_not_taken_as_calls_nobody_will_reject(
+    tmp_path: Path,
+) -> None:
+    # calls without verdicts count as approved when a pattern is picked; what they say of
+    # rejections is nothing, not none
+    settings = callmix_settings(tmp_path)
+    undecided = [_refund(1000 + 100 * n, minute=n * 20) for n in range(8)]
+    for call in undecided:
+        del call["verdict"], call["decided_at"]
+    calls = _calls(*undecided)
+    out = io.StringIO()
+
+    suggestions, notes = await suggest(settings, calls, env=ENV, ceiling="50.00 USD", now=T0)
+    print_suggestions(suggestions, notes, 1, out)
+
+    [standing] = [s for s in suggestions if s.kind == "standing"]
+    assert standing.rejection_rates == {"small-refunds": (0, 0)}
+    assert (standing.likely_rejected_per_day, standing.at_most_rejected_per_day) == (4, 8)
+    assert (
+        "   people decided no call under 'small-refunds': expect about 4 a day (at most 8, 95%)"
+        in out.getvalue()
+    )
