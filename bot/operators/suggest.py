@@ -477,11 +477,10 @@ def rejection_bound(rejected: int, decided: int, confidence: float = 0.95) -> fl
         return 1.0
 
     def tail(mean: float) -> float:  # P(X <= rejected) for X ~ Poisson(mean)
-        term = total = math.exp(-mean)
-        for k in range(1, rejected + 1):
-            term *= mean / k
-            total += term
-        return total
+        # summed from logarithms: exp(-mean) alone is 0.0 once mean passes about 745
+        logs = [k * math.log(mean) - mean - math.lgamma(k + 1) for k in range(rejected + 1)]
+        top = max(logs)
+        return math.exp(top) * sum(math.exp(log - top) for log in logs)
 
     low, high = float(rejected), float(rejected) + 10 * math.sqrt(rejected + 1) + 10
     for _ in range(60):

@@ -241,6 +241,7 @@ async def test_a_standing_rule_states_the_rejections_its_calls_will_likely_meet(
         (2, 1000, 0.00630),
         (4, 1000, 0.00915),
         (10, 1000, 0.01696),
+        (1000, 100_000, 0.010536),  # 1,053.6 (Wilson and Hilferty): the tail never underflows
         (0, 0, 1.0),
         (5, 5, 1.0),
     ],
