@@ -440,7 +440,8 @@ def _print_overridden(report: Report, out: TextIO) -> None:
     rejected = report.overridden_count("rejected")
     if rejected:
         standing = sum(1 for o in report.overridden if o.verdict == "rejected" and o.standing)
-        by = f" ({standing:,} by standing rules)" if standing else ""
+        rules = "a standing rule" if standing == 1 else "standing rules"
+        by = f" ({standing:,} by {rules})" if standing else ""
         parts.append(f"{_calls(rejected)} people rejected {_runs(rejected)} without a click{by}")
     expired = report.overridden_count("expired")
     if expired:

@@ -479,8 +479,8 @@ async def test_what_runs_against_a_rejection_or_unanswered_and_what_is_denied_is
     assert code == 0
     lines = out.getvalue().splitlines()
     start = lines.index(
-        "against people's decisions: 1 call people rejected runs without a click (1 by "
-        "standing rules); 1 call nobody answered in time runs without a click; 1 call people "
+        "against people's decisions: 1 call people rejected runs without a click (1 by a "
+        "standing rule); 1 call nobody answered in time runs without a click; 1 call people "
         "approved is denied"
     )
     assert lines[start + 1 : start + 4] == [
