@@ -92,7 +92,7 @@ class Overridden:
         }
 
     def line(self) -> str:
-        at = "" if self.call.at is None else f" at {self.call.at.strftime('%Y-%m-%d %H:%M')}"
+        at = "" if self.call.at is None else f" at {_when(self.call.at)}"
         by = f"a standing rule under {self.rule!r}" if self.standing else f"rule {self.rule!r}"
         done = "runs by" if self.now == "auto" else "is denied by"
         said = {"rejected": "people rejected it", "expired": "nobody answered it in time"}
@@ -260,6 +260,12 @@ class Report:
 #: The order the calls against people's decisions are told in: what ran against a rejection
 #: first, then what ran unanswered, then what is denied although approved.
 _GRAVITY = {"rejected": 0, "expired": 1, "approved": 2}
+
+
+def _when(at: datetime) -> str:
+    """A call's time as the file gave it, with its zone ("2031-03-14 09:02 UTC")."""
+    zone = at.tzname()
+    return at.strftime("%Y-%m-%d %H:%M") + ("" if zone is None else f" {zone}")
 
 
 def _against(settings: Settings, index: int, call: Call, outcome: Outcome) -> Overridden | None:

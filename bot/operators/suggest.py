@@ -634,10 +634,10 @@ def print_suggestions(
                 for rule, (rejected, decided) in sorted(s.rejection_rates.items())
             )
             print(
-                f"   {shares}: expect about "
-                f"{_about(s.likely_rejected_per_day)} a day (at most "
-                f"{_about(s.at_most_rejected_per_day)}, 95%) that they would reject to run "
-                "without a click (check it with policy simulate on another day's calls)",
+                f"   {shares}: expect about {_about(s.likely_rejected_per_day)} a day that they "
+                "would reject to run without a click ("
+                f"{_about(s.at_most_rejected_per_day)} at the 95% bound of that share; check it "
+                "with policy simulate on another day's calls)",
                 file=out,
             )
         for grant in s.grants:

@@ -484,11 +484,11 @@ async def test_what_runs_against_a_rejection_or_unanswered_and_what_is_denied_is
         "approved is denied"
     )
     assert lines[start + 1 : start + 4] == [
-        "  call 2 at 2031-03-14 09:02 (billing-bot): payments.refund, Amount 23.07 USD; people "
+        "  call 2 at 2031-03-14 09:02 UTC (billing-bot): payments.refund, Amount 23.07 USD; people "
         "rejected it, and here it runs by a standing rule under 'small-refunds'",
-        "  call 3 at 2031-03-14 09:03 (billing-bot): payments.refund, Amount 20.05 USD; nobody "
+        "  call 3 at 2031-03-14 09:03 UTC (billing-bot): payments.refund, Amount 20.05 USD; nobody "
         "answered it in time, and here it runs by a standing rule under 'small-refunds'",
-        "  call 4 at 2031-03-14 09:04 (billing-bot): payments.refund, Amount 9,000.00 USD; "
+        "  call 4 at 2031-03-14 09:04 UTC (billing-bot): payments.refund, Amount 9,000.00 USD; "
         "people approved it, and here it is denied by rule 'huge-refunds'",
     ]
     overridden = json.loads(document.getvalue())["current"]["overridden"]

@@ -226,8 +226,8 @@ async def test_a_standing_rule_states_the_rejections_its_calls_will_likely_meet(
     assert standing.as_json()["exposure"]["likely_rejected_per_day"] == 1.33  # type: ignore[index]
     assert code == 0
     assert (
-        "people rejected 1 of 10 under 'small-refunds': expect about 1.3 a day (at most 3.8, "
-        "95%) that they would reject to run without a click" in out.getvalue()
+        "people rejected 1 of 10 under 'small-refunds': expect about 1.3 a day that they would "
+        "reject to run without a click (3.8 at the 95% bound of that share;" in out.getvalue()
     )
 
 
@@ -287,6 +287,6 @@ async def test_calls_nobody_decided_are_not_taken_as_calls_nobody_will_reject(
     assert standing.rejection_rates == {"small-refunds": (0, 0)}
     assert (standing.likely_rejected_per_day, standing.at_most_rejected_per_day) == (4, 8)
     assert (
-        "   people decided no call under 'small-refunds': expect about 4 a day (at most 8, 95%)"
-        in out.getvalue()
+        "   people decided no call under 'small-refunds': expect about 4 a day that they would "
+        "reject to run without a click (8 at the 95% bound of that share;" in out.getvalue()
     )
