@@ -17,6 +17,7 @@ from store.standing.records import (
     ReviewResult,
     ReviewStats,
     RevokeResult,
+    RuleHistory,
     StandingRule,
     StandingRuleNotFound,
     Verdict,
@@ -24,14 +25,23 @@ from store.standing.records import (
     grant_detail,
     grant_refusal,
 )
-from store.standing.verbs import StandingStore, review_from_row, standing_rule_from_row
+from store.standing.verbs import (
+    HISTORY_DAYS,
+    HISTORY_MOST,
+    StandingStore,
+    review_from_row,
+    standing_rule_from_row,
+)
 
 __all__ = [
+    "HISTORY_DAYS",
+    "HISTORY_MOST",
     "AlreadyReviewed",
     "ReviewResult",
     "ReviewStats",
     "Reviewed",
     "RevokeResult",
+    "RuleHistory",
     "StandingRule",
     "StandingRuleNotFound",
     "StandingStore",

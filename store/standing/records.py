@@ -34,6 +34,7 @@ __all__ = [
     "ReviewStats",
     "Reviewed",
     "RevokeResult",
+    "RuleHistory",
     "StandingRule",
     "StandingRuleNotFound",
     "Verdict",
@@ -76,6 +77,25 @@ class ReviewStats(Frozen):
     def miss_rate(self) -> float | None:
         """Flagged among reviewed; None until something is reviewed."""
         return self.flagged / self.reviewed if self.reviewed else None
+
+
+@dataclass(frozen=True, slots=True)
+class RuleHistory:
+    """What people decided, over the last ``days`` days, on the calls of one agent that one
+    policy rule asked them about (:meth:`StandingStore.rule_history`)."""
+
+    approved: int  #: a person approved it (it left pending to run; a standing rule's are not)
+    rejected: int  #: a person rejected it
+    expired: int  #: nobody decided before it expired
+    days: int  #: the window: proposals created in the last this many days
+    #: the window held more such calls than were read: the counts are of the latest this many
+    #: (None: of every one)
+    capped_at: int | None = None
+
+    @property
+    def decided(self) -> int:
+        """Approved, rejected or left to expire."""
+        return self.approved + self.rejected + self.expired
 
 
 # --- answers --------------------------------------------------------------------------------------

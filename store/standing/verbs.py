@@ -12,9 +12,9 @@ numeric.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from pydantic import JsonValue
 
@@ -33,6 +33,7 @@ from store.standing.records import (
     ReviewResult,
     ReviewStats,
     RevokeResult,
+    RuleHistory,
     StandingRule,
     StandingRuleNotFound,
     Verdict,
@@ -41,7 +42,18 @@ from store.standing.records import (
     grant_refusal,
 )
 
-__all__ = ["StandingStore", "review_from_row", "standing_rule_from_row"]
+__all__ = [
+    "HISTORY_DAYS",
+    "HISTORY_MOST",
+    "StandingStore",
+    "review_from_row",
+    "standing_rule_from_row",
+]
+
+#: How far back :meth:`StandingStore.rule_history` looks, in days.
+HISTORY_DAYS: Final = 30
+#: The most proposals :meth:`StandingStore.rule_history` reads: the latest ones.
+HISTORY_MOST: Final = 5_000
 
 
 def _exact(tx: Tx, number: int | float) -> int | float | Decimal:
@@ -236,6 +248,46 @@ class StandingStore(FamilyStore):
             for row in rows
         ]
         return sorted(stats, key=lambda s: (s.rule_id or "", s.standing_rule_id or ""))
+
+    @finish_even_if_cancelled
+    async def rule_history(
+        self,
+        agent: str,
+        rule_id: str,
+        *,
+        now: datetime,
+        days: int = HISTORY_DAYS,
+        most: int = HISTORY_MOST,
+    ) -> RuleHistory:
+        """What people decided on ``agent``'s proposals that policy rule ``rule_id`` asked them
+        about (decision ``ask``), created in the ``days`` days before ``now``: how many they
+        approved (executing and onward, none a standing rule ran), rejected and let expire.
+
+        Bounded: only the latest ``most`` such proposals are read (pending, superseded and
+        cancelled ones among them, counted in none of the three); ``capped_at`` says so when
+        the window held that many. No index serves it (issue 24: each costs every submission),
+        so it is for a person's click (the grant modal), not for each call. On SQLite it runs on
+        a reader, whose statements move to a thread once they pass the loop's budget
+        (store/sqlite_conn.py)."""
+        check_limit(most, "proposals")
+        if days < 1:
+            raise ValueError(f"days: got {days}; expected a positive number of days")
+        async with self._backend.tx(write=False) as tx:
+            row = await tx.one(
+                "select_rule_history",
+                agent=agent,
+                rule_id=rule_id,
+                since=now - timedelta(days=days),
+                most=most,
+            )
+        assert row is not None  # an aggregate has one row
+        return RuleHistory(
+            approved=row["approved"],
+            rejected=row["rejected"],
+            expired=row["expired"],
+            days=days,
+            capped_at=most if row["counted"] >= most else None,
+        )
 
     @staticmethod
     async def _existing(tx: Tx, standing_rule_id: str) -> StandingRule:

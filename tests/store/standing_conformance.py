@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 
-from contracts.outcomes import Succeeded
+from contracts.outcomes import (
+    NeedsReconciliation,
+    Outcome,
+    RevisionRequired,
+    Succeeded,
+    TerminalFailure,
+)
 from contracts.standing import CallToCover, Grant, bound_arguments, covers
 from store.base import StoreError
 from store.proposals import (
@@ -27,9 +33,10 @@ from store.proposals import (
     Status,
     Transitioned,
 )
+from store.proposals.lifecycle import TRANSITIONS
 from store.protocol import Store
 from store.revocation import NotRevocable, Revoked
-from store.standing import AlreadyReviewed, Reviewed, StandingRuleNotFound
+from store.standing import AlreadyReviewed, Reviewed, RuleHistory, StandingRuleNotFound
 
 __all__ = ["StandingConformance"]
 
@@ -98,6 +105,71 @@ async def drain(store: Store, *, now: datetime) -> list[Delivery]:
             await store.complete_delivery(delivery.id, now=now)
         delivered += batch
     return delivered
+
+
+#: The outcome that leaves an executing proposal in each status after it.
+_OUTCOME_OF: dict[Status, Outcome] = {
+    Status.SUCCEEDED: Succeeded(result=None),
+    Status.FAILED: TerminalFailure(detail="account closed", correlation_id="c-1"),
+    Status.REVISION_REQUIRED: RevisionRequired(reason="refunded already"),
+    Status.NEEDS_RECONCILIATION: NeedsReconciliation(detail="timeout", correlation_id="c-2"),
+}
+
+
+def _approved_statuses() -> set[Status]:
+    """Where a proposal a person approved may be: executing and every status after it."""
+    found = {Status.EXECUTING}
+    while more := {after for status in found for after in TRANSITIONS[status]} - found:
+        found |= more
+    return found
+
+
+async def in_status(store: Store, status: Status, *, at: datetime, **changes: Any) -> Proposal:
+    """A proposal asked of a person (with ``changes``) created at ``at`` and taken to
+    ``status`` by the store's verbs a minute later (a denied one is created so)."""
+    if status is Status.DENIED:
+        denied = _proposal(at, status=Status.DENIED, decision="deny", expires_at=None, **changes)
+        return (await store.create_proposal(denied))[0]
+    lasting = timedelta(hours=1) if status is Status.EXPIRED else timedelta(days=60)
+    new = _proposal(at, created_at=at, expires_at=at + lasting, **changes)
+    proposal, _ = await store.create_proposal(new)
+    later = at + timedelta(minutes=1)
+    if status in _approved_statuses():
+        claimed = await store.claim_for_execution(
+            proposal.id,
+            actor="U0APPROVER",
+            now=later,
+            binding_hash=proposal.binding_hash,
+            lease_until=later + LEASE,
+        )
+        assert isinstance(claimed, Transitioned), claimed
+        if status is not Status.EXECUTING:
+            await store.record_outcome(proposal.id, _OUTCOME_OF[status], now=later)
+    elif status is Status.REJECTED:
+        rejected = await store.reject(proposal.id, actor="U0APPROVER", reason="no", now=later)
+        assert isinstance(rejected, Transitioned), rejected
+    elif status is Status.EXPIRED:
+        expired = await store.expire_due(now=at + timedelta(minutes=61))
+        assert [p.id for p in expired] == [proposal.id]
+    elif status is Status.SUPERSEDED:
+        edit = _proposal(
+            later,
+            submission_key=f"edit:{proposal.id}",
+            supersedes=proposal.id,
+            edited_by="U0EDITOR",
+            expires_at=later + timedelta(days=60),
+            **changes,
+        )
+        edited = await store.supersede(proposal.id, edit, actor="U0EDITOR", now=later)
+        assert isinstance(edited, Transitioned), edited
+    elif status is Status.CANCELLED:
+        cancelled = await store.cancel(proposal.id, agent=proposal.agent, now=later)
+        assert isinstance(cancelled, Transitioned), cancelled
+    else:
+        assert status is Status.PENDING, f"no way here to take a proposal to {status}"
+    current = await store.get_proposal(proposal.id)
+    assert current.status is status
+    return current
 
 
 def new_rule_id() -> str:
@@ -714,3 +786,53 @@ class StandingConformance:
             ("refunds-ask", rule_id, 2, 1, 1, 1.0),
             ("small", None, 3, 2, 1, 0.5),
         ]
+
+    # --- a rule's history, for the grant modal -----------------------------------------------
+
+    async def test_rule_history_counts_what_people_decided_on_the_agents_asked_calls(
+        self, store: Store, now: datetime
+    ) -> None:
+        day_ago = now - timedelta(days=1)
+        for status in Status:  # one of each, of billing-agent under refunds-ask
+            await in_status(store, status, at=day_ago)
+        # not counted: another agent's, another rule's, older than 30 days, and automatic ones
+        for status in (Status.SUCCEEDED, Status.REJECTED, Status.EXPIRED):
+            await in_status(store, status, at=day_ago, agent="other-agent")
+            await in_status(store, status, at=day_ago, rule_id="refunds-other")
+            await in_status(store, status, at=now - timedelta(days=30, minutes=1))
+        auto = _proposal(now, decision="auto", status=Status.EXECUTING, expires_at=None)
+        await store.create_proposal(auto)
+        granting, rule_id = await self._granted(store, now)  # a person approved it: counted
+        await store.create_proposal(covered(now, rule_id, 3000))  # a standing rule ran it
+
+        history = await store.standing().rule_history(
+            "billing-agent", "refunds-ask", now=now + timedelta(minutes=2)
+        )
+
+        assert granting.decision == "ask" and granting.status is Status.EXECUTING
+        approved = len(_approved_statuses())
+        assert approved == 5  # executing, succeeded, failed, revision required, reconciliation
+        assert history == RuleHistory(approved=approved + 1, rejected=1, expired=1, days=30)
+        assert history.decided == approved + 3
+        nothing = await store.standing().rule_history("billing-agent", "no-such-rule", now=now)
+        assert nothing == RuleHistory(approved=0, rejected=0, expired=0, days=30)
+
+    async def test_rule_history_reads_the_latest_proposals_in_its_window_only(
+        self, store: Store, now: datetime
+    ) -> None:
+        await in_status(store, Status.REJECTED, at=now - timedelta(days=6, hours=23))
+        await in_status(store, Status.SUCCEEDED, at=now - timedelta(days=3))
+        await in_status(store, Status.EXPIRED, at=now - timedelta(days=2))
+        await in_status(store, Status.PENDING, at=now - timedelta(days=1))
+        standing = store.standing()
+
+        week = await standing.rule_history("billing-agent", "refunds-ask", now=now, days=7)
+        latest = await standing.rule_history("billing-agent", "refunds-ask", now=now, most=3)
+        three_days = await standing.rule_history("billing-agent", "refunds-ask", now=now, days=3)
+
+        assert week == RuleHistory(approved=1, rejected=1, expired=1, days=7)
+        # the latest three: the pending one is read too, and counted in none
+        assert latest == RuleHistory(approved=1, rejected=0, expired=1, days=30, capped_at=3)
+        assert three_days == RuleHistory(approved=1, rejected=0, expired=1, days=3)
+        with pytest.raises(ValueError, match="positive"):
+            await standing.rule_history("billing-agent", "refunds-ask", now=now, most=0)

@@ -60,3 +60,24 @@ RETURNING *
 -- name: select_review
 -- The verdict on one proposal.
 SELECT * FROM reviews WHERE proposal_id = :proposal_id
+
+-- name: select_rule_history
+-- What people decided on the latest :most proposals of one agent that one policy rule asked a
+-- person about (decision 'ask'), created at or after :since: approved (the claim moved it on from
+-- pending, to executing and onward; a standing rule's calls are 'auto' and never counted),
+-- rejected, or left to expire; `counted` is how many were read (pending, superseded and
+-- cancelled ones among them, in none of the three). No index serves it, and none is added for
+-- it (each costs every submission, issue 24): it runs when a lead opens the grant modal, and
+-- the LIMIT bounds what is sorted and counted.
+SELECT count(CASE WHEN status IN ('executing', 'succeeded', 'failed', 'revision_required',
+                                  'needs_reconciliation')
+                   AND standing_rule_id IS NULL THEN 1 END) AS approved,
+       count(CASE WHEN status = 'rejected' THEN 1 END) AS rejected,
+       count(CASE WHEN status = 'expired' THEN 1 END) AS expired,
+       count(*) AS counted
+FROM (
+    SELECT status, standing_rule_id FROM proposals
+    WHERE agent = :agent AND rule_id = :rule_id AND decision = 'ask' AND created_at >= :since
+    ORDER BY created_at DESC
+    LIMIT :most
+) AS latest
