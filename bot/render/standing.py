@@ -1,7 +1,8 @@
 """Block Kit for standing rules and reviews: pure functions of stored values (and ``now``).
 
-The grant modal, the confirmation to the granter, the ``/countersign standing`` list with its
-Revoke buttons, and the review post of a sampled automatic approval with its two verdict buttons.
+The grant modal (with what people decided lately on the calls it would let through), the
+confirmation to the granter, the ``/countersign standing`` list with its Revoke buttons, and the
+review post of a sampled automatic approval with its two verdict buttons.
 Every button's value is one opaque id (a proposal's or a standing rule's) and nothing else.
 """
 
@@ -32,10 +33,11 @@ from contracts.durations import format_duration
 from contracts.formats import Formats, field_label, show_value
 from contracts.standing import Grant, StandingPolicy
 from store.proposals import Proposal
-from store.standing import Reviewed, StandingRule
+from store.standing import Reviewed, RuleHistory, StandingRule
 
 __all__ = [
     "granted_text",
+    "history_text",
     "review_message",
     "standing_list_blocks",
     "standing_modal",
@@ -91,11 +93,13 @@ def standing_modal(
     choices: Sequence[timedelta],
     uses: Sequence[int] = (),
     formats: Formats | None = None,
+    history: RuleHistory | None = None,
 ) -> dict[str, Any]:
     """The modal that asks how long similar calls may be approved automatically, and how many
     (``uses``, largest last; none: no choice, the rule's ``max_uses``), its figures in the
-    operation's terms (``formats``); private_metadata is the proposal id, each option's value a
-    duration ("1h", "7d") or a number of calls."""
+    operation's terms (``formats``), with what people decided on such calls lately
+    (``history``; None: not known, nothing said); private_metadata is the proposal id, each
+    option's value a duration ("1h", "7d") or a number of calls."""
     shown = formats or {}
     ceiling = proposal.arguments.get(standing.ceiling)
     limit = ceiling if isinstance(ceiling, int | float) else 0
@@ -122,6 +126,7 @@ def standing_modal(
                     " never covered."
                 )
             ),
+            *([] if history is None else [_history_block(history, proposal.agent)]),
             {
                 "type": "input",
                 "block_id": DURATION_INPUT,
@@ -136,6 +141,62 @@ def standing_modal(
             *_uses_input(uses),
         ],
     )
+
+
+def _history_block(history: RuleHistory, agent: str) -> dict[str, Any]:
+    return {**kit.section(history_text(history, agent)), "block_id": "history"}
+
+
+def history_text(history: RuleHistory, agent: str) -> Mrkdwn:
+    """One sentence: what people decided lately on the calls of ``agent`` (its name made inert)
+    that this rule asked them about: "In the last 30 days people approved 784 such requests from
+    billing-bot under this rule, rejected 2 and let 1 expire: about 1 in 260 that they decided
+    was rejected." (a call left to expire counts as rejected)."""
+    window = f"the last {history.days:,} days"
+    if history.capped_at is not None:
+        window += f" (the latest {history.capped_at:,} such requests)"
+    name = kit.clip(inert(agent), 200)
+    if not history.decided:
+        return own(f"No such request from {name} was decided under this rule in {window}.")
+    approved = (
+        f"{history.approved:,} such request{'s' if history.approved != 1 else ''}"
+        if history.approved
+        else "no such request"
+    )
+    told = (
+        f"In {window} people approved {approved} from {name} under this rule,"
+        f" rejected {_count(history.rejected)} and let {_count(history.expired)} expire"
+    )
+    refused = history.rejected + history.expired
+    if not refused:
+        return own(f"{told}.")
+    # a call left to expire counts as rejected; said so when nobody rejected one
+    how = "rejected" if history.rejected else "left to expire"
+    return own(f"{told}: {_share(refused, history.decided, how)}")
+
+
+def _count(number: int) -> str:
+    return f"{number:,}" if number else "none"
+
+
+def _share(refused: int, decided: int, how: str) -> str:
+    """How many of those ``decided`` were refused, as people say it: "about 1 in 260 [...] was
+    rejected" while they are at most half, "2 of 3 [...] were rejected" beyond."""
+    if 2 * refused > decided:
+        verb = "was" if refused == 1 else "were"
+        return f"{refused:,} of {decided:,} that they decided {verb} {how}."
+    if decided % refused == 0:
+        return f"1 in {decided // refused:,} that they decided was {how}."
+    return f"about 1 in {_rounded(decided / refused):,} that they decided was {how}."
+
+
+def _rounded(ratio: float) -> int:
+    """``ratio`` to the nearest whole number, to two significant figures from 100 on."""
+    whole = int(ratio + 0.5)
+    if whole < 100:
+        return whole
+    unit = int(10 ** (len(str(whole)) - 2))
+    return int(ratio / unit + 0.5) * unit
 
 
 def _uses_input(uses: Sequence[int]) -> Blocks:

@@ -10,6 +10,7 @@ Which calls a standing rule then approves is the flow's rule (bot/flow/standing.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, TypeVar
@@ -27,12 +28,16 @@ from contracts.standing import (
     duration_choices,
     uses_choices,
 )
+from store.base import StoreUnavailable
 from store.proposals import Proposal, Transitioned
+from store.standing import RuleHistory
 
 if TYPE_CHECKING:
     from bot.flow.service import Service
 
 __all__ = ["StandingGrants"]
+
+log = logging.getLogger(__name__)
 
 
 class StandingGrants:
@@ -58,8 +63,28 @@ class StandingGrants:
                 duration_choices(standing.max),
                 uses_choices(standing.max_uses),
                 self._publisher.formats_of(proposal.operation),
+                await self._history(proposal),
             )
             await self._publisher.open_view(proposal, trigger_id, modal)
+
+    async def _history(self, proposal: Proposal) -> RuleHistory | None:
+        """What people decided lately on the agent's calls this rule asked them about, read
+        now; None when the store does not answer (the modal opens without it: it informs the
+        admin, and the grant is checked on submit as always)."""
+        if proposal.rule_id is None:
+            return None
+        try:
+            return await self._service.store.standing().rule_history(
+                proposal.agent, proposal.rule_id, now=self._clock()
+            )
+        except StoreUnavailable as error:
+            log.warning(
+                "grant modal for %s opens without the rule's history: the store did not "
+                "answer (%s)",
+                proposal.id,
+                error,
+            )
+            return None
 
     async def grant(
         self, proposal_id: str, *, user: str, duration: str, uses: str | None = None

@@ -140,6 +140,12 @@ async def granted(cs: Countersign, duration: str = "1h") -> tuple[dict[str, Any]
     return final, rule
 
 
+def input_element(view: dict[str, Any], block_id: str) -> dict[str, Any]:
+    """The element of the modal's input ``block_id``."""
+    [element] = [b["element"] for b in view["blocks"] if b.get("block_id") == block_id]
+    return dict(element)
+
+
 def action_ids(blocks: list[dict[str, Any]]) -> list[str]:
     return [
         element["action_id"]
@@ -195,7 +201,7 @@ async def test_an_admins_approve_and_allow_similar_executes_it_and_grants_a_stan
     assert view.view["private_metadata"] == created["id"]
     rendered = json.dumps(view.view["blocks"])
     assert "*Amount* up to `500.00 USD`" in rendered and "amount_cents" not in rendered
-    options = view.view["blocks"][1]["element"]["options"]
+    options = input_element(view.view, "duration")["options"]
     assert [o["value"] for o in options] == ["1h", "4h", "8h", "1d", "3d", "7d"]
     assert (await cs.store.get_proposal(created["id"])).status == "pending"  # not yet
 
@@ -299,7 +305,7 @@ async def test_the_admin_may_grant_fewer_uses_than_the_rule_allows(cs: Countersi
     assert await allow_similar(cs, ADMIN, created["id"], "1h", uses="1") == 200
 
     [view] = await eventually(lambda: _views(cs, ADMIN))
-    offered = view.view["blocks"][2]["element"]
+    offered = input_element(view.view, "uses")
     assert [o["value"] for o in offered["options"]] == ["1", "3", str(MAX_USES)]
     assert offered["initial_option"]["value"] == str(MAX_USES)
     _, final = await cs.read(created["id"], wait=10)

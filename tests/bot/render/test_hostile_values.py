@@ -45,7 +45,7 @@ from store.delegations import Delegation
 from store.digests import Digest
 from store.escalations import Escalation, EscalationStatus
 from store.proposals import Proposal, Status
-from store.standing import Reviewed, StandingRule
+from store.standing import Reviewed, RuleHistory, StandingRule
 from tests.bot.render.test_escalation import stored
 from tests.bot.render.test_proposal import NOW, make_proposal
 
@@ -343,6 +343,7 @@ def builders(text: str) -> dict[object, list[Any]]:
         )
     ]
     hostile_json: JsonValue = {"memo": text, text: [text]}
+    history = RuleHistory(approved=784, rejected=2, expired=1, days=30)
     return {
         str: [text],
         str | None: [text],
@@ -368,6 +369,8 @@ def builders(text: str) -> dict[object, list[Any]]:
         StandingRule: [rule],
         Sequence[StandingRule]: [[rule]],
         Grant: [grant],
+        RuleHistory: [history],
+        RuleHistory | None: [history],
         Reviewed | None: [Reviewed(proposal_id="cs_1", verdict="ok", reviewer="U0R", at=NOW)],
         StandingPolicy: [
             StandingPolicy(max=timedelta(days=1), admins=("finance",), ceiling="amount_cents")

@@ -16,7 +16,7 @@ from contracts.operations.refund import InMemoryLedger, Refund
 from contracts.outcomes import Succeeded
 from contracts.standing import StandingPolicy, duration_choices, uses_choices
 from store.proposals import Status
-from store.standing import Reviewed, StandingRule
+from store.standing import Reviewed, RuleHistory, StandingRule
 from tests.bot.render.test_proposal import INJECTION, NOW, assert_valid_message, make_proposal
 
 STANDING = StandingPolicy(max=timedelta(days=7), admins=("finance-admins",), ceiling="amount_cents")
@@ -100,6 +100,95 @@ def test_the_grant_modal_offers_uses_up_to_the_rules_max_uses_and_says_what_is_b
     text = json.dumps(modal["blocks"][0])
     assert "at most 25 calls" in text
     assert "everything else as approved here (only *Note* may differ)" in text
+
+
+def history(approved: int, rejected: int, expired: int, **changes: Any) -> RuleHistory:
+    return RuleHistory(approved=approved, rejected=rejected, expired=expired, days=30, **changes)
+
+
+def modal_history(proposal: Any, decided: RuleHistory | None) -> str | None:
+    """The modal's history sentence, if it has one (the modal validated first)."""
+    modal = render_standing.standing_modal(
+        proposal, STANDING, duration_choices(STANDING.max), history=decided
+    )
+    View(**modal).validate_json()
+    found = [b["text"]["text"] for b in modal["blocks"] if b.get("block_id") == "history"]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def test_the_grant_modal_says_what_people_decided_on_such_requests_lately() -> None:
+    text = modal_history(make_proposal(), history(784, 2, 1))
+
+    assert text == (
+        "In the last 30 days people approved 784 such requests from billing-bot under this rule,"
+        " rejected 2 and let 1 expire: about 1 in 260 that they decided was rejected."
+    )
+
+
+@pytest.mark.parametrize(
+    ("decided", "expected"),
+    [
+        (
+            history(1, 1, 0),
+            "people approved 1 such request from billing-bot under this rule, rejected 1 and let"
+            " none expire: 1 in 2 that they decided was rejected.",
+        ),
+        (
+            history(12_345, 0, 0),
+            "people approved 12,345 such requests from billing-bot under this rule, rejected"
+            " none and let none expire.",
+        ),
+        (
+            history(4_000, 3, 1_000),
+            "people approved 4,000 such requests from billing-bot under this rule, rejected 3 and"
+            " let 1,000 expire: about 1 in 5 that they decided was rejected.",
+        ),
+        (
+            history(3_998, 3, 0),
+            "rejected 3 and let none expire: about 1 in 1,300 that they decided was rejected.",
+        ),
+        (history(297, 3, 0), "rejected 3 and let none expire: 1 in 100 that they decided"),
+        (
+            history(0, 2, 1),
+            "people approved no such request from billing-bot under this rule, rejected 2 and let"
+            " 1 expire: 3 of 3 that they decided were rejected.",
+        ),
+        (
+            history(0, 0, 1),
+            "rejected none and let 1 expire: 1 of 1 that they decided was left to expire.",
+        ),
+        (
+            history(7, 0, 2, capped_at=5_000),
+            "In the last 30 days (the latest 5,000 such requests) people approved 7 such"
+            " requests from billing-bot under this rule, rejected none and let 2 expire: about"
+            " 1 in 5 that they decided was left to expire.",
+        ),
+    ],
+)
+def test_the_history_counts_read_as_people_say_them(decided: RuleHistory, expected: str) -> None:
+    text = modal_history(make_proposal(), decided)
+
+    assert text is not None and expected in text
+
+
+def test_the_grant_modal_says_when_nothing_was_decided_and_nothing_when_not_known() -> None:
+    none = modal_history(make_proposal(), history(0, 0, 0))
+    unknown = modal_history(make_proposal(), None)
+
+    assert none == (
+        "No such request from billing-bot was decided under this rule in the last 30 days."
+    )
+    assert unknown is None
+
+
+def test_the_agents_name_in_the_history_is_inert() -> None:
+    for decided in (history(5, 1, 0), history(0, 0, 0)):
+        text = modal_history(make_proposal(agent=INJECTION), decided)
+
+        assert text is not None
+        assert "<!channel>" not in text and "<@U0BOSS>" not in text and "<https" not in text
+        assert "&lt;!channel&gt;" in text  # shown as written, not as a mention
 
 
 def test_the_granter_and_the_list_see_the_remaining_uses() -> None:
