@@ -150,8 +150,8 @@ def _history_block(history: RuleHistory, agent: str) -> dict[str, Any]:
 def history_text(history: RuleHistory, agent: str) -> Mrkdwn:
     """One sentence: what people decided lately on the calls of ``agent`` (its name made inert)
     that this rule asked them about: "In the last 30 days people approved 784 such requests from
-    billing-bot under this rule, rejected 2 and let 1 expire: about 1 in 260 that they decided
-    was rejected." (a call left to expire counts as rejected)."""
+    billing-bot under this rule, rejected 2 and let 1 expire: about 1 in 260 was not approved."
+    (a call left to expire was not approved either)."""
     window = f"the last {history.days:,} days"
     if history.capped_at is not None:
         window += f" (the latest {history.capped_at:,} such requests)"
@@ -170,24 +170,23 @@ def history_text(history: RuleHistory, agent: str) -> Mrkdwn:
     refused = history.rejected + history.expired
     if not refused:
         return own(f"{told}.")
-    # a call left to expire counts as rejected; said so when nobody rejected one
-    how = "rejected" if history.rejected else "left to expire"
-    return own(f"{told}: {_share(refused, history.decided, how)}")
+    return own(f"{told}: {_share(refused, history.decided)}")
 
 
 def _count(number: int) -> str:
     return f"{number:,}" if number else "none"
 
 
-def _share(refused: int, decided: int, how: str) -> str:
-    """How many of those ``decided`` were refused, as people say it: "about 1 in 260 [...] was
-    rejected" while they are at most half, "2 of 3 [...] were rejected" beyond."""
+def _share(refused: int, decided: int) -> str:
+    """How many of the ``decided`` calls were not approved (rejected or left to expire), as
+    people say it: "about 1 in 260 was not approved" while they are at most half, "2 of 3 were
+    not approved" beyond."""
     if 2 * refused > decided:
         verb = "was" if refused == 1 else "were"
-        return f"{refused:,} of {decided:,} that they decided {verb} {how}."
+        return f"{refused:,} of {decided:,} {verb} not approved."
     if decided % refused == 0:
-        return f"1 in {decided // refused:,} that they decided was {how}."
-    return f"about 1 in {_rounded(decided / refused):,} that they decided was {how}."
+        return f"1 in {decided // refused:,} was not approved."
+    return f"about 1 in {_rounded(decided / refused):,} was not approved."
 
 
 def _rounded(ratio: float) -> int:

@@ -60,7 +60,7 @@ async def test_the_grant_modal_counts_the_decisions_people_made_on_such_requests
     assert view.view["callback_id"] == "approve_standing"
     assert history_of(view.view) == [
         "In the last 30 days people approved 2 such requests from support-bot under this rule,"
-        " rejected 1 and let none expire: 1 in 3 that they decided was rejected."
+        " rejected 1 and let none expire: 1 in 3 was not approved."
     ]
     assert await allow_similar(cs, ADMIN, created["id"], "1h") == 200
     _, final = await cs.read(created["id"], wait=10)

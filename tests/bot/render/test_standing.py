@@ -122,7 +122,7 @@ def test_the_grant_modal_says_what_people_decided_on_such_requests_lately() -> N
 
     assert text == (
         "In the last 30 days people approved 784 such requests from billing-bot under this rule,"
-        " rejected 2 and let 1 expire: about 1 in 260 that they decided was rejected."
+        " rejected 2 and let 1 expire: about 1 in 260 was not approved."
     )
 
 
@@ -132,7 +132,7 @@ def test_the_grant_modal_says_what_people_decided_on_such_requests_lately() -> N
         (
             history(1, 1, 0),
             "people approved 1 such request from billing-bot under this rule, rejected 1 and let"
-            " none expire: 1 in 2 that they decided was rejected.",
+            " none expire: 1 in 2 was not approved.",
         ),
         (
             history(12_345, 0, 0),
@@ -142,27 +142,27 @@ def test_the_grant_modal_says_what_people_decided_on_such_requests_lately() -> N
         (
             history(4_000, 3, 1_000),
             "people approved 4,000 such requests from billing-bot under this rule, rejected 3 and"
-            " let 1,000 expire: about 1 in 5 that they decided was rejected.",
+            " let 1,000 expire: about 1 in 5 was not approved.",
         ),
         (
             history(3_998, 3, 0),
-            "rejected 3 and let none expire: about 1 in 1,300 that they decided was rejected.",
+            "rejected 3 and let none expire: about 1 in 1,300 was not approved.",
         ),
-        (history(297, 3, 0), "rejected 3 and let none expire: 1 in 100 that they decided"),
+        (history(297, 3, 0), "rejected 3 and let none expire: 1 in 100 was not approved"),
         (
             history(0, 2, 1),
             "people approved no such request from billing-bot under this rule, rejected 2 and let"
-            " 1 expire: 3 of 3 that they decided were rejected.",
+            " 1 expire: 3 of 3 were not approved.",
         ),
         (
             history(0, 0, 1),
-            "rejected none and let 1 expire: 1 of 1 that they decided was left to expire.",
+            "rejected none and let 1 expire: 1 of 1 was not approved.",
         ),
         (
             history(7, 0, 2, capped_at=5_000),
             "In the last 30 days (the latest 5,000 such requests) people approved 7 such"
             " requests from billing-bot under this rule, rejected none and let 2 expire: about"
-            " 1 in 5 that they decided was left to expire.",
+            " 1 in 5 was not approved.",
         ),
     ],
 )
