@@ -10,10 +10,11 @@ Which calls a standing rule then approves is the flow's rule (bot/flow/standing.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from bot.flow import deciders
 from bot.flow.standing import new_standing_rule_id, offer
@@ -38,6 +39,10 @@ if TYPE_CHECKING:
 __all__ = ["StandingGrants"]
 
 log = logging.getLogger(__name__)
+
+#: How long the grant modal waits for the rule's history before opening without it, in
+#: seconds: Slack accepts the modal only within 3 seconds of the click (its trigger_id).
+HISTORY_WAIT: Final = 1.0
 
 
 class StandingGrants:
@@ -69,20 +74,21 @@ class StandingGrants:
 
     async def _history(self, proposal: Proposal) -> RuleHistory | None:
         """What people decided lately on the agent's calls this rule asked them about, read
-        now; None when the store does not answer (the modal opens without it: it informs the
-        admin, and the grant is checked on submit as always)."""
+        now; None when the store does not answer within :data:`HISTORY_WAIT` (the modal opens
+        without it: it informs the admin, and the grant is checked on submit as always)."""
         if proposal.rule_id is None:
             return None
         try:
-            return await self._service.store.standing().rule_history(
-                proposal.agent, proposal.rule_id, now=self._clock()
-            )
-        except StoreUnavailable as error:
+            async with asyncio.timeout(HISTORY_WAIT):
+                return await self._service.store.standing().rule_history(
+                    proposal.agent, proposal.rule_id, now=self._clock()
+                )
+        except (StoreUnavailable, TimeoutError) as error:
             log.warning(
                 "grant modal for %s opens without the rule's history: the store did not "
-                "answer (%s)",
+                "answer in time (%s)",
                 proposal.id,
-                error,
+                error or f"not within {HISTORY_WAIT:g} s",
             )
             return None
 

@@ -484,7 +484,6 @@ async def running_countersign(
     resolve: Resolve | None = None,
     allow_offline: bool = False,
     store_url: str | None = None,
-    sqlite_store: type[SqliteStore] = SqliteStore,
 ) -> AsyncIterator[Countersign]:
     """The app, the local Slack and the target, running; with ``socket_mode``, Slack
     interactions go over a WebSocket (``SLACK_APP_TOKEN`` set) instead of ``/slack/events``.
@@ -492,8 +491,7 @@ async def running_countersign(
     settings; see :func:`replace_rule`); ``resolve`` answers the app's DNS lookups of callback
     hosts (the system resolver otherwise); ``allow_offline`` starts it although Slack refuses
     its bot token (``serve --allow-offline``); ``store_url`` opens that store (a PostgreSQL
-    one, say) instead of a SQLite file in ``tmp_path``, which ``sqlite_store`` opens (a test's
-    subclass that fails where it means to)."""
+    one, say) instead of a SQLite file in ``tmp_path``."""
     if socket_mode is not None:
         env = {"SLACK_APP_TOKEN": socket_mode.app_token, **(env or {})}
     target = Target()
@@ -512,7 +510,7 @@ async def running_countersign(
         config.write_text(config_edit(text) if config_edit is not None else text)
         settings = load_settings(config, {**ENV, "SLACK_API_URL": slack_url, **(env or {})})
         db_path = tmp_path / "countersign.sqlite"
-        store = await (sqlite_store.open(db_path) if store_url is None else open_store(store_url))
+        store = await (SqliteStore.open(db_path) if store_url is None else open_store(store_url))
         clock = FakeClock()
         app = build_app(
             settings,
