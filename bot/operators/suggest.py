@@ -43,7 +43,7 @@ import json
 import math
 import re
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -400,17 +400,12 @@ async def _measured(
     days = base.report.days
     suggestion.clicks_saved_per_day = (base.report.total.clicks - report.total.clicks) / days
     irreversible = fewer = 0
-    likely = at_most = 0.0
-    rates = _rejection_rates(base)
+    unasked: Counter[str] = Counter()  #: calls asked before and run without a click now, by rule
     money: dict[str, int | float] = defaultdict(int)
     example: dict[str, tuple[FieldFormat, dict[str, JsonValue]]] = {}
     for call, old, fresh in zip(base.calls, base.outcomes, tally.outcomes, strict=True):
         if old.kind == "ask" and fresh.kind == "auto" and old.rule is not None:
-            # a rule whose calls nobody decided tells nothing: even odds, at most every one
-            rejected, decided = rates.get(old.rule, (0, 0))
-            likely += (rejected + 1) / (decided + 2)
-            at_most += rejection_bound(rejected, decided)
-            suggestion.rejection_rates[old.rule] = (rejected, decided)
+            unasked[old.rule] += 1
         if old.kind != "ask" or fresh.risk != "irreversible":
             continue
         before = old.ask
@@ -426,8 +421,13 @@ async def _measured(
             fewer += 1
         _money(settings, call, fresh, money, example)
     suggestion.irreversible_per_day = irreversible / days
-    suggestion.likely_rejected_per_day = likely / days
-    suggestion.at_most_rejected_per_day = at_most / days
+    rates = _rejection_rates(base)
+    for rule, count in unasked.items():
+        # a rule whose calls nobody decided tells nothing: even odds, at most every one
+        rejected, decided = rates.get(rule, (0, 0))
+        suggestion.rejection_rates[rule] = (rejected, decided)
+        suggestion.likely_rejected_per_day += count * (rejected + 1) / (decided + 2) / days
+        suggestion.at_most_rejected_per_day += count * rejection_bound(rejected, decided) / days
     suggestion.fewer_approvers_per_day = fewer / days
     suggestion.money_per_day = {
         currency: show_value(example[currency][0], round(amount / days), example[currency][1])
