@@ -89,21 +89,24 @@ def _calls(seed: int, count: int) -> list[Call]:
     return read_calls(lines, source=f"seed {seed}")
 
 
+def _env() -> dict[str, str]:
+    """What the configuration reads from the environment: as set, or its stand-in."""
+    return {name: os.environ.get(name, value) for name, value in STAND_INS.items()}
+
+
 def _settings(folder: Path) -> Settings:
     """The careful policy, its store (never opened here) in ``folder``."""
-    env = {name: os.environ.get(name, value) for name, value in STAND_INS.items()}
     text = CONFIG.read_text(encoding="utf-8")
     path = folder / CONFIG.name
     path.write_text(text, encoding="utf-8")
-    return load_settings(path, env)
+    return load_settings(path, _env())
 
 
 async def compare(settings: Settings, seed: int, count: int = DEFAULT_CALLS) -> Row:
     """The row of the suggestion drawn from day ``seed``, tried on day ``seed + 1``."""
-    env = {name: os.environ.get(name, value) for name, value in STAND_INS.items()}
     now = datetime.now(UTC)
     drawn, following = _calls(seed, count), _calls(seed + 1, count)
-    suggestions, _ = await suggest(settings, drawn, env=env, ceiling=CEILING, now=now)
+    suggestions, _ = await suggest(settings, drawn, env=_env(), ceiling=CEILING, now=now)
     standing = next((s for s in suggestions if s.kind == "standing"), None)
     if standing is None:
         return Row(seed, (), 0, 0, 0, 0, 0, 0, 0)
