@@ -159,7 +159,7 @@ class ProposalVerbs(
                 return await _replayed(tx, new, found), False
         async with self.tx(write=True) as tx:
             found = None
-            if new.batch is not None or bounded is not None:  # a replay: no batch, no room
+            if new.batch is not None:  # a replay joins no batch: looked for first
                 found = await tx.one(
                     "select_submission", agent=new.agent, submission_key=new.submission_key
                 )
@@ -171,7 +171,13 @@ class ProposalVerbs(
                 )
                 assert counted is not None  # sums return one row
                 if int(counted["pending"]) >= bounded.limit:
-                    raise PendingLimitReached()
+                    # no room: only a replay is answered, with the proposal it stored (below
+                    # the limit, the insert finds a replay by its key, one statement fewer)
+                    found = await tx.one(
+                        "select_submission", agent=new.agent, submission_key=new.submission_key
+                    )
+                    if found is None:
+                        raise PendingLimitReached()
             batch_id = None
             if found is None:
                 new, batch_id = await join_batch(tx, new)

@@ -73,12 +73,18 @@ class PendingConformance:
         again = _new(now, id="replayed-id", submission_key=stored.submission_key)
 
         replay, created = await store.create_proposal(again, pending_limit=PendingLimit(0))
+        # with room: the insert finds it by its key (SQLite reads it only then)
+        roomy, roomy_created = await store.create_proposal(
+            _new(now, id="replayed-with-room", submission_key=stored.submission_key),
+            pending_limit=PendingLimit(5),
+        )
         auto, auto_created = await store.create_proposal(
             _new(now, status=Status.EXECUTING, decision="auto", lease_until=now),
             pending_limit=PendingLimit(0),
         )
 
         assert (replay.id, created) == (stored.id, False)
+        assert (roomy.id, roomy_created) == (stored.id, False)
         assert auto_created and auto.status is Status.EXECUTING
 
     async def test_count_pending_counts_only_the_agents_proposals_that_wait(

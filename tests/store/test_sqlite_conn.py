@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from store.proposals import PendingLimit
 from store.sqlite import SqliteStore
 from store.sqlite_conn import INLINE_BUDGET_SECONDS, SqliteConnection
 from tests.store.conformance import new_proposal
@@ -145,6 +146,32 @@ async def test_the_store_commits_and_begins_in_the_thread_and_writes_inline(
         inline = [(sql, thread) for sql, thread in seen if sql not in waits]
         assert any(sql.startswith("INSERT INTO proposals") for sql, _ in inline)
         assert all(thread == here for _, thread in inline)
+    finally:
+        await store.close()
+
+
+async def test_a_new_proposal_under_its_pending_limit_is_not_looked_up_by_its_key_first(
+    tmp_path: Path,
+) -> None:
+    """Below the limit the insert itself finds a replay (its unique key): the lookup by
+    submission key runs only for a replay, or when the limit leaves no room."""
+    store = await SqliteStore.open(tmp_path / "countersign.sqlite")
+    try:
+        async with store.transaction(write=True) as writer:
+            seen = await _trace(writer)
+        seen.clear()
+        first = new_proposal(NOW)
+
+        await store.create_proposal(first, pending_limit=PendingLimit(10))
+        new_ones = [sql for sql, _ in seen]
+        seen.clear()
+        again = new_proposal(NOW).model_copy(update={"submission_key": first.submission_key})
+        await store.create_proposal(again, pending_limit=PendingLimit(1))
+
+        lookup = "SELECT * FROM proposals WHERE agent = "
+        assert any(sql.startswith("INSERT INTO proposals") for sql in new_ones)
+        assert not any(sql.startswith(lookup) for sql in new_ones)
+        assert any(sql.startswith(lookup) for sql, _ in seen)  # the replay, at its limit
     finally:
         await store.close()
 
