@@ -155,6 +155,9 @@ async def receive_body(request: web.Request, *, timeout: float) -> bytes:
     MAX_BODY (said at once when Content-Length announces it)."""
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise _too_large()
+    if request.content_length is not None and request.content.is_eof():
+        # all of it (at most MAX_BODY, as announced) came with the headers: nothing to wait for
+        return request.content.read_nowait()
     received = bytearray()
     try:
         async with asyncio.timeout(timeout):
