@@ -836,3 +836,22 @@ class StandingConformance:
         assert three_days == RuleHistory(approved=1, rejected=0, expired=1, days=3)
         with pytest.raises(ValueError, match="positive"):
             await standing.rule_history("billing-agent", "refunds-ask", now=now, most=0)
+
+    async def test_rule_history_keeps_the_latest_by_when_made_not_by_when_stored(
+        self, store: Store, now: datetime
+    ) -> None:
+        """The latest by ``created_at``, as the window is: a clock set back stores a call after
+        others with an older time. A read walking the proposals in the order they were stored
+        would keep the one stored last among the latest three, or stop at it as older than a
+        five-day window."""
+        await in_status(store, Status.REJECTED, at=now - timedelta(days=1))
+        await in_status(store, Status.EXPIRED, at=now - timedelta(days=3))
+        await in_status(store, Status.SUCCEEDED, at=now - timedelta(days=2))
+        await in_status(store, Status.EXPIRED, at=now - timedelta(days=6))  # stored last
+        standing = store.standing()
+
+        latest = await standing.rule_history("billing-agent", "refunds-ask", now=now, most=3)
+        five_days = await standing.rule_history("billing-agent", "refunds-ask", now=now, days=5)
+
+        assert latest == RuleHistory(approved=1, rejected=1, expired=1, days=30, capped_at=3)
+        assert five_days == RuleHistory(approved=1, rejected=1, expired=1, days=5)
