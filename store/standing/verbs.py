@@ -263,11 +263,12 @@ class StandingStore(FamilyStore):
         about (decision ``ask``), created in the ``days`` days before ``now``: how many they
         approved (executing and onward, none a standing rule ran), rejected and let expire.
 
-        Bounded: only the latest ``most`` such proposals are read (pending, superseded and
-        cancelled ones among them, counted in none of the three); ``capped_at`` says so when
-        the window held that many. No index serves it (issue 24: each costs every submission),
-        so it is for a person's click (the grant modal), not for each call. On SQLite it runs on
-        a reader, whose statements move to a thread once they pass the loop's budget
+        Bounded: only the latest ``most`` such proposals by ``created_at`` are read (pending,
+        superseded and cancelled ones among them, counted in none of the three), whatever order
+        they were stored in; ``capped_at`` says so when the window held that many. They are
+        walked newest first by the partial index proposals_asked_by_rule (migration 0026), so
+        the read stops there however many the agent has stored. On SQLite it runs on a reader,
+        whose statements move to a thread once they pass the loop's budget
         (store/sqlite_conn.py)."""
         check_limit(most, "proposals")
         if days < 1:

@@ -1215,6 +1215,40 @@ async def test_the_sweeps_and_the_pending_queue_read_only_what_they_return(
     ]
 
 
+@pytest.mark.parametrize("statistics", ["none", "analyzed", "generic"])
+async def test_a_rules_history_walks_only_the_latest_few_of_the_agents_asked_calls(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], statistics: str
+) -> None:
+    """The grant modal's history of a rule keeps the latest few of the agent's calls the rule
+    asked about. It read every one of them and sorted them (0.62 s with 1,000,000 of one
+    agent); it now walks them newest first by proposals_asked_by_rule (0026) and stops at its
+    limit, with or without statistics, and in the generic plan a pooled connection made while
+    the table was empty."""
+    store = await open_pg()
+    params = {"agent": "billing-agent", "rule_id": "refunds-ask", "since": NOW, "most": 10}
+    planned = await _planned_empty(
+        raw,
+        "select_rule_history",
+        "generic" if statistics == "generic" else "custom",
+        params,
+        ("proposals",),
+    )
+    for n in range(500):
+        await store.create_proposal(new_proposal(NOW + timedelta(seconds=n)))
+    if statistics == "analyzed":
+        await raw.execute("ANALYZE proposals")
+    plan = await planned.explained(params)
+    scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "proposals"]
+    assert scans and _rows_read(scans) <= 10, [
+        (n["Node Type"], n.get("Index Name"), n["Actual Rows"], n.get("Rows Removed by Filter"))
+        for n in scans
+    ]
+    history = await store.standing().rule_history(
+        "billing-agent", "refunds-ask", now=NOW + timedelta(days=1), most=10
+    )
+    assert history.capped_at == 10
+
+
 @pytest.mark.parametrize("plan", ["custom", "generic"])
 @pytest.mark.parametrize(
     "query_name", ["expire_due", "remind_due", "hand_over_due", "reclaim_abandoned"]

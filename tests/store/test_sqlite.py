@@ -759,6 +759,31 @@ async def test_the_sweeps_and_the_pending_queue_read_as_little_with_a_backlog_as
     assert all(many[name] < 2 * few[name] + 20 for name in names), (few, many)
 
 
+async def test_a_rules_history_reads_as_little_with_many_asked_calls_of_the_agent_as_with_few(
+    tmp_path: Path,
+) -> None:
+    """The grant modal's history of a rule keeps the latest few of the agent's calls the rule
+    asked about. It read every proposal of the agent, by the index of submission keys, and
+    sorted them (1.07 s with 1,000,000, past the second the modal waits); it now walks them
+    newest first by proposals_asked_by_rule (0026) and stops at its limit. Counted in SQLite's
+    steps, 1,000 cost what 10 do."""
+    params = {"agent": "billing-agent", "rule_id": "refunds-ask", "since": NOW, "most": 5}
+
+    async def steps(stored: int) -> int:
+        path = tmp_path / f"{stored}.sqlite"
+        store = await SqliteStore.open(path)
+        for n in range(stored):
+            await store.create_proposal(new_proposal(NOW + timedelta(seconds=n)))
+        await store.close()
+        with raw(path) as db:
+            counted, [row] = _counted_steps(db, "select_rule_history", params)
+        assert row["counted"] == 5
+        return counted
+
+    few, many = await steps(10), await steps(1000)
+    assert many < 2 * few, (few, many)
+
+
 async def test_migration_0017_rebuilds_digests_keeping_every_digest_and_item(
     db_path: Path,
 ) -> None:

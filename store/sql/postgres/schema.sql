@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0025 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0026 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -379,6 +379,8 @@ CREATE UNIQUE INDEX outbox_pkey ON outbox USING btree (id);
 CREATE INDEX pending_count_changes_tx ON pending_count_changes USING btree (tx);
 
 CREATE UNIQUE INDEX pending_counts_pkey ON pending_counts USING btree (agent, shard);
+
+CREATE INDEX proposals_asked_by_rule ON proposals USING btree (agent, rule_id, created_at) WHERE (decision = 'ask'::text);
 
 CREATE INDEX proposals_backup_due ON proposals USING btree (backup_at) WHERE ((status = 'pending'::text) AND (backup_at IS NOT NULL) AND (handed_over_at IS NULL));
 

@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0025 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0026 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -312,6 +312,9 @@ CREATE INDEX outbox_due_decisions ON outbox (next_attempt_at, id)
 
 CREATE INDEX outbox_open_by_proposal ON outbox (proposal_id, lane, id)
     WHERE delivered_at IS NULL AND abandoned_at IS NULL;
+
+CREATE INDEX proposals_asked_by_rule ON proposals (agent, rule_id, created_at)
+    WHERE decision = 'ask';
 
 CREATE INDEX proposals_backup_due ON proposals (backup_at)
     WHERE status = 'pending' AND backup_at IS NOT NULL AND handed_over_at IS NULL;
