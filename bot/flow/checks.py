@@ -9,6 +9,7 @@ contracts.authority decides, as the policy and roles are configured now.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC
 
 from bot.flow import deciders
@@ -53,11 +54,14 @@ class Checks:
         channel: str | None,
         verb: str,
         expect: Status = Status.PENDING,
+        made: Callable[[Proposal], bool] | None = None,
     ) -> Proposal | None:
         """The proposal if ``user`` may decide it now (its status is ``expect``, its operation
         still configured, and contracts.authority allows ``user``); otherwise None, having told
         ``user`` why and audited the refusal as ``<verb>_refused`` (a click on a proposal
-        someone decided is told who did, unaudited; one on a withdrawn proposal is refused)."""
+        someone decided is told who did, unaudited; one on a withdrawn proposal is refused).
+        ``made``: whether the proposal shows this very click's decision made already (by an
+        earlier application of the same recorded click); then None, nothing told or audited."""
         try:
             proposal = await self._core.store.get_proposal(proposal_id)
         except ProposalNotFound:
@@ -68,6 +72,8 @@ class Checks:
             return None
         except StoreUnavailable as error:  # not an answer about the proposal: nothing changed
             await self._core.store_away(proposal_id, user=user, channel=channel, error=error)
+            return None
+        if made is not None and made(proposal):  # the application that made it answered
             return None
         if proposal.status is Status.CANCELLED:
             withdrawn = render.withdrawn_reason(proposal)

@@ -50,8 +50,9 @@ class ClickPaths:
         """The click's decision path: it checks, decides and tells the clicker."""
         subject, user, channel = clicked.subject, clicked.actor, clicked.channel
         match clicked.verb:
-            case "approve":
-                await self._service.approve(subject, user=user, channel=channel)
+            case "approve":  # a recorded click's own approval is not refused (decide.py)
+                since = clicked.recorded_at if isinstance(clicked, RecordedClick) else None
+                await self._service.approve(subject, user=user, channel=channel, since=since)
             case "reject":
                 reason = str(clicked.detail.get("reason", ""))
                 await self._service.reject(subject, user=user, reason=reason)
@@ -105,9 +106,10 @@ class ClickPaths:
     async def applied_before(self, click: RecordedClick) -> bool:
         """Whether this click's decision is already in the store: applied by an applier that
         stopped before settling it (a decision from before the click is another click's, which
-        the decision path refuses and tells). An Approve click is always looked at (its
-        approval is the clicker's own); the others when they were leased before."""
-        if click.verb not in PROPOSAL_VERBS or (click.verb != "approve" and click.attempts < 2):
+        the decision path refuses and tells). Looked at when the click was leased before; not
+        for Approve, whose decision path knows the click's own approval wherever it finds it
+        (an application still running may make it after this look: decide.py, ``since``)."""
+        if click.verb not in PROPOSAL_VERBS or click.verb == "approve" or click.attempts < 2:
             return False  # a feature's decisions are compare-and-sets its path answers
         try:
             proposal = await self._service.store.get_proposal(click.subject)
@@ -115,11 +117,6 @@ class ClickPaths:
             return False  # the decision path tells the clicker it does not exist
         since = click.recorded_at
         match click.verb:
-            case "approve":
-                return any(
-                    approval.approver == click.actor and approval.approved_at >= since
-                    for approval in proposal.approvals
-                )
             case "reject":
                 return (
                     proposal.status is Status.REJECTED

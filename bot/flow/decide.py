@@ -10,6 +10,8 @@ store; an approval that completes the rule's quorum claims the proposal, and it 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
+from functools import partial
 
 from pydantic import JsonValue
 
@@ -29,7 +31,7 @@ from store.proposals import (
     Transitioned,
     TransitionResult,
 )
-from store.proposals.approvals import already_approved
+from store.proposals.approvals import already_approved, approved_since
 
 __all__ = ["Decisions"]
 
@@ -43,11 +45,25 @@ class Decisions:
         self._checks = checks
         self._execution = execution
 
-    async def approve(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
+    async def approve(
+        self,
+        proposal_id: str,
+        *,
+        user: str,
+        channel: str | None,
+        since: datetime | None = None,
+    ) -> Proposal | None:
         """An Approve click: check the clicker, record the approval; once the rule's quorum of
-        distinct approvers is reached, claim atomically, execute once, report."""
+        distinct approvers is reached, claim atomically, execute once, report.
+
+        ``since``: when the recorded click applied here was recorded (bot/flow/clicks.py). The
+        clicker's approval made since is that click's own, made by another application of it
+        (leased again when its lease ended while this one still ran, or the reverse): found
+        when the proposal is read or when the store refuses the approval, nothing is refused,
+        told or audited; the application that made it answered (or the message shows it)."""
+        made = None if since is None else partial(approved_since, actor=user, since=since)
         proposal = await self._checks.decidable(
-            proposal_id, user=user, channel=channel, verb="approve"
+            proposal_id, user=user, channel=channel, verb="approve", made=made
         )
         if proposal is None:
             return None
@@ -66,6 +82,8 @@ class Decisions:
             text = render.approval_recorded_text(result.proposal)
             await self._core.tell(result.proposal, channel, user, text)
             return result.proposal
+        if made is not None and made(result.proposal):  # applied meanwhile by the other
+            return None
         if isinstance(result, NotApprovable) and already_approved(result.proposal, user):
             # the same person's two clicks raced: the store counted one and refused the other
             await self._checks.audit_refusal(

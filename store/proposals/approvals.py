@@ -40,6 +40,7 @@ __all__ = [
     "already_approved",
     "approval_refusal",
     "approved_detail",
+    "approved_since",
     "counted",
     "missing",
     "progress_effects",
@@ -65,6 +66,12 @@ def already_approved(proposal: Proposal, actor: str) -> str | None:
     if not any(a.approver == actor for a in proposal.approvals):
         return None
     return f"you already approved this; {missing(proposal)} more approval(s) needed"
+
+
+def approved_since(proposal: Proposal, actor: str, since: datetime) -> bool:
+    """Whether ``actor``'s approval of ``proposal`` was made at or after ``since`` (a recorded
+    click's moment: an approval made since is that click's own, bot/flow/clicks.py)."""
+    return any(a.approver == actor and a.approved_at >= since for a in proposal.approvals)
 
 
 def approval_refusal(

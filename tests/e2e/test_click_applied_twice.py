@@ -1,0 +1,207 @@
+"""A recorded click applied twice at once, because its lease ended while its first application
+still waited: the second application finds the clicker's approval, made by the first, and tells
+them nothing false. Two instances on one PostgreSQL schema, each with its running applier; a
+connection of the test holds the proposal's row lock, so the first application really waits in
+the store (where an approval locks its proposal), its lease really ends (the second instance's
+clock is a minute ahead), and the second instance's applier leases the click again and waits
+there too. Every click is a signed block_actions payload sent over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from bot.app import DECISIONS
+from tests.e2e.harness import (
+    APPROVER,
+    APPROVER_2,
+    CAMPAIGN_CHANNEL,
+    REQUESTER,
+    Countersign,
+    eventually,
+    replace_rule,
+    running_countersign,
+)
+
+pytestmark = pytest.mark.postgres
+
+#: The applier's lease of a click (bot/app.py), and a moment past it.
+PAST_THE_LEASE = timedelta(seconds=61)
+RECORDED = "Your approval is recorded: 1 of 2"
+REFUSED = ":no_entry_sign: Countersign did not do that"
+CAMPAIGN = {
+    "operation": "crm.send_campaign",
+    "request": {"segment": "vip", "template": "tmpl_winback", "recipients": 10},
+    "requested_by": REQUESTER,
+    "run_id": "run-1",
+}
+
+
+def campaigns(quorum: int) -> Callable[[str], str]:
+    """Campaigns asked of finance, ``quorum`` approvers each."""
+    return replace_rule(
+        "campaigns",
+        f"""
+        [[policy]]
+        id = "campaigns"
+        operation = "crm.send_campaign"
+        decision = "ask"
+        approvers = ["finance"]
+        quorum = {quorum}
+        channel = "{CAMPAIGN_CHANNEL}"
+        expires_after = "30m"
+        """,
+    )
+
+
+@dataclass
+class Twice:
+    """The two instances, and the proposal whose Approve click both applied."""
+
+    first: Countersign
+    second: Countersign
+    proposal_id: str
+
+    def told(self, user: str) -> list[str]:
+        """What ``user`` was told privately, by either instance."""
+        return [m.text for cs in (self.first, self.second) for m in cs.slack.ephemeral(user)]
+
+    async def approvals(self) -> list[str]:
+        """The proposal's audit entries of approvals and refused approvals, oldest first."""
+        entries = await self.first.store.audit_log(self.proposal_id)
+        return [e.event for e in entries if "approv" in e.event]
+
+    def executions(self) -> int:
+        return len(self.first.target.executions()) + len(self.second.target.executions())
+
+
+@asynccontextmanager
+async def applied_twice(tmp_path: Path, postgres_url: str, quorum: int) -> AsyncIterator[Twice]:
+    """APPROVER's Approve click, applied by both instances' appliers at once (see the module's
+    docstring), both applications done."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    edit = campaigns(quorum)
+    async with (
+        running_countersign(tmp_path / "a", store_url=postgres_url, config_edit=edit) as first,
+        _connection(postgres_url) as reader,
+        _connection(postgres_url) as locker,
+    ):
+        status, created = await first.submit(CAMPAIGN)
+        assert status == 201, created
+        proposal_id = created["id"]
+        await first.posted(proposal_id)
+        holder = await locker.fetchval("SELECT pg_backend_pid()")
+
+        async def leased(attempts: int) -> bool:
+            query = "SELECT attempts FROM recorded_clicks WHERE subject = $1"
+            return bool(await reader.fetchval(query, proposal_id) == attempts)
+
+        async def waiting_for_the_row(count: int) -> bool:
+            """``count`` sessions wait for the lock: on it, or queued behind one that does."""
+            query = "SELECT pid, pg_blocking_pids(pid) AS behind FROM pg_stat_activity"
+            rows = {row["pid"]: set(row["behind"]) for row in await reader.fetch(query)}
+            waiting: set[int] = set()
+            more = {holder}
+            while more:
+                more = {pid for pid, behind in rows.items() if behind & more} - waiting
+                waiting |= more
+            return len(waiting) == count
+
+        lock = locker.transaction()
+        await lock.start()
+        held = True
+        try:  # an approval locks its proposal's row first (store/proposals/approvals.py)
+            await locker.execute("SELECT id FROM proposals WHERE id = $1 FOR UPDATE", proposal_id)
+            assert await first.click(APPROVER, "approve", proposal_id) == 200
+            await eventually(lambda: leased(1))  # by the first instance's applier
+            await eventually(lambda: waiting_for_the_row(1), timeout=20)
+            async with running_countersign(
+                tmp_path / "b", store_url=postgres_url, config_edit=edit
+            ) as second:
+                second.clock.advance(PAST_THE_LEASE)  # the first application's lease ends
+                await eventually(lambda: leased(2))  # by the second instance's applier
+                await eventually(lambda: waiting_for_the_row(2), timeout=20)
+                await lock.rollback()  # both applications go on
+                held = False
+
+                async def applied_by_both() -> bool:
+                    both = (first.app[DECISIONS], second.app[DECISIONS])
+                    return sum(d.applied for d in both) == 2 and not any(d.answering for d in both)
+
+                await eventually(applied_by_both, timeout=20)
+                assert await first.store.clicks().waiting_clicks() == 0
+                yield Twice(first, second, proposal_id)
+        finally:  # never left held: the instances could not stop
+            if held:
+                await lock.rollback()
+
+
+@asynccontextmanager
+async def _connection(url: str) -> AsyncIterator[asyncpg.Connection]:
+    db = await asyncpg.connect(url)
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+async def test_a_click_applied_again_while_its_approval_was_made_is_not_told_already_approved(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Quorum 2: the first application counts the approval and says so; the second finds it
+    there and refuses nothing (no "you already approved", no refusal audited). A later Approve
+    click of the same person is another click: it is refused, honestly; the second approver's
+    runs the proposal once."""
+    async with applied_twice(tmp_path, postgres_url, quorum=2) as twice:
+        first, proposal_id = twice.first, twice.proposal_id
+        proposal = await first.store.get_proposal(proposal_id)
+        assert [a.approver for a in proposal.approvals] == [APPROVER]
+        assert await twice.approvals() == ["approval_recorded"]
+        told = twice.told(APPROVER)
+        assert len([text for text in told if RECORDED in text]) == 1, told
+        assert not any("already" in text or REFUSED in text for text in told), told
+
+        # a click of their own again, later (at the instance whose clock is ahead: its moment
+        # follows their approval whichever instance made it)
+        assert await twice.second.click(APPROVER, "approve", proposal_id) == 200
+
+        async def refused() -> bool:
+            return await twice.approvals() == ["approval_recorded", "approve_refused"]
+
+        await eventually(refused, timeout=20)
+        [refusal] = await eventually(
+            lambda: _async([t for t in twice.told(APPROVER) if REFUSED in t])
+        )
+        assert "you already approved this; 1 more approval(s) needed" in refusal
+
+        assert await first.click(APPROVER_2, "approve", proposal_id) == 200
+        _, final = await first.read(proposal_id, wait=10)
+        assert final["status"] == "succeeded", final
+        assert twice.executions() == 1
+        assert await twice.approvals() == ["approval_recorded", "approve_refused", "approved"]
+
+
+async def test_a_click_applied_again_after_its_approval_ran_the_proposal_is_not_told_decided(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Quorum 1: the first application's approval claims and runs the proposal; the second
+    finds it decided by that approval and does not tell its clicker it was decided already."""
+    async with applied_twice(tmp_path, postgres_url, quorum=1) as twice:
+        _, final = await twice.first.read(twice.proposal_id, wait=10)
+        assert final["status"] == "succeeded", final
+        assert twice.executions() == 1
+        assert await twice.approvals() == ["approved"]
+        told = twice.told(APPROVER)
+        assert not any("already" in text or REFUSED in text for text in told), told
+
+
+async def _async(value: Any) -> Any:
+    return value
