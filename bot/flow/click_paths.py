@@ -23,6 +23,9 @@ __all__ = ["Applier", "ClickPaths"]
 
 log = logging.getLogger(__name__)
 
+#: The verbs whose decision paths know the recorded click's own decision (decide.py, ``since``).
+_OWN_DECISION: frozenset[ClickVerb] = frozenset({"approve", "reject", "extend"})
+
 
 class Applier(Protocol):
     """How a feature's decision clicks (a digest's, an escalation's) are applied and answered."""
@@ -49,15 +52,16 @@ class ClickPaths:
     async def decide(self, clicked: Clicked) -> None:
         """The click's decision path: it checks, decides and tells the clicker."""
         subject, user, channel = clicked.subject, clicked.actor, clicked.channel
+        # a recorded click's own approval, rejection or extension is not refused (decide.py)
+        since = clicked.recorded_at if isinstance(clicked, RecordedClick) else None
         match clicked.verb:
-            case "approve":  # a recorded click's own approval is not refused (decide.py)
-                since = clicked.recorded_at if isinstance(clicked, RecordedClick) else None
+            case "approve":
                 await self._service.approve(subject, user=user, channel=channel, since=since)
             case "reject":
                 reason = str(clicked.detail.get("reason", ""))
-                await self._service.reject(subject, user=user, reason=reason)
+                await self._service.reject(subject, user=user, reason=reason, since=since)
             case "extend":
-                await self._service.extend(subject, user=user, channel=channel)
+                await self._service.extend(subject, user=user, channel=channel, since=since)
             case "retry":
                 await self._service.retry(subject, user=user, channel=channel)
             case "reconcile_succeeded" | "reconcile_failed":
@@ -105,33 +109,17 @@ class ClickPaths:
 
     async def applied_before(self, click: RecordedClick) -> bool:
         """Whether this click's decision is already in the store: applied by an applier that
-        stopped before settling it (a decision from before the click is another click's, which
-        the decision path refuses and tells). Looked at when the click was leased before; not
-        for Approve, whose decision path knows the click's own approval wherever it finds it
-        (an application still running may make it after this look: decide.py, ``since``)."""
-        if click.verb not in PROPOSAL_VERBS or click.verb == "approve" or click.attempts < 2:
+        stopped before settling it. Looked at for a Retry or a reconciliation leased before
+        (the execution is no longer uncertain); not for Approve, Reject and Extend, whose
+        decision paths know the click's own decision wherever they find it (an application
+        still running may make it after this look: decide.py, ``since``)."""
+        if click.verb not in PROPOSAL_VERBS or click.verb in _OWN_DECISION or click.attempts < 2:
             return False  # a feature's decisions are compare-and-sets its path answers
         try:
             proposal = await self._service.store.get_proposal(click.subject)
         except ProposalNotFound:
             return False  # the decision path tells the clicker it does not exist
-        since = click.recorded_at
-        match click.verb:
-            case "reject":
-                return (
-                    proposal.status is Status.REJECTED
-                    and proposal.decided_by == click.actor
-                    and proposal.decided_at is not None
-                    and proposal.decided_at >= since
-                )
-            case "extend":
-                return (
-                    proposal.extended_by == click.actor
-                    and proposal.extended_at is not None
-                    and proposal.extended_at >= since
-                )
-            case _:  # a retry or a reconciliation: the execution is no longer uncertain
-                return proposal.status is not Status.NEEDS_RECONCILIATION
+        return proposal.status is not Status.NEEDS_RECONCILIATION
 
     def _applier(self, clicked: Clicked) -> Applier:
         applier = self._appliers.get(clicked.verb)

@@ -37,10 +37,11 @@ restart, a crash, another instance's lease ending) is leased again; when its dec
 there (the clicker's approval, rejection or extension, recorded at or after the click; a
 reconciliation or a retry no longer awaited), it was this click's, and the click is settled
 without applying it again. Its first application may still be running then, and make the
-approval after the look: an Approve click's decision path knows the clicker's approval made
-since the click as the click's own wherever it finds it (when it reads the proposal, or when the
-store refuses the approval), and refuses nothing; only a later click of the same person (its
-approval older than the click) is told "you already approved".
+decision after the look: the decision paths of Approve, Reject and Extend know the clicker's
+approval, rejection or extension made since the click as the click's own wherever they find it
+(when they read the proposal, or when the store refuses the transition), and refuse nothing;
+only a later click of the same person (their decision older than the click) is told "you
+already approved", "already decided" or "already extended once".
 """
 
 from __future__ import annotations

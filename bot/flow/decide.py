@@ -32,6 +32,8 @@ from store.proposals import (
     TransitionResult,
 )
 from store.proposals.approvals import already_approved, approved_since
+from store.proposals.reminders import extended_since
+from store.proposals.verdicts import rejected_since
 
 __all__ = ["Decisions"]
 
@@ -122,9 +124,17 @@ class Decisions:
                 proposal, trigger_id, render.reject_modal(proposal)
             )
 
-    async def reject(self, proposal_id: str, *, user: str, reason: str) -> Proposal | None:
-        """The reason modal was submitted: check the clicker again, then reject atomically."""
-        proposal = await self._checks.decidable(proposal_id, user=user, channel=None, verb="reject")
+    async def reject(
+        self, proposal_id: str, *, user: str, reason: str, since: datetime | None = None
+    ) -> Proposal | None:
+        """The reason modal was submitted: check the clicker again, then reject atomically.
+
+        ``since``: as for :meth:`approve`; the clicker's rejection made since is the recorded
+        click's own, and it is not told "already decided"."""
+        made = None if since is None else partial(rejected_since, actor=user, since=since)
+        proposal = await self._checks.decidable(
+            proposal_id, user=user, channel=None, verb="reject", made=made
+        )
         if proposal is None:
             return None
         result = await self._core.store.reject(
@@ -133,6 +143,8 @@ class Decisions:
         if isinstance(result, Transitioned):
             self._core.changed(result.proposal)
             return result.proposal
+        if made is not None and made(result.proposal):  # applied meanwhile by the other
+            return None
         await self._checks.not_claimed(result, user=user, channel=None)
         return None
 
@@ -175,11 +187,22 @@ class Decisions:
             self._core.changed(result.proposal)
         return result
 
-    async def extend(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
+    async def extend(
+        self,
+        proposal_id: str,
+        *,
+        user: str,
+        channel: str | None,
+        since: datetime | None = None,
+    ) -> Proposal | None:
         """An Extend click: the same checks as Approve, then the one extension the rule allows
-        (bot/flow/extensions.py). A refusal is told to the clicker alone and audited."""
+        (bot/flow/extensions.py). A refusal is told to the clicker alone and audited.
+
+        ``since``: as for :meth:`approve`; the clicker's extension made since is the recorded
+        click's own, and it is not told or audited as "already extended once"."""
+        made = None if since is None else partial(extended_since, actor=user, since=since)
         proposal = await self._checks.decidable(
-            proposal_id, user=user, channel=channel, verb="extend"
+            proposal_id, user=user, channel=channel, verb="extend", made=made
         )
         if proposal is None:
             return None
@@ -194,6 +217,8 @@ class Decisions:
         if isinstance(result, Transitioned):
             self._core.changed(result.proposal)
             return result.proposal
+        if made is not None and made(result.proposal):  # applied meanwhile by the other
+            return None
         if isinstance(result, NotApprovable):
             await self._checks.audit_refusal(proposal, user=user, verb="extend", why=result.reason)
         if isinstance(result, AlreadyDecided | NotApprovable):

@@ -39,6 +39,7 @@ __all__ = [
     "REMINDER_ACTOR",
     "REMINDER_EFFECT",
     "ReminderVerbs",
+    "extended_since",
     "extension_detail",
     "moved_reminder",
     "not_extendable",
@@ -76,6 +77,16 @@ def moved_reminder(current: Proposal, until: datetime) -> datetime | None:
     if current.remind_at is None or current.reminded_at is not None or current.expires_at is None:
         return current.remind_at
     return current.remind_at + (until - current.expires_at)
+
+
+def extended_since(proposal: Proposal, actor: str, since: datetime) -> bool:
+    """Whether ``actor`` extended ``proposal`` at or after ``since`` (a recorded click's moment:
+    an extension made since is that click's own, bot/flow/clicks.py)."""
+    return (
+        proposal.extended_by == actor
+        and proposal.extended_at is not None
+        and proposal.extended_at >= since
+    )
 
 
 def not_extendable(current: Proposal, now: datetime, until: datetime) -> TransitionResult:

@@ -10,7 +10,18 @@ from datetime import datetime
 from store.proposals.lifecycle import FINAL, Status
 from store.proposals.records import AlreadyDecided, NotApprovable, Proposal, TransitionResult
 
-__all__ = ["not_reconcilable", "refusal"]
+__all__ = ["not_reconcilable", "refusal", "rejected_since"]
+
+
+def rejected_since(proposal: Proposal, actor: str, since: datetime) -> bool:
+    """Whether ``actor`` rejected ``proposal`` at or after ``since`` (a recorded click's moment:
+    a rejection made since is that click's own, bot/flow/clicks.py)."""
+    return (
+        proposal.status is Status.REJECTED
+        and proposal.decided_by == actor
+        and proposal.decided_at is not None
+        and proposal.decided_at >= since
+    )
 
 
 def refusal(current: Proposal, now: datetime, binding_hash: str | None) -> TransitionResult:

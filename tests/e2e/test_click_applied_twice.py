@@ -1,17 +1,19 @@
 """A recorded click applied twice at once, because its lease ended while its first application
-still waited: the second application finds the clicker's approval, made by the first, and tells
-them nothing false. Two instances on one PostgreSQL schema, each with its running applier; a
-connection of the test holds the proposal's row lock, so the first application really waits in
-the store (where an approval locks its proposal), its lease really ends (the second instance's
-clock is a minute ahead), and the second instance's applier leases the click again and waits
-there too. Every click is a signed block_actions payload sent over HTTP."""
+still waited: the second application finds the clicker's approval, rejection or extension, made
+by the first, and tells them nothing false nor audits it again. Two instances on one PostgreSQL
+schema, each with its running applier; a connection of the test holds the proposal's row lock,
+so the first application really waits in the store (where an approval locks its proposal, and a
+rejection's or an extension's compare-and-set updates it), its lease really ends (the second
+instance's clock is a minute ahead), and the second instance's applier leases the click again
+and waits there too. Every click is a signed block_actions (or view_submission) payload sent
+over HTTP."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import asyncpg
 import pytest
 
 from bot.app import DECISIONS
+from store.proposals import Status
 from tests.e2e.harness import (
     APPROVER,
     APPROVER_2,
@@ -34,6 +37,8 @@ pytestmark = pytest.mark.postgres
 
 #: The applier's lease of a click (bot/app.py), and a moment past it.
 PAST_THE_LEASE = timedelta(seconds=61)
+#: What each campaign's one extension adds to its expiry.
+EXTEND_BY = timedelta(minutes=30)
 RECORDED = "Your approval is recorded: 1 of 2"
 REFUSED = ":no_entry_sign: Countersign did not do that"
 CAMPAIGN = {
@@ -45,7 +50,7 @@ CAMPAIGN = {
 
 
 def campaigns(quorum: int) -> Callable[[str], str]:
-    """Campaigns asked of finance, ``quorum`` approvers each."""
+    """Campaigns asked of finance, ``quorum`` approvers each, extendable once."""
     return replace_rule(
         "campaigns",
         f"""
@@ -57,13 +62,14 @@ def campaigns(quorum: int) -> Callable[[str], str]:
         quorum = {quorum}
         channel = "{CAMPAIGN_CHANNEL}"
         expires_after = "30m"
+        extend_by = "30m"
         """,
     )
 
 
 @dataclass
 class Twice:
-    """The two instances, and the proposal whose Approve click both applied."""
+    """The two instances, and the proposal whose click both applied."""
 
     first: Countersign
     second: Countersign
@@ -75,17 +81,45 @@ class Twice:
 
     async def approvals(self) -> list[str]:
         """The proposal's audit entries of approvals and refused approvals, oldest first."""
+        return await self.events("approv")
+
+    async def events(self, about: str) -> list[str]:
+        """The proposal's audit entries whose event names ``about``, oldest first."""
         entries = await self.first.store.audit_log(self.proposal_id)
-        return [e.event for e in entries if "approv" in e.event]
+        return [e.event for e in entries if about in e.event]
+
+    async def refusal(self, user: str) -> str:
+        """The refusal ``user`` was told, once it is told (only one, ever)."""
+        [refusal] = await eventually(lambda: _async([t for t in self.told(user) if REFUSED in t]))
+        return str(refusal)
 
     def executions(self) -> int:
         return len(self.first.target.executions()) + len(self.second.target.executions())
 
 
+#: A person's decision on a proposal, sent to an instance: the click to apply twice.
+Click = Callable[[Countersign, str], Awaitable[int]]
+
+
+async def approve(cs: Countersign, proposal_id: str) -> int:
+    return await cs.click(APPROVER, "approve", proposal_id)
+
+
+async def reject(cs: Countersign, proposal_id: str) -> int:
+    """The reason modal of APPROVER's Reject, submitted."""
+    return await cs.submit_reason(APPROVER, proposal_id, "not this week")
+
+
+async def extend(cs: Countersign, proposal_id: str) -> int:
+    return await cs.click(APPROVER, "extend", proposal_id)
+
+
 @asynccontextmanager
-async def applied_twice(tmp_path: Path, postgres_url: str, quorum: int) -> AsyncIterator[Twice]:
-    """APPROVER's Approve click, applied by both instances' appliers at once (see the module's
-    docstring), both applications done."""
+async def applied_twice(
+    tmp_path: Path, postgres_url: str, quorum: int = 2, click: Click = approve
+) -> AsyncIterator[Twice]:
+    """APPROVER's ``click`` (Approve unless told), applied by both instances' appliers at once
+    (see the module's docstring), both applications done."""
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
     edit = campaigns(quorum)
@@ -118,9 +152,10 @@ async def applied_twice(tmp_path: Path, postgres_url: str, quorum: int) -> Async
         lock = locker.transaction()
         await lock.start()
         held = True
-        try:  # an approval locks its proposal's row first (store/proposals/approvals.py)
+        try:  # an approval locks its proposal's row first (store/proposals/approvals.py), a
+            # rejection's or an extension's compare-and-set updates it
             await locker.execute("SELECT id FROM proposals WHERE id = $1 FOR UPDATE", proposal_id)
-            assert await first.click(APPROVER, "approve", proposal_id) == 200
+            assert await click(first, proposal_id) == 200
             await eventually(lambda: leased(1))  # by the first instance's applier
             await eventually(lambda: waiting_for_the_row(1), timeout=20)
             async with running_countersign(
@@ -177,9 +212,7 @@ async def test_a_click_applied_again_while_its_approval_was_made_is_not_told_alr
             return await twice.approvals() == ["approval_recorded", "approve_refused"]
 
         await eventually(refused, timeout=20)
-        [refusal] = await eventually(
-            lambda: _async([t for t in twice.told(APPROVER) if REFUSED in t])
-        )
+        refusal = await twice.refusal(APPROVER)
         assert "you already approved this; 1 more approval(s) needed" in refusal
 
         assert await first.click(APPROVER_2, "approve", proposal_id) == 200
@@ -201,6 +234,69 @@ async def test_a_click_applied_again_after_its_approval_ran_the_proposal_is_not_
         assert await twice.approvals() == ["approved"]
         told = twice.told(APPROVER)
         assert not any("already" in text or REFUSED in text for text in told), told
+
+
+async def test_a_rejection_applied_again_while_it_was_made_is_not_told_already_decided(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The reason modal of a Reject, applied twice at once: the proposal is rejected once, with
+    one audit entry; the second application finds the rejection its own and tells its clicker
+    nothing (not "already decided: Rejected"). A later submission of theirs, after their
+    rejection, is told honestly that it was decided."""
+    async with applied_twice(tmp_path, postgres_url, click=reject) as twice:
+        first, proposal_id = twice.first, twice.proposal_id
+        proposal = await first.store.get_proposal(proposal_id)
+        assert (proposal.status, proposal.decided_by) == (Status.REJECTED, APPROVER)
+        assert proposal.decision_note == "not this week"
+        assert await twice.events("reject") == ["rejected"]
+        told = twice.told(APPROVER)
+        assert not any("already" in text or REFUSED in text for text in told), told
+
+        # the modal submitted again, later: no longer recorded (the proposal is decided), it
+        # goes to the decision path, which says who decided it
+        assert await twice.second.submit_reason(APPROVER, proposal_id, "still no") == 200
+
+        async def decided() -> list[str]:
+            return [t for t in twice.told(APPROVER) if "already decided" in t]
+
+        [text] = await eventually(decided)
+        assert "Rejected" in text and APPROVER in text, text
+        assert await twice.events("reject") == ["rejected"]
+        assert (await first.store.get_proposal(proposal_id)).decision_note == "not this week"
+        _, final = await first.read(proposal_id)
+        assert final["status"] == "rejected", final
+        assert twice.executions() == 0
+
+
+async def test_an_extension_applied_again_while_it_was_made_is_not_told_already_extended(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """An Extend click applied twice at once: the expiry moves once, by the rule's extend_by,
+    with one audit entry; the second application finds the extension its own and neither
+    tells its clicker "already extended once, by you" nor audits a refusal. A later Extend
+    click of theirs is another click: it is refused, honestly, and audited."""
+    async with applied_twice(tmp_path, postgres_url, click=extend) as twice:
+        first, proposal_id = twice.first, twice.proposal_id
+        proposal = await first.store.get_proposal(proposal_id)
+        assert proposal.extended_by == APPROVER and proposal.status is Status.PENDING
+        [entry] = [e for e in await first.store.audit_log(proposal_id) if e.event == "extended"]
+        moved = {k: datetime.fromisoformat(str(entry.detail[k])) for k in ("from", "to")}
+        assert moved["to"] - moved["from"] == EXTEND_BY and moved["to"] == proposal.expires_at
+        assert await twice.events("extend") == ["extended"]
+        told = twice.told(APPROVER)
+        assert not any("already" in text or REFUSED in text for text in told), told
+
+        # a click of their own again, later (at the instance whose clock is ahead: its moment
+        # follows their extension whichever instance made it)
+        assert await twice.second.click(APPROVER, "extend", proposal_id) == 200
+
+        async def refused() -> bool:
+            return await twice.events("extend") == ["extended", "extend_refused"]
+
+        await eventually(refused, timeout=20)
+        refusal = await twice.refusal(APPROVER)
+        assert f"it was already extended once, by {APPROVER}" in refusal
+        assert (await first.store.get_proposal(proposal_id)).expires_at == proposal.expires_at
 
 
 async def _async(value: Any) -> Any:

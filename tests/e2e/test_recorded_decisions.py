@@ -18,6 +18,7 @@ import pytest
 from bot.app import DECISIONS
 from contracts.canonical import binding_hash
 from store.proposals import Status
+from store.proposals.clicks import ClickVerb
 from tests.e2e.harness import (
     APPROVER,
     OUTSIDER,
@@ -197,24 +198,31 @@ async def test_a_recorded_decision_is_checked_when_applied_and_a_refusal_told_on
         assert (await _events(cs, proposal_id)).count(f"{verb}_refused") == 1
 
 
-async def test_a_rejection_applied_but_not_settled_is_not_applied_again(cs: Countersign) -> None:
-    """An applier that stopped after applying a rejection and before settling it leaves it to
-    be leased again: the rejection it finds is the click's own, so nobody is told twice."""
+@pytest.mark.parametrize(("verb", "event"), [("reject", "rejected"), ("extend", "extended")])
+async def test_a_decision_applied_but_not_settled_is_not_applied_again(
+    cs: Countersign, verb: ClickVerb, event: str
+) -> None:
+    """An applier that stopped after applying a rejection (or an extension) and before settling
+    it leaves it to be leased again: the decision its path finds is the click's own, so nobody
+    is told twice and no refusal is audited."""
     [proposal_id] = await _posted(cs, 1)
     decisions = cs.app[DECISIONS]
     await decisions.stop()  # the test leases and applies the click itself
     recorded = await cs.store.clicks().record_click(
         proposal_id,
         actor=APPROVER,
-        verb="reject",
+        verb=verb,
         channel=None,
         now=cs.clock(),
-        detail={"reason": "not now"},
+        detail={"reason": "not now"} if verb == "reject" else {},
     )
     assert recorded is not None
     await cs.store.clicks().claim_clicks(now=cs.clock(), limit=1, lease=timedelta(seconds=1))
     # the applier that leased it applied it, then stopped before settling it
-    await cs.service.reject(proposal_id, user=APPROVER, reason="not now")
+    if verb == "reject":
+        await cs.service.reject(proposal_id, user=APPROVER, reason="not now")
+    else:
+        await cs.service.extend(proposal_id, user=APPROVER, channel=None)
 
     [again] = await cs.store.clicks().claim_clicks(
         now=cs.clock() + timedelta(seconds=2), limit=1, lease=timedelta(seconds=1)
@@ -223,8 +231,9 @@ async def test_a_rejection_applied_but_not_settled_is_not_applied_again(cs: Coun
     await decisions.apply(again)  # as after a crash before the settle
 
     await cs.settled()
-    assert (await _events(cs, proposal_id)).count("rejected") == 1
-    assert _told(cs, APPROVER) == []  # not told it was decided already (by them)
+    events = await _events(cs, proposal_id)
+    assert events.count(event) == 1 and f"{verb}_refused" not in events, events
+    assert _told(cs, APPROVER) == []  # not told it was decided (extended) already, by them
     assert await cs.store.clicks().waiting_clicks() == 0
 
 
