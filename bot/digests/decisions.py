@@ -59,8 +59,11 @@ class DigestService:
 
     # --- clicks on the digest's buttons -------------------------------------------------------
 
-    async def approve_all(self, digest_id: str, *, user: str, channel: str | None) -> Tally | None:
-        """Approve every item still pending, each as if its own Approve was clicked."""
+    async def approve_all(
+        self, digest_id: str, *, user: str, channel: str | None, since: datetime | None = None
+    ) -> Tally | None:
+        """Approve every item still pending, each as if its own Approve was clicked. ``since``:
+        the moment of the recorded click applied here (bot/digests/recorded.py)."""
         digest = await self._digest(digest_id, user=user, channel=channel)
         if digest is None:
             return None
@@ -69,7 +72,7 @@ class DigestService:
             # the message offers no Approve all then; a click from an older message is refused
             await self._tell(digest, channel, user, render.refusal_text(NOT_SHOWN_WHOLE))
             return None
-        return await self._approve(digest, digest.items, user=user, channel=channel)
+        return await self._approve(digest, digest.items, user=user, channel=channel, since=since)
 
     async def begin_reject_all(
         self, digest_id: str, *, user: str, channel: str | None, trigger_id: str
@@ -121,7 +124,12 @@ class DigestService:
             await self.publisher.update_view(view_id, view_hash, view)
 
     async def approve_reviewed(
-        self, state: review.ReviewState, on_page: Mapping[int, bool], *, user: str
+        self,
+        state: review.ReviewState,
+        on_page: Mapping[int, bool],
+        *,
+        user: str,
+        since: datetime | None = None,
     ) -> Tally | None:
         """Approve every reviewed item still selected, each on its own and only while its
         binding hash is the one the review showed; the clicker is told, by number, each item
@@ -144,7 +152,7 @@ class DigestService:
                 )
                 result: TransitionResult | str = CHANGED_SINCE_REVIEW
             else:
-                result = await self._service.approve_item(proposal, user=user, via=via)
+                result = await self._service.approve_item(proposal, user=user, via=via, since=since)
             _count(tally, result)
             what = _not_done(result)
             if what is not None:
@@ -156,16 +164,31 @@ class DigestService:
 
     # --- the modals, submitted ----------------------------------------------------------------
 
-    async def approve(self, digest_id: str, chosen: Sequence[str], *, user: str) -> Tally | None:
+    async def approve(
+        self,
+        digest_id: str,
+        chosen: Sequence[str],
+        *,
+        user: str,
+        since: datetime | None = None,
+    ) -> Tally | None:
         """Approve the chosen items (ids from the modal), each on its own."""
         digest = await self._digest(digest_id, user=user, channel=None)
         if digest is None:
             return None
         items, unknown = _chosen(digest, chosen)
-        return await self._approve(digest, items, user=user, channel=None, unknown=unknown)
+        return await self._approve(
+            digest, items, user=user, channel=None, unknown=unknown, since=since
+        )
 
     async def reject(
-        self, digest_id: str, chosen: Sequence[str] | None, *, user: str, reason: str
+        self,
+        digest_id: str,
+        chosen: Sequence[str] | None,
+        *,
+        user: str,
+        reason: str,
+        since: datetime | None = None,
     ) -> Tally | None:
         """Reject the chosen items (None: all of them) with one reason, each on its own."""
         digest = await self._digest(digest_id, user=user, channel=None)
@@ -177,7 +200,10 @@ class DigestService:
             tally.refused[NOT_IN_DIGEST] = len(unknown)
 
         async def one(proposal: Proposal) -> None:
-            _count(tally, await self._service.reject_item(proposal, user=user, reason=reason))
+            result = await self._service.reject_item(
+                proposal, user=user, reason=reason, since=since
+            )
+            _count(tally, result)
 
         await self._each(items, one, tally)
         await self._tell(digest, None, user, digest_clicks.tally_text(tally))
@@ -202,13 +228,14 @@ class DigestService:
         user: str,
         channel: str | None,
         unknown: Collection[str] = (),
+        since: datetime | None = None,
     ) -> Tally:
         tally = Tally("approved")
         if unknown:
             tally.refused[NOT_IN_DIGEST] = len(unknown)
 
         async def one(proposal: Proposal) -> None:
-            _count(tally, await self._service.approve_item(proposal, user=user))
+            _count(tally, await self._service.approve_item(proposal, user=user, since=since))
 
         await self._each(items, one, tally)
         await self._tell(digest, channel, user, digest_clicks.tally_text(tally))

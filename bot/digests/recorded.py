@@ -2,8 +2,10 @@
 Approve all, the Choose… and Reject all… modals, and the Review all… submission. Each is applied
 through the digest's own path (:class:`bot.digests.decisions.DigestService`): every item is
 decided as a click on it alone would be, with that click's checks made when it is applied, and
-the clicker is told the tally. An item decided already (by an earlier application of the same
-click, or by anyone) is counted as such, never decided twice."""
+the clicker is told the tally. An item decided already is counted as such, never decided
+twice; one whose decision by the clicker was made since the click (by another application of the
+same click, leased again while one still ran) is counted as this click's, not refused or
+audited (bot/flow/decide.py, ``since``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pydantic import JsonValue
 
 from bot.digests.decisions import DigestService
 from bot.render.digest_review import ReviewState
-from store.proposals.clicks import Clicked
+from store.proposals.clicks import Clicked, RecordedClick
 
 __all__ = ["DigestClicks", "chosen_detail"]
 
@@ -31,16 +33,18 @@ class DigestClicks:
         subject, user, detail = click.subject, click.actor, click.detail
         items = detail.get("items")
         chosen = None if not isinstance(items, list) else [str(i) for i in items]
+        # an item's decision made since the recorded click is the click's own (decide.py)
+        since = click.recorded_at if isinstance(click, RecordedClick) else None
         if click.verb == "digest_approve_all":
-            await self._digests.approve_all(subject, user=user, channel=click.channel)
+            await self._digests.approve_all(subject, user=user, channel=click.channel, since=since)
         elif click.verb == "digest_approve":
-            await self._digests.approve(subject, chosen or [], user=user)
+            await self._digests.approve(subject, chosen or [], user=user, since=since)
         elif click.verb == "digest_reject":
             reason = str(detail.get("reason", ""))
-            await self._digests.reject(subject, chosen, user=user, reason=reason)
+            await self._digests.reject(subject, chosen, user=user, reason=reason, since=since)
         elif click.verb == "digest_review":
             state = ReviewState.parse(str(detail.get("review", "")))
-            await self._digests.approve_reviewed(state, {}, user=user)
+            await self._digests.approve_reviewed(state, {}, user=user, since=since)
         else:
             raise ValueError(f"verb: got {click.verb!r}; expected a digest's")
 

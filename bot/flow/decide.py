@@ -149,12 +149,25 @@ class Decisions:
         return None
 
     async def approve_item(
-        self, proposal: Proposal, *, user: str, via: Mapping[str, JsonValue] | None = None
+        self,
+        proposal: Proposal,
+        *,
+        user: str,
+        via: Mapping[str, JsonValue] | None = None,
+        since: datetime | None = None,
     ) -> TransitionResult | str:
         """What an Approve click on ``proposal`` alone does, but telling nobody: the same checks
         (a refusal is audited and its reason returned), then the claim, and when it wins the
         execution (Transitioned then carries the outcome). ``via`` says where the approval was
-        given, in its audit entry (Store.claim_for_execution)."""
+        given, in its audit entry (Store.claim_for_execution).
+
+        ``since``: as for :meth:`approve`, the moment of the recorded digest click applied
+        here. The clicker's approval made since, found in ``proposal`` or when the store
+        refuses the approval, is that click's own: nothing is refused or audited, and it is
+        answered as this click's (counted, or Transitioned when it claimed the proposal)."""
+        made = None if since is None else partial(approved_since, actor=user, since=since)
+        if made is not None and made(proposal):
+            return _own_approval(proposal)
         if proposal.status is not Status.PENDING:
             return AlreadyDecided(proposal)
         why = await self._checks.item_refusal(proposal, user)
@@ -168,12 +181,19 @@ class Decisions:
             return Transitioned(await self._execution.execute(result.proposal))
         if isinstance(result, ApprovalCounted):
             self._core.changed(result.proposal)
+        elif made is not None and made(result.proposal):  # applied meanwhile by the other
+            return _own_approval(result.proposal)
         return result
 
     async def reject_item(
-        self, proposal: Proposal, *, user: str, reason: str
+        self, proposal: Proposal, *, user: str, reason: str, since: datetime | None = None
     ) -> TransitionResult | str:
-        """What a submitted reject modal for ``proposal`` alone does, but telling nobody."""
+        """What a submitted reject modal for ``proposal`` alone does, but telling nobody.
+        ``since``: as for :meth:`approve_item`; the clicker's rejection made since is answered
+        as this click's (Transitioned)."""
+        made = None if since is None else partial(rejected_since, actor=user, since=since)
+        if made is not None and made(proposal):
+            return Transitioned(proposal)
         if proposal.status is not Status.PENDING:
             return AlreadyDecided(proposal)
         why = await self._checks.item_refusal(proposal, user)
@@ -185,6 +205,8 @@ class Decisions:
         )
         if isinstance(result, Transitioned):
             self._core.changed(result.proposal)
+        elif made is not None and made(result.proposal):  # applied meanwhile by the other
+            return Transitioned(result.proposal)
         return result
 
     async def extend(
@@ -273,3 +295,12 @@ class Decisions:
             return await self._execution.execute(result.proposal)
         await self._checks.not_claimed(result, user=user, channel=channel)
         return None
+
+
+def _own_approval(proposal: Proposal) -> TransitionResult:
+    """The answer to a digest click whose approval of ``proposal`` another application of the
+    same click made: counted while the proposal waits for more approvers, else Transitioned
+    (it completed the quorum and claimed the proposal)."""
+    if proposal.status is Status.PENDING:
+        return ApprovalCounted(proposal)
+    return Transitioned(proposal)

@@ -21,6 +21,7 @@ import asyncpg
 import pytest
 
 from bot.app import DECISIONS
+from bot.render.actions import DIGEST_APPROVE_ALL, DIGEST_REJECT_ALL
 from store.proposals import Status
 from tests.e2e.harness import (
     APPROVER,
@@ -32,6 +33,8 @@ from tests.e2e.harness import (
     replace_rule,
     running_countersign,
 )
+from tests.e2e.test_digests import click as digest_click
+from tests.e2e.test_digests import posted_digest, submit_all, submit_view
 
 pytestmark = pytest.mark.postgres
 
@@ -41,7 +44,7 @@ PAST_THE_LEASE = timedelta(seconds=61)
 EXTEND_BY = timedelta(minutes=30)
 RECORDED = "Your approval is recorded: 1 of 2"
 REFUSED = ":no_entry_sign: Countersign did not do that"
-CAMPAIGN = {
+CAMPAIGN: dict[str, Any] = {
     "operation": "crm.send_campaign",
     "request": {"segment": "vip", "template": "tmpl_winback", "recipients": 10},
     "requested_by": REQUESTER,
@@ -69,11 +72,13 @@ def campaigns(quorum: int) -> Callable[[str], str]:
 
 @dataclass
 class Twice:
-    """The two instances, and the proposal whose click both applied."""
+    """The two instances, and the proposal whose click both applied (for a digest's click, the
+    item whose row was held, among ``items``)."""
 
     first: Countersign
     second: Countersign
     proposal_id: str
+    items: list[str]
 
     def told(self, user: str) -> list[str]:
         """What ``user`` was told privately, by either instance."""
@@ -83,10 +88,14 @@ class Twice:
         """The proposal's audit entries of approvals and refused approvals, oldest first."""
         return await self.events("approv")
 
-    async def events(self, about: str) -> list[str]:
-        """The proposal's audit entries whose event names ``about``, oldest first."""
-        entries = await self.first.store.audit_log(self.proposal_id)
+    async def events(self, about: str, proposal_id: str | None = None) -> list[str]:
+        """The proposal's (or item's) audit entries whose event names ``about``, oldest first."""
+        entries = await self.first.store.audit_log(proposal_id or self.proposal_id)
         return [e.event for e in entries if about in e.event]
+
+    def tallies(self, verb: str) -> list[str]:
+        """What a digest's clicks told APPROVER they did: "Approved 3, ...", once each."""
+        return [text for text in self.told(APPROVER) if text.startswith(verb)]
 
     async def refusal(self, user: str) -> str:
         """The refusal ``user`` was told, once it is told (only one, ever)."""
@@ -97,7 +106,8 @@ class Twice:
         return len(self.first.target.executions()) + len(self.second.target.executions())
 
 
-#: A person's decision on a proposal, sent to an instance: the click to apply twice.
+#: A person's decision on a proposal (or a digest), sent to an instance: the click to apply
+#: twice.
 Click = Callable[[Countersign, str], Awaitable[int]]
 
 
@@ -114,29 +124,52 @@ async def extend(cs: Countersign, proposal_id: str) -> int:
     return await cs.click(APPROVER, "extend", proposal_id)
 
 
+async def approve_all(cs: Countersign, digest_id: str) -> int:
+    digest = await cs.store.digests().get_digest(digest_id)
+    return await digest_click(cs, APPROVER, DIGEST_APPROVE_ALL, digest)
+
+
+async def reject_all(cs: Countersign, digest_id: str) -> int:
+    """Reject all… clicked, and its modal submitted with a reason."""
+    digest = await cs.store.digests().get_digest(digest_id)
+    assert await digest_click(cs, APPROVER, DIGEST_REJECT_ALL, digest) == 200
+    [opened] = await eventually(lambda: _async(cs.slack.views(APPROVER)))
+    values = {"reason": {"reason": {"type": "plain_text_input", "value": "not this week"}}}
+    await submit_view(cs, APPROVER, opened.view, values)  # answered 200, or it fails
+    return 200
+
+
 @asynccontextmanager
 async def applied_twice(
-    tmp_path: Path, postgres_url: str, quorum: int = 2, click: Click = approve
+    tmp_path: Path, postgres_url: str, quorum: int = 2, click: Click = approve, items: int = 1
 ) -> AsyncIterator[Twice]:
     """APPROVER's ``click`` (Approve unless told), applied by both instances' appliers at once
-    (see the module's docstring), both applications done."""
+    (see the module's docstring), both applications done. With ``items`` more than one, the
+    campaigns are one digest, ``click`` is on the digest, and the first item's row is held:
+    the first application decides the others before the second reads them."""
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
-    edit = campaigns(quorum)
+    edit = campaigns(quorum) if items == 1 else _digested(campaigns(quorum))
     async with (
         running_countersign(tmp_path / "a", store_url=postgres_url, config_edit=edit) as first,
         _connection(postgres_url) as reader,
         _connection(postgres_url) as locker,
     ):
-        status, created = await first.submit(CAMPAIGN)
-        assert status == 201, created
-        proposal_id = created["id"]
-        await first.posted(proposal_id)
+        if items == 1:
+            status, created = await first.submit(CAMPAIGN)
+            assert status == 201, created
+            subject = created["id"]
+            await first.posted(subject)
+            ids = [subject]
+        else:
+            ids = await submit_all(first, [_campaign(n) for n in range(items)])
+            subject = (await posted_digest(first, ids)).id
+        proposal_id = ids[0]
         holder = await locker.fetchval("SELECT pg_backend_pid()")
 
         async def leased(attempts: int) -> bool:
             query = "SELECT attempts FROM recorded_clicks WHERE subject = $1"
-            return bool(await reader.fetchval(query, proposal_id) == attempts)
+            return bool(await reader.fetchval(query, subject) == attempts)
 
         async def waiting_for_the_row(count: int) -> bool:
             """``count`` sessions wait for the lock: on it, or queued behind one that does."""
@@ -155,7 +188,7 @@ async def applied_twice(
         try:  # an approval locks its proposal's row first (store/proposals/approvals.py), a
             # rejection's or an extension's compare-and-set updates it
             await locker.execute("SELECT id FROM proposals WHERE id = $1 FOR UPDATE", proposal_id)
-            assert await click(first, proposal_id) == 200
+            assert await click(first, subject) == 200
             await eventually(lambda: leased(1))  # by the first instance's applier
             await eventually(lambda: waiting_for_the_row(1), timeout=20)
             async with running_countersign(
@@ -173,10 +206,21 @@ async def applied_twice(
 
                 await eventually(applied_by_both, timeout=20)
                 assert await first.store.clicks().waiting_clicks() == 0
-                yield Twice(first, second, proposal_id)
+                yield Twice(first, second, proposal_id, ids)
         finally:  # never left held: the instances could not stop
             if held:
                 await lock.rollback()
+
+
+def _digested(edit: Callable[[str], str]) -> Callable[[str], str]:
+    """``edit``, and a digest window long enough for the test's submissions to share one."""
+    return lambda text: edit(text) + "\n[slack]\ndigest_window_seconds = 1.5\n"
+
+
+def _campaign(n: int) -> dict[str, Any]:
+    """CAMPAIGN to segment ``n``: similar campaigns, one digest."""
+    request = {**CAMPAIGN["request"], "segment": f"vip-{n}"}
+    return {**CAMPAIGN, "request": request, "run_id": f"run-{n}"}
 
 
 @asynccontextmanager
@@ -297,6 +341,59 @@ async def test_an_extension_applied_again_while_it_was_made_is_not_told_already_
         refusal = await twice.refusal(APPROVER)
         assert f"it was already extended once, by {APPROVER}" in refusal
         assert (await first.store.get_proposal(proposal_id)).expires_at == proposal.expires_at
+
+
+async def test_a_digests_approve_all_applied_again_counts_its_own_approvals_and_refuses_none(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Approve all on a digest of three, quorum 2, applied twice at once: the second
+    application finds two items approved by the first (when it reads the digest) and the third
+    approved meanwhile (the store refuses its approval). Each item has one approval and one
+    audit entry, none refused; each application tells the same true tally. A later Approve all
+    of the same person is refused, item by item, honestly."""
+    async with applied_twice(tmp_path, postgres_url, click=approve_all, items=3) as twice:
+        first = twice.first
+        for proposal_id in twice.items:
+            proposal = await first.store.get_proposal(proposal_id)
+            assert [a.approver for a in proposal.approvals] == [APPROVER]
+            assert await twice.events("approv", proposal_id) == ["approval_recorded"]
+        counted = (
+            "Approved 0, 3 approvals counted, waiting for more approvers, 0 already decided, "
+            "0 refused."
+        )
+        assert twice.tallies("Approved") == [counted, counted]
+
+        # Approve all again, later (at the instance whose clock is ahead)
+        digest_id = (await first.store.get_proposal(twice.proposal_id)).digest_id
+        assert digest_id is not None
+        assert await approve_all(twice.second, digest_id) == 200
+
+        async def refused() -> list[str]:
+            return [t for t in twice.tallies("Approved") if t != counted]
+
+        [refusal] = await eventually(refused, timeout=20)
+        assert refusal.startswith("Approved 0, 0 already decided, 3 refused."), refusal
+        assert "3 refused: you already approved this; 1 more approval(s) needed" in refusal
+        for proposal_id in twice.items:
+            events = await twice.events("approv", proposal_id)
+            assert events == ["approval_recorded", "approve_refused"], events
+        assert twice.executions() == 0
+
+
+async def test_a_digests_reject_all_applied_again_counts_its_own_rejections(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Reject all… on a digest of three, applied twice at once: every item is rejected once,
+    with one audit entry; the second application counts the rejections the first made as its
+    own, not as "already decided", and tells the same true tally."""
+    async with applied_twice(tmp_path, postgres_url, click=reject_all, items=3) as twice:
+        for proposal_id in twice.items:
+            proposal = await twice.first.store.get_proposal(proposal_id)
+            assert (proposal.status, proposal.decided_by) == (Status.REJECTED, APPROVER)
+            assert await twice.events("reject", proposal_id) == ["rejected"]
+        rejected = "Rejected 3, 0 already decided, 0 refused."
+        assert twice.tallies("Rejected") == [rejected, rejected]
+        assert twice.executions() == 0
 
 
 async def _async(value: Any) -> Any:
