@@ -52,7 +52,8 @@ class ClickPaths:
     async def decide(self, clicked: Clicked) -> None:
         """The click's decision path: it checks, decides and tells the clicker."""
         subject, user, channel = clicked.subject, clicked.actor, clicked.channel
-        # a recorded click's own approval, rejection or extension is not refused (decide.py)
+        # a recorded click's own approval, rejection, extension, retry or reconciliation is not
+        # refused (decide.py)
         since = clicked.recorded_at if isinstance(clicked, RecordedClick) else None
         match clicked.verb:
             case "approve":
@@ -63,11 +64,11 @@ class ClickPaths:
             case "extend":
                 await self._service.extend(subject, user=user, channel=channel, since=since)
             case "retry":
-                await self._service.retry(subject, user=user, channel=channel)
+                await self._service.retry(subject, user=user, channel=channel, since=since)
             case "reconcile_succeeded" | "reconcile_failed":
                 resolution = clicked.verb.removeprefix("reconcile_")
                 await self._service.reconcile(
-                    subject, user=user, channel=channel, resolution=resolution
+                    subject, user=user, channel=channel, resolution=resolution, since=since
                 )
             case _:
                 await self._applier(clicked).apply(clicked)

@@ -37,11 +37,12 @@ restart, a crash, another instance's lease ending) is leased again; when its dec
 there (the clicker's approval, rejection or extension, recorded at or after the click; a
 reconciliation or a retry no longer awaited), it was this click's, and the click is settled
 without applying it again. Its first application may still be running then, and make the
-decision after the look: the decision paths of Approve, Reject and Extend know the clicker's
-approval, rejection or extension made since the click as the click's own wherever they find it
-(when they read the proposal, or when the store refuses the transition), and refuse nothing;
-only a later click of the same person (their decision older than the click) is told "you
-already approved", "already decided" or "already extended once".
+decision after the look: the decision paths of Approve, Reject, Extend, Retry and the
+reconciliations know the clicker's approval, rejection, extension, retry or recorded outcome
+made since the click as the click's own wherever they find it (when they read the proposal, or
+when the store refuses the transition), and refuse nothing (a retry made so is executed by the
+application that made it, once); only a later click of the same person (their decision older
+than the click) is told "you already approved", "already decided" or "already extended once".
 """
 
 from __future__ import annotations

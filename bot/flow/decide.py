@@ -9,7 +9,7 @@ store; an approval that completes the rule's quorum claims the proposal, and it 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import partial
 
@@ -33,7 +33,7 @@ from store.proposals import (
 )
 from store.proposals.approvals import already_approved, approved_since
 from store.proposals.reminders import extended_since
-from store.proposals.verdicts import rejected_since
+from store.proposals.verdicts import reconciled_since, rejected_since
 
 __all__ = ["Decisions"]
 
@@ -248,19 +248,43 @@ class Decisions:
         return None
 
     async def _uncertain(
-        self, proposal_id: str, *, user: str, channel: str | None, verb: str
+        self,
+        proposal_id: str,
+        *,
+        user: str,
+        channel: str | None,
+        verb: str,
+        made: Callable[[Proposal], bool] | None,
     ) -> Proposal | None:
         """The proposal if its execution is uncertain (it needs reconciliation) and ``user`` may
-        answer for it now (the Approve checks); otherwise None, ``user`` told why."""
+        answer for it now (the Approve checks); otherwise None, ``user`` told why (nothing told
+        when it shows ``made``: this very click's answer, made by another application)."""
         return await self._checks.decidable(
-            proposal_id, user=user, channel=channel, verb=verb, expect=Status.NEEDS_RECONCILIATION
+            proposal_id,
+            user=user,
+            channel=channel,
+            verb=verb,
+            expect=Status.NEEDS_RECONCILIATION,
+            made=made,
         )
 
     async def reconcile(
-        self, proposal_id: str, *, user: str, channel: str | None, resolution: str
+        self,
+        proposal_id: str,
+        *,
+        user: str,
+        channel: str | None,
+        resolution: str,
+        since: datetime | None = None,
     ) -> Proposal | None:
-        """Record what really happened to an uncertain execution: 'succeeded' or 'failed'."""
-        proposal = await self._uncertain(proposal_id, user=user, channel=channel, verb="reconcile")
+        """Record what really happened to an uncertain execution: 'succeeded' or 'failed'.
+
+        ``since``: as for :meth:`approve`; the clicker's answer for the execution made since is
+        the recorded click's own, and it is not told "already decided"."""
+        made = None if since is None else partial(reconciled_since, actor=user, since=since)
+        proposal = await self._uncertain(
+            proposal_id, user=user, channel=channel, verb="reconcile", made=made
+        )
         if proposal is None:
             return None
         note = f"recorded by <@{user}> after checking the target"
@@ -278,12 +302,28 @@ class Decisions:
         if isinstance(result, Transitioned):
             self._core.changed(result.proposal)
             return result.proposal
+        if made is not None and made(result.proposal):  # applied meanwhile by the other
+            return None
         await self._checks.not_claimed(result, user=user, channel=channel)
         return None
 
-    async def retry(self, proposal_id: str, *, user: str, channel: str | None) -> Proposal | None:
-        """Try an uncertain execution again, with the same idempotency key."""
-        proposal = await self._uncertain(proposal_id, user=user, channel=channel, verb="retry")
+    async def retry(
+        self,
+        proposal_id: str,
+        *,
+        user: str,
+        channel: str | None,
+        since: datetime | None = None,
+    ) -> Proposal | None:
+        """Try an uncertain execution again, with the same idempotency key.
+
+        ``since``: as for :meth:`approve`; the clicker's retry made since is the recorded
+        click's own (the application that made it executes it): it is neither run again nor
+        told "it is being executed right now" or "already decided"."""
+        made = None if since is None else partial(reconciled_since, actor=user, since=since)
+        proposal = await self._uncertain(
+            proposal_id, user=user, channel=channel, verb="retry", made=made
+        )
         if proposal is None:
             return None
         now = self._core.now()
@@ -293,6 +333,8 @@ class Decisions:
         if isinstance(result, Transitioned):
             self._core.changed(result.proposal)
             return await self._execution.execute(result.proposal)
+        if made is not None and made(result.proposal):  # applied meanwhile by the other
+            return None
         await self._checks.not_claimed(result, user=user, channel=channel)
         return None
 

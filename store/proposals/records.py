@@ -133,6 +133,10 @@ class Proposal(NewProposal):
     #: the attempt at executing it that is (or was last) under way: 1, then one more for each
     #: retry of an uncertain execution; an outcome is recorded only for the attempt running
     attempt: int = Field(default=1, ge=1)
+    #: who last answered for an uncertain execution (retried it, or recorded what happened), and
+    #: when (store/proposals/verdicts.py: reconciled_since)
+    reconciled_by: str | None = None
+    reconciled_at: datetime | None = None
 
 
 class Delivery(Frozen):

@@ -276,7 +276,9 @@ class ProposalVerbs(
         self, proposal_id: str, *, actor: str, now: datetime, lease_until: datetime
     ) -> TransitionResult:
         async with self.tx(write=True) as tx:
-            row = await tx.one("retry_execution", id=proposal_id, now=now, lease_until=lease_until)
+            row = await tx.one(
+                "retry_execution", id=proposal_id, actor=actor, now=now, lease_until=lease_until
+            )
             if row is None:
                 return not_reconcilable(await existing_proposal(tx, proposal_id))
             await tx.append_audit(now, proposal_id, actor, "retry_approved", {})
@@ -296,6 +298,7 @@ class ProposalVerbs(
             row = await tx.one(
                 "resolve_reconciliation",
                 id=proposal_id,
+                actor=actor,
                 status=status.value,
                 outcome=dump_json(detail),
                 now=now,

@@ -10,7 +10,7 @@ from datetime import datetime
 from store.proposals.lifecycle import FINAL, Status
 from store.proposals.records import AlreadyDecided, NotApprovable, Proposal, TransitionResult
 
-__all__ = ["not_reconcilable", "refusal", "rejected_since"]
+__all__ = ["not_reconcilable", "reconciled_since", "refusal", "rejected_since"]
 
 
 def rejected_since(proposal: Proposal, actor: str, since: datetime) -> bool:
@@ -21,6 +21,17 @@ def rejected_since(proposal: Proposal, actor: str, since: datetime) -> bool:
         and proposal.decided_by == actor
         and proposal.decided_at is not None
         and proposal.decided_at >= since
+    )
+
+
+def reconciled_since(proposal: Proposal, actor: str, since: datetime) -> bool:
+    """Whether ``actor`` answered for ``proposal``'s uncertain execution (retried it, or recorded
+    what happened) at or after ``since`` (a recorded click's moment: an answer made since is that
+    click's own, bot/flow/clicks.py)."""
+    return (
+        proposal.reconciled_by == actor
+        and proposal.reconciled_at is not None
+        and proposal.reconciled_at >= since
     )
 
 

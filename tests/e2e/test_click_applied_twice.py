@@ -22,7 +22,7 @@ import pytest
 
 from bot.app import DECISIONS
 from bot.render.actions import DIGEST_APPROVE_ALL, DIGEST_REJECT_ALL
-from store.proposals import Status
+from store.proposals import Status, Transitioned
 from tests.e2e.harness import (
     APPROVER,
     APPROVER_2,
@@ -124,6 +124,14 @@ async def extend(cs: Countersign, proposal_id: str) -> int:
     return await cs.click(APPROVER, "extend", proposal_id)
 
 
+async def retry(cs: Countersign, proposal_id: str) -> int:
+    return await cs.click(APPROVER, "reconcile_retry", proposal_id)
+
+
+async def happened(cs: Countersign, proposal_id: str) -> int:
+    return await cs.click(APPROVER, "reconcile_succeeded", proposal_id)
+
+
 async def approve_all(cs: Countersign, digest_id: str) -> int:
     digest = await cs.store.digests().get_digest(digest_id)
     return await digest_click(cs, APPROVER, DIGEST_APPROVE_ALL, digest)
@@ -141,12 +149,19 @@ async def reject_all(cs: Countersign, digest_id: str) -> int:
 
 @asynccontextmanager
 async def applied_twice(
-    tmp_path: Path, postgres_url: str, quorum: int = 2, click: Click = approve, items: int = 1
+    tmp_path: Path,
+    postgres_url: str,
+    quorum: int = 2,
+    click: Click = approve,
+    items: int = 1,
+    uncertain: bool = False,
 ) -> AsyncIterator[Twice]:
     """APPROVER's ``click`` (Approve unless told), applied by both instances' appliers at once
     (see the module's docstring), both applications done. With ``items`` more than one, the
     campaigns are one digest, ``click`` is on the digest, and the first item's row is held:
-    the first application decides the others before the second reads them."""
+    the first application decides the others before the second reads them. ``uncertain``: the
+    proposal was claimed by an executor that died, its lease ended, and it waits for a person
+    to reconcile it (or retry it) when it is clicked."""
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
     edit = campaigns(quorum) if items == 1 else _digested(campaigns(quorum))
@@ -161,6 +176,8 @@ async def applied_twice(
             subject = created["id"]
             await first.posted(subject)
             ids = [subject]
+            if uncertain:
+                await _claimed_by_an_executor_that_died(first, subject)
         else:
             ids = await submit_all(first, [_campaign(n) for n in range(items)])
             subject = (await posted_digest(first, ids)).id
@@ -194,7 +211,8 @@ async def applied_twice(
             async with running_countersign(
                 tmp_path / "b", store_url=postgres_url, config_edit=edit
             ) as second:
-                second.clock.advance(PAST_THE_LEASE)  # the first application's lease ends
+                # the first application's lease ends
+                second.clock.advance(PAST_THE_LEASE + (first.clock() - second.clock()))
                 await eventually(lambda: leased(2))  # by the second instance's applier
                 await eventually(lambda: waiting_for_the_row(2), timeout=20)
                 await lock.rollback()  # both applications go on
@@ -210,6 +228,28 @@ async def applied_twice(
         finally:  # never left held: the instances could not stop
             if held:
                 await lock.rollback()
+
+
+async def _claimed_by_an_executor_that_died(cs: Countersign, proposal_id: str) -> None:
+    """``proposal_id`` claimed for execution by an executor that never records an outcome:
+    its lease ends and the instance hands it to a person (needs_reconciliation)."""
+    proposal = await cs.store.get_proposal(proposal_id)
+    now = cs.clock()
+    claimed = await cs.store.claim_for_execution(
+        proposal_id,
+        actor=APPROVER_2,
+        now=now,
+        binding_hash=proposal.binding_hash,
+        lease_until=now + timedelta(seconds=1),
+    )
+    assert isinstance(claimed, Transitioned), claimed
+    cs.clock.advance(timedelta(seconds=2))
+
+    async def uncertain() -> bool:
+        status = (await cs.store.get_proposal(proposal_id)).status
+        return status is Status.NEEDS_RECONCILIATION
+
+    await eventually(uncertain, timeout=20)
 
 
 def _digested(edit: Callable[[str], str]) -> Callable[[str], str]:
@@ -393,6 +433,66 @@ async def test_a_digests_reject_all_applied_again_counts_its_own_rejections(
             assert await twice.events("reject", proposal_id) == ["rejected"]
         rejected = "Rejected 3, 0 already decided, 0 refused."
         assert twice.tallies("Rejected") == [rejected, rejected]
+        assert twice.executions() == 0
+
+
+async def test_a_retry_applied_again_while_it_was_made_runs_once_and_is_not_told_refused(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A Retry of an uncertain execution applied twice at once: the execution is tried again
+    once, with one audit entry; the second application finds the retry its own and tells its
+    clicker nothing (not "it is being executed right now", nor "already decided"). A later
+    Retry of theirs, once it ran, is told honestly that it was decided."""
+    async with applied_twice(
+        tmp_path, postgres_url, quorum=1, click=retry, uncertain=True
+    ) as twice:
+        first, proposal_id = twice.first, twice.proposal_id
+        _, final = await first.read(proposal_id, wait=10)
+        assert final["status"] == "succeeded", final
+        assert twice.executions() == 1
+        assert (await first.store.get_proposal(proposal_id)).attempt == 2
+        assert await twice.events("retry") == ["retry_approved"]
+        told = twice.told(APPROVER)
+        assert not any("already" in text or REFUSED in text for text in told), told
+
+        # a Retry of their own again, later (at the instance whose clock is ahead)
+        assert await twice.second.click(APPROVER, "reconcile_retry", proposal_id) == 200
+
+        async def decided() -> list[str]:
+            return [t for t in twice.told(APPROVER) if "already decided" in t]
+
+        [text] = await eventually(decided, timeout=20)
+        assert "Succeeded" in text, text
+        assert await twice.events("retry") == ["retry_approved"]
+        assert twice.executions() == 1
+
+
+async def test_a_reconciliation_applied_again_while_it_was_made_is_not_told_already_decided(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """ "It happened", recorded for an uncertain execution and applied twice at once: the
+    outcome is recorded once, with one audit entry, nothing executed; the second application
+    finds the resolution its own and tells its clicker nothing. A later click of theirs is
+    told honestly that it was decided."""
+    async with applied_twice(
+        tmp_path, postgres_url, quorum=1, click=happened, uncertain=True
+    ) as twice:
+        first, proposal_id = twice.first, twice.proposal_id
+        proposal = await first.store.get_proposal(proposal_id)
+        assert proposal.status is Status.SUCCEEDED
+        assert await twice.events("reconcil") == ["reconciled"]
+        told = twice.told(APPROVER)
+        assert not any("already" in text or REFUSED in text for text in told), told
+
+        assert await twice.second.click(APPROVER, "reconcile_failed", proposal_id) == 200
+
+        async def decided() -> list[str]:
+            return [t for t in twice.told(APPROVER) if "already decided" in t]
+
+        [text] = await eventually(decided, timeout=20)
+        assert "Succeeded" in text, text
+        assert await twice.events("reconcil") == ["reconciled"]
+        assert (await first.store.get_proposal(proposal_id)).status is Status.SUCCEEDED
         assert twice.executions() == 0
 
 

@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0026 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0027 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -245,6 +245,8 @@ END,
     backup_roles text[] NOT NULL DEFAULT '{}'::text[],
     handed_over_at timestamp with time zone,
     attempt integer NOT NULL DEFAULT 1,
+    reconciled_by text,
+    reconciled_at timestamp with time zone,
     CONSTRAINT proposals_arguments_check CHECK ((json_typeof(arguments) = 'object'::text)),
     CONSTRAINT proposals_attempt_check CHECK ((attempt >= 1)),
     CONSTRAINT proposals_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batches(id),
@@ -258,6 +260,7 @@ END,
     CONSTRAINT proposals_pkey PRIMARY KEY (id),
     CONSTRAINT proposals_preview_check CHECK ((json_typeof(preview) = 'object'::text)),
     CONSTRAINT proposals_quorum_check CHECK (((quorum >= 1) AND (quorum <= 20))),
+    CONSTRAINT proposals_reconciliation_names_its_person CHECK (((reconciled_by IS NULL) = (reconciled_at IS NULL))),
     CONSTRAINT proposals_risk_check CHECK ((risk = ANY (ARRAY['read'::text, 'reversible'::text, 'irreversible'::text]))),
     CONSTRAINT proposals_standing_rule_id_fkey FOREIGN KEY (standing_rule_id) REFERENCES standing_rules(id),
     CONSTRAINT proposals_status_is_a_lifecycle_status CHECK ((status = ANY (ARRAY['pending'::text, 'denied'::text, 'rejected'::text, 'expired'::text, 'executing'::text, 'succeeded'::text, 'needs_reconciliation'::text, 'revision_required'::text, 'failed'::text, 'superseded'::text, 'cancelled'::text]))),

@@ -57,15 +57,20 @@ RETURNING *
 
 -- name: retry_execution
 -- A person retries an uncertain execution: needs_reconciliation -> executing, with a new lease,
--- as the next attempt (an earlier attempt's late answer is then not this one's outcome).
+-- as the next attempt (an earlier attempt's late answer is then not this one's outcome), naming
+-- the person (reconciled_by: an application of their recorded click knows it as its own).
 UPDATE proposals
-SET status = 'executing', updated_at = :now, lease_until = :lease_until, attempt = attempt + 1
+SET status = 'executing', updated_at = :now, lease_until = :lease_until, attempt = attempt + 1,
+    reconciled_by = :actor, reconciled_at = :now
 WHERE id = :id AND status = 'needs_reconciliation'
 RETURNING *
 
 -- name: resolve_reconciliation
--- A person records what really happened: needs_reconciliation -> succeeded or failed.
-UPDATE proposals SET status = :status, outcome = :outcome, updated_at = :now
+-- A person records what really happened: needs_reconciliation -> succeeded or failed, naming
+-- the person (reconciled_by, as a retry does).
+UPDATE proposals
+SET status = :status, outcome = :outcome, updated_at = :now, reconciled_by = :actor,
+    reconciled_at = :now
 WHERE id = :id AND status = 'needs_reconciliation'
 RETURNING *
 
