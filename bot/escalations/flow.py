@@ -37,6 +37,9 @@ from store.escalations import (
     EscalationStore,
     Moved,
     NewEscalation,
+    handed_back_since,
+    resolved_since,
+    taken_since,
 )
 
 __all__ = [
@@ -58,6 +61,10 @@ def new_escalation_id() -> str:
 class SubmittedEscalation:
     escalation: Escalation
     created: bool  #: False when this replays an earlier submission
+
+
+#: Whether an escalation shows a recorded click's own move, made by another application of it.
+Made = Callable[[Escalation], bool]
 
 
 class LetGo(Protocol):
@@ -175,12 +182,27 @@ class EscalationService:
 
     # --- people in Slack ----------------------------------------------------------------------
 
-    async def take(self, escalation_id: str, *, user: str, channel: str | None) -> None:
-        """Take it: the clicker owns the conversation; the agent must stop replying."""
-        escalation = await self._respondable(escalation_id, user=user, channel=channel, verb="take")
+    async def take(
+        self,
+        escalation_id: str,
+        *,
+        user: str,
+        channel: str | None,
+        since: datetime | None = None,
+    ) -> None:
+        """Take it: the clicker owns the conversation; the agent must stop replying.
+
+        ``since``: when the recorded click applied here was recorded (bot/flow/clicks.py). The
+        clicker's take made since is that click's own, made by another application of it
+        (leased again when its lease ended while this one still ran): found when the
+        escalation is read or when the store refuses the take, nothing is told."""
+        made = None if since is None else partial(taken_since, actor=user, since=since)
+        escalation = await self._respondable(
+            escalation_id, user=user, channel=channel, verb="take", made=made
+        )
         if escalation is not None:
             result = await self.store.take(escalation.id, actor=user, now=self._flow.now())
-            await self._after(result, user=user, channel=channel, previous_owner=None)
+            await self._after(result, user=user, channel=channel, previous_owner=None, made=made)
 
     async def begin_hand_back(
         self, escalation_id: str, *, user: str, channel: str | None, trigger_id: str
@@ -201,15 +223,34 @@ class EscalationService:
             return
         await self.publisher.open_view(None, trigger_id, render.hand_back_modal(escalation))
 
-    async def hand_back(self, escalation_id: str, *, user: str, note: str) -> None:
-        """The hand-back modal, submitted: the agent gets the conversation back with ``note``."""
+    async def hand_back(
+        self, escalation_id: str, *, user: str, note: str, since: datetime | None = None
+    ) -> None:
+        """The hand-back modal, submitted: the agent gets the conversation back with ``note``.
+        ``since``: as for :meth:`take`; the clicker's hand-back made since is the recorded
+        click's own, and it is not told that nobody has it now."""
         move = partial(self.store.hand_back, note=note)
-        await self._let_go(escalation_id, move, verb="hand back", user=user, channel=None)
+        made = None if since is None else partial(handed_back_since, actor=user, since=since)
+        await self._let_go(
+            escalation_id, move, verb="hand back", user=user, channel=None, made=made
+        )
 
-    async def resolve(self, escalation_id: str, *, user: str, channel: str | None) -> None:
-        """Resolve: nobody needs to act on it any more."""
+    async def resolve(
+        self,
+        escalation_id: str,
+        *,
+        user: str,
+        channel: str | None,
+        since: datetime | None = None,
+    ) -> None:
+        """Resolve: nobody needs to act on it any more. ``since``: as for :meth:`take`; the
+        clicker's resolution made since is the recorded click's own, and it is not told "it
+        was already resolved"."""
         move = partial(self.store.resolve, note=None)
-        await self._let_go(escalation_id, move, verb="resolve", user=user, channel=channel)
+        made = None if since is None else partial(resolved_since, actor=user, since=since)
+        await self._let_go(
+            escalation_id, move, verb="resolve", user=user, channel=channel, made=made
+        )
 
     async def reannounce_due(self) -> list[Escalation]:
         """Announce again the escalations nobody took in ``reannounce_after``, each at most
@@ -235,18 +276,31 @@ class EscalationService:
         verb: str,
         user: str,
         channel: str | None,
+        made: Made | None = None,
     ) -> None:
         """Hand back or resolve (``move``, the store's transition with its note): if ``user``
         may, move it; its owner until now is told it changed."""
-        escalation = await self._respondable(escalation_id, user=user, channel=channel, verb=verb)
+        escalation = await self._respondable(
+            escalation_id, user=user, channel=channel, verb=verb, made=made
+        )
         if escalation is not None:
             result = await move(escalation.id, actor=user, now=self._flow.now())
-            await self._after(result, user=user, channel=channel, previous_owner=escalation.owner)
+            await self._after(
+                result, user=user, channel=channel, previous_owner=escalation.owner, made=made
+            )
 
     async def _respondable(
-        self, escalation_id: str, *, user: str, channel: str | None, verb: str
+        self,
+        escalation_id: str,
+        *,
+        user: str,
+        channel: str | None,
+        verb: str,
+        made: Made | None = None,
     ) -> Escalation | None:
-        """The escalation if ``user`` may act on it; otherwise tell them why and audit it."""
+        """The escalation if ``user`` may act on it; otherwise tell them why and audit it.
+        ``made``: whether it shows this very click's move made already (by another application
+        of the same recorded click); then None, nothing told or audited."""
         try:
             escalation = await self.store.get_escalation(escalation_id)
         except EscalationNotFound:
@@ -254,6 +308,8 @@ class EscalationService:
             if channel:
                 text = render.escalation_refusal_text(None, "this escalation does not exist")
                 await self.publisher.tell(None, channel, user, text)
+            return None
+        if made is not None and made(escalation):  # the application that made it answered
             return None
         why = await self._refusal(escalation, user)
         if why is None:
@@ -294,9 +350,12 @@ class EscalationService:
         user: str,
         channel: str | None,
         previous_owner: str | None,
+        made: Made | None = None,
     ) -> None:
         if isinstance(result, Moved):
             self._changed(result.escalation, previous_owner)
+            return
+        if made is not None and made(result.escalation):  # applied meanwhile by the other
             return
         await self._tell(result.escalation, user=user, channel=channel, reason=result.reason)
 

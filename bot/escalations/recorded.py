@@ -6,7 +6,7 @@ applied and tells them why when it refuses; the store's compare-and-set makes ea
 from __future__ import annotations
 
 from bot.escalations.flow import EscalationService
-from store.proposals.clicks import Clicked
+from store.proposals.clicks import Clicked, RecordedClick
 
 __all__ = ["EscalationClicks"]
 
@@ -20,13 +20,15 @@ class EscalationClicks:
 
     async def apply(self, click: Clicked) -> None:
         subject, user, channel = click.subject, click.actor, click.channel
+        # a recorded click's own take, resolution or hand-back is not refused (flow.py, since)
+        since = click.recorded_at if isinstance(click, RecordedClick) else None
         if click.verb == "escalation_take":
-            await self._escalations.take(subject, user=user, channel=channel)
+            await self._escalations.take(subject, user=user, channel=channel, since=since)
         elif click.verb == "escalation_resolve":
-            await self._escalations.resolve(subject, user=user, channel=channel)
+            await self._escalations.resolve(subject, user=user, channel=channel, since=since)
         elif click.verb == "escalation_hand_back":
             note = str(click.detail.get("note", ""))
-            await self._escalations.hand_back(subject, user=user, note=note)
+            await self._escalations.hand_back(subject, user=user, note=note, since=since)
         else:
             raise ValueError(f"verb: got {click.verb!r}; expected an escalation's")
 

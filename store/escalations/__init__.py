@@ -24,7 +24,10 @@ from store.escalations.records import (
     NewEscalation,
     Refused,
     escalation_effects_of,
+    handed_back_since,
     refusal_of,
+    resolved_since,
+    taken_since,
 )
 from store.escalations.verbs import EscalationStore, escalation_from_row
 
@@ -44,5 +47,8 @@ __all__ = [
     "Refused",
     "escalation_effects_of",
     "escalation_from_row",
+    "handed_back_since",
     "refusal_of",
+    "resolved_since",
+    "taken_since",
 ]

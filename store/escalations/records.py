@@ -43,7 +43,10 @@ __all__ = [
     "NewEscalation",
     "Refused",
     "escalation_effects_of",
+    "handed_back_since",
     "refusal_of",
+    "resolved_since",
+    "taken_since",
 ]
 
 
@@ -102,6 +105,9 @@ class Escalation(NewEscalation):
     note: str | None = None  #: the last hand-back or resolution note
     resolved_by: str | None = None
     resolved_at: datetime | None = None
+    #: who last handed it back to its agent, and when
+    handed_back_by: str | None = None
+    handed_back_at: datetime | None = None
     announced_at: datetime  #: last (re-)announcement: creation, then each re-announcement
     reannouncements: int = 0
     slack_channel: str | None = None
@@ -133,6 +139,39 @@ def escalation_effects_of(escalation: Escalation) -> list[Effect]:
         for effect in ESCALATION_EFFECTS[escalation.status]
         if effect is not Effect.CALLBACK or escalation.callback_url is not None
     ]
+
+
+def taken_since(escalation: Escalation, actor: str, since: datetime) -> bool:
+    """Whether ``actor`` took ``escalation`` at or after ``since`` (a recorded click's moment:
+    a take made since is that click's own, bot/flow/clicks.py). A taken escalation's row is
+    written by its take (updated_at) and by nothing else until it is let go, but for its
+    message's place when it is posted again."""
+    return (
+        escalation.status is EscalationStatus.TAKEN
+        and escalation.owner == actor
+        and escalation.updated_at >= since
+    )
+
+
+def resolved_since(escalation: Escalation, actor: str, since: datetime) -> bool:
+    """Whether ``actor`` resolved ``escalation`` at or after ``since`` (as :func:`taken_since`)."""
+    return (
+        escalation.status is EscalationStatus.RESOLVED
+        and escalation.resolved_by == actor
+        and escalation.resolved_at is not None
+        and escalation.resolved_at >= since
+    )
+
+
+def handed_back_since(escalation: Escalation, actor: str, since: datetime) -> bool:
+    """Whether ``actor`` handed ``escalation`` back at or after ``since`` (as
+    :func:`taken_since`)."""
+    return (
+        escalation.status is EscalationStatus.HANDED_BACK
+        and escalation.handed_back_by == actor
+        and escalation.handed_back_at is not None
+        and escalation.handed_back_at >= since
+    )
 
 
 def refusal_of(current: Escalation, actor: str, verb: str) -> str:

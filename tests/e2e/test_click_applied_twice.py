@@ -1,12 +1,12 @@
 """A recorded click applied twice at once, because its lease ended while its first application
-still waited: the second application finds the clicker's approval, rejection or extension, made
-by the first, and tells them nothing false nor audits it again. Two instances on one PostgreSQL
-schema, each with its running applier; a connection of the test holds the proposal's row lock,
-so the first application really waits in the store (where an approval locks its proposal, and a
-rejection's or an extension's compare-and-set updates it), its lease really ends (the second
-instance's clock is a minute ahead), and the second instance's applier leases the click again
-and waits there too. Every click is a signed block_actions (or view_submission) payload sent
-over HTTP."""
+still waited: the second application finds the clicker's approval, rejection, extension, retry,
+recorded outcome, take or resolution, made by the first, and tells them nothing false nor
+audits or runs it again. Two instances on one PostgreSQL schema, each with its running applier;
+a connection of the test holds the proposal's (or escalation's) row lock, so the first
+application really waits in the store (where an approval locks its proposal, and every other
+decision's compare-and-set updates its row), its lease really ends (the second instance's clock
+is a minute ahead), and the second instance's applier leases the click again and waits there
+too. Every click is a signed block_actions (or view_submission) payload sent over HTTP."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import pytest
 
 from bot.app import DECISIONS
 from bot.render.actions import DIGEST_APPROVE_ALL, DIGEST_REJECT_ALL
+from store.escalations import Moved
 from store.proposals import Status, Transitioned
 from tests.e2e.harness import (
     APPROVER,
@@ -35,6 +36,11 @@ from tests.e2e.harness import (
 )
 from tests.e2e.test_digests import click as digest_click
 from tests.e2e.test_digests import posted_digest, submit_all, submit_view
+from tests.e2e.test_escalations import click as escalation_click
+from tests.e2e.test_escalations import escalation
+from tests.e2e.test_escalations import post as post_escalation
+from tests.e2e.test_escalations import posted as escalation_posted
+from tests.slack_requests import view_submission_body
 
 pytestmark = pytest.mark.postgres
 
@@ -132,6 +138,25 @@ async def happened(cs: Countersign, proposal_id: str) -> int:
     return await cs.click(APPROVER, "reconcile_succeeded", proposal_id)
 
 
+async def take(cs: Countersign, escalation_id: str) -> int:
+    return await escalation_click(cs, APPROVER, "escalation_take", escalation_id)
+
+
+async def resolve(cs: Countersign, escalation_id: str) -> int:
+    return await escalation_click(cs, APPROVER, "escalation_resolve", escalation_id)
+
+
+async def hand_back(cs: Countersign, escalation_id: str) -> int:
+    """The hand-back modal of APPROVER, submitted with a note for the agent."""
+    body = view_submission_body(
+        user_id=APPROVER,
+        callback_id="escalation_hand_back",
+        private_metadata=escalation_id,
+        values={"note": {"note": "refunded by hand"}},
+    )
+    return await cs.post_slack(body)
+
+
 async def approve_all(cs: Countersign, digest_id: str) -> int:
     digest = await cs.store.digests().get_digest(digest_id)
     return await digest_click(cs, APPROVER, DIGEST_APPROVE_ALL, digest)
@@ -155,13 +180,16 @@ async def applied_twice(
     click: Click = approve,
     items: int = 1,
     uncertain: bool = False,
+    escalated: bool = False,
+    taken: bool = False,
 ) -> AsyncIterator[Twice]:
     """APPROVER's ``click`` (Approve unless told), applied by both instances' appliers at once
     (see the module's docstring), both applications done. With ``items`` more than one, the
     campaigns are one digest, ``click`` is on the digest, and the first item's row is held:
     the first application decides the others before the second reads them. ``uncertain``: the
     proposal was claimed by an executor that died, its lease ended, and it waits for a person
-    to reconcile it (or retry it) when it is clicked."""
+    to reconcile it (or retry it) when it is clicked. ``escalated``: ``click`` is on an
+    escalation, whose row is held; ``taken``: APPROVER has taken it."""
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
     edit = campaigns(quorum) if items == 1 else _digested(campaigns(quorum))
@@ -170,7 +198,19 @@ async def applied_twice(
         _connection(postgres_url) as reader,
         _connection(postgres_url) as locker,
     ):
-        if items == 1:
+        table = "escalations" if escalated else "proposals"
+        if escalated:
+            status, created = await post_escalation(first, escalation())
+            assert status == 201, created
+            subject = created["id"]
+            await escalation_posted(first, subject)
+            if taken:
+                took = await first.store.escalations().take(
+                    subject, actor=APPROVER, now=first.clock()
+                )
+                assert isinstance(took, Moved), took
+            ids = [subject]
+        elif items == 1:
             status, created = await first.submit(CAMPAIGN)
             assert status == 201, created
             subject = created["id"]
@@ -204,7 +244,8 @@ async def applied_twice(
         held = True
         try:  # an approval locks its proposal's row first (store/proposals/approvals.py), a
             # rejection's or an extension's compare-and-set updates it
-            await locker.execute("SELECT id FROM proposals WHERE id = $1 FOR UPDATE", proposal_id)
+            held_row = f"SELECT id FROM {table} WHERE id = $1 FOR UPDATE"
+            await locker.execute(held_row, proposal_id)
             assert await click(first, subject) == 200
             await eventually(lambda: leased(1))  # by the first instance's applier
             await eventually(lambda: waiting_for_the_row(1), timeout=20)
@@ -494,6 +535,79 @@ async def test_a_reconciliation_applied_again_while_it_was_made_is_not_told_alre
         assert await twice.events("reconcil") == ["reconciled"]
         assert (await first.store.get_proposal(proposal_id)).status is Status.SUCCEEDED
         assert twice.executions() == 0
+
+
+async def test_a_take_applied_again_while_it_was_made_is_not_told_already_taken(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Take it, applied twice at once: the escalation is taken once, by APPROVER, with one
+    audit entry; the second application finds the take its own and tells its clicker nothing
+    (not "you have already taken it"). A later Take of theirs is told so, honestly."""
+    async with applied_twice(tmp_path, postgres_url, click=take, escalated=True) as twice:
+        escalations = twice.first.store.escalations()
+        found = await escalations.get_escalation(twice.proposal_id)
+        assert (found.status.value, found.owner) == ("taken", APPROVER)
+        events = [e.event for e in await escalations.escalation_log(found.id)]
+        assert events.count("taken") == 1 and not any("refused" in e for e in events), events
+        told = twice.told(APPROVER)
+        assert not any("already" in text or REFUSED in text for text in told), told
+
+        # a Take of their own again, later (at the instance whose clock is ahead)
+        assert await take(twice.second, found.id) == 200
+        assert "you have already taken it" in await twice.refusal(APPROVER)
+        events = [e.event for e in await escalations.escalation_log(found.id)]
+        assert events.count("taken") == 1, events
+
+
+async def test_a_resolve_applied_again_while_it_was_made_is_not_told_already_resolved(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Resolve, applied twice at once: resolved once, by APPROVER, with one audit entry; the
+    second application tells its clicker nothing (not "it was already resolved by <you>"). A
+    later Resolve of theirs is told so, honestly."""
+    async with applied_twice(tmp_path, postgres_url, click=resolve, escalated=True) as twice:
+        escalations = twice.first.store.escalations()
+        found = await escalations.get_escalation(twice.proposal_id)
+        assert (found.status.value, found.resolved_by) == ("resolved", APPROVER)
+        events = [e.event for e in await escalations.escalation_log(found.id)]
+        assert events.count("resolved") == 1 and not any("refused" in e for e in events), events
+        told = twice.told(APPROVER)
+        assert not any("already" in text or REFUSED in text for text in told), told
+
+        # a Resolve of their own again, later (at the instance whose clock is ahead)
+        assert await resolve(twice.second, found.id) == 200
+
+        async def resolved() -> list[str]:
+            return [t for t in twice.told(APPROVER) if "already resolved" in t]
+
+        [text] = await eventually(resolved, timeout=20)
+        assert APPROVER in text, text
+        events = [e.event for e in await escalations.escalation_log(found.id)]
+        assert events.count("resolved") == 1, events
+
+
+async def test_a_hand_back_applied_again_while_it_was_made_is_not_told_nobody_has_it(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The hand-back modal, applied twice at once: handed back once, with one audit entry; the
+    second application tells its clicker nothing (not "only the person who took it can hand
+    it back, and nobody has it now"). A later hand-back of theirs is told so, honestly."""
+    async with applied_twice(
+        tmp_path, postgres_url, click=hand_back, escalated=True, taken=True
+    ) as twice:
+        escalations = twice.first.store.escalations()
+        found = await escalations.get_escalation(twice.proposal_id)
+        assert (found.status.value, found.note) == ("handed_back", "refunded by hand")
+        events = [e.event for e in await escalations.escalation_log(found.id)]
+        assert events.count("handed_back") == 1, events
+        told = twice.told(APPROVER)
+        assert not any("nobody has it" in text or REFUSED in text for text in told), told
+
+        # the modal submitted again, later (at the instance whose clock is ahead)
+        assert await hand_back(twice.second, found.id) == 200
+        assert "nobody has it now" in await twice.refusal(APPROVER)
+        events = [e.event for e in await escalations.escalation_log(found.id)]
+        assert events.count("handed_back") == 1, events
 
 
 async def _async(value: Any) -> Any:

@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0027 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0028 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -139,6 +139,9 @@ CREATE TABLE escalations (
     slack_channel text,
     slack_ts text,
     updated_at timestamp with time zone NOT NULL,
+    handed_back_by text,
+    handed_back_at timestamp with time zone,
+    CONSTRAINT escalations_hand_back_names_its_person CHECK (((handed_back_by IS NULL) = (handed_back_at IS NULL))),
     CONSTRAINT escalations_one_owner_while_taken CHECK (((status = 'taken'::text) = (owner IS NOT NULL))),
     CONSTRAINT escalations_one_per_submission_key UNIQUE (agent, submission_key),
     CONSTRAINT escalations_pkey PRIMARY KEY (id),

@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0027 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0028 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -127,7 +127,8 @@ CREATE TABLE escalations (
     reannouncements         INTEGER NOT NULL DEFAULT 0 CHECK (reannouncements >= 0),
     slack_channel           TEXT,
     slack_ts                TEXT,
-    updated_at              TEXT NOT NULL,
+    updated_at              TEXT NOT NULL, handed_back_by TEXT, handed_back_at TEXT
+    CHECK ((handed_back_by IS NULL) = (handed_back_at IS NULL)),
     -- someone is accountable: a person in Slack, or a customer
     CHECK (requested_by IS NOT NULL OR customer_ref IS NOT NULL),
     -- one owner exactly while taken; a resolver exactly when resolved

@@ -37,8 +37,10 @@ WHERE id = :id AND status IN ('open', 'handed_back')
 RETURNING *
 
 -- name: hand_back_escalation
--- taken by the clicker -> handed_back, with the note for the agent.
-UPDATE escalations SET status = 'handed_back', owner = NULL, note = :note, updated_at = :now
+-- taken by the clicker -> handed_back, with the note for the agent, naming the clicker.
+UPDATE escalations
+SET status = 'handed_back', owner = NULL, note = :note, handed_back_by = :actor,
+    handed_back_at = :now, updated_at = :now
 WHERE id = :id AND status = 'taken' AND owner = :actor
 RETURNING *
 
