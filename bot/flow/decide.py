@@ -281,21 +281,14 @@ class Decisions:
 
         ``since``: as for :meth:`approve`; the clicker's answer for the execution made since is
         the recorded click's own, and it is not told "already decided"."""
-        made = None if since is None else partial(reconciled_since, actor=user, since=since)
+        made = None if since is None else partial(_recorded_since, user, since, resolution)
         proposal = await self._uncertain(
             proposal_id, user=user, channel=channel, verb="reconcile", made=made
         )
         if proposal is None:
             return None
         note = f"recorded by <@{user}> after checking the target"
-        outcome: Outcome = (
-            Succeeded(result={"recorded_by": user})
-            if resolution == "succeeded"
-            else TerminalFailure(
-                detail=f"recorded as not having happened by {user}",
-                correlation_id=proposal.id,
-            )
-        )
+        outcome = _recorded(user, resolution, proposal.id)
         result = await self._core.store.resolve_reconciliation(
             proposal.id, actor=user, outcome=outcome, note=note, now=self._core.now()
         )
@@ -320,7 +313,7 @@ class Decisions:
         ``since``: as for :meth:`approve`; the clicker's retry made since is the recorded
         click's own (the application that made it executes it): it is neither run again nor
         told "it is being executed right now" or "already decided"."""
-        made = None if since is None else partial(reconciled_since, actor=user, since=since)
+        made = None if since is None else partial(_retried_since, user, since)
         proposal = await self._uncertain(
             proposal_id, user=user, channel=channel, verb="retry", made=made
         )
@@ -337,6 +330,33 @@ class Decisions:
             return None
         await self._checks.not_claimed(result, user=user, channel=channel)
         return None
+
+
+def _recorded(user: str, resolution: str, proposal_id: str) -> Outcome:
+    """The outcome ``user`` records for an uncertain execution: it happened ('succeeded'), or
+    it did not."""
+    if resolution == "succeeded":
+        return Succeeded(result={"recorded_by": user})
+    return TerminalFailure(
+        detail=f"recorded as not having happened by {user}", correlation_id=proposal_id
+    )
+
+
+def _recorded_since(user: str, since: datetime, resolution: str, proposal: Proposal) -> bool:
+    """Whether ``user``'s answer for ``proposal``'s execution made since ``since`` is this
+    ``resolution`` (a reconciliation click's own), not a Retry or the other button of theirs:
+    those are another click, answered honestly."""
+    return reconciled_since(proposal, user, since) and proposal.outcome == _recorded(
+        user, resolution, proposal.id
+    )
+
+
+def _retried_since(user: str, since: datetime, proposal: Proposal) -> bool:
+    """Whether ``user``'s answer for ``proposal``'s execution made since ``since`` is a Retry
+    (a Retry click's own), not a record of what happened, which another click of theirs made."""
+    return reconciled_since(proposal, user, since) and not any(
+        _recorded_since(user, since, resolution, proposal) for resolution in ("succeeded", "failed")
+    )
 
 
 def _own_approval(proposal: Proposal) -> TransitionResult:

@@ -612,3 +612,56 @@ async def test_a_hand_back_applied_again_while_it_was_made_is_not_told_nobody_ha
 
 async def _async(value: Any) -> Any:
     return value
+
+
+async def test_it_happened_recorded_as_the_persons_retry_runs_is_answered_not_taken_for_it(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A person clicks Retry on an uncertain execution, then "It happened" while the Retry's
+    application waits in the store (the proposal's row is held), and the second click is
+    recorded a moment earlier by the clock than the Retry's answer is made (the clock that
+    recorded it runs behind). The Retry runs; "It happened" is another click, not the Retry's
+    own answer: it is refused and told why (the proposal is being executed, or was decided),
+    not left without an answer, and nothing is recorded for it."""
+    async with (
+        running_countersign(tmp_path, store_url=postgres_url, config_edit=campaigns(1)) as cs,
+        _connection(postgres_url) as locker,
+        _connection(postgres_url) as reader,
+    ):
+        status, created = await cs.submit(CAMPAIGN)
+        assert status == 201, created
+        proposal_id = created["id"]
+        await cs.posted(proposal_id)
+        await _claimed_by_an_executor_that_died(cs, proposal_id)
+        lock = locker.transaction()
+        await lock.start()
+        try:
+            await locker.execute("SELECT id FROM proposals WHERE id = $1 FOR UPDATE", proposal_id)
+            holder = await locker.fetchval("SELECT pg_backend_pid()")
+            assert await retry(cs, proposal_id) == 200
+
+            async def retry_waits() -> bool:  # its compare-and-set, on the held row
+                query = (
+                    "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))"
+                )
+                return bool(await reader.fetchval(query, holder) == 1)
+
+            await eventually(retry_waits, timeout=20)
+            cs.clock.advance(timedelta(seconds=-1))
+            assert await happened(cs, proposal_id) == 200
+        finally:
+            await lock.rollback()
+
+        async def answered() -> list[str]:
+            told = [m.text for m in cs.slack.ephemeral(APPROVER)]
+            return [t for t in told if "executed right now" in t or "already decided" in t]
+
+        await eventually(answered, timeout=20)
+
+        async def settled() -> bool:
+            return await cs.store.clicks().waiting_clicks() == 0
+
+        await eventually(settled, timeout=20)
+        entries = [e.event for e in await cs.store.audit_log(proposal_id)]
+        assert "retry_approved" in entries and "reconciled" not in entries, entries
+        assert len(cs.target.executions()) == 1
