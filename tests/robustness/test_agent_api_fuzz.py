@@ -8,6 +8,7 @@ exactly the proposals the API accepted: a refused request stores nothing and aud
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections import Counter
@@ -54,6 +55,28 @@ max_long_polls = 100000
 
 #: Whose token a case carries: mostly the agent's own; sometimes another's, a wrong one, none.
 TOKENS = st.sampled_from([AGENT_TOKEN] * 6 + [OTHER_AGENT_TOKEN, "not-a-token-of-any-agent", None])
+
+
+#: Headers that frame the HTTP message itself. With one of them generated (a Transfer-Encoding
+#: beside the Content-Length the client sends), or a header name that is not an HTTP token, the
+#: HTTP parser refuses the message (400, text/plain) before the API sees a request: that tests
+#: aiohttp's framing, not the API's answers, so such generated headers are left out.
+FRAMING = {
+    "connection",
+    "content-length",
+    "host",
+    "keep-alive",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
+}
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def _api_header(name: str) -> bool:
+    return _TOKEN.fullmatch(name) is not None and name.lower() not in FRAMING
 
 
 def _count(db: Path, sql: str) -> int:
@@ -107,6 +130,8 @@ def test_generated_requests_get_documented_answers_and_store_only_accepted_propo
                 # half the positive submissions name someone the agent acts for (a random
                 # Slack id is refused with 403), so that accepted proposals are fuzzed too
                 case.body["requested_by"] = REQUESTER
+            if case.headers:
+                case.headers = {k: v for k, v in case.headers.items() if _api_header(k)}
             headers = {} if token is None else {"Authorization": f"Bearer {token}"}
             before = len(accepted)
             response = case.call(base_url=cs.url, session=http, headers=headers, timeout=30)
