@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
@@ -184,7 +185,7 @@ def parse_body(raw: bytes, model: type[ModelT], *, noun: str) -> ModelT:
     """The body as ``model``: 400 for what is not a JSON object, 422 naming each field that
     does not fit."""
     try:
-        data = json.loads(raw, parse_constant=_refuse_constant)
+        data = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
     except (ValueError, UnicodeDecodeError) as error:
         raise Problem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
     except RecursionError:
@@ -290,3 +291,12 @@ def wait_seconds(request: web.Request, ceiling: float) -> float:
 
 def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number; send a finite number or a string")
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number with a fraction or exponent, refused when it overflows to infinity
+    (``1e999``): valid JSON, but no float holds it and nothing could store it."""
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text} is past the range of a finite number; send a smaller one")
+    return number

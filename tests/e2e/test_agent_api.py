@@ -207,6 +207,9 @@ def _campaign_bytes(recipients: bytes = b"1", segment: bytes = b'"a"') -> bytes:
     [
         pytest.param(_campaign_bytes(recipients=b"NaN"), id="NaN"),
         pytest.param(_campaign_bytes(recipients=b"-Infinity"), id="Infinity"),
+        # valid JSON grammar that only overflows to infinity once read as a float
+        pytest.param(_campaign_bytes(recipients=b"1e999"), id="1e999"),
+        pytest.param(_campaign_bytes(segment=b"-1E400"), id="-1E400"),
         pytest.param(_campaign_bytes(segment=b"[" * 300 + b"]" * 300), id="nested-300"),
         pytest.param(_campaign_bytes(segment=b"[" * 5000 + b"]" * 5000), id="nested-5000"),
         pytest.param(_campaign_bytes(segment=b'"\\ud800"'), id="lone-surrogate"),
@@ -218,6 +221,15 @@ async def test_json_that_only_lenient_parsers_accept_is_400_never_500(
     answer = await post(cs, body)
 
     problem(answer, 400)
+    await assert_nothing_changed(cs)
+
+
+async def test_a_number_past_a_floats_range_is_400_naming_it(cs: Countersign) -> None:
+    answer = await post(cs, _campaign_bytes(recipients=b"1e999"))
+
+    document = problem(answer, 400)
+    assert "1e999" in document["detail"]
+    assert "finite" in document["detail"]
     await assert_nothing_changed(cs)
 
 
