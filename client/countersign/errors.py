@@ -55,7 +55,10 @@ class ProblemError(CountersignError):
         self.errors = tuple(errors)
         #: seconds, when the answer said when to try again (429, 503)
         self.retry_after = retry_after
-        fields = "".join(f"; {p.field}: {p.message}" for p in self.errors)
+        # the fields the detail does not already say (the server's detail often lists them)
+        fields = "".join(
+            f"; {p.field}: {p.message}" for p in self.errors if p.message not in detail
+        )
         super().__init__(f"HTTP {status} {title}: {detail}{fields}")
 
     @classmethod

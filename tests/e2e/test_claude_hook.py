@@ -42,6 +42,13 @@ def hook_call(tool_name: str, tool_input: Mapping[str, Any], tool_use_id: str) -
     }
 
 
+def checkout_env() -> dict[str, str]:
+    """PATH, and PYTHONPATH when set: the hook runs this checkout's code (a worktree's), not the
+    one the virtualenv was installed from."""
+    keep = ("PATH", "PYTHONPATH")
+    return {name: os.environ[name] for name in keep if name in os.environ}
+
+
 async def run_hook(
     stdin: bytes | dict[str, Any],
     env: Mapping[str, str],
@@ -56,7 +63,7 @@ async def run_hook(
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={"PATH": os.environ.get("PATH", ""), **env},
+        env={**checkout_env(), **env},
     )
     out, err = await asyncio.wait_for(process.communicate(data), timeout=60)
     assert process.returncode == 0, err.decode()
@@ -141,6 +148,18 @@ async def test_a_policy_denial_denies_with_the_rules_reason(cs: Countersign) -> 
 
     assert answer["permissionDecision"] == "deny"
     assert "This agent does not reach the network." in answer["permissionDecisionReason"]
+
+
+async def test_a_refused_call_says_each_field_at_fault_once(cs: Countersign) -> None:
+    """Claude reads the reason: the problem's detail already lists the fields at fault, so the
+    reason says each one once rather than twice."""
+    call = hook_call("Bash", {"command": "ls"}, "toolu_unknown_op1")
+
+    answer = await run_hook(call, agent_env(cs), "--operation", "coding.no_such_tool")
+
+    reason = answer["permissionDecisionReason"]
+    assert answer["permissionDecision"] == "deny"
+    assert reason.count("unknown operation 'coding.no_such_tool'") == 1, reason
 
 
 @pytest.mark.parametrize(("flags", "expected"), [((), "deny"), (("--undecided", "ask"), "ask")])
