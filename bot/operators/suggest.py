@@ -530,6 +530,19 @@ def _read_ceiling(text: str, shown: FieldFormat | None) -> int | float | None:
     return int(number) if number.is_integer() else number
 
 
+def _ceiling_text(text: str) -> bool:
+    """Whether ``text`` reads as a ceiling of some field: a number, or an amount and its
+    currency (which field it bounds is told per rule)."""
+    try:
+        number = float(text)
+    except ValueError:
+        return _MONEY_CEILING.fullmatch(text.strip()) is not None
+    return math.isfinite(number) and number > 0
+
+
+_MONEY_CEILING = re.compile(r"[0-9][0-9,]*(?:\.[0-9]+)?\s+[A-Z]{3}")
+
+
 def _round_down(value: int | float) -> int | float:
     """Down to two significant figures: 487,320 -> 480,000."""
     if value <= 0:
@@ -670,6 +683,20 @@ async def suggest_command(
     """0: suggested (perhaps nothing); 2: the calls or the ceiling cannot be read."""
     from bot.operators.simulate import export_calls
 
+    if calls_path is not None and since is not None:
+        print(
+            f"give a call file or --since DATE, not both (got {str(calls_path)!r} "
+            f"and --since {since!r})",
+            file=err,
+        )
+        return 2
+    if ceiling is not None and not _ceiling_text(ceiling):
+        print(
+            f"--ceiling: expected money with its currency, such as '50.00 USD', or a number "
+            f"above zero in the field's own unit; got {ceiling!r}",
+            file=err,
+        )
+        return 2
     try:
         if calls_path is not None:
             calls = await read_calls_file(calls_path)

@@ -290,3 +290,52 @@ async def test_calls_nobody_decided_are_not_taken_as_calls_nobody_will_reject(
         "   people decided no call under 'small-refunds': expect about 4 a day that they would "
         "reject to run without a click (8 at the 95% bound of that share;" in out.getvalue()
     )
+
+
+@pytest.mark.parametrize("ceiling", ["lots", "50 bananas", "inf", "nan", "-5", "0"])
+async def test_a_ceiling_that_bounds_nothing_is_refused_before_anything_is_read(
+    tmp_path: Path, ceiling: str
+) -> None:
+    """An operator's typo must not pass as 'no standing rule suggested' notes (nor 'inf' as no
+    bound at all): the command names --ceiling and what it expects, and exits 2."""
+    settings = _unbatched(tmp_path)
+    path = tmp_path / "calls.jsonl"
+    path.write_text(json.dumps(_refund(2000, minute=0)))
+    out, err = io.StringIO(), io.StringIO()
+
+    code = await suggest_command(settings, path, None, ceiling, out, err, env=ENV)
+
+    assert code == 2
+    assert "--ceiling: expected money with its currency, such as '50.00 USD'" in err.getvalue()
+    assert repr(ceiling) in err.getvalue()
+    assert out.getvalue() == ""
+
+
+@pytest.mark.parametrize("ceiling", ["50.00 USD", "1,200 EUR", "5000", "12.5"])
+async def test_a_ceiling_in_money_or_in_the_fields_unit_is_read(
+    tmp_path: Path, ceiling: str
+) -> None:
+    settings = _unbatched(tmp_path)
+    path = tmp_path / "calls.jsonl"
+    path.write_text(json.dumps(_refund(2000, minute=0)))
+
+    code = await suggest_command(
+        settings, path, None, ceiling, io.StringIO(), io.StringIO(), env=ENV
+    )
+
+    assert code == 0
+
+
+async def test_a_call_file_and_since_together_are_refused(tmp_path: Path) -> None:
+    """Either the file's calls or the store's history: given both, the command does not pick
+    one silently."""
+    settings = _unbatched(tmp_path)
+    path = tmp_path / "calls.jsonl"
+    path.write_text(json.dumps(_refund(2000, minute=0)))
+    out, err = io.StringIO(), io.StringIO()
+
+    code = await suggest_command(settings, path, "2031-03-14", None, out, err, env=ENV)
+
+    assert code == 2
+    assert "give a call file or --since DATE, not both" in err.getvalue()
+    assert out.getvalue() == ""
