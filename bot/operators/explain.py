@@ -12,8 +12,10 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
+from bot.flow.requesters import RequesterRefused, check_requester
+from bot.operators.simulate import ConfiguredMembership
 from bot.outbound.http import AiohttpClient
-from bot.settings import Settings
+from bot.settings import ROLE_PREFIX, AgentSettings, Settings, is_user_group
 from contracts.base import Context, ContractViolation
 from contracts.batching import format_after
 from contracts.durations import spoken_duration
@@ -43,7 +45,30 @@ async def explain(
     except ValueError as error:
         print(f"--request: not valid JSON: {error}", file=out)
         return 2
+    if agent is not None and agent not in settings.agents:
+        known = ", ".join(sorted(settings.agents)) or "none"
+        print(f"--agent: unknown agent {agent!r} (configured: {known})", file=out)
+        return 2
     agent_name = agent or next(iter(settings.agents), "")
+    note = None
+    if agent_name:
+        agent_settings = settings.agents[agent_name]
+        try:
+            await check_requester(
+                agent_settings, requester, roles=settings.roles, directory=ConfiguredMembership()
+            )
+        except RequesterRefused as refused:
+            if _certain(agent_settings, settings):
+                print(
+                    f"--requester: {refused.message}; a submission naming them is refused "
+                    "(403) before the policy is asked (choose --agent)",
+                    file=out,
+                )
+                return 2
+            note = (
+                f"note: {refused.message}, unless through a Slack user group or a delegation, "
+                "which this command does not read"
+            )
     http = AiohttpClient()
     try:
         request = op.parse_request(data)
@@ -69,6 +94,8 @@ async def explain(
         f"(roles: {', '.join(sorted(roles)) or 'none'})",
         file=out,
     )
+    if note is not None:
+        print(note, file=out)
     print(f"preview: {resolved.preview.title}", file=out)
     print(f"frozen arguments: {json.dumps(arguments, sort_keys=True)}", file=out)
     print("rules, in order:", file=out)
@@ -85,8 +112,8 @@ async def explain(
     if isinstance(decision, Ask):
         print(
             f"decision: ask ({', '.join(decision.approvers)} in {decision.channel}, "
-            f"expires after {decision.expires_after}, quorum {decision.quorum}: "
-            f"{decision.quorum} distinct approver(s) needed)",
+            f"expires after {spoken_duration(decision.expires_after.total_seconds())}, "
+            f"quorum {decision.quorum}: {_people(decision.quorum)} needed)",
             file=out,
         )
         if decision.batch is not None:
@@ -113,3 +140,18 @@ async def explain(
     else:
         print(f"decision: deny: {decision.reason}", file=out)
     return 0
+
+
+def _people(quorum: int) -> str:
+    return "1 approver" if quorum == 1 else f"{quorum} distinct approvers"
+
+
+def _certain(agent: AgentSettings, settings: Settings) -> bool:
+    """Whether the configuration alone tells that ``agent`` may not name a person: it takes no
+    delegation, and neither its acts_for nor the roles it names hold a Slack user group (whose
+    members this command does not read)."""
+    if agent.delegation:
+        return False
+    roles = [e.removeprefix(ROLE_PREFIX) for e in agent.acts_for if e.startswith(ROLE_PREFIX)]
+    members = [m for role in roles for m in settings.roles.get(role, frozenset())]
+    return not any(is_user_group(entry) for entry in [*agent.acts_for, *members])
