@@ -51,7 +51,9 @@ def add_operator_commands(commands: Any, policy_commands: Any) -> None:
         "run", help="archive and remove what [retention] archive_after (or --older-than) says"
     )
     run.add_argument(
-        "--older-than", default=None, help="an age such as 90d or 12h (default: the setting)"
+        "--older-than",
+        default=None,
+        help="an age of at least a day, such as 90d or 36h (default: the setting)",
     )
     run.add_argument(
         "--archive-dir",

@@ -6,11 +6,16 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from bot.audit.commands import audit_verify
+from bot.cli import main
 from bot.operators.retention import retention_command
+from bot.settings.retention import parse_age
 from store.proposals import ProposalNotFound
 from store.retention import ARCHIVED_EVENT
 from store.sqlite import SqliteStore
@@ -83,3 +88,17 @@ async def test_an_age_under_a_day_is_refused(tmp_path: Path, make_settings: Make
     )
 
     assert code == 2 and "at least '1d'" in err.getvalue()
+
+
+def test_the_ages_the_help_gives_as_examples_are_accepted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`retention run --help` once offered '12h', which the command then refused."""
+    with pytest.raises(SystemExit):
+        main(["retention", "run", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+
+    examples = re.findall(r"such as ((?:\d+[dhms])(?: or \d+[dhms])*)", help_text)
+    assert examples, help_text
+    for age in examples[0].split(" or "):
+        assert parse_age(age) >= timedelta(days=1)
