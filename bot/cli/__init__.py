@@ -9,11 +9,12 @@ hook before every tool call, so what this module imports is paid on each one
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
 
-__all__ = ["AGENT_SIDE", "main"]
+__all__ = ["AGENT_SIDE", "READER_GONE", "main"]
 
 #: the agent-side commands and the client module running each (bot imports nothing of the client
 #: by name, tests/test_layers.py: the server does not depend on it)
@@ -27,4 +28,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return command
     from bot.cli.commands import main as server_main
 
-    return server_main(given)
+    try:
+        code = server_main(given)
+        sys.stdout.flush()  # inside: a reader gone before the end is one too
+    except BrokenPipeError:
+        return _reader_gone()
+    return code
+
+
+#: A program killed by SIGPIPE exits 128 + 13 in a shell's eyes: `countersign ... | head`.
+READER_GONE = 141
+
+
+def _reader_gone() -> int:
+    """Stdout's reader closed it (``| head``): stop quietly, as a Unix tool does, rather than
+    with a traceback (the recipe of Python's documentation for SIGPIPE)."""
+    # what is left in the buffer can never be written; the interpreter's own flush at exit
+    # writes it nowhere instead of printing another error
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return READER_GONE

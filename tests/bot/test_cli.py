@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli import READER_GONE, main
 from contracts.outcomes import Succeeded
 from store.sqlite import SqliteStore
 from tests.e2e.harness import ENV, config_text
@@ -408,3 +411,39 @@ def test_a_toml_syntax_error_at_the_end_names_its_line_and_column(
     err = capsys.readouterr().err
     assert code == 2
     assert "(at line 2, column 25, the end of the document)" in err, err
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["at-exit", "while-printing"])
+def test_a_reader_that_closes_stdout_early_ends_the_command_quietly(
+    tmp_path: Path, big: bool
+) -> None:
+    """`countersign audit export ... | head` printed a BrokenPipeError traceback: a command whose
+    reader went away stops without one, with the exit code of a program killed by SIGPIPE,
+    whether the pipe breaks when its output is flushed at the end or while it prints."""
+    config, _db = write_config(tmp_path)
+    command = ["check-config"]
+    if big:  # more than a pipe's buffer: each call refused with a reason of its own
+        calls = tmp_path / "calls.jsonl"
+        lines = (
+            json.dumps(
+                {"agent": f"ghost-{n}", "operation": "x", "requested_by": "U0X", "request": {}}
+            )
+            for n in range(3000)
+        )
+        calls.write_text("\n".join(lines), encoding="utf-8")
+        command = ["policy", "simulate", str(calls), "--without-store", "--json"]
+    env = {**{k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH")}, **ENV}
+    with subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "--config", str(config), *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=Path(__file__).parents[2],
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()  # the reader is gone before the command writes anything
+        err = process.stderr.read().decode()
+        code = process.wait(timeout=60)
+
+    assert err == ""
+    assert code == READER_GONE == 141
