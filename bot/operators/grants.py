@@ -14,7 +14,7 @@ value, or else the text). What covers a call is decided by the server's own code
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from pydantic import JsonValue
@@ -61,9 +61,18 @@ class SimulatedGrants:
         return tuple(self._rules.values())
 
 
-def parse_grant(text: str, settings: Settings, *, start: datetime, number: int) -> StandingRule:
+def parse_grant(
+    text: str,
+    settings: Settings,
+    *,
+    start: datetime,
+    number: int,
+    requesters: Mapping[str, Collection[str]] | None = None,
+) -> StandingRule:
     """The standing rule ``text`` (``RULE:NAME=VALUE,...``) describes, granted at ``start``;
-    ValueError naming what is wrong and what was expected."""
+    ValueError naming what is wrong and what was expected. ``requesters`` holds, per agent, the
+    people its calls name: without ``by``, the granter is the first admin who requested none
+    of them (a standing rule never covers a call its granter requested), else the first."""
     rule_id, colon, rest = text.partition(":")
     if not colon or not rule_id:
         raise ValueError(
@@ -108,7 +117,9 @@ def parse_grant(text: str, settings: Settings, *, start: datetime, number: int) 
         for member in settings.roles.get(role, frozenset())
         if not is_user_group(member)
     )
-    by = given.pop("by", admins[0] if admins else None)
+    asked = set((requesters or {}).get(agent, ()))
+    default = next((a for a in admins if a not in asked), admins[0] if admins else None)
+    by = given.pop("by", default)
     if by is None or by not in admins:
         raise ValueError(
             f"{text!r}: 'by' must be a member of the rule's standing.admins "

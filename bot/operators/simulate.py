@@ -254,13 +254,18 @@ async def simulate_command(
             return 2
     now = datetime.now(UTC)
     start = min((c.at for c in calls if c.at is not None), default=now)
+    requesters: dict[str, set[str]] = {}
+    for call in calls:
+        if call.requested_by is not None:
+            requesters.setdefault(call.agent, set()).add(call.requested_by)
     try:
         granted = [
-            parse_grant(text, settings, start=start, number=n) for n, text in enumerate(grants)
+            parse_grant(text, settings, start=start, number=n, requesters=requesters)
+            for n, text in enumerate(grants)
         ]
         if new_settings is not None:
             for n, text in enumerate(grants):
-                parse_grant(text, new_settings, start=start, number=n)
+                parse_grant(text, new_settings, start=start, number=n, requesters=requesters)
     except ValueError as error:
         print(f"--grant: {error}", file=err)
         return 2

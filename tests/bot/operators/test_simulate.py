@@ -282,6 +282,33 @@ async def test_a_grant_answers_what_a_standing_rule_would_save_within_its_uses(
     assert report.violations == []
 
 
+async def test_a_grant_without_by_is_granted_by_an_admin_who_asked_for_none_of_the_calls(
+    tmp_path: Path,
+) -> None:
+    """A standing rule never covers what its granter asked for: the default granter (the first
+    admin) asking for every call made the grant cover none, silently."""
+    text = CALLMIX_CONFIG.read_text(encoding="utf-8")
+    support = 'support = ["U0SUP01",'
+    assert support in text
+    settings = callmix_settings(tmp_path, text.replace(support, 'support = ["U0FINLEAD1",', 1))
+    calls = [
+        _refund(1000 + minute, minute=minute, requested_by="U0FINLEAD1") for minute in range(3)
+    ]
+    (tmp_path / "calls.jsonl").write_text("\n".join(json.dumps(c) for c in calls))
+    grant = "small-refunds:agent=billing-bot,ceiling=50.00 USD,currency=USD"
+    out = io.StringIO()
+
+    code = await simulate_command(
+        settings, tmp_path / "calls.jsonl", None, out, io.StringIO(), grants=[grant], as_json=True
+    )
+
+    assert code == 0
+    [row] = [
+        r for r in json.loads(out.getvalue())["current"]["rules"] if r["rule"] == "small-refunds"
+    ]
+    assert (row["auto"], row["standing"], row["clicks"]) == (3, 3, 0)
+
+
 @pytest.mark.parametrize(
     ("grant", "problem"),
     [
