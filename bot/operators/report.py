@@ -23,7 +23,15 @@ if TYPE_CHECKING:
     from bot.operators.calls import Call, Outcome, Tally
     from bot.settings import Settings
 
-__all__ = ["Overridden", "Report", "RuleRow", "print_report", "report_json", "spoken"]
+__all__ = [
+    "Overridden",
+    "Report",
+    "RuleRow",
+    "click_count",
+    "print_report",
+    "report_json",
+    "spoken",
+]
 
 #: How many of the calls that go against people's decisions the printed report names.
 OVERRIDDEN_SHOWN = 10
@@ -384,7 +392,7 @@ def print_report(report: Report, out: TextIO) -> None:
     )
     busiest = report.busiest()
     if busiest is not None:
-        print(f"busiest approvers: {busiest[0]}, {busiest[1]:,.0f} clicks a day", file=out)
+        print(f"busiest approvers: {busiest[0]}, {click_count(busiest[1])} a day", file=out)
     if report.batched:
         p50 = percentile(report.waits, 0.5)
         p95 = percentile(report.waits, 0.95)
@@ -506,3 +514,9 @@ def report_json(report: Report) -> dict[str, JsonValue]:
         },
         "refusal_reasons": dict(report.reasons),
     }
+
+
+def click_count(count: float) -> str:
+    """``count`` clicks as a person says it, rounded: "1 click", "1,204 clicks"."""
+    shown = f"{count:,.0f}"
+    return f"{shown} click" if shown == "1" else f"{shown} clicks"

@@ -55,7 +55,7 @@ from pydantic import JsonValue
 from bot.operators.calls import Call, Outcome
 from bot.operators.clicks import percentile
 from bot.operators.grants import parse_grant
-from bot.operators.report import Report, spoken
+from bot.operators.report import Report, click_count, spoken
 from bot.operators.simulate import read_calls_file, simulate
 from bot.settings import ConfigError, Settings, load_settings
 from contracts.durations import format_duration
@@ -638,7 +638,7 @@ def print_suggestions(
             exposure.append(", ".join(s.money_per_day.values()) + " a day")
         adds = "adds " + "; ".join(exposure) if exposure else "adds no exposure"
         wait = "" if s.added_wait_p95 is None else f"; added wait p95 {spoken(s.added_wait_p95)}"
-        print(f"   saves {s.clicks_saved_per_day:,.0f} clicks a day; {adds}{wait}", file=out)
+        print(f"   saves {click_count(s.clicks_saved_per_day)} a day; {adds}{wait}", file=out)
         if s.rejection_rates:
             shares = "; ".join(
                 f"people rejected {rejected:,} of {decided:,} under {rule!r}"

@@ -556,3 +556,16 @@ async def test_when_people_decided_and_nothing_goes_against_them_the_report_says
         "left unanswered runs without a click, and none they approved is denied)"
     ) in decided.getvalue().splitlines()
     assert "against people's decisions" not in undecided.getvalue()
+
+
+async def test_one_click_a_day_is_said_in_the_singular(tmp_path: Path) -> None:
+    settings = callmix_settings(tmp_path)
+    (tmp_path / "calls.jsonl").write_text(
+        json.dumps(_refund(250_000, minute=1, verdict="rejected"))
+    )
+    out = io.StringIO()
+
+    code = await simulate_command(settings, tmp_path / "calls.jsonl", None, out, io.StringIO())
+
+    assert code == 0
+    assert "busiest approvers: finance, finance-leads, 1 click a day\n" in out.getvalue()
