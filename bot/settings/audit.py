@@ -120,7 +120,8 @@ def load_audit(
                 "audit.anchor_file and/or audit.anchor_channel"
             )
     return AnchorSettings(
-        file=None if section.anchor_file is None else Path(section.anchor_file),
+        # relative to the configuration file's folder, as store.url and retention.archive_dir
+        file=None if section.anchor_file is None else path.parent / section.anchor_file,
         channel=channel,
         key=key,
         key_env=section.anchor_key_env,

@@ -247,6 +247,27 @@ def test_anchor_appends_the_head_signed_to_the_file(
     assert f"signed with ${KEY_ENV}, to file {anchors}" in out
 
 
+def test_a_relative_anchor_file_is_beside_the_configuration_wherever_the_command_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As store.url and retention.archive_dir are: serve (run by systemd in its working folder)
+    and an operator's `audit anchor` (run from their shell) append to the same file."""
+    backend = _sqlite_backend(tmp_path)
+    config = write_config(tmp_path, backend.url, 'anchor_file = "anchors.jsonl"')
+    add_entries(backend.url, 3)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+    code = run(config, "anchor")
+
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert len((tmp_path / "anchors.jsonl").read_text(encoding="utf-8").splitlines()) == 1
+    assert not (elsewhere / "anchors.jsonl").exists()
+    assert f"to file {tmp_path / 'anchors.jsonl'}" in out
+
+
 def test_anchor_without_a_destination_writes_nothing_and_says_what_to_set(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
