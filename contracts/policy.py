@@ -401,8 +401,11 @@ class PolicyTable:
                 first_position.setdefault(reader.id, position)
             if rule is not None:
                 loaded.append(rule)
-        if not problems:  # only a table whose rules all read well can be judged as a whole
-            problems = _unreachable(loaded)
+        # judged over the rules that read well (a rule that did not could only shadow more, so
+        # each rule named here is unreachable whatever the others' problems), each id once: a
+        # repeated id is its own problem, not one of order
+        distinct = {rule.id: rule for rule in reversed(loaded)}
+        problems += _unreachable([rule for rule in loaded if distinct[rule.id] is rule])
         if problems:
             raise PolicyError(problems)
         return cls(loaded, roles=roles)

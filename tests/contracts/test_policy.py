@@ -788,7 +788,10 @@ def test_load_rejects_duplicate_ids_naming_both_positions() -> None:
 
     assert problems_of(rules) == [
         "policy rule 'same': field 'id' is already used by rule #1 (this is rule #3); "
-        "ids must be unique"
+        "ids must be unique",
+        # and, in the same pass, what the first 'same' (every refund, no condition) shadows
+        "policy rule 'other': unreachable: rule 'same' before it matches every "
+        "payments.refund proposal and decides first; move 'other' above it or remove it",
     ]
 
 
@@ -810,6 +813,24 @@ def test_load_rejects_rules_an_earlier_catch_all_makes_unreachable() -> None:
     ]
 
     assert problems_of(rules) == [
+        "policy rule 'never': unreachable: rule 'refunds' before it matches every "
+        "payments.refund proposal and decides first; move 'never' above it or remove it"
+    ]
+
+
+def test_an_unreachable_rule_is_listed_with_the_problems_of_other_rules() -> None:
+    """One pass lists every problem: a rule an earlier catch-all shadows is not left for the
+    next check-config because another rule has a bad threshold."""
+    rules = [
+        auto("typo", when=[{"field": "amount", "lte": 1}]),
+        {"id": "refunds", "operation": REFUND, "decision": "deny", "reason": "no"},
+        auto("never", when=[{"field": "amount_cents", "lte": 5}]),
+    ]
+
+    problems = problems_of(rules)
+
+    assert problems[0].startswith("policy rule 'typo': field 'amount'")
+    assert problems[1:] == [
         "policy rule 'never': unreachable: rule 'refunds' before it matches every "
         "payments.refund proposal and decides first; move 'never' above it or remove it"
     ]
