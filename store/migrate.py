@@ -68,8 +68,10 @@ def pending_migrations(
     known = {migration.version for migration in migrations}
     unknown = sorted(set(applied) - known)
     if unknown:
+        newest = max(known, default=0)
         raise MigrationError(
-            f"the database has migration(s) {unknown} that this version of Countersign does not "
-            f"know (it knows 1..{len(migrations)}); upgrade Countersign before using this database"
+            f"the database has migration(s) {', '.join(f'{v:04d}' for v in unknown)} that this "
+            f"version of Countersign does not know (it knows up to {newest:04d}); upgrade "
+            "Countersign before using this database"
         )
     return [migration for migration in migrations if migration.version not in applied]

@@ -61,9 +61,10 @@ async def test_older_code_meeting_the_newest_schema_refuses_it_sqlite(tmp_path: 
         with pytest.raises(MigrationError) as refused:
             await sqlite.apply_migrations(db, migrations[:-1])
     latest = migrations[-1].version
-    assert f"has migration(s) [{latest}] that this version of Countersign does not know" in str(
-        refused.value
-    )
+    assert (
+        f"has migration(s) {latest:04d} that this version of Countersign does not know "
+        f"(it knows up to {latest - 1:04d})"
+    ) in str(refused.value)
     assert "upgrade Countersign before using this database" in str(refused.value)
     with sqlite3.connect(path) as db:
         [(applied,)] = db.execute("SELECT max(version) FROM schema_migrations").fetchall()
