@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
@@ -119,10 +119,7 @@ def read_calls(text: str, *, source: str) -> list[Call]:
         try:
             call = Call.model_validate_json(line)
         except ValidationError as error:
-            problem = "; ".join(
-                f"{'.'.join(str(part) for part in e['loc']) or 'line'}: {e['msg']}"
-                for e in error.errors()
-            )
+            problem = "; ".join(_problem(e) for e in error.errors(include_url=False))
             raise ValueError(f"{source} line {number}: {problem}") from None
         if call.arguments is None and call.request is None:
             raise ValueError(f"{source} line {number}: expected 'request' or 'arguments'")
@@ -133,3 +130,15 @@ def read_calls(text: str, *, source: str) -> list[Call]:
             )
         calls.append(call)
     return calls
+
+
+def _problem(error: Any) -> str:
+    """One field's problem in a call's line, as the reference names the fields."""
+    where = ".".join(str(part) for part in error["loc"]) or "line"
+    if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
+        return f"{where}: unknown field (a call has: {', '.join(Call.model_fields)})"
+    if error["type"] == "missing":
+        return f"{where}: required field is missing"
+    given = error.get("input")
+    shown = f" (got {given!r})" if isinstance(given, str | int | float | bool) else ""
+    return f"{where}: {error['msg']}{shown}"

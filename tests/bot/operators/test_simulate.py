@@ -569,3 +569,35 @@ async def test_one_click_a_day_is_said_in_the_singular(tmp_path: Path) -> None:
 
     assert code == 0
     assert "busiest approvers: finance, finance-leads, 1 click a day\n" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        (
+            {"agent": "billing-bot", "request": {}},
+            "calls.jsonl line 1: operation: required field is missing",
+        ),
+        (
+            {"agent": "billing-bot", "operation": "payments.refund", "request": {}, "note": 1},
+            "calls.jsonl line 1: note: unknown field (a call has: agent, operation, requested_by,",
+        ),
+        (
+            {
+                "agent": "billing-bot",
+                "operation": "payments.refund",
+                "request": {},
+                "urgent": "maybe",
+            },
+            "calls.jsonl line 1: urgent: Input should be a valid boolean, unable to interpret "
+            "input (got 'maybe')",
+        ),
+    ],
+)
+def test_a_call_line_that_does_not_read_names_the_field_and_what_a_call_has(
+    line: dict[str, object], problem: str
+) -> None:
+    with pytest.raises(ValueError) as refused:
+        read_calls(json.dumps(line), source="calls.jsonl")
+
+    assert str(refused.value).startswith(problem)
