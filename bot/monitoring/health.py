@@ -64,10 +64,14 @@ class Check:
         return {"ok": self.ok, "detail": self.detail}
 
 
-async def confirm_slack(client: AsyncWebClient, api_url: str) -> str:
+async def confirm_slack(client: AsyncWebClient, api_url: str, *, starting: bool = True) -> str:
     """Call ``auth.test`` with the bot token; the workspace and bot it names. SlackUnusable
-    says what is wrong and where to fix it: the token (SLACK_BOT_TOKEN) or the way to Slack."""
+    says what is wrong and where to fix it: the token (SLACK_BOT_TOKEN) or the way to Slack,
+    and, at a start (``starting``), that --allow-offline runs anyway."""
+    # at a start, the way to run anyway; once running (--allow-offline), what happens next
     offline = "or start with --allow-offline to run anyway"
+    retried = offline if starting else "Countersign tries auth.test again until it succeeds"
+    refused = offline if starting else "then restart Countersign"
     try:
         answer = await client.auth_test()
     except SlackApiError as error:
@@ -77,16 +81,17 @@ async def confirm_slack(client: AsyncWebClient, api_url: str) -> str:
                 f"Slack refused the bot token SLACK_BOT_TOKEN (auth.test answered {code}). Set "
                 "SLACK_BOT_TOKEN to the Bot User OAuth Token (xoxb-...) from your Slack app's "
                 "'OAuth & Permissions' page (install or reinstall the app to the workspace "
-                f"first if it has none, or it was revoked), {offline}."
+                f"first if it has none, or it was revoked), {refused}."
             ) from None
+        shortly = "Try again shortly, " if starting else ""
         raise SlackUnusable(
-            f"Slack at {api_url} answered auth.test with {code}. Try again shortly, {offline} "
+            f"Slack at {api_url} answered auth.test with {code}. {shortly}{retried} "
             "(posts wait in the outbox until Slack answers)."
         ) from None
     except (SlackClientError, aiohttp.ClientError, OSError, TimeoutError) as error:
         raise SlackUnusable(
             f"cannot reach Slack at {api_url} (auth.test: {type(error).__name__}: {error}). "
-            f"Check the network, and SLACK_API_URL if it is set, {offline}."
+            f"Check the network, and SLACK_API_URL if it is set, {retried}."
         ) from None
     return f"workspace {answer.get('team')} ({answer.get('team_id')}) as {answer.get('user')}"
 
@@ -108,7 +113,7 @@ class Readiness:
         self._settings = settings
         self._monotonic = monotonic
         self.version = version
-        self._slack = Check(False, "auth.test has not been called yet")
+        self._slack = Check(False, "auth.test has not answered yet")
         #: since when the outbox is known to be moving: start, an empty outbox, a delivery
         self._outbox_moved = monotonic()
 
@@ -190,7 +195,7 @@ async def confirm_slack_forever(
     tries = 0
     while True:
         try:
-            who = await confirm_slack(client, api_url)
+            who = await confirm_slack(client, api_url, starting=False)  # it runs already
         except SlackUnusable as problem:
             readiness.slack_failed(str(problem))
             if tries == 0:

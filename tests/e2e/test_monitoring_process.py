@@ -175,6 +175,9 @@ async def test_allow_offline_serves_and_readyz_says_slack_is_not_confirmed(tmp_p
     assert ready["ready"] is False and ready["version"] == countersign_version()
     assert ready["checks"]["slack"]["ok"] is False
     assert "SLACK_BOT_TOKEN" in ready["checks"]["slack"]["detail"]
+    # it runs with --allow-offline already: the advice is what to do now, not how to start
+    assert "--allow-offline" not in ready["checks"]["slack"]["detail"]
+    assert ready["checks"]["slack"]["detail"].endswith("then restart Countersign.")
     assert ready["checks"]["store"]["ok"] is True
     starting = [line for line in log_lines(tmp_path) if "--allow-offline" in line["message"]]
     assert starting and starting[0]["level"] == "error"
