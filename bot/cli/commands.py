@@ -265,8 +265,12 @@ async def _audit_export(
     if output is None:
         count = write_export(entries, sys.stdout, since=since, fmt=fmt)
     else:
-        with output.open("w", encoding="utf-8", newline="") as out:
-            count = write_export(entries, out, since=since, fmt=fmt)
+        try:
+            with output.open("w", encoding="utf-8", newline="") as out:
+                count = write_export(entries, out, since=since, fmt=fmt)
+        except OSError as error:
+            print(f"--output: cannot write {output}: {error.strerror or error}", file=sys.stderr)
+            return 2
     print(f"exported {count} audit entries since {since.isoformat()}", file=sys.stderr)
     return 0
 

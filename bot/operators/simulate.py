@@ -340,7 +340,8 @@ async def export_calls(settings: Settings, since_text: str) -> list[Call]:
 async def export_calls_command(
     settings: Settings, since_text: str, output: Path | None, out: TextIO, err: TextIO
 ) -> int:
-    """Write the agents' calls since a date as JSON Lines (0); 2 on a bad date or store."""
+    """Write the agents' calls since a date as JSON Lines (0); 2 on a bad date, store or
+    output file."""
     try:
         calls = await export_calls(settings, since_text)
     except ValueError as error:
@@ -350,7 +351,11 @@ async def export_calls_command(
     if output is None:
         out.writelines(lines)
     else:
-        await asyncio.to_thread(output.write_text, "".join(lines), encoding="utf-8")
+        try:
+            await asyncio.to_thread(output.write_text, "".join(lines), encoding="utf-8")
+        except OSError as error:
+            print(f"--output: cannot write {output}: {error.strerror or error}", file=err)
+            return 2
     print(f"exported {len(lines)} calls since {parse_since(since_text).isoformat()}", file=err)
     return 0
 

@@ -145,3 +145,17 @@ def test_a_bad_since_exits_2_naming_the_value(
 
     assert code == 2
     assert "'soon'" in capsys.readouterr().err
+
+
+def test_an_output_that_cannot_be_written_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, _ = write_config(tmp_path)
+    missing = tmp_path / "no-such-folder" / "audit.jsonl"
+
+    code = export(config, "--since", "2026-01-01", "--output", str(missing))
+
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"--output: cannot write {missing}: No such file or directory\n"
+    )

@@ -601,3 +601,16 @@ def test_a_call_line_that_does_not_read_names_the_field_and_what_a_call_has(
         read_calls(json.dumps(line), source="calls.jsonl")
 
     assert str(refused.value).startswith(problem)
+
+
+async def test_export_calls_to_a_file_that_cannot_be_written_exits_2_naming_it(
+    tmp_path: Path,
+) -> None:
+    settings = _settings(tmp_path, "a.toml")
+    missing = tmp_path / "no-such-folder" / "calls.jsonl"
+    err = io.StringIO()
+
+    code = await export_calls_command(settings, "2031-03-01", missing, io.StringIO(), err)
+
+    assert code == 2
+    assert err.getvalue() == f"--output: cannot write {missing}: No such file or directory\n"
