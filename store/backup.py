@@ -95,6 +95,10 @@ def backup_sqlite(source: Path, target: Path, *, overwrite: bool = False) -> Fil
         raise BackupRefused(f"the store {source} does not exist")
     if target.exists() and not overwrite:
         raise BackupRefused(f"{target} exists; choose another path (or remove it first)")
+    if not target.parent.is_dir():
+        raise BackupRefused(
+            f"the folder {target.parent} does not exist; create it, or choose another path"
+        )
     if target.resolve() == source.resolve():
         raise BackupRefused(f"{target} is the store itself; choose another path")
     partial = target.with_name(target.name + ".partial")

@@ -126,6 +126,22 @@ async def test_a_backup_never_overwrites_a_file(
     assert (tmp_path / "taken.sqlite").read_text() == "keep me"
 
 
+async def test_a_backup_into_a_folder_that_does_not_exist_names_the_folder(
+    tmp_path: Path, make_settings: MakeSettings
+) -> None:
+    settings = make_settings()
+    await (await SqliteStore.open(tmp_path / "countersign.sqlite")).close()
+    missing = tmp_path / "backups" / "2031-03-14"
+    err = io.StringIO()
+
+    assert await backup_command(settings, missing / "cs.sqlite", io.StringIO(), err) == 2
+
+    assert err.getvalue() == (
+        f"backup refused: the folder {missing} does not exist; create it, or choose another path\n"
+    )
+    assert not missing.exists()
+
+
 async def test_restore_refuses_a_file_that_is_not_a_countersign_database(
     tmp_path: Path, make_settings: MakeSettings
 ) -> None:
