@@ -12,9 +12,10 @@ numeric.
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import JsonValue
 
@@ -55,14 +56,36 @@ HISTORY_DAYS: Final = 30
 #: The most proposals :meth:`StandingStore.rule_history` reads: the latest ones.
 HISTORY_MOST: Final = 5_000
 
+#: SQLite's integers: 64 bits, signed.
+_SQLITE_INTEGER_MIN: Final = -(2**63)
+_SQLITE_INTEGER_MAX: Final = 2**63 - 1
+#: Which way a whole number past SQLite's integers is rounded to a float (:func:`_exact`).
+_RoundTo = Literal["up", "down"]
 
-def _exact(tx: Tx, number: int | float) -> int | float | Decimal:
+
+def _exact(tx: Tx, number: int | float, *, past_64_bits: _RoundTo) -> int | float | Decimal:
     """A ceiling, or the value of a call it bounds, as the database compares it exactly: SQLite
     keeps the integer or real itself; PostgreSQL's numeric is given a Decimal (a float by its
-    shortest text, not its binary expansion: 0.1 stays 0.1)."""
-    if tx.dialect == "sqlite":
+    shortest text, not its binary expansion: 0.1 stays 0.1).
+
+    SQLite's integers hold 64 bits, and an agent may write a whole number past them (a count in
+    a webhook's request): it goes as the nearest float on the side ``past_64_bits`` names, the
+    side that refuses. A call's value is rounded up (no ceiling below it is found), a ceiling down
+    (it covers no more than was approved); :func:`contracts.standing.covers` compares exactly
+    again."""
+    if tx.dialect != "sqlite":
+        return Decimal(number) if isinstance(number, int) else Decimal(repr(number))
+    if isinstance(number, float) or _SQLITE_INTEGER_MIN <= number <= _SQLITE_INTEGER_MAX:
         return number
-    return Decimal(number) if isinstance(number, int) else Decimal(repr(number))
+    try:
+        nearest = float(number)
+    except OverflowError:  # past a float's range too
+        nearest = math.inf if number > 0 else -math.inf
+    if past_64_bits == "up" and nearest < number:
+        return math.nextafter(nearest, math.inf)
+    if past_64_bits == "down" and nearest > number:
+        return math.nextafter(nearest, -math.inf)
+    return nearest
 
 
 def _number(value: int | float | Decimal) -> int | float:
@@ -134,7 +157,7 @@ class StandingStore(FamilyStore):
             rule: dict[str, Any] = {
                 **grant.model_dump(exclude={"ceiling", "arguments", "varying"}),
                 "id": standing_rule_id,
-                "ceiling": _exact(tx, grant.ceiling),
+                "ceiling": _exact(tx, grant.ceiling, past_64_bits="down"),
                 "arguments": dump_json(grant.arguments),
                 "varying": Array(grant.varying),
             }
@@ -164,7 +187,7 @@ class StandingStore(FamilyStore):
                 operation=call.operation,
                 agent=call.agent,
                 rule_id=call.rule_id,
-                value=_exact(tx, value),
+                value=_exact(tx, value, past_64_bits="up"),
                 arguments=arguments,
                 requested_by=call.requested_by,
                 now=call.now,

@@ -22,6 +22,7 @@ from store.standing import StandingRule
 from tests.e2e.harness import (
     APPROVER,
     APPROVER_2,
+    CAMPAIGN_CHANNEL,
     OTHER_AGENT_TOKEN,
     OUTSIDER,
     REFUNDS_CHANNEL,
@@ -450,6 +451,80 @@ async def test_a_duration_beyond_the_rules_max_is_refused(cs: Countersign) -> No
     assert "'14d' is not one of: 1h, 4h, 8h, 1d, 3d, 7d" in refusal.text
     assert (await cs.store.get_proposal(created["id"])).status == "pending"
     assert await cs.store.standing().active_standing_rules(now=cs.clock()) == []
+
+
+# --- numbers past 64 bits, from a hostile agent ---------------------------------------------------
+
+#: A rule whose ceiling is a count the agent writes itself (a webhook's request, no bound but 1).
+CAMPAIGNS_WITH_STANDING = f"""
+[[policy]]
+id = "campaigns"
+operation = "crm.send_campaign"
+decision = "ask"
+approvers = ["finance"]
+channel = "{CAMPAIGN_CHANNEL}"
+expires_after = "30m"
+standing = {{ max = "7d", admins = ["finance-admins"], ceiling = "recipients", max_uses = 5 }}
+"""
+
+
+def campaign(recipients: int, run: str) -> dict[str, Any]:
+    return {
+        "operation": "crm.send_campaign",
+        "request": {"segment": "vip", "template": "tmpl_winback", "recipients": recipients},
+        "requested_by": REQUESTER,
+        "run_id": run,
+    }
+
+
+@pytest.fixture
+async def campaigns(tmp_path: Path) -> AsyncIterator[Countersign]:
+    with_rule = replace_rule("campaigns", CAMPAIGNS_WITH_STANDING)
+
+    def edit(text: str) -> str:
+        return configured()(with_rule(text))
+
+    async with running_countersign(tmp_path, config_edit=edit) as running:
+        yield running
+
+
+async def test_a_count_past_64_bits_is_asked_never_covered_nor_a_500(
+    campaigns: Countersign,
+) -> None:
+    cs = campaigns
+    first = await asked(cs, campaign(100, "run-100"))
+    await cs.posted(first["id"])
+    assert await allow_similar(cs, ADMIN, first["id"], "1h") == 200
+    [rule] = await eventually(lambda: cs.store.standing().active_standing_rules(now=cs.clock()))
+    assert rule.ceiling == 100
+
+    for recipients in (2**63, 2**64 + 1, 10**30, 10**400):
+        created = await asked(cs, campaign(recipients, f"run-{len(str(recipients))}"))
+
+        assert created["status"] == "pending", created  # asked: past the ceiling of 100
+        assert created["policy"]["decision"] == "ask"
+    assert (await cs.store.standing().get_standing_rule(rule.id)).uses == 0
+
+
+async def test_a_standing_rule_granted_on_a_count_past_64_bits_covers_no_more_than_it(
+    campaigns: Countersign,
+) -> None:
+    cs = campaigns
+    huge = 10**19  # past SQLite's integers; a float holds it exactly
+    first = await asked(cs, campaign(huge, "run-first"))
+    await cs.posted(first["id"])
+
+    assert await allow_similar(cs, ADMIN, first["id"], "1h") == 200
+
+    _, final = await cs.read(first["id"], wait=10)
+    assert final["status"] == "succeeded"
+    [rule] = await cs.store.standing().active_standing_rules(now=cs.clock())
+    assert rule.ceiling == huge
+    again = await asked(cs, campaign(huge, "run-again"))
+    assert again["status"] == "succeeded"  # covered: at the ceiling
+    above = await asked(cs, campaign(huge + 1, "run-above"))
+    assert above["status"] == "pending"  # past it, by one
+    assert (await cs.store.standing().get_standing_rule(rule.id)).uses == 1
 
 
 # --- listing and revoking -------------------------------------------------------------------------

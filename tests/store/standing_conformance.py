@@ -481,6 +481,37 @@ class StandingConformance:
 
         assert created.standing_rule_id == rule_id
 
+    @pytest.mark.parametrize("granted", [2**64 + 1, -(2**64) - 1, 10**30 + 1, 10**400, -(10**400)])
+    async def test_a_ceiling_past_64_bits_never_covers_a_call_above_what_was_granted(
+        self, store: Store, now: datetime, granted: int
+    ) -> None:
+        # SQLite's integers hold 64 bits, an agent's count may not: the store neither fails nor
+        # covers a call above what was approved (rounding a ceiling up would). Past a float's
+        # range (-10**400) a rule may cover nothing at all there: that refuses too.
+        bound = {"payment_id": "pay_42", "note": "dup charge ✓"}
+        proposal, rule_id = await self._granted(
+            store, now, arguments={**bound, "amount_cents": granted}
+        )
+        rule = await store.standing().get_standing_rule(rule_id)
+        assert rule.ceiling <= granted
+
+        async def found(value: int) -> list[str]:
+            call = CallToCover(
+                operation=proposal.operation,
+                agent=proposal.agent,
+                rule_id="refunds-ask",
+                arguments={**bound, "amount_cents": value},
+                requested_by="U0SOMEONE",
+                now=now,
+            )
+            return [r.id for r in await store.standing().find_covering(call, value=value)]
+
+        assert await found(granted + 1) == []
+        assert await found(granted + 2**20) == []
+        assert await found(10**500) == []
+        if granted > -(2**1000):  # within a float's range: what is well below is covered
+            assert await found(granted - 10 ** (len(str(granted)) + 1)) == [rule_id]
+
     async def test_a_rule_binding_small_floats_covers_a_call_with_a_null_among_its_varying(
         self, store: Store, now: datetime
     ) -> None:
