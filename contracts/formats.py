@@ -59,6 +59,10 @@ _UNIT_SECONDS: Final[Mapping[str, int]] = {
     "days": 86_400,
 }
 
+#: The longest duration spoken in days, hours and minutes (about 31.7 million years); a value
+#: past it is shown as it is.
+_LONGEST_SPOKEN: Final = 10**15
+
 #: ISO 4217 currencies whose minor unit is not a hundredth.
 MINOR_DIGITS: Final[Mapping[str, int]] = {
     **dict.fromkeys(("BIF", "CLP", "JPY", "KRW", "PYG", "RWF", "UGX", "VND", "XAF", "XOF"), 0),
@@ -227,20 +231,27 @@ def show_value(
 def _formatted(
     fmt: FieldFormat, value: JsonValue, arguments: Mapping[str, JsonValue]
 ) -> str | None:
-    number = value if isinstance(value, int | float) and math.isfinite(value) else None
+    # an integer is always finite (and may be past a float's range: never made one)
+    finite = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+    number = value if finite and isinstance(value, int | float) else None
     if fmt.kind == "money" and number is not None:
         currency = money_currency(fmt, arguments)
         if fmt.minor_units and isinstance(number, int):
             if currency is None:
                 return format_money(number, "XXX").replace(" XXX", " (currency unknown)")
             return format_money(number, currency)
-        figure = f"{number:,.2f}"
+        exact = Decimal(number) if isinstance(number, int) else number  # to the last digit
+        figure = f"{exact:,.2f}"
         return f"{figure} {currency}" if currency else f"{figure} (currency unknown)"
     if fmt.kind == "count" and number is not None:
         figure = f"{number:,}"
         return f"{figure} {fmt.unit}" if fmt.unit else figure
     if fmt.kind == "duration" and number is not None and fmt.unit is not None:
-        return spoken_duration(number * _UNIT_SECONDS[fmt.unit])
+        seconds = number * _UNIT_SECONDS[fmt.unit]
+        if abs(seconds) > _LONGEST_SPOKEN:
+            return None  # shown as it is: spoken, it would be rounded (or not fit a float)
+        spoken = spoken_duration(seconds)  # which ignores the sign: the value's is kept
+        return f"-{spoken}" if seconds < 0 else spoken
     if fmt.kind == "date" and isinstance(value, str):
         return _date(value)
     if fmt.kind == "choice" and isinstance(value, str):

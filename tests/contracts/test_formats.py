@@ -46,6 +46,23 @@ USD_FIELD = FieldFormat(label="Amount", kind="money", currency_field="currency")
         (FieldFormat(label="Delay", kind="duration", unit="seconds"), 5400, {}, "90 minutes"),
         (FieldFormat(label="Delay", kind="duration", unit="minutes"), 60, {}, "1 hour"),
         (FieldFormat(label="Window", kind="duration", unit="days"), 2, {}, "2 days"),
+        # what runs, with its sign and to its last digit, whatever number an agent wrote
+        (FieldFormat(label="Pause", kind="duration", unit="hours"), -720, {}, "-30 days"),
+        (FieldFormat(label="Delay", kind="duration", unit="seconds"), 10**16, {}, "10" + "0" * 15),
+        (FieldFormat(label="Delay", kind="duration", unit="days"), 1e308, {}, "1e+308"),
+        (FieldFormat(label="Emails", kind="count"), 10**400, {}, f"{10**400:,}"),
+        (
+            FieldFormat(label="Budget", kind="money", currency="EUR", minor_units=False),
+            2**53 + 1,
+            {},
+            "9,007,199,254,740,993.00 EUR",
+        ),
+        (
+            FieldFormat(label="Budget", kind="money", currency="EUR"),
+            -(10**400),
+            {},
+            f"-{10**398:,}.00 EUR",
+        ),
         (FieldFormat(label="Month", kind="date"), "2025-05", {}, "May 2025"),
         (FieldFormat(label="Send on", kind="date"), "2031-03-14", {}, "14 Mar 2031"),
         (
