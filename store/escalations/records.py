@@ -102,6 +102,7 @@ class NewEscalation(Frozen):
 class Escalation(NewEscalation):
     status: EscalationStatus
     owner: str | None = None  #: who took it (while taken)
+    taken_at: datetime | None = None  #: when the owner took it (while taken)
     note: str | None = None  #: the last hand-back or resolution note
     resolved_by: str | None = None
     resolved_at: datetime | None = None
@@ -143,13 +144,14 @@ def escalation_effects_of(escalation: Escalation) -> list[Effect]:
 
 def taken_since(escalation: Escalation, actor: str, since: datetime) -> bool:
     """Whether ``actor`` took ``escalation`` at or after ``since`` (a recorded click's moment:
-    a take made since is that click's own, bot/flow/clicks.py). A taken escalation's row is
-    written by its take (updated_at) and by nothing else until it is let go, but for its
-    message's place when it is posted again."""
+    a take made since is that click's own, bot/flow/clicks.py). Judged by ``taken_at``, which
+    only the take writes: ``updated_at`` moves on when the message is posted again, and a new
+    click of the owner's made after the take is no application of the take's click."""
     return (
         escalation.status is EscalationStatus.TAKEN
         and escalation.owner == actor
-        and escalation.updated_at >= since
+        and escalation.taken_at is not None
+        and escalation.taken_at >= since
     )
 
 

@@ -14,8 +14,10 @@ import aiosqlite
 import pytest
 from aiohttp import web
 
-from bot.slack.local import LocalUser
+from bot.app import OUTBOX
+from bot.slack.local import LocalUser, StoredMessage
 from contracts.signing import CALLBACK, verify
+from tests.e2e.conftest import new_postgres_url
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,
@@ -277,6 +279,64 @@ async def test_take_it_hands_the_conversation_off_and_a_second_taker_is_told_who
     assert events.count("taken") == 1
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def store_url(request: pytest.FixtureRequest) -> AsyncIterator[str | None]:
+    """The store to run on: a SQLite file (None), or a new PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield None
+    else:
+        async with new_postgres_url() as url:
+            yield url
+
+
+async def test_a_take_after_its_message_was_posted_again_is_told_it_is_taken_already(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    """APPROVER takes an escalation whose Slack post's answer was lost (Slack had taken it); a
+    minute later the outbox finds the message and records its place, which writes the row
+    again. Later APPROVER clicks Take it again, recorded by a clock that runs behind the one
+    that recorded the place (another instance's, say) but well after the take: a new click,
+    not the take's own click applied twice (tests/e2e/test_click_applied_twice.py). It is told
+    that they have already taken it; it was taken once."""
+    async with running_countersign(tmp_path, store_url=store_url) as cs:
+        cs.app[OUTBOX].policy.base_delay = 60  # a lost post is looked for a minute later
+        cs.slack.stall_after_accepting("chat.postMessage", seconds=2.5)  # too late: lost
+        _, created = await post(cs, escalation())
+        [message] = await eventually(lambda: _async(cs.slack.messages(ESCALATION_CHANNEL)))
+        assert await _click_on(cs, message, APPROVER, "escalation_take", created["id"]) == 200
+        _, taken = await read(cs, created["id"], wait="10")
+        assert (taken["status"], taken["owner"]) == ("taken", APPROVER)
+        await eventually(lambda: _async(cs.app[OUTBOX].in_flight == 0))  # given up, due later
+
+        cs.clock.advance(timedelta(minutes=1, seconds=1))
+        found = await posted(cs, created["id"])  # its place recorded, a minute after the take
+        assert found.slack_ts == message.ts
+        cs.clock.advance(timedelta(seconds=-30))  # the clock recording the next click is behind
+        assert await _click_on(cs, message, APPROVER, "escalation_take", created["id"]) == 200
+
+        told = await eventually(lambda: _ephemeral(cs, APPROVER), timeout=20)
+        assert "you have already taken it" in told.text
+        events = [e.event for e in await cs.store.escalations().escalation_log(created["id"])]
+        assert events.count("taken") == 1, events
+
+
+async def _click_on(
+    cs: Countersign, message: StoredMessage, user: str, action_id: str, escalation_id: str
+) -> int:
+    """``user`` clicks ``action_id`` on ``message`` in Slack (whether or not Countersign knows
+    where the message is yet)."""
+    body = block_action_body(
+        user_id=user,
+        action_id=action_id,
+        value=escalation_id,
+        channel_id=message.channel,
+        message_ts=message.ts,
+        trigger_id=cs.slack.issue_trigger(user),
+        block_id="escalation",
+    )
+    return await cs.post_slack(body)
+
+
 async def test_someone_without_the_responder_role_cannot_take_it_and_the_refusal_is_audited(
     cs: Countersign,
 ) -> None:
@@ -517,3 +577,7 @@ async def _ephemeral(cs: Countersign, user: str) -> Any:
 
 async def _views(cs: Countersign, user: str) -> Any:
     return cs.slack.views(user)
+
+
+async def _async(value: Any) -> Any:
+    return value

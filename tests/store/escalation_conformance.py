@@ -29,6 +29,7 @@ from store.escalations import (
     Moved,
     NewEscalation,
     Refused,
+    taken_since,
 )
 from store.proposals import Effect
 from store.protocol import Store
@@ -171,6 +172,37 @@ class EscalationConformance:
         assert isinstance(again, Refused)
         assert "already resolved by U1" in again.reason
         assert await _events(store, taken.id) == ["escalated", "taken", "resolved"]
+
+    async def test_taken_at_is_when_the_owner_took_it_and_goes_when_they_let_go(
+        self, store: Store
+    ) -> None:
+        """The take writes taken_at with the owner; placing the message again later moves
+        updated_at, not taken_at, so only a click made by the take's moment knows it as its
+        own. A hand-back or a resolution clears it with the owner; a take again sets it anew."""
+        escalations = store.escalations()
+        new, _ = await escalations.create_escalation(new_escalation())
+        assert new.taken_at is None
+        took_at = NOW + timedelta(seconds=1)
+
+        taken = await escalations.take(new.id, actor="U1", now=took_at)
+        assert isinstance(taken, Moved) and taken.escalation.taken_at == took_at
+        placed_at = NOW + timedelta(minutes=1)
+        placed = await escalations.attach_escalation_message(
+            new.id, "C0SUPPORT", "1.2", now=placed_at
+        )
+        assert (placed.taken_at, placed.updated_at) == (took_at, placed_at)
+        assert taken_since(placed, "U1", took_at)
+        assert not taken_since(placed, "U1", took_at + timedelta(seconds=30))
+        assert not taken_since(placed, "U2", took_at)
+
+        back = await escalations.hand_back(new.id, actor="U1", note="back", now=NOW + AFTER)
+        assert isinstance(back, Moved) and back.escalation.taken_at is None
+        retook_at = NOW + 2 * AFTER
+        retaken = await escalations.take(new.id, actor="U2", now=retook_at)
+        assert isinstance(retaken, Moved) and retaken.escalation.taken_at == retook_at
+        done = await escalations.resolve(new.id, actor="U2", note=None, now=NOW + 3 * AFTER)
+        assert isinstance(done, Moved) and done.escalation.taken_at is None
+        assert (await escalations.get_escalation(new.id)).taken_at is None
 
     async def test_every_transition_writes_its_outbox_entries_in_order(self, store: Store) -> None:
         escalations = store.escalations()

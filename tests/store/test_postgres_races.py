@@ -399,7 +399,8 @@ SWEEPS = {
     "reannounce_due_escalations": Sweep(
         _escalations,
         _reannounce,
-        "UPDATE escalations SET status = 'taken', owner = 'U0OWNER' WHERE id = $1",
+        "UPDATE escalations SET status = 'taken', owner = 'U0OWNER', taken_at = now() "
+        "WHERE id = $1",
         "UPDATE escalations SET updated_at = updated_at WHERE id = $1",
         f"SELECT id FROM escalations WHERE announced_at = '{LATER.isoformat()}'",
     ),

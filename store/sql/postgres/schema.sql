@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0028 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0029 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -141,6 +141,7 @@ CREATE TABLE escalations (
     updated_at timestamp with time zone NOT NULL,
     handed_back_by text,
     handed_back_at timestamp with time zone,
+    taken_at timestamp with time zone,
     CONSTRAINT escalations_hand_back_names_its_person CHECK (((handed_back_by IS NULL) = (handed_back_at IS NULL))),
     CONSTRAINT escalations_one_owner_while_taken CHECK (((status = 'taken'::text) = (owner IS NOT NULL))),
     CONSTRAINT escalations_one_per_submission_key UNIQUE (agent, submission_key),
@@ -150,6 +151,7 @@ CREATE TABLE escalations (
     CONSTRAINT escalations_someone_is_accountable CHECK (((requested_by IS NOT NULL) OR (customer_ref IS NOT NULL))),
     CONSTRAINT escalations_status_is_a_lifecycle_status CHECK ((status = ANY (ARRAY['open'::text, 'taken'::text, 'handed_back'::text, 'resolved'::text]))),
     CONSTRAINT escalations_summary_check CHECK ((json_typeof(summary) = 'object'::text)),
+    CONSTRAINT escalations_taken_at_with_its_owner CHECK (((owner IS NULL) = (taken_at IS NULL))),
     CONSTRAINT escalations_trigger_check CHECK ((json_typeof(trigger) = 'object'::text)),
     CONSTRAINT escalations_verdict_check CHECK ((json_typeof(verdict) = 'object'::text))
 );

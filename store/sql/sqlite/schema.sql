@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0028 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0029 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -128,7 +128,7 @@ CREATE TABLE escalations (
     slack_channel           TEXT,
     slack_ts                TEXT,
     updated_at              TEXT NOT NULL, handed_back_by TEXT, handed_back_at TEXT
-    CHECK ((handed_back_by IS NULL) = (handed_back_at IS NULL)),
+    CHECK ((handed_back_by IS NULL) = (handed_back_at IS NULL)), taken_at TEXT,
     -- someone is accountable: a person in Slack, or a customer
     CHECK (requested_by IS NOT NULL OR customer_ref IS NOT NULL),
     -- one owner exactly while taken; a resolver exactly when resolved
@@ -470,6 +470,20 @@ WHEN NEW.status <> OLD.status AND OLD.status || ' -> ' || NEW.status NOT IN (
     'handed_back -> resolved')
 BEGIN
     SELECT RAISE(ABORT, 'escalations: this status change is not a lifecycle transition');
+END;
+
+CREATE TRIGGER escalations_taken_at_with_its_owner
+BEFORE UPDATE OF owner, taken_at ON escalations
+WHEN (NEW.owner IS NULL) <> (NEW.taken_at IS NULL)
+BEGIN
+    SELECT RAISE(ABORT, 'escalations: taken_at is set exactly while someone owns it');
+END;
+
+CREATE TRIGGER escalations_taken_at_with_its_owner_inserted
+BEFORE INSERT ON escalations
+WHEN (NEW.owner IS NULL) <> (NEW.taken_at IS NULL)
+BEGIN
+    SELECT RAISE(ABORT, 'escalations: taken_at is set exactly while someone owns it');
 END;
 
 CREATE TRIGGER pending_counts_on_delete AFTER DELETE ON proposals

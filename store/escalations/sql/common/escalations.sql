@@ -31,24 +31,26 @@ WHERE id = :id
 RETURNING *
 
 -- name: take_escalation
--- open or handed_back -> taken by the clicker: one owner, however many click at once.
-UPDATE escalations SET status = 'taken', owner = :actor, updated_at = :now
+-- open or handed_back -> taken by the clicker: one owner, however many click at once; when
+-- they took it is kept with them (updated_at moves again when the message is posted again).
+UPDATE escalations SET status = 'taken', owner = :actor, taken_at = :now, updated_at = :now
 WHERE id = :id AND status IN ('open', 'handed_back')
 RETURNING *
 
 -- name: hand_back_escalation
--- taken by the clicker -> handed_back, with the note for the agent, naming the clicker.
+-- taken by the clicker -> handed_back, with the note for the agent, naming the clicker;
+-- nobody owns it now, so no taken_at.
 UPDATE escalations
-SET status = 'handed_back', owner = NULL, note = :note, handed_back_by = :actor,
-    handed_back_at = :now, updated_at = :now
+SET status = 'handed_back', owner = NULL, taken_at = NULL, note = :note,
+    handed_back_by = :actor, handed_back_at = :now, updated_at = :now
 WHERE id = :id AND status = 'taken' AND owner = :actor
 RETURNING *
 
 -- name: resolve_escalation
--- open, handed_back, or taken by the clicker -> resolved.
+-- open, handed_back, or taken by the clicker -> resolved; nobody owns it now, so no taken_at.
 UPDATE escalations
-SET status = 'resolved', owner = NULL, note = :note, resolved_by = :actor, resolved_at = :now,
-    updated_at = :now
+SET status = 'resolved', owner = NULL, taken_at = NULL, note = :note, resolved_by = :actor,
+    resolved_at = :now, updated_at = :now
 WHERE id = :id AND (status IN ('open', 'handed_back') OR (status = 'taken' AND owner = :actor))
 RETURNING *
 
