@@ -240,6 +240,9 @@ def _formatted(
             if currency is None:
                 return format_money(number, "XXX").replace(" XXX", " (currency unknown)")
             return format_money(number, currency)
+        if fmt.minor_units:  # a float in minor units (JSON Schema takes 4500.0 for an integer)
+            figure = _minor_float(number, currency or "XXX")
+            return f"{figure} {currency}" if currency else f"{figure} (currency unknown)"
         exact = Decimal(number) if isinstance(number, int) else number  # to the last digit
         figure = f"{exact:,.2f}"
         return f"{figure} {currency}" if currency else f"{figure} (currency unknown)"
@@ -257,6 +260,17 @@ def _formatted(
     if fmt.kind == "choice" and isinstance(value, str):
         return fmt.labels.get(value, value)
     return None
+
+
+def _minor_float(amount: float, currency: str) -> str:
+    """A float amount in ``currency``'s minor units, in major units to its last digit: 4500.0
+    cents read ``45.00``, 4500.5 cents ``45.005`` (never 4,500.00: that would be a hundred
+    times what runs)."""
+    digits = minor_digits(currency)
+    major = Decimal(repr(amount)).scaleb(-digits)
+    exponent = major.normalize().as_tuple().exponent
+    places = max(digits, -exponent if isinstance(exponent, int) else 0)
+    return f"{major:,.{places}f}"
 
 
 def _date(text: str) -> str:

@@ -63,6 +63,11 @@ USD_FIELD = FieldFormat(label="Amount", kind="money", currency_field="currency")
             {},
             f"-{10**398:,}.00 EUR",
         ),
+        # a float in minor units (JSON Schema takes 4500.0 for an integer) is never 100x
+        (FieldFormat(label="Budget", kind="money", currency="USD"), 4500.0, {}, "45.00 USD"),
+        (FieldFormat(label="Budget", kind="money", currency="USD"), 4500.5, {}, "45.005 USD"),
+        (FieldFormat(label="Budget", kind="money", currency="JPY"), -4500.0, {}, "-4,500 JPY"),
+        (USD_FIELD, 1234.0, {}, "12.34 (currency unknown)"),
         (FieldFormat(label="Month", kind="date"), "2025-05", {}, "May 2025"),
         (FieldFormat(label="Send on", kind="date"), "2031-03-14", {}, "14 Mar 2031"),
         (

@@ -125,3 +125,17 @@ async def test_an_amount_in_major_units_is_shown_to_the_last_digit(cs: Countersi
     _, message = await shown(cs, pause("run-major", credit=exact))
 
     assert "9,007,199,254,740,993.00 USD" in message
+
+
+@pytest.mark.parametrize(
+    ("credit_cents", "read"),
+    [(4500.0, "45.00 USD"), (-4500.0, "-45.00 USD")],
+)
+async def test_money_in_cents_written_as_a_float_is_shown_in_dollars(
+    cs: Countersign, credit_cents: float, read: str
+) -> None:
+    # JSON Schema takes 4500.0 for an integer: the target gets 4500.0 cents, never 4,500 USD
+    _, message = await shown(cs, pause(f"run-{credit_cents}", credit_cents=credit_cents))
+
+    assert f"*Credit*\\n{read}" in message  # the field, as JSON writes its line break
+    assert "4,500" not in message
