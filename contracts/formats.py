@@ -258,7 +258,9 @@ def _formatted(
     if fmt.kind == "date" and isinstance(value, str):
         return _date(value)
     if fmt.kind == "choice" and isinstance(value, str):
-        return fmt.labels.get(value, value)
+        label = fmt.labels.get(value)
+        # a value it does not offer never reads as one it does (another choice's label)
+        return label if label is not None else f"{value} (not one of its choices)"
     return None
 
 

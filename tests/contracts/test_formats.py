@@ -83,6 +83,12 @@ USD_FIELD = FieldFormat(label="Amount", kind="money", currency_field="currency")
             {},
             "Duplicate payment",
         ),
+        (
+            FieldFormat(label="Reason", kind="choice", labels={"duplicate": "Duplicate payment"}),
+            "Duplicate payment",  # another choice's label, sent as the value: never passes for it
+            {},
+            "Duplicate payment (not one of its choices)",
+        ),
         (None, True, {}, "yes"),
         (None, {"b": 1, "a": [2]}, {}, '{"a": [2], "b": 1}'),
     ],

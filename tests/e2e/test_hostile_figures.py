@@ -35,12 +35,14 @@ request_schema.properties.hours = {{ type = "number" }}
 request_schema.properties.emails = {{ type = "integer" }}
 request_schema.properties.credit_cents = {{ type = "integer" }}
 request_schema.properties.credit = {{ type = "number" }}
-defaults = {{ credit = 0 }}
+request_schema.properties.scope = {{ type = "string" }}
+defaults = {{ credit = 0, scope = "marketing" }}
 preview.title = "Pause emails to {{customer}} for {{hours}}"
 preview.fields = [
   {{ label = "Emails", value = "{{emails}}" }},
   {{ label = "Credit", value = "{{credit_cents}}" }},
   {{ label = "Credit in dollars", value = "{{credit}}" }},
+  {{ label = "Scope", value = "{{scope}}" }},
 ]
 
 [operations."crm.pause_emails".fields]
@@ -48,6 +50,9 @@ hours = {{ label = "Pause", kind = "duration", unit = "hours" }}
 emails = {{ label = "Emails", kind = "count", unit = "emails" }}
 credit_cents = {{ label = "Credit", kind = "money", currency = "USD" }}
 credit = {{ label = "Credit in dollars", kind = "money", currency = "USD", minor_units = false }}
+scope.label = "Scope"
+scope.kind = "choice"
+scope.labels = {{ marketing = "Marketing emails only", all = "Every email" }}
 
 [[policy]]
 id = "pauses"
@@ -139,3 +144,16 @@ async def test_money_in_cents_written_as_a_float_is_shown_in_dollars(
 
     assert f"*Credit*\\n{read}" in message  # the field, as JSON writes its line break
     assert "4,500" not in message
+
+
+async def test_a_choice_it_does_not_offer_cannot_pass_for_one_of_its_labels(
+    cs: Countersign,
+) -> None:
+    # the schema leaves the field open: the agent writes another choice's label as the value
+    _, offered = await shown(cs, pause("run-offered", scope="marketing"))
+    _, forged = await shown(cs, pause("run-forged", scope="Marketing emails only"))
+
+    label = '*Scope*\\nMarketing emails only"'  # the whole field, to its closing quote
+    assert label in offered
+    assert label not in forged
+    assert "not one of its choices" in forged
