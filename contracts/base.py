@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, Generic, Literal, NewType, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, NewType, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
@@ -184,16 +184,44 @@ class Operation(ABC, Generic[ReqT, ArgsT]):
         """Carry out the effect exactly as frozen, passing ``key`` on to whatever performs it."""
 
 
-def problems_from_validation_error(prefix: str, error: ValidationError) -> list[FieldProblem]:
+def problems_from_validation_error(
+    prefix: str, error: ValidationError, model: type[BaseModel] | None = None
+) -> list[FieldProblem]:
+    """Each field ``error`` names, with what was wrong in the reference's terms: a missing
+    field, an unexpected one (with the fields ``model`` has there), or pydantic's message with
+    the value given."""
     problems = []
     for item in error.errors(include_url=False):
         path = ".".join(str(part) for part in (prefix, *item["loc"]) if part != "")
         given = item.get("input")
-        message = item["msg"]
-        if item["type"] != "missing" and isinstance(given, str | int | float | bool):
-            message = f"{message} (got {given!r})"
+        if item["type"] == "missing":
+            message = "required field is missing"
+        elif item["type"] == "extra_forbidden":
+            allowed = _fields_at(model, item["loc"][:-1])
+            message = "unexpected field" + (f" (allowed: {', '.join(allowed)})" if allowed else "")
+        else:
+            message = item["msg"]
+            if isinstance(given, str | int | float | bool):
+                message = f"{message} (got {given!r})"
         problems.append(FieldProblem(field=path, message=message))
     return problems
+
+
+def _fields_at(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> list[str]:
+    """The fields of the model found at ``loc`` inside ``model`` (none when it cannot be told)."""
+    for part in loc:
+        if model is None or not isinstance(part, str) or part not in model.model_fields:
+            return []
+        annotation = model.model_fields[part].annotation
+        model = next(
+            (
+                t
+                for t in (annotation, *get_args(annotation))
+                if isinstance(t, type) and issubclass(t, BaseModel)
+            ),
+            None,
+        )
+    return [] if model is None else sorted(model.model_fields)
 
 
 _JSON_TYPES: dict[str, ArgType] = {
@@ -227,7 +255,9 @@ class ModelOperation(
             # JSON mode: strict about types, but a JSON string may still become a date, an enum...
             parsed = self.request_model.model_validate_json(json.dumps(data), strict=True)
         except ValidationError as error:
-            raise ContractViolation(problems_from_validation_error("request", error)) from None
+            raise ContractViolation(
+                problems_from_validation_error("request", error, self.request_model)
+            ) from None
         return parsed  # type: ignore[return-value]
 
     def request_schema(self) -> dict[str, Any]:

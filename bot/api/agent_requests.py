@@ -206,7 +206,7 @@ def parse_body(raw: bytes, model: type[ModelT], *, noun: str) -> ModelT:
             422,
             f"Invalid {noun}",
             f"the {noun} body does not match what the API expects",
-            problems=problems_from_validation_error("", error),
+            problems=problems_from_validation_error("", error, model),
         ) from None
 
 

@@ -149,7 +149,10 @@ async def _classify(
         )
     except ValidationError as error:
         return _refused(
-            *(f"422 {p.field}: {p.message}" for p in problems_from_validation_error("", error))
+            *(
+                f"422 {p.field}: {p.message}"
+                for p in problems_from_validation_error("", error, SubmitBody)
+            )
         )
     try:
         checked = await admissible(

@@ -162,7 +162,18 @@ async def test_agent_field_in_the_body_is_an_unknown_field_not_an_identity(
 
     document = problem(answer, 422)
     assert list(fields(document)) == ["agent"]
-    assert "xtra" in fields(document)["agent"]  # "Extra inputs are not permitted"
+    assert fields(document)["agent"] == (
+        "unexpected field (allowed: callback_url, operation, reason, request, requested_by, "
+        "run_id, urgent)"
+    )
+    await assert_nothing_changed(cs)
+
+
+async def test_a_body_missing_its_fields_names_each_as_missing(cs: Countersign) -> None:
+    answer = await post(cs, {"operation": CAMPAIGN["operation"]})
+
+    document = problem(answer, 422)
+    assert fields(document)["request"] == "required field is missing"
     await assert_nothing_changed(cs)
 
 
