@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from store.proposals import calls as calls_module
 from store.proposals.calls import recorded_calls
 from store.protocol import Store
 from tests.store.conformance import new_proposal
@@ -30,3 +31,27 @@ class RecordedCallsConformance:
         assert [call.id for call in calls] == [first.id, second.id]
         assert calls[1].agent == "other-agent"
         assert calls[0].arguments == first.arguments
+
+    async def test_pages_follow_on_in_order_through_calls_made_at_the_same_moment(
+        self, store: Store, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Pages of two: each starts after the (created_at, id) the last one ended at, so calls
+        made at one moment are neither skipped nor read twice across a page's end; a call made
+        at ``since`` is in, one a microsecond before is not."""
+        monkeypatch.setattr(calls_module, "PAGE", 2)
+        since = NOW - timedelta(hours=1)
+        early = new_proposal(since - timedelta(microseconds=1))
+        at_since = [new_proposal(since, id=f"cs_at{n}") for n in (3, 1, 2)]
+        later = [new_proposal(since + timedelta(minutes=1), id=f"cs_later{n}") for n in (2, 1)]
+        for new in (*later, early, *at_since):
+            await store.create_proposal(new)
+
+        calls = await recorded_calls(store, since=since)
+
+        assert [call.id for call in calls] == [
+            "cs_at1",
+            "cs_at2",
+            "cs_at3",
+            "cs_later1",
+            "cs_later2",
+        ]

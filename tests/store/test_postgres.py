@@ -1249,6 +1249,37 @@ async def test_a_rules_history_walks_only_the_latest_few_of_the_agents_asked_cal
     assert history.capped_at == 10
 
 
+@pytest.mark.parametrize("statistics", ["none", "analyzed"])
+async def test_a_page_of_recent_calls_reads_only_that_page_however_many_older_calls(
+    open_pg: OpenStore, raw: asyncpg.Connection[asyncpg.Record], statistics: str
+) -> None:
+    """`policy export-calls` reads the calls made since a time, 500 at a time. Each page read
+    the whole table and sorted what it kept; by proposals_by_time (0030) it starts where the
+    last page ended and stops at its limit, with or without statistics. (The command opens its
+    own connections, on a table as large as it is: no plan made while it was empty is kept.)"""
+    store = await open_pg()
+    await store.statistics.close()  # analyzed only where the test says so
+    since = NOW + timedelta(days=1)
+    params = {"since": since, "after_at": since, "after_id": "", "limit": 5}
+    planned = await _planned_empty(
+        raw,
+        "select_calls_since",
+        "custom",
+        params,
+        ("proposals",),
+    )
+    for n in range(500):
+        await store.create_proposal(new_proposal(NOW + timedelta(seconds=n)))
+    for n in range(10):
+        await store.create_proposal(new_proposal(since + timedelta(seconds=n)))
+    if statistics == "analyzed":
+        await raw.execute("ANALYZE proposals")
+    plan = await planned.explained(params)
+    scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "proposals"]
+    assert plan["Plan"]["Actual Rows"] == 5
+    assert scans and _rows_read(scans) <= 10, _reads(scans)
+
+
 @pytest.mark.parametrize("plan", ["custom", "generic"])
 @pytest.mark.parametrize(
     "query_name", ["expire_due", "remind_due", "hand_over_due", "reclaim_abandoned"]

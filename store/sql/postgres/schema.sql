@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0029 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0030 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -393,6 +393,8 @@ CREATE INDEX proposals_asked_by_rule ON proposals USING btree (agent, rule_id, c
 CREATE INDEX proposals_backup_due ON proposals USING btree (backup_at) WHERE ((status = 'pending'::text) AND (backup_at IS NOT NULL) AND (handed_over_at IS NULL));
 
 CREATE INDEX proposals_batch_items ON proposals USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+
+CREATE INDEX proposals_by_time ON proposals USING btree (created_at, id);
 
 CREATE INDEX proposals_decided_by ON proposals USING btree (decided_by, decided_at) WHERE (decided_by IS NOT NULL);
 

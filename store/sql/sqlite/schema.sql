@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0029 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0030 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -322,6 +322,8 @@ CREATE INDEX proposals_backup_due ON proposals (backup_at)
     WHERE status = 'pending' AND backup_at IS NOT NULL AND handed_over_at IS NULL;
 
 CREATE INDEX proposals_batch_items ON proposals (batch_id) WHERE batch_id IS NOT NULL;
+
+CREATE INDEX proposals_by_time ON proposals (created_at, id);
 
 CREATE INDEX proposals_decided_by ON proposals (decided_by, decided_at)
     WHERE decided_by IS NOT NULL;
