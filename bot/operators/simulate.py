@@ -33,9 +33,11 @@ rate and pending limits) is not replayed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -55,7 +57,8 @@ from contracts.api import SubmitBody
 from contracts.base import Context, ContractViolation, problems_from_validation_error
 from store.base import StoreError
 from store.open import open_store
-from store.proposals.calls import recorded_calls
+from store.proposals import Proposal
+from store.proposals.calls import recorded_call_pages
 from store.protocol import Store
 from store.standing import StandingRule
 from store.upgrade import schema_state
@@ -312,54 +315,78 @@ async def simulate_command(
 async def export_calls(settings: Settings, since_text: str) -> list[Call]:
     """The agents' calls since a date, from the store, with what people decided; ValueError
     on a bad date or a store that cannot be read."""
+    return [call async for page in _exported_pages(settings, since_text) for call in page]
+
+
+async def _exported_pages(settings: Settings, since_text: str) -> AsyncGenerator[list[Call], None]:
+    """The calls of :func:`export_calls`, a page at a time as the store reads them."""
     since = parse_since(since_text)
     try:
         store = await open_store(settings.store.url, pool_size=settings.store.pool_size)
     except StoreError as error:
         raise ValueError(f"cannot open the store: {error}") from None
     try:
-        proposals = await recorded_calls(store, since=since)
+        async with contextlib.aclosing(recorded_call_pages(store, since=since)) as pages:
+            async for page in pages:
+                yield [_call_of(p) for p in page]
+    except StoreError as error:
+        raise ValueError(f"reading the calls stopped: {error}") from None
     finally:
         await store.close()
-    return [
-        Call(
-            agent=p.agent,
-            operation=p.operation,
-            requested_by=p.requested_by,
-            request=p.request,
-            arguments=dict(p.arguments),
-            run_id=p.run_id,
-            id=p.id,
-            at=p.created_at,
-            decision=p.decision,
-            rule_id=p.rule_id,
-            verdict=_verdict(p.status.value) if p.decision == "ask" else None,
-            decided_at=p.decided_at if p.decision == "ask" else None,
-        )
-        for p in proposals
-    ]
+
+
+def _call_of(p: Proposal) -> Call:
+    """A proposal the store recorded, as the call an agent made and what people decided."""
+    return Call(
+        agent=p.agent,
+        operation=p.operation,
+        requested_by=p.requested_by,
+        request=p.request,
+        arguments=dict(p.arguments),
+        run_id=p.run_id,
+        id=p.id,
+        at=p.created_at,
+        decision=p.decision,
+        rule_id=p.rule_id,
+        verdict=_verdict(p.status.value) if p.decision == "ask" else None,
+        decided_at=p.decided_at if p.decision == "ask" else None,
+    )
 
 
 async def export_calls_command(
     settings: Settings, since_text: str, output: Path | None, out: TextIO, err: TextIO
 ) -> int:
     """Write the agents' calls since a date as JSON Lines (0); 2 on a bad date, store or
-    output file."""
+    output file. They are written a page at a time as they are read (a week of a busy install
+    is hundreds of thousands); ``output`` only whole, through ``output.partial`` and a rename,
+    so a run that stops leaves no file that looks complete."""
+    exported = 0
+    partial = None if output is None else output.with_name(output.name + ".partial")
     try:
-        calls = await export_calls(settings, since_text)
+        with contextlib.ExitStack() as files:
+            target = out
+            if partial is not None:
+                target = files.enter_context(partial.open("w", encoding="utf-8"))
+            async with contextlib.aclosing(_exported_pages(settings, since_text)) as pages:
+                async for page in pages:
+                    text = "".join(call.model_dump_json(exclude_none=True) + "\n" for call in page)
+                    if partial is None:
+                        target.write(text)
+                    else:
+                        await asyncio.to_thread(target.write, text)
+                    exported += len(page)
+        if output is not None and partial is not None:
+            os.replace(partial, output)
     except ValueError as error:
         print(error, file=err)
         return 2
-    lines = [call.model_dump_json(exclude_none=True) + "\n" for call in calls]
-    if output is None:
-        out.writelines(lines)
-    else:
-        try:
-            await asyncio.to_thread(output.write_text, "".join(lines), encoding="utf-8")
-        except OSError as error:
-            print(f"--output: cannot write {output}: {error.strerror or error}", file=err)
-            return 2
-    print(f"exported {len(lines)} calls since {parse_since(since_text).isoformat()}", file=err)
+    except OSError as error:
+        print(f"--output: cannot write {output}: {error.strerror or error}", file=err)
+        return 2
+    finally:
+        if partial is not None:
+            partial.unlink(missing_ok=True)
+    print(f"exported {exported} calls since {parse_since(since_text).isoformat()}", file=err)
     return 0
 
 

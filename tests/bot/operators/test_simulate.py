@@ -3,9 +3,11 @@ what changes under a new configuration, and export-calls writing what simulate r
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
-from datetime import UTC, datetime
+import tracemalloc
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,9 +17,13 @@ from bot.operators.grants import parse_grant
 from bot.operators.report import Report, print_report, report_json
 from bot.operators.simulate import export_calls_command, simulate, simulate_command
 from bot.settings import Settings, load_settings
+from store.postgres import PostgresStore
+from store.proposals import calls as calls_module
+from store.protocol import Store
 from store.sqlite import SqliteStore
 from tests.callmix_example import CONFIG as CALLMIX_CONFIG
 from tests.callmix_example import settings as callmix_settings
+from tests.e2e.store_outage import postgres_through_proxy
 from tests.store.conformance import new_proposal
 
 CONFIG = """
@@ -614,3 +620,102 @@ async def test_export_calls_to_a_file_that_cannot_be_written_exits_2_naming_it(
 
     assert code == 2
     assert err.getvalue() == f"--output: cannot write {missing}: No such file or directory\n"
+
+
+# --- export-calls writes a page at a time --------------------------------------------------------
+
+
+def _settings_at(tmp_path: Path, url: str) -> Settings:
+    """The configuration of :func:`_settings`, its store at ``url``."""
+    path = tmp_path / "store.toml"
+    text = CONFIG.format(store=tmp_path / "cs.sqlite", limit=1000)
+    path.write_text(text.replace(f"sqlite:///{tmp_path / 'cs.sqlite'}", url), encoding="utf-8")
+    return load_settings(path, ENV)
+
+
+async def _made(store: Store, count: int) -> list[str]:
+    ids = []
+    for n in range(count):
+        new = new_proposal(NOW + timedelta(seconds=n), agent="support-bot")
+        await store.create_proposal(new)
+        ids.append(new.id)
+    return ids
+
+
+async def test_export_calls_holds_a_page_of_calls_not_all_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A week of a busy install is hundreds of thousands of calls: they were all read, then all
+    turned into lines, then written. They are written a page at a time as they are read, so
+    what the command holds does not grow with the calls (traced: 600 calls against 60)."""
+    monkeypatch.setattr(calls_module, "PAGE", 20)
+
+    async def peak(count: int) -> int:
+        folder = tmp_path / str(count)
+        folder.mkdir()
+        settings = _settings(folder, "a.toml")
+        store = await SqliteStore.open(folder / "cs.sqlite")
+        ids = await _made(store, count)
+        await store.close()
+        output = folder / "calls.jsonl"
+        tracemalloc.start()
+        try:
+            code = await export_calls_command(
+                settings, "2031-03-01", output, io.StringIO(), io.StringIO()
+            )
+            _, most = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert code == 0
+        calls = read_calls(output.read_text(encoding="utf-8"), source="x")
+        assert [call.id for call in calls] == ids  # every call, oldest first
+        assert not output.with_name("calls.jsonl.partial").exists()
+        return most
+
+    few, many = await peak(60), await peak(600)
+    assert many < 2 * few, (few, many)
+
+
+@pytest.mark.postgres
+async def test_export_calls_stopped_by_the_store_says_so_and_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store stops answering part way (its connections dropped, new ones refused): the
+    command says reading stopped and exits 2. On standard output the pages written stay
+    written, no more; a file is written only whole, so none is left that looks complete."""
+    monkeypatch.setattr(calls_module, "PAGE", 2)
+    async with postgres_through_proxy() as (url, proxy):
+        store = await PostgresStore.open(url)
+        ids = await _made(store, 7)
+        await store.close()
+        settings = _settings_at(tmp_path, url)
+
+        class CutAfterFirstPage(io.StringIO):
+            def write(self, text: str) -> int:
+                if not self.getvalue():
+                    asyncio.get_running_loop().create_task(proxy.cut())
+                return super().write(text)
+
+        out, err = CutAfterFirstPage(), io.StringIO()
+        code = await export_calls_command(settings, "2031-03-01", None, out, err)
+        assert code == 2
+        assert "reading the calls stopped" in err.getvalue(), err.getvalue()
+        written = read_calls(out.getvalue(), source="x")
+        assert [call.id for call in written] == ids[:2]
+
+        await proxy.restore()
+        output = tmp_path / "calls.jsonl"
+        partial = tmp_path / "calls.jsonl.partial"
+
+        async def cut_once_begun() -> None:
+            for _ in range(10_000):  # at most ten seconds
+                if partial.exists():
+                    break
+                await asyncio.sleep(0.001)
+            await proxy.cut()
+
+        cutting = asyncio.create_task(cut_once_begun())
+        code = await export_calls_command(settings, "2031-03-01", output, io.StringIO(), err)
+        await cutting
+        assert code == 2
+        assert not output.exists() and not partial.exists()
