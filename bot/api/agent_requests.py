@@ -11,8 +11,6 @@ a slot, and gets 408 when time is up.
 from __future__ import annotations
 
 import asyncio
-import json
-import math
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
@@ -26,6 +24,7 @@ from bot.api.quotas import Quotas
 from bot.api.waiters import Waiters
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem, problems_from_validation_error
+from contracts.canonical import finite_json
 from store.base import StoreUnavailable
 
 __all__ = [
@@ -185,7 +184,7 @@ def parse_body(raw: bytes, model: type[ModelT], *, noun: str) -> ModelT:
     """The body as ``model``: 400 for what is not a JSON object, 422 naming each field that
     does not fit."""
     try:
-        data = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+        data = finite_json(raw)
     except (ValueError, UnicodeDecodeError) as error:
         raise Problem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
     except RecursionError:
@@ -287,16 +286,3 @@ def wait_seconds(request: web.Request, ceiling: float) -> float:
             problems=[FieldProblem(field="wait", message=f"a number from 0 to {ceiling:g}")],
         )
     return wait
-
-
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON number; send a finite number or a string")
-
-
-def _finite_float(text: str) -> float:
-    """A JSON number with a fraction or exponent, refused when it overflows to infinity
-    (``1e999``): valid JSON, but no float holds it and nothing could store it."""
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(f"{text} is past the range of a finite number; send a smaller one")
-    return number

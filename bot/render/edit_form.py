@@ -30,6 +30,7 @@ from pydantic import JsonValue
 
 from bot.render.actions import EDIT_FIELD_INPUT
 from contracts.base import FieldProblem
+from contracts.canonical import finite_json
 from contracts.formats import (
     Formats,
     field_label,
@@ -357,15 +358,13 @@ def _read(field: EditField, state: Mapping[str, Any]) -> tuple[bool, JsonValue]:
             raise ValueError(f"expected a finite number, got {text!r}")
         return False, int(text) if _WHOLE.fullmatch(text.strip()) else number
     try:
-        return False, json.loads(text, parse_constant=_no_constant)
+        return False, finite_json(text)
     except json.JSONDecodeError as error:
         raise ValueError(
             f"expected JSON ({error.msg} at line {error.lineno} column {error.colno})"
         ) from None
-
-
-def _no_constant(name: str) -> Any:
-    raise json.JSONDecodeError(f"{name} is not a JSON value", name, 0)
+    except ValueError as error:  # NaN, Infinity, a number past a float's range
+        raise ValueError(f"expected JSON ({error})") from None
 
 
 def _clip(text: str) -> str:

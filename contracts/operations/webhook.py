@@ -25,7 +25,6 @@ treated as uncertain.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Final
 from urllib.parse import urlsplit
@@ -38,7 +37,7 @@ from contracts.base import (
     HttpTransportError,
     IdempotencyKey,
 )
-from contracts.canonical import canonical_json
+from contracts.canonical import canonical_json, finite_json
 from contracts.operations.declared import (
     DeclaredArguments,
     DeclaredOperation,
@@ -215,11 +214,11 @@ def _outcome(response: HttpResponse, correlation_id: str) -> Outcome:
 
 
 def _parse_json(body: bytes) -> tuple[bool, JsonValue]:
-    def refuse(constant: str) -> None:
-        raise ValueError(f"{constant} is not JSON")
-
+    """The body as JSON, when it is JSON Countersign can store: a number past a float's range
+    (``1e999``) would be read as infinity, which no outcome or audit entry can hold, so such a
+    body is kept as the target's text instead."""
     try:
-        return True, json.loads(body, parse_constant=refuse)
+        return True, finite_json(body)
     except ValueError:  # also UnicodeDecodeError and JSONDecodeError
         return False, None
 

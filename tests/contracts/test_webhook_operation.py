@@ -121,6 +121,7 @@ def _answers(release: asyncio.Event) -> dict[str, Handler]:
         "/ok-json": as_json(200, {"campaign_id": "cmp_1", "queued": 120}),
         "/created-empty": fixed(201),
         "/ok-text": fixed(200, b"queued for sending"),
+        "/ok-huge-number": fixed(200, b'{"sent": 1e999, "id": "m_1"}'),
         "/conflict": as_json(409, {"reason": "segment seg_vip was archived"}),
         "/precondition": fixed(412, b"list version changed"),
         "/unprocessable": as_json(422, {"error": {"message": "count exceeds the daily quota"}}),
@@ -573,6 +574,9 @@ async def test_the_signature_verifies_only_with_the_right_secret_and_body(
     [
         ("/created-empty", Succeeded(result=None)),
         ("/ok-text", Succeeded(result={"body": "queued for sending"})),
+        # valid JSON, but its number reads as infinity, which no outcome or audit entry can
+        # hold: the target's words are kept as its text
+        ("/ok-huge-number", Succeeded(result={"body": '{"sent": 1e999, "id": "m_1"}'})),
         ("/conflict", RevisionRequired(reason="segment seg_vip was archived")),
         ("/precondition", RevisionRequired(reason="list version changed")),
         ("/unprocessable", RevisionRequired(reason="count exceeds the daily quota")),
