@@ -318,6 +318,12 @@ class EscalationConformance:
         await escalations.take(second.id, actor="U1", now=NOW + timedelta(seconds=1))
 
         assert [e.id for e in await escalations.owned_by("U1")] == [first.id, second.id]
+        # the first one's message posted again later: still the one taken first (oldest first
+        # is by when each was taken, 0031, not by the row's last change)
+        await escalations.attach_escalation_message(
+            first.id, "C0SUPPORT", "9.9", now=NOW + timedelta(minutes=5)
+        )
+        assert [e.id for e in await escalations.owned_by("U1")] == [first.id, second.id]
         await escalations.hand_back(first.id, actor="U1", note="back", now=NOW)
         assert [e.id for e in await escalations.owned_by("U1")] == [second.id]
 

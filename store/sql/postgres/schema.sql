@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0030 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0031 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -372,7 +372,7 @@ CREATE INDEX escalations_open_announced ON escalations USING btree (announced_at
 
 CREATE INDEX escalations_open_by_agent ON escalations USING btree (agent) WHERE (status = 'open'::text);
 
-CREATE INDEX escalations_owner ON escalations USING btree (owner, updated_at) WHERE (status = 'taken'::text);
+CREATE INDEX escalations_owner ON escalations USING btree (owner, taken_at, id) WHERE (status = 'taken'::text);
 
 CREATE UNIQUE INDEX escalations_pkey ON escalations USING btree (id);
 

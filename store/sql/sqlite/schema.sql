@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0030 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0031 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -303,7 +303,7 @@ CREATE INDEX escalations_open_announced ON escalations (announced_at, id) WHERE 
 
 CREATE INDEX escalations_open_by_agent ON escalations (agent) WHERE status = 'open';
 
-CREATE INDEX escalations_owner ON escalations (owner, updated_at) WHERE status = 'taken';
+CREATE INDEX escalations_owner ON escalations (owner, taken_at, id) WHERE status = 'taken';
 
 CREATE INDEX outbox_due ON outbox (next_attempt_at, id)
     WHERE delivered_at IS NULL AND abandoned_at IS NULL;

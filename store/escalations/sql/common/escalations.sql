@@ -59,9 +59,9 @@ RETURNING *
 SELECT count(*) AS open_count FROM escalations WHERE status = 'open' AND agent = :agent
 
 -- name: select_escalations_owned_by
--- What one person has taken, oldest first.
+-- What one person has taken, oldest first: by when they took it (0031).
 SELECT * FROM escalations WHERE status = 'taken' AND owner = :owner
-ORDER BY updated_at, id
+ORDER BY taken_at, id
 LIMIT :limit
 
 -- name: select_escalation_log
