@@ -181,6 +181,9 @@ def syntax_problem(error: tomllib.TOMLDecodeError, path: Path) -> str:
 
 
 def validation_problem(path: Path, item: Any) -> str:
+    """``file: section.key: what was expected, got what was written`` for one of pydantic's
+    error ``item``s, in the file's terms (a whole number, true or false, a table), not
+    pydantic's ("Input should be a valid integer")."""
     loc = tuple(str(part) for part in item["loc"])
     location = ".".join(loc)
     if item["type"] == "extra_forbidden":
@@ -188,5 +191,84 @@ def validation_problem(path: Path, item: Any) -> str:
         expected = f" (expected one of: {', '.join(allowed)})" if allowed else ""
         return f"{path}: {location}: unknown key{expected}"
     if item["type"] == "missing":
-        return f"{path}: {location}: {item['msg']}"
-    return f"{path}: {location}: {item['msg']} (got {item['input']!r})"
+        return f"{path}: {location}: required key is missing"
+    return f"{path}: {location}: {_expected(item)}"
+
+
+#: what a value of pydantic's error type was expected to be, in a TOML file's terms
+_EXPECTED = {
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "text in quotes",
+    "list_type": "a list",
+    "tuple_type": "a list",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "model_attributes_type": "a table",
+}
+
+#: a bound of pydantic's error type: its context key and how it reads
+_BOUNDS = {
+    "greater_than": ("gt", "a number greater than {}"),
+    "greater_than_equal": ("ge", "a number of at least {}"),
+    "less_than": ("lt", "a number less than {}"),
+    "less_than_equal": ("le", "a number of at most {}"),
+    "string_too_short": ("min_length", "text of at least {} characters"),
+    "string_too_long": ("max_length", "text of at most {} characters"),
+    "too_short": ("min_length", "a list of at least {} entries"),
+    "too_long": ("max_length", "a list of at most {} entries"),
+}
+
+
+def _expected(item: Any) -> str:
+    """``expected ..., got ...`` for a value pydantic refused."""
+    kind = item["type"]
+    context = item.get("ctx") or {}
+    given = _written(item.get("input"))
+    if kind in ("value_error", "assertion_error") and "error" in context:
+        # our own validators' words, which say what was expected already
+        said = str(context["error"])
+        return said if "got " in said else f"{said} (got {given})"
+    if kind == "string_too_short" and context.get("min_length") == 1:
+        expected = "text that is not empty"
+    elif kind in _BOUNDS and _BOUNDS[kind][0] in context:
+        key, words = _BOUNDS[kind]
+        bound = context[key]  # a number field's bound reads 0, not 0.0
+        expected = words.format(int(bound) if bound == int(bound) else bound)
+    elif kind in ("literal_error", "enum") and "expected" in context:
+        expected = str(context["expected"])
+    elif kind in _EXPECTED:
+        expected = _EXPECTED[kind]
+    else:
+        message = str(item["msg"])
+        expected = message.removeprefix("Input should be ")
+        if expected == message:
+            return f"{message} (got {given})"
+    return f"expected {expected}, got {given}"
+
+
+def _written(value: Any, depth: int = 0) -> str:
+    """``value`` as it is written in TOML (true, not True), shortened when long."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value if len(value) <= 60 else value[:57] + "...")
+    if isinstance(value, list | tuple):
+        if depth:
+            return "[...]"
+        return (
+            "["
+            + ", ".join(_written(v, depth + 1) for v in value[:5])
+            + (", ...]" if len(value) > 5 else "]")
+        )
+    if isinstance(value, Mapping):
+        return "a table"
+    return repr(value)

@@ -45,12 +45,21 @@ def test_an_agents_own_limits_override_the_defaults_key_by_key(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        ("[limits]\nmax_pending_proposals = 0", "limits.max_pending_proposals: Input should be"),
-        ("[limits]\nsubmissions_per_second = 0", "limits.submissions_per_second: Input should be"),
-        ("[limits]\nbody_timeout_seconds = 1000", "limits.body_timeout_seconds: Input should be"),
+        (
+            "[limits]\nmax_pending_proposals = 0",
+            "limits.max_pending_proposals: expected a number of at least 1, got 0",
+        ),
+        (
+            "[limits]\nsubmissions_per_second = 0",
+            "limits.submissions_per_second: expected a number greater than 0, got 0",
+        ),
+        (
+            "[limits]\nbody_timeout_seconds = 1000",
+            "limits.body_timeout_seconds: expected a number of at most 300, got 1000",
+        ),
         (
             "[agents.ops-bot.limits]\nmax_long_polls = -1",
-            "agents.ops-bot.limits.max_long_polls: Input should be",
+            "agents.ops-bot.limits.max_long_polls: expected a number of at least 1, got -1",
         ),
         (
             "[agents.ops-bot.limits]\nmax_pending = 5",

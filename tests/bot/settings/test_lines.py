@@ -228,7 +228,7 @@ def test_check_config_names_the_line_of_each_independent_problem(
         _line(text, 'approvers = ["finanse"]'): "policy rule 'refunds': field 'approvers'",
         _line(text, "batch = "): "policy rule 'campaigns': field 'batch.window'",
         _line(text, "support = "): "roles.support: ['support-team'] are not Slack user ids",
-        _line(text, "port = "): "server.port: Input should be less than or equal to 65535",
+        _line(text, "port = "): "server.port: expected a number of at most 65535, got 70000",
     }
     assert len(problems) == len(expected), problems
     for line, start in expected.items():
@@ -238,8 +238,8 @@ def test_check_config_names_the_line_of_each_independent_problem(
 @pytest.mark.parametrize(
     ("value", "says"),
     [
-        ("-5", "server.shed_agents_at_loop_lag_ms: Input should be greater than or equal to 0"),
-        ('"soon"', "server.shed_agents_at_loop_lag_ms: Input should be a valid number"),
+        ("-5", "server.shed_agents_at_loop_lag_ms: expected a number of at least 0, got -5"),
+        ('"soon"', "server.shed_agents_at_loop_lag_ms: expected a number, got 'soon'"),
     ],
 )
 def test_check_config_names_the_line_of_a_bad_loop_lag_threshold(

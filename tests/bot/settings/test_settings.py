@@ -386,7 +386,10 @@ def test_unknown_agent_key_lists_the_agent_keys(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("port", "expected"),
-    [(65536, "less than or equal to 65535"), (-1, "greater than or equal to 0")],
+    [
+        (65536, "expected a number of at most 65535, got 65536"),
+        (-1, "expected a number of at least 0, got -1"),
+    ],
 )
 def test_port_out_of_range_names_the_bound_and_the_value(
     tmp_path: Path, port: int, expected: str
@@ -399,9 +402,7 @@ def test_port_out_of_range_names_the_bound_and_the_value(
 
     problem = only_problem(path)
 
-    assert problem.startswith(f"{path}: server.port: ")
-    assert expected in problem
-    assert f"(got {port})" in problem
+    assert problem == f"{path}: server.port: {expected}"
 
 
 def test_agent_token_variable_not_set_is_named(tmp_path: Path) -> None:
