@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Final
 
@@ -66,44 +66,67 @@ class SlashCommand:
         """The fallback text and the blocks of the answer to ``/countersign text``."""
         verb, _, rest = text.strip().partition(" ")
         verb = verb.lower()
-        if verb in ("", "help"):
-            return "How to use /countersign", help_blocks()
-        if verb == "list":  # the App Home's page: each agent gets a share of it
-            page = await self._home.waiting_page(user)
-            waiting = list(page.shown)
-            text = f"{len(waiting)} proposal(s) wait for your decision"
-            if page.more:
-                text += f", and {page.more} more pending beyond this page"
-            previous = await self._home.previous_versions(waiting)
-            blocks = waiting_blocks(
-                waiting,
-                now=self._clock(),
-                previous=previous,
-                beyond=page.beyond,
-                formats_of=self._publisher.formats_of,
-                agent_acts_of=self._publisher.agent_acts,
+        verbs = self._verbs()
+        command = verbs.get(verb or "help")
+        if command is None:
+            # the verbs as they are registered above, so a new one cannot be left out
+            written = [f"`{usage}`" for usage, _ in verbs.values()]
+            return _plain(
+                f"`{escape(verb[:40])}` is not a /countersign command. "
+                f"Try {', '.join(written[:-1])} or {written[-1]}."
             )
-            return text, blocks
-        if verb == "show" and rest.strip():
-            return await self._show(user, rest.strip().split()[0])
-        if verb == "show":
-            return _plain("Say which proposal: `/countersign show <id>`.")
-        if verb == "standing":  # the active standing rules, each with Revoke (admins only)
-            return await StandingAdmin(
-                self._service, self._clock, publisher=self._publisher
-            ).listing(user)
-        if verb == "delegate":  # a token for an agent to act for this person, shown once
-            return await self._delegations.delegate(user, rest)
-        if verb == "delegations":
-            return await self._delegations.listing(user)
-        if verb == "revoke-delegation" and rest.strip():
-            return _plain(await self._delegations.revoke(user, rest.strip().split()[0]))
-        if verb == "revoke-delegation":
-            return _plain("Say which: `/countersign revoke-delegation <id>` (see `delegations`).")
-        return _plain(
-            f"`{escape(verb[:40])}` is not a /countersign command. "
-            "Try `list`, `show <id>`, `standing`, `delegate <agent>`, `delegations` or `help`."
+        _, answer = command
+        return await answer(user, rest.strip())
+
+    def _verbs(self) -> dict[str, tuple[str, Callable[[str, str], Awaitable[Answer]]]]:
+        """Each verb of ``/countersign``: how it is written, and what answers it (given the
+        person and the rest of the text); ``help`` last."""
+        return {
+            "list": ("list", self._list),
+            "show": ("show <id>", self._show_verb),
+            "standing": ("standing", self._standing),
+            "delegate": ("delegate <agent>", self._delegations.delegate),
+            "delegations": ("delegations", self._delegation_list),
+            "revoke-delegation": ("revoke-delegation <id>", self._revoke_delegation),
+            "help": ("help", _help),
+        }
+
+    async def _list(self, user: str, rest: str) -> Answer:
+        """The App Home's page: each agent gets a share of it."""
+        page = await self._home.waiting_page(user)
+        waiting = list(page.shown)
+        text = f"{len(waiting)} proposal(s) wait for your decision"
+        if page.more:
+            text += f", and {page.more} more pending beyond this page"
+        previous = await self._home.previous_versions(waiting)
+        blocks = waiting_blocks(
+            waiting,
+            now=self._clock(),
+            previous=previous,
+            beyond=page.beyond,
+            formats_of=self._publisher.formats_of,
+            agent_acts_of=self._publisher.agent_acts,
         )
+        return text, blocks
+
+    async def _show_verb(self, user: str, rest: str) -> Answer:
+        if not rest:
+            return _plain("Say which proposal: `/countersign show <id>`.")
+        return await self._show(user, rest.split()[0])
+
+    async def _standing(self, user: str, rest: str) -> Answer:
+        """The active standing rules, each with Revoke (admins only)."""
+        return await StandingAdmin(self._service, self._clock, publisher=self._publisher).listing(
+            user
+        )
+
+    async def _delegation_list(self, user: str, rest: str) -> Answer:
+        return await self._delegations.listing(user)
+
+    async def _revoke_delegation(self, user: str, rest: str) -> Answer:
+        if not rest:
+            return _plain("Say which: `/countersign revoke-delegation <id>` (see `delegations`).")
+        return _plain(await self._delegations.revoke(user, rest.split()[0]))
 
     async def _show(self, user: str, proposal_id: str) -> Answer:
         store = self._service.store
@@ -147,6 +170,10 @@ class SlashCommand:
             return False
         members = await self._service.directory.role_members(settings.roles)
         return any(user in members.get(role, frozenset()) for role in rule.approvers)
+
+
+async def _help(user: str, rest: str) -> Answer:
+    return "How to use /countersign", help_blocks()
 
 
 def _plain(text: str) -> Answer:

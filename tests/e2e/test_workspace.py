@@ -5,6 +5,7 @@ Slack."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -320,6 +321,25 @@ def verdict(answer: dict[str, Any]) -> list[str]:
 
 async def status_of(cs: Countersign, proposal_id: str, status: str) -> bool:
     return (await cs.store.get_proposal(proposal_id)).status == status
+
+
+async def test_an_unknown_command_is_told_every_command_there_is(cs: Countersign) -> None:
+    answer = await slash(cs, APPROVER, "frob")
+
+    assert answer["text"] == (
+        "`frob` is not a /countersign command. Try `list`, `show <id>`, `standing`, "
+        "`delegate <agent>`, `delegations`, `revoke-delegation <id>` or `help`."
+    )
+
+
+async def test_each_command_an_unknown_one_is_told_of_is_answered(cs: Countersign) -> None:
+    told = (await slash(cs, APPROVER, "frob"))["text"].split("Try ", 1)[1]
+    verbs = re.findall(r"`([a-z-]+)[^`]*`", told)
+    assert len(verbs) == 7, told
+
+    for verb in verbs:
+        answer = await slash(cs, APPROVER, verb)
+        assert "is not a /countersign command" not in answer["text"], (verb, answer["text"])
 
 
 @pytest.mark.parametrize(("text", "expected"), [("help", "list"), ("", "show"), ("frob", "not")])
