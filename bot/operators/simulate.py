@@ -52,7 +52,7 @@ from bot.operators.calls import Call, Outcome, Tally, read_calls
 from bot.operators.grants import SimulatedGrants, parse_grant
 from bot.operators.report import Report, print_report, report_json
 from bot.outbound.http import AiohttpClient
-from bot.settings import ConfigError, Settings, is_user_group, load_settings
+from bot.settings import ConfigError, ConfigFileMissing, Settings, is_user_group, load_settings
 from contracts.api import SubmitBody
 from contracts.base import Context, ContractViolation, problems_from_validation_error
 from store.base import StoreError
@@ -253,6 +253,14 @@ async def simulate_command(
     if new_config is not None:
         try:
             new_settings = load_settings(new_config)
+        except ConfigFileMissing:
+            # COUNTERSIGN_CONFIG names the current configuration, never this one
+            print(
+                f"--config {new_config}: no such file (the new configuration to replay the "
+                "calls through)",
+                file=err,
+            )
+            return 2
         except ConfigError as error:
             print(f"--config {new_config}: the configuration has problems:", file=err)
             for problem in error.problems:

@@ -22,6 +22,7 @@ from bot.settings.model import (
     DEFAULT_CONFIG_PATH,
     SLACK_API_DEFAULT,
     ConfigError,
+    ConfigFileMissing,
     FileModel,
     ServerSettings,
     Settings,
@@ -56,8 +57,8 @@ def load_settings(path: Path | str | None = None, env: Mapping[str, str] | None 
         text = path.read_text(encoding="utf-8")
         raw = tomllib.loads(text)
     except FileNotFoundError:
-        raise ConfigError(
-            [f"{path}: no such file (pass --config PATH or set COUNTERSIGN_CONFIG)"]
+        raise ConfigFileMissing(
+            path, f"{path}: no such file (pass --config PATH or set COUNTERSIGN_CONFIG)"
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError([f"{path}: cannot be read: {error}"]) from None

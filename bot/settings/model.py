@@ -37,6 +37,7 @@ __all__ = [
     "AgentSettings",
     "ApprovalSettings",
     "ConfigError",
+    "ConfigFileMissing",
     "FileModel",
     "ServerSettings",
     "Settings",
@@ -59,6 +60,14 @@ class ConfigError(Exception):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("\n".join(problems))
+
+
+class ConfigFileMissing(ConfigError):
+    """The configuration file does not exist (its one problem says so, naming it)."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        super().__init__([problem])
 
 
 class _Section(BaseModel):

@@ -163,6 +163,27 @@ def test_missing_config_file_names_the_path_and_how_to_pass_one(
     assert "pass --config PATH or set COUNTERSIGN_CONFIG" in err
 
 
+@pytest.mark.usefixtures("environment")
+def test_simulate_with_a_new_config_that_does_not_exist_names_it_as_the_new_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """COUNTERSIGN_CONFIG names the current configuration: it is no way to give the new one."""
+    config, _db = write_config(tmp_path)
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text("", encoding="utf-8")
+    absent = tmp_path / "NEW.toml"
+
+    simulate = ["policy", "simulate", str(calls), "--without-store", "--config", str(absent)]
+    code = main(["--config", str(config), *simulate])
+
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert err == (
+        f"--config {absent}: no such file (the new configuration to replay the calls through)\n"
+    )
+
+
 def test_a_command_is_required(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main([])
