@@ -51,6 +51,7 @@ from bot.flow.requesters import RequesterRefused
 from bot.operators.calls import Call, Outcome, Tally, read_calls
 from bot.operators.grants import SimulatedGrants, parse_grant
 from bot.operators.report import Report, print_report, report_json
+from bot.operators.upgrade import schema_difference
 from bot.outbound.http import AiohttpClient
 from bot.settings import ConfigError, ConfigFileMissing, Settings, is_user_group, load_settings
 from contracts.api import SubmitBody
@@ -218,7 +219,7 @@ async def _standing_store(settings: Settings, err: TextIO) -> Store | None:
     try:
         state = await schema_state(settings.store.url)
         if not state.current:
-            print("note: the store's schema is not current; standing rules left out", file=err)
+            print(f"note: {schema_difference(state)}; standing rules left out", file=err)
             return None
         return await open_store(settings.store.url, pool_size=settings.store.pool_size)
     except StoreError as error:

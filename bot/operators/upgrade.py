@@ -14,7 +14,7 @@ from contracts.redaction import shown_store_url
 from store.base import StoreError
 from store.upgrade import SchemaState, migrate, schema_state
 
-__all__ = ["migrate_command"]
+__all__ = ["migrate_command", "schema_difference"]
 
 
 def _versions(versions: tuple[int, ...]) -> str:
@@ -27,6 +27,20 @@ def _newer(state: SchemaState) -> str:
         f"Countersign does not know (it knows up to {state.known[-1]:04d}): a newer Countersign "
         "migrated it. Migrations are forward-only: run the newer version (or restore a backup "
         "taken before the upgrade)"
+    )
+
+
+def schema_difference(state: SchemaState) -> str:
+    """How a store that is not current differs from this release, and what to do about it:
+    newer (as ``migrate`` refuses it), or behind by the migrations ``migrate`` applies."""
+    if state.unknown:
+        return _newer(state)
+    needs = f"this release needs {state.known[-1]:04d}"
+    if not state.applied:
+        return f"the store has no migrations applied yet; {needs}: run `countersign migrate`"
+    return (
+        f"the store is at {max(state.applied):04d}; {needs} (migration(s) pending: "
+        f"{_versions(state.pending)}): run `countersign migrate`"
     )
 
 

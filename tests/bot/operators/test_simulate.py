@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sqlite3
 import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import aiosqlite
 import pytest
 
 from bot.operators.calls import Call, read_calls
@@ -17,10 +19,12 @@ from bot.operators.grants import parse_grant
 from bot.operators.report import Report, print_report, report_json
 from bot.operators.simulate import export_calls_command, simulate, simulate_command
 from bot.settings import Settings, load_settings
+from store.migrate import load_migrations
 from store.postgres import PostgresStore
 from store.proposals import calls as calls_module
 from store.protocol import Store
 from store.sqlite import SqliteStore
+from store.sqlite import apply_migrations as apply_sqlite_migrations
 from tests.callmix_example import CONFIG as CALLMIX_CONFIG
 from tests.callmix_example import settings as callmix_settings
 from tests.e2e.store_outage import postgres_through_proxy
@@ -144,6 +148,52 @@ async def test_the_report_shows_shares_and_the_calls_that_change(
     assert "     1  422 operation: unknown operation 'crm.delete_everything'" in "\n".join(lines)
     assert "1 of 5 calls decide differently" in lines
     assert "  call 2 (crm.send_campaign): ask (campaigns) -> deny (huge-campaigns)" in lines
+
+
+async def test_a_store_behind_this_release_is_told_where_it_is_and_what_it_lacks(
+    tmp_path: Path,
+) -> None:
+    migrations = load_migrations("sqlite")
+    async with aiosqlite.connect(tmp_path / "cs.sqlite", isolation_level=None) as db:
+        await apply_sqlite_migrations(db, migrations[:-2])
+    (tmp_path / "calls.jsonl").write_text(CALLS, encoding="utf-8")
+    err = io.StringIO()
+
+    code = await simulate_command(
+        _settings(tmp_path, "a.toml"), tmp_path / "calls.jsonl", None, io.StringIO(), err
+    )
+
+    assert code == 0
+    at, before, last = (m.version for m in migrations[-3:])
+    assert err.getvalue() == (
+        f"note: the store is at {at:04d}; this release needs {last:04d} (migration(s) pending: "
+        f"{before:04d}, {last:04d}): run `countersign migrate`; standing rules left out\n"
+    )
+
+
+async def test_a_store_newer_than_this_release_is_told_as_migrate_tells_it(
+    tmp_path: Path,
+) -> None:
+    await (await SqliteStore.open(tmp_path / "cs.sqlite")).close()
+    with sqlite3.connect(tmp_path / "cs.sqlite") as db:
+        db.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 'x')"
+        )
+    (tmp_path / "calls.jsonl").write_text(CALLS, encoding="utf-8")
+    err = io.StringIO()
+
+    code = await simulate_command(
+        _settings(tmp_path, "a.toml"), tmp_path / "calls.jsonl", None, io.StringIO(), err
+    )
+
+    assert code == 0
+    last = load_migrations("sqlite")[-1].version
+    assert err.getvalue() == (
+        "note: the database has migration(s) 9999 that this version of Countersign does not "
+        f"know (it knows up to {last:04d}): a newer Countersign migrated it. Migrations are "
+        "forward-only: run the newer version (or restore a backup taken before the upgrade); "
+        "standing rules left out\n"
+    )
 
 
 async def test_export_calls_writes_what_simulate_reads(tmp_path: Path) -> None:
