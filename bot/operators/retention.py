@@ -46,6 +46,39 @@ def write_batch(out: TextIO, batch: ArchiveBatch) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+class _Archive:
+    """This run's archive file, and the folders made for it (deepest first)."""
+
+    def __init__(self, path: Path, file: TextIO, made: list[Path]) -> None:
+        self.path = path
+        self.file = file
+        self._made = made
+
+    @classmethod
+    def create(cls, path: Path) -> _Archive:
+        """The new file at ``path``, its folder made if needed; OSError when it cannot be."""
+        made = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return cls(path, path.open("x", encoding="utf-8"), made)
+        except OSError:
+            cls._remove(made)
+            raise
+
+    def discard(self) -> None:
+        """Remove the (closed) file, which holds nothing removed, and the folders made for it."""
+        self.path.unlink(missing_ok=True)
+        self._remove(self._made)
+
+    @staticmethod
+    def _remove(folders: list[Path]) -> None:
+        for folder in folders:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (someone else's) or gone: left as it is
+                return
+
+
 async def retention_command(
     settings: Settings,
     *,
@@ -74,36 +107,38 @@ async def retention_command(
     folder = archive_dir or settings.retention.directory(settings.path)
     path = folder / archive_name(now)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        archive = path.open("x", encoding="utf-8")
-    except OSError as error:
-        print(f"retention: cannot write the archive {path}: {error}", file=err)
-        return 2
-    try:
         store = await open_store(settings.store.url, pool_size=settings.store.pool_size)
     except StoreError as error:
-        archive.close()
-        path.unlink(missing_ok=True)
         print(f"cannot open the store {shown_store_url(settings.store.url)}: {error}", file=err)
         return 2
     removed = 0
+    archive: _Archive | None = None  # made with the first batch: nothing to archive, no folder
     try:
         retention = retention_of(store)
-        with archive:
-            while True:
-                batch = await retention.archivable(before=before, now=now, limit=BATCH)
-                if not batch.proposals:
-                    break
-                digest = await asyncio.to_thread(write_batch, archive, batch)
-                gone = await retention.remove(
-                    batch, archive=path.name, digest=digest, actor=ACTOR, now=now
-                )
-                removed += len(gone)
-                if not gone:  # each changed since it was read: the next run takes them
-                    break
+        while True:
+            batch = await retention.archivable(before=before, now=now, limit=BATCH)
+            if not batch.proposals:
+                break
+            if archive is None:
+                try:
+                    archive = _Archive.create(path)
+                except OSError as error:
+                    print(f"retention: cannot write the archive {path}: {error}", file=err)
+                    return 2
+            digest = await asyncio.to_thread(write_batch, archive.file, batch)
+            gone = await retention.remove(
+                batch, archive=path.name, digest=digest, actor=ACTOR, now=now
+            )
+            removed += len(gone)
+            if not gone:  # each changed since it was read: the next run takes them
+                break
         report = await store.verify_audit()
     finally:
         await store.close()
+        if archive is not None:  # kept if the run stops: what it holds may be removed already
+            archive.file.close()
+    if archive is not None and not removed:
+        archive.discard()
     if removed:
         print(
             f"archived {removed} decided proposals last changed before "
@@ -111,7 +146,6 @@ async def retention_command(
             file=out,
         )
     else:
-        path.unlink(missing_ok=True)
         print(
             f"nothing to archive: no decided proposal was last changed before "
             f"{before.isoformat(timespec='seconds')}",

@@ -69,6 +69,52 @@ async def test_retention_archives_removes_and_the_audit_log_still_verifies(
         await store.close()
 
 
+async def test_with_nothing_to_archive_no_archive_folder_is_made(
+    tmp_path: Path, make_settings: MakeSettings
+) -> None:
+    settings = make_settings(extra='[retention]\narchive_after = "90d"\n')
+    store = await SqliteStore.open(tmp_path / "countersign.sqlite")
+    await _decided_old(store, NOW - timedelta(days=10))  # decided, but not old enough
+    await store.close()
+    out = io.StringIO()
+    given = tmp_path / "archives" / "countersign"
+
+    for archive_dir in (None, given):  # [retention] archive_dir's, and --archive-dir's
+        code = await retention_command(
+            settings, older_than=None, archive_dir=archive_dir, out=out, err=io.StringIO(), now=NOW
+        )
+        assert code == 0, out.getvalue()
+
+    assert out.getvalue().count("nothing to archive") == 2
+    assert not (tmp_path / "archive").exists()
+    assert not (tmp_path / "archives").exists()
+
+
+async def test_an_archive_folder_that_cannot_be_made_is_named_and_nothing_is_removed(
+    tmp_path: Path, make_settings: MakeSettings
+) -> None:
+    settings = make_settings(extra='[retention]\narchive_after = "90d"\n')
+    store = await SqliteStore.open(tmp_path / "countersign.sqlite")
+    old = await _decided_old(store)
+    await store.close()
+    (tmp_path / "taken").write_text("a file where the folder would go", encoding="utf-8")
+    folder = tmp_path / "taken" / "archive"
+    out, err = io.StringIO(), io.StringIO()
+
+    code = await retention_command(
+        settings, older_than=None, archive_dir=folder, out=out, err=err, now=NOW
+    )
+
+    assert code == 2
+    assert out.getvalue() == ""
+    assert err.getvalue().startswith(f"retention: cannot write the archive {folder}/countersign-")
+    store = await SqliteStore.open(tmp_path / "countersign.sqlite")
+    try:
+        assert (await store.get_proposal(old)).id == old
+    finally:
+        await store.close()
+
+
 async def test_without_an_age_nothing_runs(tmp_path: Path, make_settings: MakeSettings) -> None:
     err = io.StringIO()
 
