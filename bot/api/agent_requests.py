@@ -1,6 +1,10 @@
 """An agent's submissions and reads: capacity, size, JSON, the body's model, the idempotency
 key, the answer, and the long poll.
 
+Every agent request goes through :func:`submission` (what creates something) or :func:`reading`
+(reads, long-polls, withdrawals): each is shed when the event loop is behind and charged to one
+of the agent's buckets as soon as the caller is known, before the store is asked anything.
+
 One place for what every agent endpoint that creates or reads something does, in the same order
 and with the same answers (``bot/api/proposals.py`` for proposals, ``bot/escalations/api.py`` for
 escalations). The body is received whole, within the agent's ``body_timeout_seconds``, before
@@ -33,12 +37,14 @@ __all__ = [
     "QUOTAS",
     "SUBMISSIONS",
     "WAITERS",
+    "Admit",
     "busy",
     "idempotency_key",
     "json_answer",
     "own",
     "parse_body",
     "read_own",
+    "reading",
     "receive_body",
     "submission",
     "submitted_answer",
@@ -60,6 +66,11 @@ WAITERS: web.AppKey[Waiters] = web.AppKey("waiters", Waiters)
 ModelT = TypeVar("ModelT", bound=BaseModel)
 #: what a submission's token names besides the agent: the delegation it acts under, if any
 CallerT = TypeVar("CallerT")
+#: charges a request to one of the agent's buckets (Quotas.admit_submission, .admit_read), or
+#: raises its 429; a caller calls it as soon as it knows the agent, before any store lookup
+Admit = Callable[[AgentSettings], None]
+#: who sent a request: the agent and what else its token names, charged by the given Admit
+Caller = Callable[[web.Request, Admit], Awaitable[tuple[AgentSettings, CallerT]]]
 
 
 class _Owned(Protocol):
@@ -99,19 +110,19 @@ async def own(
     return item
 
 
-def busy() -> Problem:
-    """At capacity: nothing stored, come back after the delay."""
+def busy(done: str = "nothing was stored") -> Problem:
+    """At capacity: ``done`` (nothing), come back after the delay."""
     return Problem(
         503,
         "Busy",
-        "Countersign is at capacity; nothing was stored. Retry after the given delay.",
+        f"Countersign is at capacity; {done}. Retry after the given delay.",
         headers={"Retry-After": "1"},
     )
 
 
 async def submission(
     request: web.Request,
-    caller: Callable[[web.Request], Awaitable[tuple[AgentSettings, CallerT]]],
+    caller: Caller[CallerT],
     handle: Callable[[AgentSettings, CallerT, bytes], Awaitable[web.Response]],
 ) -> web.Response:
     """An agent's submission: ``caller`` says who sent it (the agent, and the delegation it acts
@@ -121,10 +132,11 @@ async def submission(
     1. When the event loop is behind (bot/api/loop_lag.py), 503 with Retry-After at once, before
        anything else is done, so that people's clicks keep the loop: nothing is read, looked up
        or stored, and the agent's rate is not charged.
-    2. The caller, from the request's token (401 when it names none); from here on the
-       submission counts as agent work in progress on the loop.
-    3. The agent's rate, then its whole body (within its deadline), and only then a slot, so that
-       neither a flood nor a slow sender holds the capacity other agents need.
+    2. The caller, from the request's token (401 when it names none), charged to the agent's
+       submission rate as soon as it is known (429); from here on the submission counts as
+       agent work in progress on the loop.
+    3. Its whole body (within its deadline), and only then a slot, so that neither a flood nor
+       a slow sender holds the capacity other agents need.
 
     A submission refused for Countersign's own reasons (503: at capacity or busy; the store
     unavailable) does not count against the agent's rate. One refused by the agent's own limits
@@ -135,8 +147,7 @@ async def submission(
     if lag.behind():
         raise busy()
     with lag.agent_work():
-        agent, acting_under = await caller(request)
-        quotas.admit_submission(agent)
+        agent, acting_under = await caller(request, quotas.admit_submission)
         raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
         with slots.slot() as free:
             if not free:
@@ -148,6 +159,25 @@ async def submission(
                 if isinstance(refused, StoreUnavailable) or refused.status == 503:
                     quotas.refund(agent)  # refused, not served: the agent's rate is not charged
                 raise
+
+
+async def reading(
+    request: web.Request,
+    caller: Caller[CallerT],
+    handle: Callable[[AgentSettings], Awaitable[web.Response]],
+) -> web.Response:
+    """An agent's read (with or without ``?wait=``) or withdrawal, guarded as a submission is
+    (:func:`submission`): 503 with Retry-After at once when the event loop is behind, before the
+    token is looked at; then ``caller``, charged to the agent's reads bucket as soon as the
+    agent is known (429 with Retry-After, before any store read); then ``handle`` serves it.
+    While served it counts as agent work on the loop (a long-poll held waiting does not:
+    :func:`read_own`)."""
+    lag = request.app[LOOP_LAG]
+    if lag.behind():
+        raise busy("nothing was read or changed")
+    with lag.agent_work():
+        agent, _ = await caller(request, request.app[QUOTAS].admit_read)
+        return await handle(agent)
 
 
 async def receive_body(request: web.Request, *, timeout: float) -> bytes:
@@ -259,12 +289,12 @@ async def read_own(
     ``?wait=S`` (bot/api/waiters.py; 0 to ``longest`` seconds): at once when the wait is 0 or the
     item is settled, else once it settles or the wait runs out, read again by ``read``, holding
     one of the agent's long-poll places meanwhile (429 when all are taken; the app's QUOTAS and
-    WAITERS)."""
+    WAITERS). Held waiting, it is no agent work on the loop (the app's LOOP_LAG)."""
     wait = wait_seconds(request, longest)
     item = await own(read, missing, kind, request.match_info["id"], agent)
     if wait <= 0 or not unsettled(item):
         return item
-    with request.app[QUOTAS].long_poll(agent):
+    with request.app[QUOTAS].long_poll(agent), request.app[LOOP_LAG].waiting():
         return await request.app[WAITERS].hold(item, unsettled=unsettled, reread=read, seconds=wait)
 
 

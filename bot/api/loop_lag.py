@@ -5,9 +5,10 @@ signature check and answer runs on it. When agents send more than the instance c
 loop falls behind, and a click (whose answer Slack needs within 3 s, and a person expects at
 once) waits behind agents' requests. :class:`LoopLag` measures that with a cheap timer: every
 ``interval`` seconds it asks to be woken and notes how late it was. When the loop is behind by
-more than ``threshold``, new agent submissions are answered ``503`` with ``Retry-After`` before
-anything else is done for them (bot/api/agent_requests.py): no body read, no token looked up
-in the store, nothing stored. Clicks are never shed.
+more than ``threshold``, new agent requests (submissions, reads, long-polls, withdrawals) are
+answered ``503`` with ``Retry-After`` before anything else is done for them
+(bot/api/agent_requests.py): no body read, no token looked up in the store, nothing read or
+stored. Clicks are never shed.
 
 The measure keeps a stall in mind for a few wake-ups (it halves at each wake-up on time), so a
 loop that falls behind again and again sheds steadily instead of taking in a flood at every
@@ -15,7 +16,8 @@ brief recovery; and a wake-up that is overdue now counts already, before the tim
 turn (the requests that arrived during a stall run before it).
 
 A late loop is only agents' doing when agents' work is on it: shedding is for a loop behind
-*and* at least ``with_agents`` (8) agent submissions in progress on it. A loop late for
+*and* at least ``with_agents`` (8) agent requests in progress on it (a long-poll held waiting is
+not in progress: it costs the loop nothing until it is woken). A loop late for
 another reason (the machine busy with other programs, a slow disk, a collection of garbage)
 with only a few submissions in progress sheds nothing: turning those away would not give
 clicks the loop back, and would fail agents for no one's benefit.
@@ -33,13 +35,13 @@ __all__ = ["LoopLag"]
 #: How much of the lag one wake-up on time forgets.
 DECAY = 0.5
 
-#: How many agent submissions in progress make a late loop the agents' doing.
+#: How many agent requests in progress make a late loop the agents' doing.
 WITH_AGENTS = 8
 
 
 class LoopLag:
     """The event loop's lag, sampled every ``interval`` seconds; ``threshold`` seconds of lag
-    or more is behind (0 never is: nothing is shed) when ``with_agents`` agent submissions or
+    or more is behind (0 never is: nothing is shed) when ``with_agents`` agent requests or
     more are in progress (:meth:`agent_work`)."""
 
     def __init__(
@@ -50,11 +52,11 @@ class LoopLag:
         if interval <= 0:
             raise ValueError(f"interval: got {interval}; expected a positive number of seconds")
         if with_agents < 0:
-            raise ValueError(f"with_agents: got {with_agents}; expected 0 or more submissions")
+            raise ValueError(f"with_agents: got {with_agents}; expected 0 or more requests")
         self.threshold = threshold
         self.interval = interval
         self.with_agents = with_agents
-        self.agents = 0  #: agent submissions in progress on this loop
+        self.agents = 0  #: agent requests in progress on this loop
         self._lag = 0.0  #: seconds, as last measured (decayed)
         self._due: float | None = None  #: when the timer should wake next (perf_counter)
         self.shed = 0  #: agent requests answered 503 because the loop was behind
@@ -75,12 +77,22 @@ class LoopLag:
 
     @contextmanager
     def agent_work(self) -> Iterator[None]:
-        """Count one agent submission in progress for the block."""
+        """Count one agent request in progress for the block."""
         self.agents += 1
         try:
             yield
         finally:
             self.agents -= 1
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Within :meth:`agent_work`, a block in which the request only waits (a long-poll held
+        until its item changes): it is not counted in progress meanwhile."""
+        self.agents -= 1
+        try:
+            yield
+        finally:
+            self.agents += 1
 
     def note(self, late: float) -> None:
         """One wake-up ``late`` seconds after it was due."""

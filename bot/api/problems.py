@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import secrets
 from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
-from bot.delegations.commands import DelegationTokenRefused
+from bot.delegations.commands import DelegationTokenRefused, UnknownTokensLimited
 from bot.flow.requesters import RequesterRefused
 from contracts.base import ContractViolation, FieldProblem
 from store.base import StoreUnavailable
@@ -98,6 +99,22 @@ def _translate(error: Exception) -> Problem | None:
             "Unauthorized",
             str(error),
             headers={"WWW-Authenticate": 'Bearer realm="countersign", error="invalid_token"'},
+        )
+    if isinstance(error, UnknownTokensLimited):
+        seconds = max(1, math.ceil(error.retry_after))
+        return Problem(
+            429,
+            "Too many requests",
+            "too many delegation tokens this instance has not seen were sent; this one was not "
+            f"looked up and nothing was read or stored. Retry after {seconds} s (the operator "
+            "can raise delegation.unknown_tokens_per_second).",
+            problems=[
+                FieldProblem(
+                    field="delegation.unknown_tokens_per_second",
+                    message="lookups of unknown delegation tokens, from all callers together",
+                )
+            ],
+            headers={"Retry-After": str(seconds)},
         )
     if isinstance(error, RequesterRefused):
         return Problem(

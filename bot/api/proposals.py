@@ -7,11 +7,13 @@ from aiohttp import web
 from bot.api.agent_requests import (
     MAX_BODY,
     QUOTAS,
+    Admit,
     idempotency_key,
     json_answer,
     own,
     parse_body,
     read_own,
+    reading,
     submission,
     submitted_answer,
 )
@@ -76,13 +78,22 @@ def authenticated_agent(request: web.Request) -> AgentSettings:
     return agent
 
 
-async def _caller(request: web.Request) -> tuple[AgentSettings, Delegation | None]:
+async def _caller(request: web.Request, admit: Admit) -> tuple[AgentSettings, Delegation | None]:
     """The agent, from its own token or from a delegation token (bot/delegations/commands.py),
-    which also names the person it acts for; an expired or revoked delegation is refused (401)."""
+    which also names the person it acts for; an expired or revoked delegation is refused (401).
+    The request is charged by ``admit`` to the agent's bucket as soon as the agent is known:
+    for a delegation token, before it is looked up in the store when it was seen before, and
+    a token never seen is held to the bound on unknown tokens (bot/delegations/lookups.py)."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() == "bearer" and is_delegation_token(token.strip()):
-        return await request.app[DELEGATIONS].authenticate(token.strip())
-    return authenticated_agent(request), None
+        return await request.app[DELEGATIONS].authenticate(token.strip(), admit)
+    agent = authenticated_agent(request)
+    admit(agent)
+    return agent, None
+
+
+def _charged(agent: AgentSettings) -> None:
+    """The admission of a request already charged (a token checked again within it)."""
 
 
 async def submit(request: web.Request) -> web.Response:
@@ -113,7 +124,7 @@ async def _submit(
                 raise
             # The database refused the proposal: its delegation was revoked (or ran out) after
             # the token was checked. Answer as the check would now: 401, nothing stored.
-            await _caller(request)
+            await _caller(request, _charged)
             raise
     return submitted_answer(
         ProposalOut.of(submitted.proposal),
@@ -123,7 +134,12 @@ async def _submit(
 
 
 async def read(request: web.Request) -> web.Response:
-    agent, _ = await _caller(request)
+    """The proposal; ``?wait=S`` holds the answer while it is undecided. Shed when the loop is
+    behind, charged to the agent's reads (bot/api/agent_requests.py)."""
+    return await reading(request, _caller, lambda agent: _read(request, agent))
+
+
+async def _read(request: web.Request, agent: AgentSettings) -> web.Response:
     service = request.app[SERVICE]
     proposal = await read_own(
         request,
@@ -139,8 +155,12 @@ async def read(request: web.Request) -> web.Response:
 
 async def cancel(request: web.Request) -> web.Response:
     """The proposing agent withdraws its pending proposal: 200 with it ``cancelled`` (again for a
-    repeat); 409 naming its status once it was decided; 404 for another agent's, as for reads."""
-    agent, _ = await _caller(request)
+    repeat); 409 naming its status once it was decided; 404 for another agent's, as for reads.
+    Shed and charged as a read is."""
+    return await reading(request, _caller, lambda agent: _cancel(request, agent))
+
+
+async def _cancel(request: web.Request, agent: AgentSettings) -> web.Response:
     service = request.app[SERVICE]
     before = await own(
         service.store.get_proposal, ProposalNotFound, "proposal", request.match_info["id"], agent

@@ -6,6 +6,13 @@ of Countersign (``[limits]``, bot/settings/limits.py), checked in this order on 
 * **rate**: a token bucket per agent (``submissions_per_second``, ``submissions_burst``), checked
   before the body is read; past it ``429`` with ``Retry-After`` computed from the bucket. Kept
   per instance: N instances let an agent submit N times the rate.
+* **reads**: a second bucket per agent (``reads_per_second``, ``reads_burst``) for everything
+  else an agent asks: reads of its proposals and escalations (a long-poll is charged once, as
+  it starts) and withdrawals. Checked as soon as the caller is known, before the store is read
+  (for a delegation token already seen, before its lookup: bot/delegations/lookups.py); past it
+  ``429`` with ``Retry-After``. Reads are cheaper than submissions and clients poll, so the
+  default is generous (a client's long-poll reads once every 25 s per proposal waited for), but
+  an agent can no longer read as fast as it likes and take the loop from people's clicks.
 * **pending**: proposals waiting for a person (``max_pending_proposals``), read from the count
   the store keeps per agent (migration 0016: one row on SQLite, eight on PostgreSQL, whatever
   the backlog), so the bound holds across instances, plus the agent's submissions in flight on
@@ -18,9 +25,9 @@ of Countersign (``[limits]``, bot/settings/limits.py), checked in this order on 
 * **open escalations**: the same, for escalations nobody has taken (``max_open_escalations``).
 * **long-polls**: ``?wait=`` reads held at once per agent (``max_long_polls``), per instance.
 
-A refused request takes nothing: no slot, no row, no audit entry, and no token from the
-bucket (a submission refused after taking one, at capacity or at one of these limits, gives it
-back: a refused request is not throughput).
+A refused request takes nothing: no slot, no row, no audit entry, no store read, and no token
+from the bucket (a submission refused after taking one, at capacity or at one of these limits,
+gives it back: a refused request is not throughput).
 """
 
 from __future__ import annotations
@@ -31,9 +38,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
+from bot.api.buckets import TokenBucket
 from bot.api.problems import Problem
 from bot.settings import AgentSettings
-from bot.settings.limits import Limits
 from contracts.base import FieldProblem
 from store.escalations import EscalationStore
 from store.proposals import NewProposal, PendingLimit, Status
@@ -43,7 +50,6 @@ __all__ = [
     "RETRY_WHEN_FULL",
     "Claim",
     "Quotas",
-    "TokenBucket",
     "admit_pending",
     "over_limit",
 ]
@@ -53,40 +59,22 @@ __all__ = [
 RETRY_WHEN_FULL = 30
 
 
-@dataclass
-class TokenBucket:
-    """``burst`` tokens, refilled at ``rate`` per second; a submission takes one."""
-
-    rate: float
-    burst: int
-    tokens: float
-    updated: float  #: the monotonic time ``tokens`` was last brought up to date
-
-    @classmethod
-    def full(cls, limits: Limits, now: float) -> TokenBucket:
-        burst = limits.submissions_burst
-        return cls(limits.submissions_per_second, burst, float(burst), now)
-
-    def take(self, now: float) -> float:
-        """Take a token: 0.0 when taken, otherwise the seconds until one is there (nothing is
-        taken then)."""
-        self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
-        self.updated = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return 0.0
-        return (1 - self.tokens) / self.rate
-
-
 def over_limit(
-    agent: AgentSettings, what: str, setting: str, limit: float, *, retry_after: float
+    agent: AgentSettings,
+    what: str,
+    setting: str,
+    limit: float,
+    *,
+    retry_after: float,
+    done: str = "nothing was stored",
 ) -> Problem:
-    """429 naming the agent, the limit and the setting that raises it; nothing was stored."""
+    """429 naming the agent, the limit and the setting that raises it; ``done``: what came of
+    the request (nothing)."""
     seconds = max(1, math.ceil(retry_after))
     return Problem(
         429,
         "Too many requests",
-        f"agent {agent.name!r} has reached its limit of {limit:g} {what}; nothing was stored. "
+        f"agent {agent.name!r} has reached its limit of {limit:g} {what}; {done}. "
         f"Retry after {seconds} s (the operator can raise limits.{setting}).",
         problems=[FieldProblem(field=f"limits.{setting}", message=f"at most {limit:g} {what}")],
         headers={"Retry-After": str(seconds)},
@@ -101,11 +89,12 @@ _CLAIMED: dict[str, str] = {
 
 
 class Quotas:
-    """The per-instance part of the quotas: each agent's bucket and its long-polls in flight."""
+    """The per-instance part of the quotas: each agent's buckets and its long-polls in flight."""
 
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._monotonic = monotonic
         self._buckets: dict[str, TokenBucket] = {}
+        self._read_buckets: dict[str, TokenBucket] = {}
         self._long_polls: dict[str, int] = {}
         self._pending_claims: dict[str, int] = {}
         self._pending_proposals: dict[str, dict[int, str]] = {}
@@ -114,18 +103,41 @@ class Quotas:
     def admit_submission(self, agent: AgentSettings) -> None:
         """Take a token from ``agent``'s bucket, or raise 429 with the wait until the next one."""
         now = self._monotonic()
+        limits = agent.limits
         bucket = self._buckets.get(agent.name)
         if bucket is None:
-            bucket = self._buckets[agent.name] = TokenBucket.full(agent.limits, now)
+            bucket = self._buckets[agent.name] = TokenBucket.filled(
+                limits.submissions_per_second, limits.submissions_burst, now
+            )
         wait = bucket.take(now)
         if wait > 0:
-            limits = agent.limits
             raise over_limit(
                 agent,
                 f"submissions per second (burst {limits.submissions_burst})",
                 "submissions_per_second",
                 limits.submissions_per_second,
                 retry_after=wait,
+            )
+
+    def admit_read(self, agent: AgentSettings) -> None:
+        """Take a token from ``agent``'s reads bucket (a read, the start of a long-poll, a
+        withdrawal), or raise 429 with the wait until the next one."""
+        now = self._monotonic()
+        limits = agent.limits
+        bucket = self._read_buckets.get(agent.name)
+        if bucket is None:
+            bucket = self._read_buckets[agent.name] = TokenBucket.filled(
+                limits.reads_per_second, limits.reads_burst, now
+            )
+        wait = bucket.take(now)
+        if wait > 0:
+            raise over_limit(
+                agent,
+                f"reads per second (burst {limits.reads_burst})",
+                "reads_per_second",
+                limits.reads_per_second,
+                retry_after=wait,
+                done="nothing was read or changed",
             )
 
     def refund(self, agent: AgentSettings) -> None:
@@ -136,7 +148,7 @@ class Quotas:
         up to the store, and the agent filled those places itself."""
         bucket = self._buckets.get(agent.name)
         if bucket is not None:
-            bucket.tokens = min(bucket.burst, bucket.tokens + 1)
+            bucket.give_back()
 
     @contextmanager
     def long_poll(self, agent: AgentSettings) -> Iterator[None]:

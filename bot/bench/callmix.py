@@ -53,6 +53,8 @@ _LIMITS = """[limits]
 max_pending_proposals = 10000000
 submissions_per_second = 1000000
 submissions_burst = 10000000
+reads_per_second = 1000000
+reads_burst = 10000000
 """
 
 Decided = tuple[str, str | None, tuple[str, ...]]

@@ -101,6 +101,8 @@ def config_text(store_url: str, target_url: str) -> str:
         max_pending_proposals = 10000000
         submissions_per_second = 1000000
         submissions_burst = 10000000
+        reads_per_second = 1000000
+        reads_burst = 10000000
         max_long_polls = 100000
 
         [operations."{OPERATION}"]

@@ -9,7 +9,9 @@ agents configured with ``delegation = true`` accept delegations. A delegation la
 ``[delegation]`` default (1 hour) unless the person names a duration, never past the configured
 ``max``; its person revokes it with ``/countersign revoke-delegation <id>`` or on the Home tab.
 Minting, every delegated submission and revoking are audited. An expired or revoked token, or
-one whose agent no longer accepts delegations, is refused (401).
+one whose agent no longer accepts delegations, is refused (401); so is one not shaped as minted,
+without a lookup. Lookups are charged to the token's agent when it is known here, and those of
+tokens never seen are bounded for all callers together (bot/delegations/lookups.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
+from bot.delegations.lookups import TOKEN_PREFIX, TokenLookups, well_formed
 from bot.flow import deciders
 from bot.render.blocks import escape
 from bot.render.clicks import refusal_text
@@ -40,19 +43,28 @@ __all__ = [
     "TOKEN_PREFIX",
     "DelegationTokenRefused",
     "Delegations",
+    "UnknownTokensLimited",
     "is_delegation_token",
 ]
 
 Answer = tuple[str, list[dict[str, Any]]]
 
-#: Every delegation token starts so: an agent's own token never does (they are told apart
-#: before any lookup).
-TOKEN_PREFIX: Final = "csd_"
+#: what the agent's admission is: it charges a request to the agent's bucket or raises its 429
+Admit = Callable[[AgentSettings], None]
 
 
 class DelegationTokenRefused(Exception):
-    """The delegation token is unknown, expired or revoked, or its agent no longer accepts
-    delegations."""
+    """The delegation token is malformed, unknown, expired or revoked, or its agent no longer
+    accepts delegations."""
+
+
+class UnknownTokensLimited(Exception):
+    """Too many delegation tokens this instance has not seen were sent: this one was not looked
+    up."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(self.__doc__)
+        self.retry_after = retry_after
 
 
 def is_delegation_token(token: str) -> bool:
@@ -74,19 +86,52 @@ DELEGATING: Final = RefusalWords(
 
 
 class Delegations:
-    def __init__(self, service: Service, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        service: Service,
+        clock: Callable[[], datetime],
+        *,
+        lookups: TokenLookups | None = None,
+    ) -> None:
         self._service = service
         self._clock = clock
+        self.lookups = lookups or TokenLookups(service.settings.delegation)
 
     # --- the agent's side -------------------------------------------------------------------
 
-    async def authenticate(self, token: str) -> tuple[AgentSettings, Delegation]:
+    async def authenticate(self, token: str, admit: Admit) -> tuple[AgentSettings, Delegation]:
         """The agent and delegation ``token`` stands for, or DelegationTokenRefused. The token
-        is found by its hash: no stored secret is ever compared character by character."""
+        is found by its hash: no stored secret is ever compared character by character.
+
+        Before the store is asked: a token not shaped as minted is refused; one whose hash the
+        store answered here before is charged by ``admit`` to its agent (its 429); any other
+        takes a place among the lookups of unknown tokens (UnknownTokensLimited past them). A
+        token found first here is charged by ``admit`` once found."""
+        if not well_formed(token):
+            raise DelegationTokenRefused(
+                f"malformed delegation token: expected {TOKEN_PREFIX!r} and 43 URL-safe "
+                "characters (A-Z, a-z, 0-9, '-', '_'), as /countersign delegate shows it"
+            )
+        digest = token_hash(token)
+        settings = self._service.settings
+        known = self.lookups.agent_of(digest)
+        agent = None if known is None else settings.agents.get(known)
+        if agent is not None:
+            admit(agent)
+        else:
+            wait = self.lookups.take_unknown()
+            if wait > 0:
+                raise UnknownTokensLimited(wait)
         store = self._service.store.delegations()
-        delegation = await store.delegation_for_token(token_hash(token))
+        delegation = await store.delegation_for_token(digest)
         if delegation is None:
             raise DelegationTokenRefused("unknown delegation token")
+        if agent is None:  # a real token, first seen here: known, and charged, from now on
+            self.lookups.give_back_unknown()
+            self.lookups.remember(digest, delegation.agent)
+            first = settings.agents.get(delegation.agent)
+            if first is not None:
+                admit(first)
         now = self._clock()
         if delegation.revoked_at is not None:
             raise DelegationTokenRefused(
@@ -152,6 +197,7 @@ class Delegations:
                 expires_at=now + duration,
             )
         )
+        self.lookups.remember(token_hash(token), agent.name)
         # the fallback text never holds the token: only the blocks, shown to this person once
         return (
             f"Agent {agent.name} may act for you for {spoken_duration(duration.total_seconds())}",

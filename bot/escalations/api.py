@@ -7,10 +7,12 @@ from aiohttp import web
 
 from bot.api.agent_requests import (
     QUOTAS,
+    Admit,
     idempotency_key,
     json_answer,
     parse_body,
     read_own,
+    reading,
     submission,
     submitted_answer,
 )
@@ -43,9 +45,12 @@ async def submit(request: web.Request) -> web.Response:
     return await submission(request, _caller, lambda agent, _, raw: _submit(request, agent, raw))
 
 
-async def _caller(request: web.Request) -> tuple[AgentSettings, None]:
-    """The agent, from its own token only: escalations take no delegation token (401)."""
-    return authenticated_agent(request), None
+async def _caller(request: web.Request, admit: Admit) -> tuple[AgentSettings, None]:
+    """The agent, from its own token only (escalations take no delegation token: 401), charged
+    by ``admit`` to its bucket."""
+    agent = authenticated_agent(request)
+    admit(agent)
+    return agent, None
 
 
 async def _submit(request: web.Request, agent: AgentSettings, raw: bytes) -> web.Response:
@@ -63,8 +68,12 @@ async def _submit(request: web.Request, agent: AgentSettings, raw: bytes) -> web
 
 async def read(request: web.Request) -> web.Response:
     """The escalation; ``?wait=S`` holds the answer while its status is one of ``while_status``
-    (comma-separated; default ``open,handed_back``: until a person owns it or it is resolved)."""
-    agent = authenticated_agent(request)
+    (comma-separated; default ``open,handed_back``: until a person owns it or it is resolved).
+    Shed when the loop is behind, charged to the agent's reads (bot/api/agent_requests.py)."""
+    return await reading(request, _caller, lambda agent: _read(request, agent))
+
+
+async def _read(request: web.Request, agent: AgentSettings) -> web.Response:
     service = request.app[ESCALATIONS]
     holding = _while_status(request)
     escalation = await read_own(

@@ -436,6 +436,14 @@ class Countersign:
         assert row is not None
         return int(row[0])
 
+    async def traced(self) -> list[str]:
+        """Every SQL statement the app's store runs from now on, on any of its connections (the
+        writer and each reader), as SQLite reports it: what reached the store, counted."""
+        seen: list[str] = []
+        for db in (self.store._db, *self.store._all_readers):
+            await db.worker.set_trace_callback(seen.append)
+        return seen
+
     def fast_slack_retries(self, interval: float = 0.01) -> None:
         """Shorten the backoff between retries of transient failures (Slack 5xx, callbacks).
 

@@ -15,6 +15,7 @@ import pytest
 
 from bot.api.agent_requests import LOOP_LAG
 from bot.api.loop_lag import WITH_AGENTS, LoopLag
+from store.proposals import Status
 from tests.e2e.harness import (
     AGENT_TOKEN,
     APPROVER,
@@ -126,6 +127,46 @@ async def test_a_submission_while_the_loop_is_behind_gets_503_with_retry_after_a
         await _on_time(lag)  # the loop caught up: the same submission is taken
         assert (await _post(cs, path, body)).status == 201
     assert await asyncio.gather(*held) == [201] * WITH_AGENTS  # the held ones were never shed
+
+
+@pytest.mark.parametrize("ask", ["read", "long-poll", "cancel", "escalation"])
+async def test_a_read_or_withdrawal_while_the_loop_is_behind_gets_503_and_reads_nothing(
+    cs: Countersign, ask: str
+) -> None:
+    """Reads are agents' work on the loop too: an agent polling while the loop is behind is
+    turned away at once, before its token is looked at or the store read, as a submission is."""
+    if ask == "escalation":
+        item = (await _post(cs, "/v1/escalations", escalation())).json()["id"]
+        path = f"/v1/escalations/{item}"
+    else:
+        item = (await _post(cs, "/v1/proposals", CAMPAIGN)).json()["id"]
+        path = f"/v1/proposals/{item}" + ("/cancel" if ask == "cancel" else "")
+    method = "POST" if ask == "cancel" else "GET"
+    params = {"wait": "0.1"} if ask == "long-poll" else None
+    headers = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+    await cs.settled()
+    lag = cs.app[LOOP_LAG]
+    await _on_time(lag)
+    seen = await cs.traced()
+
+    async with _agents_in_progress(cs, WITH_AGENTS):
+        _stall_loop()
+        answer = await cs.request(method, path, headers=headers, params=params)
+
+        assert answer.status == 503
+        assert answer.headers["Retry-After"] == "1"
+        assert answer.headers["Content-Type"].startswith("application/problem+json")
+        assert "nothing was read or changed" in answer.json()["detail"]
+        assert lag.shed == 1
+        assert [s for s in seen if item in s] == []  # the store was not asked about it
+        if ask != "escalation":
+            assert (await cs.store.get_proposal(item)).status is Status.PENDING
+
+        await _on_time(lag)  # the loop caught up: the same request is served
+        again = await cs.request(method, path, headers=headers, params=params)
+        assert again.status == 200, again.body
+    if ask == "cancel":
+        assert (await cs.store.get_proposal(item)).status is Status.CANCELLED
 
 
 async def test_a_late_loop_with_few_agent_submissions_in_progress_sheds_nothing(

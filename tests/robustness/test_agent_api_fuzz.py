@@ -50,6 +50,8 @@ UNLIMITED = """
 max_pending_proposals = 10000000
 submissions_per_second = 1000000
 submissions_burst = 10000000
+reads_per_second = 1000000
+reads_burst = 10000000
 max_long_polls = 100000
 """
 

@@ -155,6 +155,8 @@ UNLIMITED = """[limits]
 max_pending_proposals = 10000000
 submissions_per_second = 1000000
 submissions_burst = 10000000
+reads_per_second = 1000000
+reads_burst = 10000000
 max_long_polls = 100000
 max_open_escalations = 1000000
 """

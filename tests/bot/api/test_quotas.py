@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from bot.api.buckets import TokenBucket
 from bot.api.problems import Problem
-from bot.api.quotas import Quotas, TokenBucket
+from bot.api.quotas import Quotas
 from bot.settings import AgentSettings
 from bot.settings.limits import Limits
 
@@ -23,7 +24,7 @@ def agent(name: str = "flooder", **limits: float) -> AgentSettings:
 
 
 def test_a_full_bucket_gives_its_burst_then_names_the_wait_for_the_next_token() -> None:
-    bucket = TokenBucket.full(Limits(submissions_per_second=4, submissions_burst=3), now=0.0)
+    bucket = TokenBucket.filled(4, 3, now=0.0)
 
     assert [bucket.take(0.0) for _ in range(3)] == [0.0, 0.0, 0.0]
     assert bucket.take(0.0) == pytest.approx(0.25)  # a token every quarter second

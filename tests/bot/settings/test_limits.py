@@ -54,6 +54,10 @@ def test_an_agents_own_limits_override_the_defaults_key_by_key(tmp_path: Path) -
             "limits.submissions_per_second: expected a number greater than 0, got 0",
         ),
         (
+            "[limits]\nreads_per_second = 0",
+            "limits.reads_per_second: expected a number greater than 0, got 0",
+        ),
+        (
             "[limits]\nbody_timeout_seconds = 1000",
             "limits.body_timeout_seconds: expected a number of at most 300, got 1000",
         ),
@@ -64,8 +68,8 @@ def test_an_agents_own_limits_override_the_defaults_key_by_key(tmp_path: Path) -
         (
             "[agents.ops-bot.limits]\nmax_pending = 5",
             "agents.ops-bot.limits.max_pending: unknown key (expected one of: "
-            "max_pending_proposals, submissions_per_second, submissions_burst, max_long_polls, "
-            "max_open_escalations, body_timeout_seconds)",
+            "max_pending_proposals, submissions_per_second, submissions_burst, reads_per_second, "
+            "reads_burst, max_long_polls, max_open_escalations, body_timeout_seconds)",
         ),
     ],
 )
