@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.api.agent_requests import LOOP_LAG
+from bot.api.agent_requests import LOOP_LAG, QUOTAS
 from bot.api.loop_lag import WITH_AGENTS, LoopLag
 from store.proposals import Status
 from tests.e2e.harness import (
@@ -185,6 +185,27 @@ async def test_a_late_loop_with_few_agent_submissions_in_progress_sheds_nothing(
         assert lag.shed == 0 and lag.worst >= STALL / 2
     assert await asyncio.gather(*held) == [201] * (WITH_AGENTS - 2)
     assert await cs.proposal_count() == WITH_AGENTS - 1  # the held ones and the one sent
+
+
+async def test_long_polls_held_waiting_are_not_agent_work_in_progress(cs: Countersign) -> None:
+    """A long-poll held until its proposal changes costs the loop nothing: agents waiting for
+    their decisions do not make a loop late for another reason look like their doing."""
+    item = (await _post(cs, "/v1/proposals", CAMPAIGN)).json()["id"]
+    lag = cs.app[LOOP_LAG]
+    await _on_time(lag)
+    held = [asyncio.create_task(cs.read(item, wait=2)) for _ in range(WITH_AGENTS)]
+
+    async def all_held() -> bool:
+        return cs.app[QUOTAS].long_polls("support-bot") == WITH_AGENTS
+
+    await eventually(all_held)
+    assert lag.agents == 0
+    _stall_loop()
+    answer = await _post(cs, "/v1/proposals", {**CAMPAIGN, "run_id": "another"})
+
+    assert answer.status == 201
+    assert lag.shed == 0
+    assert [status for status, _ in await asyncio.gather(*held)] == [200] * WITH_AGENTS
 
 
 async def test_an_approve_click_while_the_loop_is_behind_is_acknowledged_and_applied(
