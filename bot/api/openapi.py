@@ -297,7 +297,9 @@ def _cancel_operation() -> dict[str, Any]:
                 "description": "The proposal, withdrawn (status `cancelled`).",
                 "content": {_JSON: {"schema": {"$ref": _REF.format(model="ProposalOut")}}},
             },
-            **_answers("Unauthorized", "NotFound", "AlreadyDecided", "Unavailable"),
+            **_answers(
+                "Unauthorized", "NotFound", "AlreadyDecided", "TooManyRequests", "Unavailable"
+            ),
         },
     }
 
@@ -403,14 +405,16 @@ def _problem_responses(max_body_bytes: int) -> dict[str, Any]:
             "was stored. Send the body at once."
         ),
         "TooManyRequests": problem(
-            "The agent is at one of its limits (submissions per second, proposals waiting for "
-            "a decision, long-polls held at once); `errors` names the limit (`limits.<key>`). "
-            "Nothing was stored; retry after `Retry-After` seconds.",
+            "The agent is at one of its limits (submissions per second, reads per second, "
+            "proposals waiting for a decision, long-polls held at once), or lookups of unknown "
+            "delegation tokens are; `errors` names the limit (`limits.<key>`, "
+            "`delegation.unknown_tokens_per_second`). Nothing was stored or changed; retry "
+            "after `Retry-After` seconds.",
             **{"Retry-After": "Retry-After"},
         ),
         "Unavailable": problem(
-            "At capacity, or the store is not available: nothing was stored; retry after "
-            "`Retry-After` seconds.",
+            "At capacity, the event loop behind (people's clicks come first), or the store "
+            "not available: nothing was stored or changed; retry after `Retry-After` seconds.",
             **{"Retry-After": "Retry-After"},
         ),
     }

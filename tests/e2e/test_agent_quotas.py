@@ -590,7 +590,8 @@ async def test_the_openapi_document_lists_the_refusals_of_the_limits(tmp_path: P
 
     submit = document["paths"]["/v1/proposals"]["post"]["responses"]
     read = document["paths"]["/v1/proposals/{id}"]["get"]["responses"]
+    cancel = document["paths"]["/v1/proposals/{id}/cancel"]["post"]["responses"]
     assert {"408", "429"} <= set(submit)
-    assert "429" in read
+    assert {"429", "503"} <= set(read) & set(cancel)
     too_many = document["components"]["responses"]["TooManyRequests"]
     assert "Retry-After" in too_many["headers"]

@@ -119,7 +119,7 @@ def test_the_cancel_endpoint_is_documented_with_its_answers() -> None:
     cancel = doc["paths"]["/v1/proposals/{id}/cancel"]["post"]
     statuses = doc["components"]["schemas"]["ProposalOut"]["properties"]["status"]
 
-    assert set(cancel["responses"]) == {"200", "401", "404", "409", "503"}
+    assert set(cancel["responses"]) == {"200", "401", "404", "409", "429", "503"}
     assert cancel["responses"]["409"] == {"$ref": "#/components/responses/AlreadyDecided"}
     assert "cancelled" in statuses["enum"]
     assert [p["name"] for p in cancel["parameters"]] == ["id"]
