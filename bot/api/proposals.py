@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable
+
 from aiohttp import web
 
 from bot.api.agent_requests import (
@@ -56,7 +59,7 @@ def agent_routes() -> list[web.RouteDef]:
         web.get("/v1/proposals/{id}", read),
         web.post("/v1/proposals/{id}/cancel", cancel),
         web.get("/healthz", healthz),
-        web.get("/v1/openapi.json", openapi),
+        web.get("/v1/openapi.json", _openapi_handler()),
     ]
 
 
@@ -188,12 +191,23 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"ok": True})
 
 
-async def openapi(request: web.Request) -> web.Response:
-    """The OpenAPI document of this API and its configured operations (no token needed)."""
-    settings = request.app[SERVICE].settings
-    document = openapi_document(
-        settings.registry,
-        long_poll_max_seconds=settings.server.long_poll_max_seconds,
-        max_body_bytes=MAX_BODY,
-    )
-    return web.json_response(document)
+def _openapi_handler() -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The handler of the OpenAPI document of this API and its configured operations (no token
+    needed). The document is made once, on its first request: anyone who reaches the port may
+    ask for it, and making it takes the loop some milliseconds, which a flood of requests would
+    take from people's clicks; the configuration it describes does not change while the process
+    runs."""
+    made: list[bytes] = []
+
+    async def openapi(request: web.Request) -> web.Response:
+        if not made:
+            settings = request.app[SERVICE].settings
+            document = openapi_document(
+                settings.registry,
+                long_poll_max_seconds=settings.server.long_poll_max_seconds,
+                max_body_bytes=MAX_BODY,
+            )
+            made.append(json.dumps(document).encode())
+        return web.Response(body=made[0], content_type="application/json")
+
+    return openapi

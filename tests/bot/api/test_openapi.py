@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from pydantic.json_schema import models_json_schema
 
+from bot.api import proposals as proposals_api
 from bot.api.openapi import PROPOSAL_ID_PATTERN, openapi_document
 from bot.api.problems import Problem
 from bot.api.schemas import ProblemOut, ProposalOut, SubmitBody
@@ -190,3 +191,25 @@ async def test_the_running_app_serves_its_document_without_a_token_and_answers_b
     assert list(validator(doc, "ProposalOut").iter_errors(proposal)) == []
     assert refused.status == 401
     assert list(validator(doc, "ProblemOut").iter_errors(refused.json())) == []
+
+
+async def test_the_document_is_made_once_however_often_it_is_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anyone who reaches the port may ask for the document, without a token, and making it
+    takes the loop some milliseconds (about 4 ms for the example configuration): made at every
+    request, a flood of them took the loop from people's clicks. It is made on the first."""
+    made: list[dict[str, Any]] = []
+
+    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        made.append(openapi_document(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(proposals_api, "openapi_document", counted)
+    async with running_countersign(tmp_path) as cs:
+        served = [await cs.request("GET", "/v1/openapi.json") for _ in range(5)]
+
+    assert len(made) == 1
+    assert {answer.status for answer in served} == {200}
+    assert all(answer.json() == made[0] for answer in served)
+    assert served[0].headers["Content-Type"].startswith("application/json")
