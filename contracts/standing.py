@@ -138,13 +138,16 @@ class CallToCover:
     arguments: Mapping[str, JsonValue]
     requested_by: str
     now: datetime
+    #: an edit's editor and everyone who edited a version it replaced: none of them may decide
+    #: it, so no standing rule one of them granted covers it
+    editors: tuple[str, ...] = ()
 
 
 def covers(grant: Grant, call: CallToCover) -> bool:
     """Whether ``grant`` (unrevoked, with uses left) covers ``call``: same operation, agent and
-    rule, unexpired, not requested by the granter, its ceiling argument a number at most the
-    ceiling, and every other argument that may not vary the approved call's, none missing and
-    none added (compared as JSON text: ``1`` is not ``1.0`` nor ``true``)."""
+    rule, unexpired, not requested nor edited by the granter, its ceiling argument a number at
+    most the ceiling, and every other argument that may not vary the approved call's, none
+    missing and none added (compared as JSON text: ``1`` is not ``1.0`` nor ``true``)."""
     value = call.arguments.get(grant.ceiling_field)
     varying = {grant.ceiling_field, *grant.varying}
     return (
@@ -152,6 +155,7 @@ def covers(grant: Grant, call: CallToCover) -> bool:
         and grant.agent == call.agent
         and grant.rule_id == call.rule_id
         and call.requested_by != grant.created_by
+        and grant.created_by not in call.editors
         and call.now < grant.expires_at
         and _is_number(value)
         and value <= grant.ceiling  # type: ignore[operator]

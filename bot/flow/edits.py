@@ -8,8 +8,9 @@ and the policy, as a submission would be; the store then supersedes the old prop
 edit in one transaction (Store.supersede). The edit may run at once (auto), ask again (perhaps of
 other people, elsewhere) or be denied; when the standing rule that covered it is used up or
 revoked before it is stored, the database refuses it and it is classified again, as a submission
-is. Its editor, like every editor before them, cannot decide
-it (bot/flow/lineage.py). These are the service's own verbs, kept in a module of their own.
+is. Its editor, like every editor before them, cannot decide it (bot/flow/lineage.py), nor
+does a standing rule one of them granted approve it. These are the service's own verbs, kept
+in a module of their own.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 
 from bot.flow import standing
 from bot.flow.intake import SubmissionKey
+from bot.flow.lineage import editors_of
 from bot.flow.service import Service
 from bot.render import clicks as render
 from bot.render import edit_form
@@ -138,6 +140,8 @@ class EditFlow:
         submission = SubmissionKey.of(
             body.model_dump(mode="json"), edit_submission_key(proposal.id), identity={}
         )
+        # none of them may decide the edit, so no standing rule of theirs approves it
+        editors = (user, *await editors_of(service.store, proposal))
         for attempt in range(1, standing.RACE_ATTEMPTS + 1):
             # frozen and classified again exactly as a submission is
             new = await service.frozen_contract(
@@ -150,6 +154,7 @@ class EditFlow:
                 now=now,
                 supersedes=proposal.id,
                 edited_by=user,
+                editors=editors,
             )
             try:
                 result = await service.store.supersede(proposal.id, new, actor=user, now=now)

@@ -101,10 +101,11 @@ async def classified(
     requested_by: str,
     directory: Membership,
     now: datetime,
+    editors: tuple[str, ...] = (),
 ) -> tuple[Decision, StandingRule | None]:
     """The policy's decision for these frozen arguments, agent and requester (the roles the
     requester holds now), and the standing rule among ``rules`` that approves it instead of
-    asking, if one covers it."""
+    asking, if one covers it (none granted by one of an edit's ``editors``)."""
     members = await directory.role_members(settings.roles)
     decision = settings.policy.classify(
         operation=operation.name,
@@ -123,6 +124,7 @@ async def classified(
         members=members,
         now=now,
         formats=operation.field_formats(),
+        editors=editors,
     )
 
 

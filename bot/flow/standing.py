@@ -106,9 +106,12 @@ async def cover(
     members: Mapping[str, frozenset[str]],
     now: datetime,
     formats: Formats | None = None,
+    editors: tuple[str, ...] = (),
 ) -> tuple[Decision, StandingRule | None]:
     """``decision``, or an automatic approval when an active standing rule covers the call;
-    its note shows the ceiling through the operation's ``formats``.
+    its note shows the ceiling through the operation's ``formats``. ``editors``: for an edit,
+    its editor and those of the versions it replaces, whose standing rules cover nothing of it
+    (none of them may decide it).
 
     Only an Ask of a rule that allows standing rules (as configured now) can be covered; the
     standing rule must match the rule's current ceiling field, last no longer than its current
@@ -132,6 +135,7 @@ async def cover(
         arguments=arguments,
         requested_by=requested_by,
         now=now,
+        editors=editors,
     )
     for candidate in await rules.find_covering(call, value=value):
         if (

@@ -151,13 +151,15 @@ class Submission:
         now: datetime,
         supersedes: str | None = None,
         edited_by: str | None = None,
+        editors: tuple[str, ...] = (),
         delegation_id: str | None = None,
     ) -> NewProposal:
         """The proposal to store, for a submission and for an edit alike: ``body`` as sent (an
         edit's as if its agent had sent it) under ``submission``'s key, its arguments and preview
         frozen, classified by the policy table (and any standing rule that covers them) for this
         agent and ``requested_by`` (the requester verified), with the risk class, reminder and
-        review sample."""
+        review sample. An edit's ``editors`` (``edited_by`` and those of the versions it
+        replaces) may not decide it: no standing rule one of them granted covers it."""
         arguments = operation.dump_arguments(resolved.arguments)
         preview = resolved.preview
         decision, standing_rule = await classified(
@@ -169,6 +171,7 @@ class Submission:
             requested_by=requested_by,
             directory=self._core.directory,
             now=now,
+            editors=editors,
         )
         proposal_id = new_proposal_id()
         timing: dict[str, Any] = {}

@@ -238,6 +238,10 @@ def test_a_grant_covers_the_same_call_up_to_its_ceiling_until_it_expires() -> No
     assert not covered(standing, agent="ops-bot")
     assert not covered(standing, rule_id="big-refunds")
     assert not covered(standing, requested_by="U0ADMIN")  # never the granter's own requests
+    # nor an edit by the granter, or of a version they edited: they may not decide it
+    assert not covered(standing, editors=("U0ADMIN",))
+    assert not covered(standing, editors=("U0OTHER", "U0ADMIN"))
+    assert covered(standing, editors=("U0OTHER",))
     assert not covered(standing, now=NOW + timedelta(hours=1))
 
 

@@ -400,6 +400,47 @@ async def test_an_edit_whose_standing_rule_is_spent_or_revoked_while_it_is_store
     assert (await cs.store.verify_audit()).ok
 
 
+@pytest.mark.parametrize("editor", ["granter", "earlier-editor"])
+async def test_a_standing_rule_does_not_approve_an_edit_by_its_granter(
+    cs: Countersign, editor: str
+) -> None:
+    """The granter of a standing rule approves every call it covers, and an editor may not
+    decide their edit, nor any later edit of it (separation of duties): an admin who edits a
+    call above their rule's ceiling down into it (or edited an earlier version of it) would
+    otherwise approve that edit alone, without anyone else ever seeing it. Asked instead."""
+    _, rule = await granted(cs)
+    old = await asked(cs, refund("pay_1002", 60_000))  # above the ceiling: asked
+    await cs.posted(old["id"])
+    if editor == "earlier-editor":  # the granter's edit, still above the ceiling, is asked
+        view = await open_edit(cs, ADMIN, old["id"])
+        await submit_edit(cs, ADMIN, view, amount_cents=number("550.00"))
+        first = await the_edit_of(cs, old["id"])
+        assert (first.status, first.decision) == ("pending", "ask")
+        await cs.posted(first.id)
+        old, user = {"id": first.id}, APPROVER_2
+    else:
+        user = ADMIN
+
+    view = await open_edit(cs, user, old["id"])
+    answer = await submit_edit(cs, user, view, amount_cents=number("300.00"))
+
+    assert (answer.status, answer.body) == (200, b"")
+    edit = await the_edit_of(cs, old["id"])
+    assert (edit.status, edit.decision, edit.standing_rule_id) == ("pending", "ask", None)
+    assert edit.arguments["amount_cents"] == 30_000
+    await cs.posted(edit.id)
+    assert "auto_approved" not in await events(cs, edit.id)
+    assert (await cs.store.standing().get_standing_rule(rule.id)).uses == 0
+    # the granter cannot approve it either: they edited it, or an earlier version of it
+    assert await cs.click(ADMIN, "approve", edit.id) == 200
+    await eventually(lambda: _count(events(cs, edit.id), "approve_refused", 1))
+    await cs.settled()
+    assert (await cs.store.get_proposal(edit.id)).status == "pending"
+    ledger = cs.service.settings.registry.get("payments.refund").ledger
+    assert 30_000 not in [done.amount_cents for done in ledger.refunds]
+    assert (await cs.store.verify_audit()).ok
+
+
 async def test_the_list_shows_each_rules_remaining_uses(cs: Countersign) -> None:
     _, rule = await granted(cs)
     await asked(cs, refund("pay_1002", 1000))
