@@ -14,7 +14,7 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.api.admission import Admission
-from bot.api.agent_requests import LOOP_LAG, QUOTAS, SUBMISSIONS, WAITERS
+from bot.api.agent_requests import LOOP_LAG, QUOTAS, REFUSALS, SUBMISSIONS, WAITERS
 from bot.api.callback_http import CallbackHttp
 from bot.api.callbacks import CallbackPoster, CallbackSender, DestinationSlots
 from bot.api.loop_lag import LoopLag
@@ -231,7 +231,7 @@ def build_app(
     outbox.coalesce_with(CountedCoalescer(digests, metrics))
     register_digest_listeners(bolt, digest_decisions, decisions)
     register_escalation_listeners(bolt, escalations, decisions)
-    delegations = Delegations(service, clock)
+    delegations = Delegations(service, clock, refusals=metrics)
     home = HomeTab(service, escalations, clock, delegations, publisher=publisher)
     subscribers.add(home)  # it refreshes tabs on changes and shows answers to clicks there
     register_home_listener(bolt, home)
@@ -254,7 +254,8 @@ def build_app(
     app[WAITERS] = waiters
     app[SUBMISSIONS] = Admission(server.max_in_flight_submissions)
     app[LOOP_LAG] = loop_lag = LoopLag(threshold=server.shed_agents_at_loop_lag_ms / 1000)
-    app[QUOTAS] = Quotas()
+    app[QUOTAS] = Quotas(refusals=metrics)
+    app[REFUSALS] = metrics
     app[DECISIONS] = decisions
     app[BOLT] = bolt
     app[SIGNING_SECRET] = settings.slack.signing_secret

@@ -5,6 +5,7 @@
   idempotency keys, the answer and the long poll
 - ``admission``, ``quotas``: how much of the service one agent may use (its limits are the
   ``[limits]`` section, bot/settings/limits.py)
+- ``refusals``: what the guards turn away before the store is asked, told to the metrics
 - ``schemas``, ``openapi``, ``problems``: the wire format, its OpenAPI document, error answers
 - ``waiters``: long polls woken by state changes
 - ``callbacks``, ``callback_http``: how agents' callbacks are sent (which URLs an agent may

@@ -25,6 +25,7 @@ from bot.api.admission import Admission
 from bot.api.loop_lag import LoopLag
 from bot.api.problems import Problem
 from bot.api.quotas import Quotas
+from bot.api.refusals import Refusals
 from bot.api.waiters import Waiters
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem, problems_from_validation_error
@@ -35,6 +36,7 @@ __all__ = [
     "LOOP_LAG",
     "MAX_BODY",
     "QUOTAS",
+    "REFUSALS",
     "SUBMISSIONS",
     "WAITERS",
     "Admit",
@@ -62,6 +64,8 @@ LOOP_LAG: web.AppKey[LoopLag] = web.AppKey("loop_lag", LoopLag)
 QUOTAS: web.AppKey[Quotas] = web.AppKey("quotas", Quotas)
 #: the agents' long polls, woken by the flow (bot/flow/ports.py Waiters)
 WAITERS: web.AppKey[Waiters] = web.AppKey("waiters", Waiters)
+#: told of each agent request shed because the loop is behind (the app's metrics)
+REFUSALS: web.AppKey[Refusals] = web.AppKey("refusals")
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 #: what a submission's token names besides the agent: the delegation it acts under, if any
@@ -145,6 +149,7 @@ async def submission(
     store), and an agent that filled its places would otherwise flood at any rate it liked."""
     lag, quotas, slots = request.app[LOOP_LAG], request.app[QUOTAS], request.app[SUBMISSIONS]
     if lag.behind():
+        request.app[REFUSALS].shed("submission")
         raise busy()
     with lag.agent_work():
         agent, acting_under = await caller(request, quotas.admit_submission)
@@ -174,6 +179,7 @@ async def reading(
     :func:`read_own`)."""
     lag = request.app[LOOP_LAG]
     if lag.behind():
+        request.app[REFUSALS].shed("read")
         raise busy("nothing was read or changed")
     with lag.agent_work():
         agent, _ = await caller(request, request.app[QUOTAS].admit_read)

@@ -27,7 +27,8 @@ of Countersign (``[limits]``, bot/settings/limits.py), checked in this order on 
 
 A refused request takes nothing: no slot, no row, no audit entry, no store read, and no token
 from the bucket (a submission refused after taking one, at capacity or at one of these limits,
-gives it back: a refused request is not throughput).
+gives it back: a refused request is not throughput). Reads refused past the reads bucket are
+told to the app's :class:`~bot.api.refusals.Refusals` (its metrics), by agent.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 
 from bot.api.buckets import TokenBucket
 from bot.api.problems import Problem
+from bot.api.refusals import UNCOUNTED, Refusals
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
 from store.escalations import EscalationStore
@@ -89,10 +91,17 @@ _CLAIMED: dict[str, str] = {
 
 
 class Quotas:
-    """The per-instance part of the quotas: each agent's buckets and its long-polls in flight."""
+    """The per-instance part of the quotas: each agent's buckets and its long-polls in flight.
+    Reads refused past an agent's reads bucket are told to ``refusals``."""
 
-    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        monotonic: Callable[[], float] = time.monotonic,
+        *,
+        refusals: Refusals = UNCOUNTED,
+    ) -> None:
         self._monotonic = monotonic
+        self._refusals = refusals
         self._buckets: dict[str, TokenBucket] = {}
         self._read_buckets: dict[str, TokenBucket] = {}
         self._long_polls: dict[str, int] = {}
@@ -131,6 +140,7 @@ class Quotas:
             )
         wait = bucket.take(now)
         if wait > 0:
+            self._refusals.read_limited(agent.name)
             raise over_limit(
                 agent,
                 f"reads per second (burst {limits.reads_burst})",

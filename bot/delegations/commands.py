@@ -11,7 +11,8 @@ agents configured with ``delegation = true`` accept delegations. A delegation la
 Minting, every delegated submission and revoking are audited. An expired or revoked token, or
 one whose agent no longer accepts delegations, is refused (401); so is one not shaped as minted,
 without a lookup. Lookups are charged to the token's agent when it is known here, and those of
-tokens never seen are bounded for all callers together (bot/delegations/lookups.py).
+tokens never seen are bounded for all callers together (bot/delegations/lookups.py). Tokens
+refused without a lookup (their shape, the bound) are told to the app's metrics.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
+from bot.api.refusals import UNCOUNTED, Refusals
 from bot.delegations.lookups import TOKEN_PREFIX, TokenLookups, well_formed
 from bot.flow import deciders
 from bot.render.blocks import escape
@@ -92,9 +94,11 @@ class Delegations:
         clock: Callable[[], datetime],
         *,
         lookups: TokenLookups | None = None,
+        refusals: Refusals = UNCOUNTED,
     ) -> None:
         self._service = service
         self._clock = clock
+        self._refusals = refusals
         self.lookups = lookups or TokenLookups(service.settings.delegation)
 
     # --- the agent's side -------------------------------------------------------------------
@@ -106,8 +110,10 @@ class Delegations:
         Before the store is asked: a token not shaped as minted is refused; one whose hash the
         store answered here before is charged by ``admit`` to its agent (its 429); any other
         takes a place among the lookups of unknown tokens (UnknownTokensLimited past them). A
-        token found first here is charged by ``admit`` once found."""
+        token found first here is charged by ``admit`` once found. Each refusal made without
+        a lookup is told to the ``refusals`` given."""
         if not well_formed(token):
+            self._refusals.token_refused("malformed")
             raise DelegationTokenRefused(
                 f"malformed delegation token: expected {TOKEN_PREFIX!r} and 43 URL-safe "
                 "characters (A-Z, a-z, 0-9, '-', '_'), as /countersign delegate shows it"
@@ -121,6 +127,7 @@ class Delegations:
         else:
             wait = self.lookups.take_unknown()
             if wait > 0:
+                self._refusals.token_refused("unknown_tokens_limit")
                 raise UnknownTokensLimited(wait)
         store = self._service.store.delegations()
         delegation = await store.delegation_for_token(digest)

@@ -14,11 +14,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from types import SimpleNamespace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from bot.api.refusals import Shed, TokenRefusal
 from bot.outbound.outbox import Coalescer, DeliverRun, Job
 from store.proposals import Delivery, Effect, Proposal
 
@@ -140,6 +141,32 @@ class Metrics:
             "server.shed_agents_at_loop_lag_ms, agents' submissions are answered 503",
             registry=r,
         )
+        self.reads_limited = Counter(
+            "countersign_agent_reads_limited",
+            "Agents' reads, long-polls' starts and withdrawals refused (429) past the agent's "
+            "limits.reads_per_second, by agent",
+            ["agent"],
+            registry=r,
+        )
+        self.requests_shed = Counter(
+            "countersign_agent_requests_shed",
+            "Agents' requests answered 503 at once because the event loop was behind "
+            "(server.shed_agents_at_loop_lag_ms), by request (submission; read: reads, "
+            "long-polls, withdrawals)",
+            ["request"],
+            registry=r,
+        )
+        self.tokens_refused = Counter(
+            "countersign_delegation_tokens_refused",
+            "Delegation tokens refused without a lookup, by reason (malformed: 401, not shaped "
+            "as minted; unknown_tokens_limit: 429, past delegation.unknown_tokens_per_second)",
+            ["reason"],
+            registry=r,
+        )
+        for request in get_args(Shed):  # every series from the start, for rate() and alerts
+            self.requests_shed.labels(request)
+        for reason in get_args(TokenRefusal):
+            self.tokens_refused.labels(reason)
         self.long_polls = Gauge(
             "countersign_long_polls_open",
             "Long-polls (?wait=) held open now, per agent (read at scrape)",
@@ -174,6 +201,17 @@ class Metrics:
     def exposition(self) -> bytes:
         """The registry in Prometheus' text format."""
         return generate_latest(self.registry)
+
+    # --- the agent API's refusals (bot/api/refusals.py Refusals) ---------------------------------
+
+    def read_limited(self, agent: str) -> None:
+        self.reads_limited.labels(agent).inc()
+
+    def shed(self, request: Shed) -> None:
+        self.requests_shed.labels(request).inc()
+
+    def token_refused(self, reason: TokenRefusal) -> None:
+        self.tokens_refused.labels(reason).inc()
 
     # --- the outbox ----------------------------------------------------------------------------
 

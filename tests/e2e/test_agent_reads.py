@@ -26,6 +26,7 @@ from tests.e2e.harness import (
     running_countersign,
 )
 from tests.e2e.test_agent_quotas import both, campaign, escalation, limits, post
+from tests.e2e.test_monitoring import Samples, scrape, value
 from tests.e2e.test_requester_identity import ALEX, DANA, delegate, slash
 from tests.e2e.test_requester_identity import campaign as delegated_campaign
 
@@ -41,6 +42,19 @@ async def get(cs: Countersign, path: str, token: str = AGENT_TOKEN, **params: st
 def reads_of(seen: list[str], item_id: str) -> list[str]:
     """The statements that read the proposal or escalation ``item_id`` by its id."""
     return [s for s in seen if "WHERE id = " in s and item_id in s]
+
+
+async def refusals(cs: Countersign) -> Samples:
+    """The metrics, scraped over HTTP as Prometheus does."""
+    return await scrape(cs.http, cs.url)
+
+
+def reads_limited(samples: Samples, agent: str) -> float:
+    return value(samples, "countersign_agent_reads_limited_total", agent=agent)
+
+
+def tokens_refused(samples: Samples, reason: str) -> float:
+    return value(samples, "countersign_delegation_tokens_refused_total", reason=reason)
 
 
 def assert_read_refused(answer: Answer, *, retry_after: str) -> None:
@@ -122,6 +136,38 @@ async def test_the_default_read_rate_leaves_a_polling_client_far_within_it(
         assert {a.status for a in reads} == {200}
 
 
+async def test_reads_refused_past_the_read_rate_are_counted_in_the_metrics_by_agent(
+    tmp_path: Path,
+) -> None:
+    """An operator sees which agent is being turned away, apart from every other 429: each
+    read, long-poll start and withdrawal refused counts once, under its agent alone."""
+    edit = limits(reads_per_second=0.01, reads_burst=2)
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        mine = (await post(cs, "/v1/proposals", campaign(1), AGENT_TOKEN)).json()["id"]
+        theirs = (await post(cs, "/v1/proposals", campaign(2), OTHER_AGENT_TOKEN)).json()["id"]
+        before = await refusals(cs)
+
+        reads = [await get(cs, f"/v1/proposals/{mine}") for _ in range(6)]
+        long_poll = await get(cs, f"/v1/proposals/{mine}", wait="5")
+        withdrawal = await cs.request(
+            "POST", f"/v1/proposals/{mine}/cancel", headers=bearer(AGENT_TOKEN)
+        )
+        other = await get(cs, f"/v1/proposals/{theirs}", OTHER_AGENT_TOKEN)
+        after = await refusals(cs)
+
+    assert [a.status for a in reads] == [200] * 2 + [429] * 4
+    assert long_poll.status == withdrawal.status == 429
+    assert other.status == 200
+    assert reads_limited(after, "support-bot") - reads_limited(before, "support-bot") == 6
+    assert reads_limited(after, "ops-bot") == reads_limited(before, "ops-bot") == 0
+    # no other label: an agent's name is all a refusal is counted by
+    assert {
+        labels
+        for name, labels in after
+        if name == "countersign_agent_reads_limited_total" and after[(name, labels)]
+    } == {frozenset({("agent", "support-bot")})}
+
+
 # --- delegation tokens ----------------------------------------------------------------------------
 
 DELEGATING = {"support-bot": {"acts_for": [DANA], "delegation": True}}
@@ -158,6 +204,7 @@ async def test_made_up_delegation_tokens_reach_the_store_only_within_the_bound_f
             "csd_" + "x" * 42 + "\u00e9",
             "csd_" + "x" * 4_000,
         ]
+        before = await refusals(cs)
         refused = [await get(cs, "/v1/proposals/cs_x", made_up) for made_up in malformed]
         assert [a.status for a in refused] == [401] * len(malformed)
         assert "malformed delegation token" in refused[0].json()["detail"]
@@ -175,6 +222,13 @@ async def test_made_up_delegation_tokens_reach_the_store_only_within_the_bound_f
         assert [e["field"] for e in problem["errors"]] == ["delegation.unknown_tokens_per_second"]
         assert "not looked up" in problem["detail"]
 
+        # each refusal made without a lookup is counted by its reason, never by its token
+        after = await refusals(cs)
+        assert tokens_refused(after, "malformed") - tokens_refused(before, "malformed") == 6
+        over_bound = tokens_refused(after, "unknown_tokens_limit")
+        assert over_bound - tokens_refused(before, "unknown_tokens_limit") == 37
+        assert not any(t in name + str(labels) for name, labels in after for t in made_up)
+
         # the delegation Alex made here is known: the flood does not stand in its way
         status, created = await cs.submit(delegated_campaign(None), token=token)
         assert status == 201, created
@@ -190,10 +244,14 @@ async def test_a_revoked_delegation_token_flooded_by_its_agent_costs_the_agents_
         token, delegation_id = await delegate(cs, ALEX)
         assert "revoked" in (await slash(cs, ALEX, f"revoke-delegation {delegation_id}"))["text"]
         seen = await cs.traced()
+        before = await refusals(cs)
 
         flood = [await get(cs, "/v1/proposals/cs_x", token) for _ in range(12)]
 
         assert [a.status for a in flood] == [401] * 3 + [429] * 9
+        after = await refusals(cs)  # counted as its agent's reads, not as unknown tokens
+        assert reads_limited(after, "support-bot") - reads_limited(before, "support-bot") == 9
+        assert tokens_refused(after, "unknown_tokens_limit") == 0
         assert "revoked" in flood[0].json()["detail"]
         assert_read_refused(flood[-1], retry_after="100")
         assert len(lookups(seen)) == 3  # one per read the agent's bucket paid for

@@ -25,7 +25,7 @@ from tests.e2e.harness import (
     running_countersign,
 )
 from tests.e2e.test_escalations import escalation
-from tests.e2e.test_monitoring import scrape, value
+from tests.e2e.test_monitoring import Samples, scrape, value
 
 CAMPAIGN: dict[str, Any] = {
     "operation": "crm.send_campaign",
@@ -94,6 +94,15 @@ async def _agents_in_progress(cs: Countersign, count: int) -> AsyncIterator[list
         await asyncio.gather(*sending, return_exceptions=True)
 
 
+def _shed(after: Samples, before: Samples) -> dict[str, float]:
+    """The agent requests shed between two scrapes of the metrics, by what they asked."""
+    return {
+        request: value(after, "countersign_agent_requests_shed_total", request=request)
+        - value(before, "countersign_agent_requests_shed_total", request=request)
+        for request in ("submission", "read")
+    }
+
+
 async def _on_time(lag: LoopLag) -> None:
     """Wait until the measure has seen the loop on time again."""
 
@@ -111,6 +120,7 @@ async def test_a_submission_while_the_loop_is_behind_gets_503_with_retry_after_a
     body = CAMPAIGN if path == "/v1/proposals" else escalation()
     audit_before = await cs.store.audit_log()
     await _on_time(lag)
+    before = await scrape(cs.http, cs.url)
 
     async with _agents_in_progress(cs, WITH_AGENTS) as held:
         _stall_loop()
@@ -123,6 +133,7 @@ async def test_a_submission_while_the_loop_is_behind_gets_503_with_retry_after_a
         assert lag.shed == 1 and lag.worst >= STALL / 2
         assert await cs.proposal_count() == 0
         assert await cs.store.audit_log() == audit_before  # no escalation, no entry of any kind
+        assert _shed(await scrape(cs.http, cs.url), before) == {"submission": 1, "read": 0}
 
         await _on_time(lag)  # the loop caught up: the same submission is taken
         assert (await _post(cs, path, body)).status == 201
@@ -148,6 +159,7 @@ async def test_a_read_or_withdrawal_while_the_loop_is_behind_gets_503_and_reads_
     lag = cs.app[LOOP_LAG]
     await _on_time(lag)
     seen = await cs.traced()
+    before = await scrape(cs.http, cs.url)
 
     async with _agents_in_progress(cs, WITH_AGENTS):
         _stall_loop()
@@ -158,6 +170,8 @@ async def test_a_read_or_withdrawal_while_the_loop_is_behind_gets_503_and_reads_
         assert answer.headers["Content-Type"].startswith("application/problem+json")
         assert "nothing was read or changed" in answer.json()["detail"]
         assert lag.shed == 1
+        # counted for operators as a read shed, apart from other 503s
+        assert _shed(await scrape(cs.http, cs.url), before) == {"submission": 0, "read": 1}
         assert [s for s in seen if item in s] == []  # the store was not asked about it
         if ask != "escalation":
             assert (await cs.store.get_proposal(item)).status is Status.PENDING
