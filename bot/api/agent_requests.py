@@ -176,14 +176,27 @@ async def reading(
     token is looked at; then ``caller``, charged to the agent's reads bucket as soon as the
     agent is known (429 with Retry-After, before any store read); then ``handle`` serves it.
     While served it counts as agent work on the loop (a long-poll held waiting does not:
-    :func:`read_own`)."""
-    lag = request.app[LOOP_LAG]
+    :func:`read_own`). Refused because the store is unavailable (503: reading, or looking up
+    a delegation token), it gives the agent's token back, as a submission does: not served,
+    so not charged."""
+    lag, quotas = request.app[LOOP_LAG], request.app[QUOTAS]
     if lag.behind():
         request.app[REFUSALS].shed("read")
         raise busy("nothing was read or changed")
+    charged: list[AgentSettings] = []
+
+    def admit(agent: AgentSettings) -> None:
+        quotas.admit_read(agent)
+        charged.append(agent)
+
     with lag.agent_work():
-        agent, _ = await caller(request, request.app[QUOTAS].admit_read)
-        return await handle(agent)
+        try:
+            agent, _ = await caller(request, admit)
+            return await handle(agent)
+        except StoreUnavailable:
+            for each in charged:
+                quotas.refund_read(each)  # refused, not served: the agent's reads not charged
+            raise
 
 
 async def receive_body(request: web.Request, *, timeout: float) -> bytes:

@@ -27,8 +27,9 @@ of Countersign (``[limits]``, bot/settings/limits.py), checked in this order on 
 
 A refused request takes nothing: no slot, no row, no audit entry, no store read, and no token
 from the bucket (a submission refused after taking one, at capacity or at one of these limits,
-gives it back: a refused request is not throughput). Reads refused past the reads bucket are
-told to the app's :class:`~bot.api.refusals.Refusals` (its metrics), by agent.
+gives it back: a refused request is not throughput; so does a read or withdrawal refused
+because the store is unavailable). Reads refused past the reads bucket are told to the app's
+:class:`~bot.api.refusals.Refusals` (its metrics), by agent.
 """
 
 from __future__ import annotations
@@ -157,6 +158,13 @@ class Quotas:
         proposals, its open escalations) keeps the token: it comes after the request was served
         up to the store, and the agent filled those places itself."""
         bucket = self._buckets.get(agent.name)
+        if bucket is not None:
+            bucket.give_back()
+
+    def refund_read(self, agent: AgentSettings) -> None:
+        """Give back the token of a read or withdrawal refused because the store was
+        unavailable (503): not served, so not charged, as for a submission (:meth:`refund`)."""
+        bucket = self._read_buckets.get(agent.name)
         if bucket is not None:
             bucket.give_back()
 

@@ -26,6 +26,8 @@ from tests.e2e.harness import (
 )
 from tests.e2e.store_outage import StoreProxy, postgres_through_proxy
 from tests.e2e.test_agent_quotas import assert_refused, both, escalation, limits
+from tests.e2e.test_agent_reads import DELEGATING, assert_read_refused, bearer
+from tests.e2e.test_requester_identity import ALEX, delegate
 from tests.slack_requests import block_action_body
 
 pytestmark = pytest.mark.postgres
@@ -151,6 +153,53 @@ async def test_a_submission_while_the_store_is_away_gets_503_and_is_not_charged_
         assert answer.json()["title"] == "Store unavailable"
     assert served.status == 201, served.body  # the burst's one token: the 503s took none
     assert_refused(spent, "submissions_per_second")
+
+
+async def test_reads_while_the_store_is_away_get_503_and_are_not_charged_to_the_read_rate(
+    tmp_path: Path,
+) -> None:
+    """A read or withdrawal refused because the store is away gives the agent's read token
+    back, as a submission does (a delegation token's too, charged before its lookup): with a
+    burst of three, charged 503s would leave the agent the reads rate's 429 once the store is
+    back."""
+    edit = both(_one_message_each, limits(reads_per_second=0.01, reads_burst=3))
+    headers = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+    async with (
+        postgres_through_proxy() as (url, proxy),
+        running_countersign(
+            tmp_path, store_url=url, config_edit=edit, agent_settings=DELEGATING
+        ) as cs,
+    ):
+        token, _ = await delegate(cs, ALEX)  # minted here: known, charged before its lookup
+        _, created = await cs.submit(CAMPAIGN)
+        proposal = f"/v1/proposals/{created['id']}"
+        posted = await cs.request(
+            "POST",
+            "/v1/escalations",
+            data=json.dumps(escalation("conv-outage")).encode(),
+            headers={**headers, "Content-Type": "application/json"},
+        )
+        assert posted.status == 201, posted.body
+        asks = [
+            ("GET", proposal, None),
+            ("GET", proposal, {"wait": "1"}),
+            ("POST", f"{proposal}/cancel", None),
+            ("GET", f"/v1/escalations/{posted.json()['id']}", None),
+            ("GET", "/v1/proposals/cs_nothing_here", None),
+        ]
+
+        await proxy.cut()
+        refused = [await cs.request(m, path, headers=headers, params=p) for m, path, p in asks]
+        refused.append(await cs.request("GET", proposal, headers=bearer(token)))
+        await proxy.restore()
+        served = [await cs.request("GET", proposal, headers=headers) for _ in range(3)]
+        spent = await cs.request("GET", proposal, headers=headers)
+
+    for answer in refused:
+        assert answer.status == 503, answer.body
+        assert answer.json()["title"] == "Store unavailable"
+    assert [a.status for a in served] == [200] * 3, [a.body for a in served]  # the whole burst
+    assert_read_refused(spent, retry_after="100")
 
 
 #: How soon after the store is back every post and outcome the outage held up is in Slack
