@@ -12,7 +12,14 @@ from typing import Final
 
 from contracts.frozen import Frozen
 
-__all__ = ["DECIDING", "ApproverProfile", "DecisionChain", "RefusalWords", "refusal_reason"]
+__all__ = [
+    "COVERING",
+    "DECIDING",
+    "ApproverProfile",
+    "DecisionChain",
+    "RefusalWords",
+    "refusal_reason",
+]
 
 
 class ApproverProfile(Frozen):
@@ -42,9 +49,14 @@ class RefusalWords(Frozen):
     Only the words differ between the decisions people make (a proposal, an escalation, a
     delegation, a standing rule's revocation): the checks are the same, in the same order."""
 
+    unreadable: str = (
+        "Countersign could not check who you are in Slack right now; try again shortly"
+    )
     bot: str = "bots and apps cannot decide proposals"
     deleted: str = "deactivated accounts cannot decide proposals"
     team: str = "people from another workspace cannot decide proposals here"
+    #: ``{team}``: the person's workspace id, or "is unknown"
+    workspace: str = "your workspace {team} is not configured"
     requester: str = (
         "you are the person accountable for this request; someone else has to decide it"
     )
@@ -67,6 +79,19 @@ class RefusalWords(Frozen):
 
 #: A proposal's words (Approve, Reject, Extend, Edit, reconcile, a digest, a review).
 DECIDING: Final = RefusalWords()
+#: A standing rule's granter, judged as their click would be when their rule would cover a
+#: call (they approve every call it covers): said of them, in the ask's note.
+COVERING: Final = RefusalWords(
+    unreadable="Countersign could not check the granter in Slack",
+    bot="the granter is a bot or app",
+    deleted="the granter's account is deactivated",
+    team="the granter is from a workspace whose people cannot decide proposals here",
+    workspace="the granter's workspace {team} is not configured",
+    requester="the granter is the person accountable for this request",
+    owner="the granter owns the agent that asked",
+    editor="the granter edited this call",
+    guest="the granter is a guest, and guests cannot decide proposals under this rule",
+)
 
 
 def refusal_reason(
@@ -89,13 +114,13 @@ def refusal_reason(
     in a shared channel are refused). ``words`` say each refusal in the terms of what is decided.
     """
     if approver is None or not approver.user_id:
-        return "Countersign could not check who you are in Slack right now; try again shortly"
+        return words.unreadable
     if approver.is_bot:
         return words.bot
     if approver.deleted:
         return words.deleted
     if approver.team_id is None or approver.team_id not in allowed_teams:
-        return f"{words.team} (your workspace {approver.team_id or 'is unknown'} is not configured)"
+        return f"{words.team} ({words.workspace.format(team=approver.team_id or 'is unknown')})"
     who = approver.user_id
     if chain.requested_by is not None and who == chain.requested_by:
         return words.requester

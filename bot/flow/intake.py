@@ -27,14 +27,16 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import JsonValue
 
-from bot.flow import standing
+from bot.flow import deciders, standing
 from bot.flow.destinations import CallbackGuard
+from bot.flow.ports import Directory
 from bot.flow.requesters import Membership, verified_requester
 from bot.settings import AgentSettings, Settings
 from contracts.api import SubmitBody
+from contracts.authority import COVERING
 from contracts.base import Context, ContractViolation, FieldProblem, Operation, Resolved
 from contracts.canonical import canonical_json
-from contracts.policy import Decision
+from contracts.policy import AskRule, Decision
 from contracts.registry import UnknownOperation
 from store.delegations import Delegation
 from store.standing import StandingRule
@@ -99,13 +101,29 @@ async def classified(
     *,
     agent: str,
     requested_by: str,
-    directory: Membership,
+    directory: Directory,
     now: datetime,
     editors: tuple[str, ...] = (),
 ) -> tuple[Decision, StandingRule | None]:
     """The policy's decision for these frozen arguments, agent and requester (the roles the
     requester holds now), and the standing rule among ``rules`` that approves it instead of
-    asking, if one covers it (none granted by one of an edit's ``editors``)."""
+    asking, if one covers it: none granted by one of an edit's ``editors``, nor by someone who
+    could not decide the call by hand now (the click's checks, bot/flow/deciders.py, with the
+    granter's Slack profile from ``directory``)."""
+
+    async def granter_refusal(granter: str, rule: AskRule) -> str | None:
+        return await deciders.refusal(
+            settings,
+            directory,
+            granter,
+            roles=None,  # standing.cover checks the rule's admin roles, as configured now
+            agent=agent,
+            requested_by=requested_by,
+            editors=editors,
+            allow_guests=rule.allow_guests,
+            words=COVERING,
+        )
+
     members = await directory.role_members(settings.roles)
     decision = settings.policy.classify(
         operation=operation.name,
@@ -122,6 +140,7 @@ async def classified(
         arguments=arguments,
         requested_by=requested_by,
         members=members,
+        granter_refusal=granter_refusal,
         now=now,
         formats=operation.field_formats(),
         editors=editors,

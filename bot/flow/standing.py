@@ -8,13 +8,16 @@ same call but for the ceiling (and the arguments the rule lets vary), while it h
 Everything is read as the policy is configured *now* and fails closed: a rule that no longer
 allows standing rules, a changed ceiling field, a shorter ``max``, fewer ``max_uses``, other
 varying arguments or a granter who lost the admin role stops a standing rule from covering
-anything more.
+anything more. The granter approves every call it covers, so they are judged, when it would cover
+one, as a click of theirs on it would be (the caller's :data:`GranterRefusal`: deactivated in
+Slack, configured as an owner of the agent since, ...); a granter who could not decide the call
+by hand now covers nothing, and the ask's note says why.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -29,6 +32,7 @@ from store.standing import StandingRule
 __all__ = [
     "RACE_ATTEMPTS",
     "CoveringRules",
+    "GranterRefusal",
     "cover",
     "new_standing_rule_id",
     "offer",
@@ -49,6 +53,11 @@ class CoveringRules(Protocol):
     async def find_covering(
         self, call: CallToCover, *, value: int | float
     ) -> Sequence[StandingRule]: ...
+
+
+#: Why ``granter`` could not decide a call of ``rule`` by hand now, or None when they could: the
+#: click's checks (bot/flow/deciders.py), read when a standing rule of theirs would cover it.
+GranterRefusal = Callable[[str, AskRule], Awaitable[str | None]]
 
 
 def new_standing_rule_id() -> str:
@@ -104,6 +113,7 @@ async def cover(
     arguments: Mapping[str, JsonValue],
     requested_by: str,
     members: Mapping[str, frozenset[str]],
+    granter_refusal: GranterRefusal,
     now: datetime,
     formats: Formats | None = None,
     editors: tuple[str, ...] = (),
@@ -115,7 +125,9 @@ async def cover(
 
     Only an Ask of a rule that allows standing rules (as configured now) can be covered; the
     standing rule must match the rule's current ceiling field, last no longer than its current
-    ``max``, and have been granted by someone who still holds one of its admin roles.
+    ``max``, and have been granted by someone who still holds one of its admin roles and who
+    could decide the call by hand now (``granter_refusal``, asked only of a rule that would
+    otherwise cover it); when one could not, ``decision``'s note says why.
     """
     if not isinstance(decision, Ask):
         return decision, None
@@ -137,6 +149,7 @@ async def cover(
         now=now,
         editors=editors,
     )
+    refused: list[str] = []
     for candidate in await rules.find_covering(call, value=value):
         if (
             candidate.ceiling_field == standing.ceiling
@@ -146,6 +159,13 @@ async def cover(
             and candidate.created_by in admins
             and covers(candidate, call)
         ):
+            why = await granter_refusal(candidate.created_by, rule)
+            if why is not None:
+                refused.append(
+                    f"standing rule {candidate.id}, granted by {candidate.created_by}, does not "
+                    f"cover it: {why}, so they could not decide it"
+                )
+                continue
             within = Condition(
                 field=standing.ceiling,
                 comparison="lte",
@@ -159,6 +179,9 @@ async def cover(
                 f"approved; use {candidate.uses + 1} of {candidate.max_uses}"
             )
             return Auto(rule_id=rule.id, explanation=note), candidate
+    if refused:
+        note = "; ".join((decision.explanation, *refused))
+        return decision.model_copy(update={"explanation": note}), None
     return decision, None
 
 

@@ -26,7 +26,9 @@ is. ``at`` is when it arrived (batch windows group by it; without it a call is s
 ``expired``; unknown is counted as approved) and ``decided_at`` when. ``run_id``, ``reason``,
 ``callback_url`` and ``urgent`` are the submission's own fields. Roles are those configured in
 ``[roles]``: Slack user groups are not read, so a group admits nobody, as on a server that
-cannot list it (fail closed). What depends on time and load rather than on the call (an agent's
+cannot list it (fail closed). Slack profiles are not read either: a standing rule's granter is
+taken as an active member of the workspace, judged by the configuration alone (an owner of the
+agent covers nothing). What depends on time and load rather than on the call (an agent's
 rate and pending limits) is not replayed.
 """
 
@@ -55,6 +57,7 @@ from bot.operators.upgrade import schema_difference
 from bot.outbound.http import AiohttpClient
 from bot.settings import ConfigError, ConfigFileMissing, Settings, is_user_group, load_settings
 from contracts.api import SubmitBody
+from contracts.authority import ApproverProfile
 from contracts.base import Context, ContractViolation, problems_from_validation_error
 from store.base import StoreError
 from store.open import open_store
@@ -80,7 +83,17 @@ CHANGES_SHOWN = 50
 
 class ConfiguredMembership:
     """Role members as configured in ``[roles]``; a Slack user group admits nobody (it is not
-    read), as on a server that cannot list it."""
+    read), as on a server that cannot list it. Everyone's profile is an active member of
+    ``team`` (the workspace Countersign is installed in): Slack is not asked."""
+
+    def __init__(self, team: str = "T_CONFIGURED") -> None:
+        self._team = team
+
+    async def profile(self, user_id: str) -> ApproverProfile:
+        return ApproverProfile(user_id=user_id, team_id=self._team)
+
+    async def home_team(self) -> str:
+        return self._team
 
     async def role_members(self, roles: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
         return {
@@ -109,7 +122,8 @@ async def simulate(
         rules += await store.standing().active_standing_rules(now=now, limit=10_000)
     standing = SimulatedGrants(rules)
     tally = Tally()
-    membership = ConfiguredMembership()
+    allowed = settings.approvals.allowed_teams
+    membership = ConfiguredMembership(allowed[0]) if allowed else ConfiguredMembership()
     guard = CallbackGuard()
     http = AiohttpClient()
     try:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from bot.render.actions import REVIEW_OK, REVIEW_SHOULD_HAVE_ASKED, REVOKE_STANDING
+from bot.slack.local import LocalUser
 from contracts.standing import sampled
 from store.standing import StandingRule
 from tests.e2e.harness import (
@@ -39,6 +40,7 @@ from tests.slack_requests import (
     block_action_body,
     signed_headers,
     slash_command_body,
+    user_change_body,
     view_submission_body,
 )
 
@@ -439,6 +441,54 @@ async def test_a_standing_rule_does_not_approve_an_edit_by_its_granter(
     ledger = cs.service.settings.registry.get("payments.refund").ledger
     assert 30_000 not in [done.amount_cents for done in ledger.refunds]
     assert (await cs.store.verify_audit()).ok
+
+
+async def _asked_not_covered(cs: Countersign, rule: StandingRule) -> str:
+    """A call the standing rule would cover is asked instead: its stored policy note."""
+    created = await asked(cs, refund("pay_1002", 30_000))
+    assert created["status"] == "pending"
+    stored = await cs.posted(created["id"])
+    assert (stored.decision, stored.standing_rule_id) == ("ask", None)
+    assert "auto_approved" not in await events(cs, created["id"])
+    assert (await cs.store.standing().get_standing_rule(rule.id)).uses == 0
+    return stored.policy_note
+
+
+@pytest.mark.parametrize("slack_says", ["deactivated", "nothing"])
+async def test_a_granter_slack_no_longer_vouches_for_covers_nothing(
+    cs: Countersign, slack_says: str
+) -> None:
+    """The granter approves every call their standing rule covers, so they are judged as a
+    click of theirs would be, when it would cover one: a granter deactivated since (Slack says
+    so) covers nothing more, nor one Slack cannot tell about (fail closed). Asked instead, and
+    the note says why."""
+    _, rule = await granted(cs)  # the granter's profile is now cached
+    gone = LocalUser(id=ADMIN, deleted=True)
+    if slack_says == "deactivated":
+        cs.slack.add_user(gone)
+    else:
+        cs.slack.fail_next("users.info", status=200, error="user_not_found", times=5)
+    event = user_change_body(gone.to_api("T0001"))
+    headers = signed_headers(SIGNING_SECRET, event, content_type="application/json")
+    assert await cs.post_slack(event, headers) == 200
+
+    note = await _asked_not_covered(cs, rule)
+
+    why = "account is deactivated" if slack_says == "deactivated" else "could not check the granter"
+    assert f"standing rule {rule.id}, granted by {ADMIN}, does not cover it" in note
+    assert why in note
+
+
+async def test_a_granter_made_an_owner_of_the_agent_covers_nothing(tmp_path: Path) -> None:
+    """An owner of the agent may not decide its calls: a granter configured as one since
+    covers nothing more of that agent's calls."""
+    async with running_countersign(tmp_path, config_edit=configured()) as cs:
+        _, rule = await granted(cs)
+    owned = {"support-bot": {"owners": [ADMIN]}}
+    async with running_countersign(tmp_path, agent_settings=owned, config_edit=configured()) as cs:
+        note = await _asked_not_covered(cs, rule)
+    assert f"standing rule {rule.id}, granted by {ADMIN}, does not cover it" in note
+    assert "the granter owns the agent that asked" in note
 
 
 async def test_the_list_shows_each_rules_remaining_uses(cs: Countersign) -> None:

@@ -338,6 +338,30 @@ async def test_a_grant_answers_what_a_standing_rule_would_save_within_its_uses(
     assert report.violations == []
 
 
+async def test_a_grant_by_an_owner_of_the_agent_covers_none_of_its_calls(tmp_path: Path) -> None:
+    """As on the server, a granter who could not decide a call by hand (here: configured as an
+    owner of the agent that asks) covers none of it: the replay asks them, saying why."""
+    text = CALLMIX_CONFIG.read_text(encoding="utf-8")
+    agent = "[agents.billing-bot]\n"
+    assert agent in text
+    settings = callmix_settings(
+        tmp_path, text.replace(agent, agent + 'owners = ["U0FINLEAD1"]\n', 1)
+    )
+    calls = _lines(*(_refund(1000 + minute, minute=minute) for minute in range(2)))
+    grant = parse_grant(
+        "small-refunds:agent=billing-bot,ceiling=50.00 USD,by=U0FINLEAD1,currency=USD",
+        settings,
+        start=NOW,
+        number=0,
+    )
+
+    tally = await simulate(settings, calls, store=None, now=NOW, grants=[grant])
+
+    assert [(o.kind, o.standing) for o in tally.outcomes] == [("ask", None)] * 2
+    ask = tally.outcomes[0].ask
+    assert ask is not None and "the granter owns the agent that asked" in ask.explanation
+
+
 async def test_a_grant_without_by_is_granted_by_an_admin_who_asked_for_none_of_the_calls(
     tmp_path: Path,
 ) -> None:
