@@ -55,8 +55,10 @@ class RefusalWords(Frozen):
     bot: str = "bots and apps cannot decide proposals"
     deleted: str = "deactivated accounts cannot decide proposals"
     team: str = "people from another workspace cannot decide proposals here"
-    #: ``{team}``: the person's workspace id, or "is unknown"
+    #: ``{team}``: the person's workspace id
     workspace: str = "your workspace {team} is not configured"
+    #: Slack's profile names no workspace
+    workspace_unknown: str = "Slack did not say which workspace you are in"
     requester: str = (
         "you are the person accountable for this request; someone else has to decide it"
     )
@@ -87,6 +89,7 @@ COVERING: Final = RefusalWords(
     deleted="the granter's account is deactivated",
     team="the granter is from a workspace whose people cannot decide proposals here",
     workspace="the granter's workspace {team} is not configured",
+    workspace_unknown="Slack did not say which workspace the granter is in",
     requester="the granter is the person accountable for this request",
     owner="the granter owns the agent that asked",
     editor="the granter edited this call",
@@ -119,8 +122,10 @@ def refusal_reason(
         return words.bot
     if approver.deleted:
         return words.deleted
-    if approver.team_id is None or approver.team_id not in allowed_teams:
-        return f"{words.team} ({words.workspace.format(team=approver.team_id or 'is unknown')})"
+    if approver.team_id is None:
+        return f"{words.team} ({words.workspace_unknown})"
+    if approver.team_id not in allowed_teams:
+        return f"{words.team} ({words.workspace.format(team=approver.team_id)})"
     who = approver.user_id
     if chain.requested_by is not None and who == chain.requested_by:
         return words.requester

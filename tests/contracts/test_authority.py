@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contracts.authority import ApproverProfile, DecisionChain, RefusalWords, refusal_reason
+from contracts.authority import (
+    COVERING,
+    ApproverProfile,
+    DecisionChain,
+    RefusalWords,
+    refusal_reason,
+)
 
 TEAM = "T0HOME"
 ROLES = {"finance": frozenset({"U1", "U2", "U3", "U4", "U5"})}
@@ -41,7 +47,7 @@ def test_a_role_holder_outside_the_chain_may_decide() -> None:
         (person("U4", is_bot=True), "bots and apps"),
         (person("U4", deleted=True), "deactivated"),
         (person("U4", team_id="T0OTHER"), "another workspace"),
-        (person("U4", team_id=None), "another workspace"),
+        (person("U4", team_id=None), "Slack did not say which workspace you are in"),
         (person("U1"), "accountable"),
         (person("U2"), "own the agent"),
         (person("U3"), "edited"),
@@ -55,6 +61,22 @@ def test_each_forbidden_clicker_is_refused_with_the_reason(
 ) -> None:
     reason = _refusal(profile)
     assert reason is not None and expected in reason
+
+
+def test_a_workspace_reads_as_a_sentence_whether_slack_named_it_or_not() -> None:
+    """A profile without a workspace read "your workspace is unknown is not configured"."""
+    assert _refusal(person("U4", team_id=None)) == (
+        "people from another workspace cannot decide proposals here "
+        "(Slack did not say which workspace you are in)"
+    )
+    assert _refusal(person("U4", team_id="T0OTHER")) == (
+        "people from another workspace cannot decide proposals here "
+        "(your workspace T0OTHER is not configured)"
+    )
+    assert _refusal(person("U4", team_id=None), words=COVERING) == (
+        "the granter is from a workspace whose people cannot decide proposals here "
+        "(Slack did not say which workspace the granter is in)"
+    )
 
 
 def test_a_rule_may_let_guests_holding_the_role_decide() -> None:
