@@ -112,14 +112,10 @@ class Quotas:
 
     def admit_submission(self, agent: AgentSettings) -> None:
         """Take a token from ``agent``'s bucket, or raise 429 with the wait until the next one."""
-        now = self._monotonic()
         limits = agent.limits
-        bucket = self._buckets.get(agent.name)
-        if bucket is None:
-            bucket = self._buckets[agent.name] = TokenBucket.filled(
-                limits.submissions_per_second, limits.submissions_burst, now
-            )
-        wait = bucket.take(now)
+        wait = self._take(
+            self._buckets, agent, limits.submissions_per_second, limits.submissions_burst
+        )
         if wait > 0:
             raise over_limit(
                 agent,
@@ -132,14 +128,8 @@ class Quotas:
     def admit_read(self, agent: AgentSettings) -> None:
         """Take a token from ``agent``'s reads bucket (a read, the start of a long-poll, a
         withdrawal), or raise 429 with the wait until the next one."""
-        now = self._monotonic()
         limits = agent.limits
-        bucket = self._read_buckets.get(agent.name)
-        if bucket is None:
-            bucket = self._read_buckets[agent.name] = TokenBucket.filled(
-                limits.reads_per_second, limits.reads_burst, now
-            )
-        wait = bucket.take(now)
+        wait = self._take(self._read_buckets, agent, limits.reads_per_second, limits.reads_burst)
         if wait > 0:
             self._refusals.read_limited(agent.name)
             raise over_limit(
@@ -150,6 +140,17 @@ class Quotas:
                 retry_after=wait,
                 done="nothing was read or changed",
             )
+
+    def _take(
+        self, buckets: dict[str, TokenBucket], agent: AgentSettings, rate: float, burst: int
+    ) -> float:
+        """A token from ``agent``'s bucket among ``buckets`` (made full at first use): 0.0 when
+        taken, else the seconds until the next one."""
+        now = self._monotonic()
+        bucket = buckets.get(agent.name)
+        if bucket is None:
+            bucket = buckets[agent.name] = TokenBucket.filled(rate, burst, now)
+        return bucket.take(now)
 
     def refund(self, agent: AgentSettings) -> None:
         """Give back the token of a submission Countersign then refused for its own reasons (at
