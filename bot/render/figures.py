@@ -31,14 +31,25 @@ _STANDING_NOTE: Final = re.compile(
 )
 
 
+#: How bot/flow/standing.py names, in an ask's note, a standing rule that did not cover the call
+#: (its granter could not decide it now): the rule's id and the granter's user id are for the
+#: audit log; a person reads "a standing rule does not cover it: ...". Replaced in the plain
+#: text before it is made inert, into Countersign's words alone (no mention, no markup): a
+#: value quoted in the note that mimics it gains nothing.
+_NOT_COVERING: Final = re.compile(
+    r"standing rule sr_[0-9a-f]{1,64}, granted by [UW][A-Z0-9]{2,30}, does not cover it: "
+)
+
+
 def why_asked(proposal: Proposal) -> Mrkdwn:
     """The policy's reason in a line: "Amount 450.00 USD ≤ 2,000.00 USD limit of rule
     *refunds*". The note was written by the policy when the proposal was classified, in the
     operation's terms; it may quote argument values, so it is shown inert. A call a standing
     rule approved names the rule, mentions who granted it and says until when, as Slack shows
     times: "a standing rule granted by @Ada until today at 16:09: Amount 300.00 USD ≤ 500.00
-    USD limit, …" (its id is for the audit log, not for a sentence)."""
-    note = proposal.policy_note
+    USD limit, …" (its id is for the audit log, not for a sentence). A standing rule that did
+    not cover an asked call is said without its id or its granter's user id."""
+    note = _NOT_COVERING.sub("a standing rule does not cover it: ", proposal.policy_note)
     rule = proposal.rule_id
     if len(note) > NOTE_MAX:
         note = note[: NOTE_MAX - 1] + "…"

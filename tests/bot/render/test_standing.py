@@ -292,3 +292,22 @@ def test_a_note_that_is_not_the_proposals_standing_rule_stays_inert(note: str) -
     text = json.dumps(render_standing.review_message(proposal)["blocks"], ensure_ascii=False)
 
     assert "<@U0ADA>" not in text and "<!channel>" not in text and "<!date^1714579766" not in text
+
+
+def test_an_asked_calls_note_says_which_standing_rule_did_not_cover_it_without_ids() -> None:
+    """The note of a call asked because its granter could not decide it names the standing
+    rule and the granter by id, for the audit log; the approver reads neither."""
+    note = (
+        "rule 'refunds': Amount 600.00 USD > 500.00 USD limit; "
+        f"standing rule {SR}, granted by U0ADA, does not cover it: the granter's account is "
+        "deactivated, so they could not decide it"
+    )
+    proposal = make_proposal(decision="ask", rule_id="refunds", policy_note=note)
+
+    text = json.dumps(render.proposal_message(proposal, now=NOW)["blocks"], ensure_ascii=False)
+
+    assert SR not in text and "U0ADA" not in text
+    assert (
+        "Amount 600.00 USD &gt; 500.00 USD limit; a standing rule does not cover it: the "
+        "granter's account is deactivated, so they could not decide it (rule *refunds*)"
+    ) in text
