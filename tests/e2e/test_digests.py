@@ -271,6 +271,17 @@ async def test_dissimilar_proposals_are_not_merged(tmp_path: Path) -> None:
 async def test_a_group_bigger_than_digest_max_is_split_into_even_digests(tmp_path: Path) -> None:
     config = with_slack(WINDOW + "digest_max = 4\n")
     async with running_countersign(tmp_path, config_edit=config) as cs:
+        # Ten similar posts due in one round: another requester's post meets a 429 first, so
+        # the ten (submitted once that answer is back) are all held to the same moment, however
+        # slowly they arrive. Submitted freely, the outbox's rounds would share them out by
+        # timing, and no one round would hold more than digest_max.
+        cs.slack.fail_next("chat.postMessage", status=429, retry_after=3)
+        await submit_all(cs, [campaign(99, requested_by=APPROVER_2)])
+
+        async def refused() -> bool:
+            return len(cs.slack.calls("chat.postMessage")) == 1
+
+        await eventually(refused)
         ids = await submit_all(cs, [campaign(n) for n in range(10)])
 
         async def shown() -> bool:
@@ -282,7 +293,7 @@ async def test_a_group_bigger_than_digest_max_is_split_into_even_digests(tmp_pat
         sizes = sorted(
             len(str(m.metadata["event_payload"]["proposal_ids"]).split())
             for m in top_level(cs)
-            if m.metadata
+            if m.metadata and m.metadata["event_type"] == DIGEST_EVENT
         )
         assert sizes == [3, 3, 4]
 
