@@ -28,8 +28,9 @@ of Countersign (``[limits]``, bot/settings/limits.py), checked in this order on 
 A refused request takes nothing: no slot, no row, no audit entry, no store read, and no token
 from the bucket (a submission refused after taking one, at capacity or at one of these limits,
 gives it back: a refused request is not throughput; so does a read or withdrawal refused
-because the store is unavailable). Reads refused past the reads bucket are told to the app's
-:class:`~bot.api.refusals.Refusals` (its metrics), by agent.
+because the store is unavailable). Each refusal is told to the app's
+:class:`~bot.api.refusals.Refusals` (its metrics) by the agent's configured name: reads past the
+reads bucket as such, the others by the limit reached.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field
 
 from bot.api.buckets import TokenBucket
 from bot.api.problems import Problem
-from bot.api.refusals import UNCOUNTED, Refusals
+from bot.api.refusals import UNCOUNTED, AgentLimit, Refusals
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
 from store.escalations import EscalationStore
@@ -85,7 +86,7 @@ def over_limit(
 
 
 #: what each limit on in-flight submissions counts, as a refusal names it, by its setting
-_CLAIMED: dict[str, str] = {
+_CLAIMED: dict[AgentLimit, str] = {
     "max_pending_proposals": "proposals waiting for a decision",
     "max_open_escalations": "escalations nobody has taken yet",
 }
@@ -93,7 +94,7 @@ _CLAIMED: dict[str, str] = {
 
 class Quotas:
     """The per-instance part of the quotas: each agent's buckets and its long-polls in flight.
-    Reads refused past an agent's reads bucket are told to ``refusals``."""
+    Each request refused at one of an agent's limits is told to ``refusals``."""
 
     def __init__(
         self,
@@ -117,6 +118,7 @@ class Quotas:
             self._buckets, agent, limits.submissions_per_second, limits.submissions_burst
         )
         if wait > 0:
+            self._refusals.limited(agent.name, "submissions_per_second")
             raise over_limit(
                 agent,
                 f"submissions per second (burst {limits.submissions_burst})",
@@ -176,6 +178,7 @@ class Quotas:
         held = self._long_polls.get(agent.name, 0)
         limit = agent.limits.max_long_polls
         if held >= limit:
+            self._refusals.limited(agent.name, "max_long_polls")
             raise over_limit(
                 agent, "long-polls held at once", "max_long_polls", limit, retry_after=1
             )
@@ -212,13 +215,13 @@ class Quotas:
         count = store.count_open
         return self._claim(self._escalation_claims, agent, count, "max_open_escalations")
 
-    @staticmethod
     @contextmanager
     def _claim(
+        self,
         claims: dict[str, int],
         agent: AgentSettings,
         count: Callable[[str], Awaitable[int]],
-        setting: str,
+        setting: AgentLimit,
         *,
         proposals: dict[str, dict[int, str]] | None = None,
     ) -> Iterator[Claim]:
@@ -230,6 +233,7 @@ class Quotas:
             what=_CLAIMED[setting],
             setting=setting,
             proposals={} if proposals is None else proposals,
+            refusals=self._refusals,
         )
         try:
             yield claim
@@ -255,11 +259,12 @@ class Claim:
     count: Callable[[], Awaitable[int]]  #: the agent's stored ones
     limit: int = field(kw_only=True)
     what: str = field(kw_only=True)  #: what is counted, as the refusal names it
-    setting: str = field(kw_only=True)  #: the limit's key in the agent's settings
+    setting: AgentLimit = field(kw_only=True)  #: the limit's key in the agent's settings
     held: bool = field(default=False, init=False)
     #: the proposals of the agents' claims in flight on this instance (by claim), when the
     #: store checks the limit (:meth:`bound`)
     proposals: dict[str, dict[int, str]] = field(default_factory=dict, kw_only=True)
+    refusals: Refusals = field(default=UNCOUNTED, kw_only=True)  #: told of each refusal
 
     async def take(self) -> None:
         """Claim a place, or raise 429 when the agent's stored and in-flight ones fill them."""
@@ -275,10 +280,7 @@ class Claim:
             self.release()
             raise
         if full:
-            self.release()
-            raise over_limit(
-                self.agent, self.what, self.setting, self.limit, retry_after=RETRY_WHEN_FULL
-            )
+            raise self.refused()
 
     def bound(self, proposal_id: str) -> PendingLimit:
         """Claim a place for the proposal ``proposal_id`` without counting the store here: the
@@ -296,8 +298,10 @@ class Claim:
         return PendingLimit(self.limit, others)
 
     def refused(self) -> Problem:
-        """Give the place back: the 429 of a submission the store found no room for."""
+        """Give the place back: the 429 of a submission that found no room (told to
+        ``refusals``), by this count or the store's."""
         self.release()
+        self.refusals.limited(self.agent.name, self.setting)
         return over_limit(
             self.agent, self.what, self.setting, self.limit, retry_after=RETRY_WHEN_FULL
         )

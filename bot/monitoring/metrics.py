@@ -19,7 +19,7 @@ from typing import Any, TypeVar, get_args
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from bot.api.refusals import Shed, TokenRefusal
+from bot.api.refusals import AgentLimit, Shed, TokenRefusal
 from bot.outbound.outbox import Coalescer, DeliverRun, Job
 from store.proposals import Delivery, Effect, Proposal
 
@@ -148,6 +148,15 @@ class Metrics:
             ["agent"],
             registry=r,
         )
+        self.requests_limited = Counter(
+            "countersign_agent_requests_limited",
+            "Agents' submissions and long-polls refused (429) at one of the agent's own limits, "
+            "by agent and limit (its setting under [limits]: submissions_per_second, "
+            "max_pending_proposals, max_open_escalations, max_long_polls); reads past "
+            "reads_per_second are in countersign_agent_reads_limited_total",
+            ["agent", "limit"],
+            registry=r,
+        )
         self.requests_shed = Counter(
             "countersign_agent_requests_shed",
             "Agents' requests answered 503 at once because the event loop was behind "
@@ -206,6 +215,9 @@ class Metrics:
 
     def read_limited(self, agent: str) -> None:
         self.reads_limited.labels(agent).inc()
+
+    def limited(self, agent: str, limit: AgentLimit) -> None:
+        self.requests_limited.labels(agent, limit).inc()
 
     def shed(self, request: Shed) -> None:
         self.requests_shed.labels(request).inc()
