@@ -143,7 +143,8 @@ async def submission(
        a slow sender holds the capacity other agents need.
 
     A submission refused for Countersign's own reasons (503: at capacity or busy; the store
-    unavailable) does not count against the agent's rate. One refused by the agent's own limits
+    unavailable, even while looking up a delegation token) does not count against the
+    agent's rate. One refused by the agent's own limits
     (429: its pending proposals, its open escalations) does: it was served up to that refusal
     (read, its requester checked, resolved through the operation, classified, counted by the
     store), and an agent that filled its places would otherwise flood at any rate it liked."""
@@ -151,8 +152,19 @@ async def submission(
     if lag.behind():
         request.app[REFUSALS].shed("submission")
         raise busy()
+    charged: list[AgentSettings] = []
+
+    def admit(agent: AgentSettings) -> None:
+        quotas.admit_submission(agent)
+        charged.append(agent)
+
     with lag.agent_work():
-        agent, acting_under = await caller(request, quotas.admit_submission)
+        try:
+            agent, acting_under = await caller(request, admit)
+        except StoreUnavailable:  # a delegation token's lookup: refused, not served
+            for each in charged:
+                quotas.refund(each)
+            raise
         raw = await receive_body(request, timeout=agent.limits.body_timeout_seconds)
         with slots.slot() as free:
             if not free:

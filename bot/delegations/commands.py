@@ -34,6 +34,7 @@ from bot.settings import AgentSettings
 from contracts.authority import RefusalWords
 from contracts.durations import parse_duration, spoken_duration
 from contracts.ids import opaque_id
+from store.base import StoreUnavailable
 from store.delegations import Delegation, DelegationNotFound, NewDelegation, token_hash
 from store.revocation import Revoked
 
@@ -130,7 +131,12 @@ class Delegations:
                 self._refusals.token_refused("unknown_tokens_limit")
                 raise UnknownTokensLimited(wait)
         store = self._service.store.delegations()
-        delegation = await store.delegation_for_token(digest)
+        try:
+            delegation = await store.delegation_for_token(digest)
+        except StoreUnavailable:
+            if agent is None:  # not looked up after all: its place among unknown ones is free
+                self.lookups.give_back_unknown()
+            raise
         if delegation is None:
             raise DelegationTokenRefused("unknown delegation token")
         if agent is None:  # a real token, first seen here: known, and charged, from now on

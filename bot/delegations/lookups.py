@@ -72,7 +72,6 @@ class TokenLookups:
         )
         self._known: OrderedDict[str, str] = OrderedDict()
         self._remembered = remembered
-        self.refused = 0  #: lookups of unknown tokens refused past the bucket
 
     def agent_of(self, digest: str) -> str | None:
         """The agent of the delegation whose token hash is ``digest``, when the store answered
@@ -92,11 +91,9 @@ class TokenLookups:
     def take_unknown(self) -> float:
         """A place for one lookup of a token not known here: 0.0 when taken, otherwise the
         seconds until one is free (nothing taken then)."""
-        wait = self._unknown.take(self._monotonic())
-        if wait > 0:
-            self.refused += 1
-        return wait
+        return self._unknown.take(self._monotonic())
 
     def give_back_unknown(self) -> None:
-        """The store found the token looked up: it was no made-up one."""
+        """The place taken by :meth:`take_unknown` back: the store found the token (it was no
+        made-up one), or could not be asked."""
         self._unknown.give_back()

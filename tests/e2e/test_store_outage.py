@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,9 @@ from tests.e2e.harness import (
 )
 from tests.e2e.store_outage import StoreProxy, postgres_through_proxy
 from tests.e2e.test_agent_quotas import assert_refused, both, escalation, limits
-from tests.e2e.test_agent_reads import DELEGATING, assert_read_refused, bearer
+from tests.e2e.test_agent_reads import DELEGATING, assert_read_refused, bearer, unknown_tokens
 from tests.e2e.test_requester_identity import ALEX, delegate
+from tests.e2e.test_requester_identity import campaign as delegated_campaign
 from tests.slack_requests import block_action_body
 
 pytestmark = pytest.mark.postgres
@@ -153,6 +155,54 @@ async def test_a_submission_while_the_store_is_away_gets_503_and_is_not_charged_
         assert answer.json()["title"] == "Store unavailable"
     assert served.status == 201, served.body  # the burst's one token: the 503s took none
     assert_refused(spent, "submissions_per_second")
+
+
+async def test_a_delegation_token_looked_up_while_the_store_is_away_spends_no_place(
+    tmp_path: Path,
+) -> None:
+    """A submission under a person's delegation token (minted here, so known) is charged to its
+    agent before the token is looked up, and a made-up token takes a place among lookups of
+    unknown ones: with the store away no lookup is made, so neither place is spent. A burst of
+    one each: a place spent by a 503 would leave the next caller a 429."""
+    edit = both(
+        _one_message_each,
+        limits(submissions_per_second=0.01, submissions_burst=1),
+        unknown_tokens(0.01, 1),
+    )
+    async with (
+        postgres_through_proxy() as (url, proxy),
+        running_countersign(
+            tmp_path, store_url=url, config_edit=edit, agent_settings=DELEGATING
+        ) as cs,
+    ):
+        token, _ = await delegate(cs, ALEX)
+        made_up = ["csd_" + secrets.token_urlsafe(32) for _ in range(4)]
+
+        async def send(bearer_token: str, run: str) -> Answer:
+            body = json.dumps(delegated_campaign(None, run=run)).encode()
+            headers = {"Authorization": f"Bearer {bearer_token}"}
+            headers["Content-Type"] = "application/json"
+            return await cs.request("POST", "/v1/proposals", data=body, headers=headers)
+
+        await proxy.cut()
+        refused = [await send(t, f"run-away-{n}") for n, t in enumerate([token, token, *made_up])]
+        await proxy.restore()
+        served = await send(token, "run-back")
+        spent = await send(token, "run-again")
+        looked_up = await send(made_up[0], "run-made-up")
+        bounded = await send(made_up[1], "run-made-up-2")
+
+    for answer in refused:
+        assert answer.status == 503, answer.body
+        assert answer.json()["title"] == "Store unavailable"
+    assert served.status == 201, served.body  # the agent's one token: the 503s took none
+    assert served.json()["requested_by"] == ALEX
+    assert_refused(spent, "submissions_per_second")
+    assert looked_up.status == 401, looked_up.body  # the one place for unknown tokens was free
+    assert bounded.status == 429, bounded.body
+    assert [e["field"] for e in bounded.json()["errors"]] == [
+        "delegation.unknown_tokens_per_second"
+    ]
 
 
 async def test_reads_while_the_store_is_away_get_503_and_are_not_charged_to_the_read_rate(
