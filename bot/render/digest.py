@@ -125,10 +125,42 @@ def _common_text(table: Table, pending: Sequence[Proposal], now: datetime) -> Mr
     if expiries:
         first = min(expiries)
         lines.append(f"*First to expire:* {when(first)} ({remaining(first, now)})")
+    backup = _backup_text(pending)
+    if backup is not None:
+        lines.append(backup)
     if table.same_reason:
         lines.append("_Agent's words (unverified), the same for every item:_")
         lines.append(kit.quote(table.same_reason, 1200))
     return own("\n".join(lines) or "_Every item differs in every field; each line below shows it._")
+
+
+def _backup_text(pending: Sequence[Proposal]) -> str | None:
+    """Who else may decide the pending items when nobody has (their rule's ``then``), and from
+    when; once that time passed, that they may now (as a proposal's own message says it)."""
+    offered = [(p, p.backup_at) for p in pending if p.backup_roles and p.backup_at is not None]
+    if not offered:
+        return None
+    roles = ", ".join(
+        f"*{inert(role)}*" for role in dict.fromkeys(r for p, _ in offered for r in p.backup_roles)
+    )
+    them = "it" if len(pending) == 1 else "them"
+    handed = [at for p, at in offered if p.handed_over_at is not None]
+    waiting = [at for p, at in offered if p.handed_over_at is None]
+    if not waiting:
+        return (
+            f":busts_in_silhouette: Nobody decided by {when(min(handed))}: "
+            f"{roles} may decide {them} too now"
+        )
+    if not handed:
+        return (
+            f":busts_in_silhouette: If nobody has decided by {when(min(waiting))}, "
+            f"{roles} may decide {them} too"
+        )
+    return (
+        f":busts_in_silhouette: Nobody decided {len(handed):,} of them by {when(min(handed))}: "
+        f"{roles} may decide those too now, and the others if nobody has decided them by "
+        f"{when(min(waiting))}"
+    )
 
 
 def _rows_budget(head: int, pending: bool) -> int:

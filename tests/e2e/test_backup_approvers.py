@@ -157,3 +157,36 @@ async def test_the_rules_own_approvers_decide_before_the_hand_over(cs: Countersi
     await cs.settled()
     proposal = await cs.store.get_proposal(answer["id"])
     assert proposal.handed_over_at is None  # decided: nobody else is asked
+
+
+# --- a digest of a batch --------------------------------------------------------------------
+
+
+def batched_with_backups(text: str) -> str:
+    return with_backups(text).replace(
+        'then = { after = "10m"', 'batch = { window = "5m", max = 5 }\nthen = { after = "10m"', 1
+    )
+
+
+async def test_a_digest_says_who_else_may_decide_its_items_and_when(tmp_path: Path) -> None:
+    async with running_countersign(tmp_path, config_edit=batched_with_backups) as cs:
+        ids = []
+        for n in range(3):
+            status, answer = await cs.submit(campaign(n))
+            assert status == 201, answer
+            ids.append(answer["id"])
+        cs.clock.advance(timedelta(minutes=5))  # the window closes: one digest
+        for proposal_id in ids:
+            await cs.posted(proposal_id)
+        await cs.settled()
+        [message] = [m for m in cs.slack.messages(CAMPAIGN_CHANNEL) if not m.is_reply]
+        assert "If nobody has decided by <!date^" in str(message.blocks)
+        assert "*finance-leads* may decide them too" in str(message.blocks)
+
+        cs.clock.advance(timedelta(minutes=10))
+        for proposal_id in ids:
+            await handed_over(cs, proposal_id)
+        await cs.settled()
+
+        [message] = [m for m in cs.slack.messages(CAMPAIGN_CHANNEL) if not m.is_reply]
+        assert "*finance-leads* may decide them too now" in str(message.blocks)
