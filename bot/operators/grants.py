@@ -4,10 +4,11 @@ granted this" (``--grant RULE:ARGS``), kept in memory and used up as the replay 
 ``--grant small-refunds:agent=support-bot,ceiling=50.00 USD,uses=500,for=7d`` grants, under the
 ``ask`` rule ``small-refunds`` (which must allow standing rules), a standing rule for the agent
 ``support-bot`` whose ceiling (the rule's ``standing.ceiling`` argument) is 50.00 USD, for 500
-calls and 7 days from the first call's time. ``by=U...`` names the granter (default: the first
-configured member of the rule's ``standing.admins``; it must hold one of them, as the server
-requires); every other ``NAME=VALUE`` binds an argument the rule does not let vary (a JSON
-value, or else the text). What covers a call is decided by the server's own code
+calls and 7 days from the first call's time. ``by=U...`` names the granter, who must hold one
+of the rule's ``approvers`` and one of its ``standing.admins`` as configured, as a person
+granting one from Slack must (their click approves the call too; default: the first such
+configured member); every other ``NAME=VALUE`` binds an argument the rule does not let vary (a
+JSON value, or else the text). What covers a call is decided by the server's own code
 (bot/flow/standing.py ``cover``), reading these grants instead of the store's.
 """
 
@@ -71,8 +72,10 @@ def parse_grant(
 ) -> StandingRule:
     """The standing rule ``text`` (``RULE:NAME=VALUE,...``) describes, granted at ``start``;
     ValueError naming what is wrong and what was expected. ``requesters`` holds, per agent, the
-    people its calls name: without ``by``, the granter is the first admin who requested none
-    of them (a standing rule never covers a call its granter requested), else the first."""
+    people its calls name: without ``by``, the granter is the first admin holding an approver
+    role of the rule (who could approve its calls by hand, as a standing rule's granter must,
+    bot/flow/intake.py) who requested none of them (a standing rule never covers a call its
+    granter requested), else the first."""
     rule_id, colon, rest = text.partition(":")
     if not colon or not rule_id:
         raise ValueError(
@@ -111,19 +114,19 @@ def parse_grant(
             raise ValueError(f"{text!r}: 'for': {error}") from None
         if not timedelta(0) < lasting <= standing.max:
             raise ValueError(f"{text!r}: 'for' must be longer than zero and at most the rule's max")
-    admins = sorted(
-        member
-        for role in standing.admins
-        for member in settings.roles.get(role, frozenset())
-        if not is_user_group(member)
-    )
+    approvers = _members(settings, rule.approvers)
+    granters = [member for member in _members(settings, standing.admins) if member in approvers]
     asked = set((requesters or {}).get(agent, ()))
-    default = next((a for a in admins if a not in asked), admins[0] if admins else None)
+    default = next((g for g in granters if g not in asked), granters[0] if granters else None)
+    named = "by" in given
     by = given.pop("by", default)
-    if by is None or by not in admins:
+    if by is None or by not in granters:
         raise ValueError(
-            f"{text!r}: 'by' must be a member of the rule's standing.admins "
-            f"({', '.join(standing.admins)}: {', '.join(admins) or 'nobody'}), got {by!r}"
+            f"{text!r}: 'by' must be a member of one of the rule's approvers "
+            f"({', '.join(rule.approvers)}) and of one of its standing.admins "
+            f"({', '.join(standing.admins)}), as a person granting one from Slack must be "
+            f"(members of both: {', '.join(granters) or 'nobody'}), "
+            + (f"got {by!r}" if named else "and none is given")
         )
     bound: dict[str, JsonValue] = {}
     types = operation.argument_types()
@@ -159,6 +162,19 @@ def parse_grant(
         created_from="what-if",
         created_at=start,
         expires_at=start + lasting,
+    )
+
+
+def _members(settings: Settings, roles: Collection[str]) -> list[str]:
+    """The people ``roles`` list by user id as configured, sorted (a user group's members are
+    not read: it admits nobody, as in the replay)."""
+    return sorted(
+        {
+            member
+            for role in roles
+            for member in settings.roles.get(role, frozenset())
+            if not is_user_group(member)
+        }
     )
 
 

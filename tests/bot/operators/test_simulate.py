@@ -362,6 +362,43 @@ async def test_a_grant_by_an_owner_of_the_agent_covers_none_of_its_calls(tmp_pat
     assert ask is not None and "the granter owns the agent that asked" in ask.explanation
 
 
+def _leads_not_approving() -> str:
+    """The mix's configuration, small-refunds asked of finance only (not of its admins)."""
+    text = CALLMIX_CONFIG.read_text(encoding="utf-8")
+    rule = text.index('id = "small-refunds"\n')
+    approvers = 'approvers = ["finance", "finance-leads"]\n'
+    assert text.index(approvers, rule) < text.index("[[policy]]", rule)
+    return text[:rule] + text[rule:].replace(approvers, 'approvers = ["finance"]\n', 1)
+
+
+@pytest.mark.parametrize(
+    ("by", "problem"),
+    [
+        ("", "(members of both: nobody), and none is given"),
+        (",by=U0FINLEAD1", "(members of both: nobody), got 'U0FINLEAD1'"),
+    ],
+)
+async def test_a_grant_by_an_admin_who_cannot_approve_the_rules_calls_is_refused(
+    tmp_path: Path, by: str, problem: str
+) -> None:
+    """Granting from Slack approves the call too, so a granter must hold an approver role of
+    the rule as well as an admin role; an admin who does not could grant nothing."""
+    settings = callmix_settings(tmp_path, _leads_not_approving())
+
+    with pytest.raises(ValueError, match="must be a member of one of the rule's approvers") as e:
+        parse_grant(
+            f"small-refunds:agent=billing-bot,ceiling=50.00 USD,currency=USD{by}",
+            settings,
+            start=NOW,
+            number=0,
+        )
+
+    assert str(e.value).endswith(
+        "'by' must be a member of one of the rule's approvers (finance) and of one of its "
+        "standing.admins (finance-leads), as a person granting one from Slack must be " + problem
+    )
+
+
 async def test_a_grant_without_by_is_granted_by_an_admin_who_asked_for_none_of_the_calls(
     tmp_path: Path,
 ) -> None:
