@@ -94,6 +94,7 @@ COVERING: Final = RefusalWords(
     owner="the granter owns the agent that asked",
     editor="the granter edited this call",
     guest="the granter is a guest, and guests cannot decide proposals under this rule",
+    role="the granter does not hold a role that approves it ({needed})",
 )
 
 

@@ -109,14 +109,17 @@ async def classified(
     requester holds now), and the standing rule among ``rules`` that approves it instead of
     asking, if one covers it: none granted by one of an edit's ``editors``, nor by someone who
     could not decide the call by hand now (the click's checks, bot/flow/deciders.py, with the
-    granter's Slack profile from ``directory``)."""
+    granter's Slack profile from ``directory`` and the rule's approver roles as configured
+    now; standing.cover checks its admin roles)."""
 
     async def granter_refusal(granter: str, rule: AskRule) -> str | None:
         return await deciders.refusal(
             settings,
             directory,
             granter,
-            roles=None,  # standing.cover checks the rule's admin roles, as configured now
+            # who decides a call just submitted: its rule's approvers (backup approvers only
+            # once nobody has decided it by the hand-over, which a new call has not reached)
+            roles=rule.approvers,
             agent=agent,
             requested_by=requested_by,
             editors=editors,

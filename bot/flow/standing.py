@@ -10,8 +10,9 @@ allows standing rules, a changed ceiling field, a shorter ``max``, fewer ``max_u
 varying arguments or a granter who lost the admin role stops a standing rule from covering
 anything more. The granter approves every call it covers, so they are judged, when it would cover
 one, as a click of theirs on it would be (the caller's :data:`GranterRefusal`: deactivated in
-Slack, configured as an owner of the agent since, ...); a granter who could not decide the call
-by hand now covers nothing, and the ask's note says why.
+Slack, configured as an owner of the agent since, no longer holding an approver role of the
+rule, ...); a granter who could not decide the call by hand now covers nothing, and the ask's
+note says why.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class CoveringRules(Protocol):
 
 
 #: Why ``granter`` could not decide a call of ``rule`` by hand now, or None when they could: the
-#: click's checks (bot/flow/deciders.py), read when a standing rule of theirs would cover it.
+#: click's checks (bot/flow/deciders.py) with the rule's approver roles, read when a standing
+#: rule of theirs would cover it.
 GranterRefusal = Callable[[str, AskRule], Awaitable[str | None]]
 
 

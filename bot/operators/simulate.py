@@ -28,8 +28,9 @@ is. ``at`` is when it arrived (batch windows group by it; without it a call is s
 ``[roles]``: Slack user groups are not read, so a group admits nobody, as on a server that
 cannot list it (fail closed). Slack profiles are not read either: a standing rule's granter is
 taken as an active member of the workspace, judged by the configuration alone (an owner of the
-agent covers nothing). What depends on time and load rather than on the call (an agent's
-rate and pending limits) is not replayed.
+agent, or someone holding none of the rule's approver roles in ``[roles]``, covers nothing).
+What depends on time and load rather than on the call (an agent's rate and pending limits) is
+not replayed.
 """
 
 from __future__ import annotations

@@ -79,6 +79,14 @@ def test_a_workspace_reads_as_a_sentence_whether_slack_named_it_or_not() -> None
     )
 
 
+def test_a_granter_without_an_approver_role_is_said_in_the_granters_terms() -> None:
+    """A standing rule's granter who holds none of the rule's approver roles, in the ask's note
+    (not "deciding this needs the role finance, which you do not hold")."""
+    assert _refusal(person("U9"), words=COVERING) == (
+        "the granter does not hold a role that approves it (finance)"
+    )
+
+
 def test_a_rule_may_let_guests_holding_the_role_decide() -> None:
     assert _refusal(person("U4", is_guest=True), allow_guests=True) is None
     assert _refusal(person("U9", is_guest=True), allow_guests=True) is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -19,11 +20,13 @@ import pytest
 from bot.render.actions import REVIEW_OK, REVIEW_SHOULD_HAVE_ASKED, REVOKE_STANDING
 from bot.slack.local import LocalUser
 from contracts.standing import sampled
+from store.proposals import Proposal
 from store.standing import StandingRule
 from tests.e2e.harness import (
     APPROVER,
     APPROVER_2,
     CAMPAIGN_CHANNEL,
+    FINANCE_GROUP,
     OTHER_AGENT_TOKEN,
     OUTSIDER,
     REFUNDS_CHANNEL,
@@ -40,6 +43,7 @@ from tests.slack_requests import (
     block_action_body,
     signed_headers,
     slash_command_body,
+    subteam_members_changed_body,
     user_change_body,
     view_submission_body,
 )
@@ -443,15 +447,15 @@ async def test_a_standing_rule_does_not_approve_an_edit_by_its_granter(
     assert (await cs.store.verify_audit()).ok
 
 
-async def _asked_not_covered(cs: Countersign, rule: StandingRule) -> str:
-    """A call the standing rule would cover is asked instead: its stored policy note."""
+async def _asked_not_covered(cs: Countersign, rule: StandingRule) -> Proposal:
+    """A call the standing rule would cover is asked instead: the stored proposal."""
     created = await asked(cs, refund("pay_1002", 30_000))
     assert created["status"] == "pending"
     stored = await cs.posted(created["id"])
     assert (stored.decision, stored.standing_rule_id) == ("ask", None)
     assert "auto_approved" not in await events(cs, created["id"])
     assert (await cs.store.standing().get_standing_rule(rule.id)).uses == 0
-    return stored.policy_note
+    return stored
 
 
 @pytest.mark.parametrize("slack_says", ["deactivated", "nothing"])
@@ -472,7 +476,7 @@ async def test_a_granter_slack_no_longer_vouches_for_covers_nothing(
     headers = signed_headers(SIGNING_SECRET, event, content_type="application/json")
     assert await cs.post_slack(event, headers) == 200
 
-    note = await _asked_not_covered(cs, rule)
+    note = (await _asked_not_covered(cs, rule)).policy_note
 
     why = "account is deactivated" if slack_says == "deactivated" else "could not check the granter"
     assert f"standing rule {rule.id}, granted by {ADMIN}, does not cover it" in note
@@ -486,9 +490,102 @@ async def test_a_granter_made_an_owner_of_the_agent_covers_nothing(tmp_path: Pat
         _, rule = await granted(cs)
     owned = {"support-bot": {"owners": [ADMIN]}}
     async with running_countersign(tmp_path, agent_settings=owned, config_edit=configured()) as cs:
-        note = await _asked_not_covered(cs, rule)
+        note = (await _asked_not_covered(cs, rule)).policy_note
     assert f"standing rule {rule.id}, granted by {ADMIN}, does not cover it" in note
     assert "the granter owns the agent that asked" in note
+
+
+#: an admin (finance-admins) who holds the rule's approver role, finance, only through its user
+#: group
+GRANTER = "U0GRANTER"
+
+
+def _granter_in_the_group(text: str) -> str:
+    """:func:`configured`, with GRANTER among finance-admins."""
+    admins = f'finance-admins = ["{ADMIN}"'
+    text = configured()(text)
+    assert admins in text
+    return text.replace(admins, f'finance-admins = ["{GRANTER}", "{ADMIN}"', 1)
+
+
+async def _finance_group_is(
+    cs: Countersign, caplog: pytest.LogCaptureFixture, members: list[str], **change: list[str]
+) -> None:
+    """The finance user group holds ``members`` from now on, and Slack says so
+    (subteam_members_changed, with ``added`` or ``removed``): Countersign reads it again."""
+    cs.slack.set_usergroup(FINANCE_GROUP, members)
+    said = caplog.text.count(f"group {FINANCE_GROUP} changed: read again")
+    event = subteam_members_changed_body(FINANCE_GROUP, **change)
+    assert (
+        await cs.post_slack(
+            event, signed_headers(SIGNING_SECRET, event, content_type="application/json")
+        )
+        == 200
+    )
+
+    async def forgotten() -> bool:
+        return caplog.text.count(f"group {FINANCE_GROUP} changed: read again") > said
+
+    await eventually(forgotten)
+
+
+async def test_a_granter_removed_from_the_approver_role_covers_nothing_until_back_in_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The granter approves every call their standing rule covers, so they must hold an approver
+    role of the rule now, as their Approve click would: removed from it (here from the user
+    group that makes them finance) while still an admin, they could not approve a similar call
+    by hand, so the rule covers nothing: the call is asked and its note says why. Back in the
+    group, the rule covers again."""
+    caplog.set_level(logging.DEBUG, logger="bot.slack.directory")
+    async with running_countersign(tmp_path, config_edit=_granter_in_the_group) as cs:
+        cs.slack.set_usergroup(FINANCE_GROUP, [GRANTER])
+        first = await asked(cs, refund("pay_1002", 50_000))
+        await cs.posted(first["id"])
+        assert await allow_similar(cs, GRANTER, first["id"], "1h") == 200
+        _, approved = await cs.read(first["id"], wait=10)
+        assert approved["status"] == "succeeded"
+        [rule] = await cs.store.standing().active_standing_rules(now=cs.clock())
+        assert rule.created_by == GRANTER
+        await cs.settled()
+
+        await _finance_group_is(cs, caplog, [], removed=[GRANTER])
+        stored = await _asked_not_covered(cs, rule)
+
+        assert stored.policy_note.endswith(
+            f"; standing rule {rule.id}, granted by {GRANTER}, does not cover it: the granter "
+            "does not hold a role that approves it (finance), so they could not decide it"
+        )
+        shown = cs.slack.message(REFUNDS_CHANNEL, stored.slack_ts)
+        assert (
+            "a standing rule does not cover it: the granter does not hold a role that approves "
+            "it (finance), so they could not decide it"
+        ) in json.dumps(shown.blocks, ensure_ascii=False)
+
+        await _finance_group_is(cs, caplog, [GRANTER], added=[GRANTER])
+        covered = await asked(cs, refund("pay_1002", 20_000))
+        again = await cs.store.get_proposal(covered["id"])
+        assert (again.decision, again.standing_rule_id) == ("auto", rule.id)
+
+
+async def test_a_granter_the_configuration_no_longer_makes_an_approver_covers_nothing(
+    tmp_path: Path,
+) -> None:
+    """The same when the approver role's configured members no longer list the granter (who
+    stays an admin): asked, saying why."""
+    async with running_countersign(tmp_path, config_edit=configured()) as cs:
+        _, rule = await granted(cs)
+    finance = f'finance = ["{REQUESTER}", "{ADMIN}", '
+
+    def without_admin(text: str) -> str:
+        text = configured()(text)
+        assert finance in text
+        return text.replace(finance, f'finance = ["{REQUESTER}", ', 1)
+
+    async with running_countersign(tmp_path, config_edit=without_admin) as cs:
+        note = (await _asked_not_covered(cs, rule)).policy_note
+    assert f"standing rule {rule.id}, granted by {ADMIN}, does not cover it" in note
+    assert "the granter does not hold a role that approves it (finance)" in note
 
 
 async def test_the_list_shows_each_rules_remaining_uses(cs: Countersign) -> None:

@@ -371,6 +371,36 @@ def _leads_not_approving() -> str:
     return text[:rule] + text[rule:].replace(approvers, 'approvers = ["finance"]\n', 1)
 
 
+async def test_a_grant_by_an_admin_who_no_longer_approves_the_rule_covers_none_of_its_calls(
+    tmp_path: Path,
+) -> None:
+    """As on the server, a granter who holds the rule's admin role but none of its approver roles
+    as configured now could not approve a call by hand, so their grant covers none: granted by a
+    finance lead who approves small refunds, replayed through a configuration where only finance
+    does, every call is asked, saying why."""
+    granted_under = callmix_settings(tmp_path)
+    grant = parse_grant(
+        "small-refunds:agent=billing-bot,ceiling=50.00 USD,currency=USD",
+        granted_under,
+        start=NOW,
+        number=0,
+    )
+    assert grant.created_by == "U0FINLEAD1"
+    (tmp_path / "later").mkdir()
+    later = callmix_settings(tmp_path / "later", _leads_not_approving())
+    calls = _lines(*(_refund(1000 + minute, minute=minute) for minute in range(2)))
+
+    tally = await simulate(later, calls, store=None, now=NOW, grants=[grant])
+
+    assert [(o.kind, o.standing) for o in tally.outcomes] == [("ask", None)] * 2
+    ask = tally.outcomes[0].ask
+    assert ask is not None
+    assert ask.explanation.endswith(
+        "standing rule sr_what_if_1, granted by U0FINLEAD1, does not cover it: the granter does "
+        "not hold a role that approves it (finance), so they could not decide it"
+    )
+
+
 @pytest.mark.parametrize(
     ("by", "problem"),
     [
