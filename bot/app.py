@@ -112,6 +112,7 @@ def build_app(
 
     version = countersign_version()
     metrics = Metrics(version=version, clock=clock)
+    metrics.refusals_from_zero(sorted(settings.agents))
     store = timed_store(store, metrics.store_seconds)
     observe = monitoring_middleware(metrics)  # the Slack port's requests are counted alike
     app = web.Application(

@@ -213,6 +213,20 @@ class Metrics:
 
     # --- the agent API's refusals (bot/api/refusals.py Refusals) ---------------------------------
 
+    def refusals_from_zero(self, agents: Sequence[str]) -> None:
+        """Every series of the refusal counters that can be known in advance, at 0: each of
+        ``agents`` (the configured names) with each limit, each shed request, each token
+        refusal. A series first seen at 1 would hide its first refusal from ``rate()`` and
+        ``increase()``, and an alert on it would wait for the second."""
+        for agent in agents:
+            self.reads_limited.labels(agent)
+            for limit in get_args(AgentLimit):
+                self.requests_limited.labels(agent, limit)
+        for request in get_args(Shed):
+            self.requests_shed.labels(request)
+        for reason in get_args(TokenRefusal):
+            self.tokens_refused.labels(reason)
+
     def read_limited(self, agent: str) -> None:
         self.reads_limited.labels(agent).inc()
 

@@ -140,3 +140,41 @@ async def test_long_polls_refused_past_the_agents_long_poll_limit_are_counted(
     assert [plain[0], other[0]] == [200, 200]
     assert [status for status, _ in answered] == [200, 200]
     assert counted(before, after) == {("support-bot", "max_long_polls"): 3}
+
+
+async def test_every_refusal_series_is_there_at_zero_before_the_first_refusal(
+    tmp_path: Path,
+) -> None:
+    """Prometheus' rate() and increase() see a series' first refusal only if the series was
+    scraped at 0 before it: each configured agent's limits, and each kind of shed request and
+    token refusal, are exported from the start."""
+    async with running_countersign(tmp_path) as cs:
+        start = await metrics(cs)
+        agents = sorted(cs.service.settings.agents)
+
+    def series(name: str) -> dict[frozenset[tuple[str, str]], float]:
+        return {labels: value for (n, labels), value in start.items() if n == name}
+
+    every_limit = (
+        "submissions_per_second",
+        "max_pending_proposals",
+        "max_open_escalations",
+        "max_long_polls",
+    )
+    assert len(agents) >= 2, agents  # the support bot and another
+    assert series(LIMITED) == {
+        frozenset({("agent", agent), ("limit", limit)}): 0.0
+        for agent in agents
+        for limit in every_limit
+    }
+    assert series("countersign_agent_reads_limited_total") == {
+        frozenset({("agent", agent)}): 0.0 for agent in agents
+    }
+    assert series("countersign_agent_requests_shed_total") == {
+        frozenset({("request", "read")}): 0.0,
+        frozenset({("request", "submission")}): 0.0,
+    }
+    assert series("countersign_delegation_tokens_refused_total") == {
+        frozenset({("reason", "malformed")}): 0.0,
+        frozenset({("reason", "unknown_tokens_limit")}): 0.0,
+    }
