@@ -8,6 +8,10 @@ is, the members of the rule's approver roles as configured now who pass the same
 checks as an Approve click (not the requester, not the agent's owners, role, workspace, no bots
 or guests unless allowed), minus anyone who already approved. A user group in a role is
 mentioned as the group when at least one of its members may approve.
+
+The items of a digest get one reminder in its thread (bot/digests/outbox.py): it speaks of the
+digest's pending items together and mentions whoever may approve one of them (in a batch's
+digest requested for several people, each may decide the others' items).
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from typing import Protocol
 from bot.flow.extensions import ask_rule, extension_of
 from bot.flow.ports import Directory
 from bot.render.blocks import Message
-from bot.render.reminders import reminder_reply
+from bot.render.reminders import digest_reminder_reply, reminder_reply
 from bot.settings import Settings, is_user_group
 from contracts.policy import Ask, Auto, Deny
 from contracts.reminders import RemindAt, remind_time
-from store.proposals import Proposal
+from store.digests import DigestNotFound
+from store.proposals import Proposal, Status
+from store.protocol import Store
 
 __all__ = ["Reminders", "due_time"]
 
@@ -43,6 +49,7 @@ class Deciders(Protocol):
 
     settings: Settings
     directory: Directory
+    store: Store
 
     def deciding_roles(self, proposal: Proposal) -> tuple[str, ...]: ...
 
@@ -58,13 +65,30 @@ class Reminders:
         self._clock = clock
 
     async def message(self, proposal: Proposal) -> Message:
-        """The reminder for ``proposal`` as things are now."""
+        """The reminder for ``proposal`` as things are now; for an item of a digest, the
+        digest's reminder for its pending items."""
+        pending = await self._digest_pending(proposal)
+        if len(pending) > 1:
+            anyone: list[str] = []
+            for item in pending:
+                anyone += [a for a in await self.who_can_approve(item) if a not in anyone]
+            return digest_reminder_reply(pending, now=self._clock(), approvers=anyone)
         return reminder_reply(
             proposal,
             now=self._clock(),
             approvers=await self.who_can_approve(proposal),
             extend_by=extension_of(self._service.settings.policy, proposal),
         )
+
+    async def _digest_pending(self, proposal: Proposal) -> list[Proposal]:
+        """The pending items of the digest ``proposal`` is listed in (none when it is not)."""
+        if proposal.digest_id is None:
+            return []
+        try:
+            digest = await self._service.store.digests().get_digest(proposal.digest_id)
+        except DigestNotFound:
+            return []
+        return [item for item in digest.items if item.status is Status.PENDING]
 
     async def who_can_approve(self, proposal: Proposal) -> list[str]:
         """The people (user ids) and user groups (group ids) to mention, in role order."""

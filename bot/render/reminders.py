@@ -18,13 +18,25 @@ from bot.render.inert import Mrkdwn, inert, own
 from bot.render.words import mention, remaining, span, when
 from store.proposals import Proposal
 
-__all__ = ["NOBODY_CAN_APPROVE", "reminder_reply"]
+__all__ = [
+    "NOBODY_CAN_APPROVE",
+    "NOBODY_CAN_APPROVE_ANY",
+    "digest_reminder_reply",
+    "reminder_reply",
+]
 
 #: What the reminder says when nobody left may approve the proposal.
 NOBODY_CAN_APPROVE: Final = (
     "Nobody can approve it now: everyone holding its approver roles asked for it, owns the "
     "agent, has approved it already or may not decide. Unless someone is given the role, it "
     "will expire, and expiry is a denial."
+)
+
+#: What a digest's reminder says when nobody left may approve any of its pending proposals.
+NOBODY_CAN_APPROVE_ANY: Final = (
+    "Nobody can approve them now: everyone holding their approver roles asked for them, owns "
+    "the agent, has approved them already or may not decide. Unless someone is given the role, "
+    "they will expire, and expiry is a denial."
 )
 
 _USER_GROUP = re.compile(r"^S[A-Z0-9]{2,}$")
@@ -65,3 +77,25 @@ def reminder_reply(
     blocks.append(context(*notes))
     fallback = f"Reminder: {title} {expiry}. {decide}"
     return message(own(fallback), blocks)
+
+
+def digest_reminder_reply(
+    pending: Sequence[Proposal], *, now: datetime, approvers: Sequence[str]
+) -> Message:
+    """The reminder in a digest's thread, for its ``pending`` proposals together: how many
+    wait, when the first expires and who can approve one of them (``approvers``, as for
+    :func:`reminder_reply`; empty says nobody can). A digest has no Extend button, so it
+    offers none."""
+    count = f"{len(pending):,} proposal{'s' if len(pending) != 1 else ''} of this digest"
+    waiting = f"{count} {'are' if len(pending) != 1 else 'is'} still waiting"
+    expiries = [p.expires_at for p in pending if p.expires_at is not None]
+    if expiries:
+        first = min(expiries)
+        waiting += f"; the first expires {remaining(first, now)} ({when(first)})"
+    names = " ".join(_who(approver) for approver in approvers)
+    decide = f"{names} can approve." if approvers else NOBODY_CAN_APPROVE_ANY
+    blocks = [
+        section(own(f":alarm_clock: {waiting}. {decide}")),
+        context(own(f"Reminder: {count}, listed above")),
+    ]
+    return message(own(f"Reminder: {waiting}. {decide}"), blocks)

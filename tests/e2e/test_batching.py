@@ -6,6 +6,7 @@ the wait but ``urgent``."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from bot.digests.outbox import DIGEST_EVENT
 from tests.e2e.harness import (
     APPROVER,
+    APPROVER_2,
     CAMPAIGN_CHANNEL,
     OTHER_AGENT_TOKEN,
     REFUNDS_CHANNEL,
@@ -295,3 +297,37 @@ async def test_a_batch_slack_refuses_at_first_still_goes_out_once_as_one_digest(
     assert f"<@{REQUESTER}>" in str(message.blocks) and f"<@{APPROVER}>" in str(message.blocks)
     batch = await cs.store.digests().get_batch(str(proposals[0].batch_id))
     assert batch.status == "posted"
+
+
+# --- the reminder ----------------------------------------------------------------------------
+
+
+async def test_a_digests_reminder_speaks_of_its_pending_items_and_names_who_may_decide_any(
+    cs: Countersign,
+) -> None:
+    # requested for two people: each may decide the other's item, never their own
+    ids = [
+        (await submit(cs, campaign(0)))["id"],
+        (await submit(cs, campaign(1, requested_by=APPROVER)))["id"],
+        (await submit(cs, campaign(2)))["id"],
+    ]
+    cs.clock.advance(WINDOW)
+    [proposal, *_] = await shown(cs, ids)
+    assert await cs.click(APPROVER_2, "approve", ids[2]) == 200
+
+    async def decided() -> bool:
+        return (await cs.store.get_proposal(ids[2])).status.value == "succeeded"
+
+    await eventually(decided)
+    cs.clock.advance(timedelta(minutes=24))  # 80% of the 30 minutes from showing
+    await cs.service.remind_due()
+    await cs.settled()
+
+    thread = cs.slack.replies(CAMPAIGN_CHANNEL, str(proposal.slack_ts))
+    [reminder] = [m for m in thread if m.text.startswith("Reminder:")]
+    said = reminder.text + json.dumps(reminder.blocks)
+    assert "2 proposals of this digest" in said  # not one item's title as if it were alone
+    assert "segment-0" not in said and "segment-1" not in said
+    for person in (REQUESTER, APPROVER, APPROVER_2):
+        assert f"<@{person}>" in said
+    assert "Extend button" not in said  # a digest has none
