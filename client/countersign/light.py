@@ -95,8 +95,11 @@ class LightClient:
         idempotency_key: str,
         run_id: str | None = None,
         reason: str | None = None,
+        latest: float | None = None,
     ) -> dict[str, Any]:
-        """Submit a proposal; the same key returns the proposal the first submission stored."""
+        """Submit a proposal; the same key returns the proposal the first submission stored.
+        With ``latest`` (time.monotonic), no retry is waited for past it: a ``Retry-After``
+        reaching beyond it ends the call with that refusal at once."""
         body: dict[str, Any] = {"operation": operation, "request": dict(request)}
         for name, value in (
             ("requested_by", self.requested_by),
@@ -108,7 +111,9 @@ class LightClient:
         raw = json.dumps(
             body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         ).encode()
-        return self._send("POST", "/v1/proposals", raw, {"Idempotency-Key": idempotency_key})
+        return self._send(
+            "POST", "/v1/proposals", raw, {"Idempotency-Key": idempotency_key}, latest=latest
+        )
 
     def read(
         self, proposal_id: str, *, hold: float = 0.0, deadline: float | None = None
@@ -138,7 +143,12 @@ class LightClient:
         when nobody decided by then, the proposal is withdrawn (``Ending.kind == "deadline"``)."""
         deadline = time.monotonic() + max(0.0, wait)
         document = self.propose(
-            operation, request, idempotency_key=idempotency_key, run_id=run_id, reason=reason
+            operation,
+            request,
+            idempotency_key=idempotency_key,
+            run_id=run_id,
+            reason=reason,
+            latest=deadline,
         )
         document = self._settle(document, deadline)
         ending = ending_of(document)
@@ -195,33 +205,41 @@ class LightClient:
         *,
         hold: float = 0.0,
         deadline: float | None = None,
+        latest: float | None = None,
     ) -> dict[str, Any]:
-        """The first answer that is not a passing failure, as JSON; ProblemError for a refusal,
-        Unreachable when no answer came within the attempts (or, given one, the deadline)."""
+        """The first answer that is not a passing failure, as JSON. Passing failures are
+        retried ``attempts`` times, or, given a ``deadline`` (time.monotonic), until it; given
+        ``latest``, never past it. When the retries end on an answer (429, 503...), that
+        refusal is raised, its ``retry_after`` with it; ProblemError for any other refusal;
+        Unreachable when the last try had no answer."""
         failure = "no attempt was made"
+        refusal: ProblemError | None = None
         attempt = 0
         while True:
             try:
                 status, raw, retry_after = self._once(method, path, body, headers, hold)
             except OSError as error:
                 failure = f"{type(error).__name__}: {error}"
+                refusal = None
                 delay = backoff(attempt)
             else:
                 if status < 400:
                     return _document(status, raw)
-                problem = problem_of(status, raw, retry_after)
-                last = attempt == self._attempts - 1 and deadline is None
-                if status not in RETRIED_STATUSES or last:
-                    raise problem
-                failure = str(problem)
-                delay = retry_delay(attempt, problem.retry_after)
+                refusal = problem_of(status, raw, retry_after)
+                if status not in RETRIED_STATUSES:
+                    raise refusal
+                delay = retry_delay(attempt, refusal.retry_after)
             attempt += 1
             if deadline is None:
                 if attempt >= self._attempts:
                     break
             elif time.monotonic() + delay >= deadline:
                 break
+            if latest is not None and time.monotonic() + delay >= latest:
+                break
             time.sleep(delay)
+        if refusal is not None:
+            raise refusal
         raise Unreachable(f"{method} {self.base_url}{path} failed: {failure}")
 
     def _once(

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 
 from tests.e2e.coding_agent import BIN, agent_env, edit_input, pending_tool_call, with_tool_use
 from tests.e2e.harness import APPROVER, APPROVER_2, Countersign, running_countersign
+from tests.e2e.test_agent_quotas import both, limits
 
 HOOK = str(BIN / "countersign-claude-hook")
 
@@ -191,6 +193,31 @@ async def test_countersign_unreachable_denies_or_asks_and_never_allows() -> None
     assert denied["permissionDecision"] == "deny"
     assert "could not be reached" in denied["permissionDecisionReason"]
     assert asked["permissionDecision"] == "ask"
+
+
+@pytest.mark.parametrize(("flags", "expected"), [((), "deny"), (("--undecided", "ask"), "ask")])
+async def test_at_the_agents_own_limit_the_hook_answers_within_its_wait_and_says_when_to_retry(
+    tmp_path: Path, flags: tuple[str, ...], expected: str
+) -> None:
+    """The server answers 429 with a Retry-After longer than the hook's wait: the hook does not
+    wait it out (Claude Code would stop a hook that outlives its timeout, and then only its own
+    permission rules apply); it answers at once, saying the limit and when to try again."""
+    edit = both(with_tool_use, limits(submissions_per_second=0.02, submissions_burst=1))
+    async with running_countersign(tmp_path, config_edit=edit) as cs:
+        read = {"file_path": "/home/dev/shop/README.md"}
+        first = await run_hook(hook_call("Read", read, "toolu_limit1"), agent_env(cs))
+        assert first["permissionDecision"] == "allow"  # the bucket is empty now, for 50 s
+        started = time.monotonic()
+
+        answer = await run_hook(
+            hook_call("Read", read, "toolu_limit2"), agent_env(cs), "--wait", "2", *flags
+        )
+
+    assert time.monotonic() - started < 10  # it waited out 30 s three times before
+    assert answer["permissionDecision"] == expected
+    reason = answer["permissionDecisionReason"]
+    assert "limits.submissions_per_second" in reason
+    assert re.search(r"Retry after \d+ s", reason), reason
 
 
 async def test_a_hook_without_configuration_or_with_unreadable_input_denies() -> None:
