@@ -322,6 +322,7 @@ CASES: list[Case] = [
         approvers=["U0ANA", "S0FINANCE"],
         extend_by=timedelta(minutes=30),
     ),
+    dated(render_reminders.digest_reminder_reply, DIGEST.items, approvers=["U0ANA"]),
     # bot/render/standing.py
     plain(render_standing.standing_modal, PENDING, STANDING, duration_choices(timedelta(days=7))),
     plain(render_standing.granted_text, "sr_0123456789abcdef0123456789abcdef", GRANT),
