@@ -172,13 +172,16 @@ class DigestService:
         user: str,
         since: datetime | None = None,
     ) -> Tally | None:
-        """Approve the chosen items (ids from the modal), each on its own."""
+        """Approve the chosen items (ids from the modal), each on its own; an item the message
+        does not show in full is refused (Review all… shows it whole and approves it)."""
         digest = await self._digest(digest_id, user=user, channel=None)
         if digest is None:
             return None
         items, unknown = _chosen(digest, chosen)
+        formats = self.publisher.formats_of(digest.operation)
+        cut = render_digest.cut_items(digest, now=self._clock(), formats=formats)
         return await self._approve(
-            digest, items, user=user, channel=None, unknown=unknown, since=since
+            digest, items, user=user, channel=None, unknown=unknown, unread=cut, since=since
         )
 
     async def reject(
@@ -228,13 +231,22 @@ class DigestService:
         user: str,
         channel: str | None,
         unknown: Collection[str] = (),
+        unread: Collection[str] = (),
         since: datetime | None = None,
     ) -> Tally:
+        """Approve ``items``, each on its own, but those of ``unread`` (not shown in full where
+        they were chosen), which are refused and the refusal audited."""
         tally = Tally("approved")
         if unknown:
             tally.refused[NOT_IN_DIGEST] = len(unknown)
 
         async def one(proposal: Proposal) -> None:
+            if proposal.id in unread:
+                await self._service.audit_refusal(
+                    proposal, user=user, verb="approve", why=NOT_SHOWN_IN_FULL
+                )
+                _count(tally, NOT_SHOWN_IN_FULL)
+                return
             _count(tally, await self._service.approve_item(proposal, user=user, since=since))
 
         await self._each(items, one, tally)
@@ -324,6 +336,13 @@ class DigestService:
 NOT_SHOWN_WHOLE = (
     "some proposals of this digest are not shown in full, so they cannot be approved all at "
     "once. Use Review all… to read each in full and approve the ones you keep selected."
+)
+
+
+#: Why Choose… does not approve an item the digest's message does not show in full.
+NOT_SHOWN_IN_FULL = (
+    "it is not shown in full in the digest, so Choose… does not approve it; use Review all… "
+    "to read it whole and approve it"
 )
 
 

@@ -46,7 +46,7 @@ from store.digests import Digest
 from store.proposals import Proposal, Status
 from store.proposals.approvals import counted
 
-__all__ = ["digest_message", "shown_whole"]
+__all__ = ["cut_items", "digest_message", "shown_whole"]
 
 
 #: How many distinct reasons of the policy the head of a digest lists.
@@ -65,6 +65,43 @@ def digest_message(digest: Digest, *, now: datetime, formats: Formats | None = N
     and Choose… (and Approve all when every pending item is shown in full)."""
     items = digest.items
     pending = [p for p in items if p.status is Status.PENDING]
+    blocks, rows, budget = _pieces(digest, now, formats)
+    sections = kit.packed_sections(rows, budget=budget)
+    whole = _whole(rows, items, budget) and kit.CLIPPED not in blocks[-1]["text"]["text"]
+    blocks += sections
+    if not whole:
+        blocks += kit.shown_in_part(
+            digest.id, action_id=DIGEST_SHOW_FULL, what="some proposals listed above"
+        )
+    tail: Blocks = [_buttons(digest, len(pending), approve_all=whole)] if pending else []
+    text = f"{'Approval needed' if pending else 'Decided'}: {_title(digest)}"
+    return kit.message(inert(text), [*blocks, *tail])
+
+
+def cut_items(digest: Digest, *, now: datetime, formats: Formats | None = None) -> list[str]:
+    """The ids of the pending items :func:`digest_message` does not show in full: a value or
+    the agent's words of its row cut, its row beyond the message's, or what every item shares
+    cut; in the digest's order. Choose… approves none of them: Review all… shows them whole."""
+    head, rows, budget = _pieces(digest, now, formats)
+    texts = kit.packed(rows)
+    listed = len(rows)
+    if len(texts) > budget:  # as kit.packed_sections counts the rows it leaves out
+        listed = sum(text.count("\n\n") + 1 for text in texts[: budget - 1])
+    shared_cut = kit.CLIPPED in head[-1]["text"]["text"]
+    return [
+        p.id
+        for n, (row, p) in enumerate(zip(rows, digest.items, strict=True))
+        if p.status is Status.PENDING and (shared_cut or n >= listed or kit.CLIPPED in row)
+    ]
+
+
+def _pieces(
+    digest: Digest, now: datetime, formats: Formats | None
+) -> tuple[Blocks, list[Mrkdwn], int]:
+    """The digest's head (its last block: what every item shares), one row per item, and how
+    many sections the rows may take."""
+    items = digest.items
+    pending = [p for p in items if p.status is Status.PENDING]
     agents = sorted({p.agent for p in items})
     whys = sorted({why_asked(p) for p in items})
     if len(whys) > NOTES_SHOWN:
@@ -77,25 +114,15 @@ def digest_message(digest: Digest, *, now: datetime, formats: Formats | None = N
     )
     risks = [RISK_LABELS[risk] for risk in RISK_ORDER if any(p.risk == risk for p in items)]
     table = compact_table(items, formats or {})
-    blocks: Blocks = [
+    head: Blocks = [
         kit.header(_title(digest)),
         kit.section(own("\n".join([*risks, f"*Why you are asked:* {'; '.join(whys)}"]))),
         kit.context(own(f"{_counts(items)}. Each proposal is checked and executed on its own.")),
         kit.section(own(asked)),
         kit.section(_common_text(table, pending, now)),
     ]
-    budget = _rows_budget(len(blocks), bool(pending))
     rows = [_row(n, p, table, now) for n, p in enumerate(items, 1)]
-    sections = kit.packed_sections(rows, budget=budget)
-    whole = _whole(rows, items, budget) and kit.CLIPPED not in blocks[-1]["text"]["text"]
-    blocks += sections
-    if not whole:
-        blocks += kit.shown_in_part(
-            digest.id, action_id=DIGEST_SHOW_FULL, what="some proposals listed above"
-        )
-    tail: Blocks = [_buttons(digest, len(pending), approve_all=whole)] if pending else []
-    text = f"{'Approval needed' if pending else 'Decided'}: {_title(digest)}"
-    return kit.message(inert(text), [*blocks, *tail])
+    return head, rows, _rows_budget(len(head), bool(pending))
 
 
 def shown_whole(digest: Digest, *, now: datetime, formats: Formats | None = None) -> bool:

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from bot.render.actions import DIGEST_REVIEW, DIGEST_REVIEW_PAGE
+from bot.render.actions import DIGEST_APPROVE_ALL, DIGEST_CHOOSE, DIGEST_REVIEW, DIGEST_REVIEW_PAGE
 from bot.render.digest_review import REVIEW_BOX, ReviewState
 from bot.slack.local import OpenedView
 from store.digests import Digest
@@ -31,6 +31,7 @@ from tests.e2e.test_digests import (
     WINDOW,
     buttons,
     campaign,
+    chosen,
     click,
     posted_digest,
     statuses,
@@ -218,6 +219,42 @@ async def test_a_long_review_pages_and_remembers_the_boxes_of_every_page(
 async def _updated(cs: Countersign, view_id: str, old_hash: str) -> dict[str, Any] | None:
     [opened] = [v for v in cs.slack.views() if v.id == view_id]
     return opened.view if opened.view["hash"] != old_hash else None
+
+
+async def test_choose_cannot_approve_an_item_the_message_cut_which_review_all_can(
+    cs: Countersign,
+) -> None:
+    bodies = [campaign(n) for n in range(3)]
+    bodies[1]["request"]["segment"] = "segment-1 " + "y" * 400  # its row is cut in the message
+    ids = await submit_all(cs, bodies)
+    digest = await posted_digest(cs, ids)
+    await cs.settled()
+    [message] = top_level(cs)
+    assert DIGEST_APPROVE_ALL not in buttons(message)
+    cut = digest.items[1].id
+    assert await click(cs, APPROVER, DIGEST_CHOOSE, digest) == 200
+    view = (await eventually(lambda: _views_of(cs, APPROVER)))[-1].view
+
+    await submit_view(cs, APPROVER, view, chosen(ids, "approve"))
+
+    whole = [p.id for p in digest.items if p.id != cut]
+    await all_decided(cs, whole, ["succeeded"] * 2)
+    await cs.settled()
+    assert await statuses(cs, [cut]) == ["pending"]  # approved by nobody who read it whole
+    [answer_text] = await answers(cs, APPROVER)
+    assert answer_text.startswith("Approved 2, 0 already decided, 1 refused.")
+    assert "Review all" in answer_text
+    [refused] = [e for e in await cs.store.audit_log(cut) if e.event == "approve_refused"]
+    assert refused.actor == APPROVER
+
+    # read in full, it is approved from the review
+    review = (await open_review(cs, APPROVER, await cs.store.digests().get_digest(digest.id))).view
+    await submit_view(cs, APPROVER, review, boxes(review))
+    await all_decided(cs, [cut], ["succeeded"])
+
+
+async def _views_of(cs: Countersign, user: str) -> list[OpenedView]:
+    return list(cs.slack.views(user))
 
 
 # --- items the clicker may not approve ----------------------------------------------------------

@@ -267,6 +267,7 @@ CASES: list[Case] = [
     # bot/render/digest.py, digest_table.py, digest_reply.py, digest_clicks.py
     dated(render_digest.digest_message, DIGEST),
     dated(render_digest.shown_whole, DIGEST, time_left=False),
+    dated(render_digest.cut_items, DIGEST, time_left=False),
     plain(render_digest_table.total_text, compact_table(DIGEST.items, {}), 2, 3),
     plain(render_digest_reply.digest_reply, DIGEST_CHANGES),
     plain(render_digest_clicks.reject_modal, DIGEST, 2),
