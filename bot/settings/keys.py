@@ -10,35 +10,21 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from bot.settings.audit import AuditSection
-from bot.settings.delegation import DelegationSettings
-from bot.settings.digests import DigestSettings
-from bot.settings.escalation import EscalationSection
-from bot.settings.limits import AgentLimitsSection, Limits
-from bot.settings.model import AgentSection, FileModel, ServerSettings, StoreSettings
-from bot.settings.monitoring import MonitoringSettings
-from bot.settings.retention import RetentionSettings
+from bot.settings.limits import AgentLimitsSection
+from bot.settings.model import AgentSection, FileModel
 
 __all__ = ["keys_allowed_at", "setting_keys"]
 
 
 def keys_allowed_at(parent: tuple[str, ...]) -> tuple[str, ...]:
     """The keys a table of the file may hold, for naming them when an unknown one appears."""
-    sections: dict[str, type[BaseModel]] = {
-        "server": ServerSettings,
-        "store": StoreSettings,
-        "escalation": EscalationSection,
-        "slack": DigestSettings,
-        "limits": Limits,
-        "delegation": DelegationSettings,
-        "audit": AuditSection,
-        "monitoring": MonitoringSettings,
-        "retention": RetentionSettings,
-    }
     if not parent:
         return tuple(FileModel.model_fields)
-    if len(parent) == 1 and parent[0] in sections:
-        return tuple(sections[parent[0]].model_fields)
+    if len(parent) == 1 and parent[0] in FileModel.model_fields:
+        # a section that is a table of settings ([server], [approvals], ...)
+        annotation = FileModel.model_fields[parent[0]].annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return tuple(annotation.model_fields)
     if len(parent) == 2 and parent[0] == "agents":
         return tuple(AgentSection.model_fields)
     if len(parent) == 3 and parent[0] == "agents" and parent[2] == "limits":

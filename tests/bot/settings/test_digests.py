@@ -50,3 +50,17 @@ def test_an_unknown_key_lists_the_keys_the_section_has(tmp_path: Path) -> None:
 
     assert "slack.digest_size: unknown key" in problem
     assert "digests, digest_min, digest_max, digest_window_seconds" in problem
+
+
+def test_a_minimum_above_the_maximum_reads_as_one_sentence(tmp_path: Path) -> None:
+    section = "[slack]\ndigest_min = 30\ndigest_max = 20\n"
+
+    problem = only_problem(write(tmp_path, *valid_sections(), section))
+
+    assert problem.endswith("slack: digest_min (30) must not be more than digest_max (20)")
+
+
+def test_an_unknown_key_of_approvals_lists_the_keys_it_has(tmp_path: Path) -> None:
+    problem = only_problem(write(tmp_path, *valid_sections(), '[approvals]\nremindat = "80%"\n'))
+
+    assert "approvals.remindat: unknown key (expected one of: allowed_teams, remind_at" in problem
