@@ -34,7 +34,6 @@ from bot.slack.current_state import CurrentState
 from bot.slack.publish import SlackPublisher
 from bot.slack.tasks import BackgroundTasks
 from bot.slack.waiting_page import WaitingPage, fair_page
-from contracts.policy import AskRule
 from store.escalations import Escalation
 from store.proposals import Proposal, ProposalNotFound
 
@@ -185,15 +184,13 @@ class HomeTab:
         self.refresh(u for u in (escalation.owner, previous_owner) if u is not None)
 
     def _approvers(self, proposal: Proposal) -> set[str]:
-        """The people named in the approver roles of the proposal's rule (user groups are not
-        expanded here: their members see the change when they next open the tab)."""
+        """The people named in the roles that may decide the proposal now: its rule's approver
+        roles, and its backup roles once it was handed over (user groups are not expanded here:
+        their members see the change when they next open the tab)."""
         settings = self._service.settings
-        rule = next((r for r in settings.policy.rules if r.id == proposal.rule_id), None)
-        if not isinstance(rule, AskRule):
-            return set()
         return {
             member
-            for role in rule.approvers
+            for role in self._service.deciding_roles(proposal)
             for member in settings.roles.get(role, ())
             if not is_user_group(member) and member != proposal.requested_by
         }

@@ -5,6 +5,7 @@ approver's click decides, with every other click-time check still applied."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -22,6 +23,7 @@ from tests.e2e.harness import (
     replace_rule,
     running_countersign,
 )
+from tests.e2e.test_workspace import open_home
 
 LEAD = OUTSIDER  #: holds the backup role only
 
@@ -190,3 +192,20 @@ async def test_a_digest_says_who_else_may_decide_its_items_and_when(tmp_path: Pa
 
         [message] = [m for m in cs.slack.messages(CAMPAIGN_CHANNEL) if not m.is_reply]
         assert "*finance-leads* may decide them too now" in str(message.blocks)
+
+
+async def test_a_backup_approvers_home_tab_shows_the_proposal_once_handed_over(
+    cs: Countersign,
+) -> None:
+    answer = await submitted(cs)
+    tab = await open_home(cs, LEAD)
+    assert "segment-1" not in json.dumps(tab)  # not theirs to decide yet
+
+    cs.clock.advance(timedelta(minutes=10))
+    await handed_over(cs, answer["id"])
+
+    async def republished() -> Any:
+        view = cs.slack.home_view(LEAD)
+        return view if view is not tab and "segment-1" in json.dumps(view) else None
+
+    await eventually(republished)  # without opening the tab again
