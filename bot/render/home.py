@@ -28,6 +28,7 @@ from bot.render.escalation import why_escalated
 from bot.render.figures import why_asked
 from bot.render.inert import Mrkdwn, inert, own
 from bot.render.proposal import (
+    backup_line,
     buttons,
     edit_blocks,
     explanation,
@@ -171,6 +172,9 @@ def waiting_blocks(
                 f":busts_in_silhouette: {len(counted(proposal))} of {proposal.quorum} approved"
             )
         lines.append(expiry)
+        backup = backup_line(proposal)
+        if backup is not None:  # who else may decide it, or that they may now
+            lines.append(backup)
         checked = (current or {}).get(proposal.id)
         if checked is not None:
             lines.append(state_line(checked))

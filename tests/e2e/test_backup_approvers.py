@@ -208,4 +208,5 @@ async def test_a_backup_approvers_home_tab_shows_the_proposal_once_handed_over(
         view = cs.slack.home_view(LEAD)
         return view if view is not tab and "segment-1" in json.dumps(view) else None
 
-    await eventually(republished)  # without opening the tab again
+    shown = json.dumps(await eventually(republished))  # without opening the tab again
+    assert "*finance-leads* may decide it too now" in shown  # why it is theirs now
