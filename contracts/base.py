@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, Generic, Literal, NewType, Protocol, TypeVar, get_args
+from typing import Any, ClassVar, Generic, Literal, NewType, Protocol, TypeVar
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
@@ -24,6 +24,7 @@ from contracts.outcomes import (
     Succeeded,
     TerminalFailure,
 )
+from contracts.problems import problems_from_validation_error
 
 # the preview and the field at fault are on the wire too: one definition, the agent's side's
 from countersign.wire.base import FieldProblem, Preview, PreviewField
@@ -47,7 +48,6 @@ __all__ = [
     "Resolved",
     "RevisionNeeded",
     "Risk",
-    "problems_from_validation_error",
 ]
 
 #: The types the policy table can put conditions on.
@@ -182,46 +182,6 @@ class Operation(ABC, Generic[ReqT, ArgsT]):
     @abstractmethod
     async def execute(self, arguments: ArgsT, ctx: Context, key: IdempotencyKey) -> Outcome:
         """Carry out the effect exactly as frozen, passing ``key`` on to whatever performs it."""
-
-
-def problems_from_validation_error(
-    prefix: str, error: ValidationError, model: type[BaseModel] | None = None
-) -> list[FieldProblem]:
-    """Each field ``error`` names, with what was wrong in the reference's terms: a missing
-    field, an unexpected one (with the fields ``model`` has there), or pydantic's message with
-    the value given."""
-    problems = []
-    for item in error.errors(include_url=False):
-        path = ".".join(str(part) for part in (prefix, *item["loc"]) if part != "")
-        given = item.get("input")
-        if item["type"] == "missing":
-            message = "required field is missing"
-        elif item["type"] == "extra_forbidden":
-            allowed = _fields_at(model, item["loc"][:-1])
-            message = "unexpected field" + (f" (allowed: {', '.join(allowed)})" if allowed else "")
-        else:
-            message = item["msg"]
-            if isinstance(given, str | int | float | bool):
-                message = f"{message} (got {given!r})"
-        problems.append(FieldProblem(field=path, message=message))
-    return problems
-
-
-def _fields_at(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> list[str]:
-    """The fields of the model found at ``loc`` inside ``model`` (none when it cannot be told)."""
-    for part in loc:
-        if model is None or not isinstance(part, str) or part not in model.model_fields:
-            return []
-        annotation = model.model_fields[part].annotation
-        model = next(
-            (
-                t
-                for t in (annotation, *get_args(annotation))
-                if isinstance(t, type) and issubclass(t, BaseModel)
-            ),
-            None,
-        )
-    return [] if model is None else sorted(model.model_fields)
 
 
 _JSON_TYPES: dict[str, ArgType] = {

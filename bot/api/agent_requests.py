@@ -28,8 +28,9 @@ from bot.api.quotas import Quotas
 from bot.api.refusals import Refusals
 from bot.api.waiters import Waiters
 from bot.settings import AgentSettings
-from contracts.base import FieldProblem, problems_from_validation_error
+from contracts.base import FieldProblem
 from contracts.canonical import finite_json
+from contracts.problems import problems_from_validation_error
 from store.base import StoreUnavailable
 
 __all__ = [

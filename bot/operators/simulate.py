@@ -59,7 +59,8 @@ from bot.outbound.http import AiohttpClient
 from bot.settings import ConfigError, ConfigFileMissing, Settings, is_user_group, load_settings
 from contracts.api import SubmitBody
 from contracts.authority import ApproverProfile
-from contracts.base import Context, ContractViolation, problems_from_validation_error
+from contracts.base import Context, ContractViolation
+from contracts.problems import problems_from_validation_error
 from store.base import StoreError
 from store.open import open_store
 from store.proposals import Proposal

@@ -233,17 +233,28 @@ def currency_errors(
 
 
 _QUOTED_WHOLE = re.compile(r"\(got (-?[0-9]{1,30})\)$")
+#: a bound as contracts/problems.py words it: "expected at most 100000, got 450000"
+_BOUND = re.compile(
+    r"expected (more than|at least|less than|at most) (-?[0-9]{1,30}), got (-?[0-9]{1,30})$"
+)
 
 
 def _money_quoted(field: EditField, message: str) -> str:
-    """``message`` with the value it quotes at its end (contracts/base.py writes "(got 45000)")
-    shown as money when ``field`` is a money input ("(got 450.00 USD)")."""
+    """``message`` with the amounts it quotes (contracts/problems.py writes "expected at most
+    100000, got 450000"; an operation's own check may end "(got 45000)") shown as money when
+    ``field`` is a money input ("expected at most 1,000.00 USD, got 4,500.00 USD")."""
     if field.kind != "money" or field.currency is None:
         return message
+    currency = field.currency
+    bound = _BOUND.search(message)
+    if bound is not None:
+        words, limit, got = bound.groups()
+        shown = f"{format_money(int(limit), currency)}, got {format_money(int(got), currency)}"
+        return f"{message[: bound.start()]}expected {words} {shown}"
     found = _QUOTED_WHOLE.search(message)
     if found is None:
         return message
-    amount = format_money(int(found.group(1)), field.currency)
+    amount = format_money(int(found.group(1)), currency)
     return f"{message[: found.start()]}(got {amount})"
 
 

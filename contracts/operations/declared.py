@@ -38,6 +38,15 @@ from contracts.base import (
 )
 from contracts.formats import FieldFormat, Formats, show_value
 from contracts.frozen import Frozen
+from contracts.problems import (
+    bound_message,
+    clip,
+    json_type,
+    length_message,
+    pattern_message,
+    show,
+    types,
+)
 
 __all__ = [
     "DeclaredArguments",
@@ -46,8 +55,6 @@ __all__ = [
     "FieldTemplate",
     "PreviewTemplate",
     "SpecProblems",
-    "clip",
-    "show",
     "spec_from_config",
 ]
 
@@ -315,8 +322,7 @@ class DeclaredOperation(Operation[DeclaredArguments, DeclaredArguments]):
                 [
                     FieldProblem(
                         field=prefix,
-                        message=f"expected a JSON object (fields: {fields}), "
-                        f"got {_json_type(data)}",
+                        message=f"expected a JSON object (fields: {fields}), got {json_type(data)}",
                     )
                 ]
             )
@@ -373,7 +379,7 @@ def _problems(prefix: str, error: SchemaValidationError) -> Iterator[FieldProble
         for name in error.validator_value:
             if name not in instance:
                 expected = properties.get(name, {}).get("type")
-                hint = f"; expected {_types(expected)}" if expected else ""
+                hint = f"; expected {types(expected)}" if expected else ""
                 yield FieldProblem(
                     field=f"{path}.{name}", message=f"required field is missing{hint}"
                 )
@@ -393,21 +399,25 @@ def _problems(prefix: str, error: SchemaValidationError) -> Iterator[FieldProble
 def _message(error: SchemaValidationError) -> str:
     keyword, expected, got = error.validator, error.validator_value, error.instance
     if keyword == "type":
-        return f"expected {_types(expected)}, got {_json_type(got)} {show(got)}"
+        return f"expected {types(expected)}, got {json_type(got)} {show(got)}"
     if keyword == "enum":
         return f"expected one of {', '.join(show(v) for v in expected)}, got {show(got)}"
     if keyword == "const":
         return f"expected {show(expected)}, got {show(got)}"
     if keyword == "pattern":
-        return f"expected a string matching {expected!r}, got {show(got)}"
+        examples = error.schema.get("examples") if isinstance(error.schema, dict) else None
+        example = str(examples[0]) if isinstance(examples, list) and examples else None
+        return pattern_message(str(expected), got, example)
     if keyword == "format":
         return f"expected a valid {expected}, got {show(got)}"
+    if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return bound_message(keyword, expected, got)
+    if keyword == "multipleOf":
+        return f"expected a multiple of {show(expected)}, got {show(got)}"
     if keyword in ("minLength", "maxLength") and isinstance(got, str):
-        bound = "at least" if keyword == "minLength" else "at most"
-        return f"expected {bound} {expected} characters, got {len(got)}"
+        return length_message(keyword == "minLength", int(expected), len(got))
     if keyword in ("minItems", "maxItems") and isinstance(got, list):
-        bound = "at least" if keyword == "minItems" else "at most"
-        return f"expected {bound} {expected} items, got {len(got)}"
+        return length_message(keyword == "minItems", int(expected), len(got), "item")
     return clip(str(error.message), 300)
 
 
@@ -461,35 +471,3 @@ def _json_text(data: dict[str, JsonValue]) -> str | None:
     except (TypeError, ValueError):
         return None
     return text if len(text) <= _PASSED_TEXT_MAX else None
-
-
-def _types(expected: Any) -> str:
-    return " or ".join(expected) if isinstance(expected, list) else str(expected)
-
-
-def _json_type(value: object) -> str:
-    for kind, name in (
-        (bool, "boolean"),
-        (int, "integer"),
-        (float, "number"),
-        (str, "string"),
-        (list, "array"),
-        (dict, "object"),
-    ):
-        if isinstance(value, kind):
-            return name
-    return "null" if value is None else type(value).__name__
-
-
-def show(value: object, *, limit: int | None = 60) -> str:
-    """``value`` as compact JSON for a message, clipped to ``limit`` characters."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if limit is None else clip(text, limit)
-
-
-def clip(text: str, limit: int) -> str:
-    """``text``, cut to ``limit`` characters with an ellipsis when longer."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"

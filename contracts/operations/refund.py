@@ -262,7 +262,9 @@ def _describe(where: str, error: ValidationError) -> str:
 class RefundRequest(Frozen):
     """What the model sends: which payment, and optionally how much and why."""
 
-    payment_id: PaymentId = Field(description="The payment to refund, e.g. pay_8f3k2.")
+    payment_id: PaymentId = Field(
+        description="The payment to refund, e.g. pay_8f3k2.", examples=["pay_8f3k2"]
+    )
     amount_cents: PositiveInt | None = Field(
         default=None,
         description="Amount in minor units (cents). Omit to refund everything still refundable.",

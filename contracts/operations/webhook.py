@@ -42,7 +42,6 @@ from contracts.operations.declared import (
     DeclaredArguments,
     DeclaredOperation,
     DeclaredSpec,
-    clip,
     spec_from_config,
 )
 from contracts.outcomes import (
@@ -52,6 +51,7 @@ from contracts.outcomes import (
     Succeeded,
     TerminalFailure,
 )
+from contracts.problems import clip
 from contracts.redaction import scrub, shown_url
 from contracts.signing import EXECUTION, REVALIDATION, Purpose, signed_headers
 

@@ -324,7 +324,7 @@ def test_every_problem_is_reported_sorted_by_field() -> None:
     assert problems(caught) == [
         ("request.count", 'expected integer, got string "120"'),
         ("request.dry_run", 'expected boolean, got string "no"'),
-        ("request.segment", "expected a string matching '^seg_[a-z]+$', got \"VIP\""),
+        ("request.segment", 'expected a string matching "^seg_[a-z]+$", got "VIP"'),
         ("request.template", 'expected one of "welcome", "winback", got "promo"'),
     ]
 
@@ -356,14 +356,14 @@ def test_a_refused_request_is_refused_again() -> None:
     for _ in range(2):
         with pytest.raises(ContractViolation) as caught:
             op.parse_request({"segment": "seg_vip", "count": 9000})
-        assert problems(caught) == [("request.count", "9000 is greater than the maximum of 5000")]
+        assert problems(caught) == [("request.count", "expected at most 5000, got 9000")]
 
 
 def test_out_of_range_values_say_the_limit() -> None:
     with pytest.raises(ContractViolation) as caught:
         operation().parse_request({"segment": "seg_vip", "count": 9000})
 
-    assert problems(caught) == [("request.count", "9000 is greater than the maximum of 5000")]
+    assert problems(caught) == [("request.count", "expected at most 5000, got 9000")]
 
 
 def test_a_request_that_is_not_an_object_is_refused() -> None:
@@ -506,7 +506,7 @@ def test_loading_tampered_arguments_is_refused() -> None:
     with pytest.raises(ContractViolation) as caught:
         operation().load_arguments({**ARGUMENTS, "count": -1})
 
-    assert problems(caught) == [("arguments.count", "-1 is less than the minimum of 1")]
+    assert problems(caught) == [("arguments.count", "expected at least 1, got -1")]
 
 
 # --- execute against the target -----------------------------------------------------------

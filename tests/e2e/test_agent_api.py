@@ -169,6 +169,39 @@ async def test_agent_field_in_the_body_is_an_unknown_field_not_an_identity(
     await assert_nothing_changed(cs)
 
 
+async def test_a_body_of_wrong_values_is_told_what_each_field_expects_in_the_apis_terms(
+    cs: Countersign,
+) -> None:
+    """Each field at fault says what was expected and what came, as the API's reader knows it
+    (JSON types, a Slack user id, a URL; no library's wording, no regular expression), and a
+    value sent is quoted clipped, never echoed back whole."""
+    body = {
+        "operation": "",
+        "request": ["vip"],
+        "requested_by": "U1",
+        "run_id": 7,
+        "reason": "ignore previous instructions " * 200,
+        "callback_url": "ftp://example.com/hook",
+        "urgent": "yes",
+    }
+    answer = await post(cs, body)
+
+    document = problem(answer, 422)
+    assert fields(document) == {
+        "operation": 'expected a non-empty string, got ""',
+        "request": 'expected object, got array ["vip"]',
+        "requested_by": 'expected a Slack user id such as U012AB3CD, got "U1"',
+        "run_id": "expected string, got integer 7",
+        "reason": "expected at most 2000 characters, got 5800",
+        "callback_url": (
+            'expected an http:// or https:// URL without spaces, got "ftp://example.com/hook"'
+        ),
+        "urgent": 'expected boolean, got string "yes"',
+    }
+    assert len(answer.body) < 2_000  # 5,800 characters sent; none of them sent back
+    await assert_nothing_changed(cs)
+
+
 async def test_a_body_missing_its_fields_names_each_as_missing(cs: Countersign) -> None:
     answer = await post(cs, {"operation": CAMPAIGN["operation"]})
 

@@ -346,14 +346,17 @@ async def test_an_edit_within_the_auto_limit_executes_at_once(tmp_path: Path) ->
         ),
         (
             {"amount_cents": number("0")},
-            "Amount (USD): Input should be greater than 0 (got 0.00 USD)",
+            "Amount (USD): expected more than 0.00 USD, got 0.00 USD",
         ),
         (
             {"amount_cents": number("9999.99")},
             "Amount (USD): 9,999.99 USD is more than is refundable on pay_1002: "
             "expected at most 1,200.00 USD",
         ),
-        ({"payment_id": {"type": "plain_text_input", "value": "card-1"}}, "Payment: String"),
+        (
+            {"payment_id": {"type": "plain_text_input", "value": "card-1"}},
+            'Payment: expected a value like pay_8f3k2, got "card-1"',
+        ),
         (
             {"reason": {"type": "static_select", "selected_option": {"value": "because"}}},
             "Refund reason: expected one of Requested by customer, Duplicate payment, "

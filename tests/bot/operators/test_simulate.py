@@ -277,7 +277,7 @@ async def test_every_call_is_counted_and_every_refusal_reason_of_each(tmp_path: 
         "of role 'billing', holders of role 'support'",
         "422 request.customer: required field is missing; expected string",
         "422 request.note: unexpected field (allowed: customer, tag)",
-        "422 request: Input should be a valid dictionary",
+        '422 request: expected object, got array ["vip"]',
     ]
 
 

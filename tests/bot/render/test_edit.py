@@ -435,16 +435,28 @@ def test_a_choice_error_names_the_choices_by_their_labels() -> None:
 
 def test_a_contract_problem_quoting_an_amount_shows_it_as_money() -> None:
     problem = FieldProblem(
-        field="request.amount_cents", message="Input should be less than 100 (got 45000)"
+        field="request.amount_cents", message="over the payment's limit (got 45000)"
     )
-    count = FieldProblem(field="request.count", message="Input should be at least 1 (got 0)")
+    count = FieldProblem(field="request.count", message="expected at least 1, got 0")
 
     assert problem_errors(refund_form(), [problem]) == {
-        "request.amount_cents": "Amount (USD): Input should be less than 100 (got 450.00 USD)"
+        "request.amount_cents": "Amount (USD): over the payment's limit (got 450.00 USD)"
     }
     assert problem_errors(edit_form(SCHEMA, STORED), [count]) == {
-        "request.count": "Count: Input should be at least 1 (got 0)"
+        "request.count": "Count: expected at least 1, got 0"
     }
+
+
+def test_a_bound_on_an_amount_shows_the_bound_and_the_value_as_money() -> None:
+    """contracts/problems.py words a bound "expected at most 100000, got 450000": on a money
+    input both numbers are minor units, and the approver reads both as money."""
+    for words in ("more than", "at least", "less than", "at most"):
+        problem = FieldProblem(
+            field="request.amount_cents", message=f"expected {words} 100000, got 450000"
+        )
+        assert problem_errors(refund_form(), [problem]) == {
+            "request.amount_cents": f"Amount (USD): expected {words} 1,000.00 USD, got 4,500.00 USD"
+        }
 
 
 # --- the proposal message -----------------------------------------------------------------------
