@@ -34,7 +34,7 @@ from countersign.reading import (
     retry_delay,
 )
 
-__all__ = ["LightClient", "StillPending", "environment_client", "from_environment"]
+__all__ = ["Interrupted", "LightClient", "StillPending", "environment_client", "from_environment"]
 
 #: Past the caller's wait, time left to withdraw the proposal and read what it came to.
 GRACE_SECONDS: Final = 15.0
@@ -46,6 +46,18 @@ class StillPending(NamedTuple):
 
     proposal_id: str
     status: int
+
+
+class Interrupted(NamedTuple):
+    """Countersign failed after the proposal was made and before anyone had decided it: while
+    the caller waited (``while_withdrawing`` False) or while it withdrew the proposal once its
+    wait ran out (True). ``withdrawn``: the proposal was withdrawn after all, so nothing will
+    come of it; otherwise it may still be pending there, and be decided later."""
+
+    proposal_id: str
+    failure: CountersignError
+    withdrawn: bool
+    while_withdrawing: bool = False
 
 
 class LightClient:
@@ -125,9 +137,11 @@ class LightClient:
             path += f"?wait={hold:.3f}"
         return self._send("GET", path, None, {}, hold=hold, deadline=deadline)
 
-    def cancel(self, proposal_id: str) -> dict[str, Any]:
-        """Withdraw a pending proposal; ProblemError 409 when it was decided first."""
-        return self._send("POST", f"/v1/proposals/{quote(proposal_id, safe='')}/cancel", None, {})
+    def cancel(self, proposal_id: str, *, latest: float | None = None) -> dict[str, Any]:
+        """Withdraw a pending proposal; ProblemError 409 when it was decided first. With
+        ``latest`` (time.monotonic), no retry is waited for past it."""
+        path = f"/v1/proposals/{quote(proposal_id, safe='')}/cancel"
+        return self._send("POST", path, None, {}, latest=latest)
 
     def ask(
         self,
@@ -138,9 +152,11 @@ class LightClient:
         idempotency_key: str,
         run_id: str | None = None,
         reason: str | None = None,
-    ) -> Ending | StillPending:
+    ) -> Ending | StillPending | Interrupted:
         """Propose on a decision operation and wait at most ``wait`` seconds for the decision;
-        when nobody decided by then, the proposal is withdrawn (``Ending.kind == "deadline"``)."""
+        when nobody decided by then, the proposal is withdrawn (``Ending.kind == "deadline"``).
+        Countersign failing once the proposal is made is :class:`Interrupted` (the proposal is
+        withdrawn if it still can be); failing before, the error is raised: nothing was asked."""
         deadline = time.monotonic() + max(0.0, wait)
         document = self.propose(
             operation,
@@ -150,11 +166,17 @@ class LightClient:
             reason=reason,
             latest=deadline,
         )
-        document = self._settle(document, deadline)
+        try:
+            document = self._settle(document, deadline)
+        except CountersignError as failure:
+            return self._interrupted(document, failure, while_withdrawing=False)
         ending = ending_of(document)
         if ending is not None:
             return ending
-        return self._withdraw(document)
+        try:
+            return self._withdraw(document)
+        except CountersignError as failure:
+            return self._interrupted(document, failure, while_withdrawing=True)
 
     # --- waiting ---------------------------------------------------------------------------------
 
@@ -171,10 +193,27 @@ class LightClient:
             hold = min(remaining, self.long_poll_seconds)
             document = self.read(document["id"], hold=hold, deadline=deadline)
 
+    def _interrupted(
+        self, document: dict[str, Any], failure: CountersignError, *, while_withdrawing: bool
+    ) -> Ending | Interrupted:
+        """Countersign failed with ``document``'s proposal undecided: withdraw it if that can
+        still be done within the grace (a decision that won the race stands)."""
+        if not while_withdrawing:
+            try:
+                came = self._withdraw(document)
+            except CountersignError:
+                pass
+            else:
+                if isinstance(came, Ending) and came.kind != "deadline":
+                    return came  # decided meanwhile: that decision is the answer
+                withdrawn = isinstance(came, Ending)
+                return Interrupted(document["id"], failure, withdrawn)
+        return Interrupted(document["id"], failure, False, while_withdrawing)
+
     def _withdraw(self, document: dict[str, Any]) -> Ending | StillPending:
         """The caller's wait ran out: withdraw the proposal, unless a decision won the race."""
         try:
-            withdrawn = self.cancel(document["id"])
+            withdrawn = self.cancel(document["id"], latest=time.monotonic() + GRACE_SECONDS)
         except ProblemError as refused:
             if refused.status in (404, 405):
                 return StillPending(document["id"], refused.status)

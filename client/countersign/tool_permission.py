@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 from countersign.errors import CountersignError, ProblemError, Unreachable
-from countersign.light import LightClient, StillPending
+from countersign.light import Interrupted, LightClient, StillPending
 from countersign.reading import Ending
 
 if TYPE_CHECKING:
@@ -208,15 +209,23 @@ def decide_tool_call(
             reason=reason,
         )
     except ProblemError as refused:
-        passing = refused.status >= 500 or refused.status == 429
-        decision: Literal["deny", "undecided"] = "undecided" if passing else "deny"
-        return Verdict(decision, f"Countersign refused to ask about {tool_name}: {refused}")
+        if refused.status >= 500 or refused.status == 429:  # not now: nothing was stored
+            return Verdict(
+                "undecided",
+                f"Countersign could not take the request to use {tool_name} just now, so nobody "
+                f"was asked and it is not allowed: {refused}{_when_to_retry(refused)}",
+            )
+        return Verdict("deny", f"Countersign refused to ask about {tool_name}: {refused}")
     except Unreachable as error:
         return Verdict(
-            "undecided", f"Countersign could not be reached, so {tool_name} is not allowed: {error}"
+            "undecided",
+            f"Countersign could not be reached, so nobody was asked and {tool_name} is not "
+            f"allowed: {error}",
         )
     except CountersignError as error:
         return Verdict("undecided", f"Countersign could not decide on {tool_name}: {error}")
+    if isinstance(came, Interrupted):
+        return _interrupted(tool_name, came, wait)
     if isinstance(came, StillPending):
         return Verdict(
             "undecided",
@@ -226,6 +235,40 @@ def decide_tool_call(
             proposal_id=came.proposal_id,
         )
     return verdict_for(shape, tool_name, came, wait)
+
+
+def _interrupted(tool_name: str, came: Interrupted, wait: float) -> Verdict:
+    """Countersign failed once the request was made, before anyone decided it."""
+    failure = came.failure
+    what = "was not reached" if isinstance(failure, Unreachable) else "answered with an error"
+    if came.while_withdrawing:
+        text = (
+            f"Nobody decided on {tool_name} in Countersign within {wait:g} s, and Countersign "
+            f"{what} when the request was to be withdrawn ({failure})"
+        )
+    else:
+        text = (
+            f"Countersign {what} while {tool_name} waited for a decision ({failure}); nobody "
+            "had decided it"
+        )
+    if came.withdrawn:
+        text += (
+            f". The request was withdrawn (proposal {came.proposal_id}); {tool_name} is not allowed"
+        )
+    else:
+        text += (
+            f". The request could not be withdrawn: proposal {came.proposal_id} may still be "
+            f"decided in Slack, but {tool_name} is not allowed now, whatever is decided there"
+        )
+    return Verdict("undecided", text + _when_to_retry(failure), proposal_id=came.proposal_id)
+
+
+def _when_to_retry(failure: CountersignError) -> str:
+    """When Countersign said to try again, unless its own words say so already."""
+    seconds = failure.retry_after if isinstance(failure, ProblemError) else None
+    if seconds is None or re.search(r"retry after \d", str(failure), re.IGNORECASE):
+        return ""
+    return f". Countersign asked to try again in {seconds:g} s"
 
 
 def verdict_of(shape: ToolCallShape, tool_name: str, answer: Answer, wait: float) -> Verdict:
