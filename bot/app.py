@@ -144,6 +144,7 @@ def build_app(
         reminder=reminder,
         formats_of=settings.registry.formats,
         agent_acts=settings.registry.agent_acts,
+        described=settings.registry.description,
     )
     # Callbacks go to agent-chosen URLs: their own client, which connects only to checked
     # addresses, with per-destination slots that end before the outbox lease does.

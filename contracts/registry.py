@@ -52,5 +52,11 @@ class Registry:
         operation = self._operations.get(name)
         return operation is not None and operation.agent_acts
 
+    def description(self, name: str) -> str | None:
+        """What operation ``name`` does, in the words its definition gives people ("Refund a
+        settled card payment, in full or in part."); None for one no longer configured."""
+        operation = self._operations.get(name)
+        return None if operation is None else operation.description
+
     def names(self) -> tuple[str, ...]:
         return tuple(self._operations)

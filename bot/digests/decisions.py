@@ -80,7 +80,8 @@ class DigestService:
         """Ask for one reason in a modal, unless the clicker may decide none of the items."""
 
         def view(digest: Digest) -> dict[str, Any]:
-            return digest_clicks.reject_modal(digest, len(_pending(digest.items)))
+            what = self.publisher.described(digest.operation)
+            return digest_clicks.reject_modal(digest, len(_pending(digest.items)), what)
 
         await self._open_deciding(digest_id, view, user, channel, trigger_id, audit_as="reject")
 

@@ -278,7 +278,10 @@ class DigestOutbox:
             record = similar.digest(new_digest_id(), "", now)  # its ts is Slack's, once posted
             shown = Digest(**record.model_dump(), items=tuple(items))
             message = render_digest.digest_message(
-                shown, now=now, formats=self._publisher.formats_of(similar.operation)
+                shown,
+                now=now,
+                formats=self._publisher.formats_of(similar.operation),
+                what=self._publisher.described(similar.operation),
             )
             payload = {"digest_id": shown.id, "proposal_ids": " ".join(p.id for p in items)}
             response = await self._publisher.post_message(
@@ -371,7 +374,10 @@ class DigestOutbox:
     def _update(self, digest: Digest, held: list[Delivery]) -> Callable[[], Awaitable[None]]:
         async def update() -> None:
             message = render_digest.digest_message(
-                digest, now=self._clock(), formats=self._publisher.formats_of(digest.operation)
+                digest,
+                now=self._clock(),
+                formats=self._publisher.formats_of(digest.operation),
+                what=self._publisher.described(digest.operation),
             )
             await self._publisher.update_message(digest.channel, digest.ts, message)
             await self._digests.complete_deliveries([d.id for d in held], now=self._clock())

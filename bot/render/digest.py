@@ -58,14 +58,17 @@ RISK_ORDER: Final[tuple[Risk, ...]] = ("irreversible", "reversible", "read")
 # --- the message ----------------------------------------------------------------------------------
 
 
-def digest_message(digest: Digest, *, now: datetime, formats: Formats | None = None) -> Message:
-    """The digest: who asked and why, the fields every item shares once, the total where the
-    operation has money (``formats``), one numbered line per item with only the fields that
-    differ and its status, and while any item is pending the buttons Review all…, Reject all…
-    and Choose… (and Approve all when every pending item is shown in full)."""
+def digest_message(
+    digest: Digest, *, now: datetime, formats: Formats | None = None, what: str | None = None
+) -> Message:
+    """The digest: what its items are (``what``: the operation's description), who asked and
+    why, the fields every item shares once, the total where the operation has money
+    (``formats``), one numbered line per item with only the fields that differ and its status,
+    and while any item is pending the buttons Review all…, Reject all… and Choose… (and Approve
+    all when every pending item is shown in full)."""
     items = digest.items
     pending = [p for p in items if p.status is Status.PENDING]
-    blocks, rows, budget = _pieces(digest, now, formats)
+    blocks, rows, budget = _pieces(digest, now, formats, what)
     sections = kit.packed_sections(rows, budget=budget)
     whole = _whole(rows, items, budget) and kit.CLIPPED not in blocks[-1]["text"]["text"]
     blocks += sections
@@ -74,7 +77,7 @@ def digest_message(digest: Digest, *, now: datetime, formats: Formats | None = N
             digest.id, action_id=DIGEST_SHOW_FULL, what="some proposals listed above"
         )
     tail: Blocks = [_buttons(digest, len(pending), approve_all=whole)] if pending else []
-    text = f"{'Approval needed' if pending else 'Decided'}: {_title(digest)}"
+    text = f"{'Approval needed' if pending else 'Decided'}: {_title(digest, what)}"
     return kit.message(inert(text), [*blocks, *tail])
 
 
@@ -82,7 +85,7 @@ def cut_items(digest: Digest, *, now: datetime, formats: Formats | None = None) 
     """The ids of the pending items :func:`digest_message` does not show in full: a value or
     the agent's words of its row cut, its row beyond the message's, or what every item shares
     cut; in the digest's order. Choose… approves none of them: Review all… shows them whole."""
-    head, rows, budget = _pieces(digest, now, formats)
+    head, rows, budget = _pieces(digest, now, formats, None)
     texts = kit.packed(rows)
     listed = len(rows)
     if len(texts) > budget:  # as kit.packed_sections counts the rows it leaves out
@@ -96,7 +99,7 @@ def cut_items(digest: Digest, *, now: datetime, formats: Formats | None = None) 
 
 
 def _pieces(
-    digest: Digest, now: datetime, formats: Formats | None
+    digest: Digest, now: datetime, formats: Formats | None, what: str | None
 ) -> tuple[Blocks, list[Mrkdwn], int]:
     """The digest's head (its last block: what every item shares), one row per item, and how
     many sections the rows may take."""
@@ -115,7 +118,7 @@ def _pieces(
     risks = [RISK_LABELS[risk] for risk in RISK_ORDER if any(p.risk == risk for p in items)]
     table = compact_table(items, formats or {})
     head: Blocks = [
-        kit.header(_title(digest)),
+        kit.header(_title(digest, what)),
         kit.section(own("\n".join([*risks, f"*Why you are asked:* {'; '.join(whys)}"]))),
         kit.context(own(f"{_counts(items)}. Each proposal is checked and executed on its own.")),
         kit.section(own(asked)),
@@ -204,8 +207,13 @@ def _whole(rows: Sequence[str], items: Sequence[Proposal], budget: int) -> bool:
     )
 
 
-def _title(digest: Digest) -> str:
-    return f"{len(digest.items)} proposals: {digest.operation}"
+def _title(digest: Digest, what: str | None) -> str:
+    """ "4 proposals: Refund a settled card payment, in full or in part": the items named by
+    ``what``, the operation's description (configured, never the agent's: the header comes
+    before Countersign's verdict), never by the operation's name."""
+    count = f"{len(digest.items):,} proposals"
+    named = (what or "").strip().removesuffix(".")
+    return f"{count}: {named}" if named else count
 
 
 def _counts(items: Sequence[Proposal]) -> str:
@@ -280,8 +288,8 @@ def _buttons(digest: Digest, pending: int, *, approve_all: bool = True) -> dict[
     approve["confirm"] = {
         "title": kit.plain(f"Approve {pending} proposals?", kit.CONFIRM_TITLE_MAX),
         "text": kit.plain(
-            f"Every pending {digest.operation} listed here is checked and executed on its own, "
-            "with its own outcome in the thread.",
+            "Every pending proposal listed here is checked and executed on its own, with its "
+            "own outcome in the thread.",
             kit.CONFIRM_TEXT_MAX,
         ),
         "confirm": kit.plain("Approve all", 30),

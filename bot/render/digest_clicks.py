@@ -55,8 +55,11 @@ class Tally:
         return sum(self.refused.values())
 
 
-def reject_modal(digest: Digest, pending: int) -> dict[str, Any]:
-    """The reason for rejecting every pending item; private_metadata is the digest id."""
+def reject_modal(digest: Digest, pending: int, what: str | None = None) -> dict[str, Any]:
+    """The reason for rejecting every pending item, named as the digest's header names them
+    (``what``: the operation's description); private_metadata is the digest id."""
+    named = (what or "").strip().removesuffix(".")
+    named = f" ({kit.clip(inert(named), 200)})" if named else ""
     return kit.modal(
         DIGEST_REJECT_VIEW,
         "Reject all",
@@ -65,9 +68,8 @@ def reject_modal(digest: Digest, pending: int) -> dict[str, Any]:
         blocks=[
             kit.section(
                 own(
-                    f"Reject the *{pending}* pending proposals of "
-                    f"{kit.code(digest.operation, 200)} in this digest. Nothing of them will be "
-                    "executed."
+                    f"Reject the *{pending:,}* pending proposals of this digest{named}. Nothing "
+                    "of them will be executed."
                 )
             ),
             _reason_input(optional=False),
@@ -102,8 +104,8 @@ def choose_modal(digest: Digest, pending: Sequence[Proposal]) -> dict[str, Any]:
         blocks=[
             kit.section(
                 own(
-                    f"Select pending proposals of {kit.code(digest.operation, 200)}; each one is "
-                    "checked and decided on its own."
+                    "Select pending proposals of this digest; each one is checked and decided "
+                    "on its own."
                 )
             ),
             *groups,

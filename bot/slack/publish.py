@@ -110,6 +110,7 @@ class SlackPublisher:
         reminder: Callable[[Proposal], Awaitable[Message]] | None = None,
         formats_of: Callable[[str], Formats] | None = None,
         agent_acts: Callable[[str], bool] | None = None,
+        described: Callable[[str], str | None] | None = None,
         pacer: SlackPacer | None = None,
     ) -> None:
         """``extension_of`` says what an Extend button on a proposal's message would add to its
@@ -118,7 +119,8 @@ class SlackPublisher:
         for a slack.remind (bot/flow/reminders.py; none without it); ``formats_of`` how an operation
         shows its fields (contracts/formats.py), for what an edit changed and the outcome;
         ``agent_acts`` whether the agent carries out an operation itself (a decision), which its
-        message, confirmation and outcome say."""
+        message, confirmation and outcome say; ``described`` what an operation does in its
+        definition's words, which names it where several proposals show together (a digest)."""
         self.client = client
         self._outbox_client = outbox_client or client
         self._store = store
@@ -130,6 +132,7 @@ class SlackPublisher:
         #: Slack's rate limits per method and channel, shared by every outbox call
         self.pacer = pacer or SlackPacer()
         self._agent_acts = agent_acts or (lambda _: False)
+        self._described = described or (lambda _: None)
 
     def formats_of(self, operation: str) -> Formats:
         """How ``operation`` shows its fields (contracts/formats.py)."""
@@ -138,6 +141,10 @@ class SlackPublisher:
     def agent_acts(self, operation: str) -> bool:
         """Whether the agent carries out ``operation`` itself once approved (a decision)."""
         return self._agent_acts(operation)
+
+    def described(self, operation: str) -> str | None:
+        """What ``operation`` does, in its definition's words; None when it is not configured."""
+        return self._described(operation)
 
     # --- the outbox's effects -----------------------------------------------------------------
 

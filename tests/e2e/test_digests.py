@@ -213,6 +213,35 @@ async def test_the_items_of_a_digest_get_one_reminder_in_its_thread_not_one_each
     assert await cs.store.pending_deliveries() == 0
 
 
+async def test_a_digest_names_its_proposals_in_peoples_words_not_by_the_operations_name(
+    cs: Countersign,
+) -> None:
+    """Its header, Approve all's confirmation and the Reject all… modal read as a proposal's own
+    message does: what the operation does, never its name."""
+    ids = await submit_all(cs, [campaign(n) for n in range(3)])
+    digest = await posted_digest(cs, ids)
+    await cs.settled()
+
+    message = cs.slack.message(CAMPAIGN_CHANNEL, digest.ts)
+    [header] = [b for b in message.blocks if b["type"] == "header"]
+    assert header["text"]["text"] == "3 proposals: Email a campaign to a customer segment"
+    assert message.text == "Approval needed: 3 proposals: Email a campaign to a customer segment"
+    [approve_all] = [
+        element
+        for block in message.blocks
+        if block["type"] == "actions"
+        for element in block["elements"]
+        if element["action_id"] == DIGEST_APPROVE_ALL
+    ]
+    assert approve_all["confirm"]["text"]["text"].startswith("Every pending proposal listed here")
+    assert await click(cs, APPROVER, DIGEST_REJECT_ALL, digest) == 200
+    [opened] = await eventually(lambda: _views(cs, APPROVER))
+    asked = json.dumps(opened.view["blocks"])
+    assert "Reject the *3* pending proposals of this digest (Email a campaign to a" in asked
+    for shown in (json.dumps(message.blocks), message.text, asked):
+        assert "crm.send_campaign" not in shown
+
+
 async def test_dissimilar_proposals_are_not_merged(tmp_path: Path) -> None:
     refunds_here = replace_rule(
         "refunds",

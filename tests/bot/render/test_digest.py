@@ -94,12 +94,23 @@ def test_a_pending_digest_lists_every_item_and_offers_its_buttons_with_its_id_on
     text = all_text(message)
     for n in range(3):
         assert f"*Payment* pay_{n}" in text and f"cs_item{n:04d}" in text
-    assert "3 proposals: payments.refund" in text
+    assert "3 proposals" in text and "payments.refund" not in text
     assert "<@U0REQUESTER>" in text and "of rule *refunds*" in text
     assert "Irreversible" in text  # the operation's risk class, as on a proposal's own message
     assert button_values(message) == dict.fromkeys(
         [DIGEST_APPROVE_ALL, DIGEST_REVIEW, DIGEST_REJECT_ALL, DIGEST_CHOOSE], "dg_digest"
     )
+
+
+def test_a_digest_is_named_by_its_operations_description_never_its_name() -> None:
+    refunds = digest([item(n) for n in range(3)])
+    described = digest_message(refunds, now=NOW, what="Refund a settled card payment.")
+
+    assert described["blocks"][0]["text"]["text"] == "3 proposals: Refund a settled card payment"
+    assert described["text"] == "Approval needed: 3 proposals: Refund a settled card payment"
+    modal = json.dumps(reject_modal(refunds, 3, "Refund a settled card payment."))
+    assert "pending proposals of this digest (Refund a settled card payment)" in modal
+    assert "payments.refund" not in modal + json.dumps(described)
 
 
 def test_the_agents_words_are_labelled_and_escaped() -> None:
