@@ -46,7 +46,9 @@ class AsyncClient:
     ``requested_by`` and ``run_id`` are the defaults of every proposal (the accountable human and
     the agent run); each call may name its own. Long polls ask the server to hold a read for at
     most ``long_poll_seconds`` (keep it within the server's ``long_poll_max_seconds``) and
-    reconnect until the caller's timeout; passing failures are retried ``attempts`` times.
+    reconnect until the caller's timeout; passing failures are retried ``attempts`` times. A
+    refusal whose ``Retry-After`` is longer than ``longest_retry_after`` (when given) is raised at
+    once rather than waited out (at most 30 s each time otherwise).
     """
 
     def __init__(
@@ -60,11 +62,17 @@ class AsyncClient:
         request_timeout: float = 10.0,
         attempts: int = 4,
         session: aiohttp.ClientSession | None = None,
+        longest_retry_after: float | None = None,
     ) -> None:
         if long_poll_seconds <= 0:
             raise ValueError(f"long_poll_seconds must be positive, got {long_poll_seconds}")
         self._transport = Transport(
-            base_url, token, request_timeout=request_timeout, attempts=attempts, session=session
+            base_url,
+            token,
+            request_timeout=request_timeout,
+            attempts=attempts,
+            session=session,
+            longest_retry_after=longest_retry_after,
         )
         self._token = token
         self._request_timeout = request_timeout

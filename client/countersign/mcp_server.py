@@ -52,6 +52,10 @@ MISSING_EXTRA: Final = (
     "pip install 'countersign-client[mcp]'"
 )
 
+#: The longest ``Retry-After`` a tool waits out before answering: past it, the tool answers the
+#: refusal (which says when to retry) at once, rather than outlast Claude Code's tool timeout.
+LONGEST_RETRY_AFTER: Final = 5.0
+
 log = logging.getLogger(__name__)
 
 _INSTRUCTIONS = (
@@ -253,7 +257,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     problem: str | None = None
     try:
         base_url, token, defaults = from_environment(env)
-        client = AsyncClient(base_url, token, **defaults)
+        client = AsyncClient(base_url, token, longest_retry_after=LONGEST_RETRY_AFTER, **defaults)
     except (CountersignError, ValueError) as error:
         # serve anyway: every tool says what is missing, and nothing is allowed
         problem = str(error)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from countersign.errors import Unreachable
+from countersign.errors import ProblemError, Unreachable
 from countersign.reading import RETRIED_STATUSES, backoff, problem_of, retry_delay
 
 __all__ = ["Reply", "Transport"]
@@ -40,6 +40,7 @@ class Transport:
         request_timeout: float,
         attempts: int,
         session: aiohttp.ClientSession | None = None,
+        longest_retry_after: float | None = None,
     ) -> None:
         if not token:
             raise ValueError("token is empty; expected the agent's bearer token")
@@ -49,6 +50,8 @@ class Transport:
         self._token = token
         self._request_timeout = request_timeout
         self._attempts = attempts
+        #: a refusal asking for a longer wait than this is raised at once, not waited out
+        self._longest_retry_after = longest_retry_after
         self._session = session
         self._owns_session = session is None
 
@@ -86,7 +89,7 @@ class Transport:
                     return reply
                 problem = problem_of(reply.status, reply.body, reply.retry_after)
                 last = deadline is None and attempt == self._attempts - 1
-                if reply.status not in RETRIED_STATUSES or last:
+                if reply.status not in RETRIED_STATUSES or last or self._too_long(problem):
                     raise problem
                 failure = str(problem)
                 delay = retry_delay(attempt, problem.retry_after)
@@ -98,6 +101,11 @@ class Transport:
                 break
             await asyncio.sleep(delay)
         raise Unreachable(f"{method} {self.base_url}{path} failed: {failure}")
+
+    def _too_long(self, problem: ProblemError) -> bool:
+        """The refusal asks for a longer wait than this transport waits out."""
+        longest, asked = self._longest_retry_after, problem.retry_after
+        return longest is not None and asked is not None and asked > longest
 
     async def _once(
         self,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -27,6 +28,8 @@ from tests.e2e.coding_agent import (
     with_tool_use,
 )
 from tests.e2e.harness import APPROVER, APPROVER_2, Countersign, running_countersign
+from tests.e2e.test_agent_quotas import both, limits
+from tests.e2e.test_claude_hook import checkout_env
 
 MCP = str(BIN / "countersign-mcp")
 TOOLS = {"request_permission", "propose", "get_proposal", "cancel_proposal", "escalate"}
@@ -42,8 +45,11 @@ async def cs(tmp_path: Path) -> AsyncIterator[Countersign]:
 async def mcp_session(
     env: Mapping[str, str], *args: str, command: tuple[str, ...] = (MCP,)
 ) -> AsyncIterator[Client]:
-    """``countersign-mcp`` started as a subprocess, connected the way Claude Code connects."""
-    server = StdioServerParameters(command=command[0], args=[*command[1:], *args], env=dict(env))
+    """``countersign-mcp`` started as a subprocess, connected the way Claude Code connects; it
+    runs this checkout's code when PYTHONPATH names it."""
+    server = StdioServerParameters(
+        command=command[0], args=[*command[1:], *args], env={**checkout_env(), **env}
+    )
     async with Client(server, mode="legacy", read_timeout_seconds=60) as client:
         yield client
 
@@ -196,6 +202,36 @@ async def test_cancel_proposal_withdraws_a_pending_proposal_once(cs: Countersign
     assert cancelled["status"] == again["status"] == "cancelled"
     events = [e.event for e in await cs.store.audit_log(proposed["id"])]
     assert events.count("cancelled") == 1
+
+
+async def test_propose_at_the_agents_pending_limit_answers_the_refusal_at_once_with_when_to_retry(
+    tmp_path: Path,
+) -> None:
+    """A 429 asking for 30 s is not waited out inside the tool call (three times, past Claude
+    Code's tool timeout): the model is told the limit and when to retry, and nothing is stored."""
+    edit = both(with_tool_use, limits(max_pending_proposals=1))
+    write = {"tool_name": "Write", "input": {"file_path": "/x", "content": "y"}}
+    async with (
+        running_countersign(tmp_path, config_edit=edit) as cs,
+        mcp_session(agent_env(cs)) as client,
+    ):
+        first = await client.call_tool(
+            "propose", {"operation": "coding.tool_use", "request": write}
+        )
+        assert not first.is_error, first
+        started = time.monotonic()
+
+        second = await client.call_tool(
+            "propose", {"operation": "coding.tool_use", "request": {**write, "tool_name": "Edit"}}
+        )
+
+        assert time.monotonic() - started < 10
+        assert await cs.proposal_count() == 1
+    assert second.is_error
+    [block] = second.content
+    assert isinstance(block, TextContent)
+    assert "limits.max_pending_proposals" in block.text
+    assert "Retry after 30 s" in block.text
 
 
 async def test_countersign_unreachable_denies() -> None:
