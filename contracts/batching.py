@@ -28,6 +28,7 @@ from pydantic import Field
 
 from contracts.durations import format_duration, parse_duration
 from contracts.frozen import Frozen
+from contracts.toml_text import as_toml
 
 __all__ = [
     "BATCH_KEYS",
@@ -106,14 +107,16 @@ def read_batch(
     window must be shorter than it, so that batching is for proposals that can wait.
     """
     if not isinstance(raw, Mapping):
-        return None, [f"field 'batch' must be a table such as {_BATCH_EXAMPLE}, got {raw!r}"]
+        return None, [
+            f"field 'batch': expected a table such as {_BATCH_EXAMPLE}, got {as_toml(raw)}"
+        ]
     problems = _unknown_keys("batch", raw, BATCH_KEYS)
     window = _window(raw.get("window"), expires_after, problems)
     most = raw.get("max", DEFAULT_BATCH_MAX)
     if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= MAX_BATCH:
         problems.append(
-            f"field 'batch.max' must be a whole number from 1 to {MAX_BATCH} (the most "
-            f"proposals shown in one digest), got {most!r}"
+            f"field 'batch.max': expected a whole number from 1 to {MAX_BATCH} (the most "
+            f"proposals shown in one digest), got {as_toml(most)}"
         )
     if problems or window is None:
         return None, problems
@@ -133,7 +136,7 @@ def read_then(
     configured ones, ``expires_after`` the rule's (a duration must end before it).
     """
     if not isinstance(raw, Mapping):
-        return None, [f"field 'then' must be a table such as {_THEN_EXAMPLE}, got {raw!r}"]
+        return None, [f"field 'then': expected a table such as {_THEN_EXAMPLE}, got {as_toml(raw)}"]
     problems = _unknown_keys("then", raw, THEN_KEYS)
     after = _after(raw.get("after"), expires_after, problems)
     backups = _backups(raw.get("approvers"), approvers, roles, problems)
@@ -195,17 +198,17 @@ def _after(
         problems.append(f"field 'then.after' is missing; {expected}")
         return None
     if not isinstance(value, str):
-        problems.append(f"field 'then.after' is {value!r}; {expected}")
+        problems.append(f"field 'then.after': {expected}, got {as_toml(value)}")
         return None
     if value.endswith("%"):
         if _PERCENT.fullmatch(value) is None or not 1 <= float(value[:-1]) < 100:
-            problems.append(f"field 'then.after' is {value!r}; {expected}")
+            problems.append(f"field 'then.after': {expected}, got {as_toml(value)}")
             return None
         return float(value[:-1]) / 100
     try:
         duration = parse_duration(value)
     except ValueError:
-        problems.append(f"field 'then.after' is {value!r}; {expected}")
+        problems.append(f"field 'then.after': {expected}, got {as_toml(value)}")
         return None
     if duration <= timedelta(0):
         problems.append(f"field 'then.after' is {value!r}; it must be longer than zero")
@@ -225,8 +228,8 @@ def _backups(
 ) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not value:
         problems.append(
-            "field 'then.approvers' must name at least one role (who may also decide once "
-            f"nobody has), got {value!r}"
+            "field 'then.approvers': expected a list of at least one role (who may also "
+            f"decide once nobody has), got {as_toml(value)}"
         )
         return ()
     names: list[str] = []
@@ -234,7 +237,7 @@ def _backups(
         if not isinstance(item, str) or item not in roles:
             listed = ", ".join(sorted(roles)) or "none"
             problems.append(
-                f"field 'then.approvers': unknown role {item!r} (configured roles: {listed})"
+                f"field 'then.approvers': unknown role {as_toml(item)} (configured roles: {listed})"
             )
         elif item in approvers:
             problems.append(

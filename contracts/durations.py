@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+from contracts.toml_text import as_toml
+
 __all__ = ["format_duration", "parse_duration", "spoken_duration"]
 
 _DURATION = re.compile(r"(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
@@ -21,7 +23,7 @@ _EXPECTED = (
 def parse_duration(text: str) -> timedelta:
     """The timedelta ``text`` names; raise ValueError quoting it and the expected form."""
     if not isinstance(text, str):
-        raise ValueError(f"a duration must be a string, got {text!r}; {_EXPECTED}")
+        raise ValueError(f"a duration is text in quotes; {_EXPECTED}, got {as_toml(text)}")
     match = _DURATION.fullmatch(text)
     if not text or match is None:
         raise ValueError(f"invalid duration {text!r}: {_EXPECTED}")

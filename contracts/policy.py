@@ -49,6 +49,7 @@ from contracts.registry import Registry
 from contracts.reminders import RemindAt, parse_remind_at
 from contracts.risk import auto_rule_problems
 from contracts.standing import StandingPolicy, read_standing
+from contracts.toml_text import as_toml
 
 __all__ = [
     "ANY_OPERATION",
@@ -377,7 +378,7 @@ class PolicyTable:
         per line, each naming the rule (by id, or by position when it has none) and the field.
         """
         if not isinstance(rules, list | tuple):
-            raise PolicyError([f"policy must be a list of rules, got {rules!r}"])
+            raise PolicyError([f"policy: expected a list of rules, got {as_toml(rules)}"])
         context = _Context(
             registry, frozenset(roles), None if agents is None else set(agents), members=roles
         )
@@ -386,7 +387,9 @@ class PolicyTable:
         first_position: dict[str, int] = {}
         for position, raw in enumerate(rules, start=1):
             if not isinstance(raw, Mapping):
-                problems.append(f"policy rule #{position}: expected a table of fields, got {raw!r}")
+                problems.append(
+                    f"policy rule #{position}: expected a table of fields, got {as_toml(raw)}"
+                )
                 continue
             reader = _RuleReader(raw, position, context)
             rule = reader.read()
@@ -738,7 +741,7 @@ class _RuleReader:
     def _flag(self, key: str) -> bool:
         value = self._raw.get(key, False)
         if not isinstance(value, bool):
-            self._problem(f"field {key!r} must be true or false, got {value!r}")
+            self._problem(f"field {key!r}: expected true or false, got {as_toml(value)}")
             return False
         return value
 
@@ -748,7 +751,9 @@ class _RuleReader:
             self._problem(f"field {key!r} is missing ({meaning})")
             return None
         if not isinstance(value, str) or not value.strip():
-            self._problem(f"field {key!r} must be a non-empty string ({meaning}), got {value!r}")
+            self._problem(
+                f"field {key!r}: expected text that is not empty ({meaning}), got {as_toml(value)}"
+            )
             return None
         return value
 
@@ -768,7 +773,9 @@ class _RuleReader:
             self._problem("field 'decision' is missing (expected 'auto', 'ask' or 'deny')")
             return None
         if not isinstance(value, str) or value not in ("auto", "ask", "deny"):
-            self._problem(f"field 'decision' is {value!r}; expected 'auto', 'ask' or 'deny'")
+            self._problem(
+                f"field 'decision': expected 'auto', 'ask' or 'deny', got {as_toml(value)}"
+            )
             return None
         return value
 
@@ -781,14 +788,16 @@ class _RuleReader:
                 self._problem(f"field {key!r} is required for decision 'ask' (a list of {noun}s)")
             return ()
         if not isinstance(value, list | tuple):
-            self._problem(f"field {key!r} must be a list of {noun} names, got {value!r}")
+            self._problem(f"field {key!r}: expected a list of {noun} names, got {as_toml(value)}")
             return ()
         if required and not value:
             self._problem(f"field {key!r} must name at least one {noun}")
         names = []
         for item in value:
             if not isinstance(item, str) or not item.strip():
-                self._problem(f"field {key!r}: {item!r} is not a {noun} name")
+                self._problem(
+                    f"field {key!r}: expected {noun} names in quotes, got {as_toml(item)}"
+                )
             elif known is not None and item not in known:
                 listed = ", ".join(sorted(known)) or "none"
                 self._problem(
@@ -869,8 +878,8 @@ class _RuleReader:
             return ()
         if not isinstance(value, list | tuple):
             self._problem(
-                f"field 'when' must be a list of conditions such as [{_CONDITION_EXAMPLE}], "
-                f"got {value!r}"
+                f"field 'when': expected a list of conditions such as [{_CONDITION_EXAMPLE}], "
+                f"got {as_toml(value)}"
             )
             return ()
         if value and operation == ANY_OPERATION:
@@ -902,7 +911,9 @@ class _RuleReader:
     ) -> Condition | None:
         where = f"condition #{index} in 'when'"
         if not isinstance(raw, Mapping):
-            self._problem(f"{where} must be a table such as {_CONDITION_EXAMPLE}, got {raw!r}")
+            self._problem(
+                f"{where}: expected a table such as {_CONDITION_EXAMPLE}, got {as_toml(raw)}"
+            )
             return None
         allowed = ("field", *COMPARISONS)
         for key in raw:
@@ -913,7 +924,7 @@ class _RuleReader:
                 )
         name = raw.get("field")
         if not isinstance(name, str) or not name:
-            self._problem(f"{where} needs 'field', the argument to compare, got {name!r}")
+            self._problem(f"{where} needs 'field', the argument to compare, got {as_toml(name)}")
             name = None
         subject = where if name is None else f"field {name!r}"
         given = [key for key in COMPARISONS if key in raw]
@@ -998,13 +1009,13 @@ def _value_problems(arg_type: ArgType, comparison: Comparison, value: object) ->
         values: Sequence[object] = [value]
     elif comparison == "in":
         if not isinstance(value, list | tuple) or not value:
-            return [f"'in' needs a non-empty list of values, got {value!r}"]
+            return [f"'in' needs a non-empty list of values, got {as_toml(value)}"]
         values = value
     else:
         values = [value]
     return [
         f"{comparison!r} needs {_EXPECTED[arg_type]} (it is {_article(arg_type)} argument), "
-        f"got {item!r}"
+        f"got {as_toml(item)}"
         for item in values
         if not _fits(arg_type, item)
     ]

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Final
 
+from contracts.toml_text import as_toml
+
 __all__ = [
     "DEFAULT_QUORUM",
     "MAX_QUORUM",
@@ -37,8 +39,8 @@ def read_quorum(value: object) -> tuple[int, str | None]:
         return DEFAULT_QUORUM, None
     if isinstance(value, bool) or not isinstance(value, int):
         return DEFAULT_QUORUM, (
-            f"field 'quorum' must be a whole number from 1 to {MAX_QUORUM} (how many distinct "
-            f"approvers must approve), got {value!r}"
+            f"field 'quorum': expected a whole number from 1 to {MAX_QUORUM} (how many distinct "
+            f"approvers must approve), got {as_toml(value)}"
         )
     if not 1 <= value <= MAX_QUORUM:
         return DEFAULT_QUORUM, (

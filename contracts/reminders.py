@@ -16,6 +16,8 @@ import re
 from datetime import datetime, timedelta
 from typing import Final, Literal
 
+from contracts.toml_text import as_toml
+
 __all__ = [
     "DEFAULT_REMIND_AT",
     "OFF",
@@ -47,9 +49,9 @@ def parse_remind_at(value: object) -> RemindAt:
     if value == OFF:
         return OFF
     if not isinstance(value, str):
-        raise ValueError(f"got {value!r}; {_EXPECTED}")
+        raise ValueError(f"{_EXPECTED}, got {as_toml(value)}")
     if _PERCENT.fullmatch(value) is None or not 1 <= float(value[:-1]) < 100:
-        raise ValueError(f"got {value!r}; {_EXPECTED}")
+        raise ValueError(f"{_EXPECTED}, got {as_toml(value)}")
     return float(value[:-1]) / 100
 
 

@@ -35,6 +35,7 @@ from pydantic import Field, JsonValue
 from contracts.base import ArgType
 from contracts.durations import format_duration, parse_duration
 from contracts.frozen import Frozen
+from contracts.toml_text import as_toml
 
 __all__ = [
     "DEFAULT_MAX_USES",
@@ -203,7 +204,7 @@ def read_standing(
     one approval, so a rule needing more cannot allow one.
     """
     if not isinstance(raw, Mapping):
-        return None, [f"field 'standing' must be a table such as {_EXAMPLE}, got {raw!r}"]
+        return None, [f"field 'standing': expected a table such as {_EXAMPLE}, got {as_toml(raw)}"]
     problems = [
         f"field 'standing': unknown key {key!r}{_did_you_mean(key)} "
         f"(expected {', '.join(STANDING_KEYS)})"
@@ -231,8 +232,8 @@ def read_standing(
 def _max_uses(value: object, problems: list[str]) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_USES:
         problems.append(
-            "field 'standing.max_uses' must be a whole number of calls from 1 to "
-            f"{MAX_USES} (how many calls one standing rule may approve), got {value!r}"
+            "field 'standing.max_uses': expected a whole number of calls from 1 to "
+            f"{MAX_USES} (how many calls one standing rule may approve), got {as_toml(value)}"
         )
         return DEFAULT_MAX_USES
     return value
@@ -247,8 +248,8 @@ def _vary(
 ) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         problems.append(
-            "field 'standing.vary' must list the argument names (besides the ceiling) that a "
-            f'covered call may change, such as ["note"], got {value!r}'
+            "field 'standing.vary': expected a list of the argument names (besides the ceiling) "
+            f'that a covered call may change, such as ["note"], got {as_toml(value)}'
         )
         return ()
     names = tuple(dict.fromkeys(name for name in value if name != ceiling))
@@ -286,8 +287,8 @@ def _max(value: object, problems: list[str]) -> timedelta | None:
 def _admins(value: object, roles: Collection[str], problems: list[str]) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not value:
         problems.append(
-            "field 'standing.admins' must name at least one role (whose members may grant "
-            f"standing rules), got {value!r}"
+            "field 'standing.admins': expected a list of at least one role (whose members may "
+            f"grant standing rules), got {as_toml(value)}"
         )
         return ()
     names = []
@@ -295,7 +296,8 @@ def _admins(value: object, roles: Collection[str], problems: list[str]) -> tuple
         if not isinstance(item, str) or item not in roles:
             listed = ", ".join(sorted(roles)) or "none"
             problems.append(
-                f"field 'standing.admins': unknown role {item!r} (configured roles: {listed})"
+                f"field 'standing.admins': unknown role {as_toml(item)} "
+                f"(configured roles: {listed})"
             )
         else:
             names.append(item)
@@ -310,8 +312,8 @@ def _ceiling(
 ) -> str | None:
     if not isinstance(value, str) or not value:
         problems.append(
-            "field 'standing.ceiling' must name the operation's numeric argument that a standing "
-            f"rule bounds (such as 'amount_cents'), got {value!r}"
+            "field 'standing.ceiling': expected the name of the operation's numeric argument that "
+            f"a standing rule bounds (such as 'amount_cents'), got {as_toml(value)}"
         )
         return None
     if operation == "*":

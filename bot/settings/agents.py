@@ -20,6 +20,7 @@ from bot.settings.model import (
 from contracts.base import Operation
 from contracts.operations import decision, refund, webhook
 from contracts.redaction import shown_url
+from contracts.toml_text import as_toml
 
 __all__ = ["load_agents", "load_operations"]
 
@@ -199,19 +200,27 @@ def load_operations(
                 secret_env = options.pop("secret_env", None)
                 secret = env.get(secret_env, "") if isinstance(secret_env, str) else ""
                 if not secret:
-                    problems.append(
-                        f"{where}.secret_env: expected the name of an environment variable "
-                        f"holding the HMAC secret for the target (got {secret_env!r}, "
-                        "which is not set)"
-                    )
+                    problems.append(f"{where}.secret_env: {_secret_env_problem(secret_env)}")
                     continue
                 operations.append(webhook.from_config({"name": name, **options}, secret=secret))
             elif kind == "decision":
                 operations.append(decision.from_config({"name": name, **options}))
             else:
+                expected = "'refund', 'webhook' or 'decision'"
                 problems.append(
-                    f"{where}.kind: expected 'refund', 'webhook' or 'decision' (got {kind!r})"
+                    f"{where}.kind: required key is missing (expected {expected})"
+                    if kind is None
+                    else f"{where}.kind: expected {expected} (got {as_toml(kind)})"
                 )
         except ValueError as error:
             problems.append(f"{where}: {error}")
     return operations
+
+
+def _secret_env_problem(secret_env: object) -> str:
+    expected = "the name of an environment variable holding the HMAC secret for the target"
+    if secret_env is None:
+        return f"required key is missing (expected {expected})"
+    if isinstance(secret_env, str):
+        return f"expected {expected} (got {as_toml(secret_env)}, which is not set)"
+    return f"expected {expected} (got {as_toml(secret_env)})"

@@ -21,6 +21,7 @@ from typing import Any
 
 from bot.settings.keys import keys_allowed_at
 from bot.settings.lines import KeyLines, KeyPath
+from contracts.toml_text import as_toml
 
 __all__ = [
     "line_of_problem",
@@ -185,7 +186,7 @@ def validation_problem(path: Path, item: Any) -> str:
     error ``item``s, in the file's terms (a whole number, true or false, a table), not
     pydantic's ("Input should be a valid integer")."""
     loc = tuple(str(part) for part in item["loc"])
-    location = ".".join(loc)
+    location = _written_path(item["loc"])
     if item["type"] == "extra_forbidden":
         allowed = keys_allowed_at(loc[:-1])
         expected = f" (expected one of: {', '.join(allowed)})" if allowed else ""
@@ -193,6 +194,14 @@ def validation_problem(path: Path, item: Any) -> str:
     if item["type"] == "missing":
         return f"{path}: {location}: required key is missing"
     return f"{path}: {location}: {_expected(item)}"
+
+
+def _written_path(loc: Sequence[int | str]) -> str:
+    """A key path as the file's reference writes it: ``escalation.routes[0].channel``."""
+    written = ""
+    for part in loc:
+        written += f"[{part}]" if isinstance(part, int) else f".{part}" if written else part
+    return written
 
 
 #: what a value of pydantic's error type was expected to be, in a TOML file's terms
@@ -230,7 +239,7 @@ def _expected(item: Any) -> str:
     """``expected ..., got ...`` for a value pydantic refused."""
     kind = item["type"]
     context = item.get("ctx") or {}
-    given = _written(item.get("input"))
+    given = as_toml(item.get("input"))
     if kind in ("value_error", "assertion_error") and "error" in context:
         # our own validators' words, which say what was expected already
         said = str(context["error"])
@@ -253,24 +262,3 @@ def _expected(item: Any) -> str:
         if expected == message:
             return f"{message} (got {given})"
     return f"expected {expected}, got {given}"
-
-
-def _written(value: Any, depth: int = 0) -> str:
-    """``value`` as it is written in TOML (true, not True), shortened when long."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return repr(value if len(value) <= 60 else value[:57] + "...")
-    if isinstance(value, list | tuple):
-        if depth:
-            return "[...]"
-        return (
-            "["
-            + ", ".join(_written(v, depth + 1) for v in value[:5])
-            + (", ...]" if len(value) > 5 else "]")
-        )
-    if isinstance(value, Mapping):
-        return "a table"
-    return repr(value)

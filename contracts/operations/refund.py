@@ -38,6 +38,7 @@ from contracts.base import (
 from contracts.formats import FieldFormat, Formats, format_money
 from contracts.frozen import Frozen
 from contracts.outcomes import RevisionRequired
+from contracts.toml_text import as_toml
 
 __all__ = [
     "IdempotencyKeyReused",
@@ -149,7 +150,9 @@ class InMemoryLedger:
         for index, entry in enumerate(entries):
             where = f"payments[{index}]"
             if not isinstance(entry, Mapping):
-                raise ValueError(f"{where}: expected a table of payment fields, got {entry!r}")
+                raise ValueError(
+                    f"{where}: expected a table of payment fields, got {as_toml(entry)}"
+                )
             try:
                 payments.append(Payment.model_validate_json(json.dumps(dict(entry))))
             except ValidationError as error:
@@ -251,7 +254,7 @@ def _describe(where: str, error: ValidationError) -> str:
     for item in error.errors(include_url=False):
         field = ".".join([where, *(str(part) for part in item["loc"])])
         given = item.get("input")
-        shown = f" (got {given!r})" if item["type"] != "missing" and item["loc"] else ""
+        shown = f" (got {as_toml(given)})" if item["type"] != "missing" and item["loc"] else ""
         problems.append(f"{field}: {item['msg']}{shown}")
     return "; ".join(problems)
 
@@ -423,7 +426,7 @@ def from_config(name: str, options: Mapping[str, Any]) -> Refund:
         raise ValueError(f"unknown option {', '.join(unknown)} (expected: payments)")
     payments = options.get("payments", [])
     if not isinstance(payments, list):
-        raise ValueError(f"payments: expected an array of payment tables, got {payments!r}")
+        raise ValueError(f"payments: expected an array of payment tables, got {as_toml(payments)}")
     return Refund(InMemoryLedger.from_config(payments), name=name)
 
 

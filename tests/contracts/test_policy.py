@@ -547,13 +547,13 @@ def test_policy_error_is_a_value_error() -> None:
         pytest.param(
             auto("r", when=[{"field": "amount_cents", "lt": True}]),
             "policy rule 'r': field 'amount_cents': 'lt' needs a whole number "
-            "(it is an integer argument), got True",
+            "(it is an integer argument), got true",
             id="bool-threshold-on-integer",
         ),
         pytest.param(
             auto("r", when=[{"field": "ratio", "lte": False}]),
             "policy rule 'r': field 'ratio': 'lte' needs a finite number "
-            "(it is a number argument), got False",
+            "(it is a number argument), got false",
             id="bool-threshold-on-number",
         ),
         pytest.param(
@@ -616,14 +616,14 @@ def test_policy_error_is_a_value_error() -> None:
         ),
         pytest.param(
             auto("r", when=["amount_cents <= 9"]),
-            "policy rule 'r': condition #1 in 'when' must be a table such as "
+            "policy rule 'r': condition #1 in 'when': expected a table such as "
             "{ field = \"amount_cents\", lte = 5000 }, got 'amount_cents <= 9'",
             id="condition-not-a-table",
         ),
         pytest.param(
             auto("r", when={"field": "amount_cents", "lte": 9}),
-            "policy rule 'r': field 'when' must be a list of conditions such as "
-            "[{ field = \"amount_cents\", lte = 5000 }], got {'field': 'amount_cents', 'lte': 9}",
+            "policy rule 'r': field 'when': expected a list of conditions such as "
+            "[{ field = \"amount_cents\", lte = 5000 }], got { field = 'amount_cents', lte = 9 }",
             id="when-not-a-list",
         ),
         pytest.param(
@@ -681,9 +681,9 @@ def test_policy_error_is_a_value_error() -> None:
         ),
         pytest.param(
             ask("r", expires_after=3600),
-            "policy rule 'r': field 'expires_after': a duration must be a string, got 3600; "
-            "expected whole numbers with units d, h, m or s, largest first, such as '90s', "
-            "'30m', '2h', '1d' or '1h30m'",
+            "policy rule 'r': field 'expires_after': a duration is text in quotes; expected "
+            "whole numbers with units d, h, m or s, largest first, such as '90s', '30m', '2h', "
+            "'1d' or '1h30m', got 3600",
             id="duration-not-a-string",
         ),
         pytest.param(
@@ -733,7 +733,7 @@ def test_policy_error_is_a_value_error() -> None:
         ),
         pytest.param(
             auto("r", decision="allow"),
-            "policy rule 'r': field 'decision' is 'allow'; expected 'auto', 'ask' or 'deny'",
+            "policy rule 'r': field 'decision': expected 'auto', 'ask' or 'deny', got 'allow'",
             id="bad-decision",
         ),
         pytest.param(
@@ -751,13 +751,13 @@ def test_policy_error_is_a_value_error() -> None:
         ),
         pytest.param(
             auto(""),
-            "policy rule #1: field 'id' must be a non-empty string (every rule needs a "
+            "policy rule #1: field 'id': expected text that is not empty (every rule needs a "
             "unique id), got ''",
             id="empty-id",
         ),
         pytest.param(
             auto("r", agents="billing-bot"),
-            "policy rule 'r': field 'agents' must be a list of agent names, got 'billing-bot'",
+            "policy rule 'r': field 'agents': expected a list of agent names, got 'billing-bot'",
             id="agents-not-a-list",
         ),
         pytest.param(
@@ -893,8 +893,10 @@ def test_load_reports_every_bad_condition_of_one_rule() -> None:
 
 
 def test_load_rejects_a_policy_that_is_not_a_list() -> None:
-    with pytest.raises(PolicyError, match="policy must be a list of rules"):
+    with pytest.raises(PolicyError) as error:
         PolicyTable.load({"id": "r"}, registry=REGISTRY, roles=ROLES)  # type: ignore[arg-type]
+
+    assert error.value.problems == ("policy: expected a list of rules, got { id = 'r' }",)
 
 
 def test_load_accepts_integer_thresholds_on_number_fields() -> None:
@@ -1130,7 +1132,7 @@ def test_an_ask_rule_without_batch_or_then_has_neither() -> None:
     [
         pytest.param(
             {"batch": "30m"},
-            "field 'batch' must be a table such as { window = \"30m\", max = 25 }, got '30m'",
+            "field 'batch': expected a table such as { window = \"30m\", max = 25 }, got '30m'",
             id="batch-not-a-table",
         ),
         pytest.param(
@@ -1163,20 +1165,20 @@ def test_an_ask_rule_without_batch_or_then_has_neither() -> None:
         ),
         pytest.param(
             {"batch": {"window": "30m", "max": 0}},
-            "field 'batch.max' must be a whole number from 1 to 50 (the most proposals shown "
+            "field 'batch.max': expected a whole number from 1 to 50 (the most proposals shown "
             "in one digest), got 0",
             id="max-zero",
         ),
         pytest.param(
             {"batch": {"window": "30m", "max": 51}},
-            "field 'batch.max' must be a whole number from 1 to 50 (the most proposals shown "
+            "field 'batch.max': expected a whole number from 1 to 50 (the most proposals shown "
             "in one digest), got 51",
             id="max-above-a-digest",
         ),
         pytest.param(
             {"batch": {"window": "30m", "max": True}},
-            "field 'batch.max' must be a whole number from 1 to 50 (the most proposals shown "
-            "in one digest), got True",
+            "field 'batch.max': expected a whole number from 1 to 50 (the most proposals shown "
+            "in one digest), got true",
             id="max-boolean",
         ),
         pytest.param(
@@ -1193,7 +1195,7 @@ def test_an_ask_rule_without_batch_or_then_has_neither() -> None:
         ),
         pytest.param(
             {"then": ["finance-leads"]},
-            "field 'then' must be a table such as { after = \"50%\", approvers = "
+            "field 'then': expected a table such as { after = \"50%\", approvers = "
             "[\"finance-leads\"] }, got ['finance-leads']",
             id="then-not-a-table",
         ),
@@ -1205,14 +1207,14 @@ def test_an_ask_rule_without_batch_or_then_has_neither() -> None:
         ),
         pytest.param(
             {"then": {"after": "100%", "approvers": ["support"]}},
-            "field 'then.after' is '100%'; expected a share of the time between showing and "
-            "expiry from 1% to 99%, such as '50%', or a duration after showing, such as '20m'",
+            "field 'then.after': expected a share of the time between showing and expiry from "
+            "1% to 99%, such as '50%', or a duration after showing, such as '20m', got '100%'",
             id="after-hundred-percent",
         ),
         pytest.param(
             {"then": {"after": 0.5, "approvers": ["support"]}},
-            "field 'then.after' is 0.5; expected a share of the time between showing and "
-            "expiry from 1% to 99%, such as '50%', or a duration after showing, such as '20m'",
+            "field 'then.after': expected a share of the time between showing and expiry from "
+            "1% to 99%, such as '50%', or a duration after showing, such as '20m', got 0.5",
             id="after-a-number",
         ),
         pytest.param(
@@ -1229,8 +1231,8 @@ def test_an_ask_rule_without_batch_or_then_has_neither() -> None:
         ),
         pytest.param(
             {"then": {"after": "50%", "approvers": []}},
-            "field 'then.approvers' must name at least one role (who may also decide once "
-            "nobody has), got []",
+            "field 'then.approvers': expected a list of at least one role (who may also decide "
+            "once nobody has), got []",
             id="backup-roles-empty",
         ),
         pytest.param(

@@ -216,12 +216,12 @@ def test_an_ask_rule_needs_one_approver_unless_it_says_more() -> None:
 @pytest.mark.parametrize(
     ("given", "problem"),
     [
-        ("2", "field 'quorum' must be a whole number from 1 to 20 (how many distinct approvers "
+        ("2", "field 'quorum': expected a whole number from 1 to 20 (how many distinct approvers "
          "must approve), got '2'"),
-        (1.5, "field 'quorum' must be a whole number from 1 to 20 (how many distinct approvers "
+        (1.5, "field 'quorum': expected a whole number from 1 to 20 (how many distinct approvers "
          "must approve), got 1.5"),
-        (True, "field 'quorum' must be a whole number from 1 to 20 (how many distinct approvers "
-         "must approve), got True"),
+        (True, "field 'quorum': expected a whole number from 1 to 20 (how many distinct approvers "
+         "must approve), got true"),
         (0, "field 'quorum' is 0; it must be from 1 to 20 (how many distinct approvers must "
          "approve)"),
         (21, "field 'quorum' is 21; it must be from 1 to 20 (how many distinct approvers must "

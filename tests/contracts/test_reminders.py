@@ -9,6 +9,7 @@ import pytest
 
 from contracts.policy import MAX_EXPIRY, Ask, AskRule
 from contracts.reminders import OFF, format_remind_at, parse_remind_at, remind_time
+from contracts.toml_text import as_toml
 from tests.contracts.test_policy import ask, auto, classify, load, problems_of
 
 NOW = datetime(2031, 3, 14, 15, 0, tzinfo=UTC)
@@ -28,8 +29,11 @@ def test_remind_at_reads_percentages_and_off(text: str, share: float | str) -> N
 
 @pytest.mark.parametrize("value", ["0%", "100%", "120%", "80", "0.8", "", " 80%", "-5%", 0.8, True])
 def test_remind_at_refuses_anything_else_saying_what_is_expected(value: Any) -> None:
-    with pytest.raises(ValueError, match=r"got .*; expected a percentage .* such as '80%'"):
+    expected = r"expected a percentage .* such as '80%'.*, got "
+    with pytest.raises(ValueError, match=expected) as error:
         parse_remind_at(value)
+
+    assert str(error.value).endswith(f"got {as_toml(value)}")
 
 
 def test_reminder_is_due_at_its_share_of_the_lifetime() -> None:
@@ -72,14 +76,14 @@ def test_remind_at_off_on_a_rule_is_kept_as_off() -> None:
     [
         pytest.param(
             {"remind_at": "80"},
-            "policy rule 'r': field 'remind_at': got '80'; expected a percentage of the "
-            "proposal's lifetime between 1% and 99%, such as '80%', or 'off' for no reminder",
+            "policy rule 'r': field 'remind_at': expected a percentage of the proposal's "
+            "lifetime between 1% and 99%, such as '80%', or 'off' for no reminder, got '80'",
             id="remind-at-without-percent",
         ),
         pytest.param(
             {"remind_at": 0.8},
-            "policy rule 'r': field 'remind_at': got 0.8; expected a percentage of the "
-            "proposal's lifetime between 1% and 99%, such as '80%', or 'off' for no reminder",
+            "policy rule 'r': field 'remind_at': expected a percentage of the proposal's "
+            "lifetime between 1% and 99%, such as '80%', or 'off' for no reminder, got 0.8",
             id="remind-at-a-number",
         ),
         pytest.param(

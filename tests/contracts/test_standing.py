@@ -90,7 +90,7 @@ def _without() -> dict[str, Any]:
         ({**STANDING, "max": "a week"}, "field 'standing.max': invalid duration 'a week'"),
         (
             {**STANDING, "admins": []},
-            "policy rule 'refunds': field 'standing.admins' must name at least one role",
+            "policy rule 'refunds': field 'standing.admins': expected a list of at least one role",
         ),
         (
             {**STANDING, "admins": ["finance-admins"]},
@@ -112,14 +112,14 @@ def _without() -> dict[str, Any]:
         ({**STANDING, "ceiling": "urgent"}, "'urgent' is a boolean argument"),
         (
             {"max": "7d", "admins": ["finance"]},
-            "policy rule 'refunds': field 'standing.ceiling' must name the operation's numeric "
-            "argument",
+            "policy rule 'refunds': field 'standing.ceiling': expected the name of the "
+            "operation's numeric argument",
         ),
         (
             {**STANDING, "maximum": "7d"},
             "policy rule 'refunds': field 'standing': unknown key 'maximum' (did you mean 'max'?)",
         ),
-        ("7d", "policy rule 'refunds': field 'standing' must be a table such as"),
+        ("7d", "policy rule 'refunds': field 'standing': expected a table such as"),
     ],
     ids=[
         "no-max",
@@ -306,7 +306,7 @@ def test_max_uses_and_vary_are_read_and_checked() -> None:
     assert rule.standing.varying == ("amount_cents", "currency")
     found = problems(ask_rule(standing={**STANDING, "max_uses": 0, "vary": ["nope"]}))
     joined = "\n".join(found)
-    assert "field 'standing.max_uses' must be a whole number of calls from 1 to 1000" in joined
+    assert "field 'standing.max_uses': expected a whole number of calls from 1 to 1000" in joined
     assert "field 'standing.vary': ['nope'] are not arguments of operation" in joined
 
 

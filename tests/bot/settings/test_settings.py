@@ -500,8 +500,8 @@ def test_operation_without_a_kind_says_so(tmp_path: Path) -> None:
     path = write(tmp_path, *valid_sections(operations=operations, policy=""))
 
     assert only_problem(path) == (
-        f"{path}: operations.payments.refund.kind: expected 'refund', 'webhook' or "
-        "'decision' (got None)"
+        f"{path}: operations.payments.refund.kind: required key is missing (expected "
+        "'refund', 'webhook' or 'decision')"
     )
 
 

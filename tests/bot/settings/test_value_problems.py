@@ -36,8 +36,8 @@ from tests.bot.settings.test_settings import only_problem, valid_sections, write
         ("retention = 5", "retention: expected a table, got 5"),
         (
             "[delegation]\nmax = 3",
-            "delegation.max: a duration must be a string, got 3; expected whole numbers with "
-            "units d, h, m or s, largest first, such as '90s', '30m', '2h', '1d' or '1h30m'",
+            "delegation.max: a duration is text in quotes; expected whole numbers with units "
+            "d, h, m or s, largest first, such as '90s', '30m', '2h', '1d' or '1h30m', got 3",
         ),
     ],
 )
