@@ -10,6 +10,8 @@ file, its line, the key and what was expected.
 - ``callback_urls``: the callback URLs an agent's ``callback_url_prefixes`` allow (their form)
 - ``keys``: every key the file accepts (docs/configuration.md lists exactly these)
 - ``lines``, ``problems``: where in the file each key is written, and which key a problem is about
+- ``section``: what every table is built on: immutable, no unknown keys, strict about TOML's
+  types
 - ``limits`` (``[limits]``: an agent's quotas), ``audit``, ``delegation``, ``digests``
   (``[slack]``), ``escalation``, ``monitoring``, ``retention``: the sections the features and
   edges read, one a module

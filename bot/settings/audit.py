@@ -22,8 +22,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from bot.settings.section import Section
 from contracts.durations import format_duration, parse_duration
 
 __all__ = ["MIN_ANCHOR_EVERY", "MIN_KEY_LENGTH", "AnchorSettings", "AuditSection", "load_audit"]
@@ -34,9 +35,7 @@ MIN_ANCHOR_EVERY: Final = timedelta(minutes=1)
 MIN_KEY_LENGTH: Final = 32
 
 
-class AuditSection(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class AuditSection(Section):
     anchor_file: str | None = Field(default=None, min_length=1)
     anchor_channel: str | None = Field(default=None, min_length=1)
     anchor_key_env: str | None = Field(default=None, min_length=1)

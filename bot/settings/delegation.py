@@ -15,8 +15,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from bot.settings.section import Section
 from contracts.durations import format_duration, parse_duration
 
 __all__ = ["MAX_DELEGATION", "DelegationSettings"]
@@ -25,9 +26,7 @@ __all__ = ["MAX_DELEGATION", "DelegationSettings"]
 MAX_DELEGATION: Final = timedelta(days=7)
 
 
-class DelegationSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class DelegationSettings(Section):
     #: how long a delegation lasts when the person names no duration
     default: timedelta = timedelta(hours=1)
     #: the longest a person may ask for (``for 8h``); at most 7 days

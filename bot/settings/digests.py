@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from bot.settings.section import Section
 
 __all__ = ["DIGEST_MAX", "DigestSettings"]
 
@@ -25,9 +27,7 @@ __all__ = ["DIGEST_MAX", "DigestSettings"]
 DIGEST_MAX = 50
 
 
-class DigestSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class DigestSettings(Section):
     #: post similar proposals that are due together as one digest message
     digests: bool = True
     #: the smallest group of similar proposals posted as a digest (smaller ones: one message each)

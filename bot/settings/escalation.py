@@ -22,33 +22,30 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from bot.settings.section import Array, Section
 from contracts.durations import parse_duration
 from contracts.escalation import EscalationPolicy, Route
 
 __all__ = ["EscalationSection", "RouteSection", "load_escalation"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class RouteSection(_Section):
+class RouteSection(Section):
     channel: str = Field(min_length=1)
     topic: str | None = Field(default=None, min_length=1)
     team: str | None = Field(default=None, min_length=1)
 
 
-class EscalationSection(_Section):
+class EscalationSection(Section):
     repeated_failure_turns: int = Field(default=3, ge=1, le=1000)
     sentiment_threshold: float = Field(default=-0.5, ge=-1, le=1)
-    reserved_topics: tuple[str, ...] = ()
+    reserved_topics: Array[str] = ()
     confidence_threshold: float = Field(default=0.5, ge=0, le=1)
     reannounce_after: str = "15m"
     reannounce_max: int = Field(default=3, ge=0, le=100)
-    responders: tuple[str, ...] = ()
-    routes: tuple[RouteSection, ...] = ()
+    responders: Array[str] = ()
+    routes: Array[RouteSection] = ()
 
 
 def load_escalation(

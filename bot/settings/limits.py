@@ -24,16 +24,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from bot.settings.section import Section
 
 __all__ = ["AgentLimitsSection", "Limits"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Limits(_Section):
+class Limits(Section):
     """One agent's limits (the ``[limits]`` defaults, or an agent's with its overrides)."""
 
     #: proposals of the agent waiting for a person at once; past it 429, nothing stored
@@ -63,7 +61,7 @@ class Limits(_Section):
         return self.model_validate({**self.model_dump(), **changes})
 
 
-class AgentLimitsSection(_Section):
+class AgentLimitsSection(Section):
     """``[agents.NAME.limits]``: any of the ``[limits]`` keys, for this agent only."""
 
     max_pending_proposals: int | None = Field(default=None, ge=1, le=10_000_000)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from bot.settings.audit import AnchorSettings, AuditSection
 from bot.settings.callback_urls import DestinationRefused, allowed_destination
@@ -23,6 +23,7 @@ from bot.settings.escalation import EscalationSection
 from bot.settings.limits import AgentLimitsSection, Limits
 from bot.settings.monitoring import MonitoringSettings
 from bot.settings.retention import RetentionSettings
+from bot.settings.section import Array, Section
 from contracts.escalation import EscalationPolicy
 from contracts.policy import PolicyTable
 from contracts.registry import Registry
@@ -70,11 +71,7 @@ class ConfigFileMissing(ConfigError):
         super().__init__([problem])
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ServerSettings(_Section):
+class ServerSettings(Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
     #: also serve Slack's ``/slack/events`` (alone) on this port of the same host, a listening
@@ -110,7 +107,7 @@ class ServerSettings(_Section):
     access_log: bool = False
 
 
-class StoreSettings(_Section):
+class StoreSettings(Section):
     url: str = "sqlite:///countersign.sqlite"
     #: fsync every commit (synchronous=FULL); turning it off risks the last commits on power loss
     durable: bool = True
@@ -130,9 +127,9 @@ class StoreSettings(_Section):
         return value
 
 
-class ApprovalSettings(_Section):
+class ApprovalSettings(Section):
     #: workspaces (team ids) whose people may decide; empty: the app's own workspace only
-    allowed_teams: tuple[str, ...] = ()
+    allowed_teams: Array[str] = ()
     #: when to remind the approvers of a pending proposal, as a percentage of its lifetime
     #: ("80%"), or "off"; a policy rule's own remind_at overrides it (contracts/reminders.py)
     remind_at: RemindAt = DEFAULT_REMIND_AT
@@ -159,27 +156,27 @@ class ApprovalSettings(_Section):
         return value
 
 
-class AgentSection(_Section):
+class AgentSection(Section):
     token_env: str = Field(min_length=1)
     #: more environment variables, each holding another token the agent may use (a rotation)
-    extra_token_envs: tuple[str, ...] = ()
+    extra_token_envs: Array[str] = ()
     #: Slack user ids of the people who own the agent: they can never approve its proposals
-    owners: tuple[str, ...] = ()
+    owners: Array[str] = ()
     #: whom the agent may name as requested_by: Slack user ids (U.../W...), user group ids
     #: (S...) and roles ("role:NAME"); empty: its owners only
-    acts_for: tuple[str, ...] = ()
+    acts_for: Array[str] = ()
     #: people may let the agent act for them from Slack (/countersign delegate)
     delegation: bool = False
     callback_secret_env: str | None = None
     #: where its callback_url may point (bot/settings/callback_urls.py); empty: it may name none
-    callback_url_prefixes: tuple[str, ...] = ()
+    callback_url_prefixes: Array[str] = ()
     #: its callbacks may go to loopback, private, link-local and CGNAT addresses
     callback_allow_private: bool = False
     #: overrides of the [limits] defaults for this agent (bot/settings/limits.py)
     limits: AgentLimitsSection | None = None
 
 
-class FileModel(_Section):
+class FileModel(Section):
     server: ServerSettings = ServerSettings()
     store: StoreSettings = StoreSettings()
     approvals: ApprovalSettings = ApprovalSettings()
@@ -190,10 +187,10 @@ class FileModel(_Section):
     limits: Limits = Limits()
     monitoring: MonitoringSettings = MonitoringSettings()
     retention: RetentionSettings = RetentionSettings()
-    roles: dict[str, tuple[str, ...]] = {}
-    agents: dict[str, AgentSection] = {}
-    operations: dict[str, dict[str, Any]] = {}
-    policy: list[dict[str, Any]] = []
+    roles: dict[str, Array[str]] = Field(default_factory=dict)
+    agents: dict[str, AgentSection] = Field(default_factory=dict)
+    operations: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    policy: list[dict[str, Any]] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

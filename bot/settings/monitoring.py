@@ -12,14 +12,14 @@ slack_check_seconds = 30    # how often auth.test is tried again until it has su
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from bot.settings.section import Section
 
 __all__ = ["MonitoringSettings"]
 
 
-class MonitoringSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class MonitoringSettings(Section):
     #: serve /metrics on this port only, apart from Slack and the agents; None: on the main port
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     #: the address the metrics port listens on

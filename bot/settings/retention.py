@@ -15,8 +15,9 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import field_validator
 
+from bot.settings.section import Section
 from contracts.durations import parse_duration
 
 __all__ = ["MIN_AGE", "RetentionSettings", "parse_age"]
@@ -34,9 +35,7 @@ def parse_age(text: str) -> timedelta:
     return age
 
 
-class RetentionSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class RetentionSettings(Section):
     #: decided proposals whose last change is older than this are archived and removed
     #: (a duration such as "180d"); None: only when `retention run --older-than` says so
     archive_after: str | None = None
