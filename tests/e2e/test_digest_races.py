@@ -349,9 +349,7 @@ async def check_digest(pair: Pair, digest_id: str) -> dict[str, Status]:
     publisher = pair.first.service.publisher
     formats = publisher.formats_of(digest.operation)
     what = publisher.described(digest.operation)
-    shown = render_digest.digest_message(
-        digest, now=pair.first.clock(), formats=formats, what=what
-    )
+    shown = render_digest.digest_message(digest, now=pair.first.clock(), formats=formats, what=what)
     # the fifth block holds the time left to the first expiry, while anything is pending
     assert _without_times(message.blocks) == _without_times(shown["blocks"])
     assert message.text == shown["text"]
