@@ -401,7 +401,7 @@ class DigestOutbox:
             order = {p.id: n for n, p in enumerate(digest.items)}
             todo = sorted(todo, key=lambda d: (order[d.proposal_id], d.id))
             message = digest_reply(
-                [(items[d.proposal_id], d.status) for d in todo],
+                [(order[d.proposal_id] + 1, items[d.proposal_id], d.status) for d in todo],
                 formats_of=self._publisher.formats_of,
             )
             if message is not None:

@@ -26,7 +26,7 @@ from contracts.outcomes import (
 from store.proposals import Proposal, Status
 from store.proposals.approvals import counted
 
-__all__ = ["GO_AHEAD", "decided_line", "goes_ahead", "state_line", "status_word"]
+__all__ = ["GO_AHEAD", "approved_by", "decided_line", "goes_ahead", "state_line", "status_word"]
 
 
 def status_word(proposal: Proposal) -> str:
@@ -49,15 +49,23 @@ def status_word(proposal: Proposal) -> str:
     }[proposal.status]
 
 
-def _approval(proposal: Proposal) -> Mrkdwn:
+def approved_by(proposal: Proposal) -> Mrkdwn:
+    """Who approved ``proposal``, as its message says it: "Approved by @Priya", "Approved by
+    @Ana and @Bo (2 of 2)", "Approved automatically by the policy"."""
     if proposal.decided_by is None:
-        return own(":white_check_mark: Approved automatically by the policy")
-    at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+        return own("Approved automatically by the policy")
     if proposal.quorum > 1:
         approvers = people([a.approver for a in counted(proposal)])
         quorum = proposal.quorum
-        return own(f":white_check_mark: Approved by {approvers} ({quorum} of {quorum}){at}")
-    return own(f":white_check_mark: Approved by {mention(proposal.decided_by)}{at}")
+        return own(f"Approved by {approvers} ({quorum} of {quorum})")
+    return own(f"Approved by {mention(proposal.decided_by)}")
+
+
+def _approval(proposal: Proposal) -> Mrkdwn:
+    at = f" {when(proposal.decided_at)}" if proposal.decided_at is not None else ""
+    if proposal.decided_by is None:
+        at = ""
+    return own(f":white_check_mark: {approved_by(proposal)}{at}")
 
 
 def decided_line(proposal: Proposal) -> Mrkdwn | None:

@@ -357,9 +357,9 @@ async def check_digest(pair: Pair, digest_id: str) -> dict[str, Status]:
     replies = json.dumps(
         [m.blocks for m in pair.slack.messages(digest.channel) if m.thread_ts == digest.ts]
     )
-    for item in digest.items:
+    for n, item in enumerate(digest.items, 1):
         times = 0 if statuses[item.id] is Status.PENDING else 1
-        assert replies.count(f"`{item.id[:12]}`") == times, (item.id, replies)
+        assert replies.count(f"*Item {n}:* {item.preview.title}") == times, (item.id, replies)
     return statuses
 
 

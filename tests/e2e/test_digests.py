@@ -141,6 +141,12 @@ def chosen(ids: list[str], decision: str, reason: str | None = None) -> dict[str
     }
 
 
+def listed_items(digest: Digest, text: str) -> list[int]:
+    """How often ``text`` (replies' blocks as JSON) names each item of ``digest``, as the
+    digest numbers it, with its title."""
+    return [text.count(f"*Item {n}:* {p.preview.title}") for n, p in enumerate(digest.items, 1)]
+
+
 async def statuses(cs: Countersign, ids: list[str]) -> list[str]:
     return [str((await cs.store.get_proposal(i)).status) for i in ids]
 
@@ -388,8 +394,11 @@ async def test_approve_all_executes_each_item_once_with_its_own_outcome(cs: Coun
     assert buttons(message) == {}  # nothing left to decide
     assert json.dumps(message.blocks).count("Succeeded") == 10
     replies = cs.slack.replies(CAMPAIGN_CHANNEL, digest.ts)
-    listed = " ".join(json.dumps(r.blocks) for r in replies)
-    assert all(listed.count(i[:12]) == 1 for i in ids)  # each outcome reported once
+    listed = " ".join(json.dumps(r.blocks, ensure_ascii=False) for r in replies)
+    assert listed_items(digest, listed) == [1] * 10  # each outcome reported once
+    # as a proposal's own reply: who approved, which item (by its number), no id to read
+    assert listed.count(f"*Succeeded* · Approved by <@{APPROVER}>.") == 10
+    assert "cs_" not in listed
     assert {r.metadata["event_type"] for r in replies if r.metadata} == {DIGEST_REPLY_EVENT}
     assert await eventually(lambda: _told(cs, APPROVER)) == [
         "Approved 10, 0 already decided, 0 refused."
@@ -418,7 +427,7 @@ async def test_updates_and_outcomes_due_while_slack_is_rate_limited_go_out_toget
     shown = json.dumps(cs.slack.message(CAMPAIGN_CHANNEL, digest.ts).blocks)
     assert "xecuting" not in shown
     [reply] = cs.slack.replies(CAMPAIGN_CHANNEL, digest.ts)  # 10 outcomes, one reply
-    assert all(i[:12] in json.dumps(reply.blocks) for i in ids)
+    assert listed_items(digest, json.dumps(reply.blocks)) == [1] * 10
     assert len(cs.target.executions()) == 10
 
 
@@ -440,7 +449,7 @@ async def test_an_outcome_reply_whose_answer_was_lost_is_not_posted_twice(
     await eventually(delivered)
     replies = cs.slack.replies(CAMPAIGN_CHANNEL, digest.ts)
     listed = " ".join(json.dumps(r.blocks) for r in replies)
-    assert {i: listed.count(i[:12]) for i in ids} == dict.fromkeys(ids, 1)
+    assert listed_items(digest, listed) == [1] * 4
     assert cs.slack.calls("conversations.replies")  # looked before posting again
 
 

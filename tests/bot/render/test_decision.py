@@ -87,7 +87,7 @@ async def test_an_approved_decision_lets_the_agent_go_ahead_without_raw_argument
 
     message = render.proposal_message(done, now=NOW, agent_acts=True)
     reply = outcome_reply(done)
-    thread = render_digest_reply.digest_reply([(done, Status.SUCCEEDED)])
+    thread = render_digest_reply.digest_reply([(1, done, Status.SUCCEEDED)])
     texts = [
         *shown_texts(message),
         message["text"],

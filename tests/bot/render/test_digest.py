@@ -163,17 +163,24 @@ def test_fifty_long_items_stay_within_block_kits_limits() -> None:
 
 
 def test_one_reply_reports_every_kind_of_outcome_and_offers_to_resolve_uncertain_ones() -> None:
+    by = {"decided_by": "U0APPROVER"}
     entries = [
-        (item(1, status=Status.SUCCEEDED, outcome=Succeeded(result={"id": 1})), Status.SUCCEEDED),
-        (item(2, status=Status.REJECTED, decision_note="no"), Status.REJECTED),
-        (item(3, status=Status.EXPIRED), Status.EXPIRED),
         (
-            item(4, outcome=TerminalFailure(detail="closed", correlation_id="c4")),
+            1,
+            item(1, status=Status.SUCCEEDED, outcome=Succeeded(result={"id": 1}), **by),
+            Status.SUCCEEDED,
+        ),
+        (2, item(2, status=Status.REJECTED, decision_note="no", **by), Status.REJECTED),
+        (3, item(3, status=Status.EXPIRED), Status.EXPIRED),
+        (
+            4,
+            item(4, outcome=TerminalFailure(detail="closed", correlation_id="c4"), **by),
             Status.FAILED,
         ),
-        (item(5, outcome=RevisionRequired(reason="changed")), Status.REVISION_REQUIRED),
+        (5, item(5, outcome=RevisionRequired(reason="changed"), **by), Status.REVISION_REQUIRED),
         (
-            item(6, outcome=NeedsReconciliation(detail="timeout", correlation_id="c6")),
+            6,
+            item(6, outcome=NeedsReconciliation(detail="timeout", correlation_id="c6"), **by),
             Status.NEEDS_RECONCILIATION,
         ),
     ]
@@ -188,7 +195,39 @@ def test_one_reply_reports_every_kind_of_outcome_and_offers_to_resolve_uncertain
         "reconcile_succeeded": item(6).id,
         "reconcile_failed": item(6).id,
     }
-    assert digest_reply([(item(7), Status.SUPERSEDED)]) is None
+    assert digest_reply([(7, item(7), Status.SUPERSEDED)]) is None
+
+
+def test_a_reply_names_each_item_by_its_number_and_who_decided_as_its_own_reply_would() -> None:
+    """Who decided first, then the item as the digest numbers it; its id only as the one
+    reference to quote where a proposal's own reply shows one (an outcome unknown or failed)."""
+    done = item(1, status=Status.SUCCEEDED, outcome=Succeeded(result={}), decided_by="U0PRIYA")
+    rejected = item(2, status=Status.REJECTED, decision_note="dup", decided_by="U0DANA")
+    unsure = item(
+        4, outcome=NeedsReconciliation(detail="timeout", correlation_id="c4"), decided_by="U0PRIYA"
+    )
+    reply = digest_reply(
+        [
+            (3, done, Status.SUCCEEDED),
+            (5, rejected, Status.REJECTED),
+            (8, unsure, Status.NEEDS_RECONCILIATION),
+        ]
+    )
+
+    assert reply is not None
+    text = "\n".join(b["text"]["text"] for b in reply["blocks"] if b["type"] == "section")
+    succeeded = ":white_check_mark: *Succeeded* · Approved by <@U0PRIYA>.\n*Item 3:* Refund 1.00"
+    assert succeeded in text
+    assert ":x: *Rejected* by <@U0DANA>. Nothing was executed.\n*Item 5:* Refund 2.00 USD" in text
+    assert "*Outcome unknown* · Approved by <@U0PRIYA>." in text
+    assert text.count("cs_") == 1 and f"Reference `{unsure.id}`" in text
+    labels = [
+        element["text"]["text"]
+        for block in reply["blocks"]
+        if block["type"] == "actions"
+        for element in block["elements"]
+    ]
+    assert labels == ["Item 8: it happened", "Item 8: it did not happen"]
 
 
 def test_the_choose_modal_offers_ten_items_a_group_and_validates() -> None:

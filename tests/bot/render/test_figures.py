@@ -164,9 +164,11 @@ def every_text(operation: Operation[Any, Any], proposal: Any, edited: Any, resul
         outcome_reply(uncertain, formats),
         render.proposal_message(failed, now=NOW, formats=formats),
         outcome_reply(failed, formats),
-        render_digest_reply.digest_reply([(done, Status.SUCCEEDED)], formats_of=lambda _: formats),
         render_digest_reply.digest_reply(
-            [(uncertain, Status.NEEDS_RECONCILIATION), (failed, Status.FAILED)],
+            [(1, done, Status.SUCCEEDED)], formats_of=lambda _: formats
+        ),
+        render_digest_reply.digest_reply(
+            [(1, uncertain, Status.NEEDS_RECONCILIATION), (2, failed, Status.FAILED)],
             formats_of=lambda _: formats,
         ),
         render_home.home_view(

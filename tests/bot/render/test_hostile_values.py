@@ -357,7 +357,9 @@ def builders(text: str) -> dict[object, list[Any]]:
         Proposal | None: proposals[:1],
         Sequence[Proposal]: [proposals],
         Mapping[str, Proposal] | None: [{p.id: p for p in proposals}],
-        Sequence[tuple[Proposal, Status]]: [[(p, p.status) for p in proposals]],
+        Sequence[tuple[int, Proposal, Status]]: [
+            [(n, p, p.status) for n, p in enumerate(proposals, 1)]
+        ],
         Escalation: escalations,
         Escalation | None: escalations[:1],
         Sequence[Escalation]: [escalations],

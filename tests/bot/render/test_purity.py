@@ -121,6 +121,7 @@ DIGEST = digest(
 )
 DIGEST_CHANGES = [
     (
+        n,
         item(n, status=status, decided_by="U0ANA", outcome=OUTCOMES.get(kind)),
         status,
     )
