@@ -37,6 +37,7 @@ from bot.render.blocks import Blocks, Message
 from bot.render.digest_table import Table, compact_table, total_text
 from bot.render.figures import why_asked
 from bot.render.inert import Mrkdwn, inert, own
+from bot.render.proposal import preview_label
 from bot.render.status import goes_ahead
 from bot.render.words import RISK_LABELS, mention, remaining, when
 from contracts.base import Risk
@@ -122,7 +123,7 @@ def _pieces(
         kit.section(own("\n".join([*risks, f"*Why you are asked:* {'; '.join(whys)}"]))),
         kit.context(own(f"{_counts(items)}. Each proposal is checked and executed on its own.")),
         kit.section(own(asked)),
-        kit.section(_common_text(table, pending, now)),
+        kit.section(_common_text(table, items, pending, now)),
     ]
     rows = [_row(n, p, table, now) for n, p in enumerate(items, 1)]
     return head, rows, _rows_budget(len(head), bool(pending))
@@ -140,12 +141,17 @@ def shown_whole(digest: Digest, *, now: datetime, formats: Formats | None = None
     )
 
 
-def _common_text(table: Table, pending: Sequence[Proposal], now: datetime) -> Mrkdwn:
+def _common_text(
+    table: Table, items: Sequence[Proposal], pending: Sequence[Proposal], now: datetime
+) -> Mrkdwn:
     lines: list[str] = []
     if table.common:
+        # once none is pending, the facts they share were read at preview, as each one's says
+        shown_as = items[0] if not pending else pending[0]
         lines.append("*Same for every item:*")
         lines += [
-            f"*{kit.clip(inert(label), 60)}*: {kit.clip(inert(value), 300)}"
+            f"*{kit.clip(inert(preview_label(shown_as, label)), 60)}*: "
+            f"{kit.clip(inert(value), 300)}"
             for label, value in table.common
         ]
     total = total_text(table, len(pending), 0)
@@ -226,8 +232,9 @@ def _row(n: int, proposal: Proposal, table: Table, now: datetime) -> Mrkdwn:
     (bold labels are ours; agent text cannot make bold), its status; what had to be left out
     is marked clipped. The agent's words follow, quoted, unless every item has the same."""
     values = {f.label: f.value for f in proposal.preview.fields}
-    cells = [
-        f"*{kit.clip(inert(label), 40)}* {kit.clip(inert(values[label]), 120)}"
+    cells = [  # a decided item's facts were read at preview, as its own message says
+        f"*{kit.clip(inert(preview_label(proposal, label)), 40)}* "
+        f"{kit.clip(inert(values[label]), 120)}"
         for label in table.columns
         if label in values
     ]

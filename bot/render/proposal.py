@@ -62,6 +62,7 @@ __all__ = [
     "edit_blocks",
     "explanation",
     "preview_fields",
+    "preview_label",
     "preview_note",
     "proposal_message",
     "quorum_progress",
@@ -146,9 +147,9 @@ def preview_fields(proposal: Proposal) -> list[Mrkdwn]:
     made; once it is decided its facts may no longer hold, so a label that says "now"
     ("Refundable now") reads "at preview" ("Refundable at preview"), and :func:`preview_note`
     says when the others were read."""
-    if proposal.status is Status.PENDING:
-        return [kit.field_text(f.label, f.value) for f in proposal.preview.fields]
-    return [kit.field_text(_at_preview(f.label), f.value) for f in proposal.preview.fields]
+    return [
+        kit.field_text(preview_label(proposal, f.label), f.value) for f in proposal.preview.fields
+    ]
 
 
 def preview_note(proposal: Proposal) -> Blocks:
@@ -166,8 +167,12 @@ def preview_note(proposal: Proposal) -> Blocks:
     ]
 
 
-def _at_preview(label: str) -> str:
-    return f"{label.removesuffix(' now')} {AT_PREVIEW}" if label.endswith(" now") else label
+def preview_label(proposal: Proposal, label: str) -> str:
+    """A preview field's ``label`` as ``proposal`` shows it: as the operation gives it while it
+    is pending; once decided, one that says "now" says "at preview" ("Refundable at preview")."""
+    if proposal.status is Status.PENDING or not label.endswith(" now"):
+        return label
+    return f"{label.removesuffix(' now')} {AT_PREVIEW}"
 
 
 def _verdict(proposal: Proposal, now: datetime, agent_acts: bool = False) -> Blocks:

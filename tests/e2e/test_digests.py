@@ -29,6 +29,7 @@ from tests.e2e.harness import (
     APPROVER_2,
     CAMPAIGN_CHANNEL,
     OUTSIDER,
+    REFUNDS_CHANNEL,
     REQUESTER,
     SIGNING_SECRET,
     Countersign,
@@ -567,6 +568,44 @@ async def test_rejecting_chosen_items_needs_a_reason_and_rejects_only_those(
     assert await eventually(lambda: _told(cs, APPROVER)) == [
         "Rejected 2, 0 already decided, 0 refused."
     ]
+
+
+async def test_a_decided_items_facts_read_as_at_preview_while_the_pending_ones_read_now(
+    cs: Countersign,
+) -> None:
+    """As a proposal's own message: once decided, "Refundable now" says "Refundable at
+    preview" (the payment may have changed since); the pending items still say "now"."""
+    refunds = [
+        {"operation": "payments.refund", "request": {"payment_id": p}, "requested_by": REQUESTER}
+        for p in ("pay_1001", "pay_1002", "pay_1003")
+    ]
+    ids = await submit_all(cs, refunds)
+    digest = await posted_digest(cs, ids)
+    await cs.settled()
+    shown = json.dumps(cs.slack.message(REFUNDS_CHANNEL, digest.ts).blocks, ensure_ascii=False)
+    assert shown.count("*Refundable now*") == 3 and "at preview" not in shown
+
+    assert await click(cs, APPROVER, DIGEST_CHOOSE, digest) == 200
+    [choose] = await eventually(lambda: _views(cs, APPROVER))
+    await submit_view(cs, APPROVER, choose.view, chosen(ids[:1], "approve"))
+    await eventually(lambda: _has_status(cs, ids[0], "succeeded"))
+    await cs.settled()
+
+    shown = json.dumps(cs.slack.message(REFUNDS_CHANNEL, digest.ts).blocks, ensure_ascii=False)
+    number = [p.id for p in digest.items].index(ids[0]) + 1
+    rows = [
+        row
+        for block in cs.slack.message(REFUNDS_CHANNEL, digest.ts).blocks
+        if block["type"] == "section"
+        for row in block["text"]["text"].split("\n\n")
+        if row[:3] in ("*1.", "*2.", "*3.")
+    ]
+    assert len(rows) == 3
+    for row in rows:
+        decided = row.startswith(f"*{number}.*")
+        assert ("*Refundable at preview* 45.00 USD" in row) is decided, row
+        assert ("*Refundable now*" in row) is not decided, row
+    assert shown.count("*Refundable now*") == 2
 
 
 async def test_reject_all_asks_one_reason_and_skips_what_was_decided(cs: Countersign) -> None:

@@ -113,6 +113,19 @@ def test_a_digest_is_named_by_its_operations_description_never_its_name() -> Non
     assert "payments.refund" not in modal + json.dumps(described)
 
 
+def test_facts_every_decided_item_shares_read_as_at_preview() -> None:
+    """What every item shows alike says "at preview" once none is pending, as each item's own
+    message would; while one is pending it reads as the operation gives it."""
+    fields = (PreviewField(label="Refundable now", value="5.00 USD"),)
+    done = {"status": Status.SUCCEEDED, "decided_by": "U0APPROVER", "outcome": Succeeded()}
+    decided = [item(n, preview=Preview(title=f"Refund {n}", fields=fields), **done) for n in (1, 2)]
+    pending = [decided[0], item(3, preview=Preview(title="Refund 3", fields=fields))]
+
+    assert "*Refundable at preview*: 5.00 USD" in all_text(digest_message(digest(decided), now=NOW))
+    text = all_text(digest_message(digest(pending), now=NOW))
+    assert "*Refundable now*: 5.00 USD" in text and "at preview" not in text
+
+
 def test_the_agents_words_are_labelled_and_escaped() -> None:
     text = all_text(digest_message(digest([item(1)]), now=NOW))
 

@@ -430,6 +430,7 @@ RAW: dict[str, str] = {
     "clicks.withdrawn_reason": "the reason told to the clicker through refusal_text",
     "blocks.is_clipped": "whether blocks hold the clip marker",
     "digest.shown_whole": "whether a digest fits whole",
+    "proposal.preview_label": "a preview field's label, made inert where it is shown",
     "digest_table.compact_table": "a digest's preview values as a table, made inert where shown",
     "inert.visible": "the inert renderer's own step: invisible characters shown by their code",
     "digest_review.chosen_places": "which boxes of a submitted review page are ticked: numbers",
