@@ -148,10 +148,17 @@ class DigestOutbox:
             for digest_id, effects in by_digest.items()
         ]
         # Items of one digest were asked together and expire together: their thread gets one
-        # reminder (the first item's, naming who can approve), not one per item.
+        # reminder (for the pending items, naming who can approve), not one per item. An item
+        # still pending carries it: the publisher posts nothing for a decided one, so an item
+        # decided since the sweep would leave the others unreminded. None pending: none.
         for held in reminders.values():
-            first, *others = sorted(held, key=lambda d: d.id)
-            rest.append(first)
+            ordered = sorted(held, key=lambda d: d.id)
+            carrier = next(
+                (d for d in ordered if proposals[d.proposal_id].status is Status.PENDING), None
+            )
+            others = [d for d in ordered if d is not carrier]
+            if carrier is not None:
+                rest.append(carrier)
             if others:
                 jobs.append(Job(tuple(others), partial(self._covered, others)))
         return jobs, rest
