@@ -27,8 +27,10 @@ if TYPE_CHECKING:
         CountersignError,
         InvalidCallback,
         NotApproved,
+        NotAsked,
         ProblemError,
         Unreachable,
+        WaitInterrupted,
     )
     from countersign.sync import Client
     from countersign.wire.api import EscalationOut, ProblemOut, ProposalOut
@@ -46,12 +48,14 @@ _HOMES = {
     "EscalationOut": "countersign.wire.api",
     "InvalidCallback": "countersign.errors",
     "NotApproved": "countersign.errors",
+    "NotAsked": "countersign.errors",
     "ProblemError": "countersign.errors",
     "ProblemOut": "countersign.wire.api",
     "ProposalOut": "countersign.wire.api",
     "Rejected": "countersign.answers",
     "TimedOut": "countersign.answers",
     "Unreachable": "countersign.errors",
+    "WaitInterrupted": "countersign.errors",
     "requires_approval": "countersign.decorator",
     "verify_callback": "countersign.callbacks.verify",
 }
@@ -68,12 +72,14 @@ __all__ = [
     "EscalationOut",
     "InvalidCallback",
     "NotApproved",
+    "NotAsked",
     "ProblemError",
     "ProblemOut",
     "ProposalOut",
     "Rejected",
     "TimedOut",
     "Unreachable",
+    "WaitInterrupted",
     "requires_approval",
     "verify_callback",
 ]

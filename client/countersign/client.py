@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
@@ -12,9 +13,17 @@ import aiohttp
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from countersign.answers import Answer, Approved, Cancelled, Rejected, TimedOut
-from countersign.errors import CancelUnavailable, CountersignError, ProblemError
+from countersign.asking import Cancel, Flow, Interrupted, Step, StillPending, answering, settling
+from countersign.errors import (
+    CancelUnavailable,
+    CountersignError,
+    NotAsked,
+    ProblemError,
+    Unreachable,
+    WaitInterrupted,
+)
 from countersign.light import LightClient, from_environment
-from countersign.reading import UNDECIDED, Ending, ending_of
+from countersign.reading import RETRIED_STATUSES, Ending, ending_of
 from countersign.transport import Reply, Transport
 from countersign.wire.api import EscalationOut, ProposalOut
 from countersign.wire.canonical import canonical_json
@@ -32,10 +41,8 @@ __all__ = [
 #: The operation ``approve`` asks on unless told otherwise: a ``kind = "decision"`` operation
 #: without a request schema of its own (its request is ``title`` and ``detail``).
 GENERIC_DECISION: Final = "decision"
-#: The status of a withdrawn proposal (compared as text: a Countersign older than the cancel
-#: endpoint never answers it, and answers 404 or 405 to a withdrawal: CancelUnavailable)
-_CANCELLED: Final[str] = "cancelled"
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 #: How long past a proposal's expiry to keep waiting for the server to mark it expired.
 _EXPIRY_GRACE: Final = 15.0
 
@@ -132,6 +139,32 @@ class AsyncClient:
         call, so the same call made again (a retry, a restarted run) returns the same proposal.
         ``urgent`` asks for it to be shown at once rather than with its rule's batch (the
         answer's ``shown_after`` says when it is shown)."""
+        body = self._proposal_body(
+            operation, request, requested_by, run_id, reason, callback_url, urgent=urgent
+        )
+        return await self._submit(body, idempotency_key, latest=None)
+
+    async def _submit(
+        self, body: dict[str, JsonValue], idempotency_key: str | None, *, latest: float | None
+    ) -> ProposalOut:
+        raw = canonical_json(body)
+        key = idempotency_key or derived_key(raw)
+        reply = await self._transport.send(
+            "POST", "/v1/proposals", body=raw, headers={"Idempotency-Key": key}, latest=latest
+        )
+        return _parsed(ProposalOut, reply)
+
+    def _proposal_body(
+        self,
+        operation: str,
+        request: Mapping[str, JsonValue],
+        requested_by: str | None,
+        run_id: str | None,
+        reason: str | None,
+        callback_url: str | None,
+        *,
+        urgent: bool = False,
+    ) -> dict[str, JsonValue]:
         body: dict[str, JsonValue] = {"operation": operation, "request": dict(request)}
         if urgent:
             body["urgent"] = True
@@ -143,12 +176,7 @@ class AsyncClient:
         ):
             if value is not None:
                 body[name] = value
-        raw = canonical_json(body)
-        key = idempotency_key or derived_key(raw)
-        reply = await self._transport.send(
-            "POST", "/v1/proposals", body=raw, headers={"Idempotency-Key": key}
-        )
-        return _parsed(ProposalOut, reply)
+        return body
 
     async def get(self, proposal_id: str) -> ProposalOut:
         """The proposal as it is now."""
@@ -159,10 +187,23 @@ class AsyncClient:
     ) -> ProposalOut:
         """The proposal once decided (or executed), or as it is when ``timeout`` seconds have
         passed. With ``follow_edits``, an approver's edit is followed to the proposal that
-        replaced it. Long polls are reconnected until the timeout; never longer."""
+        replaced it. Long polls are reconnected until the timeout; never longer. Countersign
+        failing once the proposal was read undecided raises WaitInterrupted (it may still be
+        decided in Slack); the first read failing raises as ``get`` does."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, timeout)
-        return await self._settle(await self.get(proposal_id), deadline, follow_edits)
+        first = await self.get(proposal_id)
+        flow = settling(
+            first.model_dump(mode="json"),
+            deadline,
+            clock=loop.time,
+            long_poll_seconds=self.long_poll_seconds,
+            follow_edits=follow_edits,
+        )
+        try:
+            return _proposal(await self._run(flow))
+        except CountersignError as failure:
+            raise WaitInterrupted(first, failure, withdrawn=False, withdrawing=False) from failure
 
     async def cancel(self, proposal_id: str) -> ProposalOut:
         """Withdraw a pending proposal (its status becomes ``cancelled``). A proposal already
@@ -187,7 +228,9 @@ class AsyncClient:
         """Ask people whether the agent may do something it will do itself: exactly one of
         Approved, Rejected, TimedOut or Cancelled. ``timeout`` is the caller's deadline in
         seconds (default: the proposal's own expiry); when it passes first, the proposal is
-        withdrawn on the server and the answer is TimedOut."""
+        withdrawn on the server and the answer is TimedOut. Countersign failing raises NotAsked
+        (nothing was stored) or, once the proposal was made, WaitInterrupted (withdrawn, or
+        still pending in Slack); each carries the ``retry_after`` Countersign gave."""
         return await self.ask(
             operation,
             {"title": title, "detail": detail},
@@ -210,49 +253,49 @@ class AsyncClient:
         idempotency_key: str | None = None,
     ) -> Answer:
         """``approve`` for any decision operation, with that operation's own request."""
-        proposal = await self.propose(
-            operation,
-            request,
-            requested_by=requested_by,
-            run_id=run_id,
-            reason=reason,
-            idempotency_key=idempotency_key,
-        )
-        return await self.answer(proposal, timeout=timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + max(0.0, timeout)
+        body = self._proposal_body(operation, request, requested_by, run_id, reason, None)
+        try:
+            proposal = await self._submit(body, idempotency_key, latest=deadline)
+        except ProblemError as refused:
+            if refused.status not in RETRIED_STATUSES:
+                raise  # refused for what was asked (the request, the agent's rights)
+            raise NotAsked(refused) from refused
+        except Unreachable as failure:
+            raise NotAsked(failure) from failure
+        return await self._answer(proposal, deadline)
 
     async def answer(self, proposal: ProposalOut, *, timeout: float | None = None) -> Answer:
         """Wait for the decision on a decision operation's proposal and say what it was."""
-        if timeout is None:
-            timeout = _until_expiry(proposal)
-        deadline = asyncio.get_running_loop().time() + max(0.0, timeout)
-        current = await self._settle(proposal, deadline, follow_edits=True)
-        decided = answer_of(current)
-        if decided is not None:
-            return decided
-        return await self._withdraw(current)
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + max(0.0, timeout)
+        return await self._answer(proposal, deadline)
 
-    async def _withdraw(self, proposal: ProposalOut) -> Answer:
-        """The caller's deadline passed: withdraw the proposal, unless a decision won the race."""
-        try:
-            withdrawn = await self.cancel(proposal.id)
-        except ProblemError as refused:
-            if refused.status in (404, 405):
-                raise CancelUnavailable(proposal, refused.status) from refused
-            if refused.status != 409:
-                raise
-            # decided (or edited) meanwhile: a decision stands; an edit is withdrawn in turn
-            now = asyncio.get_running_loop().time()
-            withdrawn = await self._settle(await self.get(proposal.id), now, follow_edits=True)
-            if withdrawn.id != proposal.id and withdrawn.status in UNDECIDED:
-                return await self._withdraw(withdrawn)
-        if str(withdrawn.status) == _CANCELLED:
-            return TimedOut(proposal=withdrawn, by="deadline")
-        decided = answer_of(withdrawn)
-        if decided is None:
-            raise CountersignError(
-                f"proposal {proposal.id} is still {withdrawn.status!r} after it was withdrawn"
-            )
-        return decided
+    async def _answer(self, proposal: ProposalOut, deadline: float | None) -> Answer:
+        """The decision by ``deadline`` (by default the proposal's expiry); past it, the proposal
+        is withdrawn (countersign.asking holds the logic both clients share)."""
+        loop = asyncio.get_running_loop()
+        if deadline is None:
+            deadline = loop.time() + _until_expiry(proposal)
+        flow = answering(
+            proposal.model_dump(mode="json"),
+            deadline,
+            clock=loop.time,
+            long_poll_seconds=self.long_poll_seconds,
+        )
+        came, document = await self._run(flow)
+        latest = _proposal(document)
+        if isinstance(came, StillPending):
+            raise CancelUnavailable(latest, came.status)
+        if isinstance(came, Interrupted):
+            raise WaitInterrupted(
+                latest,
+                came.failure,
+                withdrawn=came.withdrawn,
+                while_withdrawing=came.while_withdrawing,
+            ) from came.failure
+        return answer_from(came, latest)
 
     # --- escalations -----------------------------------------------------------------------------
 
@@ -296,19 +339,31 @@ class AsyncClient:
 
     # --- waiting ---------------------------------------------------------------------------------
 
-    async def _settle(
-        self, current: ProposalOut, deadline: float, follow_edits: bool
-    ) -> ProposalOut:
-        loop = asyncio.get_running_loop()
-        while True:
-            if follow_edits and current.superseded_by is not None:
-                current = await self._read(current.superseded_by, hold=0.0, deadline=deadline)
-                continue
-            remaining = deadline - loop.time()
-            if current.status not in UNDECIDED or remaining <= 0:
-                return current
-            hold = min(remaining, self.long_poll_seconds)
-            current = await self._read(current.id, hold=hold, deadline=deadline)
+    async def _run(self, flow: Flow[T]) -> T:
+        """Run a wait's logic (countersign.asking) to its end, as asking.drive does."""
+        try:
+            step = next(flow)
+            while True:
+                try:
+                    document = await self._step(step)
+                except CountersignError as failure:
+                    step = flow.throw(failure)
+                else:
+                    step = flow.send(document)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+
+    async def _step(self, step: Step) -> dict[str, Any]:
+        if isinstance(step, Cancel):
+            reply = await self._transport.send(
+                "POST", f"/v1/proposals/{step.proposal_id}/cancel", latest=step.latest
+            )
+            proposal = _parsed(ProposalOut, reply)
+        else:
+            proposal = await self._read(step.proposal_id, hold=step.hold, deadline=step.deadline)
+        document: dict[str, Any] = proposal.model_dump(mode="json")
+        return document
 
     async def _read(self, proposal_id: str, *, hold: float, deadline: float | None) -> ProposalOut:
         params = {"wait": f"{hold:.3f}"} if hold > 0 else None
@@ -354,6 +409,11 @@ def _json(value: BaseModel | Mapping[str, Any]) -> JsonValue:
         dumped: JsonValue = value.model_dump(mode="json")
         return dumped
     return dict(value)
+
+
+def _proposal(document: Mapping[str, Any]) -> ProposalOut:
+    """The proposal a document read by a wait's logic holds (it was a ProposalOut's JSON)."""
+    return ProposalOut.model_validate_json(json.dumps(document))
 
 
 def _parsed(model: type[M], reply: Reply) -> M:

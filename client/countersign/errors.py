@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -15,8 +16,11 @@ __all__ = [
     "FieldAtFault",
     "InvalidCallback",
     "NotApproved",
+    "NotAsked",
     "ProblemError",
     "Unreachable",
+    "WaitInterrupted",
+    "when_to_retry",
 ]
 
 
@@ -75,6 +79,76 @@ class ProblemError(CountersignError):
 
 class Unreachable(CountersignError):
     """Countersign could not be reached, or kept failing, until the call's time ran out."""
+
+
+def when_to_retry(failure: CountersignError) -> str:
+    """'. Countersign asked to try again in 5 s' when it said when, unless its own words say so
+    already; else ''."""
+    seconds = failure.retry_after if isinstance(failure, ProblemError) else None
+    if seconds is None or re.search(r"retry after \d", str(failure), re.IGNORECASE):
+        return ""
+    return f". Countersign asked to try again in {seconds:g} s"
+
+
+def _how(failure: CountersignError) -> str:
+    return "was not reached" if isinstance(failure, Unreachable) else "answered with an error"
+
+
+class NotAsked(CountersignError):
+    """Countersign could not take the question just now (unreachable, at the agent's own limits,
+    at capacity, its store unavailable): nothing was stored, so nobody was asked. ``failure`` is
+    what happened; ``retry_after`` the seconds Countersign asked to wait, when it said."""
+
+    def __init__(self, failure: CountersignError) -> None:
+        self.failure = failure
+        self.retry_after = failure.retry_after if isinstance(failure, ProblemError) else None
+        super().__init__(
+            f"Countersign {_how(failure)}, so nothing was proposed and nobody was asked: "
+            f"{failure}{when_to_retry(failure)}"
+        )
+
+
+class WaitInterrupted(CountersignError):
+    """Countersign failed after the proposal was made and before anyone had decided it: while
+    waiting for the decision, or (``while_withdrawing``) while withdrawing the proposal once the
+    caller's deadline passed. ``withdrawn``: the proposal was withdrawn after all, so nothing
+    will come of it; otherwise it may still be pending there and be decided in Slack later.
+    Either way nothing was approved: do not act. ``proposal`` is the proposal as last read."""
+
+    def __init__(
+        self,
+        proposal: ProposalOut,
+        failure: CountersignError,
+        *,
+        withdrawn: bool,
+        while_withdrawing: bool = False,
+        withdrawing: bool = True,
+    ) -> None:
+        self.proposal = proposal
+        self.failure = failure
+        self.withdrawn = withdrawn
+        self.while_withdrawing = while_withdrawing
+        self.retry_after = failure.retry_after if isinstance(failure, ProblemError) else None
+        if while_withdrawing:
+            text = (
+                f"nobody decided proposal {proposal.id} before the deadline, and Countersign "
+                f"{_how(failure)} when it was to be withdrawn ({failure})"
+            )
+        else:
+            text = (
+                f"Countersign {_how(failure)} while waiting for the decision on proposal "
+                f"{proposal.id} ({failure}); nobody had decided it"
+            )
+        if withdrawn:
+            text += ". It was withdrawn, so nothing will come of it"
+        elif withdrawing:
+            text += (
+                ". It could not be withdrawn: it is still pending there and may still be decided "
+                "in Slack; treat it as not approved and do not act, whatever is decided there"
+            )
+        else:
+            text += ". It is still pending there and may still be decided in Slack"
+        super().__init__(text + when_to_retry(failure))
 
 
 class CancelUnavailable(CountersignError):

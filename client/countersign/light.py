@@ -5,7 +5,7 @@ call. This client needs the standard library's sockets and JSON only (no asyncio
 pydantic or http.client: countersign.exchange speaks the HTTP it needs). It proposes, long-polls
 for the decision (following an approver's edit to the proposal that replaced it) and withdraws
 the proposal when the caller's wait runs out, reading the answers through the same rules as the
-full client (countersign.reading).
+full client (countersign.reading) and waiting by the same logic (countersign.asking).
 
 Every request may be sent again: the proposal carries an idempotency key, and reads are reads. A
 lost connection, a timeout, 429 and 502/503/504 are retried after the ``Retry-After`` the server
@@ -19,45 +19,15 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from typing import Any, Final, NamedTuple
+from typing import Any
 from urllib.parse import quote, urlsplit
 
+from countersign.asking import Cancel, Interrupted, Step, StillPending, answering, drive
 from countersign.errors import CountersignError, ProblemError, Unreachable
 from countersign.exchange import exchange
-from countersign.reading import (
-    RETRIED_STATUSES,
-    UNDECIDED,
-    Ending,
-    backoff,
-    ending_of,
-    problem_of,
-    retry_delay,
-)
+from countersign.reading import RETRIED_STATUSES, Ending, backoff, problem_of, retry_delay
 
 __all__ = ["Interrupted", "LightClient", "StillPending", "environment_client", "from_environment"]
-
-#: Past the caller's wait, time left to withdraw the proposal and read what it came to.
-GRACE_SECONDS: Final = 15.0
-
-
-class StillPending(NamedTuple):
-    """The wait ran out but the proposal could not be withdrawn (a Countersign older than the
-    cancel endpoint answered ``status``): it is still pending there and may yet be approved."""
-
-    proposal_id: str
-    status: int
-
-
-class Interrupted(NamedTuple):
-    """Countersign failed after the proposal was made and before anyone had decided it: while
-    the caller waited (``while_withdrawing`` False) or while it withdrew the proposal once its
-    wait ran out (True). ``withdrawn``: the proposal was withdrawn after all, so nothing will
-    come of it; otherwise it may still be pending there, and be decided later."""
-
-    proposal_id: str
-    failure: CountersignError
-    withdrawn: bool
-    while_withdrawing: bool = False
 
 
 class LightClient:
@@ -166,72 +136,16 @@ class LightClient:
             reason=reason,
             latest=deadline,
         )
-        try:
-            document = self._settle(document, deadline)
-        except CountersignError as failure:
-            return self._interrupted(document, failure, while_withdrawing=False)
-        ending = ending_of(document)
-        if ending is not None:
-            return ending
-        try:
-            return self._withdraw(document)
-        except CountersignError as failure:
-            return self._interrupted(document, failure, while_withdrawing=True)
+        flow = answering(
+            document, deadline, clock=time.monotonic, long_poll_seconds=self.long_poll_seconds
+        )
+        return drive(flow, self._step).came
 
-    # --- waiting ---------------------------------------------------------------------------------
-
-    def _settle(self, document: dict[str, Any], deadline: float) -> dict[str, Any]:
-        """The proposal once decided, or as it is at ``deadline``; an edit is followed."""
-        while True:
-            successor = document.get("superseded_by")
-            if successor:
-                document = self.read(successor, deadline=deadline + GRACE_SECONDS)
-                continue
-            remaining = deadline - time.monotonic()
-            if document.get("status") not in UNDECIDED or remaining <= 0:
-                return document
-            hold = min(remaining, self.long_poll_seconds)
-            document = self.read(document["id"], hold=hold, deadline=deadline)
-
-    def _interrupted(
-        self, document: dict[str, Any], failure: CountersignError, *, while_withdrawing: bool
-    ) -> Ending | Interrupted:
-        """Countersign failed with ``document``'s proposal undecided: withdraw it if that can
-        still be done within the grace (a decision that won the race stands)."""
-        if not while_withdrawing:
-            try:
-                came = self._withdraw(document)
-            except CountersignError:
-                pass
-            else:
-                if isinstance(came, Ending) and came.kind != "deadline":
-                    return came  # decided meanwhile: that decision is the answer
-                withdrawn = isinstance(came, Ending)
-                return Interrupted(document["id"], failure, withdrawn)
-        return Interrupted(document["id"], failure, False, while_withdrawing)
-
-    def _withdraw(self, document: dict[str, Any]) -> Ending | StillPending:
-        """The caller's wait ran out: withdraw the proposal, unless a decision won the race."""
-        try:
-            withdrawn = self.cancel(document["id"], latest=time.monotonic() + GRACE_SECONDS)
-        except ProblemError as refused:
-            if refused.status in (404, 405):
-                return StillPending(document["id"], refused.status)
-            if refused.status != 409:
-                raise
-            # decided (or edited) meanwhile: a decision stands; an edit is withdrawn in turn
-            withdrawn = self._settle(self.read(document["id"]), time.monotonic())
-            if withdrawn["id"] != document["id"] and withdrawn.get("status") in UNDECIDED:
-                return self._withdraw(withdrawn)
-        if withdrawn.get("status") == "cancelled":
-            return Ending("deadline", withdrawn["id"])
-        ending = ending_of(withdrawn)
-        if ending is None:
-            raise CountersignError(
-                f"proposal {document['id']} is still {withdrawn.get('status')!r} after it was "
-                "withdrawn"
-            )
-        return ending
+    def _step(self, step: Step) -> dict[str, Any]:
+        """One request a wait's logic (countersign.asking) asks for."""
+        if isinstance(step, Cancel):
+            return self.cancel(step.proposal_id, latest=step.latest)
+        return self.read(step.proposal_id, hold=step.hold, deadline=step.deadline)
 
     # --- HTTP ------------------------------------------------------------------------------------
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
-from countersign.errors import CountersignError, ProblemError, Unreachable
+from countersign.errors import CountersignError, ProblemError, Unreachable, when_to_retry
 from countersign.light import Interrupted, LightClient, StillPending
 from countersign.reading import Ending
 
@@ -213,7 +212,7 @@ def decide_tool_call(
             return Verdict(
                 "undecided",
                 f"Countersign could not take the request to use {tool_name} just now, so nobody "
-                f"was asked and it is not allowed: {refused}{_when_to_retry(refused)}",
+                f"was asked and it is not allowed: {refused}{when_to_retry(refused)}",
             )
         return Verdict("deny", f"Countersign refused to ask about {tool_name}: {refused}")
     except Unreachable as error:
@@ -260,15 +259,7 @@ def _interrupted(tool_name: str, came: Interrupted, wait: float) -> Verdict:
             f". The request could not be withdrawn: proposal {came.proposal_id} may still be "
             f"decided in Slack, but {tool_name} is not allowed now, whatever is decided there"
         )
-    return Verdict("undecided", text + _when_to_retry(failure), proposal_id=came.proposal_id)
-
-
-def _when_to_retry(failure: CountersignError) -> str:
-    """When Countersign said to try again, unless its own words say so already."""
-    seconds = failure.retry_after if isinstance(failure, ProblemError) else None
-    if seconds is None or re.search(r"retry after \d", str(failure), re.IGNORECASE):
-        return ""
-    return f". Countersign asked to try again in {seconds:g} s"
+    return Verdict("undecided", text + when_to_retry(failure), proposal_id=came.proposal_id)
 
 
 def verdict_of(shape: ToolCallShape, tool_name: str, answer: Answer, wait: float) -> Verdict:

@@ -70,36 +70,43 @@ class Transport:
         params: Mapping[str, str] | None = None,
         hold: float = 0.0,
         deadline: float | None = None,
+        latest: float | None = None,
     ) -> Reply:
-        """The first answer that is not a passing failure; ProblemError for any 4xx/5xx answer,
-        Unreachable when no answer came in time. ``hold`` is how long the server may hold the
-        request (a long poll); ``deadline`` is the event loop's time by which to give up: with
-        one, passing failures are retried until it, else ``attempts`` times."""
+        """The first answer that is not a passing failure. ``hold`` is how long the server may
+        hold the request (a long poll). Passing failures are retried ``attempts`` times, or,
+        given a ``deadline`` (the event loop's time), until it; given ``latest``, no retry is
+        waited for past it. When the retries end on an answer (429, 503...), that refusal is
+        raised, its ``retry_after`` with it; ProblemError for any other 4xx/5xx answer;
+        Unreachable when the last try had no answer."""
         loop = asyncio.get_running_loop()
         failure = "no attempt was made"
+        refusal: ProblemError | None = None
         attempt = 0
         while True:
             try:
                 reply = await self._once(method, path, body, headers, params, hold)
             except (aiohttp.ClientError, TimeoutError) as error:
                 failure = f"{type(error).__name__}: {error}"
+                refusal = None
                 delay = backoff(attempt)
             else:
                 if reply.status < 400:
                     return reply
-                problem = problem_of(reply.status, reply.body, reply.retry_after)
-                last = deadline is None and attempt == self._attempts - 1
-                if reply.status not in RETRIED_STATUSES or last or self._too_long(problem):
-                    raise problem
-                failure = str(problem)
-                delay = retry_delay(attempt, problem.retry_after)
+                refusal = problem_of(reply.status, reply.body, reply.retry_after)
+                if reply.status not in RETRIED_STATUSES or self._too_long(refusal):
+                    raise refusal
+                delay = retry_delay(attempt, refusal.retry_after)
             attempt += 1
             if deadline is None:
                 if attempt >= self._attempts:
                     break
             elif loop.time() + delay >= deadline:
                 break
+            if latest is not None and loop.time() + delay >= latest:
+                break
             await asyncio.sleep(delay)
+        if refusal is not None:
+            raise refusal
         raise Unreachable(f"{method} {self.base_url}{path} failed: {failure}")
 
     def _too_long(self, problem: ProblemError) -> bool:
