@@ -17,6 +17,7 @@ __all__ = [
     "InvalidCallback",
     "NotApproved",
     "NotAsked",
+    "OutcomeUnknown",
     "ProblemError",
     "Unreachable",
     "WaitInterrupted",
@@ -149,6 +150,27 @@ class WaitInterrupted(CountersignError):
         else:
             text += ". It is still pending there and may still be decided in Slack"
         super().__init__(text + when_to_retry(failure))
+
+
+class OutcomeUnknown(CountersignError):
+    """Countersign carried the proposal out and does not know whether it took effect (its
+    status is ``needs_reconciliation``: the target timed out after it was called, or answered
+    an error). The effect may have happened: never retry it; a person must find out."""
+
+    def __init__(self, proposal_id: str, detail: str | None) -> None:
+        self.proposal_id = proposal_id
+        self.detail = detail
+        super().__init__(outcome_unknown_words(proposal_id, detail))
+
+
+def outcome_unknown_words(proposal_id: str, detail: str | None) -> str:
+    """What an unknown outcome means for the agent, in plain words."""
+    why = f" ({detail})" if detail else ""
+    return (
+        f"Countersign does not know whether proposal {proposal_id} took effect{why}. The effect "
+        "may have happened. Do NOT retry it or propose it again: a person must find out whether "
+        "it happened and record it in Countersign's Slack message"
+    )
 
 
 class CancelUnavailable(CountersignError):

@@ -7,7 +7,8 @@ run and answers one text block holding ``{"behavior": "allow", "updatedInput": {
 exactly as approved, an approver's edit included) or ``{"behavior": "deny", "message": "..."}``.
 Every failure, timeout, expiry or denial is a deny with a message; nothing fails open. The other
 tools (``propose``, ``get_proposal``, ``cancel_proposal``, ``escalate``) give a model the client's
-verbs; their failures are tool errors with the reason.
+verbs; their failures are tool errors with the reason, and a proposal whose outcome is unknown
+(``needs_reconciliation``) comes with a second text block saying plainly what that means.
 
 Configured from the environment (docs/claude-code.md): ``COUNTERSIGN_URL``, ``COUNTERSIGN_TOKEN``,
 ``COUNTERSIGN_REQUESTED_BY``, ``COUNTERSIGN_RUN_ID``, and for the permission prompt
@@ -33,13 +34,14 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import BaseModel, JsonValue
 
 from countersign.client import AsyncClient, from_environment
-from countersign.errors import CountersignError
+from countersign.errors import CountersignError, outcome_unknown_words
 from countersign.tool_permission import (
     ToolCallShape,
     decide_tool_call,
     tool_call_key,
     wait_seconds_from,
 )
+from countersign.wire.api import ProposalOut
 
 if TYPE_CHECKING:  # the mcp extra: imported where used, so that main() can say it is missing
     from mcp.server.mcpserver import MCPServer
@@ -129,7 +131,9 @@ def build_server(
         )
 
     @server.tool(structured_output=False)
-    async def propose(operation: str, request: dict[str, Any], reason: str | None = None) -> str:
+    async def propose(
+        operation: str, request: dict[str, Any], reason: str | None = None
+    ) -> list[str]:
         """Propose an operation: Countersign checks the request against the operation's schema,
         and its policy runs it, asks people in Slack or denies it. Answers the proposal (its id,
         status, preview and, once decided, its outcome). The same call made again returns the
@@ -137,7 +141,7 @@ def build_server(
         return await _answered(configured().propose(operation, _json(request), reason=reason))
 
     @server.tool(structured_output=False)
-    async def get_proposal(proposal_id: str, wait_seconds: float = 0) -> str:
+    async def get_proposal(proposal_id: str, wait_seconds: float = 0) -> list[str]:
         """Read a proposal. With wait_seconds, wait that long at most for it to be decided
         (bounded by the server's configured wait); answers it as it is then."""
         bounded = max(0.0, min(wait_seconds, settings.wait))
@@ -149,7 +153,7 @@ def build_server(
         return await _answered(reading)
 
     @server.tool(structured_output=False)
-    async def cancel_proposal(proposal_id: str) -> str:
+    async def cancel_proposal(proposal_id: str) -> list[str]:
         """Withdraw a proposal nobody has decided yet (its status becomes cancelled). One that
         is already decided cannot be withdrawn: the error names its status."""
         return await _answered(configured().cancel(proposal_id))
@@ -161,7 +165,7 @@ def build_server(
         trigger: dict[str, Any],
         customer_ref: str | None = None,
         team: str | None = None,
-    ) -> str:
+    ) -> list[str]:
         """Hand a conversation to people. summary: {goal, blocked_on, steps_done?,
         tool_results?}; trigger: {kind: explicit_request | repeated_failure |
         negative_sentiment | reserved_topic | low_confidence, signals: {customer_quote?,
@@ -180,15 +184,21 @@ def build_server(
     return server
 
 
-async def _answered(call: Any) -> str:
-    """A verb's answer as JSON text; Countersign's refusals and absence as tool errors."""
+async def _answered(call: Any) -> list[str]:
+    """A verb's answer as JSON text; Countersign's refusals and absence as tool errors. A
+    proposal whose outcome is unknown is followed by what that means, in plain words: the JSON
+    alone leaves a model to infer that it must not try again."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     try:
         answer: BaseModel = await call
     except CountersignError as error:
         raise ToolError(str(error)) from None
-    return answer.model_dump_json()
+    text = [answer.model_dump_json()]
+    if isinstance(answer, ProposalOut) and answer.status == "needs_reconciliation":
+        detail = getattr(answer.outcome, "detail", None)
+        text.append(outcome_unknown_words(answer.id, detail) + ".")
+    return text
 
 
 def _json(value: Mapping[str, Any]) -> dict[str, JsonValue]:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NamedTuple
 
-from countersign.errors import CountersignError, ProblemError
+from countersign.errors import CountersignError, OutcomeUnknown, ProblemError
 
 __all__ = [
     "RETRIED_STATUSES",
@@ -101,7 +101,9 @@ class Ending(NamedTuple):
 
 def ending_of(document: Mapping[str, Any]) -> Ending | None:
     """What a decision operation's proposal document (``GET /v1/proposals/{id}``) came to; None
-    while nobody has decided. CountersignError when it is not a decision operation's."""
+    while nobody has decided. CountersignError when it is not a decision operation's;
+    OutcomeUnknown when it is one Countersign carried out without learning whether it took
+    effect."""
     proposal_id = _text(document, "id")
     status = _text(document, "status")
     decision = document.get("decision") or {}
@@ -119,6 +121,8 @@ def ending_of(document: Mapping[str, Any]) -> Ending | None:
         return Ending("expired", proposal_id)
     if status == "cancelled":
         return Ending("cancelled", proposal_id)
+    if status == "needs_reconciliation":  # carried out, effect unknown: never say "failed"
+        raise OutcomeUnknown(proposal_id, (document.get("outcome") or {}).get("detail"))
     raise CountersignError(
         f"proposal {proposal_id} of operation {document.get('operation')!r} ended {status!r}, "
         "which a decision operation never does: use get() or wait() for operations Countersign "

@@ -19,7 +19,13 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
-from countersign.errors import CountersignError, ProblemError, Unreachable, when_to_retry
+from countersign.errors import (
+    CountersignError,
+    OutcomeUnknown,
+    ProblemError,
+    Unreachable,
+    when_to_retry,
+)
 from countersign.light import Interrupted, LightClient, StillPending
 from countersign.reading import Ending
 
@@ -215,6 +221,10 @@ def decide_tool_call(
                 f"was asked and it is not allowed: {refused}{when_to_retry(refused)}",
             )
         return Verdict("deny", f"Countersign refused to ask about {tool_name}: {refused}")
+    except OutcomeUnknown as unknown:  # carried out by Countersign: never ask to run it again
+        return Verdict(
+            "deny", f"{tool_name} is not allowed: {unknown}", proposal_id=unknown.proposal_id
+        )
     except Unreachable as error:
         return Verdict(
             "undecided",

@@ -314,3 +314,57 @@ def test_the_import_check_sees_what_the_full_client_imports() -> None:
     assert "aiohttp" in found
     assert "pydantic" in found
     assert "countersign.wire.api" in found
+
+
+def with_a_tool_countersign_runs(text: str) -> str:
+    """The coding agent's configuration and an operation Countersign itself carries out for a
+    tool call (a webhook to the target), run at once by its rule."""
+    found = re.search(r'url = "(http://[^"]+)/campaigns/send"', text)
+    assert found is not None
+    operation = f"""
+[operations."coding.tool_run"]
+kind = "webhook"
+description = "A tool call run on the build host"
+url = "{found.group(1)}/tools/run"
+secret_env = "E2E_WEBHOOK_SECRET"
+timeout_seconds = 2
+risk = "reversible"
+request_schema.type = "object"
+request_schema.required = ["tool_name", "input"]
+request_schema.properties.tool_name = {{ type = "string" }}
+request_schema.properties.input = {{ type = "object" }}
+preview = {{ title = "Run {{tool_name}}" }}
+
+[[policy]]
+id = "tool-runs"
+operation = "coding.tool_run"
+when = [{{ field = "tool_name", in = ["Bash"] }}]
+decision = "auto"
+"""
+    return with_tool_use(text).replace("\n[[policy]]\n", operation + "\n[[policy]]\n", 1)
+
+
+async def test_an_operation_whose_outcome_is_unknown_is_denied_saying_not_to_retry_it(
+    tmp_path: Path,
+) -> None:
+    """A hook configured on an operation Countersign carries out, whose target is called and
+    times out: the call is denied, not left to the person at the terminal, and the reason says
+    the effect may have happened, that it must not be retried, and that a person must find
+    out."""
+    async with running_countersign(tmp_path, config_edit=with_a_tool_countersign_runs) as cs:
+        cs.target.delay = 4.0  # past the operation's timeout_seconds = 2, after being called
+        bash = hook_call("Bash", {"command": "make deploy"}, "toolu_run1")
+        flags = ("--operation", "coding.tool_run", "--undecided", "ask")
+
+        answer = await run_hook(bash, agent_env(cs), *flags)
+
+        assert answer["permissionDecision"] == "deny"
+        reason = answer["permissionDecisionReason"]
+        assert "The effect may have happened" in reason
+        assert "Do NOT retry it" in reason
+        assert "a person must find out" in reason
+        assert [r["path"] for r in cs.target.requests] == ["/tools/run"]
+        proposal_id = re.search(r"proposal (cs_\w+)", reason)
+        assert proposal_id is not None, reason
+        stored = await cs.store.get_proposal(proposal_id.group(1))
+        assert stored.status == "needs_reconciliation"  # as it says

@@ -518,3 +518,24 @@ async def test_escalate_hands_the_conversation_to_people(client: countersign.Asy
     assert made.status == "open"
     assert made.requested_by == REQUESTER
     assert again.id == made.id == read.id
+
+
+async def test_asking_on_an_operation_whose_outcome_is_unknown_says_not_to_retry_it(
+    cs: Countersign, client: countersign.AsyncClient
+) -> None:
+    """ask() on an operation Countersign carries out, whose target is called and times out:
+    never a failure the agent may retry, but OutcomeUnknown saying the effect may have happened
+    and that a person must find out."""
+    cs.target.delay = 4.0  # past the operation's timeout_seconds = 2, after being called
+    tags = {"segment": "churn-risk", "tag": "winback", "customers": 40}  # a rule runs it at once
+
+    with pytest.raises(countersign.OutcomeUnknown) as raised:
+        await client.ask("crm.tag_customers", tags, timeout=30)
+
+    said = str(raised.value)
+    assert len(cs.target.taggings()) == 1
+    assert "The effect may have happened" in said
+    assert "Do NOT retry it" in said
+    assert "a person must find out" in said
+    stored = await cs.store.get_proposal(raised.value.proposal_id)
+    assert stored.status == "needs_reconciliation"  # as it says

@@ -297,3 +297,34 @@ async def test_propose_get_and_escalate_speak_the_agent_api(cs: Countersign) -> 
     assert "HTTP 409" in json.dumps(cancelled.model_dump(mode="json"))
     assert "'succeeded'" in json.dumps(cancelled.model_dump(mode="json"))
     assert escalated["conversation_id"] == "conv-42"
+
+
+async def test_an_unknown_outcome_is_told_plainly_as_maybe_done_not_to_be_retried(
+    cs: Countersign,
+) -> None:
+    """The target is called and does not answer within the operation's timeout: the proposal
+    needs reconciliation, and the model reads beside the JSON that the effect may have happened,
+    that it must not retry it, and that a person must find out."""
+    cs.target.delay = 4.0  # past the operation's timeout_seconds = 2, after being called
+    tags = {"segment": "churn-risk", "tag": "winback", "customers": 40}  # a rule runs it at once
+    async with mcp_session(agent_env(cs)) as client:
+        submitted = await client.call_tool(
+            "propose", {"operation": "crm.tag_customers", "request": tags}
+        )
+        assert not submitted.is_error, submitted
+        assert isinstance(submitted.content[0], TextContent)
+        proposed = json.loads(submitted.content[0].text)  # the document comes first
+        read = await client.call_tool(
+            "get_proposal", {"proposal_id": proposed["id"], "wait_seconds": 30}
+        )
+
+    assert not read.is_error, read
+    document, words = read.content
+    assert isinstance(document, TextContent)
+    assert isinstance(words, TextContent)
+    assert json.loads(document.text)["status"] == "needs_reconciliation"
+    assert len(cs.target.taggings()) == 1  # it was called: the effect may have happened
+    assert "The effect may have happened" in words.text
+    assert "Do NOT retry it" in words.text
+    assert "a person must find out" in words.text
+    assert proposed["id"] in words.text
