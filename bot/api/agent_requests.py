@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
@@ -34,6 +34,7 @@ from contracts.problems import problems_from_validation_error
 from store.base import StoreUnavailable
 
 __all__ = [
+    "BUSY_RETRY_SECONDS",
     "LOOP_LAG",
     "MAX_BODY",
     "QUOTAS",
@@ -55,6 +56,8 @@ __all__ = [
 ]
 
 MAX_BODY = 256 * 1024
+#: When an agent turned away at capacity is asked to come back (Retry-After, and the detail)
+BUSY_RETRY_SECONDS: Final = 1
 
 # What every agent endpoint reads from the app (bot/app.py sets them):
 #: bounds the submissions handled at once (bot/api/admission.py)
@@ -116,12 +119,13 @@ async def own(
 
 
 def busy(done: str = "nothing was stored") -> Problem:
-    """At capacity: ``done`` (nothing), come back after the delay."""
+    """At capacity: ``done`` (nothing), come back after the delay. The detail names the delay
+    as well as the header: a model reading a tool's error sees the words, never the headers."""
     return Problem(
         503,
         "Busy",
-        f"Countersign is at capacity; {done}. Retry after the given delay.",
-        headers={"Retry-After": "1"},
+        f"Countersign is at capacity; {done}. Retry after {BUSY_RETRY_SECONDS} s.",
+        headers={"Retry-After": str(BUSY_RETRY_SECONDS)},
     )
 
 

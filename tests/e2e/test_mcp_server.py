@@ -19,6 +19,7 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
+from bot.api.agent_requests import SUBMISSIONS
 from tests.e2e.coding_agent import (
     BIN,
     TOOLS_CHANNEL,
@@ -328,3 +329,25 @@ async def test_an_unknown_outcome_is_told_plainly_as_maybe_done_not_to_be_retrie
     assert "Do NOT retry it" in words.text
     assert "a person must find out" in words.text
     assert proposed["id"] in words.text
+
+
+async def test_propose_at_capacity_tells_the_model_how_many_seconds_to_wait(
+    cs: Countersign,
+) -> None:
+    """Countersign at capacity answers 503 Busy with Retry-After: 1; the model reads the tool's
+    error, never the header, so the error's words name the seconds."""
+    write = {"tool_name": "Write", "input": {"file_path": "/x", "content": "y"}}
+    admission = cs.app[SUBMISSIONS]
+    admission.limit = 1
+    async with mcp_session(agent_env(cs)) as client:
+        with admission.slot():  # capacity taken by work in flight, for the whole call
+            result = await client.call_tool(
+                "propose", {"operation": "coding.tool_use", "request": write}
+            )
+
+    assert result.is_error
+    [block] = result.content
+    assert isinstance(block, TextContent)
+    assert "at capacity; nothing was stored" in block.text
+    assert "Retry after 1 s" in block.text
+    assert await cs.proposal_count() == 0

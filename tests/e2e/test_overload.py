@@ -46,6 +46,7 @@ async def test_a_submission_past_capacity_gets_503_with_retry_after_and_stores_n
     assert answer.status == 503
     assert answer.headers["Retry-After"] == "1"
     assert answer.headers["Content-Type"].startswith("application/problem+json")
+    assert "Retry after 1 s." in answer.json()["detail"]  # for whoever sees no headers
     assert await cs.proposal_count() == 0
     status, _ = await cs.submit(CAMPAIGN)  # room again: accepted
     assert status == 201
