@@ -113,7 +113,10 @@ class Tally:
 def read_calls(text: str, *, source: str) -> list[Call]:
     """The calls of a JSON Lines text; ValueError naming the line and what is wrong."""
     calls = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # only a newline ends a line: JSON allows U+2028, U+2029 and U+0085 raw inside a string,
+    # which str.splitlines would split at
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
