@@ -24,9 +24,11 @@ _PERSON = re.compile(r"\b[UW][0-9A-Z]{5,}\b")
 
 
 class Call(BaseModel):
-    """One agent call to replay."""
+    """One agent call to replay. Read strictly, as the server reads a submission's body: a
+    field of the wrong type (``"urgent": 1``, a time given as a number) is named, never taken
+    for what it might mean."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     agent: str
     operation: str
@@ -126,11 +128,12 @@ def read_calls(text: str, *, source: str) -> list[Call]:
             raise ValueError(f"{source} line {number}: {problem}") from None
         if call.arguments is None and call.request is None:
             raise ValueError(f"{source} line {number}: expected 'request' or 'arguments'")
-        if call.at is not None and call.at.tzinfo is None:
-            raise ValueError(
-                f"{source} line {number}: at: expected a time with its zone, such as "
-                f"'2031-03-14T09:12:03Z', got {call.at.isoformat()!r}"
-            )
+        for name, at in (("at", call.at), ("decided_at", call.decided_at)):
+            if at is not None and at.tzinfo is None:
+                raise ValueError(
+                    f"{source} line {number}: {name}: expected a time with its zone, such as "
+                    f"'2031-03-14T09:12:03Z', got {at.isoformat()!r}"
+                )
         calls.append(call)
     return calls
 

@@ -736,8 +736,7 @@ async def test_one_click_a_day_is_said_in_the_singular(tmp_path: Path) -> None:
                 "request": {},
                 "urgent": "maybe",
             },
-            "calls.jsonl line 1: urgent: Input should be a valid boolean, unable to interpret "
-            "input (got 'maybe')",
+            "calls.jsonl line 1: urgent: Input should be a valid boolean (got 'maybe')",
         ),
     ],
 )
