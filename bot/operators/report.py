@@ -28,6 +28,7 @@ __all__ = [
     "Report",
     "RuleRow",
     "click_count",
+    "days_of",
     "print_report",
     "report_json",
     "spoken",
@@ -226,8 +227,7 @@ class Report:
                 "handed_over",
             ):
                 setattr(total, attribute, getattr(total, attribute) + getattr(row, attribute))
-        dates = {call.at.date() for call in calls if call.at is not None}
-        days = max(1, len(dates))
+        days = days_of(calls)
         shown_money = {  # per day
             currency: show_value(formats[currency], round(amount / days), example[currency])
             for currency, amount in money.items()
@@ -345,6 +345,12 @@ def _add_money(
     money[currency] += value
     example.setdefault(currency, outcome.arguments)
     formats.setdefault(currency, shown)
+
+
+def days_of(calls: Sequence[Call]) -> int:
+    """The days the calls fall on (at least one), counted in UTC: the same instants are the same
+    days whatever zone each time is written in."""
+    return max(1, len({call.at.astimezone(UTC).date() for call in calls if call.at is not None}))
 
 
 def spoken(duration: timedelta) -> str:

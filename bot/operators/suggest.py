@@ -55,7 +55,7 @@ from pydantic import JsonValue
 from bot.operators.calls import Call, Outcome
 from bot.operators.clicks import percentile
 from bot.operators.grants import parse_grant
-from bot.operators.report import Report, click_count, spoken
+from bot.operators.report import Report, click_count, days_of, spoken
 from bot.operators.simulate import read_calls_file, simulate
 from bot.settings import ConfigError, Settings, load_settings
 from contracts.durations import format_duration
@@ -713,11 +713,11 @@ async def suggest_command(
     except ValueError as error:
         print(error, file=err)
         return 2
-    dates = {c.at.date() for c in calls if c.at is not None}
+    days = days_of(calls)
     if as_json:
         document = {"suggestions": [s.as_json() for s in suggestions], "notes": notes}
         print(json.dumps(document, indent=2), file=out)
         return 0
-    print(f"{len(calls):,} calls over {max(1, len(dates)):,} day(s), {settings.path}:", file=out)
-    print_suggestions(suggestions, notes, max(1, len(dates)), out)
+    print(f"{len(calls):,} calls over {days:,} day(s), {settings.path}:", file=out)
+    print_suggestions(suggestions, notes, days, out)
     return 0
