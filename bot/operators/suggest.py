@@ -250,19 +250,19 @@ async def _standing(
     grants: list[str] = []
     vary: set[str] = set()
     for agent, asked in sorted(by_agent.items()):
-        # the pattern people approved every time: the calls up to the first value anyone
-        # rejected or left to expire
+        # the pattern people approved every time: the calls below the first value anyone
+        # rejected or left to expire (at a value also approved, the dispute comes first)
         decided = sorted(
             (
                 (value, call.verdict, outcome.arguments or {})
                 for call, outcome in asked
                 if isinstance(value := (outcome.arguments or {}).get(field_name), int | float)
             ),
-            key=lambda item: item[0],
+            key=lambda item: (item[0], not _disputed(item[1])),
         )
         approved: list[tuple[int | float, dict[str, JsonValue]]] = []
         for value, verdict, called in decided:
-            if verdict in ("rejected", "expired"):
+            if _disputed(verdict):
                 break
             approved.append((value, called))
         if limit is not None:
@@ -339,13 +339,16 @@ async def _threshold(
     current = condition.value
     assert isinstance(current, int | float) and not isinstance(current, bool)
     decided = sorted(
-        (value, call.verdict)
-        for call, outcome in _asked(base, costlier.id)
-        if isinstance(value := (outcome.arguments or {}).get(condition.field), int | float)
+        (
+            (value, call.verdict)
+            for call, outcome in _asked(base, costlier.id)
+            if isinstance(value := (outcome.arguments or {}).get(condition.field), int | float)
+        ),
+        key=lambda item: (item[0], not _disputed(item[1])),  # at a value, a dispute first
     )
     undisputed: list[int | float] = []
     for value, verdict in decided:
-        if verdict in ("rejected", "expired"):
+        if _disputed(verdict):
             break
         undisputed.append(value)
     if len(undisputed) < MIN_EVIDENCE:
@@ -499,6 +502,12 @@ def _rejection_rates(base: _Baseline) -> dict[str, tuple[int, int]]:
         rejected, decided = rates.get(outcome.rule, (0, 0))
         rates[outcome.rule] = (rejected + (call.verdict == "rejected"), decided + 1)
     return rates
+
+
+def _disputed(verdict: str | None) -> bool:
+    """Whether people rejected the call or left it to expire (a call without a verdict is
+    counted as approved, as the simulator counts it)."""
+    return verdict in ("rejected", "expired")
 
 
 def _asked(base: _Baseline, rule_id: str) -> list[tuple[Call, Outcome]]:

@@ -339,3 +339,41 @@ async def test_a_call_file_and_since_together_are_refused(tmp_path: Path) -> Non
     assert code == 2
     assert "give a call file or --since DATE, not both" in err.getvalue()
     assert out.getvalue() == ""
+
+
+async def test_a_threshold_stops_below_a_value_people_both_approved_and_rejected(
+    tmp_path: Path,
+) -> None:
+    """Calls at the same amount, one rejected among approved ones (and one nobody recorded a
+    verdict for): the amount was disputed, so the raised threshold stays below it."""
+    settings = _unbatched(tmp_path)
+    large = [120_000 + 30_000 * n for n in range(6)]  # 1,200.00 to 2,700.00: two people each
+    unanswered = _refund(270_000, minute=250)
+    del unanswered["verdict"], unanswered["decided_at"]
+    calls = _calls(
+        *(_refund(cents, minute=n * 30) for n, cents in enumerate(large)),
+        _refund(270_000, minute=200, verdict="rejected"),
+        unanswered,
+    )
+
+    suggestions, _ = await suggest(settings, calls, env=ENV, now=T0)
+
+    [threshold] = [s for s in suggestions if s.kind == "threshold"]
+    assert 'when = [{ field = "amount_cents", lte = "2400.00 USD" }]' in threshold.diff
+
+
+async def test_a_standing_ceiling_stays_below_an_amount_people_rejected_once(
+    tmp_path: Path,
+) -> None:
+    settings = callmix_settings(tmp_path)
+    calls = _calls(
+        *(_refund(1000 + 200 * n, minute=n * 40) for n in range(6)),  # 10.00 to 20.00 USD
+        _refund(2000, minute=300, verdict="rejected"),  # 20.00 USD again, rejected
+    )
+
+    suggestions, _ = await suggest(settings, calls, env=ENV, ceiling="50.00 USD", now=T0)
+
+    [standing] = [s for s in suggestions if s.kind == "standing"]
+    assert standing.grants == [
+        "small-refunds:agent=billing-bot,ceiling=18.00 USD,uses=5,for=1d,currency=USD"
+    ]
