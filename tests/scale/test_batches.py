@@ -71,7 +71,13 @@ async def test_a_batch_over_two_instances_is_posted_once_as_one_digest(cluster: 
     async def all_shown() -> bool:
         return set(shown()) >= set(ids)
 
-    await wait_for(all_shown, timeout=60, what="every proposal shown")
+    async def missing() -> str:
+        entries = [e for e in await undelivered(cluster.db_url) if e["effect"] == "slack.post"]
+        first = await cluster.store.get_proposal(ids[0])
+        batch = await cluster.store.digests().get_batch(str(first.batch_id))
+        return f"{len(set(ids) - set(shown()))} not shown; batch {batch}; posts waiting {entries}"
+
+    await wait_for(all_shown, timeout=60, what="every proposal shown", explain=missing)
 
     async def posted() -> bool:  # nothing left that either instance could post again
         pending = [e for e in await undelivered(cluster.db_url) if e["effect"] == "slack.post"]
