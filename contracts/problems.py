@@ -3,7 +3,8 @@
 "U1""), one wording whether pydantic (the API's bodies, operations written in Python) or a JSON
 Schema (declared operations, contracts/operations/declared.py) found it.
 
-A value is quoted as compact JSON, clipped: what an agent sent is never echoed back whole. A bound
+A value is quoted as compact JSON, clipped: what an agent sent is never echoed back whole, and
+neither is a name it sent (a key of its own, in a field's path: :func:`field_path`). A bound
 is written "expected at least 1, got 0", so that a reader who knows the field is money can show
 both numbers as money (bot/render/edit_form.py).
 """
@@ -11,6 +12,7 @@ both numbers as money (bot/render/edit_form.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, Final, get_args
 
 from pydantic import BaseModel, ValidationError
@@ -21,8 +23,10 @@ from countersign.wire.base import FieldProblem
 
 __all__ = [
     "BOUND_WORDS",
+    "NAME_MAX",
     "bound_message",
     "clip",
+    "field_path",
     "json_type",
     "length_message",
     "pattern_message",
@@ -80,6 +84,26 @@ _TYPES: Final = {
 def clip(text: str, limit: int) -> str:
     """``text``, cut to ``limit`` characters with an ellipsis when longer."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+#: The longest name of a field that a problem's path quotes as it was sent.
+NAME_MAX: Final = 60
+
+
+def field_path(prefix: str, parts: Iterable[int | str]) -> str:
+    """The dotted path of a field at fault ("request.recipients"): ``prefix``, then ``parts``,
+    the keys and list positions leading to it as the sender wrote them. A key that is longer
+    than :data:`NAME_MAX` or holds what is not printable (a line break, a bidirectional or
+    zero-width character) is quoted as an escaped JSON string, clipped: a name an agent sent
+    is never echoed back whole, nor what would hide or reorder the rest."""
+    names = [_name(str(part)) for part in parts]
+    return ".".join([prefix, *names] if prefix else names)
+
+
+def _name(key: str) -> str:
+    if 0 < len(key) <= NAME_MAX and key.isprintable():
+        return key
+    return clip(json.dumps(key), NAME_MAX)
 
 
 def show(value: object, *, limit: int | None = 60) -> str:
@@ -140,8 +164,9 @@ def problems_from_validation_error(
     the fields ``model`` has there), or what was expected and what was given (clipped)."""
     problems = []
     for item in error.errors(include_url=False):
-        path = ".".join(str(part) for part in (prefix, *item["loc"]) if part != "")
-        problems.append(FieldProblem(field=path, message=_message(item, model)))
+        problems.append(
+            FieldProblem(field=field_path(prefix, item["loc"]), message=_message(item, model))
+        )
     return problems
 
 

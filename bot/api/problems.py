@@ -7,6 +7,7 @@ import logging
 import math
 import secrets
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Final
 
 from aiohttp import web
 
@@ -23,6 +24,10 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+#: The most fields at fault an answer lists; the detail says how many there were in all. A body
+#: of many small faults (15,000 unknown keys) is answered in a few lines, not many times its size.
+PROBLEMS_LISTED: Final = 20
+
 
 class Problem(Exception):
     """An HTTP error with a title, a detail and, optionally, the fields at fault."""
@@ -36,11 +41,14 @@ class Problem(Exception):
         problems: Iterable[FieldProblem] = (),
         headers: dict[str, str] | None = None,
     ) -> None:
+        every = tuple(problems)
+        if len(every) > PROBLEMS_LISTED:
+            detail += f" (the first {PROBLEMS_LISTED} of {len(every):,} fields at fault are listed)"
         super().__init__(detail)
         self.status = status
         self.title = title
         self.detail = detail
-        self.problems = tuple(problems)
+        self.problems = every[:PROBLEMS_LISTED]
         self.headers = headers or {}
 
     def response(self) -> web.Response:
@@ -64,10 +72,11 @@ def _translate(error: Exception) -> Problem | None:
     if isinstance(error, Problem):
         return error
     if isinstance(error, ContractViolation):
+        listed = "; ".join(f"{p.field}: {p.message}" for p in error.problems[:PROBLEMS_LISTED])
         return Problem(
             422,
             "Request does not satisfy the contract",
-            f"{len(error.problems)} field(s) are invalid: {error}",
+            f"{len(error.problems):,} field(s) are invalid: {listed}",
             problems=error.problems,
         )
     if isinstance(error, IdempotencyConflict):

@@ -41,6 +41,7 @@ from contracts.frozen import Frozen
 from contracts.problems import (
     bound_message,
     clip,
+    field_path,
     json_type,
     length_message,
     pattern_message,
@@ -372,7 +373,8 @@ class DeclaredOperation(Operation[DeclaredArguments, DeclaredArguments]):
 
 
 def _problems(prefix: str, error: SchemaValidationError) -> Iterator[FieldProblem]:
-    path = ".".join([prefix, *(str(part) for part in error.absolute_path)])
+    at = list(error.absolute_path)
+    path = field_path(prefix, at)
     instance, schema, keyword = error.instance, error.schema, error.validator
     if keyword == "required" and isinstance(instance, dict):
         properties = schema.get("properties", {})
@@ -381,7 +383,8 @@ def _problems(prefix: str, error: SchemaValidationError) -> Iterator[FieldProble
                 expected = properties.get(name, {}).get("type")
                 hint = f"; expected {types(expected)}" if expected else ""
                 yield FieldProblem(
-                    field=f"{path}.{name}", message=f"required field is missing{hint}"
+                    field=field_path(prefix, [*at, name]),
+                    message=f"required field is missing{hint}",
                 )
     elif keyword == "additionalProperties" and isinstance(instance, dict):
         allowed = schema.get("properties", {})
@@ -390,7 +393,8 @@ def _problems(prefix: str, error: SchemaValidationError) -> Iterator[FieldProble
         for name in instance:
             if name not in allowed and not any(re.search(p, name) for p in patterns):
                 yield FieldProblem(
-                    field=f"{path}.{name}", message=f"unexpected field (allowed: {listed})"
+                    field=field_path(prefix, [*at, name]),
+                    message=f"unexpected field (allowed: {listed})",
                 )
     else:
         yield FieldProblem(field=path, message=_message(error))

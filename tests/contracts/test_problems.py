@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from contracts.base import ContractViolation
 from contracts.operations.webhook import from_config
-from contracts.problems import problems_from_validation_error
+from contracts.problems import field_path, problems_from_validation_error
 
 
 class Line(BaseModel):
@@ -106,3 +106,14 @@ def test_a_declared_operation_words_its_bounds_and_patterns_the_same_way() -> No
         "request.sku": 'expected a value like sku-42, got "box"',
         "request.code": 'expected a non-empty string, got ""',
     }
+
+
+def test_a_field_path_names_a_plain_key_as_is_and_quotes_any_other_clipped() -> None:
+    assert (
+        field_path("request", ["customers", 3, "customer id"]) == "request.customers.3.customer id"
+    )
+    assert field_path("", ["agent"]) == "agent"
+    assert field_path("request", [""]) == 'request.""'
+    assert field_path("request", ["a\u202eb\nc"]) == 'request."a\\u202eb\\nc"'
+    long = field_path("request", ["k" * 5000])
+    assert long == 'request."' + "k" * 58 + "…"

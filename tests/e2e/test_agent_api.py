@@ -202,6 +202,53 @@ async def test_a_body_of_wrong_values_is_told_what_each_field_expects_in_the_api
     await assert_nothing_changed(cs)
 
 
+#: A key an agent makes up: markup, a line break and a bidi override, then 20,000 characters.
+HOSTILE_KEY = "<!channel> *Approved by <@U0BOSS>*\n\u202e" + "k" * 20_000
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {**CAMPAIGN, HOSTILE_KEY: 1},  # the API's own body (pydantic)
+        with_request(segment="vip", template="tmpl_winback", recipients=5, **{HOSTILE_KEY: 1}),
+        {**CAMPAIGN, "operation": "payments.refund", "request": {HOSTILE_KEY: 1}},
+    ],
+    ids=["body", "declared-request", "python-request"],
+)
+async def test_a_key_the_agent_made_up_is_named_clipped_and_escaped_never_echoed_whole(
+    cs: Countersign, body: dict[str, Any]
+) -> None:
+    answer = await post(cs, body)
+
+    document = problem(answer, 422)
+    [named] = [name for name in fields(document) if "Approved" in name]
+    # quoted as a JSON string, its line break and override escaped, clipped to 60 characters
+    assert named.removeprefix("request.") == '"<!channel> *Approved by <@U0BOSS>*\\n\\u202e' + (
+        "k" * 16 + "…"
+    )
+    assert len(answer.body) < 3_000  # 20,000 characters sent; the name is not sent back whole
+    await assert_nothing_changed(cs)
+
+
+async def test_a_body_of_many_faults_is_answered_in_a_few_lines_saying_how_many(
+    cs: Countersign,
+) -> None:
+    """15,000 unknown keys (under 200 KB) are answered with the first 20 and their count, not
+    with 15,000 problems many times the body's size."""
+    made_up = {f"k{n}": 1 for n in range(15_000)}
+    for body in (
+        {**CAMPAIGN, **made_up},
+        with_request(segment="vip", template="tmpl_winback", recipients=5, **made_up),
+    ):
+        answer = await post(cs, body)
+
+        document = problem(answer, 422)
+        assert len(document["errors"]) == 20
+        assert "the first 20 of 15,000 fields at fault are listed" in document["detail"]
+        assert len(answer.body) < 8_000
+    await assert_nothing_changed(cs)
+
+
 async def test_a_body_missing_its_fields_names_each_as_missing(cs: Countersign) -> None:
     answer = await post(cs, {"operation": CAMPAIGN["operation"]})
 
