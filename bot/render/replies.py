@@ -14,28 +14,24 @@ from bot.render import blocks as kit
 from bot.render.blocks import Blocks, Message
 from bot.render.figures import result_fields
 from bot.render.inert import Mrkdwn, inert, own
-from bot.render.status import GO_AHEAD, goes_ahead
-from bot.render.words import mention, people, reference, sentence, when
+from bot.render.status import GO_AHEAD, approved_by, goes_ahead
+from bot.render.words import mention, reference, sentence, when
 from contracts.formats import Formats
 from contracts.outcomes import NeedsReconciliation, RevisionRequired, Succeeded, TerminalFailure
 from store.proposals import Proposal
-from store.proposals.approvals import counted
 
 __all__ = ["expiry_reply", "outcome_reply", "rejection_reply"]
 
 
 def outcome_reply(proposal: Proposal, formats: Formats | None = None) -> Message:
     """The thread reply that reports what execution came to, its result under the operation's
-    field labels and in its terms (``formats``); after several approvals, it names every
-    approver."""
+    field labels and in its terms (``formats``), and who approved it when people did (every
+    approver, after several), as the message and a digest's reply say it."""
     reply = _outcome_reply(proposal, formats or {})
-    if proposal.quorum > 1 and proposal.decided_by is not None:
+    if proposal.decided_by is not None:
         # who decided is Countersign's verdict too: with it, before the proposal's title
-        approvers = people([a.approver for a in counted(proposal)])
         first, *rest = reply["blocks"]
-        reply["blocks"] = [first, kit.context(own(f"Approved by {approvers}")), *rest][
-            : kit.BLOCKS_MAX
-        ]
+        reply["blocks"] = [first, kit.context(approved_by(proposal)), *rest][: kit.BLOCKS_MAX]
     return reply
 
 

@@ -108,10 +108,13 @@ def test_the_clicker_is_told_how_many_more_are_needed_and_from_whom() -> None:
 
 
 def _executed(**changes: Any) -> Proposal:
-    values: dict[str, Any] = {"quorum": 2, "approvals": approved_by("U0ADA", "U0GRACE")}
+    values: dict[str, Any] = {
+        "quorum": 2,
+        "approvals": approved_by("U0ADA", "U0GRACE"),
+        "decided_by": "U0GRACE",
+    }
     return make_proposal(
         status=Status.SUCCEEDED,
-        decided_by="U0GRACE",
         decided_at=NOW,
         outcome=Succeeded(result={"refund_id": "re_1"}),
         slack_channel="C0APPROVALS",
@@ -127,14 +130,16 @@ def test_after_execution_the_message_and_the_reply_name_every_approver() -> None
     assert_valid_message(message)
     assert_valid_message(reply)
     assert "Approved by <@U0ADA> and <@U0GRACE> (2 of 2)" in shown(message["blocks"])
-    assert "Approved by <@U0ADA> and <@U0GRACE>" in shown(reply["blocks"])
+    assert "Approved by <@U0ADA> and <@U0GRACE> (2 of 2)" in shown(reply["blocks"])
     assert not any(b["type"] == "actions" for b in message["blocks"])
 
 
-def test_a_single_approvers_reply_is_unchanged() -> None:
-    single = _executed(quorum=1, approvals=approved_by("U0GRACE"))
+def test_a_single_approvers_reply_names_them_and_an_automatic_one_names_nobody() -> None:
+    single = _executed(quorum=1, approvals=approved_by("U0GRACE"), decided_by="U0GRACE")
+    automatic = _executed(quorum=1, approvals=(), decided_by=None)
 
-    assert "Approved by" not in shown(outcome_reply(single)["blocks"])
+    assert "Approved by <@U0GRACE>" in shown(outcome_reply(single)["blocks"])
+    assert "Approved by" not in shown(outcome_reply(automatic)["blocks"])
 
 
 def test_the_workspace_lists_show_risk_and_progress() -> None:
