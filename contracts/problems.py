@@ -12,6 +12,7 @@ both numbers as money (bot/render/edit_form.py).
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterable
 from typing import Any, Final, get_args
 
@@ -107,12 +108,33 @@ def _name(key: str) -> str:
 
 
 def show(value: object, *, limit: int | None = 60) -> str:
-    """``value`` as compact JSON for a message, clipped to ``limit`` characters."""
+    """``value`` as compact JSON for a message, clipped to ``limit`` characters, each character
+    a reader would not see (a bidirectional override, a zero-width space) written as its code."""
     try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
         text = repr(value)
+    text = _hidden_escaped(text)
     return text if limit is None else clip(text, limit)
+
+
+#: Characters a reader would not see, shown by their code: control, format (bidirectional,
+#: zero-width), line and paragraph separators, surrogates, private use, unassigned.
+_HIDDEN: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def _hidden_escaped(text: str) -> str:
+    """``text`` with every character a reader would not see written as its code (``\\u202e``):
+    a value quoted back cannot reorder or hide the words around it where it is shown (a
+    coding agent's hook, an operator's terminal)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(
+        (f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
+        if unicodedata.category(c) in _HIDDEN
+        else c
+        for c in text
+    )
 
 
 def types(expected: Any) -> str:

@@ -444,7 +444,9 @@ def _render(template: str, arguments: DeclaredArguments, formats: Formats) -> st
         if fmt is not None:
             out.append(show_value(fmt, value, arguments))
         else:
-            out.append(value if isinstance(value, str) else show(value, limit=None))
+            # as compact JSON, as written: the preview is made inert where it is shown
+            shown = json.dumps(value, ensure_ascii=False, sort_keys=True)
+            out.append(value if isinstance(value, str) else shown)
     return "".join(out)
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from contracts.base import ContractViolation
 from contracts.operations.webhook import from_config
-from contracts.problems import field_path, problems_from_validation_error
+from contracts.problems import field_path, problems_from_validation_error, show
 
 
 class Line(BaseModel):
@@ -117,3 +117,9 @@ def test_a_field_path_names_a_plain_key_as_is_and_quotes_any_other_clipped() -> 
     assert field_path("request", ["a\u202eb\nc"]) == 'request."a\\u202eb\\nc"'
     long = field_path("request", ["k" * 5000])
     assert long == 'request."' + "k" * 58 + "…"
+
+
+def test_a_value_shown_writes_what_a_reader_would_not_see_as_its_code() -> None:
+    assert show("Zürich €5") == '"Zürich €5"'  # printable text as written
+    assert show("a\u202eb\u200bc\u2028d\x7f") == '"a\\u202eb\\u200bc\\u2028d\\u007f"'
+    assert show({"k": "\U000e0041"}) == '{"k": "\\U000e0041"}'
