@@ -164,6 +164,27 @@ async def test_a_refused_call_says_each_field_at_fault_once(cs: Countersign) -> 
     assert reason.count("unknown operation 'coding.no_such_tool'") == 1, reason
 
 
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        ({"COUNTERSIGN_TOKEN": "agent-token-nobody-has-this-one-0000"}, "unknown agent token"),
+        ({"COUNTERSIGN_REQUESTED_BY": "U0SOMEONEELSE"}, "may not act for"),
+    ],
+)
+async def test_a_request_countersign_refuses_is_denied_even_with_undecided_ask(
+    cs: Countersign, env: dict[str, str], said: str
+) -> None:
+    """A wrong token (401) or a requester the agent may not act for (403) would be refused
+    again: the person at the terminal is not asked to let the call through instead."""
+    call = hook_call("Bash", {"command": "ls"}, "toolu_refused1")
+
+    answer = await run_hook(call, agent_env(cs, **env), "--undecided", "ask")
+
+    assert answer["permissionDecision"] == "deny"
+    assert said in answer["permissionDecisionReason"]
+    assert await cs.proposal_count() == 0
+
+
 @pytest.mark.parametrize(("flags", "expected"), [((), "deny"), (("--undecided", "ask"), "ask")])
 async def test_nobody_deciding_within_the_wait_answers_deny_or_ask_as_configured(
     cs: Countersign, flags: tuple[str, ...], expected: str
