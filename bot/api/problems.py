@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+#: How long an agent is asked to wait when the store is not available (Retry-After, and said).
+STORE_RETRY_SECONDS: Final = 5
+
 #: The most fields at fault an answer lists; the detail says how many there were in all. A body
 #: of many small faults (15,000 unknown keys) is answered in a few lines, not many times its size.
 PROBLEMS_LISTED: Final = 20
@@ -140,8 +143,8 @@ def _translate(error: Exception) -> Problem | None:
         return Problem(
             503,
             "Store unavailable",
-            "the store is not available; retry later",
-            headers={"Retry-After": "5"},
+            f"the store is not available; retry after {STORE_RETRY_SECONDS} s",
+            headers={"Retry-After": str(STORE_RETRY_SECONDS)},
         )
     return None
 

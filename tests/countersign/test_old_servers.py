@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 
 import countersign
+from countersign.errors import ProblemError, when_to_retry
 from contracts.api import ProposalOut
 
 PENDING = ProposalOut.model_validate_json(
@@ -76,3 +77,17 @@ async def test_a_deadline_on_a_server_without_cancel_raises_cancel_unavailable(
     assert unavailable.value.status in (404, 405)
     assert unavailable.value.proposal.id == PENDING.id
     assert "still pending on the server" in str(unavailable.value)
+
+
+def test_a_refusal_whose_words_do_not_say_when_gets_the_retry_after_said() -> None:
+    """A server whose 503 says only "retry later" (older ones) still has its Retry-After told
+    to the model, which never sees the header; one whose words say when is not told twice."""
+    older = ProblemError(status=503, title="Store unavailable", detail="retry later", retry_after=5)
+    newer = ProblemError(
+        status=503, title="Store unavailable", detail="retry after 5 s", retry_after=5
+    )
+    silent = ProblemError(status=503, title="Busy", detail="retry later")
+
+    assert when_to_retry(older) == ". Countersign asked to try again in 5 s"
+    assert when_to_retry(newer) == ""
+    assert when_to_retry(silent) == ""

@@ -153,6 +153,9 @@ async def test_a_submission_while_the_store_is_away_gets_503_and_is_not_charged_
     for answer in refused:
         assert answer.status == 503, answer.body
         assert answer.json()["title"] == "Store unavailable"
+        # said in the detail too: a model reading a tool's error does not see the header
+        assert answer.headers["Retry-After"] == "5"
+        assert answer.json()["detail"].endswith("retry after 5 s")
     assert served.status == 201, served.body  # the burst's one token: the 503s took none
     assert_refused(spent, "submissions_per_second")
 
