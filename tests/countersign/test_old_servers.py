@@ -12,8 +12,8 @@ import pytest
 from aiohttp import web
 
 import countersign
-from countersign.errors import ProblemError, when_to_retry
 from contracts.api import ProposalOut
+from countersign.errors import ProblemError, when_to_retry
 
 PENDING = ProposalOut.model_validate_json(
     json.dumps(
