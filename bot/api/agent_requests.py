@@ -27,6 +27,7 @@ from bot.api.problems import Problem
 from bot.api.quotas import Quotas
 from bot.api.refusals import Refusals
 from bot.api.waiters import Waiters
+from bot.flow.intake import idempotency_key_problem
 from bot.settings import AgentSettings
 from contracts.base import FieldProblem
 from contracts.canonical import finite_json
@@ -278,14 +279,13 @@ def parse_body(raw: bytes, model: type[ModelT], *, noun: str) -> ModelT:
 def idempotency_key(request: web.Request) -> str | None:
     """The Idempotency-Key header, if sent: 1 to 200 printable characters, else 422."""
     key = request.headers.get("Idempotency-Key")
-    if key is not None and not (1 <= len(key) <= 200 and key.isprintable()):
+    problem = idempotency_key_problem(key)
+    if problem is not None:
         raise Problem(
             422,
             "Invalid Idempotency-Key",
             "expected 1 to 200 printable characters",
-            problems=[
-                FieldProblem(field="Idempotency-Key", message="1 to 200 printable characters")
-            ],
+            problems=[problem],
         )
     return key
 

@@ -13,6 +13,7 @@ from aiohttp import web
 
 from bot.delegations.commands import DelegationTokenRefused, UnknownTokensLimited
 from bot.flow.requesters import RequesterRefused
+from bot.flow.submit import conflict_problem
 from contracts.base import ContractViolation, FieldProblem
 from store.base import StoreUnavailable
 from store.escalations import EscalationConflict, EscalationNotFound
@@ -88,12 +89,7 @@ def _translate(error: Exception) -> Problem | None:
             "Idempotency key reused",
             "this idempotency key was already used for a different submission "
             f"(proposal {error.existing.id}); use a new key for a new proposal",
-            problems=[
-                FieldProblem(
-                    field="Idempotency-Key",
-                    message="already used with a different body",
-                )
-            ],
+            problems=[conflict_problem(error.existing.id, derived=False)],
         )
     if isinstance(error, EscalationConflict):
         return Problem(

@@ -41,7 +41,26 @@ from contracts.registry import UnknownOperation
 from store.delegations import Delegation
 from store.standing import StandingRule
 
-__all__ = ["Admissible", "SubmissionKey", "admissible", "classified", "resolved"]
+__all__ = [
+    "Admissible",
+    "SubmissionKey",
+    "admissible",
+    "classified",
+    "idempotency_key_problem",
+    "resolved",
+    "submission_identity",
+]
+
+#: The longest Idempotency-Key an agent may send.
+IDEMPOTENCY_KEY_MAX = 200
+
+
+def idempotency_key_problem(key: str | None) -> FieldProblem | None:
+    """What is wrong with an Idempotency-Key as sent (None: nothing, or none was sent): 1 to
+    200 printable characters, as the API reads the header."""
+    if key is None or (1 <= len(key) <= IDEMPOTENCY_KEY_MAX and key.isprintable()):
+        return None
+    return FieldProblem(field="Idempotency-Key", message="1 to 200 printable characters")
 
 
 class _Submitted(Protocol):
@@ -170,12 +189,30 @@ class SubmissionKey:
     ) -> SubmissionKey:
         """The key for ``body`` (the submission as JSON); without an Idempotency-Key, derived
         from ``identity`` (the fields that make two submissions the same one)."""
-        key = idempotency_key or "derived:" + hashlib.sha256(canonical_json(identity)).hexdigest()
+        key = idempotency_key or cls.derived_key(identity)
         return cls(
             key=key,
             fingerprint=hashlib.sha256(canonical_json(body)).hexdigest(),
             derived=idempotency_key is None,
         )
+
+    @classmethod
+    def submitted(cls, agent: str, body: SubmitBody, idempotency_key: str | None) -> SubmissionKey:
+        """The key of a proposal's submission by ``agent`` (``body`` with its requester
+        verified): without an Idempotency-Key, the same agent, run, operation and request are
+        the same submission."""
+        return cls.of(
+            body.model_dump(mode="json"),
+            idempotency_key,
+            identity=submission_identity(
+                agent, run_id=body.run_id, operation=body.operation, request=body.request
+            ),
+        )
+
+    @staticmethod
+    def derived_key(identity: Mapping[str, JsonValue]) -> str:
+        """The key a submission sent without an Idempotency-Key is stored under."""
+        return "derived:" + hashlib.sha256(canonical_json(identity)).hexdigest()
 
     def replayed(
         self, earlier: SubmittedT, conflict: Callable[[SubmittedT, bool], Exception]
@@ -185,3 +222,11 @@ class SubmissionKey:
         if earlier.submission_fingerprint != self.fingerprint:
             raise conflict(earlier, self.derived)
         return earlier
+
+
+def submission_identity(
+    agent: str, *, run_id: str | None, operation: str, request: JsonValue
+) -> dict[str, JsonValue]:
+    """What makes two of an agent's proposal submissions, sent without an Idempotency-Key, the
+    same one."""
+    return {"agent": agent, "run_id": run_id, "operation": operation, "request": request}

@@ -32,7 +32,7 @@ from store.delegations import Delegation
 from store.proposals import IdempotencyConflict, NewProposal, PendingLimit, Proposal, Status
 from store.proposals.effects import effects_of
 
-__all__ = ["Submission", "Submitted", "new_proposal_id"]
+__all__ = ["Submission", "Submitted", "conflict_problem", "new_proposal_id"]
 
 
 def new_proposal_id() -> str:
@@ -86,16 +86,7 @@ class Submission:
             callback_guard=self._core.callback_guard,
         )
         body, operation, requested_by = checked.body, checked.operation, checked.requested_by
-        submission = SubmissionKey.of(
-            body.model_dump(mode="json"),
-            idempotency_key,
-            identity={
-                "agent": agent.name,
-                "run_id": body.run_id,
-                "operation": body.operation,
-                "request": body.request,
-            },
-        )
+        submission = SubmissionKey.submitted(agent.name, body, idempotency_key)
         # A replay is found by the store as it stores (one statement on PostgreSQL): looked
         # up before only when this submission cannot be resolved now, so that a stored one
         # still gets its proposal.
@@ -228,16 +219,20 @@ def _conflict(earlier: Proposal, derived: bool) -> Exception:
     """The error for a resubmission that matches ``earlier``'s key but not its body."""
     if not derived:
         return IdempotencyConflict(earlier)
-    # No Idempotency-Key was sent, so naming one would not help: say what the key came from.
-    return ContractViolation(
-        [
-            FieldProblem(
-                field="run_id",
-                message=f"proposal {earlier.id} already has this run_id, operation and request "
-                "with other details (reason, requested_by or callback_url); send another run_id "
-                "or an Idempotency-Key to make a new proposal",
-            )
-        ]
+    return ContractViolation([conflict_problem(earlier.id, derived=True)])
+
+
+def conflict_problem(earlier_id: str, *, derived: bool) -> FieldProblem:
+    """What is wrong with a resubmission stored under proposal ``earlier_id``'s key with
+    another body (answered 422): its Idempotency-Key, or, when the key was ``derived`` (none
+    was sent, so naming one would not help), what the key came from."""
+    if not derived:
+        return FieldProblem(field="Idempotency-Key", message="already used with a different body")
+    return FieldProblem(
+        field="run_id",
+        message=f"proposal {earlier_id} already has this run_id, operation and request "
+        "with other details (reason, requested_by or callback_url); send another run_id "
+        "or an Idempotency-Key to make a new proposal",
     )
 
 
