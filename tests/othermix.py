@@ -34,6 +34,7 @@ __all__ = ["THRESHOLDS", "ZONES", "day", "lines", "refusals"]
 
 #: the key a refused call carries while it is made: the field it is refused for
 _WHY = "__refused_for"
+_RETRY = "__sent_again"
 
 #: the careful policy's refund thresholds, in cents, and one cent past each
 THRESHOLDS = (5_000, 5_001, 100_000, 100_001, 500_000, 500_001)
@@ -104,8 +105,10 @@ def refusals(
     late = [timed.pop(rng.randrange(len(timed))) for _ in range(len(timed) // 50)]
     timed += late  # a batch of calls logged late, at the end with their earlier times
     out, why = [], []
-    for at, call in timed:
+    for number, (at, call) in enumerate(timed):
         why.append(call.pop(_WHY, None))
+        if not call.pop(_RETRY, False):  # each call its own submission, but the retry storm's
+            call["idempotency_key"] = f"other-{seed}-{number}"
         _stamp(rng, call, at)
         out.append(call)
     return out, why
@@ -139,6 +142,7 @@ def _bursts(
         if kind == "retry":
             call = _refund(rng, customers, cents=rng.choice((4_200, 99_999, 250_000)))
             call["run_id"] = f"run-retry-{rng.randrange(10**6)}"
+            call[_RETRY] = True  # sent again without an Idempotency-Key: a replay of the first
             for n in range(size):  # the same call sent again, its verdict the same
                 burst.append((at + timedelta(seconds=n * rng.uniform(0.2, 3)), dict(call)))
         elif kind == "closures":

@@ -60,15 +60,20 @@ async def test_every_call_is_counted_once_and_refused_for_what_the_api_refuses(
 
     assert len(calls) == len(generated) == len(tally.outcomes)
     kinds = Counter(outcome.kind for outcome in tally.outcomes)
-    assert kinds["auto"] + kinds["ask"] + kinds["deny"] + kinds["refused"] == len(calls)
+    counted = ("auto", "ask", "deny", "refused", "replay")
+    assert sum(kinds[kind] for kind in counted) == len(calls)
     total = report.total
-    assert (total.calls, total.auto, total.ask, total.deny, total.refused) == (
+    assert (total.calls, total.auto, total.ask, total.deny, total.refused, total.replayed) == (
         len(calls),
-        kinds["auto"],
-        kinds["ask"],
-        kinds["deny"],
-        kinds["refused"],
+        *(kinds[kind] for kind in counted),
     )
+    # the retry storm (one refund sent again under its run_id, without an Idempotency-Key) is
+    # stored once, as the server stores it; every later copy replays the first
+    storm = [n for n, c in enumerate(generated) if str(c.get("run_id")).startswith("run-retry-")]
+    assert len(storm) >= 3
+    assert tally.outcomes[storm[0]].kind in ("auto", "ask", "deny")
+    assert [tally.outcomes[n].replays for n in storm[1:]] == [storm[0] + 1] * (len(storm) - 1)
+    assert kinds["replay"] == len(storm) - 1
     assert sum(row.calls for row in report.rows) == len(calls)
     assert report.violations == []
     # refused exactly when it was meant to be, each for the field it was meant to be

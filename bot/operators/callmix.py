@@ -104,8 +104,11 @@ def day(seed: int, *, calls: int = DEFAULT_CALLS, on: date | None = None) -> lis
     out = []
     bursts = _bursts(rng, on, count)
     answers = random.Random(f"{seed}:answers")  # its own stream: the calls stay as they were
-    for at, kind in _kinds(rng, times, bursts):
+    for number, (at, kind) in enumerate(_kinds(rng, times, bursts)):
         call = _call(rng, fleet, kind, at, customers)
+        # each call is its own submission: without a key, the server would take two lookups
+        # of a customer by one agent for the same submission sent again
+        call["idempotency_key"] = f"mix-{seed}-{number}"
         if call.get("verdict") in ("approved", "rejected"):
             call["decided_at"] = _stamp(at + _response_time(answers))
         out.append(call)

@@ -17,10 +17,14 @@ from contracts.policy import Ask, Decision
 
 __all__ = ["Call", "Kind", "Outcome", "Tally", "read_calls"]
 
-Kind = Literal["auto", "ask", "deny", "refused"]
+#: ``replay``: sent again under the key of a call stored before it, with the same body; the
+#: server answers with the first call's proposal (no new proposal, message or click)
+Kind = Literal["auto", "ask", "deny", "refused", "replay"]
 
 #: A Slack user id in a refusal: reasons are grouped by what was wrong, not by whom it named.
 _PERSON = re.compile(r"\b[UW][0-9A-Z]{5,}\b")
+#: A proposal's id in a refusal (a call sent again with another body names the first one).
+_PROPOSAL = re.compile(r"\bcs_[0-9a-z]+\b")
 
 
 class Call(BaseModel):
@@ -36,6 +40,9 @@ class Call(BaseModel):
     request: JsonValue = None
     arguments: dict[str, JsonValue] | None = None
     run_id: str | None = None
+    #: the Idempotency-Key header it was sent with; without one, the server derives its key
+    #: from agent, run_id, operation and request
+    idempotency_key: str | None = None
     reason: str | None = None
     callback_url: str | None = None
     #: shown to people at once rather than with its rule's batch (the submission's own field)
@@ -64,6 +71,8 @@ class Outcome:
     decision: Decision | None = field(default=None, compare=False)
     risk: str | None = field(default=None, compare=False)
     arguments: dict[str, JsonValue] | None = field(default=None, compare=False, hash=False)
+    #: a replay's first call: its place among the calls, from 1
+    replays: int | None = field(default=None, compare=False)
 
     @property
     def problem(self) -> str | None:
@@ -77,12 +86,17 @@ class Outcome:
     def label(self) -> str:
         if self.kind == "refused":
             return f"refused ({self.problem})"
+        if self.kind == "replay":
+            return f"replay of call {self.replays} ({self.rule or 'no rule matched'})"
         by = f"standing rule {self.standing} under " if self.standing else ""
         return f"{self.kind} ({by}{self.rule or 'no rule matched'})"
 
 
 class Tally:
-    """Each call's outcome, in order, and the counts per rule (None: no rule matched)."""
+    """Each call's outcome, in order, and the counts per rule (None: no rule matched). Calls
+    refused and replays of an earlier call are counted apart (:attr:`refused`,
+    :attr:`replayed`): auto, ask and deny of :attr:`total` and those two count every call
+    once."""
 
     def __init__(self) -> None:
         self.outcomes: list[Outcome] = []
@@ -92,7 +106,12 @@ class Tally:
     def add(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
         if outcome.kind == "refused":
-            self.reasons.update(_PERSON.sub("(a person)", reason) for reason in outcome.reasons)
+            self.reasons.update(
+                _PROPOSAL.sub("(a proposal)", _PERSON.sub("(a person)", reason))
+                for reason in outcome.reasons
+            )
+            return
+        if outcome.kind == "replay":
             return
         counts = self.by_rule.setdefault(outcome.rule, Counter())
         counts[outcome.kind] += 1
@@ -106,6 +125,11 @@ class Tally:
     @property
     def refused(self) -> int:
         return sum(1 for outcome in self.outcomes if outcome.kind == "refused")
+
+    @property
+    def replayed(self) -> int:
+        """Calls that replayed an earlier one: sent again under its key with the same body."""
+        return sum(1 for outcome in self.outcomes if outcome.kind == "replay")
 
     @property
     def invalid(self) -> int:  # the earlier name, for callers that still use it

@@ -49,12 +49,15 @@ class RuleRow:
     clicks: int = 0
     deny: int = 0
     refused: int = 0
+    #: calls sent again under the key of one stored before, with the same body: the server
+    #: answers with the first call's proposal (no new proposal, message or click)
+    replayed: int = 0
     digests: int = 0
     handed_over: int = 0  #: asked calls offered to the rule's backup roles (``then``)
 
     @property
     def calls(self) -> int:
-        return self.auto + self.ask + self.deny + self.refused
+        return self.auto + self.ask + self.deny + self.refused + self.replayed
 
     def as_json(self) -> dict[str, JsonValue]:
         return {
@@ -67,6 +70,7 @@ class RuleRow:
             "clicks": self.clicks,
             "deny": self.deny,
             "refused": self.refused,
+            "replayed": self.replayed,
             "handed_over": self.handed_over,
         }
 
@@ -136,6 +140,7 @@ class Report:
         rows: dict[str, RuleRow] = {}
         asked: list[Asked] = []
         refused = RuleRow("(refused before the policy)")
+        replayed = RuleRow("(replays of an earlier call)")
         money: dict[str, int | float] = defaultdict(int)
         example: dict[str, dict[str, JsonValue]] = {}
         formats: dict[str, Any] = {}
@@ -144,6 +149,9 @@ class Report:
         for index, (call, outcome) in enumerate(zip(calls, tally.outcomes, strict=True)):
             if outcome.kind == "refused":
                 refused.refused += 1
+                continue
+            if outcome.kind == "replay":
+                replayed.replayed += 1
                 continue
             against = _against(settings, index, call, outcome)
             if against is not None:
@@ -214,6 +222,8 @@ class Report:
         ordered = sorted(rows.values(), key=lambda r: r.name)
         if refused.refused:
             ordered.append(refused)
+        if replayed.replayed:
+            ordered.append(replayed)
         total = RuleRow("total")
         for row in ordered:
             for attribute in (
@@ -223,6 +233,7 @@ class Report:
                 "clicks",
                 "deny",
                 "refused",
+                "replayed",
                 "digests",
                 "handed_over",
             ):
@@ -434,6 +445,13 @@ def print_report(report: Report, out: TextIO) -> None:
             file=out,
         )
     _print_overridden(report, out)
+    if total.replayed:
+        print(
+            f"replays of an earlier call: {total.replayed:,} (sent again under the key of a "
+            "call stored before, with the same body: answered with its proposal, no new "
+            "message or click)",
+            file=out,
+        )
     if report.reasons:
         print(
             f"refused before the policy: {total.refused:,} calls; reasons "

@@ -24,7 +24,11 @@ a call with only ``request`` is first put through the operation's contract, as a
 is. ``at`` is when it arrived (batch windows group by it; without it a call is shown at once);
 ``verdict`` is what people decided about an asked call (``approved``, ``rejected``,
 ``expired``; unknown is counted as approved) and ``decided_at`` when. ``run_id``, ``reason``,
-``callback_url`` and ``urgent`` are the submission's own fields. Roles are those configured in
+``callback_url`` and ``urgent`` are the submission's own fields, ``idempotency_key`` its
+Idempotency-Key header. A call sent again under the submission key of one stored before it (its
+``idempotency_key``, or one derived from its agent, run_id, operation and request, by the
+server's own SubmissionKey) is a replay of that call's answer with the same body (no new ask,
+message or click) and refused with another, as the server answers it. Roles are those configured in
 ``[roles]``: Slack user groups are not read, so a group admits nobody, as on a server that
 cannot list it (fail closed). Slack profiles are not read either: a standing rule's granter is
 taken as an active member of the workspace, judged by the configuration alone (an owner of the
@@ -41,6 +45,7 @@ import json
 import os
 import secrets
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -49,8 +54,16 @@ from pydantic import JsonValue, ValidationError
 
 from bot.audit.export import parse_since
 from bot.flow.destinations import CallbackGuard
-from bot.flow.intake import admissible, classified, resolved
+from bot.flow.intake import (
+    SubmissionKey,
+    admissible,
+    classified,
+    idempotency_key_problem,
+    resolved,
+    submission_identity,
+)
 from bot.flow.requesters import RequesterRefused
+from bot.flow.submit import conflict_problem, new_proposal_id
 from bot.operators.calls import Call, Outcome, Tally, read_calls
 from bot.operators.grants import SimulatedGrants, parse_grant
 from bot.operators.report import Report, print_report, report_json
@@ -128,10 +141,20 @@ async def simulate(
     membership = ConfiguredMembership(allowed[0]) if allowed else ConfiguredMembership()
     guard = CallbackGuard()
     http = AiohttpClient()
+    stored: dict[tuple[str, str], _Stored] = {}
     try:
-        for call in calls:
+        for number, call in enumerate(calls, start=1):
             tally.add(
-                await _classify(settings, call, standing, membership, guard, http, call.at or now)
+                await _classify(
+                    settings,
+                    call,
+                    standing,
+                    membership,
+                    guard,
+                    http,
+                    call.at or now,
+                    _Submissions(stored, number),
+                )
             )
     finally:
         await http.close()
@@ -142,6 +165,55 @@ def _refused(*reasons: str) -> Outcome:
     return Outcome(kind="refused", rule=None, reasons=reasons)
 
 
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """A call the server would have stored (asked, automatic or denied) under its key."""
+
+    fingerprint: str
+    number: int  #: its place among the calls, from 1
+    proposal: str  #: the proposal it is (its exported id, or one made up as the server would)
+    outcome: Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class _Submissions:
+    """The calls stored so far, by agent and submission key, as the server finds a submission
+    sent again; and this call's place."""
+
+    stored: dict[tuple[str, str], _Stored]
+    number: int
+
+    def answer(self, agent: str, submission: SubmissionKey | None) -> Outcome | None:
+        """The server's answer to a call stored before under this key: a replay of its outcome
+        (same body), or refused (another body); None when none was."""
+        earlier = None if submission is None else self.stored.get((agent, submission.key))
+        if earlier is None or submission is None:
+            return None
+        if earlier.fingerprint != submission.fingerprint:
+            problem = conflict_problem(earlier.proposal, derived=submission.derived)
+            return _refused(f"422 {problem.field}: {problem.message}")
+        first = earlier.outcome
+        return Outcome(
+            kind="replay",
+            rule=first.rule,
+            standing=first.standing,
+            is_standing=first.is_standing,
+            decision=first.decision,
+            risk=first.risk,
+            arguments=first.arguments,
+            replays=earlier.number,
+        )
+
+    def store(
+        self, call: Call, agent: str, submission: SubmissionKey | None, outcome: Outcome
+    ) -> Outcome:
+        if submission is not None:
+            self.stored[agent, submission.key] = _Stored(
+                submission.fingerprint, self.number, call.id or new_proposal_id(), outcome
+            )
+        return outcome
+
+
 async def _classify(
     settings: Settings,
     call: Call,
@@ -150,7 +222,12 @@ async def _classify(
     guard: CallbackGuard,
     http: AiohttpClient,
     now: datetime,
+    submissions: _Submissions,
 ) -> Outcome:
+    """The call through the server's submission, in its order (bot/api/proposals.py, then
+    bot/flow/submit.py): who sent it, its body and Idempotency-Key, who asked, the operation and
+    callback URL; then its key (a call stored before under it is replayed, or refused for
+    another body), the contract and the policy."""
     agent = settings.agents.get(call.agent)
     if agent is None:
         return _refused(f"401 unknown agent {call.agent!r} (no such agent is configured)")
@@ -174,10 +251,23 @@ async def _classify(
                 for p in problems_from_validation_error("", error, SubmitBody)
             )
         )
+    key_problem = idempotency_key_problem(call.idempotency_key)
+    if key_problem is not None:
+        return _refused(f"422 {key_problem.field}: {key_problem.message}")
     try:
         checked = await admissible(
             settings, agent, body, None, directory=membership, callback_guard=guard
         )
+        # the key the server stores it under; a call given only its arguments carries no
+        # request to derive one from, so without an Idempotency-Key it is a new submission
+        submission = (
+            SubmissionKey.submitted(agent.name, checked.body, call.idempotency_key)
+            if call.request is not None or call.idempotency_key is not None
+            else None
+        )
+        answer = submissions.answer(agent.name, submission)
+        if answer is not None:
+            return answer
         operation = checked.operation
         if call.arguments is not None:
             arguments: dict[str, JsonValue] = dict(call.arguments)
@@ -204,7 +294,8 @@ async def _classify(
     )
     if rule is not None:
         standing.used(rule.id)
-    return Outcome(
+    # stored whatever the policy decided: a denied proposal is kept, and answers a retry too
+    outcome = Outcome(
         kind=decision.kind,
         rule=decision.rule_id,
         standing=None if rule is None else rule.id,
@@ -213,6 +304,7 @@ async def _classify(
         risk=operation.risk,
         arguments=arguments,
     )
+    return submissions.store(call, agent.name, submission, outcome)
 
 
 def changes(calls: Sequence[Call], before: Tally, after: Tally) -> list[str]:
@@ -369,6 +461,7 @@ def _call_of(p: Proposal) -> Call:
         request=p.request,
         arguments=dict(p.arguments),
         run_id=p.run_id,
+        idempotency_key=_sent_key(p),
         id=p.id,
         at=p.created_at,
         decision=p.decision,
@@ -413,6 +506,17 @@ async def export_calls_command(
             partial.unlink(missing_ok=True)
     print(f"exported {exported} calls since {parse_since(since_text).isoformat()}", file=err)
     return 0
+
+
+def _sent_key(p: Proposal) -> str | None:
+    """The Idempotency-Key the agent sent with a proposal, None when it sent none: the store
+    keeps the key it was stored under, and one derived from the call (agent, run_id, operation,
+    request) is derived again from the exported call, so it is not written (a key the agent
+    sent that equals the derived one is the same key either way)."""
+    identity = submission_identity(
+        p.agent, run_id=p.run_id, operation=p.operation, request=p.request
+    )
+    return None if p.submission_key == SubmissionKey.derived_key(identity) else p.submission_key
 
 
 def _verdict(status: str) -> Literal["approved", "rejected", "expired"] | None:

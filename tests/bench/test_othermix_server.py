@@ -1,12 +1,12 @@
 """A slice of another generator's day (tests/othermix.py) sent to a running `countersign serve`
 with the call mix's careful policy: every call gets, from the server, the decision, rule and
-refusal reasons ``policy simulate`` gives it (each call its own submission, every field of the
-submission the call carries sent as it is)."""
+refusal reasons ``policy simulate`` gives it (every field of the submission the call carries sent
+as it is, with its Idempotency-Key when it has one: the day's retry storm, sent again under its
+run_id without one, is answered as a replay of its first call by both)."""
 
 from __future__ import annotations
 
 import json
-import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,8 @@ Decided = tuple[str, str | None, tuple[str, ...]]
 def _served(status: int, answer: dict[str, Any]) -> Decided:
     if status == 201:
         return answer["policy"]["decision"], answer["policy"]["rule_id"], ()
+    if status == 200:  # Idempotent-Replayed: the proposal of the call first sent
+        return "replay", answer["policy"]["rule_id"], ()
     reasons = tuple(f"{status} {e['field']}: {e['message']}" for e in answer["errors"])
     return "refused", None, reasons or (str(status),)
 
@@ -41,14 +43,14 @@ def _simulated(outcome: Outcome) -> Decided:
 async def test_the_server_decides_a_slice_of_another_generators_day_as_simulate(
     tmp_path: Path,
 ) -> None:
-    generated = othermix.day(6, calls=1_500, hours=30.0)[:400]
+    # 400 calls around the day's retry storm (its calls 955 to 1,018)
+    generated = othermix.day(6, calls=1_500, hours=30.0)[700:1100]
     async with running_stage(
         tmp_path, f"sqlite:///{tmp_path / 'other.sqlite'}", extra_env=MIX_ENV, config=mix_config
     ) as stage:
         tokens = {agent: stage.env[name] for agent, name in MIX_TOKENS.items()}
-        run = secrets.token_hex(4)
         served: list[Decided] = []
-        for n, call in enumerate(generated):
+        for call in generated:
             body = {k: call[k] for k in SUBMISSION if k in call}
             token = tokens.get(call["agent"], "a-token-no-agent-holds-0123456789")
             async with stage.http.post(
@@ -57,8 +59,8 @@ async def test_the_server_decides_a_slice_of_another_generators_day_as_simulate(
                 headers={
                     "Authorization": f"Bearer {token}",
                     "Content-Type": "application/json",
-                    "Idempotency-Key": f"other-{run}-{n}",  # each line is its own submission
-                },
+                }
+                | ({"Idempotency-Key": key} if (key := call.get("idempotency_key")) else {}),
             ) as answer:
                 served.append(_served(answer.status, await answer.json(content_type=None)))
         settings = load_settings(stage.logs / "countersign.toml", stage.env)
@@ -78,4 +80,4 @@ async def test_the_server_decides_a_slice_of_another_generators_day_as_simulate(
     ]
     assert differ == []
     kinds = {kind for kind, _, _ in served}
-    assert kinds == {"auto", "ask", "deny", "refused"}
+    assert kinds == {"auto", "ask", "deny", "refused", "replay"}

@@ -506,6 +506,7 @@ async def test_the_report_as_json_counts_every_call(tmp_path: Path) -> None:
         "clicks": 1,
         "deny": 0,
         "refused": 1,
+        "replayed": 0,
         "handed_over": 0,
     }
     assert document["click_share"] == 0.5
