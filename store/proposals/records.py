@@ -114,6 +114,9 @@ class Proposal(NewProposal):
 
     slack_channel: str | None = None
     slack_ts: str | None = None
+    #: when people were first shown it in Slack: its message, or a digest holding it, was posted
+    #: and recorded (None: not yet, whatever shown_after says; kept when it is placed again)
+    shown_at: datetime | None = None
     decided_by: str | None = None
     decided_at: datetime | None = None
     decision_note: str | None = None  #: the rejection reason

@@ -668,6 +668,21 @@ class StoreConformance(
             "posted_to_slack",
             {"channel": "C0FINANCE", "ts": "1700000000.000100"},
         )
+        assert stored.shown_at == last.at  # people were shown it when the post was recorded
+
+    async def test_shown_at_is_the_first_post_and_stays_when_the_message_is_placed_again(
+        self, store: Store, now: datetime
+    ) -> None:
+        new = new_proposal(now)
+        await store.create_proposal(new)
+        assert (await store.get_proposal(new.id)).shown_at is None  # created: not shown
+
+        first = await store.attach_message(new.id, "C0FINANCE", "1700000000.000100")
+        again = await store.attach_message(new.id, "C0FINANCE", "1700000000.000200")
+
+        assert first.shown_at is not None
+        assert again.slack_ts == "1700000000.000200" and again.shown_at == first.shown_at
+        assert (await store.get_proposal(new.id)).shown_at == first.shown_at
 
     async def test_every_transition_writes_exactly_one_audit_entry_of_its_event(
         self, store: Store, now: datetime

@@ -105,6 +105,8 @@ class DigestConformance:
         assert [p.id for p in stored.items] == [other]
         shown = await store.get_proposal(alone)
         assert (shown.digest_id, shown.slack_ts) == (None, "1700000000.000001")
+        assert shown.shown_at is not None and shown.shown_at != NOW  # its own post's moment
+        assert (await store.get_proposal(other)).shown_at == NOW  # shown by the digest
 
     async def test_an_item_of_another_requester_is_refused_and_nothing_changes(
         self, store: Store

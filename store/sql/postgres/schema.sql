@@ -1,4 +1,4 @@
--- The PostgreSQL schema as migrations 0001..0031 leave it: for reading, never applied.
+-- The PostgreSQL schema as migrations 0001..0032 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -252,6 +252,7 @@ END,
     attempt integer NOT NULL DEFAULT 1,
     reconciled_by text,
     reconciled_at timestamp with time zone,
+    shown_at timestamp with time zone,
     CONSTRAINT proposals_arguments_check CHECK ((json_typeof(arguments) = 'object'::text)),
     CONSTRAINT proposals_attempt_check CHECK ((attempt >= 1)),
     CONSTRAINT proposals_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batches(id),

@@ -1,4 +1,4 @@
--- The SQLite schema as migrations 0001..0031 leave it: for reading, never applied.
+-- The SQLite schema as migrations 0001..0032 leave it: for reading, never applied.
 -- Written by `python -m store.schema --write` (tests/store/test_schema.py checks it is current).
 -- To change the schema, add a migration (docs/store.md says how), then write this file again.
 
@@ -227,7 +227,7 @@ CREATE TABLE "proposals" (
     -- the delegation it was submitted under (0009)
     delegation_id           TEXT REFERENCES delegations (id), batch_id TEXT REFERENCES batches (id), shown_after TEXT, urgent INTEGER NOT NULL DEFAULT 0 CHECK (urgent IN (0, 1)), backup_at TEXT, backup_roles TEXT NOT NULL DEFAULT '[]'
     CHECK (json_valid(backup_roles) AND json_type(backup_roles) = 'array'), handed_over_at TEXT, attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1), reconciled_by TEXT, reconciled_at TEXT
-    CHECK ((reconciled_by IS NULL) = (reconciled_at IS NULL)),
+    CHECK ((reconciled_by IS NULL) = (reconciled_at IS NULL)), shown_at TEXT,
     UNIQUE (agent, submission_key),
     CHECK ((supersedes IS NULL) = (edited_by IS NULL)),
     CHECK ((extended_by IS NULL) = (extended_at IS NULL))

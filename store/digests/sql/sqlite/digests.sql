@@ -4,9 +4,10 @@
 
 -- name: attach_digest_items
 -- The items not yet shown anywhere join the digest and its message (the others stay as they
--- are); the ids of those that joined come back.
+-- are), shown to people from now (shown_at, 0032); the ids of those that joined come back.
 UPDATE proposals
-SET digest_id = :digest_id, slack_channel = :channel, slack_ts = :ts, updated_at = :now
+SET digest_id = :digest_id, slack_channel = :channel, slack_ts = :ts, updated_at = :now,
+    shown_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids)) AND slack_ts IS NULL AND digest_id IS NULL
 RETURNING id
 

@@ -51,8 +51,11 @@ SELECT agent, sum(pending) AS pending FROM pending_counts GROUP BY agent HAVING 
 SELECT * FROM proposals WHERE decided_by = :user ORDER BY decided_at DESC, id LIMIT :limit
 
 -- name: update_message
--- Remember the Slack message showing the proposal (allowed in any status).
-UPDATE proposals SET slack_channel = :channel, slack_ts = :ts, updated_at = :now WHERE id = :id
+-- Remember the Slack message showing the proposal (allowed in any status); the first time
+-- people were shown it (shown_at, 0032) stays when the message is placed again.
+UPDATE proposals
+SET slack_channel = :channel, slack_ts = :ts, updated_at = :now, shown_at = coalesce(shown_at, :now)
+WHERE id = :id
 RETURNING *
 
 -- name: retry_execution

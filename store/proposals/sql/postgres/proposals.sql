@@ -79,7 +79,9 @@ SELECT * FROM changed
 -- update_message with its audit entry (appended unsealed, for the sealer), in one statement
 -- committed on its own (one round trip); no row back: no such proposal, nothing written.
 WITH changed AS (
-    UPDATE proposals SET slack_channel = :channel, slack_ts = :ts, updated_at = :now
+    UPDATE proposals
+    SET slack_channel = :channel, slack_ts = :ts, updated_at = :now,
+        shown_at = coalesce(shown_at, :now)
     WHERE id = :id
     RETURNING *
 ), entry AS (
