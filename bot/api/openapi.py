@@ -269,7 +269,10 @@ def _read_operation(long_poll_max_seconds: float) -> dict[str, Any]:
         ],
         "responses": {
             "200": {
-                "description": "The proposal as it is now.",
+                "description": (
+                    "The proposal as it is now; while it is undecided, `shown_at` says whether "
+                    "people have been shown it yet."
+                ),
                 "content": {_JSON: {"schema": {"$ref": _REF.format(model="ProposalOut")}}},
             },
             **_answers(

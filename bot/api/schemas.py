@@ -44,6 +44,7 @@ class ProposalOut(api.ProposalOut):
             created_at=proposal.created_at,
             expires_at=proposal.expires_at,
             shown_after=proposal.shown_after,
+            shown_at=proposal.shown_at,
             backup_after=proposal.backup_at,
             handed_over=proposal.handed_over_at is not None,
             decision=api.DecisionOut(

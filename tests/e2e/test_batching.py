@@ -162,6 +162,37 @@ async def test_the_get_of_a_proposal_says_when_it_is_shown(cs: Countersign) -> N
     assert read["shown_after"] == answer["shown_after"]
 
 
+async def test_the_agent_reads_shown_at_null_until_the_batch_goes_out_then_when_it_did(
+    cs: Countersign,
+) -> None:
+    answer = await submit(cs, campaign(1))
+    other = await submit(cs, campaign(2))  # the batch goes out as a digest holding both
+    assert answer["shown_at"] is None and other["shown_at"] is None  # scheduled, not shown
+    await cs.settled()
+
+    status, before = await cs.read(answer["id"])
+
+    assert status == 200
+    assert before["status"] == "pending" and before["shown_at"] is None
+    assert before["shown_after"] == answer["shown_after"]
+
+    cs.clock.advance(WINDOW)
+    [proposal, _] = await shown(cs, [answer["id"], other["id"]])
+    assert proposal.digest_id is not None
+    status, after = await cs.read(answer["id"])
+
+    assert status == 200
+    assert after["shown_at"] is not None
+    shown_at = at(after["shown_at"])
+    assert shown_at >= at(answer["shown_after"])
+    assert shown_at == proposal.shown_at
+    # the moment the digest's post was recorded, as its audit entry says
+    [posted] = [e for e in await cs.store.audit_log(answer["id"]) if e.event == "posted_to_slack"]
+    assert posted.at == shown_at
+    # nothing else about the post reaches the agent: no channel, message or digest
+    assert not {"slack_ts", "slack_channel", "digest_id", "channel"} & set(after)
+
+
 async def test_a_rule_without_batch_shows_at_once_and_says_so(cs: Countersign) -> None:
     refund = {
         "operation": "payments.refund",
@@ -171,8 +202,10 @@ async def test_a_rule_without_batch_shows_at_once_and_says_so(cs: Countersign) -
     answer = await submit(cs, refund)
 
     assert answer["shown_after"] == answer["created_at"]
-    await cs.posted(answer["id"])
+    proposal = await cs.posted(answer["id"])
     assert len(top_level(cs, REFUNDS_CHANNEL)) == 1
+    _, read = await cs.read(answer["id"])
+    assert read["shown_at"] is not None and at(read["shown_at"]) == proposal.shown_at
 
 
 # --- urgent and the hostile agent -----------------------------------------------------------
@@ -201,6 +234,8 @@ async def test_urgent_goes_out_at_once_alone_and_changes_nothing_else(cs: Counte
     [
         {"batch_id": "bt_someone_elses"},
         {"shown_after": "2020-01-01T00:00:00Z"},
+        {"shown_at": "2020-01-01T00:00:00Z"},
+        {"shown_at": None},
         {"batch": {"window": "1s"}},
         {"channel": "C0OTHER"},
         {"window": "1s"},

@@ -120,6 +120,13 @@ class ProposalOut(BaseModel):
         "with others (a batch) until then; sooner when the batch fills up. Nobody decides before "
         "it is shown, so wait until then before polling. None for a proposal that does not ask.",
     )
+    shown_at: datetime | None = Field(
+        default=None,
+        description="When people were first shown it in Slack (its message, or a digest holding "
+        "it, was posted); None while nobody has been shown it: its batch has not gone out yet "
+        "(see shown_after), or Slack has not taken the post yet. Nobody can have decided a "
+        "proposal that asks before then. Older servers leave the field out.",
+    )
     backup_after: datetime | None = Field(
         default=None,
         description="When the proposal is also offered to its rule's backup approvers if nobody "

@@ -158,6 +158,21 @@ def test_the_edit_lineage_is_documented_on_every_proposal() -> None:
     assert "superseded" in schema["properties"]["superseded_by"]["description"]
 
 
+def test_shown_at_is_documented_as_an_answer_only_time_that_older_servers_leave_out() -> None:
+    doc = document()
+    schemas = doc["components"]["schemas"]
+    shown_at = schemas["ProposalOut"]["properties"]["shown_at"]
+    read = doc["paths"]["/v1/proposals/{id}"]["get"]["responses"]["200"]["description"]
+
+    assert shown_at["anyOf"] == [{"type": "string", "format": "date-time"}, {"type": "null"}]
+    assert "shown_at" not in schemas["ProposalOut"].get("required", [])  # older servers: absent
+    assert "first shown" in shown_at["description"] and "shown_after" in shown_at["description"]
+    assert "shown_at" in read
+    # the agent cannot send it: the submission body names its fields and allows no others
+    assert "shown_at" not in schemas["SubmitBody"]["properties"]
+    assert schemas["SubmitBody"]["additionalProperties"] is False
+
+
 def test_proposal_ids_match_the_documented_pattern() -> None:
     assert all(
         Draft202012Validator({"pattern": PROPOSAL_ID_PATTERN}).is_valid(new_proposal_id())
