@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator
 from typing import Any, Final, NamedTuple, TypeVar
 
 from countersign.errors import CountersignError, ProblemError
-from countersign.reading import UNDECIDED, Ending, ending_of
+from countersign.reading import UNDECIDED, Ending, Shown, ending_of, shown_of
 
 __all__ = [
     "GRACE_SECONDS",
@@ -72,12 +72,14 @@ class Interrupted(NamedTuple):
     """Countersign failed after the proposal was made and before anyone had decided it: while
     the caller waited (``while_withdrawing`` False) or while it withdrew the proposal once its
     wait ran out (True). ``withdrawn``: the proposal was withdrawn after all, so nothing will
-    come of it; otherwise it may still be pending there, and be decided later."""
+    come of it; otherwise it may still be pending there, and be decided later. ``shown``: whether
+    people had been shown it, as its document last read said."""
 
     proposal_id: str
     failure: CountersignError
     withdrawn: bool
     while_withdrawing: bool = False
+    shown: Shown | None = None
 
 
 class Asked(NamedTuple):
@@ -127,7 +129,9 @@ def answering(
     try:
         came, document = yield from _withdrawing(document, clock, long_poll_seconds)
     except CountersignError as failure:
-        return Asked(Interrupted(document["id"], failure, False, True), document)
+        return Asked(
+            Interrupted(document["id"], failure, False, True, shown_of(document)), document
+        )
     return Asked(came, document)
 
 
@@ -162,7 +166,7 @@ def _withdrawing(
         if withdrawn["id"] != document["id"] and withdrawn.get("status") in UNDECIDED:
             return (yield from _withdrawing(withdrawn, clock, long_poll))
     if withdrawn.get("status") == "cancelled":
-        return Ending("deadline", withdrawn["id"]), withdrawn
+        return Ending("deadline", withdrawn["id"], shown=shown_of(withdrawn)), withdrawn
     ending = ending_of(withdrawn)
     if ending is None:
         raise CountersignError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Final, Literal, NamedTuple
 
 from countersign.errors import CountersignError, OutcomeUnknown, ProblemError
@@ -20,10 +21,12 @@ __all__ = [
     "UNDECIDED",
     "Ending",
     "Fault",
+    "Shown",
     "backoff",
     "ending_of",
     "problem_of",
     "retry_delay",
+    "shown_of",
 ]
 
 #: Answers that say "not now": the same request may be sent again.
@@ -90,6 +93,7 @@ class Ending(NamedTuple):
     quorum (None: the policy allowed it). ``rejected``: ``by`` rejected it for ``reason`` (None:
     the policy denied it). ``expired``: nobody decided before it expired. ``deadline``: nobody
     decided before the caller's deadline, and the caller withdrew it. ``cancelled``: withdrawn.
+    ``shown``: whether people had been shown it in Slack by then (its document's last reading).
     """
 
     kind: Literal["approved", "rejected", "expired", "deadline", "cancelled"]
@@ -97,6 +101,39 @@ class Ending(NamedTuple):
     arguments: dict[str, Any] | None = None
     by: str | None = None
     reason: str | None = None
+    shown: Shown | None = None
+
+
+class Shown(NamedTuple):
+    """Whether people had been shown a proposal in Slack, as its document said (``shown_at``).
+
+    ``at`` None: nobody had been shown it yet; ``due`` is then when it was to be shown at the
+    latest (``shown_after``: a batch not yet gone out holds it until then), if the server said.
+    """
+
+    at: datetime | None
+    due: datetime | None = None
+
+
+def shown_of(document: Mapping[str, Any]) -> Shown | None:
+    """Whether people had been shown the proposal ``document`` is of; None when the document
+    does not say (a server older than ``shown_at``, or a time it could not read)."""
+    if "shown_at" not in document:
+        return None
+    at, due = _time(document.get("shown_at")), _time(document.get("shown_after"))
+    if at is None and document.get("shown_at") is not None:
+        return None
+    return Shown(at, due)
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 def ending_of(document: Mapping[str, Any]) -> Ending | None:
@@ -118,9 +155,9 @@ def ending_of(document: Mapping[str, Any]) -> Ending | None:
         note = _text(document.get("policy") or {}, "note")
         return Ending("rejected", proposal_id, reason=note)
     if status == "expired":
-        return Ending("expired", proposal_id)
+        return Ending("expired", proposal_id, shown=shown_of(document))
     if status == "cancelled":
-        return Ending("cancelled", proposal_id)
+        return Ending("cancelled", proposal_id, shown=shown_of(document))
     if status == "needs_reconciliation":  # carried out, effect unknown: never say "failed"
         raise OutcomeUnknown(proposal_id, (document.get("outcome") or {}).get("detail"))
     raise CountersignError(

@@ -53,6 +53,14 @@ def refusal(answer: Answer) -> str:
             return f"the approval policy does not allow it: {answer.reason}"
         return answer.reason
     if isinstance(answer, TimedOut):
+        proposal = answer.proposal
+        if "shown_at" in proposal.model_fields_set and proposal.shown_at is None:
+            # nobody was asked yet: its batch has not gone out, or Slack has not taken the post
+            return (
+                "nobody had been shown the approval request yet, so nobody decided; it was not run"
+            )
+        if proposal.shown_at is not None:
+            return "people were asked and nobody decided in time, so it was not run"
         return "nobody decided in time, so it was not run"
     if isinstance(answer, Cancelled):
         return "the approval request was withdrawn, so it was not run"

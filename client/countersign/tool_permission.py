@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 from countersign.errors import (
@@ -27,7 +28,7 @@ from countersign.errors import (
     when_to_retry,
 )
 from countersign.light import Interrupted, LightClient, StillPending
-from countersign.reading import Ending
+from countersign.reading import Ending, Shown, shown_of
 
 if TYPE_CHECKING:
     from countersign.answers import Answer
@@ -251,9 +252,9 @@ def _interrupted(tool_name: str, came: Interrupted, wait: float) -> Verdict:
     failure = came.failure
     what = "was not reached" if isinstance(failure, Unreachable) else "answered with an error"
     if came.while_withdrawing:
+        undecided = _undecided(tool_name, "deadline", came.shown, wait)
         text = (
-            f"Nobody decided on {tool_name} in Countersign within {wait:g} s, and Countersign "
-            f"{what} when the request was to be withdrawn ({failure})"
+            f"{undecided}, and Countersign {what} when the request was to be withdrawn ({failure})"
         )
     else:
         text = (
@@ -283,7 +284,10 @@ def verdict_of(shape: ToolCallShape, tool_name: str, answer: Answer, wait: float
     elif isinstance(answer, Rejected):
         ending = Ending("rejected", proposal_id, by=answer.by, reason=answer.reason)
     elif isinstance(answer, TimedOut):
-        ending = Ending("expired" if answer.by == "expiry" else "deadline", proposal_id)
+        # an older server's document leaves shown_at out: unset, so it says nothing here
+        shown = shown_of(answer.proposal.model_dump(mode="json", exclude_unset=True))
+        kind: Literal["expired", "deadline"] = "expired" if answer.by == "expiry" else "deadline"
+        ending = Ending(kind, proposal_id, shown=shown)
     else:
         ending = Ending("cancelled", proposal_id)
     return verdict_for(shape, tool_name, ending, wait)
@@ -311,16 +315,54 @@ def verdict_for(shape: ToolCallShape, tool_name: str, ending: Ending, wait: floa
             text = f"{ending.by} rejected {tool_name} in Countersign: {reason}"
         return Verdict("deny", f"{text} (proposal {proposal_id})", proposal_id=proposal_id)
     if ending.kind in ("expired", "deadline"):
-        if ending.kind == "expired":
-            text = f"Nobody decided on {tool_name} before the request expired in Countersign"
-        else:
-            text = (
-                f"Nobody decided on {tool_name} in Countersign within {wait:g} s; the "
-                "request was withdrawn"
-            )
+        text = _undecided(tool_name, ending.kind, ending.shown, wait)
+        if ending.kind == "deadline":
+            text += "; the request was withdrawn"
         return Verdict("undecided", f"{text} (proposal {proposal_id})", proposal_id=proposal_id)
     return Verdict(
         "deny",
         f"The request to use {tool_name} was withdrawn (proposal {proposal_id})",
         proposal_id=proposal_id,
     )
+
+
+def _undecided(
+    tool_name: str, kind: Literal["expired", "deadline"], shown: Shown | None, wait: float
+) -> str:
+    """Why nobody decided on ``tool_name`` before it expired or within the caller's ``wait``:
+    people were asked and let it run out, or nobody had been shown it yet (its batch not gone
+    out, or Slack not taking the post); a server that does not say which (older than
+    ``shown_at``) gets the words that claim neither."""
+    if kind == "expired":
+        if shown is None:
+            return f"Nobody decided on {tool_name} before the request expired in Countersign"
+        if shown.at is not None:
+            return (
+                f"People were asked about {tool_name} in Countersign and nobody decided before "
+                "the request expired"
+            )
+        return (
+            f"Nobody was shown the request to use {tool_name} in Countersign before it expired "
+            f"({_not_shown_because(shown)}), so nobody could decide"
+        )
+    if shown is None:
+        return f"Nobody decided on {tool_name} in Countersign within {wait:g} s"
+    if shown.at is not None:
+        return (
+            f"People were asked about {tool_name} in Countersign and nobody decided within "
+            f"{wait:g} s"
+        )
+    return (
+        f"Nobody has been shown the request to use {tool_name} in Countersign yet "
+        f"({_not_shown_because(shown)}), so nobody could decide within {wait:g} s"
+    )
+
+
+def _not_shown_because(shown: Shown, now: datetime | None = None) -> str:
+    """Why nobody has been shown a proposal: it waits for its time, or Slack has not taken it."""
+    now = now or datetime.now(UTC)
+    if shown.due is not None and shown.due > now:
+        due = shown.due.astimezone(UTC)
+        day = "" if due.date() == now.astimezone(UTC).date() else f"{due:%Y-%m-%d} "
+        return f"it is scheduled to be shown at {day}{due:%H:%M:%S} UTC"
+    return "Slack has not taken it yet"

@@ -4,7 +4,7 @@ only an approval naming the same tool, with an input, ever allows."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -13,6 +13,7 @@ from contracts.api import ProposalOut
 from countersign.answers import Approved, Cancelled, Rejected, TimedOut
 from countersign.claude_hook import answer_for
 from countersign.mcp_server import permission_answer
+from countersign.tool_answers import refusal
 from countersign.tool_permission import ToolCallShape, Verdict, tool_call_key, verdict_of
 
 BASH = {"command": "make test"}
@@ -130,3 +131,42 @@ def test_a_tool_call_without_an_id_never_shares_a_proposal() -> None:
     assert tool_call_key("hook", "toolu_1", "s1") == tool_call_key("hook", "toolu_1", "s1")
     assert tool_call_key("hook", "toolu_1", "s1") != tool_call_key("hook", "toolu_2", "s1")
     assert tool_call_key("hook", None, "s1") != tool_call_key("hook", None, "s1")
+
+
+def test_an_undecided_request_says_whether_people_were_shown_it() -> None:
+    """Nobody deciding means something else when nobody was shown it yet: its batch still held
+    it (the time it goes out is told), or Slack had not taken the post."""
+    now = datetime.now(UTC)
+    created = now.isoformat()
+    later = (now + timedelta(minutes=10)).replace(microsecond=0)
+    held = proposal(status="cancelled", shown_after=later.isoformat(), shown_at=None)
+    unposted = proposal(status="cancelled", shown_after=created, shown_at=None)
+    asked = proposal(status="cancelled", shown_after=created, shown_at=created)
+    expired_unseen = proposal(status="expired", shown_after=created, shown_at=None)
+
+    def message(answer: TimedOut) -> str:
+        return verdict_of(ToolCallShape(), "Bash", answer, wait=5).message
+
+    held_message = message(TimedOut(proposal=held, by="deadline"))
+    assert held_message.startswith(
+        "Nobody has been shown the request to use Bash in Countersign yet (it is scheduled to "
+        "be shown at "
+    )
+    assert held_message.endswith(
+        f"{later:%H:%M:%S} UTC), so nobody could decide within 5 s; the request was withdrawn "
+        "(proposal cs_abc)"
+    )
+    assert "(Slack has not taken it yet), so nobody could decide within 5 s" in message(
+        TimedOut(proposal=unposted, by="deadline")
+    )
+    assert message(TimedOut(proposal=asked, by="deadline")).startswith(
+        "People were asked about Bash in Countersign and nobody decided within 5 s; the request "
+        "was withdrawn"
+    )
+    assert message(TimedOut(proposal=expired_unseen, by="expiry")).startswith(
+        "Nobody was shown the request to use Bash in Countersign before it expired"
+    )
+    assert refusal(TimedOut(proposal=held, by="deadline")).startswith(
+        "nobody had been shown the approval request yet"
+    )
+    assert refusal(TimedOut(proposal=asked, by="deadline")).startswith("people were asked")

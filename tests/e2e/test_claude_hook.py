@@ -196,13 +196,40 @@ async def test_nobody_deciding_within_the_wait_answers_deny_or_ask_as_configured
     )
 
     assert answer["permissionDecision"] == expected
-    assert "Nobody decided on Write" in answer["permissionDecisionReason"]
+    # it was posted at once: people were shown it (shown_at), and nobody decided
+    assert "People were asked about Write" in answer["permissionDecisionReason"]
+    assert "nobody decided within 1 s" in answer["permissionDecisionReason"]
     proposal_id = re.search(r"proposal (cs_\w+)", answer["permissionDecisionReason"])
     assert proposal_id is not None, answer
     stored = await cs.store.get_proposal(proposal_id.group(1))
     assert stored.arguments == {"tool_name": "Write", "input": write}
     assert "the request was withdrawn" in answer["permissionDecisionReason"]
     assert stored.status == "cancelled"
+    assert stored.shown_at is not None
+
+
+async def test_a_wait_that_ends_before_slack_takes_the_post_says_nobody_was_shown_it(
+    cs: Countersign,
+) -> None:
+    """Slack answers 429 to the post for longer than the hook waits: nobody saw the request, so
+    the hook must not say that people were asked and left it undecided."""
+    cs.slack.fail_next("chat.postMessage", status=429, retry_after=30, times=5)
+    write = {"file_path": "/home/dev/shop/app.py", "content": "print('slow slack')\n"}
+
+    answer = await run_hook(
+        hook_call("Write", write, "toolu_write_unshown"), agent_env(cs), "--wait", "1"
+    )
+
+    reason = answer["permissionDecisionReason"]
+    assert answer["permissionDecision"] == "deny"
+    assert "Nobody has been shown the request to use Write in Countersign yet" in reason
+    assert "(Slack has not taken it yet)" in reason
+    assert "People were asked" not in reason and "Nobody decided" not in reason
+    assert "the request was withdrawn" in reason
+    proposal_id = re.search(r"proposal (cs_\w+)", reason)
+    assert proposal_id is not None, answer
+    stored = await cs.store.get_proposal(proposal_id.group(1))
+    assert stored.status == "cancelled" and stored.slack_ts is None and stored.shown_at is None
 
 
 async def test_countersign_unreachable_denies_or_asks_and_never_allows() -> None:

@@ -175,11 +175,30 @@ async def test_nobody_deciding_within_the_wait_denies(cs: Countersign) -> None:
         )
 
     assert answer["behavior"] == "deny"
-    assert "Nobody decided on Edit" in answer["message"]
+    # posted at once: people were asked (its shown_at), and nobody decided
+    assert "People were asked about Edit in Countersign and nobody decided" in answer["message"]
     assert "the request was withdrawn" in answer["message"]
     proposal_id = re.search(r"proposal (cs_\w+)", answer["message"])
     assert proposal_id is not None, answer
-    assert (await cs.store.get_proposal(proposal_id.group(1))).status == "cancelled"
+    stored = await cs.store.get_proposal(proposal_id.group(1))
+    assert stored.status == "cancelled" and stored.shown_at is not None
+
+
+async def test_a_wait_that_ends_before_slack_takes_the_post_says_nobody_was_shown_it(
+    cs: Countersign,
+) -> None:
+    cs.slack.fail_next("chat.postMessage", status=429, retry_after=30, times=5)
+    async with mcp_session(agent_env(cs), "--wait", "1") as client:
+        answer = await permission(
+            client, "Edit", {"file_path": "/y", "old_string": "a", "new_string": "b"}
+        )
+
+    assert answer["behavior"] == "deny"
+    assert (
+        "Nobody has been shown the request to use Edit in Countersign yet (Slack has not taken "
+        "it yet)" in answer["message"]
+    )
+    assert "People were asked" not in answer["message"]
 
 
 async def test_cancel_proposal_withdraws_a_pending_proposal_once(cs: Countersign) -> None:
