@@ -68,7 +68,7 @@ async def clipped_digest(page: SandboxPage, sandbox: Sandbox) -> None:
 
 def the_digest(page: SandboxPage, count: int) -> tuple[Locator, Locator]:
     """The digest message of ``count`` refunds, and its Review all… button."""
-    digest = page.message(f"{count} proposals: payments.refund")
+    digest = page.message(f"{count} proposals: Refund a settled card payment")
     return digest, digest.get_by_role("button", name=f"Review all ({count})…")
 
 
